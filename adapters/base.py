@@ -1,0 +1,279 @@
+"""The adapter contract, the error tree and the shared HTTP helper.
+
+An adapter keeps I/O and parsing apart:
+
+* :meth:`Adapter.fetch` is async, gets an injected :class:`httpx.AsyncClient`, handles
+  pagination and auth, and returns the decoded raw responses (a list of payloads);
+* :meth:`Adapter.parse` is pure: decoded payloads in, :class:`ParseResult` out. A broken
+  record is skipped and counted with its reason; a broken response raises
+  :class:`ProviderError`. Nothing is invented to fill a gap.
+
+Errors::
+
+    AdapterError                    base of everything raised here
+    ├── MissingCredentials          the provider needs a key that is not configured: skip it
+    └── ProviderError               the provider failed: HTTP error, timeout, bad payload
+        └── ResponseFormatError     the payload is not what the provider documents
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import dataclasses
+import email.utils
+import json
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+import httpx
+import pydantic
+import tenacity
+
+from .schema import Offer
+
+__all__ = [
+    "Adapter",
+    "AdapterError",
+    "MissingCredentials",
+    "ParseResult",
+    "ProviderError",
+    "ResponseFormatError",
+    "RetryPolicy",
+    "SkippedRecord",
+    "request",
+    "request_json",
+]
+
+log = logging.getLogger("gpuscout.adapters")
+
+
+class AdapterError(Exception):
+    """Base of the adapter error tree."""
+
+
+class MissingCredentials(AdapterError):
+    """A required credential is not configured; the provider is skipped, not failed."""
+
+    def __init__(self, provider: str, names: Sequence[str]) -> None:
+        self.provider = provider
+        self.names = tuple(names)
+        env = ", ".join(f"GPUSCOUT_{n.upper()}" for n in self.names)
+        super().__init__(f"{provider}: skipped, credential not set ({env})")
+
+
+class ProviderError(AdapterError):
+    """The provider failed as a whole; the message names what was wrong."""
+
+    def __init__(self, provider: str, message: str) -> None:
+        self.provider = provider
+        self.reason = message
+        super().__init__(f"{provider}: {message}")
+
+
+class ResponseFormatError(ProviderError):
+    """The response does not have the documented shape (a key missing, wrong type...)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SkippedRecord:
+    """One raw record that could not become an offer, and why."""
+
+    reason: str
+    ref: str | None = None
+
+
+@dataclasses.dataclass(slots=True)
+class ParseResult:
+    """What :meth:`Adapter.parse` found: the offers, and the records it had to skip."""
+
+    offers: list[Offer] = dataclasses.field(default_factory=list)
+    skipped: list[SkippedRecord] = dataclasses.field(default_factory=list)
+
+    def skip(self, reason: str, ref: str | None = None) -> None:
+        self.skipped.append(SkippedRecord(reason, ref))
+
+    def add(self, ref: str | None = None, /, **fields: Any) -> Offer | None:
+        """Build an Offer from ``fields``; a validation error skips the record with its reason."""
+        try:
+            offer = Offer(**fields)
+        except pydantic.ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "offer"
+            self.skip(f"invalid {loc}: {first['msg']}", ref)
+            return None
+        self.offers.append(offer)
+        return offer
+
+    def skip_reasons(self) -> Counter[str]:
+        return Counter(s.reason for s in self.skipped)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Retries for one request: on 429, 5xx and transport errors, honouring ``Retry-After``."""
+
+    attempts: int = 4
+    base_wait_s: float = 1.0
+    max_wait_s: float = 60.0
+    timeout_s: float = 30.0
+
+
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class _Retryable(Exception):
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        super().__init__(f"HTTP {response.status_code}")
+
+
+def _retry_after_s(response: httpx.Response) -> float | None:
+    """Seconds from a ``Retry-After`` header (seconds or an HTTP date), if any."""
+    value = response.headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _wait(policy: RetryPolicy) -> Callable[[tenacity.RetryCallState], float]:
+    """Exponential backoff, unless the server said how long to wait."""
+    backoff = tenacity.wait_exponential(multiplier=policy.base_wait_s, max=policy.max_wait_s)
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _Retryable):
+            after = _retry_after_s(exc.response)
+            if after is not None:
+                return min(after, policy.max_wait_s)
+        return float(backoff(state))
+
+    return wait
+
+
+async def request(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    provider: str,
+    policy: RetryPolicy | None = None,
+    **kwargs: Any,
+) -> httpx.Response:
+    """One HTTP request with retries; any failure becomes a :class:`ProviderError`."""
+    policy = policy or RetryPolicy()
+    kwargs.setdefault("timeout", policy.timeout_s)
+    retrying = tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(policy.attempts),
+        wait=_wait(policy),
+        retry=tenacity.retry_if_exception_type((_Retryable, httpx.TransportError)),
+        reraise=True,
+        sleep=asyncio.sleep,
+    )
+    try:
+        async for attempt in retrying:
+            with attempt:
+                response = await client.request(method, url, **kwargs)
+                if response.status_code in RETRY_STATUS:
+                    raise _Retryable(response)
+    except _Retryable as exc:
+        raise ProviderError(
+            provider,
+            f"HTTP {exc.response.status_code} from {_short(url)} after {policy.attempts} attempts",
+        ) from None
+    except httpx.TimeoutException:
+        raise ProviderError(
+            provider, f"timeout after {policy.attempts} attempts: {_short(url)}"
+        ) from None
+    except httpx.TransportError as exc:
+        raise ProviderError(provider, f"network error on {_short(url)}: {exc!s}") from None
+    if response.is_error:
+        raise ProviderError(
+            provider, f"HTTP {response.status_code} from {_short(url)}: {_body(response)}"
+        )
+    return response
+
+
+async def request_json(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    provider: str,
+    policy: RetryPolicy | None = None,
+    **kwargs: Any,
+) -> Any:
+    """:func:`request`, then decode JSON; a body that is not JSON is a provider error."""
+    response = await request(client, method, url, provider=provider, policy=policy, **kwargs)
+    try:
+        return response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResponseFormatError(
+            provider, f"response from {_short(url)} is not JSON ({exc}): {_body(response)}"
+        ) from None
+
+
+def _short(url: str) -> str:
+    return url.split("?", 1)[0]
+
+
+def _body(response: httpx.Response, limit: int = 200) -> str:
+    text = response.text.strip().replace("\n", " ")
+    return text[:limit] + ("..." if len(text) > limit else "")
+
+
+class Adapter(abc.ABC):
+    """One provider. Subclasses set the class attributes and implement fetch and parse."""
+
+    #: Registry key and the ``provider`` field of every offer, e.g. ``"vastai"``.
+    name: ClassVar[str]
+    #: Human name, e.g. ``"Vast.ai"``.
+    title: ClassVar[str]
+    #: Where the prices come from (API base URL or price page), for the docs.
+    source_url: ClassVar[str]
+    #: Setting names (without the ``GPUSCOUT_`` prefix) that must be set to fetch.
+    credential_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        credentials: Mapping[str, str | None] | None = None,
+        *,
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        self.credentials = dict(credentials or {})
+        self.policy = policy or RetryPolicy()
+
+    def require_credentials(self) -> dict[str, str]:
+        """The configured credentials, or :class:`MissingCredentials` naming the gap."""
+        missing = [n for n in self.credential_names if not self.credentials.get(n)]
+        if missing:
+            raise MissingCredentials(self.name, missing)
+        return {n: str(self.credentials[n]) for n in self.credential_names}
+
+    @abc.abstractmethod
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        """Call the provider and return the decoded raw responses, in order."""
+
+    @abc.abstractmethod
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        """Pure: decoded raw responses to offers (``fetched_at`` stamps every offer)."""
+
+    def decode(self, data: bytes, filename: str) -> Any:
+        """Decode one recorded raw response file (JSON unless the adapter says otherwise)."""
+        try:
+            return json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ResponseFormatError(self.name, f"{filename} is not JSON: {exc}") from None

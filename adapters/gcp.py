@@ -1,0 +1,575 @@
+"""Google Cloud (Compute Engine) GPU machines, priced from the Cloud Billing Catalog API.
+
+Source: ``GET https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus`` (the
+Compute Engine service), API key in ``?key=``, paged with ``pageToken`` / ``nextPageToken``
+(https://cloud.google.com/billing/docs/reference/rest/v1/services.skus/list). One response
+is ``{"skus": [Sku, ...], "nextPageToken": "..."}``; the last page has an empty token.
+
+The catalog has **no price per machine type**. It prices components, each SKU for a list of
+``serviceRegions`` and one ``category.usageType`` (``OnDemand``, ``Preemptible`` = Spot,
+``Commit1Yr``, ``Commit3Yr``):
+
+* GPUs per GPU-hour (``usageUnit`` ``h``), named only in the free-text ``description``
+  ("Nvidia Tesla A100 GPU running in Americas", "Spot Preemptible Nvidia L4 GPU ...",
+  "Commitment v1: Nvidia H100 80GB GPU in Americas for 1 Year");
+* vCPUs per vCPU-hour and RAM per GiB-hour (``GiBy.h``) of each machine series
+  ("A2 Instance Core", "A2 Instance Ram", "Commitment v1: A2 Cpu in ... for 1 Year");
+* A4 (B200) only as a bundled "A4 Nvidia B200 (1 gpu slice)" SKU: one GPU with its share of
+  the host, with no vCPU/RAM SKUs to add.
+
+A machine price is therefore assembled here, per region and term, as
+``gpus x GPU rate + vCPUs x core rate + GiB x RAM rate`` (or ``gpus x slice rate``), from
+the machine shapes Google documents (table :data:`MACHINE_SHAPES`, cited there). Prices are
+``tieredRates[].unitPrice`` = ``units`` + ``nanos``/1e9 in ``currencyCode``
+(:func:`adapters.units.google_money_to_decimal`).
+
+Not included in the assembled price: the Local SSD bundled with A2 Ultra / A3 machines (a
+separate per-GiB-month storage SKU; its size is reported in ``storage_gb``), sustained-use
+discounts, and DWS / sole-tenancy / reservation SKUs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import httpx
+
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .gpus import resolve_gpu_name
+from .schema import (
+    GpuFormFactor,
+    GpuInterconnect,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    StorageType,
+    usd_per_hour,
+)
+from .units import gib_to_gb, google_money_to_decimal
+
+__all__ = ["ADAPTER", "MACHINE_SHAPES", "GcpAdapter"]
+
+SERVICE_ID = "6F81-5844-456A"  # Compute Engine
+SKUS_URL = f"https://cloudbilling.googleapis.com/v1/services/{SERVICE_ID}/skus"
+#: The API's maximum page size (services.skus.list reference).
+PAGE_SIZE = 5000
+#: A guard against a server that never stops handing out page tokens.
+MAX_PAGES = 200
+
+#: Below this many USD per GPU-hour a data-centre GPU price is a data error, not an offer.
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+_TERMS: dict[str, RentalTerm] = {
+    "OnDemand": RentalTerm.ON_DEMAND,
+    "Preemptible": RentalTerm.INTERRUPTIBLE,
+    "Commit1Yr": RentalTerm.COMMIT_1Y,
+    "Commit3Yr": RentalTerm.COMMIT_3Y,
+}
+
+#: Descriptions with these words price something other than a plain predefined machine
+#: (sole-tenant nodes, custom shapes, Dynamic Workload Scheduler, reservations...).
+_REJECT_MARKERS = (
+    "sole tenancy",
+    "custom",
+    "extended",
+    "dws",
+    "defined duration",
+    "calendar mode",
+    "capacity optimized",
+    "reserved",
+    "premium",
+    "suspended",
+    "virtual workstation",
+)
+
+# --- GPUs ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Accelerator:
+    """One Compute Engine accelerator type, as Google documents it.
+
+    ``memory_gb`` per GPU and the form factor come from
+    https://cloud.google.com/compute/docs/gpus (GPU models table) and
+    https://cloud.google.com/compute/docs/accelerator-optimized-machines.
+    """
+
+    type_id: str  # the acceleratorType name, e.g. "nvidia-tesla-a100"
+    memory_gb: float
+    form_factor: GpuFormFactor | None
+    nvlink: bool  # GPUs of one machine joined by NVLink (A-series: "NVLink full mesh")
+
+
+ACCELERATORS: dict[str, Accelerator] = {
+    a.type_id: a
+    for a in (
+        Accelerator("nvidia-tesla-a100", 40, GpuFormFactor.SXM, True),
+        Accelerator("nvidia-a100-80gb", 80, GpuFormFactor.SXM, True),
+        Accelerator("nvidia-h100-80gb", 80, GpuFormFactor.SXM, True),
+        Accelerator("nvidia-h100-mega-80gb", 80, GpuFormFactor.SXM, True),
+        Accelerator("nvidia-h200-141gb", 141, GpuFormFactor.SXM, True),
+        Accelerator("nvidia-b200", 180, GpuFormFactor.SXM, True),
+        Accelerator("nvidia-l4", 24, GpuFormFactor.PCIE, False),
+        Accelerator("nvidia-tesla-t4", 16, GpuFormFactor.PCIE, False),
+        Accelerator("nvidia-tesla-v100", 16, None, False),
+        Accelerator("nvidia-tesla-p100", 16, None, False),
+        Accelerator("nvidia-tesla-p4", 8, GpuFormFactor.PCIE, False),
+    )
+}
+
+#: GPU SKU labels (description without prefixes and location) -> accelerator type.
+#: Labels as they appear in the catalog; "(1 gpu slice)" marks a bundled per-GPU machine rate.
+_GPU_LABELS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), type_id)
+    for pattern, type_id in (
+        (r"nvidia tesla a100 gpu", "nvidia-tesla-a100"),
+        (r"nvidia (?:tesla )?a100 80gb gpu", "nvidia-a100-80gb"),
+        (r"nvidia h100 80gb gpu", "nvidia-h100-80gb"),
+        (r"nvidia h100 (?:80gb mega|mega 80gb) gpu", "nvidia-h100-mega-80gb"),
+        (r"(?:nvidia )?h200 141gb gpu", "nvidia-h200-141gb"),
+        (r"(?:a4 )?nvidia b200 \(1 gpu slice\)", "nvidia-b200"),
+        (r"nvidia l4 gpu", "nvidia-l4"),
+        (r"nvidia tesla t4 gpu", "nvidia-tesla-t4"),
+        (r"nvidia tesla v100 gpu", "nvidia-tesla-v100"),
+        (r"nvidia tesla p100 gpu", "nvidia-tesla-p100"),
+        (r"nvidia tesla p4 gpu", "nvidia-tesla-p4"),
+    )
+)
+
+# --- machine shapes -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MachineShape:
+    """A predefined GPU machine type: what the component prices are multiplied by.
+
+    ``series`` names the vCPU/RAM SKUs ("a2" for "A2 Instance Core"); ``None`` means the
+    machine is billed only by its GPU-slice SKU (A4). ``ram_gib``: Google's tables say "GB"
+    but machine memory is in GiB (machineTypes.memoryMb = 85 x 1024 for a2-highgpu-1g, and
+    RAM is billed per ``GiBy.h``).
+    """
+
+    name: str
+    accelerator: str
+    gpu_count: int
+    vcpus: int
+    ram_gib: float
+    series: str | None
+    local_ssd_gib: int = 0
+    spot_only: bool = False
+
+
+def _accelerator_optimized_shapes() -> list[MachineShape]:
+    """A2, A3, A4 and G2 machine types.
+
+    Source: https://cloud.google.com/compute/docs/accelerator-optimized-machines (tables
+    "A2 Standard", "A2 Ultra", "A3 High", "A3 Mega", "A3 Ultra", "A4", "G2"); the A3 High /
+    Mega / Ultra 8-GPU figures (208 vCPU / 1,872 GB, 224 / 2,952) are also what the
+    machineTypes API returns.
+    """
+    s = MachineShape
+    return [
+        # A2 Standard: NVIDIA A100 40GB, 12 vCPUs and 85 GB per GPU.
+        s("a2-highgpu-1g", "nvidia-tesla-a100", 1, 12, 85, "a2"),
+        s("a2-highgpu-2g", "nvidia-tesla-a100", 2, 24, 170, "a2"),
+        s("a2-highgpu-4g", "nvidia-tesla-a100", 4, 48, 340, "a2"),
+        s("a2-highgpu-8g", "nvidia-tesla-a100", 8, 96, 680, "a2"),
+        s("a2-megagpu-16g", "nvidia-tesla-a100", 16, 96, 1360, "a2"),
+        # A2 Ultra: NVIDIA A100 80GB with bundled Local SSD (375 GiB per GPU).
+        s("a2-ultragpu-1g", "nvidia-a100-80gb", 1, 12, 170, "a2", 375),
+        s("a2-ultragpu-2g", "nvidia-a100-80gb", 2, 24, 340, "a2", 750),
+        s("a2-ultragpu-4g", "nvidia-a100-80gb", 4, 48, 680, "a2", 1500),
+        s("a2-ultragpu-8g", "nvidia-a100-80gb", 8, 96, 1360, "a2", 3000),
+        # A3 High: NVIDIA H100 80GB. The 1-, 2- and 4-GPU types are sold only as Spot (or
+        # flex-start) VMs, per the same page.
+        s("a3-highgpu-1g", "nvidia-h100-80gb", 1, 26, 234, "a3", 750, spot_only=True),
+        s("a3-highgpu-2g", "nvidia-h100-80gb", 2, 52, 468, "a3", 1500, spot_only=True),
+        s("a3-highgpu-4g", "nvidia-h100-80gb", 4, 104, 936, "a3", 3000, spot_only=True),
+        s("a3-highgpu-8g", "nvidia-h100-80gb", 8, 208, 1872, "a3", 6000),
+        # A3 Mega: H100 80GB "Mega" (more NICs); vCPU/RAM billed as "A3Plus".
+        s("a3-megagpu-8g", "nvidia-h100-mega-80gb", 8, 208, 1872, "a3plus", 6000),
+        # A3 Ultra: NVIDIA H200 141GB.
+        s("a3-ultragpu-8g", "nvidia-h200-141gb", 8, 224, 2952, "a3ultra", 12000),
+        # A4: NVIDIA B200, billed solely per GPU slice.
+        s("a4-highgpu-8g", "nvidia-b200", 8, 224, 3968, None, 12000),
+        # G2: NVIDIA L4.
+        s("g2-standard-4", "nvidia-l4", 1, 4, 16, "g2"),
+        s("g2-standard-8", "nvidia-l4", 1, 8, 32, "g2"),
+        s("g2-standard-12", "nvidia-l4", 1, 12, 48, "g2"),
+        s("g2-standard-16", "nvidia-l4", 1, 16, 64, "g2"),
+        s("g2-standard-24", "nvidia-l4", 2, 24, 96, "g2"),
+        s("g2-standard-32", "nvidia-l4", 1, 32, 128, "g2"),
+        s("g2-standard-48", "nvidia-l4", 4, 48, 192, "g2"),
+        s("g2-standard-96", "nvidia-l4", 8, 96, 384, "g2"),
+    ]
+
+
+#: n1-standard-N has N vCPUs and 3.75 GB (GiB) per vCPU
+#: (https://cloud.google.com/compute/docs/general-purpose-machines#n1_machine_types).
+_N1_STANDARD_VCPUS = (1, 2, 4, 8, 16, 32, 64, 96)
+_N1_GIB_PER_VCPU = 3.75
+
+#: GPUs that attach to N1 VMs: GPU count -> (max vCPUs, max memory GB) of the VM, from
+#: https://cloud.google.com/compute/docs/gpus (N1 general-purpose table per GPU model).
+_N1_GPU_LIMITS: dict[str, dict[int, tuple[int, float]]] = {
+    "nvidia-tesla-t4": {1: (48, 312), 2: (48, 312), 4: (96, 624)},
+    "nvidia-tesla-v100": {1: (12, 78), 2: (24, 156), 4: (48, 312), 8: (96, 624)},
+    "nvidia-tesla-p100": {1: (16, 104), 2: (32, 208), 4: (64, 208)},
+    "nvidia-tesla-p4": {1: (24, 156), 2: (48, 312), 4: (96, 624)},
+}
+
+
+def _n1_gpu_shapes() -> list[MachineShape]:
+    """Every n1-standard machine each N1-attachable GPU count may be attached to."""
+    shapes = []
+    for accelerator, limits in _N1_GPU_LIMITS.items():
+        for count, (max_vcpus, max_ram) in limits.items():
+            for vcpus in _N1_STANDARD_VCPUS:
+                ram = vcpus * _N1_GIB_PER_VCPU
+                if vcpus <= max_vcpus and ram <= max_ram:
+                    name = f"n1-standard-{vcpus}+{count}x{accelerator}"
+                    shapes.append(MachineShape(name, accelerator, count, vcpus, ram, "n1"))
+    return shapes
+
+
+MACHINE_SHAPES: tuple[MachineShape, ...] = tuple(_accelerator_optimized_shapes() + _n1_gpu_shapes())
+
+# --- SKU classification ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rate:
+    """One component price: ``amount`` of ``currency`` per GPU-, vCPU- or GiB-hour."""
+
+    sku_id: str
+    amount: Decimal
+    currency: str
+    label: str  # the description with prefixes and location stripped
+
+
+#: (component kind, accelerator type or series, region, term) -> rate
+RateKey = tuple[str, str, str, RentalTerm]
+
+_PREFIXES = re.compile(r"^(?:commitment v1:\s*|spot preemptible\s+)+", re.IGNORECASE)
+_LOCATION_SUFFIX = re.compile(r"\s+(?:attached to|running in|in)\s+.*$", re.IGNORECASE)
+_CORE_RAM = re.compile(
+    r"^(?P<series>.+?)(?:\s+(?:predefined|amd|arm))?(?:\s+instance)?\s+(?P<res>core|cpu|ram)$",
+    re.IGNORECASE,
+)
+_UNIT_BY_KIND = {"gpu": "h", "slice": "h", "core": "h", "ram": "GiBy.h"}
+
+
+def sku_label(description: str) -> str:
+    """The description without the term prefix and the location suffix.
+
+    >>> sku_label("Commitment v1: Nvidia H100 80GB GPU in Americas for 1 Year")
+    'Nvidia H100 80GB GPU'
+    >>> sku_label("Nvidia L4 GPU attached to Spot Preemptible VMs running in Americas")
+    'Nvidia L4 GPU'
+    """
+    return _LOCATION_SUFFIX.sub("", _PREFIXES.sub("", description.strip())).strip()
+
+
+def _component(label: str, resource_group: str) -> tuple[str, str] | None:
+    """(kind, name) of a SKU label: ("gpu", accelerator), ("core", series)...; None if other."""
+    for pattern, type_id in _GPU_LABELS:
+        if pattern.fullmatch(label):
+            return ("slice" if "gpu slice" in label.lower() else "gpu"), type_id
+    if resource_group == "GPU" or re.search(r"\bgpu\b", label, re.IGNORECASE):
+        return "unknown_gpu", label
+    m = _CORE_RAM.match(label)
+    if m is None:
+        return None
+    kind = "ram" if m["res"].lower() == "ram" else "core"
+    return kind, re.sub(r"\s+", "", m["series"]).lower()
+
+
+def list_unit_price(pricing_expression: Mapping[str, Any]) -> tuple[Decimal, str]:
+    """The per-unit list price of a SKU and its currency, from its tiered rates.
+
+    The tier starting at usage 0 is the rate a renter pays; a free first tier (a usage
+    allowance, price 0) is passed over for the first priced tier.
+    """
+    tiers = pricing_expression.get("tieredRates")
+    if not isinstance(tiers, list) or not tiers:
+        raise ValueError("no tieredRates")
+    ordered = sorted(
+        (t for t in tiers if isinstance(t, dict)),
+        key=lambda t: Decimal(str(t.get("startUsageAmount") or 0)),
+    )
+    currency = ""
+    for tier in ordered:
+        price = tier.get("unitPrice")
+        if not isinstance(price, dict):
+            raise ValueError("tier without unitPrice")
+        amount = google_money_to_decimal(price.get("units"), price.get("nanos"))
+        code = price.get("currencyCode")
+        if not isinstance(code, str) or not code:
+            raise ValueError("unitPrice without currencyCode")
+        currency = code
+        if amount != 0:
+            return amount, currency
+    return Decimal(0), currency
+
+
+class _RateTable:
+    """Component rates by (kind, name, region, term), filled SKU by SKU."""
+
+    def __init__(self) -> None:
+        self.rates: dict[RateKey, Rate] = {}
+        self.gpu_regions: set[tuple[str, str, RentalTerm]] = set()
+
+    def add_sku(self, sku: Any, result: ParseResult) -> None:
+        if not isinstance(sku, dict):
+            result.skip("SKU is not an object")
+            return
+        sku_id = str(sku.get("skuId") or sku.get("name") or "?")
+        ref = f"gcp:sku/{sku_id}"
+        category = sku.get("category")
+        description = sku.get("description")
+        if not isinstance(category, dict) or not isinstance(description, str):
+            result.skip("SKU without category or description", ref)
+            return
+        if category.get("resourceFamily") != "Compute":
+            return
+        lowered = description.lower()
+        if any(marker in lowered for marker in _REJECT_MARKERS):
+            return
+        label = sku_label(description)
+        component = _component(label, str(category.get("resourceGroup") or ""))
+        if component is None:
+            return
+        kind, name = component
+        if kind == "unknown_gpu":
+            result.skip(f"GPU SKU with no known machine shape: {label!r}", ref)
+            return
+        term = _TERMS.get(str(category.get("usageType")))
+        if term is None:
+            result.skip(f"unknown usageType {category.get('usageType')!r}", ref)
+            return
+        says_spot = "preemptible" in lowered or lowered.startswith("spot ")
+        if says_spot != (term is RentalTerm.INTERRUPTIBLE):
+            result.skip("description and usageType disagree on spot", ref)
+            return
+        try:
+            rate = self._rate(sku, sku_id, label, kind)
+        except ValueError as exc:
+            result.skip(f"bad price: {exc}", ref)
+            return
+        regions = sku.get("serviceRegions")
+        if not isinstance(regions, list) or not regions:
+            result.skip("SKU without serviceRegions", ref)
+            return
+        for region in regions:
+            if not isinstance(region, str) or not region:
+                continue
+            key: RateKey = (kind, name, region, term)
+            if key in self.rates and self.rates[key].amount != rate.amount:
+                result.skip(f"second price for {kind} {name} in {region} ({term})", ref)
+                continue
+            self.rates.setdefault(key, rate)
+
+    @staticmethod
+    def _rate(sku: Mapping[str, Any], sku_id: str, label: str, kind: str) -> Rate:
+        info = sku.get("pricingInfo")
+        if not isinstance(info, list) or not info or not isinstance(info[0], dict):
+            raise ValueError("no pricingInfo")
+        expression = info[0].get("pricingExpression")
+        if not isinstance(expression, dict):
+            raise ValueError("no pricingExpression")
+        unit = expression.get("usageUnit")
+        if unit != _UNIT_BY_KIND[kind]:
+            raise ValueError(f"usageUnit {unit!r} for a {kind} SKU")
+        amount, currency = list_unit_price(expression)
+        if amount <= 0:
+            raise ValueError(f"price {amount} <= 0")
+        return Rate(sku_id, amount, currency, label)
+
+    def get(self, kind: str, name: str, region: str, term: RentalTerm) -> Rate | None:
+        return self.rates.get((kind, name, region, term))
+
+    def gpu_keys(self) -> Iterable[tuple[str, str, str, RentalTerm]]:
+        """(kind, accelerator, region, term) of every GPU and slice rate, sorted."""
+        return sorted(k for k in self.rates if k[0] in ("gpu", "slice"))
+
+
+# --- machine assembly -----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MachinePrice:
+    amount: Decimal  # per machine-hour
+    currency: str
+    rates: tuple[Rate, ...]
+
+
+def assemble_machine_price(
+    shape: MachineShape, gpu: Rate, kind: str, table: _RateTable, region: str, term: RentalTerm
+) -> MachinePrice | str:
+    """The hourly price of ``shape`` in ``region`` for ``term``, or why it cannot be priced.
+
+    ``gpu x count`` for a slice-billed machine; ``gpu x count + core x vCPUs + RAM x GiB``
+    otherwise (the billing model of https://cloud.google.com/compute/vm-instance-pricing).
+    """
+    count = Decimal(shape.gpu_count)
+    if kind == "slice" or shape.series is None:
+        if kind != "slice" or shape.series is not None:
+            return f"{shape.name}: GPU rate and machine billing model disagree"
+        return MachinePrice(gpu.amount * count, gpu.currency, (gpu,))
+    core = table.get("core", shape.series, region, term)
+    ram = table.get("ram", shape.series, region, term)
+    if core is None or ram is None:
+        return f"no {shape.series} vCPU/RAM price in {region} ({term.value})"
+    if not gpu.currency == core.currency == ram.currency:
+        return f"{shape.series} components priced in different currencies in {region}"
+    amount = (
+        gpu.amount * count
+        + core.amount * Decimal(shape.vcpus)
+        + ram.amount * Decimal(str(shape.ram_gib))
+    )
+    return MachinePrice(amount, gpu.currency, (gpu, core, ram))
+
+
+def _shapes_by_accelerator() -> dict[str, list[MachineShape]]:
+    out: dict[str, list[MachineShape]] = {}
+    for shape in MACHINE_SHAPES:
+        out.setdefault(shape.accelerator, []).append(shape)
+    return out
+
+
+_SHAPES_BY_ACCELERATOR = _shapes_by_accelerator()
+
+
+def _too_cheap(price: MachinePrice, shape: MachineShape, term: RentalTerm) -> bool:
+    usd = usd_per_hour(
+        price_amount=price.amount,
+        price_currency=price.currency,
+        price_unit=PriceUnit.HOUR,
+        price_basis=PriceBasis.INSTANCE,
+        term=term,
+        gpu_count=shape.gpu_count,
+    )
+    return usd / shape.gpu_count < MIN_USD_PER_GPU_HOUR
+
+
+class GcpAdapter(Adapter):
+    """Google Cloud GPU machines: A2, A3, A4, G2 and N1+GPU, per region, on-demand, Spot
+    and 1-/3-year commitments, from the public Cloud Billing Catalog."""
+
+    name = "gcp"
+    title = "Google Cloud"
+    source_url = SKUS_URL
+    credential_names = ("gcp_api_key",)
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        key = self.require_credentials()["gcp_api_key"]
+        pages: list[Any] = []
+        token: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            params = {"key": key, "currencyCode": "USD", "pageSize": str(PAGE_SIZE)}
+            if token:
+                params["pageToken"] = token
+            page = await request_json(
+                client, "GET", SKUS_URL, provider=self.name, policy=self.policy, params=params
+            )
+            if not isinstance(page, dict) or not isinstance(page.get("skus", []), list):
+                raise ResponseFormatError(self.name, "SKU page is not {'skus': [...]}")
+            pages.append(page)
+            token = page.get("nextPageToken") or None
+            if token is None:
+                return pages
+            if token in seen:
+                raise ProviderError(self.name, "the API returned the same page token twice")
+            seen.add(token)
+        raise ProviderError(self.name, f"more than {MAX_PAGES} SKU pages")
+
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        result = ParseResult()
+        table = _RateTable()
+        for index, page in enumerate(payloads):
+            if not isinstance(page, dict) or "skus" not in page:
+                raise ResponseFormatError(self.name, f"payload {index} has no 'skus' list")
+            skus = page["skus"]
+            if not isinstance(skus, list):
+                raise ResponseFormatError(self.name, f"payload {index}: 'skus' is not a list")
+            for sku in skus:
+                table.add_sku(sku, result)
+        reported: set[tuple[str, str]] = set()
+        for kind, accelerator, region, term in table.gpu_keys():
+            gpu = table.get(kind, accelerator, region, term)
+            assert gpu is not None
+            for shape in _SHAPES_BY_ACCELERATOR.get(accelerator, []):
+                if shape.spot_only and term is not RentalTerm.INTERRUPTIBLE:
+                    continue
+                price = assemble_machine_price(shape, gpu, kind, table, region, term)
+                if isinstance(price, str):
+                    # One record per missing component, not one per machine shape.
+                    ref = f"gcp:sku/{gpu.sku_id}"
+                    if (price, ref) not in reported:
+                        reported.add((price, ref))
+                        result.skip(price, ref)
+                    continue
+                self._add_machine(result, shape, gpu, price, region, term, fetched_at)
+        return result
+
+    def _add_machine(
+        self,
+        result: ParseResult,
+        shape: MachineShape,
+        gpu: Rate,
+        price: MachinePrice,
+        region: str,
+        term: RentalTerm,
+        fetched_at: datetime,
+    ) -> None:
+        ref = "gcp:sku/" + "+".join(r.sku_id for r in price.rates)
+        try:
+            if _too_cheap(price, shape, term):
+                result.skip(f"absurd price {price.amount} {price.currency}/h", ref)
+                return
+        except KeyError as exc:
+            result.skip(str(exc), ref)
+            return
+        accelerator = ACCELERATORS[shape.accelerator]
+        spec = resolve_gpu_name(
+            gpu.label, memory_gb=accelerator.memory_gb, form_factor=accelerator.form_factor
+        )
+        result.add(
+            ref,
+            provider=self.name,
+            offer_id=shape.name,
+            instance_name=shape.name,
+            region=region,
+            fetched_at=fetched_at,
+            raw_ref=ref,
+            gpu_model=spec.name if spec else None,
+            gpu_raw_name=gpu.label,
+            gpu_vendor=spec.vendor if spec else None,
+            gpu_count=shape.gpu_count,
+            gpu_memory_gb=accelerator.memory_gb,
+            gpu_form_factor=accelerator.form_factor or (spec.form_factor if spec else None),
+            gpu_interconnect=GpuInterconnect.NVLINK if accelerator.nvlink else None,
+            gpu_nvlink_gbs=(spec.nvlink_gbs or None) if spec and accelerator.nvlink else None,
+            vcpus=shape.vcpus,
+            ram_gb=round(gib_to_gb(shape.ram_gib), 3),
+            storage_gb=round(gib_to_gb(shape.local_ssd_gib), 3) if shape.local_ssd_gib else None,
+            storage_type=StorageType.SSD if shape.local_ssd_gib else None,
+            price_amount=price.amount,
+            price_currency=price.currency,
+            price_unit=PriceUnit.HOUR,
+            price_basis=PriceBasis.INSTANCE,
+            term=term,
+            # Per-second billing after a 1-minute minimum for vCPUs, memory and GPUs
+            # (https://cloud.google.com/compute/vm-instance-pricing#billingmodel).
+            billing_increment_s=None if term.is_commitment else 1,
+            min_rental_hours=None if term.is_commitment else 1 / 60,
+        )
+
+
+ADAPTER = GcpAdapter

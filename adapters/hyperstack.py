@@ -1,0 +1,336 @@
+"""Hyperstack (NexGen Cloud): GPU VM flavors joined with the pricebook.
+
+API base ``https://infrahub-api.nexgencloud.com/v1`` (Infrahub API, docs.hyperstack.cloud),
+auth header ``api_key: <key>`` (not ``Authorization``). Two calls, no pagination:
+
+* ``GET /core/flavors`` -> ``{"status": true, "message": "...", "data": [{"gpu": "H100-80G-PCIe",
+  "region_name": "NORWAY-1", "flavors": [Flavor_Fields...]}]}``, grouped by GPU model and
+  region. A flavor (schema "Flavor_Fields" in the API reference): ``id``, ``name``
+  (``n3-H100x8``), ``region_name``, ``cpu`` (vCPUs), ``ram`` (GB), ``disk`` (root disk, GB),
+  ``ephemeral`` (local disk wiped on delete, GB), ``gpu`` (model, ``""`` on CPU flavors),
+  ``gpu_count``, ``stock_available``. ``status: false`` is an API error. No prices here.
+* ``GET /pricebook`` -> a bare list of ``{"id", "name", "value", "original_value",
+  "discount_applied", "start_time", "end_time"}``; ``value`` is USD per hour, often a string.
+
+How the pricebook joins the flavors is not documented. Two public clients key it by the GPU
+model name and multiply ``value`` by ``gpu_count`` (skypilot-org/skypilot
+sky/catalog/data_fetchers/fetch_hyperstack.py; sagemathinc/cocalc's Hyperstack pricing
+module, which also reads ``Cloud-SSD`` and ``PublicIP`` entries): an entry named like the
+flavor group's ``gpu`` is therefore a price per GPU-hour (``price_basis=GPU``). An entry named
+like the flavor itself is read as a price for that flavor only once the pricebook proves its
+basis: some GPU model has flavors of n1 < n2 GPUs priced in the ratio n2/n1 (whole VM) or
+equal (per GPU). Without such a pair, flavor-named prices are skipped, not guessed.
+
+``value`` is what the key's account pays (``discount_applied`` marks an account discount;
+``original_value`` is the list price); we use ``value`` and fall back to ``original_value``.
+Only on-demand prices are read; GPU memory comes from the model name when it carries it
+(``H100-80G-PCIe``), else it is left empty.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, ClassVar
+
+import httpx
+
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .gpus import resolve_gpu_name
+from .schema import PriceBasis, PriceUnit, RentalTerm
+from .units import nominal_gpu_memory_gb, to_decimal, to_float
+
+__all__ = ["API_BASE", "FLAVORS_URL", "PRICEBOOK_URL", "HyperstackAdapter"]
+
+API_BASE = "https://infrahub-api.nexgencloud.com/v1"
+FLAVORS_URL = f"{API_BASE}/core/flavors"
+PRICEBOOK_URL = f"{API_BASE}/pricebook"
+#: Below this a data-centre GPU hour is a data error, not a bargain.
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+#: How far two prices may be from an exact ratio and still prove a price basis.
+_RATIO_TOLERANCE = Decimal("0.05")
+
+#: Per-GPU memory inside a Hyperstack GPU model name: ``H100-80G-SXM5``, ``A100-80G-PCIe``.
+_MEMORY_IN_NAME = re.compile(r"-(\d+)G(?:-|$)")
+
+#: Country word at the start of a Hyperstack region name (``NORWAY-1``).
+_REGION_COUNTRY: Mapping[str, str] = {
+    "NORWAY": "NO",
+    "CANADA": "CA",
+    "US": "US",
+    "USA": "US",
+    "ICELAND": "IS",
+    "SWEDEN": "SE",
+    "FINLAND": "FI",
+    "GERMANY": "DE",
+    "UK": "GB",
+}
+
+
+class HyperstackAdapter(Adapter):
+    """Hyperstack GPU flavors per region, priced from the pricebook."""
+
+    name: ClassVar[str] = "hyperstack"
+    title: ClassVar[str] = "Hyperstack"
+    source_url: ClassVar[str] = API_BASE
+    credential_names: ClassVar[tuple[str, ...]] = ("hyperstack_api_key",)
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        key = self.require_credentials()["hyperstack_api_key"]
+        headers = {"api_key": key, "Accept": "application/json"}
+        payloads = []
+        for url in (FLAVORS_URL, PRICEBOOK_URL):
+            payloads.append(
+                await request_json(
+                    client, "GET", url, provider=self.name, policy=self.policy, headers=headers
+                )
+            )
+        return payloads
+
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        groups: list[Any] = []
+        prices: dict[str, Decimal] = {}
+        price_problems: dict[str, str] = {}
+        for payload in payloads:
+            if _is_pricebook(payload):
+                _read_pricebook(payload, prices, price_problems)
+            else:
+                groups.extend(_flavor_groups(payload))
+        if not groups:
+            raise ResponseFormatError("hyperstack", "no flavors response among the payloads")
+        flavors = list(_flavors(groups))
+        flavor_basis = _flavor_price_basis(flavors, prices)
+        result = ParseResult()
+        seen: set[tuple[str, str]] = set()
+        for group_gpu, flavor in flavors:
+            _parse_flavor(
+                result, group_gpu, flavor, prices, price_problems, flavor_basis, seen, fetched_at
+            )
+        return result
+
+
+ADAPTER = HyperstackAdapter
+
+
+# --- payloads -------------------------------------------------------------------------
+
+
+def _is_pricebook(payload: Any) -> bool:
+    """The pricebook is a bare list of ``{name, value}``; the flavors answer is an object."""
+    return isinstance(payload, list)
+
+
+def _read_pricebook(
+    payload: list[Any], prices: dict[str, Decimal], problems: dict[str, str]
+) -> None:
+    """Name -> USD per hour; unusable entries are remembered with their reason."""
+    for entry in payload:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            continue  # not a priced item; nothing to attach a reason to
+        name = entry["name"]
+        raw = entry.get("value")
+        if raw is None or raw == "":
+            raw = entry.get("original_value")
+        try:
+            value = to_decimal(raw)
+        except ValueError:
+            problems[name] = f"bad pricebook value {raw!r}"
+            continue
+        if value is None or value <= 0:
+            problems[name] = f"no positive pricebook value ({raw!r})"
+            continue
+        prices[name] = value
+
+
+def _flavor_groups(payload: Any) -> list[Any]:
+    if not isinstance(payload, Mapping):
+        raise ResponseFormatError(
+            "hyperstack", f"expected a JSON object or list, got {type(payload).__name__}"
+        )
+    if payload.get("status") is False:
+        raise ProviderError("hyperstack", f"API error: {payload.get('message')!r}")
+    data = payload.get("data")
+    if not isinstance(data, list):
+        raise ResponseFormatError("hyperstack", "flavors response has no 'data' list")
+    return data
+
+
+def _flavors(groups: list[Any]) -> list[tuple[str, Any]]:
+    """(group GPU model, flavor) pairs, flattening the GPU x region groups."""
+    out: list[tuple[str, Any]] = []
+    for group in groups:
+        if not isinstance(group, Mapping) or not isinstance(group.get("flavors"), list):
+            out.append(("", group))  # reported as a broken record by _parse_flavor
+            continue
+        gpu = group.get("gpu")
+        for flavor in group["flavors"]:
+            out.append((gpu if isinstance(gpu, str) else "", flavor))
+    return out
+
+
+def _flavor_price_basis(
+    flavors: list[tuple[str, Any]], prices: Mapping[str, Decimal]
+) -> PriceBasis | None:
+    """Whether prices named after flavors are per VM or per GPU, proven by the data.
+
+    Among flavors of the same GPU model with flavor-named prices, a pair priced in the ratio
+    of their GPU counts proves whole-VM prices; a pair priced the same proves per-GPU prices.
+    No pair, or pairs that disagree, leaves the basis unknown (``None``).
+    """
+    by_gpu: dict[str, dict[int, Decimal]] = {}
+    for group_gpu, flavor in flavors:
+        if not isinstance(flavor, Mapping):
+            continue
+        name, gpu, count = flavor.get("name"), flavor.get("gpu") or group_gpu, _count(flavor)
+        if isinstance(name, str) and name in prices and isinstance(gpu, str) and gpu and count:
+            by_gpu.setdefault(gpu, {})[count] = prices[name]
+    verdicts: set[PriceBasis] = set()
+    for counts in by_gpu.values():
+        pairs = sorted(counts.items())
+        for (n1, p1), (n2, p2) in itertools.pairwise(pairs):
+            if _close(p2 / p1, Decimal(n2) / Decimal(n1)):
+                verdicts.add(PriceBasis.INSTANCE)
+            elif _close(p2 / p1, Decimal(1)):
+                verdicts.add(PriceBasis.GPU)
+            else:
+                return None
+    return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def _close(ratio: Decimal, expected: Decimal) -> bool:
+    return abs(ratio - expected) <= _RATIO_TOLERANCE * expected
+
+
+# --- one flavor -----------------------------------------------------------------------
+
+
+def _parse_flavor(
+    result: ParseResult,
+    group_gpu: str,
+    flavor: Any,
+    prices: Mapping[str, Decimal],
+    price_problems: Mapping[str, str],
+    flavor_basis: PriceBasis | None,
+    seen: set[tuple[str, str]],
+    fetched_at: datetime,
+) -> None:
+    if not isinstance(flavor, Mapping):
+        result.skip("flavor (or flavor group) is not an object")
+        return
+    name = flavor.get("name")
+    region = _text(flavor.get("region_name"))
+    ref = f"hyperstack:flavor/{flavor.get('id')}"
+    if not isinstance(name, str) or not name:
+        result.skip("flavor without a name", ref)
+        return
+    gpu_count = _count(flavor)
+    raw_gpu = _text(flavor.get("gpu")) or _text(group_gpu)
+    if gpu_count is None:
+        result.skip(f"bad gpu_count {flavor.get('gpu_count')!r}", ref)
+        return
+    if gpu_count == 0 or raw_gpu is None:
+        return  # a CPU flavor: not an offer
+    key = (name, region or "")
+    if key in seen:
+        result.skip(f"duplicate flavor {name} in {region}", ref)
+        return
+    seen.add(key)
+
+    priced = _price(name, raw_gpu, prices, flavor_basis)
+    if isinstance(priced, str):
+        result.skip(price_problems.get(raw_gpu) or price_problems.get(name) or priced, ref)
+        return
+    price, basis = priced
+    per_gpu = price if basis is PriceBasis.GPU else price / gpu_count
+    if per_gpu < MIN_USD_PER_GPU_HOUR:
+        result.skip(f"absurd price: {per_gpu} USD per GPU-hour", ref)
+        return
+    spec = resolve_gpu_name(raw_gpu, memory_gb=_memory_gb(raw_gpu))
+    disk_gb = _non_negative(_number(flavor.get("disk")))
+    ephemeral_gb = _non_negative(_number(flavor.get("ephemeral")))
+    storage = [s for s in (disk_gb, ephemeral_gb) if s is not None]
+    stock = flavor.get("stock_available")
+    result.add(
+        ref,
+        provider="hyperstack",
+        offer_id=name,
+        instance_name=_text(flavor.get("display_name")),
+        region=region,
+        country=_country(region),
+        fetched_at=fetched_at,
+        raw_ref=ref,
+        gpu_model=spec.name if spec else None,
+        gpu_raw_name=raw_gpu,
+        gpu_vendor=spec.vendor if spec else None,
+        gpu_count=gpu_count,
+        gpu_memory_gb=_memory_gb(raw_gpu),
+        gpu_form_factor=spec.form_factor if spec else None,
+        vcpus=_positive(_number(flavor.get("cpu"))),
+        ram_gb=_positive(_number(flavor.get("ram"))),
+        storage_gb=sum(storage) if storage else None,
+        price_amount=price,
+        price_currency="USD",
+        price_unit=PriceUnit.HOUR,
+        price_basis=basis,
+        term=RentalTerm.ON_DEMAND,
+        available_now=stock if isinstance(stock, bool) else None,
+    )
+
+
+def _price(
+    flavor_name: str,
+    gpu: str,
+    prices: Mapping[str, Decimal],
+    flavor_basis: PriceBasis | None,
+) -> tuple[Decimal, PriceBasis] | str:
+    """The flavor's price and its basis, or the reason there is none."""
+    if gpu in prices:
+        return prices[gpu], PriceBasis.GPU
+    if flavor_name in prices:
+        if flavor_basis is None:
+            return "pricebook prices flavors but their basis (VM or GPU) is not proven"
+        return prices[flavor_name], flavor_basis
+    return f"no pricebook entry for {gpu!r} or {flavor_name!r}"
+
+
+def _memory_gb(gpu: str) -> float | None:
+    """Nominal per-GPU memory from the model name (``H100-80G-PCIe`` -> 80), if present."""
+    match = _MEMORY_IN_NAME.search(gpu)
+    return nominal_gpu_memory_gb(float(match.group(1))) if match else None
+
+
+def _count(flavor: Mapping[str, Any]) -> int | None:
+    """A whole, non-negative GPU count (``8``, ``8.0`` or ``"8"``), else ``None``."""
+    value = _number(flavor.get("gpu_count"))
+    if value is None or value < 0 or value != int(value):
+        return None
+    return int(value)
+
+
+def _country(region: str | None) -> str | None:
+    """ISO country from the word before the dash (``NORWAY-1`` -> ``NO``), if known."""
+    if region is None:
+        return None
+    return _REGION_COUNTRY.get(region.split("-", 1)[0].upper())
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return to_float(value)
+    except ValueError:
+        return None
+
+
+def _positive(value: float | None) -> float | None:
+    return value if value is not None and value > 0 else None
+
+
+def _non_negative(value: float | None) -> float | None:
+    return value if value is not None and value >= 0 else None
+
+
+def _text(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None

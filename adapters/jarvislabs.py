@@ -1,0 +1,237 @@
+"""JarvisLabs: GPU instances per region from the ``server_meta`` endpoint.
+
+API: ``GET https://backendn.jarvislabs.net/misc/server_meta`` with
+``Authorization: Bearer <key>`` (as dstackai/gpuhunt providers/jarvislabs.py calls it; the
+regional hosts backendprod/backendn/backendeu all serve the same list of every region). No
+pagination. Answer: ``{"server_meta": [...], "cpu_meta": {...}}``; CPU-only machines
+(``cpu_meta``) are not GPU offers and are left out.
+
+One ``server_meta`` row is one GPU model in one region for one workload type:
+
+* ``price_per_hour`` and ``spot_price`` (may be null): USD **per GPU** per hour;
+* ``num_gpus``: the most GPUs one instance can have, a *string* ("8"); ``vram`` likewise
+  ("24", GB per GPU); ``cpus_per_gpu`` and ``ram_per_gpu`` (GB) scale with the GPU count;
+* ``num_free_devices`` / ``effective_num_free_devices`` / ``spot_num_free_devices``: GPUs free;
+* ``workload_type``: "vm", "container" or null (older VM-capable rows, per gpuhunt).
+
+The same GPU and region appear once per workload type with the same price, so rows are merged
+per (region, GPU): the on-demand offer comes from the VM row (null counts as VM), else the
+container row; spot is sold for containers only, so interruptible offers come from the
+container row's ``spot_price``. Offers are emitted for the powers of two up to ``num_gpus``
+and ``num_gpus`` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import httpx
+
+from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .gpus import resolve_gpu_name
+from .schema import PriceBasis, PriceUnit, RentalTerm
+from .units import nominal_gpu_memory_gb, to_decimal, to_float
+
+__all__ = ["SERVER_META_URL", "JarvisLabsAdapter", "instance_gpu_counts"]
+
+SERVER_META_URL = "https://backendn.jarvislabs.net/misc/server_meta"
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+_VM_KINDS = ("vm", None)
+
+
+class JarvisLabsAdapter(Adapter):
+    name = "jarvislabs"
+    title = "JarvisLabs"
+    source_url = SERVER_META_URL
+    credential_names = ("jarvislabs_api_key",)
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        key = self.require_credentials()["jarvislabs_api_key"]
+        payload = await request_json(
+            client,
+            "GET",
+            SERVER_META_URL,
+            provider=self.name,
+            policy=self.policy,
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        return [payload]
+
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        result = ParseResult()
+        groups: dict[tuple[str, str], dict[str | None, Mapping[str, Any]]] = {}
+        for payload in payloads:
+            for row in _rows(payload):
+                checked = _checked_row(row, result)
+                if checked is None:
+                    continue
+                by_kind = groups.setdefault((checked["region"], checked["gpu_type"]), {})
+                kind = checked.get("workload_type")
+                kind = kind if kind in ("vm", "container") else None
+                if kind in by_kind:
+                    result.skip(f"duplicate {kind or 'vm'} row", _ref(checked))
+                    continue
+                by_kind[kind] = checked
+        for by_kind in groups.values():
+            on_demand_row = next(
+                (by_kind[k] for k in ("vm", None, "container") if k in by_kind), None
+            )
+            if on_demand_row is not None:
+                self._emit(on_demand_row, RentalTerm.ON_DEMAND, result, fetched_at)
+            if "container" in by_kind:
+                self._emit(by_kind["container"], RentalTerm.INTERRUPTIBLE, result, fetched_at)
+        return result
+
+    def _emit(
+        self,
+        row: Mapping[str, Any],
+        term: RentalTerm,
+        result: ParseResult,
+        fetched_at: datetime,
+    ) -> None:
+        ref = _ref(row)
+        spot = term is RentalTerm.INTERRUPTIBLE
+        price = _price(row, "spot_price" if spot else "price_per_hour", result, ref)
+        if price is None:
+            return
+        gpu_type, region = row["gpu_type"], row["region"]
+        kind = "container" if spot or row.get("workload_type") == "container" else "vm"
+        memory_gb = _positive(_number(row.get("vram")))
+        memory_gb = nominal_gpu_memory_gb(memory_gb) if memory_gb else None
+        spec = resolve_gpu_name(gpu_type, memory_gb=memory_gb)
+        cpus_per_gpu = _positive(_number(row.get("cpus_per_gpu")))
+        ram_per_gpu = _positive(_number(row.get("ram_per_gpu")))
+        free = _free_gpus(row, spot)
+        for count in instance_gpu_counts(_count(row.get("num_gpus")) or 1):
+            available = free // count if free is not None else None
+            _add(
+                result,
+                ref,
+                provider=self.name,
+                offer_id=f"{region}:{gpu_type}:{count}x",
+                instance_name=f"{count}x {gpu_type} ({kind})",
+                region=region,
+                fetched_at=fetched_at,
+                raw_ref=ref,
+                gpu_model=spec.name if spec else None,
+                gpu_raw_name=gpu_type,
+                gpu_vendor=spec.vendor if spec else None,
+                gpu_count=count,
+                gpu_memory_gb=memory_gb,
+                gpu_form_factor=spec.form_factor if spec else None,
+                vcpus=cpus_per_gpu * count if cpus_per_gpu else None,
+                ram_gb=ram_per_gpu * count if ram_per_gpu else None,
+                price_amount=price,
+                price_currency="USD",
+                price_unit=PriceUnit.HOUR,
+                price_basis=PriceBasis.GPU,
+                term=term,
+                available_count=available,
+                available_now=available > 0 if available is not None else None,
+            )
+
+
+ADAPTER = JarvisLabsAdapter
+
+
+# --- pure helpers ---------------------------------------------------------------------
+
+
+def instance_gpu_counts(max_gpus: int) -> list[int]:
+    """GPU counts offered per instance: powers of two up to ``max_gpus``, and ``max_gpus``.
+
+    >>> instance_gpu_counts(8), instance_gpu_counts(3)
+    ([1, 2, 4, 8], [1, 2, 3])
+    """
+    counts = [2**i for i in range(max_gpus.bit_length()) if 2**i <= max_gpus]
+    return counts if counts[-1] == max_gpus else [*counts, max_gpus]
+
+
+def _rows(payload: Any) -> list[Any]:
+    if not isinstance(payload, Mapping):
+        raise ResponseFormatError("jarvislabs", f"expected an object, got {type(payload).__name__}")
+    rows = payload.get("server_meta")
+    if not isinstance(rows, list):
+        raise ResponseFormatError("jarvislabs", "'server_meta' is missing or not a list")
+    return rows
+
+
+def _checked_row(row: Any, result: ParseResult) -> dict[str, Any] | None:
+    """The row with a usable GPU name and region, or ``None`` (recorded as skipped)."""
+    if not isinstance(row, Mapping):
+        result.skip("server_meta row is not an object")
+        return None
+    gpu_type, region = row.get("gpu_type"), row.get("region")
+    if not isinstance(gpu_type, str) or not gpu_type.strip():
+        result.skip("row without gpu_type", f"jarvislabs:{region}/?")
+        return None
+    if not isinstance(region, str) or not region.strip():
+        result.skip("row without region", f"jarvislabs:?/{gpu_type}")
+        return None
+    return {**row, "gpu_type": gpu_type.strip(), "region": region.strip()}
+
+
+def _ref(row: Mapping[str, Any]) -> str:
+    return f"jarvislabs:{row.get('region')}/{row.get('gpu_type')}/{row.get('workload_type')}"
+
+
+def _free_gpus(row: Mapping[str, Any], spot: bool) -> int | None:
+    """GPUs free now for this kind of rental (the effective count when given)."""
+    keys = (
+        ("spot_num_free_devices",) if spot else ("effective_num_free_devices", "num_free_devices")
+    )
+    for key in keys:
+        number = _number(row.get(key))
+        if number is not None and number >= 0:
+            return int(number)
+    return None
+
+
+def _price(row: Mapping[str, Any], key: str, result: ParseResult, ref: str) -> Decimal | None:
+    """A positive price; null means not offered (spot), garbage or <= 0 is a recorded skip."""
+    try:
+        price = to_decimal(row.get(key))
+    except ValueError as exc:
+        result.skip(f"bad {key}: {exc}", ref)
+        return None
+    if price is None:
+        if key != "spot_price":
+            result.skip(f"no {key}", ref)
+        return None
+    if price <= 0:
+        result.skip(f"non-positive {key} ({price})", ref)
+        return None
+    return price
+
+
+def _add(result: ParseResult, ref: str, **fields: Any) -> None:
+    """Add an offer, then drop it again when its GPU-hour price is absurdly low."""
+    offer = result.add(ref, **fields)
+    if offer is None:
+        return
+    per_gpu = offer.usd_per_gpu_hour
+    if per_gpu is not None and per_gpu < MIN_USD_PER_GPU_HOUR:
+        result.offers.pop()
+        result.skip(f"absurd price: {per_gpu} USD per GPU-hour ({offer.term.value})", ref)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return to_float(value)
+    except ValueError:
+        return None
+
+
+def _count(value: Any) -> int | None:
+    number = _number(value)
+    if number is None or number < 1 or number != int(number):
+        return None
+    return int(number)
+
+
+def _positive(value: float | None) -> float | None:
+    return value if value is not None and value > 0 else None

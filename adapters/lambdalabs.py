@@ -1,0 +1,196 @@
+"""Lambda (Lambda Cloud, lambda.ai): on-demand GPU instances.
+
+API: ``GET https://cloud.lambda.ai/api/v1/instance-types`` (Lambda Cloud API spec v1.8.3,
+operation ``listInstanceTypes``). Auth: the API key as ``Authorization: Bearer <key>``; the
+spec also allows HTTP Basic with the key as user name. One response, no pagination::
+
+    {"data": {"<instance type name>": {
+        "instance_type": {"name", "description", "gpu_description", "price_cents_per_hour",
+                          "specs": {"vcpus", "memory_gib", "storage_gib", "gpus"}},
+        "regions_with_capacity_available": [
+            {"name": "us-east-1", "description": "Virginia, USA"}]}}}
+
+``price_cents_per_hour`` is an integer in US cents per hour for the whole instance (all its
+GPUs). Lambda publishes one on-demand price per type, the same in every region; there is no
+spot or reserved price in the API. ``regions_with_capacity_available`` lists where the type
+can be launched right now: we emit one offer per such region (``available_now=True``), and
+one region-less offer with ``available_now=False`` for a type sold out everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, ClassVar
+
+import httpx
+
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .gpus import resolve_gpu_name
+from .schema import PriceBasis, PriceUnit, RentalTerm
+from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, to_float
+
+__all__ = ["LambdaAdapter"]
+
+API_URL = "https://cloud.lambda.ai/api/v1/instance-types"
+
+#: Below this a data-centre GPU hour is a data error, not a bargain.
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+#: Country names at the end of Lambda's region descriptions ("Virginia, USA", "Germany").
+_COUNTRY_CODES: Mapping[str, str] = {
+    "USA": "US",
+    "Australia": "AU",
+    "Germany": "DE",
+    "India": "IN",
+    "Israel": "IL",
+    "Japan": "JP",
+}
+
+# "H100 (80 GB SXM5)", "A10 (24 GB PCIe)", "Tesla V100 (16 GB)", "GH200 (96 GB)"
+_GPU_DESCRIPTION = re.compile(r"^\s*(?P<name>.+?)\s*\((?P<gb>\d+(?:\.\d+)?)\s*GB\s*(?P<ff>[^)]*)\)")
+
+
+class LambdaAdapter(Adapter):
+    """Lambda Cloud instance types with their current regional capacity."""
+
+    name: ClassVar[str] = "lambda"
+    title: ClassVar[str] = "Lambda"
+    source_url: ClassVar[str] = API_URL
+    credential_names: ClassVar[tuple[str, ...]] = ("lambda_api_key",)
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        key = self.require_credentials()["lambda_api_key"]
+        payload = await request_json(
+            client,
+            "GET",
+            API_URL,
+            provider=self.name,
+            policy=self.policy,
+            headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
+        )
+        return [payload]
+
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        result = ParseResult()
+        for payload in payloads:
+            for type_name, item in _instance_types(payload).items():
+                _parse_item(result, str(type_name), item, fetched_at)
+        return result
+
+
+def _instance_types(payload: Any) -> Mapping[str, Any]:
+    """The ``data`` map of one response; a Lambda error envelope is a provider error."""
+    if not isinstance(payload, Mapping):
+        raise ResponseFormatError("lambda", f"expected a JSON object, got {type(payload).__name__}")
+    if "error" in payload and "data" not in payload:
+        error = payload["error"]
+        detail = error.get("message", error) if isinstance(error, Mapping) else error
+        raise ProviderError("lambda", f"API error: {detail}")
+    data = payload.get("data")
+    if not isinstance(data, Mapping):
+        raise ResponseFormatError("lambda", "'data' is missing or not an object of instance types")
+    return data
+
+
+def _parse_item(result: ParseResult, type_name: str, item: Any, fetched_at: datetime) -> None:
+    ref = f"lambda:instance-type/{type_name}"
+    if not isinstance(item, Mapping) or not isinstance(item.get("instance_type"), Mapping):
+        result.skip("record has no 'instance_type' object", ref)
+        return
+    itype: Mapping[str, Any] = item["instance_type"]
+    specs = itype.get("specs")
+    if not isinstance(specs, Mapping):
+        result.skip("instance type has no 'specs'", ref)
+        return
+    try:
+        gpu_count = int(to_float(specs.get("gpus")) or 0)
+        usd_per_hour = cents_to_units(itype.get("price_cents_per_hour"))
+        vcpus = to_float(specs.get("vcpus"))
+        memory_gib = to_float(specs.get("memory_gib"))
+        storage_gib = to_float(specs.get("storage_gib"))
+    except ValueError as exc:
+        result.skip(f"bad number: {exc}", ref)
+        return
+    if gpu_count <= 0:
+        result.skip("no GPU (CPU-only instance type)", ref)
+        return
+    if usd_per_hour is None or usd_per_hour <= 0:
+        result.skip(f"no usable price: {itype.get('price_cents_per_hour')!r}", ref)
+        return
+    if usd_per_hour / gpu_count < MIN_USD_PER_GPU_HOUR:
+        result.skip(f"absurd price: {usd_per_hour} USD/h for {gpu_count} GPUs", ref)
+        return
+
+    fields: dict[str, Any] = {
+        "provider": "lambda",
+        "offer_id": str(itype.get("name") or type_name),
+        "instance_name": itype.get("description") or None,
+        "fetched_at": fetched_at,
+        "raw_ref": ref,
+        "gpu_count": gpu_count,
+        "vcpus": vcpus or None,
+        "ram_gb": gib_to_gb(memory_gib) if memory_gib else None,
+        "storage_gb": gib_to_gb(storage_gib) if storage_gib is not None else None,
+        "price_amount": usd_per_hour,
+        "price_currency": "USD",
+        "price_unit": PriceUnit.HOUR,
+        "price_basis": PriceBasis.INSTANCE,
+        "term": RentalTerm.ON_DEMAND,
+        **_gpu_fields(str(itype.get("gpu_description") or "")),
+    }
+    regions = item.get("regions_with_capacity_available")
+    regions = [r for r in regions if isinstance(r, Mapping)] if isinstance(regions, list) else []
+    if not regions:
+        result.add(ref, **fields, available_now=False)
+        return
+    for region in regions:
+        result.add(
+            ref,
+            **fields,
+            region=str(region.get("name") or "") or None,
+            country=_country(region.get("description")),
+            available_now=True,
+        )
+
+
+def _gpu_fields(gpu_description: str) -> dict[str, Any]:
+    """GPU model, memory and form factor from Lambda's ``gpu_description``.
+
+    The memory in the parentheses is the nominal per-GPU figure ("80 GB"); the word after
+    it (SXM5, SXM4, PCIe), when present, is the form factor.
+    """
+    raw = gpu_description.strip()
+    match = _GPU_DESCRIPTION.match(raw)
+    memory_gb = nominal_gpu_memory_gb(float(match["gb"])) if match else None
+    form_hint = _form_factor_hint(match["ff"]) if match else None
+    fields: dict[str, Any] = {"gpu_raw_name": raw or None, "gpu_memory_gb": memory_gb}
+    if not raw:
+        return fields
+    spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=form_hint)
+    if spec is None and match:
+        spec = resolve_gpu_name(match["name"], memory_gb=memory_gb, form_factor=form_hint)
+    if spec is not None:
+        fields.update(gpu_model=spec.name, gpu_vendor=spec.vendor, gpu_form_factor=spec.form_factor)
+    return fields
+
+
+def _form_factor_hint(text: str) -> str | None:
+    lowered = text.lower()
+    if "sxm" in lowered:
+        return "sxm"
+    if "pcie" in lowered:
+        return "pcie"
+    return None
+
+
+def _country(description: Any) -> str | None:
+    """ISO code from the last comma-separated part of a region description, if known."""
+    if not isinstance(description, str) or not description.strip():
+        return None
+    return _COUNTRY_CODES.get(description.rsplit(",", 1)[-1].strip())
+
+
+ADAPTER = LambdaAdapter

@@ -1,0 +1,298 @@
+"""Oracle Cloud Infrastructure (OCI) GPU shapes, priced from Oracle's public price data.
+
+Sources (no authentication):
+
+* Cost Estimator shapes: ``GET https://www.oracle.com/a/ocom/docs/cloudestimator2/data/shapes.json``
+  ``{"items": [{name, hidden, status, allowPreemptible, bundleMemoryQty, gpuQty,
+  gpuMemoryQty (GB, all GPUs), processorType.value, shapeType.value (vm/bm),
+  subType.value, products: [{partNumber, qty, type.value (ocpu/memory/disk)}]}]}``;
+* Cost Estimator products: ``.../cloudestimator2/data/products.json``
+  ``{"items": [{partNumber, billingModel, pricetype, currencyCodeLocalizations:
+  [{currencyCode, prices: [{model, value}]}]}]}``;
+* (optional, for ``gpuscout parse``) the Price List API
+  ``GET https://apexapps.oracle.com/pls/apex/cetools/api/v1/products/?currencyCode=USD``
+  ``{"lastUpdated", "items": [{partNumber, displayName, metricName, serviceCategory,
+  currencyCodeLocalizations}]}`` (https://docs.oracle.com/en-us/iaas/Content/Billing/Tasks/signingup_topic-Estimating_Costs.htm).
+
+For a GPU shape the ``ocpu`` product's part number is the GPU SKU and its price is per GPU
+per hour ("GPU Per Hour" in the price list), CPU and memory included; its ``qty`` is the
+shape's OCPU count. Offers here are therefore priced per GPU (``price_basis=gpu``), the
+``PAY_AS_YOU_GO`` USD value. Prices are global: offers carry no region.
+
+Not emitted: preemptible prices (the data has only ``allowPreemptible``, no preemptible
+price) and commitments (the only ``COMMIT`` rows are VMware nodes, not GPU shapes).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import httpx
+
+from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .gpus import resolve_gpu_name
+from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, usd_per_hour
+from .units import to_decimal, to_float
+
+__all__ = ["ADAPTER", "OciAdapter"]
+
+SHAPES_URL = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data/shapes.json"
+PRODUCTS_URL = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data/products.json"
+PRICE_LIST_URL = "https://apexapps.oracle.com/pls/apex/cetools/api/v1/products/"
+
+CURRENCY = "USD"
+PAY_AS_YOU_GO = "PAY_AS_YOU_GO"
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+#: An x86 OCPU is one physical core with hyper-threading = 2 vCPUs; an Arm (Ampere) OCPU
+#: is 1 vCPU (https://docs.oracle.com/en-us/iaas/Content/Compute/References/computeshapes.htm).
+VCPUS_PER_X86_OCPU = 2
+
+_SHAPE_GPU = re.compile(r"^(?:BM|VM)\.GPU\.(?P<gpu>[A-Za-z0-9-]+)\.(?P<count>\d+)$")
+_DISPLAY_GPU = re.compile(
+    r"^(?:OCI|Oracle Cloud Infrastructure) - Compute - GPU - (?P<gpu>.+)$", re.IGNORECASE
+)
+_VERSION_SUFFIX = re.compile(r"[\s-]+v\d+$", re.IGNORECASE)
+
+#: Bare-metal 8-GPU NVIDIA shapes are HGX boards (SXM with NVLink), per OCI's GPU shape
+#: table (computeshapes.htm, "Bare Metal Shapes - GPU"). Other shapes: not stated here.
+_HGX_BARE_METAL_GPUS = frozenset({"A100", "H100", "H200", "B200"})
+
+
+def shape_kind(payload: Any) -> str:
+    """Tell a payload apart by content: "shapes", "products" (either price format)."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
+        raise ValueError("not an {'items': [...]} object")
+    items = [i for i in payload["items"] if isinstance(i, dict)]
+    if any("products" in i and "name" in i for i in items):
+        return "shapes"
+    if any("partNumber" in i for i in items) or not items:
+        return "products"
+    raise ValueError("items are neither shapes nor products")
+
+
+def usd_payg_price(item: Mapping[str, Any]) -> Decimal | None:
+    """The USD pay-as-you-go value of one product; None when it has none.
+
+    Raises ValueError on a malformed or non-numeric value. Tiered entries (``rangeMin``
+    above 0) are not the list price and are passed over.
+    """
+    for localization in item.get("currencyCodeLocalizations") or []:
+        if not isinstance(localization, dict) or localization.get("currencyCode") != CURRENCY:
+            continue
+        for price in localization.get("prices") or []:
+            if not isinstance(price, dict) or price.get("model") != PAY_AS_YOU_GO:
+                continue
+            if to_decimal(price.get("rangeMin")) not in (None, Decimal(0)):
+                continue
+            return to_decimal(price.get("value"))
+    return None
+
+
+class OciAdapter(Adapter):
+    """OCI GPU bare-metal and VM shapes, on-demand, priced per GPU-hour."""
+
+    name = "oci"
+    title = "Oracle Cloud Infrastructure"
+    source_url = SHAPES_URL
+    credential_names = ()
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        payloads = []
+        for url in (SHAPES_URL, PRODUCTS_URL):
+            payload = await request_json(client, "GET", url, provider=self.name, policy=self.policy)
+            if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
+                raise ResponseFormatError(self.name, f"{url} did not return {{'items': [...]}}")
+            payloads.append(payload)
+        return payloads
+
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        result = ParseResult()
+        shapes: list[Any] = []
+        prices: dict[str, Decimal | str] = {}  # part number -> USD/h, or why it has none
+        names: dict[str, str] = {}  # part number -> GPU name from the price list
+        for index, payload in enumerate(payloads):
+            try:
+                kind = shape_kind(payload)
+            except ValueError as exc:
+                raise ResponseFormatError(self.name, f"payload {index}: {exc}") from None
+            if kind == "shapes":
+                shapes.extend(payload["items"])
+            else:
+                self._collect_prices(payload["items"], prices, names)
+        if not shapes:
+            raise ResponseFormatError(self.name, "no shapes payload (shapes.json) given")
+        for shape in shapes:
+            self._add_shape(result, shape, prices, names, fetched_at)
+        return result
+
+    @staticmethod
+    def _collect_prices(
+        items: list[Any], prices: dict[str, Decimal | str], names: dict[str, str]
+    ) -> None:
+        for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get("partNumber"), str):
+                continue
+            part = item["partNumber"]
+            display = item.get("displayName")
+            if isinstance(display, str) and (m := _DISPLAY_GPU.match(display.strip())):
+                names.setdefault(part, m["gpu"].strip())
+            try:
+                value = usd_payg_price(item)
+            except ValueError as exc:
+                prices.setdefault(part, f"bad price for {part}: {exc}")
+                continue
+            if value is not None and not isinstance(prices.get(part), Decimal):
+                prices[part] = value
+
+    def _add_shape(
+        self,
+        result: ParseResult,
+        shape: Any,
+        prices: Mapping[str, Decimal | str],
+        names: Mapping[str, str],
+        fetched_at: datetime,
+    ) -> None:
+        if not isinstance(shape, dict) or not isinstance(shape.get("name"), str):
+            result.skip("shape without a name")
+            return
+        shape_name = shape["name"]
+        ref = f"oci:shape/{shape_name}"
+        try:
+            gpu_count = to_float(shape.get("gpuQty"))
+        except ValueError:
+            result.skip(f"gpuQty is not a number: {shape.get('gpuQty')!r}", ref)
+            return
+        if not gpu_count:
+            return  # a CPU shape: not a GPU offer
+        if gpu_count < 0 or gpu_count != int(gpu_count):
+            result.skip(f"bad gpuQty {shape.get('gpuQty')!r}", ref)
+            return
+        if shape.get("hidden") is True or str(shape.get("status", "ACTIVE")).upper() != "ACTIVE":
+            result.skip("shape hidden or not active", ref)
+            return
+        ocpu = _ocpu_product(shape)
+        if ocpu is None:
+            result.skip("GPU shape without an ocpu (GPU SKU) product", ref)
+            return
+        part, ocpus = ocpu
+        price = prices.get(part)
+        if price is None:
+            result.skip(f"no USD pay-as-you-go price for part {part}", ref)
+            return
+        if isinstance(price, str):
+            result.skip(price, ref)
+            return
+        if (
+            price <= 0
+            or usd_per_hour(
+                price_amount=price,
+                price_currency=CURRENCY,
+                price_unit=PriceUnit.HOUR,
+                price_basis=PriceBasis.GPU,
+                term=RentalTerm.ON_DEMAND,
+                gpu_count=1,
+            )
+            < MIN_USD_PER_GPU_HOUR
+        ):
+            result.skip(f"absurd price {price} {CURRENCY}/GPU-hour", ref)
+            return
+        count = int(gpu_count)
+        raw_gpu = names.get(part) or _gpu_from_shape_name(shape_name)
+        memory_gb = _per_gpu_memory_gb(shape, count)
+        form_factor = (
+            GpuFormFactor.SXM
+            if shape_name.startswith("BM.")
+            and count == 8
+            and raw_gpu is not None
+            and _VERSION_SUFFIX.sub("", raw_gpu).upper() in _HGX_BARE_METAL_GPUS
+            else None
+        )
+        spec = (
+            resolve_gpu_name(
+                _VERSION_SUFFIX.sub("", raw_gpu), memory_gb=memory_gb, form_factor=form_factor
+            )
+            if raw_gpu
+            else None
+        )
+        processor = _value(shape.get("processorType"))
+        x86 = processor in ("intel", "amd")
+        try:
+            ram_gb = to_float(shape.get("bundleMemoryQty"))
+        except ValueError:
+            ram_gb = None
+        result.add(
+            ref,
+            provider=self.name,
+            offer_id=shape_name,
+            instance_name=shape_name,
+            region=None,
+            fetched_at=fetched_at,
+            raw_ref=f"{ref}+part/{part}",
+            gpu_model=spec.name if spec else None,
+            gpu_raw_name=raw_gpu or shape_name,
+            gpu_vendor=spec.vendor if spec else None,
+            gpu_count=count,
+            gpu_memory_gb=memory_gb,
+            gpu_form_factor=form_factor or (spec.form_factor if spec else None),
+            # OCI's data marks some Intel GPU shapes (A10, A100) as "arm"; an OCPU is one
+            # physical core either way, so cores are safe and vCPUs only for x86.
+            cpu_cores=ocpus,
+            vcpus=ocpus * VCPUS_PER_X86_OCPU if x86 and ocpus else None,
+            cpu_vendor=processor if x86 else None,
+            cpu_arch="x86_64" if x86 else None,
+            ram_gb=ram_gb or None,
+            price_amount=price,
+            price_currency=CURRENCY,
+            price_unit=PriceUnit.HOUR,
+            price_basis=PriceBasis.GPU,
+            term=RentalTerm.ON_DEMAND,
+            datacenter=True,
+        )
+
+
+def _value(field: Any) -> str | None:
+    """``{"value": "intel"}`` -> ``"intel"`` (lower case); None if absent."""
+    if isinstance(field, dict) and isinstance(field.get("value"), str):
+        return str(field["value"]).lower()
+    return None
+
+
+def _ocpu_product(shape: Mapping[str, Any]) -> tuple[str, float | None] | None:
+    """(part number, OCPU count) of the shape's ``ocpu`` product, the GPU SKU."""
+    for product in shape.get("products") or []:
+        if not isinstance(product, dict) or _value(product.get("type")) != "ocpu":
+            continue
+        part = product.get("partNumber")
+        if not isinstance(part, str) or not part:
+            return None
+        try:
+            qty = to_float(product.get("qty"))
+        except ValueError:
+            qty = None
+        return part, (qty if qty and qty > 0 else None)
+    return None
+
+
+def _gpu_from_shape_name(shape_name: str) -> str | None:
+    """ "BM.GPU.H100.8" -> "H100"; None for names without a GPU model (BM.GPU4.8)."""
+    m = _SHAPE_GPU.match(shape_name)
+    return m["gpu"] if m else None
+
+
+def _per_gpu_memory_gb(shape: Mapping[str, Any], gpu_count: int) -> float | None:
+    """``gpuMemoryQty`` is the shape's total GPU memory in GB."""
+    try:
+        total = to_float(shape.get("gpuMemoryQty"))
+    except ValueError:
+        return None
+    if not total or total <= 0:
+        return None
+    return total / gpu_count
+
+
+ADAPTER = OciAdapter

@@ -1,0 +1,405 @@
+"""RunPod: GPU pod list prices per cloud and term, from the GraphQL API.
+
+API: ``POST https://api.runpod.io/graphql`` with ``{"query": ...}`` (runpod/docs
+sdks/graphql/manage-pods.mdx; the same ``gpuTypes`` fields are queried by runpod-python
+runpod/api/queries/gpus.py, dstackai/gpuhunt providers/runpod.py and SkyPilot's
+fetch_runpod.py). One request returns every GPU type, no pagination. The price fields are
+public; an API key (``Authorization: Bearer``) is sent when configured. GraphQL errors come
+back with HTTP 200 as ``{"errors": [...]}``: they are a provider error here.
+
+Prices are USD per GPU per hour (``price_basis=gpu``):
+
+* ``securePrice`` / ``communityPrice``: on-demand in Secure Cloud (RunPod's datacenters) and
+  Community Cloud (individual hosts); 0 or null where the type is not offered in that cloud;
+* ``secureSpotPrice`` / ``communitySpotPrice``: interruptible (spot), often null;
+* ``oneWeekPrice``, ``oneMonthPrice``, ``threeMonthPrice``, ``sixMonthPrice``: savings-plan
+  rates, the hourly equivalent per GPU for that commitment; the API does not say for which
+  cloud, so those offers leave ``datacenter`` unset;
+* ``clusterPrice``: Instant Clusters (multi-node), per GPU-hour, in ``nodeGroupDatacenters``.
+
+A pod may hold 1 to ``maxGpuCount{Secure,Community}Cloud`` GPUs; offers are emitted for the
+powers of two up to that ceiling and the ceiling itself. vCPUs and RAM are only published by
+``lowestPrice`` (for the GPU count asked, here 1, per cloud through GraphQL aliases
+``secureLowestPrice`` / ``communityLowestPrice``), so only 1-GPU offers carry them; its
+``stockStatus`` (High/Medium/Low, null = none) gives ``available_now``. MIG slices ("... MIG
+1g.24gb") are offered as one GPU fraction (slice memory / full GPU memory).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import httpx
+
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .gpus import GpuSpec, resolve_gpu_name
+from .schema import PriceBasis, PriceUnit, RentalTerm, Vendor
+from .units import to_decimal, to_float
+
+__all__ = [
+    "GPU_TYPES_QUERY",
+    "GRAPHQL_URL",
+    "RunPodAdapter",
+    "datacenter_country",
+    "pod_gpu_counts",
+]
+
+GRAPHQL_URL = "https://api.runpod.io/graphql"
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+_LOWEST_PRICE_FIELDS = "uninterruptablePrice minimumBidPrice minVcpu minMemory stockStatus"
+
+#: Every GPU type with its list, spot, savings-plan and cluster prices, and the cheapest
+#: 1-GPU machine in each cloud (aliases keep the two ``lowestPrice`` answers apart).
+GPU_TYPES_QUERY = f"""
+query GpuTypes {{
+  gpuTypes {{
+    id displayName manufacturer memoryInGb
+    secureCloud communityCloud
+    maxGpuCount maxGpuCountSecureCloud maxGpuCountCommunityCloud minPodGpuCount
+    securePrice communityPrice secureSpotPrice communitySpotPrice
+    oneWeekPrice oneMonthPrice threeMonthPrice sixMonthPrice
+    clusterPrice nodeGroupDatacenters {{ id }}
+    secureLowestPrice: lowestPrice(input: {{gpuCount: 1, secureCloud: true}}) {{
+      {_LOWEST_PRICE_FIELDS}
+    }}
+    communityLowestPrice: lowestPrice(input: {{gpuCount: 1, secureCloud: false}}) {{
+      {_LOWEST_PRICE_FIELDS}
+    }}
+  }}
+}}
+""".strip()
+
+_CLOUDS = ("secure", "community")
+#: Savings-plan price fields and the commitment each buys.
+_COMMITMENTS = (
+    ("oneWeekPrice", RentalTerm.COMMIT_1W),
+    ("oneMonthPrice", RentalTerm.COMMIT_1MO),
+    ("threeMonthPrice", RentalTerm.COMMIT_3MO),
+    ("sixMonthPrice", RentalTerm.COMMIT_6MO),
+)
+_VENDORS = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD, "intel": Vendor.INTEL}
+_IN_STOCK = {"high": True, "medium": True, "low": True, "none": False}
+_MIG = re.compile(r"\bMIG\s+(\d+g\.\d+gb)\b", re.IGNORECASE)
+#: Datacenter ids are "<country>-<state>-<n>" ("US-KS-2") or "<area>-<country>-<n>"
+#: ("EUR-IS-1", "EU-RO-1", "AP-JP-1"); these are the area prefixes.
+_AREA_PREFIXES = frozenset({"EU", "EUR", "AP", "OC", "SA", "AF", "ME", "NA"})
+
+
+class RunPodAdapter(Adapter):
+    name = "runpod"
+    title = "RunPod"
+    source_url = GRAPHQL_URL
+    credential_names = ()
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        headers = {}
+        key = self.credentials.get("runpod_api_key")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        payload = await request_json(
+            client,
+            "POST",
+            GRAPHQL_URL,
+            provider=self.name,
+            policy=self.policy,
+            json={"query": GPU_TYPES_QUERY},
+            headers=headers,
+        )
+        _raise_graphql_errors(payload)
+        return [payload]
+
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        result = ParseResult()
+        seen: set[str] = set()
+        for payload in payloads:
+            for record in _gpu_type_records(payload):
+                if not isinstance(record, Mapping):
+                    result.skip("gpuType is not an object")
+                    continue
+                before = len(result.offers)
+                for ref, fields in _offers_of(record, result):
+                    fields.update(provider=self.name, fetched_at=fetched_at, raw_ref=ref)
+                    key = f"{fields['offer_id']}|{fields.get('region')}|{fields['term']}"
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    _add(result, ref, **fields)
+                if len(result.offers) == before and not _was_skipped(result, record):
+                    result.skip("no price in any cloud or term", _ref(record))
+        return result
+
+
+ADAPTER = RunPodAdapter
+
+
+# --- pure helpers ---------------------------------------------------------------------
+
+
+def pod_gpu_counts(low: int, high: int) -> list[int]:
+    """GPU counts offered for one pod: powers of two from ``low`` up to ``high``, and ``high``.
+
+    >>> pod_gpu_counts(1, 10)
+    [1, 2, 4, 8, 10]
+    """
+    counts, n = [], 1
+    while n <= high:
+        if n >= low:
+            counts.append(n)
+        n *= 2
+    if high >= low and high not in counts:
+        counts.append(high)
+    return counts
+
+
+def _raise_graphql_errors(payload: Any) -> None:
+    """GraphQL reports failures in-band, with HTTP 200: turn them into a ProviderError."""
+    if isinstance(payload, Mapping) and payload.get("errors"):
+        errors = payload["errors"]
+        messages = (
+            [str(e.get("message", e)) if isinstance(e, Mapping) else str(e) for e in errors]
+            if isinstance(errors, list)
+            else [str(errors)]
+        )
+        raise ProviderError("runpod", "GraphQL errors: " + "; ".join(messages)[:300])
+
+
+def _gpu_type_records(payload: Any) -> list[Any]:
+    if not isinstance(payload, Mapping):
+        raise ResponseFormatError("runpod", f"expected an object, got {type(payload).__name__}")
+    _raise_graphql_errors(payload)
+    data = payload.get("data")
+    if not isinstance(data, Mapping):
+        raise ResponseFormatError("runpod", "response has no 'data' object")
+    records = data.get("gpuTypes")
+    if not isinstance(records, list):
+        raise ResponseFormatError("runpod", "'data.gpuTypes' is missing or not a list")
+    return records
+
+
+def _ref(record: Mapping[str, Any]) -> str:
+    return f"runpod:gpuType/{record.get('id')}"
+
+
+def _was_skipped(result: ParseResult, record: Mapping[str, Any]) -> bool:
+    ref = _ref(record)
+    return any(s.ref == ref for s in result.skipped)
+
+
+def _offers_of(
+    record: Mapping[str, Any], result: ParseResult
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(raw_ref, offer fields) for every cloud, GPU count and term one GPU type is priced at."""
+    ref = _ref(record)
+    type_id = record.get("id")
+    if not isinstance(type_id, str) or not type_id.strip():
+        result.skip("gpuType without id", ref)
+        return
+    gpu = _gpu_fields(record, type_id)
+    is_slice = gpu.get("gpu_mig_profile") is not None
+    for cloud in _CLOUDS:
+        if record.get(f"{cloud}Cloud") is False:
+            continue
+        counts = [1] if is_slice else _cloud_counts(record, cloud)
+        lowest = record.get(f"{cloud}LowestPrice")
+        lowest = lowest if isinstance(lowest, Mapping) else {}
+        for term, price_key in (
+            (RentalTerm.ON_DEMAND, f"{cloud}Price"),
+            (RentalTerm.INTERRUPTIBLE, f"{cloud}SpotPrice"),
+        ):
+            price = _price(record, price_key, result, ref)
+            if price is None:
+                continue
+            for count in counts:
+                yield (
+                    ref,
+                    {
+                        **gpu,
+                        **_lowest_fields(lowest, count),
+                        "offer_id": f"{type_id}:{cloud}:{count}x",
+                        "instance_name": f"{count}x {record.get('displayName') or type_id}",
+                        "gpu_count": count,
+                        "term": term,
+                        "price_amount": price,
+                        "datacenter": cloud == "secure",
+                        **_PER_GPU_HOUR,
+                    },
+                )
+    plan_counts = [1] if is_slice else _cloud_counts(record, None)
+    for price_key, term in _COMMITMENTS:
+        price = _price(record, price_key, result, ref)
+        if price is None:
+            continue
+        for count in plan_counts:
+            yield (
+                ref,
+                {
+                    **gpu,
+                    "offer_id": f"{type_id}:savings-plan:{count}x",
+                    "instance_name": f"{count}x {record.get('displayName') or type_id}",
+                    "gpu_count": count,
+                    "term": term,
+                    "price_amount": price,
+                    **_PER_GPU_HOUR,
+                },
+            )
+    yield from _cluster_offers(record, gpu, result, ref, type_id, is_slice)
+
+
+def _cluster_offers(
+    record: Mapping[str, Any],
+    gpu: dict[str, Any],
+    result: ParseResult,
+    ref: str,
+    type_id: str,
+    is_slice: bool,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Instant Cluster nodes: ``clusterPrice`` per GPU-hour, one offer per datacenter."""
+    price = _price(record, "clusterPrice", result, ref)
+    node_gpus = _count(record.get("maxGpuCount"))
+    if price is None or node_gpus is None or is_slice:
+        return
+    datacenters = record.get("nodeGroupDatacenters")
+    for dc in datacenters if isinstance(datacenters, list) else []:
+        dc_id = dc.get("id") if isinstance(dc, Mapping) else None
+        if not isinstance(dc_id, str) or not dc_id:
+            continue
+        yield (
+            ref,
+            {
+                **gpu,
+                "offer_id": f"{type_id}:cluster:{node_gpus}x",
+                "instance_name": f"Instant Cluster node {node_gpus}x "
+                f"{record.get('displayName') or type_id}",
+                "region": dc_id,
+                "country": datacenter_country(dc_id),
+                "gpu_count": node_gpus,
+                "term": RentalTerm.ON_DEMAND,
+                "price_amount": price,
+                "multi_node": True,
+                "datacenter": True,
+                **_PER_GPU_HOUR,
+            },
+        )
+
+
+_PER_GPU_HOUR: dict[str, Any] = {
+    "price_currency": "USD",
+    "price_unit": PriceUnit.HOUR,
+    "price_basis": PriceBasis.GPU,
+}
+
+
+def _gpu_fields(record: Mapping[str, Any], type_id: str) -> dict[str, Any]:
+    """GPU model, vendor, memory and (for a MIG slice) its profile and fraction."""
+    memory_gb = _positive(_number(record.get("memoryInGb")))
+    mig = _MIG.search(type_id)
+    spec: GpuSpec | None
+    if mig:
+        # the slice's memory would contradict the parent GPU's: resolve the parent by name
+        spec = resolve_gpu_name(type_id)
+        fraction = memory_gb / spec.memory_gb if spec and spec.memory_gb and memory_gb else None
+        if fraction is not None and not 0 < fraction < 1:
+            fraction = None
+    else:
+        spec = resolve_gpu_name(type_id, memory_gb=memory_gb)
+        fraction = None
+    manufacturer = record.get("manufacturer")
+    vendor = spec.vendor if spec else _VENDORS.get(str(manufacturer).strip().lower())
+    return {
+        "gpu_model": spec.name if spec else None,
+        "gpu_raw_name": type_id,
+        "gpu_vendor": vendor,
+        "gpu_memory_gb": memory_gb,
+        "gpu_form_factor": spec.form_factor if spec else None,
+        "gpu_mig_profile": mig.group(1) if mig else None,
+        "gpu_fraction": fraction,
+    }
+
+
+def _lowest_fields(lowest: Mapping[str, Any], count: int) -> dict[str, Any]:
+    """vCPU, RAM (GB) and stock from a 1-GPU ``lowestPrice`` quote: only valid for 1 GPU."""
+    stock = lowest.get("stockStatus", ...)
+    if stock is ...:
+        available = None
+    else:
+        available = _IN_STOCK.get(str(stock).strip().lower()) if stock is not None else False
+    if count != 1:
+        return {"available_now": available}
+    return {
+        "vcpus": _positive(_number(lowest.get("minVcpu"))),
+        "ram_gb": _positive(_number(lowest.get("minMemory"))),
+        "available_now": available,
+    }
+
+
+def _cloud_counts(record: Mapping[str, Any], cloud: str | None) -> list[int]:
+    """Pod sizes in one cloud (``None``: any cloud), from the max-GPU ceiling it publishes."""
+    high = None
+    if cloud is not None:
+        high = _count(record.get(f"maxGpuCount{cloud.capitalize()}Cloud"))
+    if high is None:
+        high = _count(record.get("maxGpuCount"))
+    low = _count(record.get("minPodGpuCount")) or 1
+    return pod_gpu_counts(low, high) if high else [low]
+
+
+def _price(record: Mapping[str, Any], key: str, result: ParseResult, ref: str) -> Decimal | None:
+    """A positive price, or ``None`` when absent/0 (not offered); garbage is a recorded skip."""
+    try:
+        price = to_decimal(record.get(key))
+    except ValueError as exc:
+        result.skip(f"bad {key}: {exc}", ref)
+        return None
+    if price is None or price == 0:
+        return None
+    if price < 0:
+        result.skip(f"negative {key} ({price})", ref)
+        return None
+    return price
+
+
+def datacenter_country(dc_id: str) -> str | None:
+    """The ISO country code a RunPod datacenter id carries ("EUR-IS-1" -> "IS").
+
+    >>> datacenter_country("US-KS-2"), datacenter_country("AP-JP-1")
+    ('US', 'JP')
+    """
+    parts = dc_id.upper().split("-")
+    if len(parts) < 2:
+        return None
+    code = parts[1] if parts[0] in _AREA_PREFIXES else parts[0]
+    return code if len(code) == 2 and code.isalpha() else None
+
+
+def _add(result: ParseResult, ref: str, **fields: Any) -> None:
+    """Add an offer, then drop it again when its GPU-hour price is absurdly low."""
+    offer = result.add(ref, **fields)
+    if offer is None:
+        return
+    per_gpu = offer.usd_per_gpu_hour
+    if per_gpu is not None and per_gpu < MIN_USD_PER_GPU_HOUR:
+        result.offers.pop()
+        result.skip(f"absurd price: {per_gpu} USD per GPU-hour ({offer.term.value})", ref)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return to_float(value)
+    except ValueError:
+        return None
+
+
+def _count(value: Any) -> int | None:
+    number = _number(value)
+    if number is None or number < 1 or number != int(number):
+        return None
+    return int(number)
+
+
+def _positive(value: float | None) -> float | None:
+    return value if value is not None and value > 0 else None

@@ -1,0 +1,434 @@
+"""The common offer schema: one rentable configuration at one provider, location and term.
+
+Every parameter group of the seed document (compute, memory and storage, network, power and
+cooling, chassis, software, cost and term, support) has fields here. A field a provider does
+not publish stays ``None``: nothing is guessed. Every quantity carries its unit in its name.
+
+Money is exact: ``price_amount`` is a :class:`~decimal.Decimal` in ``price_currency``, per
+``price_unit`` (hour, day, week, month or the whole term) and per ``price_basis`` (the whole
+instance or one GPU). The one normalised figure, ``usd_per_hour`` for the whole instance, is
+derived in :func:`usd_per_hour` from those fields and an FX table, never set by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from datetime import UTC, datetime
+from decimal import Decimal
+from enum import StrEnum
+from importlib import resources
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    computed_field,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "HOURS_PER_DAY",
+    "HOURS_PER_MONTH",
+    "HOURS_PER_WEEK",
+    "HOURS_PER_YEAR",
+    "USD_QUANTUM",
+    "Cooling",
+    "Fabric",
+    "FxTable",
+    "GpuFormFactor",
+    "GpuInterconnect",
+    "Offer",
+    "PriceBasis",
+    "PriceUnit",
+    "RentalTerm",
+    "StorageType",
+    "Vendor",
+    "default_fx",
+    "hours_per_price_unit",
+    "load_fx",
+    "usd_per_hour",
+]
+
+# --- time units --------------------------------------------------------------------------
+HOURS_PER_DAY = Decimal(24)
+HOURS_PER_WEEK = Decimal(168)
+#: A billing month as the hyperscalers count it (AWS, Azure and GCP price pages all use
+#: 730 hours = 8760 / 12).
+HOURS_PER_MONTH = Decimal(730)
+HOURS_PER_YEAR = Decimal(8760)
+
+
+class Vendor(StrEnum):
+    NVIDIA = "nvidia"
+    AMD = "amd"
+    INTEL = "intel"
+    OTHER = "other"
+
+
+class GpuFormFactor(StrEnum):
+    """How the accelerator is mounted: it decides the intra-node bandwidth."""
+
+    SXM = "sxm"
+    PCIE = "pcie"
+    OAM = "oam"
+    SUPERCHIP = "superchip"  # Grace-Hopper / Grace-Blackwell boards
+    OTHER = "other"
+
+
+class GpuInterconnect(StrEnum):
+    """The GPU-to-GPU link inside one node."""
+
+    NVLINK = "nvlink"
+    NVLINK_BRIDGE = "nvlink_bridge"  # 2-4 PCIe cards joined by a bridge
+    INFINITY_FABRIC = "infinity_fabric"
+    PCIE = "pcie"
+
+
+class StorageType(StrEnum):
+    NVME = "nvme"
+    SSD = "ssd"
+    HDD = "hdd"
+    NETWORK = "network"  # network volume / block storage
+
+
+class Fabric(StrEnum):
+    """The cluster fabric between nodes."""
+
+    INFINIBAND = "infiniband"
+    ROCE = "roce"
+    EFA = "efa"
+    ETHERNET = "ethernet"
+
+
+class Cooling(StrEnum):
+    AIR = "air"
+    LIQUID = "liquid"
+
+
+class RentalTerm(StrEnum):
+    """How long the renter is bound. Commitments are named by their length."""
+
+    ON_DEMAND = "on_demand"
+    INTERRUPTIBLE = "interruptible"  # spot, bid, preemptible, low priority
+    COMMIT_1D = "commit_1d"
+    COMMIT_1W = "commit_1w"
+    COMMIT_1MO = "commit_1mo"
+    COMMIT_3MO = "commit_3mo"
+    COMMIT_6MO = "commit_6mo"
+    COMMIT_1Y = "commit_1y"
+    COMMIT_3Y = "commit_3y"
+
+    @property
+    def is_commitment(self) -> bool:
+        return self not in (RentalTerm.ON_DEMAND, RentalTerm.INTERRUPTIBLE)
+
+    @property
+    def commitment_hours(self) -> Decimal | None:
+        """Length of the commitment in hours; ``None`` for on-demand and interruptible."""
+        return _COMMITMENT_HOURS.get(self)
+
+
+_COMMITMENT_HOURS: dict[RentalTerm, Decimal] = {
+    RentalTerm.COMMIT_1D: HOURS_PER_DAY,
+    RentalTerm.COMMIT_1W: HOURS_PER_WEEK,
+    RentalTerm.COMMIT_1MO: HOURS_PER_MONTH,
+    RentalTerm.COMMIT_3MO: 3 * HOURS_PER_MONTH,
+    RentalTerm.COMMIT_6MO: 6 * HOURS_PER_MONTH,
+    RentalTerm.COMMIT_1Y: HOURS_PER_YEAR,
+    RentalTerm.COMMIT_3Y: 3 * HOURS_PER_YEAR,
+}
+
+
+class PriceUnit(StrEnum):
+    """What period ``price_amount`` covers."""
+
+    HOUR = "hour"
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+    TERM = "term"  # the whole commitment, e.g. an Azure 3-year reservation
+
+
+class PriceBasis(StrEnum):
+    """Whether ``price_amount`` is for the whole instance or for one GPU of it."""
+
+    INSTANCE = "instance"
+    GPU = "gpu"
+
+
+# --- FX ----------------------------------------------------------------------------------
+
+
+class FxTable(BaseModel):
+    """Units of each currency per 1 USD, with the date and source of the rates."""
+
+    model_config = ConfigDict(frozen=True)
+
+    as_of: str
+    source: str
+    units_per_usd: dict[str, Decimal]
+
+    def to_usd(self, amount: Decimal, currency: str) -> Decimal:
+        """Convert ``amount`` of ``currency`` to USD; KeyError names an unknown currency."""
+        try:
+            rate = self.units_per_usd[currency]
+        except KeyError:
+            raise KeyError(f"no FX rate for currency {currency!r}") from None
+        return amount / rate
+
+
+def load_fx(text: str) -> FxTable:
+    """Parse an FX file: rates per ``base`` currency, as central banks publish them."""
+    data = tomllib.loads(text)
+    try:
+        per_base = {k: Decimal(str(v)) for k, v in data["per_base"].items()}
+        usd = per_base["USD"]
+        as_of, source = str(data["as_of"]), str(data["source"])
+    except KeyError as exc:
+        raise ValueError(f"FX file lacks {exc.args[0]!r}") from None
+    if any(v <= 0 for v in per_base.values()):
+        raise ValueError("FX file has a rate <= 0")
+    return FxTable(
+        as_of=as_of,
+        source=source,
+        units_per_usd={k: v / usd for k, v in per_base.items()},
+    )
+
+
+@functools.cache
+def default_fx() -> FxTable:
+    """The FX table shipped beside this module (``fx_rates.toml``), read on first use."""
+    package = __package__ or "adapters"
+    return load_fx(resources.files(package).joinpath("fx_rates.toml").read_text("utf-8"))
+
+
+def hours_per_price_unit(unit: PriceUnit, term: RentalTerm) -> Decimal:
+    """Hours one ``unit`` of price covers; a ``TERM`` price covers the whole commitment.
+
+    >>> hours_per_price_unit(PriceUnit.MONTH, RentalTerm.COMMIT_1Y)
+    Decimal('730')
+    """
+    match unit:
+        case PriceUnit.HOUR:
+            return Decimal(1)
+        case PriceUnit.DAY:
+            return HOURS_PER_DAY
+        case PriceUnit.WEEK:
+            return HOURS_PER_WEEK
+        case PriceUnit.MONTH:
+            return HOURS_PER_MONTH
+        case PriceUnit.TERM:
+            hours = term.commitment_hours
+            if hours is None:
+                raise ValueError(f"a price per whole term needs a commitment, not {term.value}")
+            return hours
+
+
+def usd_per_hour(
+    *,
+    price_amount: Decimal,
+    price_currency: str,
+    price_unit: PriceUnit,
+    price_basis: PriceBasis,
+    term: RentalTerm,
+    gpu_count: int,
+    fx: FxTable | None = None,
+) -> Decimal:
+    """USD per hour for the whole instance: the one place prices are normalised.
+
+    >>> usd_per_hour(price_amount=Decimal("2"), price_currency="USD",
+    ...     price_unit=PriceUnit.HOUR, price_basis=PriceBasis.GPU,
+    ...     term=RentalTerm.ON_DEMAND, gpu_count=8)
+    Decimal('16')
+    """
+    table = fx or default_fx()
+    usd = table.to_usd(price_amount, price_currency)
+    per_hour = usd / hours_per_price_unit(price_unit, term)
+    if price_basis is PriceBasis.GPU:
+        per_hour *= max(gpu_count, 1)
+    return per_hour
+
+
+#: Precision of the derived USD figures (a millionth of a dollar).
+USD_QUANTUM = Decimal("0.000001")
+
+# --- the offer ---------------------------------------------------------------------------
+
+PositiveDecimal = Annotated[Decimal, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+
+
+class Offer(BaseModel):
+    """One rentable configuration at one provider, one location and one rental term."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+    # identity and provenance
+    provider: Annotated[str, Field(min_length=1)]
+    offer_id: Annotated[str, Field(min_length=1, description="the provider's own id")]
+    instance_name: str | None = None
+    region: str | None = None
+    country: Annotated[str | None, Field(description="ISO 3166-1 alpha-2")] = None
+    fetched_at: datetime
+    raw_ref: Annotated[str | None, Field(description="link or reference to the raw record")] = None
+
+    # GPU
+    gpu_model: Annotated[str | None, Field(description="canonical name in the GPU catalog")] = None
+    gpu_raw_name: str | None = None
+    gpu_vendor: Vendor | None = None
+    gpu_count: NonNegativeInt
+    gpu_fraction: Annotated[
+        float | None, Field(gt=0, lt=1, description="share of one GPU for a slice")
+    ] = None
+    gpu_mig_profile: str | None = None
+    gpu_memory_gb: PositiveFloat | None = None
+    gpu_form_factor: GpuFormFactor | None = None
+    gpu_interconnect: GpuInterconnect | None = None
+    gpu_nvlink_gbs: PositiveFloat | None = None
+    gpu_pcie_gen: Annotated[int | None, Field(ge=1, le=7)] = None
+
+    # CPU
+    cpu_model: str | None = None
+    cpu_vendor: str | None = None
+    cpu_arch: str | None = None
+    cpu_sockets: PositiveInt | None = None
+    cpu_cores: PositiveFloat | None = None
+    vcpus: PositiveFloat | None = None
+
+    # memory and storage
+    ram_gb: PositiveFloat | None = None
+    ram_ecc: bool | None = None
+    storage_gb: NonNegativeFloat | None = None
+    storage_type: StorageType | None = None
+    disk_bandwidth_mbps: PositiveFloat | None = None
+
+    # network
+    public_bandwidth_up_mbps: PositiveFloat | None = None
+    public_bandwidth_down_mbps: PositiveFloat | None = None
+    fabric: Fabric | None = None
+    fabric_gbps: PositiveFloat | None = None
+    multi_node: bool | None = None
+
+    # power and cooling
+    psu_watts: PositiveFloat | None = None
+    psu_redundancy: Annotated[str | None, Field(description='e.g. "2+2", "N+1"')] = None
+    cooling: Cooling | None = None
+
+    # chassis
+    chassis_form_factor: Annotated[str | None, Field(description='e.g. "4U"')] = None
+    expandability_notes: str | None = None
+
+    # software
+    os_images: tuple[str, ...] | None = None
+    cuda_version: str | None = None
+    driver_version: str | None = None
+    frameworks: tuple[str, ...] | None = None
+    backup_service: bool | None = None
+
+    # price and term
+    price_amount: PositiveDecimal
+    price_currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+    price_unit: PriceUnit
+    price_basis: PriceBasis
+    term: RentalTerm
+    min_rental_hours: NonNegativeFloat | None = None
+    billing_increment_s: PositiveInt | None = None
+    prepaid: bool | None = None
+    storage_price_per_gb_month: Annotated[Decimal | None, Field(ge=0)] = None
+    egress_price_per_gb: Annotated[Decimal | None, Field(ge=0)] = None
+
+    # service
+    support_tier: str | None = None
+    sla_uptime_pct: Annotated[float | None, Field(gt=0, le=100)] = None
+    reliability: Fraction | None = None
+    verified: bool | None = None
+    datacenter: Annotated[bool | None, Field(description="datacenter (not community) host")] = None
+
+    # availability
+    available_now: bool | None = None
+    available_count: NonNegativeInt | None = None
+
+    @field_validator("fetched_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("fetched_at must be timezone-aware")
+        return value.astimezone(UTC)
+
+    @field_validator("price_currency")
+    @classmethod
+    def _known_currency(cls, value: str) -> str:
+        if value not in default_fx().units_per_usd:
+            raise ValueError(f"unknown currency {value!r} (no FX rate)")
+        return value
+
+    @field_validator("country")
+    @classmethod
+    def _country(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if len(value) != 2 or not value.isalpha():
+            raise ValueError(f"country must be an ISO 3166-1 alpha-2 code, not {value!r}")
+        return value.upper()
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Offer:
+        if self.gpu_model is not None and self.gpu_count == 0:
+            raise ValueError("gpu_count: 0 GPUs but a gpu_model is set")
+        if self.gpu_fraction is not None and self.gpu_count != 1:
+            raise ValueError("gpu_fraction: a GPU slice must have gpu_count 1")
+        if self.price_unit is PriceUnit.TERM and not self.term.is_commitment:
+            raise ValueError(f"price_unit: a per-term price needs a commitment, not {self.term}")
+        if self.price_basis is PriceBasis.GPU and self.gpu_count == 0:
+            raise ValueError("price_basis: a per-GPU price on an offer with 0 GPUs")
+        return self
+
+    # derived -----------------------------------------------------------------------------
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def usd_per_hour(self) -> Decimal:
+        """Whole-instance USD per hour, from the price fields and the default FX table.
+
+        Rounded to a millionth of a dollar so that equal prices compare equal across runs.
+        """
+        return usd_per_hour(
+            price_amount=self.price_amount,
+            price_currency=self.price_currency,
+            price_unit=self.price_unit,
+            price_basis=self.price_basis,
+            term=self.term,
+            gpu_count=self.gpu_count,
+        ).quantize(USD_QUANTUM)
+
+    @property
+    def gpus(self) -> float:
+        """GPUs in the offer, a slice counting as its fraction."""
+        return self.gpu_fraction if self.gpu_fraction is not None else float(self.gpu_count)
+
+    @property
+    def usd_per_gpu_hour(self) -> Decimal | None:
+        if self.gpus == 0:
+            return None
+        return self.usd_per_hour / Decimal(str(self.gpus))
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the offer across snapshots (the price may change)."""
+        return "|".join(
+            (self.provider, self.offer_id, self.region or "", self.term.value, self.price_basis)
+        )
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(cls.model_fields)
+
+    def to_record(self) -> dict[str, Any]:
+        """A flat JSON-able dict with the schema's field names, ``usd_per_hour`` included."""
+        return self.model_dump(mode="json")

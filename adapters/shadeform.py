@@ -1,0 +1,236 @@
+"""Shadeform: the GPU marketplace aggregating many clouds' instance types.
+
+API: ``GET https://api.shadeform.ai/v1/instances/types`` (docs.shadeform.ai API reference,
+"Instance Types"), auth header ``X-API-KEY: <key>``. Optional filters (``cloud``,
+``region``, ``num_gpus``, ``gpu_type``, ``available``, ``sort``) are not sent: we want every
+type with its availability. One response, no pagination::
+
+    {"instance_types": [{"cloud": "hyperstack", "shade_instance_type": "A6000",
+       "cloud_instance_type": "gpu_1x_a6000",
+       "configuration": {"memory_in_gb", "storage_in_gb", "vcpus", "num_gpus", "gpu_type",
+                         "interconnect": "pcie" | "sxm", "vram_per_gpu_in_gb",
+                         "os_options": [...], "gpu_manufacturer", "nvlink": bool},
+       "hourly_price": 210, "deployment_type": "vm" | "container" | "baremetal",
+       "availability": [{"region", "available", "display_name": "US, Wichita, KS"}],
+       "boot_time": {"min_boot_in_sec", "max_boot_in_sec"}}]}
+
+``hourly_price`` is an integer in US cents per hour for the whole instance (210 = $2.10/h).
+Each (cloud, cloud instance type, region) is one on-demand offer; ``offer_id`` is
+``<cloud>:<cloud_instance_type>`` (the underlying cloud's own type name). A type with no
+region listed is one region-less offer with ``available_now=False``. The docs' own example
+is inconsistent (shade type "A6000", ``gpu_type`` "A100", 48 GB): the GPU is resolved from
+``gpu_type`` with the memory and interconnect as hints, and a contradiction leaves it
+unmapped (``gpu_model=None``) rather than guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, ClassVar
+
+import httpx
+
+from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .gpus import resolve_gpu_name
+from .schema import GpuFormFactor, GpuInterconnect, PriceBasis, PriceUnit, RentalTerm, Vendor
+from .units import cents_to_units, nominal_gpu_memory_gb, to_float
+
+__all__ = ["TYPES_URL", "ShadeformAdapter"]
+
+TYPES_URL = "https://api.shadeform.ai/v1/instances/types"
+#: Below this a data-centre GPU hour is a data error, not a bargain.
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+_VENDOR = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD, "intel": Vendor.INTEL}
+_FORM_FACTOR = {"pcie": GpuFormFactor.PCIE, "sxm": GpuFormFactor.SXM}
+
+
+class ShadeformAdapter(Adapter):
+    """Shadeform instance types, one offer per underlying cloud type and region."""
+
+    name: ClassVar[str] = "shadeform"
+    title: ClassVar[str] = "Shadeform"
+    source_url: ClassVar[str] = TYPES_URL
+    credential_names: ClassVar[tuple[str, ...]] = ("shadeform_api_key",)
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        key = self.require_credentials()["shadeform_api_key"]
+        payload = await request_json(
+            client,
+            "GET",
+            TYPES_URL,
+            provider=self.name,
+            policy=self.policy,
+            headers={"X-API-KEY": key, "Accept": "application/json"},
+        )
+        return [payload]
+
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        result = ParseResult()
+        seen: set[str] = set()
+        for payload in payloads:
+            for record in _instance_types(payload):
+                _parse_type(result, record, seen, fetched_at)
+        return result
+
+
+ADAPTER = ShadeformAdapter
+
+
+def _instance_types(payload: Any) -> list[Any]:
+    if not isinstance(payload, Mapping):
+        raise ResponseFormatError(
+            "shadeform", f"expected a JSON object, got {type(payload).__name__}"
+        )
+    types = payload.get("instance_types")
+    if not isinstance(types, list):
+        raise ResponseFormatError("shadeform", "response has no 'instance_types' list")
+    return types
+
+
+def _parse_type(result: ParseResult, record: Any, seen: set[str], fetched_at: datetime) -> None:
+    if not isinstance(record, Mapping):
+        result.skip("instance type is not an object")
+        return
+    cloud = _text(record.get("cloud"))
+    cloud_type = _text(record.get("cloud_instance_type"))
+    ref = f"shadeform:{cloud}/{cloud_type}"
+    if cloud is None or cloud_type is None:
+        result.skip("no cloud or cloud_instance_type", ref)
+        return
+    offer_id = f"{cloud}:{cloud_type}"
+    if offer_id in seen:
+        result.skip(f"duplicate instance type {offer_id}", ref)
+        return
+    seen.add(offer_id)
+    config = record.get("configuration")
+    if not isinstance(config, Mapping):
+        result.skip("no configuration object", ref)
+        return
+    gpu_count = _whole(config.get("num_gpus"))
+    if gpu_count is None or gpu_count < 1:
+        result.skip(f"bad num_gpus {config.get('num_gpus')!r}", ref)
+        return
+    try:
+        price = cents_to_units(record.get("hourly_price"))
+    except ValueError as exc:
+        result.skip(f"bad hourly_price: {exc}", ref)
+        return
+    if price is None or price <= 0:
+        result.skip(f"no positive hourly_price ({record.get('hourly_price')!r})", ref)
+        return
+    if price / gpu_count < MIN_USD_PER_GPU_HOUR:
+        result.skip(f"absurd price: {price} USD/h for {gpu_count} GPUs", ref)
+        return
+
+    fields: dict[str, Any] = {
+        "provider": "shadeform",
+        "offer_id": offer_id,
+        "instance_name": _text(record.get("shade_instance_type")),
+        "fetched_at": fetched_at,
+        "raw_ref": ref,
+        "gpu_count": gpu_count,
+        "vcpus": _positive(_number(config.get("vcpus"))),
+        "ram_gb": _positive(_number(config.get("memory_in_gb"))),
+        "storage_gb": _non_negative(_number(config.get("storage_in_gb"))),
+        "os_images": _os_images(config.get("os_options")),
+        "price_amount": price,
+        "price_currency": "USD",
+        "price_unit": PriceUnit.HOUR,
+        "price_basis": PriceBasis.INSTANCE,
+        "term": RentalTerm.ON_DEMAND,
+        **_gpu_fields(config, gpu_count),
+    }
+    regions = record.get("availability")
+    regions = [r for r in regions if isinstance(r, Mapping)] if isinstance(regions, list) else []
+    regions = [r for r in regions if _text(r.get("region"))]
+    if not regions:
+        result.add(ref, **fields, available_now=False)
+        return
+    for region in regions:
+        available = region.get("available")
+        result.add(
+            ref,
+            **fields,
+            region=_text(region.get("region")),
+            country=_country(region.get("display_name")),
+            available_now=available if isinstance(available, bool) else None,
+        )
+
+
+def _gpu_fields(config: Mapping[str, Any], gpu_count: int) -> dict[str, Any]:
+    """GPU model, vendor, memory, form factor and interconnect from ``configuration``."""
+    raw = _text(config.get("gpu_type"))
+    memory = _positive(_number(config.get("vram_per_gpu_in_gb")))
+    memory_gb = nominal_gpu_memory_gb(memory) if memory is not None else None
+    form = _FORM_FACTOR.get(str(config.get("interconnect", "")).lower())
+    spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=form) if raw else None
+    manufacturer = _VENDOR.get(str(config.get("gpu_manufacturer", "")).lower())
+    return {
+        "gpu_raw_name": raw,
+        "gpu_model": spec.name if spec else None,
+        "gpu_vendor": spec.vendor if spec else manufacturer,
+        "gpu_memory_gb": memory_gb,
+        "gpu_form_factor": spec.form_factor if spec else form,
+        "gpu_interconnect": _interconnect(form, config.get("nvlink"), gpu_count),
+    }
+
+
+def _interconnect(
+    form: GpuFormFactor | None, nvlink: Any, gpu_count: int
+) -> GpuInterconnect | None:
+    """The GPU-to-GPU link of a multi-GPU instance, from ``interconnect`` and ``nvlink``.
+
+    NVLink on SXM boards is the NVLink switch fabric; NVLink on PCIe cards is a bridge; PCIe
+    cards without it talk over PCIe. One GPU has no GPU-to-GPU link: ``None``.
+    """
+    if gpu_count < 2 or not isinstance(nvlink, bool) or form is None:
+        return None
+    if nvlink:
+        return (
+            GpuInterconnect.NVLINK if form is GpuFormFactor.SXM else GpuInterconnect.NVLINK_BRIDGE
+        )
+    return GpuInterconnect.PCIE if form is GpuFormFactor.PCIE else None
+
+
+def _os_images(options: Any) -> tuple[str, ...] | None:
+    if not isinstance(options, list):
+        return None
+    images = tuple(o for o in options if isinstance(o, str) and o)
+    return images or None
+
+
+def _country(display_name: Any) -> str | None:
+    """ISO code at the start of a display name (``"US, Wichita, KS"`` -> ``"US"``)."""
+    if not isinstance(display_name, str):
+        return None
+    head = display_name.split(",", 1)[0].strip()
+    return head.upper() if len(head) == 2 and head.isalpha() else None
+
+
+def _whole(value: Any) -> int | None:
+    number = _number(value)
+    if number is None or number != int(number):
+        return None
+    return int(number)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return to_float(value)
+    except ValueError:
+        return None
+
+
+def _positive(value: float | None) -> float | None:
+    return value if value is not None and value > 0 else None
+
+
+def _non_negative(value: float | None) -> float | None:
+    return value if value is not None and value >= 0 else None
+
+
+def _text(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None

@@ -1,0 +1,268 @@
+"""Price sheets: offers that have no API, written by hand in YAML or CSV.
+
+Bare-metal hosts, long-term contracts, quotes in CNY by the month: anything a user can rent
+but no API lists. The format is documented in ``docs/price-sheets.md``; in short, every
+entry is a flat mapping (a YAML list item or a CSV row) whose keys are the
+:class:`~adapters.schema.Offer` field names, plus:
+
+* ``id`` (required): the entry's stable id within its seller;
+* ``seller`` (required): who rents it out (``offer_id`` becomes ``"<seller>/<id>"``, since
+  every sheet offer has ``provider="sheet"``);
+* ``source`` (required): where the price comes from (a URL, a quote, a file);
+* ``gpu_name`` (required): the seller's GPU name, resolved through the GPU catalog
+  (``gpu_model`` stays ``None`` when the catalog does not know it);
+* ``example`` and ``notes`` (optional): flags and free text, not in the offer.
+
+A YAML sheet is ``{"offers": [...], "defaults": {...}}``; ``defaults`` fill keys an entry
+leaves out. A CSV sheet has one entry per row; an empty cell means "not given" and list
+fields (``os_images``, ``frameworks``) are separated by ``;``.
+
+:meth:`SheetAdapter.fetch` reads the files named in the ``price_sheet_paths`` setting (no
+HTTP); :meth:`SheetAdapter.parse` is pure over the decoded sheets. A bad entry is skipped
+with a reason naming the file, the entry (YAML ``offers[3]`` / CSV ``row 4``, the line
+number) and the field; a file that is not a sheet at all is a :class:`ResponseFormatError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
+import pydantic
+import yaml
+
+from .base import Adapter, MissingCredentials, ParseResult, ProviderError, ResponseFormatError
+from .gpus import resolve_gpu_name
+from .schema import Offer, RentalTerm
+from .units import to_decimal
+
+__all__ = ["SHEET_KEYS", "SheetAdapter"]
+
+#: Keys of a sheet entry that are not Offer fields.
+EXTRA_KEYS = frozenset({"id", "seller", "source", "gpu_name", "example", "notes"})
+#: Offer fields a sheet cannot set: filled by the adapter or derived from ``gpu_name``.
+MANAGED_FIELDS = frozenset(
+    {"provider", "offer_id", "fetched_at", "raw_ref", "gpu_model", "gpu_raw_name", "gpu_vendor"}
+)
+#: Every key a sheet entry may carry.
+SHEET_KEYS = frozenset(set(Offer.model_fields) - MANAGED_FIELDS) | EXTRA_KEYS
+#: Fields holding a list; in CSV their items are separated by this.
+LIST_FIELDS = frozenset({"os_images", "frameworks"})
+CSV_LIST_SEPARATOR = ";"
+
+#: Below this a data-centre GPU hour is a data error, not a bargain.
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+
+class SheetAdapter(Adapter):
+    """Offers from user-maintained price sheets (YAML or CSV files)."""
+
+    name: ClassVar[str] = "sheet"
+    title: ClassVar[str] = "Price sheets"
+    source_url: ClassVar[str] = "local: files in GPUSCOUT_PRICE_SHEET_PATHS (docs/price-sheets.md)"
+    credential_names: ClassVar[tuple[str, ...]] = ("price_sheet_paths",)
+
+    def __init__(
+        self,
+        credentials: Mapping[str, Any] | None = None,
+        *,
+        paths: Iterable[str | os.PathLike[str]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """``paths`` (or ``credentials["price_sheet_paths"]``: a list of paths, or one string
+        of paths joined by the OS path separator, as in ``PATH``) name the sheets to read."""
+        super().__init__(None, **kwargs)
+        configured = (credentials or {}).get("price_sheet_paths") if paths is None else paths
+        self.paths: tuple[Path, ...] = _as_paths(configured)
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        """Read and decode every configured sheet (``client`` is unused: no HTTP here)."""
+        if not self.paths:
+            raise MissingCredentials(self.name, self.credential_names)
+        return [await asyncio.to_thread(self._read, path) for path in self.paths]
+
+    def _read(self, path: Path) -> Any:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ProviderError(self.name, f"cannot read price sheet {path}: {exc}") from None
+        return self.decode(data, str(path))
+
+    def decode(self, data: bytes, filename: str) -> Any:
+        """``{"file", "format", "content"}``: YAML as loaded, CSV as (line, row) pairs."""
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ResponseFormatError(self.name, f"{filename}: not UTF-8 ({exc})") from None
+        suffix = Path(filename).suffix.lower()
+        if suffix in (".yaml", ".yml"):
+            try:
+                content = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise ResponseFormatError(self.name, f"{filename}: not valid YAML: {exc}") from None
+            return {"file": filename, "format": "yaml", "content": content}
+        if suffix == ".csv":
+            reader = csv.DictReader(io.StringIO(text))
+            rows = [[reader.line_num, row] for row in reader]
+            if reader.fieldnames is None:
+                raise ResponseFormatError(self.name, f"{filename}: empty CSV (no header)")
+            return {"file": filename, "format": "csv", "content": rows}
+        raise ResponseFormatError(
+            self.name, f"{filename}: a price sheet must end in .yaml, .yml or .csv"
+        )
+
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        result = ParseResult()
+        for payload in payloads:
+            for where, entry in _entries(payload):
+                _parse_entry(result, where, entry, fetched_at)
+        return result
+
+
+def _as_paths(value: Any) -> tuple[Path, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return tuple(Path(p) for p in value.split(os.pathsep) if p.strip())
+    if isinstance(value, os.PathLike):
+        return (Path(value),)
+    return tuple(Path(p) for p in value)
+
+
+def _entries(payload: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(where, entry) pairs of one decoded sheet, defaults applied; raises on a bad sheet."""
+    if not isinstance(payload, Mapping) or payload.get("format") not in ("yaml", "csv"):
+        raise ResponseFormatError("sheet", "not a decoded price sheet")
+    file, content = str(payload.get("file")), payload.get("content")
+    if payload["format"] == "csv":
+        if not isinstance(content, list):
+            raise ResponseFormatError("sheet", f"{file}: CSV content is not a list of rows")
+        return [(f"{file} row {line}", _from_csv(row)) for line, row in content]
+    if not isinstance(content, Mapping) or not isinstance(content.get("offers"), list):
+        raise ResponseFormatError("sheet", f"{file}: a YAML sheet needs an 'offers' list")
+    defaults = content.get("defaults") or {}
+    if not isinstance(defaults, Mapping):
+        raise ResponseFormatError("sheet", f"{file}: 'defaults' must be a mapping")
+    unknown = set(content) - {"offers", "defaults", "format_version", "title", "notes"}
+    if unknown:
+        raise ResponseFormatError("sheet", f"{file}: unknown top-level keys {sorted(unknown)}")
+    out = []
+    for i, entry in enumerate(content["offers"], start=1):
+        where = f"{file} offers[{i}]"
+        out.append((where, {**defaults, **entry} if isinstance(entry, Mapping) else entry))
+    return out
+
+
+def _from_csv(row: Mapping[str | None, Any]) -> dict[str, Any]:
+    """A CSV row as an entry: empty cells dropped, list cells split."""
+    entry: dict[str, Any] = {}
+    for key, value in row.items():
+        if key is None:  # more cells than header columns
+            entry["<extra cells>"] = value
+            continue
+        text = value.strip() if isinstance(value, str) else value
+        if text in ("", None):
+            continue
+        if key in LIST_FIELDS:
+            entry[key] = [v.strip() for v in str(text).split(CSV_LIST_SEPARATOR) if v.strip()]
+        else:
+            entry[key] = text
+    return entry
+
+
+def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: datetime) -> None:
+    if not isinstance(entry, Mapping):
+        result.skip(f"{where}: an entry must be a mapping, not {type(entry).__name__}", where)
+        return
+    ident = entry.get("id")
+    if ident is not None:
+        where = f"{where} (id {ident})"
+    unknown = sorted(str(k) for k in set(entry) - SHEET_KEYS)
+    if unknown:
+        result.skip(f"{where}: unknown field {unknown[0]!r}", where)
+        return
+    for key in ("id", "seller", "source", "gpu_name", "gpu_count", "price_amount"):
+        if entry.get(key) in (None, ""):
+            result.skip(f"{where}: field {key!r} is required", where)
+            return
+    fields = {k: v for k, v in entry.items() if k not in EXTRA_KEYS}
+    try:
+        fields["price_amount"] = to_decimal(entry["price_amount"])
+        for key in ("storage_price_per_gb_month", "egress_price_per_gb"):
+            if key in fields:
+                fields[key] = to_decimal(fields[key])
+    except ValueError as exc:
+        result.skip(f"{where}: field 'price_amount' or a price: {exc}", where)
+        return
+    seller, raw_gpu = str(entry["seller"]).strip(), str(entry["gpu_name"]).strip()
+    fields.update(
+        provider="sheet",
+        offer_id=f"{seller}/{str(ident).strip()}",
+        fetched_at=fetched_at,
+        raw_ref=f"sheet:{where}",
+        gpu_raw_name=raw_gpu,
+        **_gpu_fields(raw_gpu, fields),
+    )
+    try:
+        offer = Offer(**fields)
+    except pydantic.ValidationError as exc:
+        result.skip(f"{where}: {_field_error(exc)}", where)
+        return
+    per_gpu = offer.usd_per_gpu_hour
+    if offer.gpu_count == 0 or per_gpu is None:
+        result.skip(f"{where}: field 'gpu_count': a sheet offer needs at least one GPU", where)
+        return
+    if per_gpu < MIN_USD_PER_GPU_HOUR:
+        result.skip(f"{where}: field 'price_amount': absurd price, {per_gpu} USD/GPU-h", where)
+        return
+    if offer.term is RentalTerm.INTERRUPTIBLE and offer.prepaid:
+        result.skip(f"{where}: field 'prepaid': an interruptible offer cannot be prepaid", where)
+        return
+    result.offers.append(offer)
+
+
+def _field_error(exc: pydantic.ValidationError) -> str:
+    """``field 'x': message`` for the first error, also for whole-offer checks.
+
+    A whole-offer check has no location; its message starts with the field it is about
+    (``"Value error, price_unit: a per-term price needs a commitment"``).
+    """
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    message = str(first["msg"])
+    if not loc:
+        text = message.removeprefix("Value error, ")
+        name, sep, rest = text.partition(": ")
+        if sep and name in Offer.model_fields:
+            loc, message = name, rest
+        else:
+            loc, message = "entry", text
+    return f"field {loc!r}: {message}"
+
+
+def _gpu_fields(raw: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Catalog model and vendor for the sheet's GPU name, helped by its memory and form factor."""
+    memory = fields.get("gpu_memory_gb")
+    try:
+        memory_gb = float(memory) if memory not in (None, "") else None
+    except (TypeError, ValueError):
+        memory_gb = None  # the Offer validation names the bad field
+    form = fields.get("gpu_form_factor")
+    spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=str(form) if form else None)
+    if spec is None:
+        return {}
+    out: dict[str, Any] = {"gpu_model": spec.name, "gpu_vendor": spec.vendor}
+    if not form:
+        out["gpu_form_factor"] = spec.form_factor
+    return out
+
+
+ADAPTER = SheetAdapter

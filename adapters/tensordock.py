@@ -1,0 +1,517 @@
+"""TensorDock: GPU VMs in marketplace locations, priced per GPU plus per resource.
+
+API v2 (dashboard.tensordock.com/api/docs, "fetch hostnodes"/"locations" pages):
+``GET https://dashboard.tensordock.com/api/v2/locations`` -> ``{"data": {"locations": [...]}}``
+and ``GET .../hostnodes`` -> ``{"data": {"hostnodes": [...]}}``, both with
+``Authorization: Bearer <token>``, no pagination, 100 requests/min per organization.
+
+A location lists, per GPU model (``v0Name`` such as ``"h100-sxm5-80gb"``: the VRAM is in the
+name), ``price_per_hr`` in USD **per GPU**, ``max_count`` GPUs per VM, the VM's resource
+ceilings (``resources.max_vcpus``, ``max_ram_gb``, ``max_storage_gb``) and the add-on rates
+(``pricing.per_vcpu_hr``, ``per_gb_ram_hr``, ``per_gb_storage_hr``). A VM costs
+``gpus x price_per_hr + vcpus x per_vcpu_hr + ram_gb x per_gb_ram_hr + storage_gb x
+per_gb_storage_hr``: the GPU price alone is not what a renter pays.
+
+TensorDock lets the renter pick vCPUs and RAM, so there is no fixed shape. The offers here
+are one configuration per GPU count (powers of two up to ``max_count``, and ``max_count``):
+the location's vCPU and RAM ceilings shared out per GPU, priced with the add-on rates, as a
+whole-instance hourly price. Storage stays apart as ``storage_price_per_gb_month`` (the
+hourly rate times 730 h), with ``storage_gb`` the per-GPU share of ``max_storage_gb``.
+Without add-on rates an offer keeps the bare per-GPU price (``price_basis=gpu``).
+
+Hostnodes add live stock: ``available_resources.gpus[].availableCount`` summed per location
+and model gives ``available_count``. A hostnodes answer on its own (no locations) yields one
+set of offers per host, shaped the same way from the host's free resources.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import httpx
+
+from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .gpus import resolve_gpu_name
+from .schema import PriceBasis, PriceUnit, RentalTerm
+from .units import gbps_to_mbps, per_gb_hour_to_per_gb_month, to_decimal, to_float
+
+__all__ = ["API_URL", "TensorDockAdapter", "iso_country", "vm_gpu_counts"]
+
+API_URL = "https://dashboard.tensordock.com/api/v2"
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+_VRAM_IN_NAME = re.compile(r"-(\d+(?:\.\d+)?)gb$", re.IGNORECASE)
+
+#: Country names TensorDock writes in full ("United States"; its Terraform mocks say "USA")
+#: to ISO 3166-1 alpha-2. A name not here leaves ``country`` empty rather than guessed.
+_COUNTRY_CODES = {
+    "united states": "US",
+    "united states of america": "US",
+    "usa": "US",
+    "canada": "CA",
+    "mexico": "MX",
+    "brazil": "BR",
+    "chile": "CL",
+    "united kingdom": "GB",
+    "uk": "GB",
+    "ireland": "IE",
+    "germany": "DE",
+    "netherlands": "NL",
+    "the netherlands": "NL",
+    "belgium": "BE",
+    "luxembourg": "LU",
+    "france": "FR",
+    "spain": "ES",
+    "portugal": "PT",
+    "italy": "IT",
+    "switzerland": "CH",
+    "austria": "AT",
+    "czech republic": "CZ",
+    "czechia": "CZ",
+    "poland": "PL",
+    "slovakia": "SK",
+    "hungary": "HU",
+    "romania": "RO",
+    "bulgaria": "BG",
+    "greece": "GR",
+    "croatia": "HR",
+    "serbia": "RS",
+    "slovenia": "SI",
+    "denmark": "DK",
+    "sweden": "SE",
+    "norway": "NO",
+    "finland": "FI",
+    "iceland": "IS",
+    "estonia": "EE",
+    "latvia": "LV",
+    "lithuania": "LT",
+    "ukraine": "UA",
+    "turkey": "TR",
+    "israel": "IL",
+    "united arab emirates": "AE",
+    "saudi arabia": "SA",
+    "india": "IN",
+    "singapore": "SG",
+    "malaysia": "MY",
+    "thailand": "TH",
+    "vietnam": "VN",
+    "indonesia": "ID",
+    "philippines": "PH",
+    "hong kong": "HK",
+    "taiwan": "TW",
+    "japan": "JP",
+    "south korea": "KR",
+    "china": "CN",
+    "australia": "AU",
+    "new zealand": "NZ",
+    "south africa": "ZA",
+}
+
+
+class TensorDockAdapter(Adapter):
+    name = "tensordock"
+    title = "TensorDock"
+    source_url = API_URL
+    credential_names = ("tensordock_api_token",)
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        token = self.require_credentials()["tensordock_api_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        payloads = []
+        for path in ("locations", "hostnodes"):
+            payloads.append(
+                await request_json(
+                    client,
+                    "GET",
+                    f"{API_URL}/{path}",
+                    provider=self.name,
+                    policy=self.policy,
+                    headers=headers,
+                )
+            )
+        return payloads
+
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        result = ParseResult()
+        locations: list[Any] = []
+        hostnodes: list[Any] = []
+        have_hostnodes = False
+        for payload in payloads:
+            kind, records = _records(payload)
+            (locations if kind == "locations" else hostnodes).extend(records)
+            have_hostnodes = have_hostnodes or kind == "hostnodes"
+        stock = _stock_by_location(hostnodes) if have_hostnodes else None
+        if locations:
+            sites = [_location_site(r, stock, result) for r in locations]
+        else:
+            sites = [_hostnode_site(r, result) for r in hostnodes]
+        seen: set[str] = set()
+        for site in filter(None, sites):
+            for gpu in site.gpus:
+                for fields in _gpu_offers(site, gpu, result):
+                    if fields["offer_id"] in seen:
+                        result.skip(f"duplicate offer {fields['offer_id']}", gpu.ref)
+                        continue
+                    seen.add(fields["offer_id"])
+                    _add(result, gpu.ref, provider=self.name, fetched_at=fetched_at, **fields)
+        return result
+
+
+ADAPTER = TensorDockAdapter
+
+
+# --- the parsed shape -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Rates:
+    """Add-on prices, USD per hour: per vCPU, per GB of RAM, per GB of storage."""
+
+    per_vcpu: Decimal | None
+    per_ram_gb: Decimal | None
+    per_storage_gb: Decimal | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Gpu:
+    """One GPU model at one site: its per-GPU price and the VM ceilings that go with it."""
+
+    ref: str
+    v0_name: str
+    display_name: str | None
+    usd_per_gpu_hour: Decimal
+    max_count: int
+    max_vcpus: float | None
+    max_ram_gb: float | None
+    max_storage_gb: float | None
+    rates: _Rates
+    available_count: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Site:
+    """A location (or, for hostnodes alone, one host) and the GPUs it prices."""
+
+    key: str
+    region: str | None
+    country: str | None
+    gpus: tuple[_Gpu, ...]
+    reliability: float | None = None
+    up_mbps: float | None = None
+    down_mbps: float | None = None
+
+
+# --- pure helpers ---------------------------------------------------------------------
+
+
+def _records(payload: Any) -> tuple[str, list[Any]]:
+    """("locations" | "hostnodes", records) from one v2 answer; anything else is an error."""
+    if not isinstance(payload, Mapping):
+        raise ResponseFormatError("tensordock", f"expected an object, got {type(payload).__name__}")
+    if "hostnodes" in payload and "data" not in payload:
+        raise ResponseFormatError("tensordock", "v0 marketplace format is not supported")
+    data = payload.get("data")
+    if not isinstance(data, Mapping):
+        raise ResponseFormatError("tensordock", "response has no 'data' object")
+    for kind in ("locations", "hostnodes"):
+        if kind in data:
+            records = data[kind]
+            if not isinstance(records, list):
+                raise ResponseFormatError("tensordock", f"'data.{kind}' is not a list")
+            return kind, records
+    raise ResponseFormatError("tensordock", "'data' has neither 'locations' nor 'hostnodes'")
+
+
+def vm_gpu_counts(max_count: int) -> list[int]:
+    """GPU counts offered per VM: powers of two up to ``max_count``, and ``max_count``.
+
+    >>> vm_gpu_counts(6)
+    [1, 2, 4, 6]
+    """
+    counts = [2**i for i in range(max_count.bit_length()) if 2**i <= max_count]
+    return counts if counts[-1] == max_count else [*counts, max_count]
+
+
+def iso_country(name: Any) -> str | None:
+    """ISO alpha-2 code for a country as TensorDock writes it; ``None`` if not known.
+
+    >>> iso_country("United States"), iso_country("USA"), iso_country("Atlantis")
+    ('US', 'US', None)
+    """
+    if not isinstance(name, str):
+        return None
+    text = name.strip()
+    if len(text) == 2 and text.isalpha():
+        return text.upper()
+    return _COUNTRY_CODES.get(text.lower())
+
+
+def _region(location: Mapping[str, Any]) -> str | None:
+    parts = [location.get("city"), location.get("stateprovince")]
+    words = [p.strip() for p in parts if isinstance(p, str) and p.strip()]
+    return ", ".join(words) or None
+
+
+def _stock_by_location(hostnodes: list[Any]) -> Counter[tuple[str, str]]:
+    """GPUs free now per (location id, v0Name), summed over that location's hosts."""
+    stock: Counter[tuple[str, str]] = Counter()
+    for host in hostnodes:
+        if not isinstance(host, Mapping):
+            continue
+        location = host.get("location")
+        loc_id = host.get("location_id") or (
+            location.get("uuid") if isinstance(location, Mapping) else None
+        )
+        resources = host.get("available_resources")
+        gpus = resources.get("gpus") if isinstance(resources, Mapping) else None
+        for gpu in gpus if isinstance(gpus, list) else []:
+            count = _count(gpu.get("availableCount")) if isinstance(gpu, Mapping) else None
+            if loc_id and count and isinstance(gpu.get("v0Name"), str):
+                stock[(str(loc_id), gpu["v0Name"])] += count
+    return stock
+
+
+def _location_site(
+    record: Any, stock: Counter[tuple[str, str]] | None, result: ParseResult
+) -> _Site | None:
+    """A location's GPUs; ``stock`` (from hostnodes, if fetched) gives the free GPU counts."""
+    if not isinstance(record, Mapping) or not record.get("id"):
+        result.skip("location without id")
+        return None
+    loc_id = str(record["id"])
+    gpus = []
+    raw_gpus = record.get("gpus")
+    for raw in raw_gpus if isinstance(raw_gpus, list) else []:
+        if not isinstance(raw, Mapping):
+            result.skip("gpu entry is not an object", f"tensordock:location/{loc_id}")
+            continue
+        name = raw.get("v0Name")
+        available = stock.get((loc_id, str(name)), 0) if stock is not None else None
+        gpu = _gpu(
+            raw,
+            f"tensordock:location/{loc_id}/{name}",
+            max_count_key="max_count",
+            resources=raw.get("resources"),
+            pricing=raw.get("pricing"),
+            available=available,
+            result=result,
+        )
+        if gpu is not None:
+            gpus.append(gpu)
+    return _Site(
+        key=loc_id,
+        region=_region(record),
+        country=iso_country(record.get("country")),
+        gpus=tuple(gpus),
+    )
+
+
+def _hostnode_site(record: Any, result: ParseResult) -> _Site | None:
+    if not isinstance(record, Mapping) or not record.get("id"):
+        result.skip("hostnode without id")
+        return None
+    host_id = str(record["id"])
+    location = record.get("location")
+    location = location if isinstance(location, Mapping) else {}
+    resources = record.get("available_resources")
+    resources = resources if isinstance(resources, Mapping) else {}
+    host_limits = {
+        "max_vcpus": resources.get("vcpu_count"),
+        "max_ram_gb": resources.get("ram_gb"),
+        "max_storage_gb": resources.get("storage_gb"),
+    }
+    gpus = []
+    raw_gpus = resources.get("gpus")
+    for raw in raw_gpus if isinstance(raw_gpus, list) else []:
+        if not isinstance(raw, Mapping):
+            result.skip("gpu entry is not an object", f"tensordock:hostnode/{host_id}")
+            continue
+        gpu = _gpu(
+            raw,
+            f"tensordock:hostnode/{host_id}/{raw.get('v0Name')}",
+            max_count_key="availableCount",
+            resources=host_limits,
+            pricing=record.get("pricing"),
+            available=_count(raw.get("availableCount")),
+            result=result,
+        )
+        if gpu is not None:
+            gpus.append(gpu)
+    uptime_pct = _number(record.get("uptime_percentage"))
+    down = _positive(_number(location.get("network_speed_gbps")))
+    up = _positive(_number(location.get("network_speed_upload_gbps")))
+    return _Site(
+        key=f"host-{host_id}",
+        region=_region(location),
+        country=iso_country(location.get("country")),
+        gpus=tuple(gpus),
+        reliability=uptime_pct / 100 if uptime_pct is not None and 0 <= uptime_pct <= 100 else None,
+        up_mbps=gbps_to_mbps(up) if up else None,
+        down_mbps=gbps_to_mbps(down) if down else None,
+    )
+
+
+def _gpu(
+    raw: Mapping[str, Any],
+    ref: str,
+    *,
+    max_count_key: str,
+    resources: Any,
+    pricing: Any,
+    available: int | None,
+    result: ParseResult,
+) -> _Gpu | None:
+    """One priced GPU model, or ``None`` (recorded as skipped) when it cannot be an offer."""
+    name = raw.get("v0Name")
+    if not isinstance(name, str) or not name.strip():
+        result.skip("gpu without v0Name", ref)
+        return None
+    try:
+        price = to_decimal(raw.get("price_per_hr"))
+    except ValueError as exc:
+        result.skip(f"bad price_per_hr: {exc}", ref)
+        return None
+    if price is None or price <= 0:
+        result.skip(f"no positive price_per_hr ({raw.get('price_per_hr')!r})", ref)
+        return None
+    max_count = _count(raw.get(max_count_key))
+    if max_count is None:
+        result.skip(f"bad {max_count_key} {raw.get(max_count_key)!r}", ref)
+        return None
+    resources = resources if isinstance(resources, Mapping) else {}
+    pricing = pricing if isinstance(pricing, Mapping) else {}
+    display = raw.get("displayName")
+    return _Gpu(
+        ref=ref,
+        v0_name=name.strip(),
+        display_name=display if isinstance(display, str) and display else None,
+        usd_per_gpu_hour=price,
+        max_count=max_count,
+        max_vcpus=_positive(_number(resources.get("max_vcpus"))),
+        max_ram_gb=_positive(_number(resources.get("max_ram_gb"))),
+        max_storage_gb=_positive(_number(resources.get("max_storage_gb"))),
+        rates=_Rates(
+            per_vcpu=_rate(pricing.get("per_vcpu_hr")),
+            per_ram_gb=_rate(pricing.get("per_gb_ram_hr")),
+            per_storage_gb=_rate(pricing.get("per_gb_storage_hr")),
+        ),
+        available_count=available,
+    )
+
+
+def _share(ceiling: float | None, gpus: int, max_gpus: int) -> int | None:
+    """This many GPUs' share of a VM ceiling, whole units, at least 1."""
+    if ceiling is None:
+        return None
+    return max(1, math.floor(ceiling * gpus / max_gpus))
+
+
+def _gpu_offers(site: _Site, gpu: _Gpu, result: ParseResult) -> list[dict[str, Any]]:
+    """Offer fields for each GPU count of one model at one site."""
+    memory_gb = _vram_from_name(gpu.v0_name)
+    spec = resolve_gpu_name(gpu.v0_name, memory_gb=memory_gb)
+    storage_rate = gpu.rates.per_storage_gb
+    storage_month = per_gb_hour_to_per_gb_month(storage_rate) if storage_rate is not None else None
+    offers = []
+    for count in vm_gpu_counts(gpu.max_count):
+        vcpus = _share(gpu.max_vcpus, count, gpu.max_count)
+        ram_gb = _share(gpu.max_ram_gb, count, gpu.max_count)
+        storage_gb = _share(gpu.max_storage_gb, count, gpu.max_count)
+        price = _vm_price(gpu, count, vcpus, ram_gb)
+        priced = price is not None
+        if price is not None:
+            shape = f"{count}x {gpu.display_name or gpu.v0_name}, {vcpus} vCPU, {ram_gb} GB RAM"
+        else:
+            price = gpu.usd_per_gpu_hour
+            shape = f"{count}x {gpu.display_name or gpu.v0_name} (GPU only)"
+        available = gpu.available_count // count if gpu.available_count is not None else None
+        offers.append(
+            {
+                "offer_id": f"{site.key}:{gpu.v0_name}:{count}x",
+                "instance_name": shape,
+                "region": site.region,
+                "country": site.country,
+                "raw_ref": gpu.ref,
+                "gpu_model": spec.name if spec else None,
+                "gpu_raw_name": gpu.v0_name,
+                "gpu_vendor": spec.vendor if spec else None,
+                "gpu_count": count,
+                "gpu_memory_gb": memory_gb,
+                "gpu_form_factor": spec.form_factor if spec else None,
+                "vcpus": vcpus if priced else None,
+                "ram_gb": ram_gb if priced else None,
+                "storage_gb": storage_gb,
+                "public_bandwidth_up_mbps": site.up_mbps,
+                "public_bandwidth_down_mbps": site.down_mbps,
+                "reliability": site.reliability,
+                "price_amount": price,
+                "price_currency": "USD",
+                "price_unit": PriceUnit.HOUR,
+                "price_basis": PriceBasis.INSTANCE if priced else PriceBasis.GPU,
+                "term": RentalTerm.ON_DEMAND,
+                "storage_price_per_gb_month": storage_month,
+                "available_count": available,
+                "available_now": available > 0 if available is not None else None,
+            }
+        )
+    return offers
+
+
+def _vm_price(gpu: _Gpu, count: int, vcpus: int | None, ram_gb: int | None) -> Decimal | None:
+    """USD per hour for ``count`` GPUs with ``vcpus`` and ``ram_gb``; ``None`` if unpriceable."""
+    rates = gpu.rates
+    if vcpus is None or ram_gb is None or rates.per_vcpu is None or rates.per_ram_gb is None:
+        return None
+    return gpu.usd_per_gpu_hour * count + rates.per_vcpu * vcpus + rates.per_ram_gb * ram_gb
+
+
+def _vram_from_name(v0_name: str) -> float | None:
+    """GPU memory, GB, from the ``-<n>gb`` suffix TensorDock's GPU ids carry."""
+    match = _VRAM_IN_NAME.search(v0_name)
+    return float(match.group(1)) if match else None
+
+
+def _add(result: ParseResult, ref: str | None, **fields: Any) -> None:
+    """Add an offer, then drop it again when its GPU-hour price is absurdly low."""
+    fields.setdefault("raw_ref", ref)
+    offer = result.add(ref, **fields)
+    if offer is None:
+        return
+    per_gpu = offer.usd_per_gpu_hour
+    if per_gpu is not None and per_gpu < MIN_USD_PER_GPU_HOUR:
+        result.offers.pop()
+        result.skip(f"absurd price: {per_gpu} USD per GPU-hour", ref)
+
+
+def _rate(value: Any) -> Decimal | None:
+    """A non-negative add-on rate; garbage or a negative rate is treated as unpublished."""
+    try:
+        rate = to_decimal(value)
+    except ValueError:
+        return None
+    return rate if rate is not None and rate >= 0 else None
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return to_float(value)
+    except ValueError:
+        return None
+
+
+def _count(value: Any) -> int | None:
+    number = _number(value)
+    if number is None or number < 1 or number != int(number):
+        return None
+    return int(number)
+
+
+def _positive(value: float | None) -> float | None:
+    return value if value is not None and value > 0 else None

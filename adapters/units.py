@@ -1,0 +1,141 @@
+"""Named unit conversions for parsing provider payloads.
+
+Providers mix MB, MiB, GB and GiB freely; every conversion in an adapter goes through one of
+these helpers, so a reader sees which unit the provider used. GB here is the decimal
+gigabyte the GPU datasheets and cloud price pages use, except where a name says GiB.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from .schema import HOURS_PER_MONTH
+
+__all__ = [
+    "cents_to_units",
+    "gbps_to_mbps",
+    "gib_to_gb",
+    "google_money_to_decimal",
+    "kib_to_gb",
+    "mb_to_gb",
+    "mbps_to_gbps",
+    "mib_to_gb",
+    "nominal_gpu_memory_gb",
+    "per_gb_hour_to_per_gb_month",
+    "per_gib_hour_to_per_gb_month",
+    "to_decimal",
+    "to_float",
+]
+
+_GIB = 1024**3
+_GB = 1000**3
+
+
+def mb_to_gb(mb: float) -> float:
+    """Decimal megabytes to gigabytes."""
+    return mb / 1000
+
+
+def mib_to_gb(mib: float) -> float:
+    """Mebibytes (as nvidia-smi reports GPU memory) to decimal gigabytes."""
+    return mib * 1024**2 / _GB
+
+
+def gib_to_gb(gib: float) -> float:
+    """Gibibytes to decimal gigabytes."""
+    return gib * _GIB / _GB
+
+
+def kib_to_gb(kib: float) -> float:
+    return kib * 1024 / _GB
+
+
+def mbps_to_gbps(mbps: float) -> float:
+    return mbps / 1000
+
+
+def gbps_to_mbps(gbps: float) -> float:
+    """Gigabits per second to megabits per second (link speeds quoted in Gbps)."""
+    return gbps * 1000
+
+
+def to_decimal(value: Any) -> Decimal | None:
+    """A price as an exact Decimal from a JSON number or numeric string; None if absent.
+
+    Floats go through ``str`` so that 0.1 stays 0.1. Raises ValueError on garbage.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"not a number: {value!r}")
+    try:
+        result = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValueError(f"not a number: {value!r}") from None
+    if not result.is_finite():
+        raise ValueError(f"not a finite number: {value!r}")
+    return result
+
+
+def to_float(value: Any) -> float | None:
+    """A quantity from a JSON number or numeric string; None if absent; ValueError on garbage."""
+    dec = to_decimal(value)
+    return None if dec is None else float(dec)
+
+
+def cents_to_units(cents: Any) -> Decimal | None:
+    """Hundredths of a currency unit (Lambda's ``price_cents_per_hour``) to units, exactly.
+
+    >>> cents_to_units(2392)
+    Decimal('23.92')
+    """
+    dec = to_decimal(cents)
+    return None if dec is None else dec / 100
+
+
+def nominal_gpu_memory_gb(size: float) -> float:
+    """A GPU's memory size as quoted (\"80GB\", \"gpuMemoryGib: 80\"), kept as the nominal figure.
+
+    GPU memory is sold by nominal size: an "80 GB" H100 holds 80 GiB, and providers label that
+    same 80 as GB or GiB at random. The GPU catalog keys on the nominal number, so it is kept
+    as is rather than converted; this helper names that decision.
+    """
+    return float(size)
+
+
+def per_gb_hour_to_per_gb_month(price_per_gb_hour: Decimal) -> Decimal:
+    """A storage price per GB-hour to per GB per 730-hour month (the schema's month).
+
+    >>> per_gb_hour_to_per_gb_month(Decimal("0.00005"))
+    Decimal('0.03650')
+    """
+    return price_per_gb_hour * HOURS_PER_MONTH
+
+
+def per_gib_hour_to_per_gb_month(price_per_gib_hour: Decimal) -> Decimal:
+    """A storage price per GiB-hour to per decimal-GB per 730-hour month.
+
+    >>> per_gib_hour_to_per_gb_month(Decimal("0.0001"))
+    Decimal('0.06798655')
+    """
+    per_gb_hour = price_per_gib_hour * Decimal(_GB) / Decimal(_GIB)
+    return (per_gb_hour * HOURS_PER_MONTH).quantize(Decimal("0.00000001"))
+
+
+def google_money_to_decimal(units: Any, nanos: Any) -> Decimal:
+    """A ``google.type.Money`` amount (whole ``units`` as a string, ``nanos`` = 1e-9) as Decimal.
+
+    The Cloud Billing Catalog sends ``{"units": "2", "nanos": 933908000}`` for 2.933908;
+    either part may be absent (zero). Raises ValueError on garbage or mixed signs.
+
+    >>> google_money_to_decimal("2", 933908000)
+    Decimal('2.933908000')
+    """
+    whole = to_decimal(units) or Decimal(0)
+    frac = to_decimal(nanos) or Decimal(0)
+    if whole != whole.to_integral_value() or frac != frac.to_integral_value():
+        raise ValueError(f"units/nanos must be integers: {units!r}, {nanos!r}")
+    if abs(frac) >= 10**9 or (whole > 0 > frac) or (whole < 0 < frac):
+        raise ValueError(f"bad nanos {nanos!r} for units {units!r}")
+    return whole + frac.scaleb(-9)

@@ -1,0 +1,363 @@
+"""Vultr Cloud GPU (``vcg``) and bare-metal GPU plans, from the Vultr API v2.
+
+Sources (https://www.vultr.com/api/#tag/plans; no key needed to list plans, a configured
+``vultr_api_key`` is sent as ``Authorization: Bearer``):
+
+* ``GET https://api.vultr.com/v2/plans?type=vcg&per_page=500`` ->
+  ``{"plans": [{id, vcpu_count, ram (MiB), disk (GB), disk_count, bandwidth, monthly_cost,
+  hourly_cost, monthly_cost_preemptible, hourly_cost_preemptible, type, locations,
+  gpu_vram_gb, gpu_type, deploy_preemptible, ...}], "meta": {"total", "links": {"next",
+  "prev"}}}``;
+* ``GET https://api.vultr.com/v2/plans-metal?per_page=500`` -> ``{"plans_metal": [{id,
+  physical_cpus, cpu_count, cpu_cores, cpu_threads, cpu_model, ram (MiB), disk, disk_count,
+  monthly_cost, hourly_cost, ..._preemptible, type ("NVMe"/"SSD"), locations}], "meta"}``.
+
+Both are cursor-paged: ``meta.links.next`` is the cursor for ``&cursor=``, empty at the end.
+
+Cloud GPU plans do not say how many GPUs they have: ``gpu_vram_gb`` is the plan's total
+VRAM, so a plan with less VRAM than one card is a slice (``gpu_fraction``), e.g.
+``vcg-a100-1c-6g-4vram`` = 4 GB of an 80 GB A100 = 1/20. Bare-metal plans have no GPU
+fields at all; the GPU count and model are in the id (``vbm-112c-2048gb-8-h100-gpu``).
+Prices: ``hourly_cost`` (USD per hour) when given, else ``monthly_cost`` (USD per month);
+the ``*_preemptible`` prices are separate interruptible offers. One offer per location.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import httpx
+
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .gpus import resolve_gpu_name
+from .schema import (
+    GpuFormFactor,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    StorageType,
+    usd_per_hour,
+)
+from .units import mib_to_gb, to_decimal, to_float
+
+__all__ = ["ADAPTER", "VultrAdapter"]
+
+API = "https://api.vultr.com/v2"
+PLANS_URL = f"{API}/plans"
+METAL_URL = f"{API}/plans-metal"
+PER_PAGE = 500
+MAX_PAGES = 50
+CURRENCY = "USD"
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+#: Memory of one whole card of each Cloud GPU type, GB: how a plan's ``gpu_vram_gb`` is
+#: turned into a GPU count or a slice. Vultr's Cloud GPU pages list the A100 as 80 GB (its
+#: 1/20 slice is the 4 GB plan), A16 16 GB, A40 48 GB, L40S 48 GB, H100 80 GB, MI300X
+#: 192 GB (https://www.vultr.com/products/cloud-gpu/). A type not listed here keeps its
+#: raw name and is counted as one GPU of unknown size.
+CARD_MEMORY_GB: dict[str, float] = {
+    "NVIDIA_A100": 80,
+    "NVIDIA_A16": 16,
+    "NVIDIA_A40": 48,
+    "NVIDIA_L40S": 48,
+    "NVIDIA_H100": 80,
+    "AMD_MI300X": 192,
+}
+
+#: Bare-metal GPU ids: "...-<count>-<gpu>-gpu".
+_METAL_GPU = re.compile(r"-(?P<count>\d+)-(?P<gpu>[a-z0-9]+)-gpu$", re.IGNORECASE)
+#: 8-GPU NVIDIA bare-metal machines are HGX boards (SXM), per Vultr's bare-metal GPU pages
+#: ("NVIDIA HGX H100/A100", https://www.vultr.com/products/bare-metal/).
+_HGX_METAL_GPUS = frozenset({"a100", "h100", "h200", "b200"})
+_STORAGE_TYPES = {"nvme": StorageType.NVME, "ssd": StorageType.SSD}
+
+
+def next_cursor(payload: Mapping[str, Any]) -> str | None:
+    """The cursor of the next page, None on the last page."""
+    meta = payload.get("meta")
+    links = meta.get("links") if isinstance(meta, dict) else None
+    cursor = links.get("next") if isinstance(links, dict) else None
+    return cursor if isinstance(cursor, str) and cursor else None
+
+
+def gpu_share(vram_gb: float, card_gb: float) -> tuple[int, float | None] | None:
+    """(whole GPUs, fraction) of a plan with ``vram_gb`` of cards of ``card_gb`` each.
+
+    >>> gpu_share(4, 80)
+    (1, 0.05)
+    >>> gpu_share(160, 80)
+    (2, None)
+    >>> gpu_share(120, 80) is None
+    True
+    """
+    if vram_gb <= 0 or card_gb <= 0:
+        return None
+    if vram_gb < card_gb:
+        return 1, vram_gb / card_gb
+    count = vram_gb / card_gb
+    if count != int(count):
+        return None
+    return int(count), None
+
+
+class VultrAdapter(Adapter):
+    """Vultr Cloud GPU plans (whole GPUs and vGPU slices) and bare-metal GPU machines."""
+
+    name = "vultr"
+    title = "Vultr"
+    source_url = API
+    credential_names = ()  # plan listings are public
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        headers = {}
+        key = self.credentials.get("vultr_api_key")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        pages: list[Any] = []
+        for url, params, list_key in (
+            (PLANS_URL, {"type": "vcg", "per_page": str(PER_PAGE)}, "plans"),
+            (METAL_URL, {"per_page": str(PER_PAGE)}, "plans_metal"),
+        ):
+            pages.extend(await self._fetch_all(client, url, params, list_key, headers))
+        return pages
+
+    async def _fetch_all(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        params: dict[str, str],
+        list_key: str,
+        headers: dict[str, str],
+    ) -> list[Any]:
+        pages = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            query = dict(params, cursor=cursor) if cursor else params
+            page = await request_json(
+                client,
+                "GET",
+                url,
+                provider=self.name,
+                policy=self.policy,
+                params=query,
+                headers=headers,
+            )
+            if not isinstance(page, dict) or not isinstance(page.get(list_key), list):
+                raise ResponseFormatError(self.name, f"{url} did not return a {list_key!r} list")
+            pages.append(page)
+            new_cursor = next_cursor(page)
+            if new_cursor is None:
+                return pages
+            if new_cursor == cursor:
+                raise ProviderError(self.name, f"{url} returned the same cursor twice")
+            cursor = new_cursor
+        raise ProviderError(self.name, f"more than {MAX_PAGES} pages from {url}")
+
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        result = ParseResult()
+        for index, payload in enumerate(payloads):
+            if isinstance(payload, dict) and isinstance(payload.get("plans"), list):
+                for plan in payload["plans"]:
+                    self._add_cloud_plan(result, plan, fetched_at)
+            elif isinstance(payload, dict) and isinstance(payload.get("plans_metal"), list):
+                for plan in payload["plans_metal"]:
+                    self._add_metal_plan(result, plan, fetched_at)
+            else:
+                raise ResponseFormatError(
+                    self.name, f"payload {index} has neither 'plans' nor 'plans_metal' list"
+                )
+        return result
+
+    # --- cloud GPU ---------------------------------------------------------------------------
+
+    def _add_cloud_plan(self, result: ParseResult, plan: Any, fetched_at: datetime) -> None:
+        if not isinstance(plan, dict) or not isinstance(plan.get("id"), str):
+            result.skip("plan without an id")
+            return
+        if plan.get("type") != "vcg":
+            return  # CPU plans (vc2, vhf, ...) are not GPU offers
+        plan_id = plan["id"]
+        ref = f"vultr:plan/{plan_id}"
+        raw_gpu = plan.get("gpu_type")
+        if not isinstance(raw_gpu, str) or not raw_gpu:
+            result.skip("Cloud GPU plan without gpu_type", ref)
+            return
+        try:
+            vram_gb = to_float(plan.get("gpu_vram_gb"))
+        except ValueError:
+            result.skip(f"gpu_vram_gb is not a number: {plan.get('gpu_vram_gb')!r}", ref)
+            return
+        card_gb = CARD_MEMORY_GB.get(raw_gpu)
+        gpu_count, fraction, memory_gb = 1, None, None
+        if card_gb is not None:
+            share = gpu_share(vram_gb or 0, card_gb)
+            if share is None:
+                result.skip(f"{vram_gb} GB VRAM is not a whole number of {card_gb} GB cards", ref)
+                return
+            gpu_count, fraction = share
+            memory_gb = vram_gb if fraction is not None else card_gb
+        spec = resolve_gpu_name(raw_gpu.replace("_", " "), memory_gb=card_gb)
+        hardware = dict(
+            gpu_model=spec.name if spec else None,
+            gpu_raw_name=raw_gpu,
+            gpu_vendor=spec.vendor if spec else None,
+            gpu_count=gpu_count,
+            gpu_fraction=fraction,
+            gpu_memory_gb=memory_gb,
+            gpu_form_factor=spec.form_factor if spec else None,
+            vcpus=_positive(plan.get("vcpu_count")),
+            ram_gb=_ram_gb(plan.get("ram")),
+            storage_gb=_storage_gb(plan),
+        )
+        self._add_prices(result, plan, ref, hardware, fetched_at)
+
+    # --- bare metal --------------------------------------------------------------------------
+
+    def _add_metal_plan(self, result: ParseResult, plan: Any, fetched_at: datetime) -> None:
+        if not isinstance(plan, dict) or not isinstance(plan.get("id"), str):
+            result.skip("bare-metal plan without an id")
+            return
+        plan_id = plan["id"]
+        m = _METAL_GPU.search(plan_id)
+        if m is None:
+            return  # a CPU-only machine
+        ref = f"vultr:plan-metal/{plan_id}"
+        gpu_count = int(m["count"])
+        if gpu_count <= 0:
+            result.skip("bare-metal plan id names 0 GPUs", ref)
+            return
+        raw_gpu = m["gpu"]
+        form_factor = (
+            GpuFormFactor.SXM if gpu_count == 8 and raw_gpu.lower() in _HGX_METAL_GPUS else None
+        )
+        spec = resolve_gpu_name(raw_gpu, form_factor=form_factor)
+        cpu_model = plan.get("cpu_model")
+        storage_type = plan.get("type")
+        hardware = dict(
+            gpu_model=spec.name if spec else None,
+            gpu_raw_name=raw_gpu,
+            gpu_vendor=spec.vendor if spec else None,
+            gpu_count=gpu_count,
+            # Vultr does not publish the memory; it is the catalog's figure for the model.
+            gpu_memory_gb=spec.memory_gb if spec else None,
+            gpu_form_factor=form_factor or (spec.form_factor if spec else None),
+            cpu_model=cpu_model if isinstance(cpu_model, str) and cpu_model else None,
+            cpu_sockets=_positive_int(plan.get("physical_cpus")),
+            cpu_cores=_positive(plan.get("cpu_cores")),
+            vcpus=_positive(plan.get("cpu_threads")),
+            ram_gb=_ram_gb(plan.get("ram")),
+            storage_gb=_storage_gb(plan),
+            storage_type=_STORAGE_TYPES.get(str(storage_type).lower()),
+        )
+        self._add_prices(result, plan, ref, hardware, fetched_at)
+
+    # --- prices ------------------------------------------------------------------------------
+
+    def _add_prices(
+        self,
+        result: ParseResult,
+        plan: Mapping[str, Any],
+        ref: str,
+        hardware: Mapping[str, Any],
+        fetched_at: datetime,
+    ) -> None:
+        locations = plan.get("locations")
+        if not isinstance(locations, list) or not any(isinstance(x, str) for x in locations):
+            result.skip("plan not deployable in any location", ref)
+            return
+        terms = [(RentalTerm.ON_DEMAND, "hourly_cost", "monthly_cost")]
+        if plan.get("deploy_preemptible") is not False:
+            terms.append(
+                (RentalTerm.INTERRUPTIBLE, "hourly_cost_preemptible", "monthly_cost_preemptible")
+            )
+        for term, hourly_key, monthly_key in terms:
+            price = _plan_price(plan, hourly_key, monthly_key)
+            if price is None and term is RentalTerm.INTERRUPTIBLE:
+                continue  # no preemptible option for this plan
+            if isinstance(price, str) or price is None:
+                result.skip(price or "plan without a price", ref)
+                continue
+            amount, unit = price
+            gpus = hardware.get("gpu_fraction") or hardware["gpu_count"]
+            usd = usd_per_hour(
+                price_amount=amount,
+                price_currency=CURRENCY,
+                price_unit=unit,
+                price_basis=PriceBasis.INSTANCE,
+                term=term,
+                gpu_count=hardware["gpu_count"],
+            )
+            if usd / Decimal(str(gpus)) < MIN_USD_PER_GPU_HOUR:
+                result.skip(f"absurd price {amount} {CURRENCY}/{unit.value}", ref)
+                continue
+            for location in locations:
+                if not isinstance(location, str) or not location:
+                    continue
+                result.add(
+                    ref,
+                    provider=self.name,
+                    offer_id=str(plan["id"]),
+                    instance_name=str(plan["id"]),
+                    region=location,
+                    fetched_at=fetched_at,
+                    raw_ref=ref,
+                    price_amount=amount,
+                    price_currency=CURRENCY,
+                    price_unit=unit,
+                    price_basis=PriceBasis.INSTANCE,
+                    term=term,
+                    datacenter=True,
+                    **hardware,
+                )
+
+
+def _plan_price(
+    plan: Mapping[str, Any], hourly_key: str, monthly_key: str
+) -> tuple[Decimal, PriceUnit] | str | None:
+    """The plan's price and unit (hourly preferred), a reason it is unusable, or None."""
+    for key, unit in ((hourly_key, PriceUnit.HOUR), (monthly_key, PriceUnit.MONTH)):
+        try:
+            amount = to_decimal(plan.get(key))
+        except ValueError:
+            return f"{key} is not a number: {plan.get(key)!r}"
+        if amount is None:
+            continue
+        if amount <= 0:
+            return f"{key} is {amount}"
+        return amount, unit
+    return None
+
+
+def _positive(value: Any) -> float | None:
+    try:
+        number = to_float(value)
+    except ValueError:
+        return None
+    return number if number and number > 0 else None
+
+
+def _positive_int(value: Any) -> int | None:
+    number = _positive(value)
+    return int(number) if number and number == int(number) else None
+
+
+def _ram_gb(value: Any) -> float | None:
+    """Vultr ``ram`` is in MiB (65536 for the "64gb" plan): converted to decimal GB."""
+    mib = _positive(value)
+    return round(mib_to_gb(mib), 3) if mib else None
+
+
+def _storage_gb(plan: Mapping[str, Any]) -> float | None:
+    """``disk`` GB per drive x ``disk_count`` drives (1 when absent)."""
+    disk = _positive(plan.get("disk"))
+    if disk is None:
+        return None
+    count = _positive(plan.get("disk_count")) or 1
+    return disk * count
+
+
+ADAPTER = VultrAdapter

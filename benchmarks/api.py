@@ -1,0 +1,254 @@
+"""Benchmark ``GET /v1/offers`` over HTTP: 100k synthetic current offers, uvicorn on
+127.0.0.1, a mix of realistic queries driven from a separate client process.
+
+    uv run python benchmarks/api.py [--offers 100000] [--seconds 15] [--connections 8]
+
+The server runs ``create_app`` exactly as ``gpuscout serve`` does, with the synthetic offers
+injected as its loader. The client is a small asyncio HTTP/1.1 keep-alive client (bounded
+time and request count, loopback only). Prints throughput and p50/p95/p99 latency; the
+targets on a 2-core machine are p50 <= 10 ms, p99 <= 50 ms and >= 500 requests/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Realistic queries: model families, counts, terms, regions, budgets and job sizes.
+QUERIES: tuple[str, ...] = (
+    "gpus=H100&min_gpus=8&max_gpus=8",
+    "gpus=H100&min_gpus=8&hours=720",
+    "gpus=H100&min_gpus=1&max_gpus=1&hours=24",
+    "gpus=H100&terms=on_demand&limit=10",
+    "gpus=H100&fabrics=infiniband&min_gpus=8&params=7e10&tokens=1e12&job_gpus=64",
+    "gpus=H200&min_gpus=8",
+    "gpus=B200&hours=100",
+    "gpus=A100&min_gpus=8&max_gpus=8&regions=us",
+    "gpus=A100-SXM4-80GB&hours=10",
+    "gpus=A100&min_gpu_memory_gb=80&gpu_hours=1000",
+    "gpus=L40S&max_usd_per_gpu_hour=1.0",
+    "gpus=L40S,L4&regions=eu",
+    "gpus=RTX-4090&terms=interruptible&hours=5",
+    "gpus=RTX-4090,RTX-3090&max_usd_per_hour=1",
+    "gpus=RTX-4090&params=1e9&tokens=2e10",
+    "gpus=MI300X&min_gpus=8",
+    "gpus=MI300X,H100&min_total_gpu_memory_gb=640",
+    "gpus=GAUDI2",
+    "preset=8xh100",
+    "preset=8xh100-ib&hours=168",
+    "preset=1xh100&terms=on_demand,interruptible",
+    "preset=24gb-consumer&limit=50",
+    "preset=48gb-workstation&regions=us-east",
+    "preset=8xa100&max_commitment_hours=730",
+    "min_gpus=8&countries=DE,SE,NO",
+    "verified_only=true&available_now=true&limit=10",
+    "datacenter_only=true&min_reliability=0.98",
+    "providers=lambda,runpod&gpus=H100",
+    "exclude_providers=vastai&gpus=A100",
+    "params=7e9&tokens=2e11&job_gpus=8",
+    "params=7e10&tokens=1e12&job_gpus=256&gpus=H100",
+    "gpu_hours=10000&gpus=H100,H200",
+    "hours=1&sort=usd_per_hour",
+    "hours=720&sort=job_cost_usd&gpus=A100",
+    "precision=fp8&gpus=H100&min_gpus=8",
+    "precision=fp16&gpus=L4",
+    "min_vcpus=64&min_ram_gb=512&gpus=H100",
+    "min_storage_gb=2000&storage_types=nvme&gpus=A100",
+    "terms=commit_1y,commit_3y&gpus=H100&min_gpus=8",
+    "max_price_age_hours=6&gpus=H100",
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --- server ----------------------------------------------------------------------------
+def serve(offers: int, port: int) -> None:
+    """Run the API on 127.0.0.1:port with ``offers`` synthetic offers (blocks)."""
+    import uvicorn
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.synthetic import synthetic_offers
+    from service.api import create_app
+    from service.current import CurrentOffers
+    from service.settings import Settings
+
+    def load() -> CurrentOffers:  # called once; the app keeps only the frame
+        started = time.perf_counter()
+        data = synthetic_offers(offers)
+        took = time.perf_counter() - started
+        print(f"server: {len(data)} offers built in {took:.1f} s", flush=True)
+        return CurrentOffers(data, "database", snapshot_at=max(o.fetched_at for o in data))
+
+    app = create_app(
+        Settings(_env_file=None, api_cache_entries=4096),  # type: ignore[call-arg]
+        offers_loader=load,
+    )
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+# --- client ----------------------------------------------------------------------------
+async def _request(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str
+) -> tuple[int, int]:
+    writer.write(
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: identity\r\n\r\n".encode()
+    )
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    length = 0
+    for line in lines[1:]:
+        if line.lower().startswith("content-length:"):
+            length = int(line.split(":", 1)[1])
+    body = await reader.readexactly(length) if length else b""
+    return status, len(body)
+
+
+async def _worker(
+    port: int, deadline: float, budget: list[int], latencies: list[float], errors: list[int],
+    rng: random.Random,
+) -> None:  # fmt: skip
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while time.perf_counter() < deadline and budget[0] > 0:
+            budget[0] -= 1
+            path = "/v1/offers?" + rng.choice(QUERIES)
+            t0 = time.perf_counter()
+            status, _size = await _request(reader, writer, path)
+            latencies.append(time.perf_counter() - t0)
+            if status != 200:
+                errors.append(status)
+    finally:
+        writer.close()
+
+
+async def drive(
+    port: int, seconds: float, connections: int, max_requests: int, seed: int = 1
+) -> tuple[list[float], list[int], float]:
+    latencies: list[float] = []
+    errors: list[int] = []
+    budget = [max_requests]
+    rng = random.Random(seed)
+    started = time.perf_counter()
+    deadline = started + seconds
+    await asyncio.gather(
+        *(
+            _worker(port, deadline, budget, latencies, errors, random.Random(rng.random()))
+            for _ in range(connections)
+        )
+    )
+    return latencies, errors, time.perf_counter() - started
+
+
+def _pct(sorted_values: list[float], p: float) -> float:
+    k = min(len(sorted_values) - 1, max(0, round(p / 100 * (len(sorted_values) - 1))))
+    return sorted_values[k]
+
+
+def report(title: str, latencies: list[float], errors: list[int], elapsed: float) -> None:
+    xs = sorted(latencies)
+    ms = [x * 1000 for x in xs]
+    print(
+        f"{title}: {len(xs)} requests in {elapsed:.1f} s = {len(xs) / elapsed:.0f} req/s; "
+        f"p50 {_pct(ms, 50):.1f} ms, p95 {_pct(ms, 95):.1f} ms, p99 {_pct(ms, 99):.1f} ms, "
+        f"max {ms[-1]:.1f} ms, mean {statistics.fmean(ms):.1f} ms; non-200: {len(errors)}",
+        flush=True,
+    )
+
+
+def client(port: int, seconds: float, connections: int, max_requests: int) -> None:
+    """Warm each query once (cold: ranks 100k offers), then drive the mix for ``seconds``."""
+    cold: list[float] = []
+    errors: list[int] = []
+
+    async def warm() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for q in QUERIES:
+            t0 = time.perf_counter()
+            status, _ = await _request(reader, writer, "/v1/offers?" + q)
+            cold.append(time.perf_counter() - t0)
+            if status != 200:
+                errors.append(status)
+        writer.close()
+
+    t0 = time.perf_counter()
+    asyncio.run(warm())
+    report(
+        "cold (first request of each query: ranks 100k offers)",
+        cold,
+        errors,
+        time.perf_counter() - t0,
+    )
+    latencies, errors, elapsed = asyncio.run(drive(port, seconds, connections, max_requests))
+    report(
+        f"steady mix ({len(QUERIES)} queries, {connections} connections)",
+        latencies,
+        errors,
+        elapsed,
+    )
+
+
+def _wait_ready(port: int, timeout_s: float, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit("server exited early")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                if b" 200 " in s.recv(100):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit("server not ready in time")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--offers", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--max-requests", type=int, default=200_000)
+    parser.add_argument("--role", choices=["all", "server", "client"], default="all")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    port = args.port or _free_port()
+    if args.role == "server":
+        serve(args.offers, port)
+        return
+    if args.role == "client":
+        client(port, args.seconds, args.connections, args.max_requests)
+        return
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, __file__, "--offers", str(args.offers), "--port", str(port)]
+    server = subprocess.Popen([*cmd, "--role", "server"], env=env)
+    try:
+        _wait_ready(port, 300, server)
+        print(f"server ready on http://127.0.0.1:{port} (pid {server.pid})", flush=True)
+        subprocess.run(
+            [*cmd, "--role", "client", "--seconds", str(args.seconds),
+             "--connections", str(args.connections), "--max-requests", str(args.max_requests)],
+            env=env, check=True,
+        )  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Benchmark: store a 100k-offer snapshot, an identical one, then one with 5 % of prices
+changed, on SQLite and (when reachable) PostgreSQL; print the time and rows added of each.
+
+    uv run python benchmarks/snapshot.py [--offers 100000] [--postgres URL]
+
+PostgreSQL is taken from ``--postgres`` or ``GPUSCOUT_TEST_POSTGRES_URL``; the benchmark
+works in a schema of its own and drops it afterwards. Building the offers is not timed;
+``store_snapshot`` (encoding, diffing and writing) and ``load_current_offers`` are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import random
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+from adapters.collect import ProviderRun, RunStatus
+from adapters.schema import Offer
+from db.current import load_current_offers
+from db.engine import make_engine, sqlite_url
+from db.migrate import upgrade
+from db.snapshots import store_snapshot
+
+PROVIDERS = 20
+GPUS = ["H100-SXM5-80GB", "A100-SXM4-80GB", "L40S", "RTX-4090", "H200-SXM-141GB"]
+
+
+def make_offers(n: int, fetched_at: datetime) -> list[Offer]:
+    rng = random.Random(42)
+    offers = []
+    for i in range(n):
+        offers.append(
+            Offer.model_validate(
+                {
+                    "provider": f"provider{i % PROVIDERS:02d}",
+                    "offer_id": f"offer-{i}",
+                    "instance_name": f"gpu-{i % 97}x",
+                    "region": f"region-{i % 13}",
+                    "country": "US",
+                    "fetched_at": fetched_at,
+                    "gpu_model": GPUS[i % len(GPUS)],
+                    "gpu_raw_name": "NVIDIA " + GPUS[i % len(GPUS)],
+                    "gpu_count": 1 + i % 8,
+                    "gpu_memory_gb": 80.0,
+                    "vcpus": 16.0,
+                    "ram_gb": 128.0,
+                    "storage_gb": 500.0,
+                    "price_amount": Decimal(rng.randrange(20, 900)) / 100,
+                    "price_currency": "USD",
+                    "price_unit": "hour",
+                    "price_basis": "gpu",
+                    "term": "on_demand" if i % 3 else "interruptible",
+                    "reliability": 0.98,
+                    "verified": bool(i % 2),
+                    "available_now": True,
+                }
+            )
+        )
+    return offers
+
+
+def runs_of(offers: list[Offer], started_at: datetime) -> list[ProviderRun]:
+    by: dict[str, list[Offer]] = {}
+    for o in offers:
+        by.setdefault(o.provider, []).append(o.model_copy(update={"fetched_at": started_at}))
+    return [ProviderRun(p, RunStatus.OK, started_at, 1.0, offers=os_) for p, os_ in by.items()]
+
+
+def reprice(offers: list[Offer], share: float) -> list[Offer]:
+    rng = random.Random(7)
+    out = []
+    for o in offers:
+        if rng.random() < share:
+            o = o.model_copy(update={"price_amount": o.price_amount + Decimal("0.01")})
+        out.append(o)
+    return out
+
+
+@contextmanager
+def postgres_schema(base: str) -> Iterator[str]:
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(base, poolclass=NullPool)
+    with admin.begin() as c:
+        c.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    try:
+        url = make_url(base).update_query_dict({"options": f"-csearch_path={schema}"})
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as c:
+            c.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
+        admin.dispose()
+
+
+def bench(label: str, url: str, offers: list[Offer]) -> None:
+    upgrade(url)
+    engine = make_engine(url)
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    steps = [
+        ("first", offers),
+        ("identical", offers),
+        ("5% repriced", reprice(offers, 0.05)),
+    ]
+    for i, (name, batch) in enumerate(steps):
+        started = t0 + timedelta(hours=i)
+        runs = runs_of(batch, started)
+        gc.collect()
+        tick, cpu = time.perf_counter(), time.process_time()
+        summary = store_snapshot(
+            engine, runs, started_at=started, finished_at=started + timedelta(minutes=1)
+        )
+        seconds, cpu = time.perf_counter() - tick, time.process_time() - cpu
+        print(
+            f"{label:10} {name:12} {seconds:6.2f} s (client CPU {cpu:5.2f} s)"
+            f"   offers {summary.offer_count:>7}"
+            f"   history +{summary.history_added} / closed {summary.history_closed}"
+        )
+    tick = time.perf_counter()
+    state = load_current_offers(engine)
+    print(
+        f"{label:10} {'load':12} {time.perf_counter() - tick:6.2f} s   offers {len(state.offers)}"
+    )
+    engine.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--offers", type=int, default=100_000)
+    parser.add_argument("--postgres", default=os.environ.get("GPUSCOUT_TEST_POSTGRES_URL"))
+    args = parser.parse_args()
+    tick = time.perf_counter()
+    offers = make_offers(args.offers, datetime(2025, 1, 1, tzinfo=UTC))
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"built {len(offers)} offers in {time.perf_counter() - tick:.1f} s (not timed below)")
+    with tempfile.TemporaryDirectory() as tmp:
+        bench("sqlite", sqlite_url(Path(tmp) / "bench.db"), offers)
+    if args.postgres:
+        try:
+            with postgres_schema(args.postgres) as url:
+                bench("postgres", url, offers)
+        except sa.exc.OperationalError as exc:
+            print(f"postgres unreachable, skipped: {exc.orig}")
+    else:
+        print("postgres: no URL (--postgres or GPUSCOUT_TEST_POSTGRES_URL), skipped")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,327 @@
+"""Questions the price history answers: one offer over time, a daily price index per GPU
+model and term, and week-over-week changes. They feed the API and the weekly digest.
+
+A history row is a price valid over ``[valid_from, valid_to)`` (``valid_to`` NULL: still
+valid). Days are UTC calendar days. An offer's price *on a day* is the last price valid
+during that day, so an offer repriced at noon counts once, at its new price.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from typing import cast
+
+import polars as pl
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
+
+from .models import CurrentOffer, PriceHistory, ProviderStatus
+from .records import decode_offers
+
+__all__ = [
+    "INDEX_SCHEMA",
+    "PriceChange",
+    "PricePoint",
+    "WeekOverWeek",
+    "daily_index",
+    "gpu_filter",
+    "offer_price_history",
+    "week_over_week",
+]
+
+_history = cast(sa.Table, PriceHistory.__table__)
+_current = cast(sa.Table, CurrentOffer.__table__)
+_status = cast(sa.Table, ProviderStatus.__table__)
+
+#: Columns of :func:`daily_index`; prices are USD per GPU-hour.
+INDEX_SCHEMA: dict[str, pl.DataType] = {
+    "day": pl.Date(),
+    "median_usd_per_gpu_hour": pl.Float64(),
+    "p10_usd_per_gpu_hour": pl.Float64(),
+    "p90_usd_per_gpu_hour": pl.Float64(),
+    "min_usd_per_gpu_hour": pl.Float64(),
+    "offers": pl.UInt32(),
+    "providers": pl.UInt32(),
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PricePoint:
+    """One stored price of an offer: the raw figure and the normalised one."""
+
+    valid_from: datetime
+    valid_to: datetime | None
+    price_amount: Decimal
+    price_currency: str
+    price_unit: PriceUnit
+    price_basis: PriceBasis
+    term: RentalTerm
+    usd_per_hour: Decimal
+    usd_per_gpu_hour: float | None
+
+
+def _connect(engine: Engine | Connection) -> Connection:
+    return engine.connect() if isinstance(engine, Engine) else engine
+
+
+def offer_price_history(engine: Engine | Connection, offer_key: str) -> list[PricePoint]:
+    """Every stored price of the offer ``offer_key`` (see ``Offer.key``), oldest first."""
+    h = _history.c
+    query = (
+        sa.select(
+            h.valid_from,
+            h.valid_to,
+            h.price_amount,
+            h.price_currency,
+            h.price_unit,
+            h.price_basis,
+            h.term,
+            h.usd_per_hour,
+            h.usd_per_gpu_hour,
+        )
+        .where(h.offer_key == offer_key)
+        .order_by(h.valid_from, h.id)
+    )
+    connection = _connect(engine)
+    try:
+        rows = connection.execute(query).all()
+    finally:
+        if connection is not engine:
+            connection.close()
+    return [
+        PricePoint(
+            valid_from=r.valid_from,
+            valid_to=r.valid_to,
+            price_amount=r.price_amount,
+            price_currency=r.price_currency,
+            price_unit=PriceUnit(r.price_unit),
+            price_basis=PriceBasis(r.price_basis),
+            term=RentalTerm(r.term),
+            usd_per_hour=r.usd_per_hour,
+            usd_per_gpu_hour=r.usd_per_gpu_hour,
+        )
+        for r in rows
+    ]
+
+
+def gpu_filter(gpu: str) -> sa.ColumnElement[bool]:
+    """Rows of the GPU model ``gpu`` or of its family: ``H100`` matches ``H100-SXM5-80GB``
+    and ``H100-PCIE-80GB``; ``H100-SXM5-80GB`` matches only itself (case-insensitive)."""
+    model = sa.func.lower(_history.c.gpu_model)
+    wanted = gpu.strip().lower()
+    return sa.or_(model == wanted, model.startswith(wanted + "-", autoescape=True))
+
+
+def _utc_start(day: date) -> datetime:
+    return datetime.combine(day, time(0), tzinfo=UTC)
+
+
+def daily_index(
+    engine: Engine | Connection,
+    *,
+    gpu: str,
+    start: date,
+    end: date,
+    term: RentalTerm | str = RentalTerm.ON_DEMAND,
+) -> pl.DataFrame:
+    """Per UTC day from ``start`` to ``end`` (inclusive): median, p10, p90 and min of USD per
+    GPU-hour over the offers of ``gpu`` (see :func:`gpu_filter`) and ``term``, with the
+    number of offers and of providers. Quantiles interpolate linearly between ranks (as
+    numpy's default). Days without offers have ``offers == 0`` and null prices.
+    """
+    if end < start:
+        raise ValueError(f"end {end} is before start {start}")
+    h = _history.c
+    lower, upper = _utc_start(start), _utc_start(end + timedelta(days=1))
+    query = sa.select(h.offer_key, h.provider, h.usd_per_gpu_hour, h.valid_from, h.valid_to).where(
+        gpu_filter(gpu),
+        h.term == RentalTerm(term).value,
+        h.usd_per_gpu_hour.is_not(None),
+        h.valid_from < upper,
+        sa.or_(h.valid_to.is_(None), h.valid_to > lower),
+    )
+    connection = _connect(engine)
+    try:
+        rows = connection.execute(query).all()
+    finally:
+        if connection is not engine:
+            connection.close()
+    days = pl.DataFrame({"day": pl.date_range(start, end, "1d", eager=True)})
+    naive = [
+        (
+            key,
+            provider,
+            price,
+            valid_from.astimezone(UTC).replace(tzinfo=None),
+            None if valid_to is None else valid_to.astimezone(UTC).replace(tzinfo=None),
+        )
+        for key, provider, price, valid_from, valid_to in rows
+    ]
+    prices = pl.DataFrame(
+        naive,
+        schema={
+            "offer_key": pl.String,
+            "provider": pl.String,
+            "usd_per_gpu_hour": pl.Float64,
+            "valid_from": pl.Datetime("us"),
+            "valid_to": pl.Datetime("us"),
+        },
+        orient="row",
+    )
+    price = pl.col("usd_per_gpu_hour")
+    per_day = (
+        prices.lazy()
+        .with_columns(
+            first_day=pl.max_horizontal(pl.col("valid_from").dt.date(), pl.lit(start)),
+            # valid_to is exclusive: a price closed at midnight does not cover that day
+            last_day=pl.min_horizontal(
+                (pl.col("valid_to") - pl.duration(microseconds=1)).dt.date().fill_null(end),
+                pl.lit(end),
+            ),
+        )
+        .filter(pl.col("first_day") <= pl.col("last_day"))
+        .with_columns(day=pl.date_ranges("first_day", "last_day", "1d"))
+        .explode("day")
+        # one price per offer and day: the last one valid that day
+        .sort("day", "offer_key", "valid_from")
+        .group_by("day", "offer_key")
+        .agg(pl.col("provider").last(), price.last())
+        .group_by("day")
+        .agg(
+            median_usd_per_gpu_hour=price.median(),
+            p10_usd_per_gpu_hour=price.quantile(0.1, interpolation="linear"),
+            p90_usd_per_gpu_hour=price.quantile(0.9, interpolation="linear"),
+            min_usd_per_gpu_hour=price.min(),
+            offers=pl.len(),
+            providers=pl.col("provider").n_unique(),
+        )
+    )
+    return (
+        days.lazy()
+        .join(per_day, on="day", how="left")
+        .with_columns(pl.col("offers", "providers").fill_null(0))
+        .sort("day")
+        .collect()
+        .cast(INDEX_SCHEMA)  # type: ignore[arg-type]
+    )
+
+
+# --- week over week -----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PriceChange:
+    """An offer's whole-instance price at the start and end of a period."""
+
+    offer_key: str
+    offer: Offer
+    """the offer as last seen (now if still current, else just before it went)"""
+    old_usd_per_hour: Decimal | None
+    new_usd_per_hour: Decimal | None
+
+    @property
+    def change_ratio(self) -> float | None:
+        """(new - old) / old: -0.1 is 10 % cheaper; ``None`` for a new or gone offer."""
+        if self.old_usd_per_hour is None or self.new_usd_per_hour is None:
+            return None
+        return float((self.new_usd_per_hour - self.old_usd_per_hour) / self.old_usd_per_hour)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WeekOverWeek:
+    since: datetime
+    until: datetime
+    cheaper: list[PriceChange]
+    """biggest drop first"""
+    dearer: list[PriceChange]
+    """biggest rise first"""
+    new: list[PriceChange]
+    gone: list[PriceChange]
+
+
+def _valid_at(connection: Connection, at: datetime) -> dict[str, Decimal]:
+    """Each offer's whole-instance USD per hour valid at ``at``."""
+    h = _history.c
+    query = sa.select(h.offer_key, h.usd_per_hour).where(
+        h.valid_from <= at, sa.or_(h.valid_to.is_(None), h.valid_to > at)
+    )
+    return {key: usd for key, usd in connection.execute(query)}
+
+
+def _last_seen(connection: Connection, keys: Collection[str]) -> dict[str, Offer]:
+    """The offers ``keys`` as last seen: current ones from ``current_offer``, gone ones
+    from the record kept on their last closed price row (``fetched_at`` = that price's
+    start)."""
+    c, s, h = _current.c, _status.c, _history.c
+    wanted = set(keys)
+    rows: dict[str, tuple[str, datetime]] = {}
+    current = sa.select(
+        c.offer_key, c.record, sa.func.coalesce(c.fetched_at, s.offers_fetched_at)
+    ).join_from(_current, _status, c.provider == s.provider)
+    for key, record, fetched_at in connection.execute(current):
+        if key in wanted:
+            rows[key] = (record, fetched_at)
+    missing = sorted(wanted - rows.keys())
+    gone = (
+        sa.select(h.offer_key, h.record, h.valid_from)
+        .where(h.record.is_not(None), h.offer_key.in_(sa.bindparam("keys")))
+        .order_by(h.valid_from)
+    )
+    for start in range(0, len(missing), 5000):
+        chunk = missing[start : start + 5000]
+        for key, record, valid_from in connection.execute(gone, {"keys": chunk}):
+            rows[key] = (record, valid_from)  # the latest closed row wins
+    ordered = sorted(rows)
+    return dict(zip(ordered, decode_offers(rows[k] for k in ordered), strict=True))
+
+
+def week_over_week(
+    engine: Engine | Connection,
+    *,
+    until: datetime | None = None,
+    days: int = 7,
+    qualifies: Callable[[Offer], bool] | None = None,
+    keys: Collection[str] | None = None,
+) -> WeekOverWeek:
+    """Compare the prices valid at ``until - days`` with those valid at ``until`` (default
+    now): which offers got cheaper or dearer, which are new and which are gone.
+
+    Only offers in ``keys`` (if given) that pass ``qualifies`` (if given; e.g. the pricing
+    engine's requirement) count; the predicate sees the offer as last seen.
+    """
+    until = until or datetime.now(UTC)
+    since = until - timedelta(days=days)
+    connection = _connect(engine)
+    try:
+        before, after = _valid_at(connection, since), _valid_at(connection, until)
+        if keys is not None:
+            wanted = set(keys)
+            before = {k: v for k, v in before.items() if k in wanted}
+            after = {k: v for k, v in after.items() if k in wanted}
+        offers = _last_seen(connection, before.keys() | after.keys())
+    finally:
+        if connection is not engine:
+            connection.close()
+    cheaper, dearer, new, gone = [], [], [], []
+    for key in sorted(offers):
+        offer = offers[key]
+        if qualifies is not None and not qualifies(offer):
+            continue
+        old, now_ = before.get(key), after.get(key)
+        change = PriceChange(key, offer, old, now_)
+        if old is None:
+            new.append(change)
+        elif now_ is None:
+            gone.append(change)
+        elif now_ < old:
+            cheaper.append(change)
+        elif now_ > old:
+            dearer.append(change)
+    cheaper.sort(key=lambda c: (c.change_ratio or 0.0, c.offer_key))
+    dearer.sort(key=lambda c: (-(c.change_ratio or 0.0), c.offer_key))
+    return WeekOverWeek(since, until, cheaper, dearer, new, gone)

@@ -1,0 +1,94 @@
+"""Job locks: when several processes run a scheduler against one database, only one runs
+each job at a time.
+
+* PostgreSQL: a session-level advisory lock (``pg_try_advisory_lock``) on a connection of
+  its own, held while the job runs; if the process dies the server drops the session and
+  with it the lock. The lock id is derived from the job name, database and schema, so two
+  deployments in one server (or two test schemas) do not block each other.
+* SQLite: a lease row in ``job_lock``, taken in a ``BEGIN IMMEDIATE`` transaction; a lease
+  left by a killed process expires after ``lease_s``.
+
+Both are *try* locks: a second runner does not wait, it is told ``False`` and skips.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import cast
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from .engine import write_connection
+from .models import JobLock
+from .records import hash64
+
+__all__ = ["job_lock"]
+
+_lock = cast(sa.Table, JobLock.__table__)
+
+
+def _pg_key(connection: Connection, name: str) -> int:
+    where = connection.execute(sa.text("SELECT current_database() || '.' || current_schema()"))
+    return hash64(f"gpuscout:{name}:{where.scalar_one()}")
+
+
+@contextmanager
+def _pg_lock(engine: Engine, name: str) -> Iterator[bool]:
+    with engine.connect() as connection:
+        connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+        key = _pg_key(connection, name)
+        got = connection.execute(
+            sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": key}
+        ).scalar_one()
+        try:
+            yield bool(got)
+        finally:
+            if got:
+                connection.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+
+
+@contextmanager
+def _lease_lock(engine: Engine, name: str, lease_s: float) -> Iterator[bool]:
+    holder = uuid.uuid4().hex
+    now = datetime.now(UTC)
+    with write_connection(engine) as connection:
+        row = connection.execute(
+            sa.select(_lock.c.holder, _lock.c.expires_at).where(_lock.c.name == name)
+        ).first()
+        got = row is None or row.expires_at <= now
+        if got:
+            values = {
+                "holder": holder,
+                "acquired_at": now,
+                "expires_at": now + timedelta(seconds=lease_s),
+            }
+            if row is None:
+                connection.execute(sa.insert(_lock).values(name=name, **values))
+            else:
+                connection.execute(sa.update(_lock).where(_lock.c.name == name).values(values))
+    try:
+        yield got
+    finally:
+        if got:
+            with write_connection(engine) as connection:
+                connection.execute(
+                    sa.delete(_lock).where(_lock.c.name == name, _lock.c.holder == holder)
+                )
+
+
+@contextmanager
+def job_lock(engine: Engine, name: str, *, lease_s: float = 3600.0) -> Iterator[bool]:
+    """Try to take the lock ``name``; yields whether this process holds it.
+
+    ``lease_s`` bounds how long a SQLite lease outlives a killed holder.
+    """
+    if engine.dialect.name == "postgresql":
+        with _pg_lock(engine, name) as got:
+            yield got
+    else:
+        with _lease_lock(engine, name, lease_s) as got:
+            yield got

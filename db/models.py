@@ -1,0 +1,168 @@
+"""The tables, as typed SQLAlchemy 2 models. The Alembic migrations create exactly these
+(a test runs autogenerate against a migrated database and expects no difference).
+
+Layout::
+
+    snapshot            one run over all providers: started_at, finished_at, totals
+    snapshot_provider   per snapshot and provider: status ok|error|skipped, error, offer and
+                        skipped-record counts, duration_s, history rows added and closed
+    provider_status     per provider, the latest outcome: last attempt and last success,
+                        last error, and the fetched_at of its stored offer set
+    current_offer       the latest good offer set per provider: indexed key columns and the
+                        offer record as compact JSON text (replaced only by a successful fetch)
+    price_history       one row per price *change*: valid_from .. valid_to (NULL while the
+                        price holds), raw amount, currency, unit, basis and term next to the
+                        normalised USD figures
+    job_lock            lease rows guarding jobs on SQLite (PostgreSQL uses advisory locks)
+
+Money is exact (:class:`~db.types.ExactDecimal`); times are timezone-aware UTC
+(:class:`~db.types.UtcDateTime`). Snapshot ids in ``price_history`` are plain integers, not
+foreign keys: retention prunes old snapshots while their price rows may still be open.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from .types import ExactDecimal, UtcDateTime
+
+__all__ = [
+    "Base",
+    "CurrentOffer",
+    "JobLock",
+    "PriceHistory",
+    "ProviderStatus",
+    "Snapshot",
+    "SnapshotProvider",
+]
+
+#: A 64-bit id that is still SQLite's auto-incrementing ``INTEGER PRIMARY KEY``.
+BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Snapshot(Base):
+    __tablename__ = "snapshot"
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+    finished_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+    offer_count: Mapped[int] = mapped_column(sa.Integer, comment="offers fetched in this run")
+    history_added: Mapped[int] = mapped_column(sa.Integer)
+    history_closed: Mapped[int] = mapped_column(sa.Integer)
+
+
+class SnapshotProvider(Base):
+    __tablename__ = "snapshot_provider"
+
+    snapshot_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("snapshot.id", ondelete="CASCADE"), primary_key=True
+    )
+    provider: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    status: Mapped[str] = mapped_column(sa.String(16), comment="ok | error | skipped")
+    error: Mapped[str | None] = mapped_column(sa.Text)
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    duration_s: Mapped[float] = mapped_column(sa.Float)
+    offer_count: Mapped[int] = mapped_column(sa.Integer)
+    skipped_count: Mapped[int] = mapped_column(sa.Integer, comment="records the parser skipped")
+    history_added: Mapped[int] = mapped_column(sa.Integer)
+    history_closed: Mapped[int] = mapped_column(sa.Integer)
+
+
+class ProviderStatus(Base):
+    __tablename__ = "provider_status"
+
+    provider: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    last_status: Mapped[str] = mapped_column(sa.String(16))
+    last_attempt_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    last_success_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    last_error: Mapped[str | None] = mapped_column(sa.Text)
+    last_snapshot_id: Mapped[int] = mapped_column(sa.Integer)
+    offers_fetched_at: Mapped[datetime | None] = mapped_column(
+        UtcDateTime, comment="fetched_at of the stored offer set (its successful run's start)"
+    )
+    offer_count: Mapped[int] = mapped_column(sa.Integer, comment="offers stored as current")
+
+
+class CurrentOffer(Base):
+    __tablename__ = "current_offer"
+    __table_args__ = (sa.Index(None, "gpu_model", "term"),)
+
+    offer_key: Mapped[str] = mapped_column(sa.String, primary_key=True)
+    provider: Mapped[str] = mapped_column(sa.String(64), index=True)
+    gpu_model: Mapped[str | None] = mapped_column(sa.String(64))
+    term: Mapped[str] = mapped_column(sa.String(32))
+    region: Mapped[str | None] = mapped_column(sa.String)
+    gpus: Mapped[float] = mapped_column(sa.Float, comment="GPUs, a slice counting its fraction")
+    usd_per_hour: Mapped[Decimal] = mapped_column(ExactDecimal)
+    usd_per_gpu_hour: Mapped[float | None] = mapped_column(sa.Float)
+    price_hash: Mapped[int] = mapped_column(sa.BigInteger)
+    record_hash: Mapped[int] = mapped_column(sa.BigInteger)
+    fetched_at: Mapped[datetime | None] = mapped_column(
+        UtcDateTime, comment="NULL: the provider's offers_fetched_at"
+    )
+    record: Mapped[str] = mapped_column(
+        sa.Text, comment="Offer JSON without fetched_at, usd_per_hour and None fields"
+    )
+
+
+class PriceHistory(Base):
+    __tablename__ = "price_history"
+    __table_args__ = (
+        sa.Index(None, "offer_key", "valid_from"),
+        sa.Index(None, "gpu_model", "term", "valid_from"),
+        sa.Index(None, "valid_to"),
+        sa.Index(
+            "uq_price_history_open_offer_key",
+            "offer_key",
+            unique=True,
+            sqlite_where=sa.text("valid_to IS NULL"),
+            postgresql_where=sa.text("valid_to IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    offer_key: Mapped[str] = mapped_column(sa.String)
+    provider: Mapped[str] = mapped_column(sa.String(64))
+    gpu_model: Mapped[str | None] = mapped_column(sa.String(64))
+    gpus: Mapped[float] = mapped_column(sa.Float)
+    term: Mapped[str] = mapped_column(sa.String(32))
+    region: Mapped[str | None] = mapped_column(sa.String)
+    price_amount: Mapped[Decimal] = mapped_column(ExactDecimal, comment="as the provider states it")
+    price_currency: Mapped[str] = mapped_column(sa.String(3))
+    price_unit: Mapped[str] = mapped_column(sa.String(16))
+    price_basis: Mapped[str] = mapped_column(sa.String(16))
+    usd_per_hour: Mapped[Decimal] = mapped_column(ExactDecimal, comment="whole instance")
+    usd_per_gpu_hour: Mapped[float | None] = mapped_column(sa.Float)
+    price_hash: Mapped[int] = mapped_column(sa.BigInteger)
+    valid_from: Mapped[datetime] = mapped_column(UtcDateTime)
+    valid_to: Mapped[datetime | None] = mapped_column(UtcDateTime, comment="NULL: still valid")
+    opened_snapshot_id: Mapped[int] = mapped_column(sa.Integer)
+    closed_snapshot_id: Mapped[int | None] = mapped_column(sa.Integer)
+    record: Mapped[str | None] = mapped_column(
+        sa.Text, comment="the offer as last seen, set when it disappears"
+    )
+
+
+class JobLock(Base):
+    __tablename__ = "job_lock"
+
+    name: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(sa.String(64))
+    acquired_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -1,0 +1,397 @@
+"""Small named polars expressions: the vocabulary :func:`pricing.rank.rank` chains.
+
+Each function returns a ``pl.Expr`` over the columns of :func:`pricing.frame.offers_to_frame`
+joined with :func:`pricing.frame.catalog_frame`, or over columns an earlier expression
+added (named in its docstring). Units are in the names: hours, USD, TFLOPs.
+
+The model, in one place:
+
+* ``nodes = ceil(job GPUs / offer GPUs)`` (1 without a job GPU count)
+* ``effective_tflops = total_gpus x peak_tflops x mfu x scaling``
+* ``compute_hours``: the job's hours, GPU-hours / total GPUs, or FLOPs / effective FLOP/s
+* ``wall_clock_hours = compute_hours x (1 + restart overhead)`` on interruptible terms
+* ``billed_hours``: whole commitment periods; else the minimum rental, rounded up to the
+  billing increment
+* ``job_cost_usd = billed_hours x usd_per_hour x nodes``
+* ``usd_per_effective_tflop_hour = job_cost_usd / (effective_tflops x compute_hours)``:
+  what one TFLOP-hour of useful work costs, billing waste and restarts included
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+
+from adapters.gpus import Precision
+from adapters.schema import (
+    Fabric,
+    GpuFormFactor,
+    GpuInterconnect,
+    RentalTerm,
+)
+
+from .efficiency import Scaling
+from .job import Job, JobKind
+from .requirement import Requirement
+
+__all__ = [
+    "billed_hours",
+    "break_even_hours",
+    "break_even_text",
+    "compute_hours",
+    "effective_tflops",
+    "gpu_memory_gb",
+    "inter_node_scaling",
+    "intra_node_scaling",
+    "job_cost_usd",
+    "memory_fits",
+    "mfu",
+    "node_count",
+    "peak_tflops",
+    "price_age_hours",
+    "qualifies",
+    "scaling",
+    "total_gpu_memory_gb",
+    "total_gpus",
+    "usd_per_effective_tflop_hour",
+    "usd_per_gpu_hour",
+    "wall_clock_hours",
+]
+
+SECONDS_PER_HOUR = 3600.0
+TFLOPS = 1e12
+#: Float slack when rounding up hours to whole periods (1e-9 h is 3.6 microseconds).
+_EPS = 1e-9
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+_LOW_PRECISIONS = (Precision.FP8, Precision.INT8)
+
+
+# --- GPUs and nodes ----------------------------------------------------------------------
+def node_count(job_gpus: int | None) -> pl.Expr:
+    """Instances rented side by side: ``ceil(job_gpus / gpus)``, at least 1."""
+    if job_gpus is None:
+        return pl.lit(1, dtype=pl.Int64)
+    per_node = pl.col("gpus")
+    return (
+        pl.when(per_node > 0)
+        .then((pl.lit(float(job_gpus)) / per_node - _EPS).ceil().clip(lower_bound=1))
+        .cast(pl.Int64)
+    )
+
+
+def total_gpus() -> pl.Expr:
+    """GPUs over all nodes (a slice counts as its fraction). Needs ``nodes``."""
+    return pl.col("gpus") * pl.col("nodes")
+
+
+def gpu_memory_gb() -> pl.Expr:
+    """Memory of one GPU (or slice): published, else the catalog's (x slice fraction)."""
+    return pl.coalesce(
+        pl.col("gpu_memory_gb"),
+        pl.col("catalog_memory_gb") * pl.col("gpu_fraction").fill_null(1.0),
+    )
+
+
+def total_gpu_memory_gb() -> pl.Expr:
+    """GPU memory over all GPUs of all nodes. Needs ``nodes``."""
+    return gpu_memory_gb() * pl.col("gpu_count").cast(pl.Float64) * pl.col("nodes")
+
+
+# --- effective TFLOPs --------------------------------------------------------------------
+def peak_tflops(precision: Precision) -> pl.Expr:
+    """Dense peak TFLOPs of one whole GPU at ``precision`` (from the catalog)."""
+    return pl.col(f"tflops_{precision.value}")
+
+
+def mfu(precision: Precision, low_precision_speedup: float) -> pl.Expr:
+    """Model FLOPs utilisation against the peak at ``precision``. Needs ``mfu_bf16``.
+
+    FP8/INT8 are credited ``low_precision_speedup`` x the BF16 effective throughput, not
+    their 2x datasheet peak: ``mfu_bf16 x speedup x peak_bf16 / peak_fp8``, capped at the
+    BF16 MFU. Other precisions use the BF16 figure (no published per-precision MFU).
+    """
+    base = pl.col("mfu_bf16")
+    if precision not in _LOW_PRECISIONS:
+        return base
+    ratio = pl.col("tflops_bf16") / peak_tflops(precision)
+    return pl.min_horizontal(base * low_precision_speedup * ratio, base)
+
+
+def _nvlinked() -> pl.Expr:
+    """GPUs joined by NVLink/NVSwitch: as published, else by the form factor."""
+    form = pl.coalesce(pl.col("gpu_form_factor"), pl.col("catalog_form_factor"))
+    link = pl.col("gpu_interconnect")
+    return (link == GpuInterconnect.NVLINK.value) | (
+        link.is_null() & form.is_in([GpuFormFactor.SXM.value, GpuFormFactor.SUPERCHIP.value])
+    )
+
+
+def intra_node_scaling(s: Scaling) -> pl.Expr:
+    """Share of linear speed-up kept across the GPUs of one node (1 GPU: 1.0)."""
+    link = pl.col("gpu_interconnect")
+    form = pl.coalesce(pl.col("gpu_form_factor"), pl.col("catalog_form_factor"))
+    return (
+        pl.when(pl.col("gpus") <= 1)
+        .then(pl.lit(s.single_gpu))
+        .when(_nvlinked())
+        .then(pl.lit(s.nvlink))
+        .when(link == GpuInterconnect.NVLINK_BRIDGE.value)
+        .then(pl.lit(s.nvlink_bridge))
+        .when(
+            (link == GpuInterconnect.INFINITY_FABRIC.value)
+            | (link.is_null() & (form == GpuFormFactor.OAM.value))
+        )
+        .then(pl.lit(s.infinity_fabric))
+        .when(pl.col("pcie_no_p2p").fill_null(False))
+        .then(pl.lit(s.pcie_no_p2p))
+        .otherwise(pl.lit(s.pcie))
+    )
+
+
+def inter_node_scaling(s: Scaling) -> pl.Expr:
+    """Share kept across nodes, by fabric Gbps per GPU (1 node: 1.0). Needs ``nodes``.
+
+    ``fabric_gbps`` is taken as the node's aggregate; plain Ethernet or an unknown fabric
+    counts as slow whatever its speed.
+    """
+    per_gpu = pl.col("fabric_gbps") / pl.col("gpus")
+    rdma = pl.col("fabric").is_in([Fabric.INFINIBAND.value, Fabric.ROCE.value, Fabric.EFA.value])
+    return (
+        pl.when(pl.col("nodes") <= 1)
+        .then(pl.lit(1.0))
+        .when(rdma & (per_gpu >= s.inter_node_fast_min_gbps_per_gpu))
+        .then(pl.lit(s.inter_node_fast))
+        .when(rdma & (per_gpu >= s.inter_node_medium_min_gbps_per_gpu))
+        .then(pl.lit(s.inter_node_medium))
+        .otherwise(pl.lit(s.inter_node_slow))
+    )
+
+
+def scaling() -> pl.Expr:
+    """Total multi-GPU scaling. Needs ``scaling_intra_node`` and ``scaling_inter_node``."""
+    return pl.col("scaling_intra_node") * pl.col("scaling_inter_node")
+
+
+def effective_tflops() -> pl.Expr:
+    """``total_gpus x peak_tflops x mfu x scaling``. Needs those four columns."""
+    return pl.col("total_gpus") * pl.col("peak_tflops") * pl.col("mfu") * pl.col("scaling")
+
+
+# --- hours and money ---------------------------------------------------------------------
+def compute_hours(job: Job) -> pl.Expr:
+    """Hours of useful work on one configuration, before restarts.
+
+    Needs ``total_gpus`` (GPU-hour jobs) or ``effective_tflops`` (training runs).
+    """
+    match job.kind:
+        case JobKind.HOURS:
+            return pl.lit(job.hours, dtype=pl.Float64)
+        case JobKind.GPU_HOURS:
+            return pl.lit(job.gpu_hours, dtype=pl.Float64) / pl.col("total_gpus")
+        case JobKind.TRAINING:
+            flop_per_hour = pl.col("effective_tflops") * (TFLOPS * SECONDS_PER_HOUR)
+            return pl.lit(job.total_flops, dtype=pl.Float64) / flop_per_hour
+
+
+def wall_clock_hours(interruptible_overhead: float) -> pl.Expr:
+    """``compute_hours``, plus the restart overhead on interruptible terms."""
+    extra = pl.when(pl.col("term") == RentalTerm.INTERRUPTIBLE.value).then(
+        pl.lit(1.0 + interruptible_overhead)
+    )
+    return pl.col("compute_hours") * extra.otherwise(pl.lit(1.0))
+
+
+def _round_up(hours: pl.Expr, step_hours: pl.Expr) -> pl.Expr:
+    return (hours / step_hours - _EPS).ceil() * step_hours
+
+
+def billed_hours() -> pl.Expr:
+    """Hours the provider bills for ``wall_clock_hours``.
+
+    A commitment bills whole periods (a 1-month commitment for 100 h bills 730 h). Otherwise
+    the minimum rental applies and the hours round up to the billing increment; an unknown
+    increment is taken as per-second (no rounding).
+    """
+    wall = pl.col("wall_clock_hours")
+    period = pl.col("commitment_hours")
+    floor = pl.max_horizontal(wall, pl.col("min_rental_hours").fill_null(0.0))
+    step = pl.col("billing_increment_s").cast(pl.Float64) / SECONDS_PER_HOUR
+    metered = pl.when(step.is_null()).then(floor).otherwise(_round_up(floor, step))
+    periods = _round_up(wall, period).clip(lower_bound=period)
+    return pl.when(period.is_not_null()).then(pl.max_horizontal(periods, floor)).otherwise(metered)
+
+
+def job_cost_usd() -> pl.Expr:
+    """``billed_hours x usd_per_hour x nodes``."""
+    return pl.col("billed_hours") * pl.col("usd_per_hour") * pl.col("nodes")
+
+
+def usd_per_gpu_hour() -> pl.Expr:
+    """Whole-instance price over its GPUs (a slice: over its fraction)."""
+    return pl.col("usd_per_hour") / pl.col("gpus")
+
+
+def usd_per_effective_tflop_hour() -> pl.Expr:
+    """USD per effective TFLOP-hour of useful work: the ranking key."""
+    return pl.col("job_cost_usd") / (pl.col("effective_tflops") * pl.col("compute_hours"))
+
+
+def memory_fits(memory_needed_gb: float | None, usable_fraction: float) -> pl.Expr:
+    """Whether the training state fits in the usable GPU memory (true for hour jobs).
+
+    Needs ``total_gpu_memory_gb``; unknown memory does not fit.
+    """
+    if memory_needed_gb is None:
+        return pl.lit(True)
+    usable = pl.col("total_gpu_memory_gb") * usable_fraction
+    return (usable >= memory_needed_gb).fill_null(False)
+
+
+def _instant(now: datetime) -> pl.Expr:
+    """``now`` as a UTC literal; built from its epoch microseconds, which is much cheaper
+    than ``pl.lit`` of an aware datetime (that evaluates a one-row frame per call)."""
+    if now.tzinfo is None:
+        return pl.lit(now)
+    return pl.lit((now - _EPOCH) // _MICROSECOND, dtype=pl.Datetime("us", "UTC"))
+
+
+def price_age_hours(now: datetime) -> pl.Expr:
+    """Hours since the price was fetched."""
+    return (_instant(now) - pl.col("fetched_at")).dt.total_seconds() / SECONDS_PER_HOUR
+
+
+# --- break-even --------------------------------------------------------------------------
+def break_even_hours() -> pl.Expr:
+    """Wall-clock hours after which a commitment beats on-demand (one period's price / the
+    on-demand hourly price). Needs ``on_demand_usd_per_hour``; null off commitments."""
+    return pl.col("commitment_hours") * pl.col("usd_per_hour") / pl.col("on_demand_usd_per_hour")
+
+
+def break_even_text() -> pl.Expr:
+    """Why the chosen term won, in words. Needs ``term``, ``break_even_hours``,
+    ``on_demand_usd_per_hour``, ``best_commitment_term`` and ``best_commitment_hours``."""
+    term = pl.col("term").cast(pl.String)
+    hours = pl.col("break_even_hours").round(0).cast(pl.Int64).cast(pl.String)
+    best = pl.col("best_commitment_hours").round(0).cast(pl.Int64).cast(pl.String)
+    saving = (1 - pl.col("usd_per_hour") / pl.col("on_demand_usd_per_hour")) * 100
+    return (
+        pl.when(pl.col("term") == RentalTerm.ON_DEMAND.value)
+        .then(
+            pl.when(pl.col("best_commitment_term").is_not_null())
+            .then(
+                pl.format(
+                    "on-demand; {} would beat it after {} h",
+                    pl.col("best_commitment_term").cast(pl.String),
+                    best,
+                )
+            )
+            .otherwise(pl.lit("on-demand; no commitment offered"))
+        )
+        .when(pl.col("on_demand_usd_per_hour").is_null())
+        .then(pl.format("{}; no on-demand price to compare", term))
+        .when(pl.col("term") == RentalTerm.INTERRUPTIBLE.value)
+        .then(
+            pl.format(
+                "interruptible: {}% below on-demand per hour, before restart overhead",
+                saving.round(0).cast(pl.Int64).cast(pl.String),
+            )
+        )
+        .otherwise(pl.format("{} beats on-demand after {} h", term, hours))
+    )
+
+
+# --- the requirement ---------------------------------------------------------------------
+def _known(cond: pl.Expr, allow_unknown: bool) -> pl.Expr:
+    return cond.fill_null(allow_unknown)
+
+
+def _in(column: str, values: Sequence[object]) -> pl.Expr:
+    return pl.col(column).is_in([getattr(v, "value", v) for v in values])
+
+
+def qualifies(req: Requirement, now: datetime) -> pl.Expr:
+    """True for rows that meet every constraint of ``req`` at ``now``.
+
+    Offer columns only, except memory per GPU and form factor, which fall back to the
+    catalog (``catalog_memory_gb``, ``catalog_form_factor``).
+    """
+    u = req.allow_unknown
+    conds: list[pl.Expr] = [pl.col("term").is_in([t.value for t in req.allowed_terms()])]
+    if req.gpus:
+        conds.append(_in("gpu_model", req.gpu_models()))
+    if req.min_gpus is not None:
+        conds.append(pl.col("gpus") >= req.min_gpus)
+    if req.max_gpus is not None:
+        conds.append(pl.col("gpus") <= req.max_gpus)
+    if req.min_gpu_memory_gb is not None:
+        conds.append(_known(gpu_memory_gb() >= req.min_gpu_memory_gb, u))
+    if req.min_total_gpu_memory_gb is not None:
+        total = gpu_memory_gb() * pl.col("gpu_count").cast(pl.Float64)
+        conds.append(_known(total >= req.min_total_gpu_memory_gb, u))
+    if req.form_factors:
+        form = pl.coalesce(pl.col("gpu_form_factor"), pl.col("catalog_form_factor"))
+        conds.append(_known(form.is_in([f.value for f in req.form_factors]), u))
+    if req.nvlink is not None:
+        linked = _nvlinked() | (pl.col("gpu_interconnect") == GpuInterconnect.NVLINK_BRIDGE.value)
+        conds.append(_known(linked == req.nvlink, u))
+    if req.min_cpu_cores is not None:
+        cores = pl.coalesce(pl.col("cpu_cores"), pl.col("vcpus") / 2)
+        conds.append(_known(cores >= req.min_cpu_cores, u))
+    if req.min_vcpus is not None:
+        conds.append(_known(pl.col("vcpus") >= req.min_vcpus, u))
+    if req.min_ram_gb is not None:
+        conds.append(_known(pl.col("ram_gb") >= req.min_ram_gb, u))
+    if req.ram_ecc is not None:
+        conds.append(_known(pl.col("ram_ecc") == req.ram_ecc, u))
+    if req.min_storage_gb is not None:
+        conds.append(_known(pl.col("storage_gb") >= req.min_storage_gb, u))
+    if req.storage_types:
+        conds.append(_known(_in("storage_type", req.storage_types), u))
+    if req.min_bandwidth_down_mbps is not None:
+        down = pl.col("public_bandwidth_down_mbps") >= req.min_bandwidth_down_mbps
+        conds.append(_known(down, u))
+    if req.min_bandwidth_up_mbps is not None:
+        conds.append(_known(pl.col("public_bandwidth_up_mbps") >= req.min_bandwidth_up_mbps, u))
+    if req.fabrics:
+        conds.append(_known(_in("fabric", req.fabrics), u))
+    if req.min_fabric_gbps is not None:
+        conds.append(_known(pl.col("fabric_gbps") >= req.min_fabric_gbps, u))
+    if req.multi_node is not None:
+        conds.append(_known(pl.col("multi_node") == req.multi_node, u))
+    if req.cooling:
+        conds.append(_known(_in("cooling", req.cooling), u))
+    if req.regions:
+        region = pl.col("region").str.to_lowercase()
+        starts = [region.str.starts_with(r.lower()) for r in req.regions]
+        conds.append(_known(pl.any_horizontal(starts), u))
+    if req.countries:
+        conds.append(_known(_in("country", req.countries), u))
+    if req.providers:
+        conds.append(_in("provider", req.providers))
+    if req.exclude_providers:
+        conds.append(~_in("provider", req.exclude_providers))
+    if req.max_usd_per_hour is not None:
+        conds.append(pl.col("usd_per_hour") <= req.max_usd_per_hour)
+    if req.max_usd_per_gpu_hour is not None:
+        conds.append(_known(usd_per_gpu_hour() <= req.max_usd_per_gpu_hour, u))
+    if req.min_reliability is not None:
+        conds.append(_known(pl.col("reliability") >= req.min_reliability, u))
+    if req.min_sla_uptime_pct is not None:
+        conds.append(_known(pl.col("sla_uptime_pct") >= req.min_sla_uptime_pct, u))
+    if req.verified_only:
+        conds.append(_known(pl.col("verified"), u))
+    if req.datacenter_only:
+        conds.append(_known(pl.col("datacenter"), u))
+    if req.available_now:
+        conds.append(_known(pl.col("available_now"), u))
+    if req.max_price_age_hours is not None:
+        conds.append(price_age_hours(now) <= req.max_price_age_hours)
+    # A chain of ``&`` (not all_horizontal) lets polars push each offer-only condition
+    # below the catalog join.
+    return functools.reduce(operator.and_, conds)

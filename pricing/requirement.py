@@ -1,0 +1,196 @@
+"""What a renter needs: a pydantic :class:`Requirement` over the offer schema, and presets.
+
+Every constraint is optional; an empty requirement admits every offer. A constraint on a
+field the offer does not publish (``None``) excludes the offer unless ``allow_unknown`` is
+set: a renter who asks for InfiniBand should not get an offer that merely fails to say.
+The one exception is documented on ``min_cpu_cores``.
+
+The filter itself is the polars expression :func:`pricing.expressions.qualifies`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from adapters.gpus import find_gpus
+from adapters.schema import Cooling, Fabric, GpuFormFactor, RentalTerm, StorageType
+
+__all__ = ["PRESETS", "Requirement", "preset", "preset_names"]
+
+NonNegative = Annotated[float, Field(ge=0)]
+Positive = Annotated[float, Field(gt=0)]
+
+
+class Requirement(BaseModel):
+    """Constraints on offers. Units are in the field names; ``None``/empty = no constraint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # GPU
+    gpus: tuple[str, ...] = Field(
+        default=(), description="GPU models: canonical name, family (H100) or vendor (amd)"
+    )
+    min_gpus: NonNegative | None = Field(default=None, description="GPUs per offer (instance)")
+    max_gpus: NonNegative | None = None
+    min_gpu_memory_gb: Positive | None = None
+    min_total_gpu_memory_gb: Positive | None = None
+    form_factors: tuple[GpuFormFactor, ...] = ()
+    nvlink: bool | None = Field(
+        default=None, description="True: NVLink/NVSwitch/bridge between GPUs; False: without"
+    )
+    # CPU, memory, storage
+    min_cpu_cores: Positive | None = Field(
+        default=None,
+        description="physical cores; where only vCPUs are published, vcpus / 2 (2 threads/core)",
+    )
+    min_vcpus: Positive | None = None
+    min_ram_gb: Positive | None = None
+    ram_ecc: bool | None = None
+    min_storage_gb: Positive | None = None
+    storage_types: tuple[StorageType, ...] = ()
+    # network
+    min_bandwidth_down_mbps: Positive | None = None
+    min_bandwidth_up_mbps: Positive | None = None
+    fabrics: tuple[Fabric, ...] = ()
+    min_fabric_gbps: Positive | None = None
+    multi_node: bool | None = None
+    # power and cooling
+    cooling: tuple[Cooling, ...] = ()
+    # where and who
+    regions: tuple[str, ...] = Field(
+        default=(), description="region prefixes, case-insensitive (us-east matches us-east-1)"
+    )
+    countries: tuple[str, ...] = Field(default=(), description="ISO 3166-1 alpha-2")
+    providers: tuple[str, ...] = ()
+    exclude_providers: tuple[str, ...] = ()
+    # term and price
+    terms: tuple[RentalTerm, ...] = Field(default=(), description="allowed terms; empty: all")
+    max_commitment_hours: NonNegative | None = Field(
+        default=None, description="longest commitment allowed (730 = one month)"
+    )
+    max_usd_per_hour: Positive | None = None
+    max_usd_per_gpu_hour: Positive | None = None
+    # service and availability
+    min_reliability: Annotated[float | None, Field(ge=0, le=1)] = None
+    min_sla_uptime_pct: Annotated[float | None, Field(gt=0, le=100)] = None
+    verified_only: bool = False
+    datacenter_only: bool = False
+    available_now: bool = False
+    max_price_age_hours: Positive | None = Field(
+        default=None, description="oldest fetched_at allowed, in hours before now"
+    )
+    allow_unknown: bool = Field(
+        default=False, description="admit offers that do not publish a constrained field"
+    )
+
+    @field_validator("gpus")
+    @classmethod
+    def _known_gpus(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [q for q in value if not find_gpus(q)]
+        if unknown:
+            raise ValueError(f"unknown GPU model, family or vendor: {', '.join(unknown)}")
+        return value
+
+    @field_validator("countries")
+    @classmethod
+    def _countries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [c for c in value if len(c) != 2 or not c.isalpha()]
+        if bad:
+            raise ValueError(f"not ISO 3166-1 alpha-2 codes: {', '.join(bad)}")
+        return tuple(c.upper() for c in value)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> Requirement:
+        if (
+            self.min_gpus is not None
+            and self.max_gpus is not None
+            and self.min_gpus > self.max_gpus
+        ):
+            raise ValueError(f"max_gpus ({self.max_gpus}) is below min_gpus ({self.min_gpus})")
+        both = set(self.providers) & set(self.exclude_providers)
+        if both:
+            raise ValueError(f"exclude_providers: {', '.join(sorted(both))} also included")
+        return self
+
+    def gpu_models(self) -> tuple[str, ...]:
+        """Canonical catalog names the ``gpus`` queries resolve to (empty: any GPU)."""
+        names: dict[str, None] = {}
+        for query in self.gpus:
+            for spec in find_gpus(query):
+                names[spec.name] = None
+        return tuple(names)
+
+    def allowed_terms(self) -> tuple[RentalTerm, ...]:
+        """The terms left after ``terms`` and ``max_commitment_hours``."""
+        chosen = self.terms or tuple(RentalTerm)
+        limit = self.max_commitment_hours
+        return tuple(
+            t
+            for t in chosen
+            if limit is None or t.commitment_hours is None or float(t.commitment_hours) <= limit
+        )
+
+    def merged(self, **changes: Any) -> Requirement:
+        """A copy with ``changes`` applied, validated again (a preset plus CLI options)."""
+        data = self.model_dump(exclude_unset=True)
+        data.update({k: v for k, v in changes.items() if v is not None and v != ()})
+        return Requirement.model_validate(data)
+
+
+#: Named common needs. The seed's example server is ``seed-8xa100``.
+PRESETS: dict[str, dict[str, Any]] = {
+    "seed-8xa100": {
+        # The seed document's example: 8x A100-80G, 2x 64-core EPYC, 512 GB ECC RAM,
+        # 8x 1.92 TB SSD (~15 TB), 400G InfiniBand.
+        "gpus": ("A100-SXM4-80GB", "A100-PCIE-80GB"),
+        "min_gpus": 8,
+        "max_gpus": 8,
+        "min_cpu_cores": 128,
+        "min_ram_gb": 512,
+        "min_storage_gb": 15000,
+        "storage_types": (StorageType.NVME, StorageType.SSD),
+        "fabrics": (Fabric.INFINIBAND,),
+        "min_fabric_gbps": 400,
+    },
+    "1xh100": {"gpus": ("H100",), "min_gpus": 1, "max_gpus": 1},
+    "8xh100": {"gpus": ("H100",), "min_gpus": 8, "max_gpus": 8},
+    "8xh100-ib": {
+        "gpus": ("H100",),
+        "min_gpus": 8,
+        "max_gpus": 8,
+        "nvlink": True,
+        "fabrics": (Fabric.INFINIBAND,),
+    },
+    "1xa100-80gb": {
+        "gpus": ("A100-SXM4-80GB", "A100-PCIE-80GB"),
+        "min_gpus": 1,
+        "max_gpus": 1,
+    },
+    "8xa100": {"gpus": ("A100",), "min_gpus": 8, "max_gpus": 8},
+    "8xh200": {"gpus": ("H200",), "min_gpus": 8, "max_gpus": 8},
+    "8xmi300x": {"gpus": ("MI300X",), "min_gpus": 8, "max_gpus": 8},
+    "24gb-consumer": {
+        "gpus": ("RTX-4090", "RTX-3090", "RTX-3090-TI"),
+        "min_gpus": 1,
+        "min_gpu_memory_gb": 24,
+    },
+    "48gb-workstation": {
+        "gpus": ("RTX-A6000", "RTX-6000-ADA", "L40S", "L40", "A40"),
+        "min_gpu_memory_gb": 48,
+    },
+}
+
+
+def preset_names() -> tuple[str, ...]:
+    return tuple(PRESETS)
+
+
+def preset(name: str) -> Requirement:
+    """The preset ``name``; KeyError lists the known ones."""
+    try:
+        data = PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None
+    return Requirement.model_validate(data)

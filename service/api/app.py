@@ -1,0 +1,159 @@
+"""The FastAPI app factory: :func:`create_app` wires settings, state, metrics and routers.
+
+Nothing is built at import time. Tests inject ``offers_loader`` (and the other hooks) so the
+app never needs the network or a database; ``gpuscout serve`` uses the defaults: the
+database named in settings, else the offline sample.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.middleware.gzip import GZipMiddleware
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..settings import Settings, get_settings
+from . import routers
+from .context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
+from .fastpath import OffersFastPath
+from .metrics import ApiMetrics, MetricsMiddleware
+from .state import FrameBuilder, OffersLoader, StateHolder
+
+__all__ = ["API_VERSION", "create_app"]
+
+log = logging.getLogger("gpuscout.api")
+
+API_VERSION = "1"
+#: One module per resource under ``service/api/routers``, in the order of the docs.
+ROUTERS: tuple[str, ...] = (
+    "offers",
+    "estimate",
+    "gpus",
+    "providers",
+    "history",
+    "snapshots",
+    "health",
+    "metrics",
+    "subscriptions",
+)
+#: Responses smaller than this many bytes are not worth gzipping.
+GZIP_MIN_BYTES = 1024
+
+
+def _default_frame_builder() -> FrameBuilder:
+    from pricing.frame import offers_to_frame
+
+    return offers_to_frame
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    offers_loader: OffersLoader | None = None,
+    frame_builder: FrameBuilder | None = None,
+    snapshot_runner: SnapshotRunner | None = None,
+    ready_check: ReadyCheck | None = None,
+    snapshot_marker: SnapshotMarker | None = None,
+    history: Any = None,
+    wiring: Callable[[Settings], dict[str, Any]] | None = None,
+) -> FastAPI:
+    """Build one API app.
+
+    Without ``offers_loader`` the app is wired to the database of ``settings`` (migrated,
+    read through :func:`service.current.load_current`, polled for new snapshots), falling
+    back to the offline sample; every hook given here overrides that wiring.
+    """
+    settings = settings or get_settings()
+    hooks: dict[str, Any] = {}
+    if offers_loader is None:
+        from .wiring import default_wiring
+
+        hooks = (wiring or default_wiring)(settings)
+    loader = offers_loader or hooks["offers_loader"]
+    holder = StateHolder(
+        loader, frame_builder or _default_frame_builder(), cache_entries=settings.api_cache_entries
+    )
+    context = ApiContext(
+        settings=settings,
+        holder=holder,
+        metrics=ApiMetrics(lambda: holder.state),
+        snapshot_runner=snapshot_runner or hooks.get("snapshot_runner"),
+        ready_check=ready_check or hooks.get("ready_check"),
+        snapshot_marker=snapshot_marker or hooks.get("snapshot_marker"),
+        history=history if history is not None else hooks.get("history"),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            await run_in_threadpool(context.refresh_state)
+        except Exception:
+            log.exception("could not load the current offers; /readyz will say so")
+        poller = asyncio.get_running_loop().create_task(_poll(context))
+        try:
+            yield
+        finally:
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+            for task in list(context.background_tasks):
+                task.cancel()
+
+    app = FastAPI(
+        title="gpuscout",
+        version=f"{API_VERSION}.0",
+        summary="GPU rental offers ranked by cost per effective TFLOP-hour.",
+        lifespan=lifespan,
+    )
+    app.state.context = context
+    app.add_exception_handler(StarletteHTTPException, _body_parse_error_is_422)
+    for module in ROUTERS:
+        app.include_router(importlib.import_module(f"{routers.__name__}.{module}").router)
+
+    app.add_middleware(OffersFastPath, context=context)
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "If-None-Match"],
+            expose_headers=["ETag"],
+        )
+    app.add_middleware(MetricsMiddleware, metrics=context.metrics)
+    return app
+
+
+async def _body_parse_error_is_422(request: Request, exc: Exception) -> Response:
+    """A body that is not even JSON (bad bytes) is invalid input: 422 like any other."""
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+        return await request_validation_exception_handler(
+            request,
+            RequestValidationError(
+                [{"type": "json_invalid", "loc": ("body",), "msg": "body is not valid JSON"}]
+            ),
+        )
+    return await http_exception_handler(request, exc)
+
+
+async def _poll(context: ApiContext) -> None:
+    """Every ``api_refresh_s``: reload the offers when another process stored a snapshot."""
+    if context.snapshot_marker is None:
+        return
+    while True:
+        await asyncio.sleep(context.settings.api_refresh_s)
+        try:
+            await run_in_threadpool(context.refresh_if_changed)
+        except Exception:
+            log.exception("refreshing the current offers failed; keeping the previous ones")

@@ -1,0 +1,117 @@
+"""Dependencies of the API, as ``Annotated`` aliases the routers declare in signatures.
+
+Nothing here is global: each app keeps its settings, state holder and metrics in
+``app.state`` (see :func:`service.api.app.create_app`), and these functions read them from
+the request.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated, Any
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.exceptions import RequestValidationError
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
+
+from ..settings import Settings
+from .context import ApiContext
+from .state import ApiState
+
+__all__ = [
+    "AdminDep",
+    "ContextDep",
+    "NoQueryDep",
+    "SettingsDep",
+    "StateDep",
+    "reject_unknown",
+    "validation_error",
+]
+
+
+async def get_context(request: Request) -> ApiContext:
+    context: ApiContext = request.app.state.context
+    return context
+
+
+ContextDep = Annotated[ApiContext, Depends(get_context)]
+
+
+async def get_settings(context: ContextDep) -> Settings:
+    return context.settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+async def current_state(context: ContextDep) -> ApiState:
+    """The state to answer from; loaded on first use if the lifespan has not done it."""
+    state = context.holder.state
+    if state is not None:
+        return state
+    async with context.load_lock:
+        state = context.holder.state
+        if state is None:
+            try:
+                state = await run_in_threadpool(context.refresh_state)
+            except Exception as exc:  # the database is down or holds garbage: say so
+                raise HTTPException(
+                    status.HTTP_503_SERVICE_UNAVAILABLE, f"offers not available: {exc}"
+                ) from exc
+    return state
+
+
+StateDep = Annotated[ApiState, Depends(current_state)]
+
+
+def validation_error(field: str, message: str, value: Any = None) -> RequestValidationError:
+    """A 422 naming the query parameter and why, in FastAPI's own error shape."""
+    return RequestValidationError(
+        [{"type": "value_error", "loc": ("query", field), "msg": message, "input": value}]
+    )
+
+
+def reject_unknown(request: Request, allowed: frozenset[str]) -> None:
+    """Unknown query parameters are an error (422 naming them), never silently ignored."""
+    unknown = [k for k in request.query_params if k not in allowed]
+    if unknown:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "extra_forbidden",
+                    "loc": ("query", k),
+                    "msg": f"unknown query parameter {k!r}",
+                    "input": request.query_params.get(k),
+                }
+                for k in dict.fromkeys(unknown)
+            ]
+        )
+
+
+async def no_query(request: Request) -> None:
+    reject_unknown(request, frozenset())
+
+
+NoQueryDep = Depends(no_query)
+
+_bearer = HTTPBearer(auto_error=False, description="the admin token from settings")
+
+
+async def require_admin(
+    settings: SettingsDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """401 without a Bearer token, 403 with a wrong one."""
+    if credentials is None or not credentials.credentials:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "admin token required (Authorization: Bearer ...)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    expected = settings.admin_token.get_secret_value().encode()
+    if not secrets.compare_digest(credentials.credentials.encode(), expected):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "wrong admin token")
+
+
+AdminDep = Depends(require_admin)

@@ -1,0 +1,272 @@
+"""Query parameters of ``/v1/offers`` (and the body of ``/v1/estimate``), derived from the
+pricing engine's :class:`~pricing.requirement.Requirement` and :class:`~pricing.job.Job`.
+
+The parameters are generated from those models' fields, so every constraint the engine
+knows is a query parameter with the same name, type, bounds and description (a test pins
+this). List-valued ones may repeat (``?gpus=H100&gpus=A100``) or be comma-separated
+(``?gpus=H100,A100``). The job's GPU count is ``job_gpus`` (``gpus`` is the model filter).
+
+Unknown parameters are rejected (``extra="forbid"``), non-finite numbers too.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+
+from adapters.gpus import Precision
+from pricing.job import Job
+from pricing.requirement import PRESETS, Requirement
+
+__all__ = [
+    "JOB_PARAMS",
+    "REQUIREMENT_PARAMS",
+    "OffersQuery",
+    "ParsedQuery",
+    "SortKey",
+    "openapi_parameters",
+    "parse_offers_query",
+    "validate_query",
+]
+
+#: API name -> Job field (the job's GPU count is ``job_gpus``).
+JOB_PARAMS: dict[str, str] = {
+    "hours": "hours",
+    "gpu_hours": "gpu_hours",
+    "params": "params",
+    "tokens": "tokens",
+    "job_gpus": "gpus",
+    "interruptible_overhead": "interruptible_overhead",
+    "bytes_per_param": "bytes_per_param",
+}
+REQUIREMENT_PARAMS: tuple[str, ...] = tuple(Requirement.model_fields)
+
+#: Upper bounds on job sizes: beyond them the arithmetic says nothing useful.
+_JOB_LIMITS: dict[str, float] = {
+    "hours": 1e6,
+    "gpu_hours": 1e9,
+    "params": 1e15,
+    "tokens": 1e16,
+    "job_gpus": 1e6,
+    "interruptible_overhead": 10.0,
+    "bytes_per_param": 1e3,
+}
+_NUMBER_LIMIT = 1e12  # any other numeric constraint
+
+SortKey = Literal[
+    "usd_per_effective_tflop_hour", "job_cost_usd", "usd_per_hour", "usd_per_gpu_hour"
+]
+PresetName = Literal[tuple(PRESETS)]  # type: ignore[valid-type]
+
+MAX_LIMIT = 500
+
+
+def _is_tuple(annotation: Any) -> bool:
+    return get_origin(annotation) is tuple
+
+
+def _numeric(annotation: Any) -> bool:
+    for arg in (annotation, *get_args(annotation)):
+        inner = get_args(arg)[0] if get_origin(arg) is Annotated else arg
+        if inner in (int, float):
+            return True
+    return False
+
+
+def _query_field(name: str, model: type[BaseModel], source: str) -> tuple[Any, Any]:
+    info = model.model_fields[source]
+    annotation: Any = info.annotation
+    if _is_tuple(annotation):
+        (item, _ellipsis) = get_args(annotation)
+        return list[item], Field(default_factory=list, description=info.description)  # type: ignore[valid-type]
+    bound = _JOB_LIMITS.get(name, _NUMBER_LIMIT)
+    if _numeric(annotation):
+        annotated: Any = Annotated[annotation, *info.metadata, Field(le=bound)]
+        return annotated, Field(default=info.default, description=info.description)
+    if info.metadata:
+        annotation = Annotated[annotation, *info.metadata]
+    return annotation, Field(default=info.default, description=info.description)
+
+
+def _split_commas(value: Any) -> Any:
+    """``["H100,A100", "L40S"]`` -> ``["H100", "A100", "L40S"]``."""
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list):
+        return [part.strip() for v in value for part in str(v).split(",") if part.strip()]
+    return value
+
+
+def _build_query_model() -> type[BaseModel]:
+    fields: dict[str, Any] = {
+        "preset": (
+            PresetName | None,
+            Field(default=None, description="a named requirement; other parameters refine it"),
+        )
+    }
+    for name in REQUIREMENT_PARAMS:
+        fields[name] = _query_field(name, Requirement, name)
+    for name, source in JOB_PARAMS.items():
+        fields[name] = _query_field(name, Job, source)
+    fields["precision"] = (
+        Precision,
+        Field(default=Precision.BF16, description="arithmetic precision of the job"),
+    )
+    for factor in ("mfu", "scaling"):
+        fields[factor] = (
+            float | None,
+            Field(default=None, gt=0, le=1, description=f"replace the modelled {factor}"),
+        )
+    fields["sort"] = (
+        SortKey,
+        Field(default="usd_per_effective_tflop_hour", description="order of the answer"),
+    )
+    fields["limit"] = (
+        int,
+        Field(default=20, ge=1, le=MAX_LIMIT, description="offers in the answer"),
+    )
+    lists = [n for n, (ann, _f) in fields.items() if get_origin(ann) is list]
+    validators: dict[str, Any] = {
+        "split_commas": field_validator(*lists, mode="before")(
+            classmethod(lambda cls, v: _split_commas(v))
+        )
+    }
+    return create_model(
+        "OffersQuery",
+        __config__=ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True),
+        __doc__="Requirement, job and presentation of an offers query.",
+        __validators__=validators,
+        **fields,
+    )
+
+
+OffersQuery: type[BaseModel] = _build_query_model()
+
+
+#: Query parameters that take several values.
+LIST_PARAMS: frozenset[str] = frozenset(
+    n for n, f in OffersQuery.model_fields.items() if get_origin(f.annotation) is list
+)
+
+
+def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inline_refs(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+        return {k: _inline_refs(v, defs) for k, v in node.items() if k != "title"}
+    if isinstance(node, list):
+        return [_inline_refs(v, defs) for v in node]
+    return node
+
+
+def openapi_parameters() -> list[dict[str, Any]]:
+    """The query parameters of :data:`OffersQuery` as OpenAPI parameter objects.
+
+    The offers route validates its query itself (faster than FastAPI's per-request model
+    handling, see :func:`validate_query`), so it declares them here for the docs.
+    """
+    schema = OffersQuery.model_json_schema()
+    defs = schema.get("$defs", {})
+    out = []
+    for name, prop in schema["properties"].items():
+        prop = _inline_refs(prop, defs)
+        description = prop.pop("description", None)
+        param: dict[str, Any] = {"name": name, "in": "query", "required": False, "schema": prop}
+        if description:
+            param["description"] = description
+        if name in LIST_PARAMS:
+            param["style"], param["explode"] = "form", True
+        out.append(param)
+    return out
+
+
+def validate_query(params: Any) -> BaseModel:
+    """Validate a request's query (a multi-dict) into :data:`OffersQuery`; 422 if invalid."""
+    data: dict[str, Any] = {}
+    for name in params:
+        data[name] = params.getlist(name) if name in LIST_PARAMS else params.get(name)
+    try:
+        return OffersQuery.model_validate(data)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [
+                {
+                    "type": e["type"],
+                    "loc": ("query", *e["loc"]),
+                    "msg": e["msg"],
+                    "input": e.get("input"),
+                }
+                for e in exc.errors(include_url=False, include_context=False)
+            ]
+        ) from None
+
+
+class ParsedQuery(typing.NamedTuple):
+    requirement: Requirement
+    job: Job | None
+    precision: Precision
+    sort: str
+    limit: int
+    mfu: float | None
+    scaling: float | None
+    key: str  # canonical form: equal for queries that mean the same
+
+
+def canonical_key(query: BaseModel) -> str:
+    """The query in a canonical form: defaults dropped, list values sorted and deduplicated."""
+    data = query.model_dump(mode="json", exclude_defaults=True)
+    for name, value in data.items():
+        if isinstance(value, list):
+            data[name] = sorted(set(value), key=str)
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def _reraise(exc: ValidationError, rename: dict[str, str] | None = None) -> RequestValidationError:
+    """A model-level error of the engine, as a 422 naming the query parameter."""
+    errors = []
+    for e in exc.errors(include_url=False, include_context=False):
+        loc = [str(p) for p in e["loc"]]
+        if loc and rename:
+            loc[0] = rename.get(loc[0], loc[0])
+        msg = e["msg"]
+        if not loc:  # a model-level rule: name the parameter it mentions, if any
+            head = msg.removeprefix("Value error, ").split(":", 1)[0].split(" ", 1)[0]
+            loc = [head] if head in OffersQuery.model_fields else []
+        errors.append(
+            {"type": e["type"], "loc": ("query", *loc), "msg": msg, "input": e.get("input")}
+        )
+    return RequestValidationError(errors)
+
+
+def parse_offers_query(query: BaseModel, key: str | None = None) -> ParsedQuery:
+    """The engine's Requirement and Job from a validated query; a 422 if they refuse it."""
+    data = query.model_dump(exclude_defaults=True)
+    req_data = {k: v for k, v in data.items() if k in REQUIREMENT_PARAMS}
+    job_data = {JOB_PARAMS[k]: v for k, v in data.items() if k in JOB_PARAMS}
+    try:
+        base = Requirement.model_validate(PRESETS[data["preset"]]) if "preset" in data else None
+        requirement = (
+            base.merged(**req_data) if base is not None else Requirement.model_validate(req_data)
+        )
+    except ValidationError as exc:
+        raise _reraise(exc) from None
+    job = None
+    if job_data:
+        try:
+            job = Job.model_validate(job_data)
+        except ValidationError as exc:
+            raise _reraise(exc, {v: k for k, v in JOB_PARAMS.items()}) from None
+    return ParsedQuery(
+        requirement=requirement,
+        job=job,
+        precision=Precision(getattr(query, "precision")),  # noqa: B009
+        sort=str(getattr(query, "sort")),  # noqa: B009
+        limit=int(getattr(query, "limit")),  # noqa: B009
+        mfu=getattr(query, "mfu"),  # noqa: B009
+        scaling=getattr(query, "scaling"),  # noqa: B009
+        key=key if key is not None else canonical_key(query),
+    )

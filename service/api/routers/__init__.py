@@ -1,0 +1,1 @@
+"""One APIRouter per resource; :func:`service.api.app.create_app` includes them all."""

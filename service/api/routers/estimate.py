@@ -1,0 +1,126 @@
+"""``POST /v1/estimate``: what a training run costs, for one GPU model and count or across
+the qualifying offers.
+
+With ``gpu_model`` and ``gpu_count``: :func:`pricing.estimate.estimate` on a reference
+topology, priced with the cheapest current offer making exactly that many GPUs. Without
+``gpu_model``: the run (``params`` x ``tokens`` on ``gpu_count`` GPUs, or one instance of
+each offer) is ranked across the offers qualifying under ``requirement``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from starlette.concurrency import run_in_threadpool
+
+from adapters.gpus import Precision, get_gpu
+from adapters.schema import Fabric
+from pricing.estimate import Estimate, estimate
+from pricing.job import Job
+from pricing.requirement import Requirement
+
+from ..deps import NoQueryDep, StateDep
+from ..queries import ParsedQuery
+from ..ranking import ranked_offers, time_bucket
+from .offers import RankedOffer
+
+__all__ = ["EstimateAnswer", "EstimateRequest", "router"]
+
+router = APIRouter(prefix="/v1/estimate", tags=["estimate"], dependencies=[NoQueryDep])
+
+Factor = Annotated[float, Field(gt=0, le=1)]
+
+
+class EstimateRequest(BaseModel):
+    """A training run: ``6 x params x tokens`` FLOPs."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    params: Annotated[float, Field(gt=0, le=1e15, description="model parameters")]
+    tokens: Annotated[float, Field(gt=0, le=1e16, description="training tokens")]
+    gpu_model: str | None = Field(
+        default=None, max_length=100, description="canonical GPU model; omit to rank offers"
+    )
+    gpu_count: Annotated[int | None, Field(ge=1, le=100_000)] = Field(
+        default=None, description="GPUs of the run (required with gpu_model)"
+    )
+    requirement: Requirement | None = Field(
+        default=None, description="without gpu_model: which offers qualify"
+    )
+    precision: Precision = Precision.BF16
+    mfu: Factor | None = Field(default=None, description="replace the modelled MFU")
+    scaling: Factor | None = Field(default=None, description="replace the modelled scaling")
+    fabric: Fabric = Field(default=Fabric.INFINIBAND, description="reference fabric")
+    fabric_gbps_per_gpu: Annotated[float, Field(gt=0, le=1e5)] = 400.0
+    limit: Annotated[int, Field(ge=1, le=100)] = 10
+
+    @model_validator(mode="after")
+    def _mode(self) -> EstimateRequest:
+        if self.gpu_model is not None:
+            if get_gpu(self.gpu_model) is None:
+                raise ValueError(f"gpu_model: unknown GPU model {self.gpu_model!r}")
+            if self.gpu_count is None:
+                raise ValueError("gpu_count: required with gpu_model")
+            if self.requirement is not None:
+                raise ValueError("requirement: only without gpu_model")
+        return self
+
+
+class EstimateAnswer(BaseModel):
+    mode: str = Field(description="model (one GPU model and count) | offers")
+    source: str
+    sample: bool
+    note: str | None
+    warnings: list[str]
+    estimate: Estimate | None = None
+    offers: list[RankedOffer] = Field(default_factory=list)
+
+
+@router.post("", response_model=EstimateAnswer)
+async def post_estimate(body: EstimateRequest, state: StateDep) -> EstimateAnswer:
+    """Estimate the training run; see the module doc for the two modes."""
+    from ..ranking import warnings_for
+
+    head = {
+        "source": state.current.source,
+        "sample": state.current.source == "sample",
+        "note": state.current.note,
+        "warnings": warnings_for(state),
+    }
+    if body.gpu_model is not None:
+        assert body.gpu_count is not None
+        result = await run_in_threadpool(
+            lambda: estimate(
+                body.gpu_model or "",
+                body.gpu_count or 1,
+                body.params,
+                body.tokens,
+                offers=state.frame,
+                precision=body.precision,
+                fabric=body.fabric,
+                fabric_gbps_per_gpu=body.fabric_gbps_per_gpu,
+                mfu=body.mfu,
+                scaling=body.scaling,
+            )
+        )
+        return EstimateAnswer(mode="model", estimate=result, **head)
+    try:
+        job = Job.training(body.params, body.tokens, gpus=body.gpu_count)
+    except ValidationError as exc:  # bounds above make this unreachable; keep it a 422
+        raise ValueError(str(exc)) from None
+    parsed = ParsedQuery(
+        requirement=body.requirement or Requirement(),
+        job=job,
+        precision=body.precision,
+        sort="usd_per_effective_tflop_hour",
+        limit=body.limit,
+        mfu=body.mfu,
+        scaling=body.scaling,
+        key="",
+    )
+    offers = await run_in_threadpool(ranked_offers, state, parsed, time_bucket())
+    return EstimateAnswer(
+        mode="offers", offers=[RankedOffer.model_validate(o) for o in offers], **head
+    )

@@ -1,0 +1,135 @@
+"""``GET /v1/history/index`` (daily price index per GPU model and term) and
+``GET /v1/history/offers/{key}`` (one offer's stored prices). Both read the database."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, status
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.concurrency import run_in_threadpool
+
+from adapters.gpus import find_gpus
+from adapters.schema import RentalTerm
+
+from ..deps import ContextDep, NoQueryDep
+
+__all__ = ["router"]
+
+router = APIRouter(
+    prefix="/v1/history",
+    tags=["history"],
+    responses={503: {"description": "no database configured"}},
+)
+
+
+class IndexQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str = Field(min_length=1, max_length=100, description="GPU model or family (H100)")
+    term: RentalTerm = RentalTerm.ON_DEMAND
+    days: int = Field(default=30, ge=1, le=366, description="UTC days up to today")
+
+    @field_validator("gpu")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if not find_gpus(value):
+            raise ValueError(f"unknown GPU model or family {value!r}")
+        return value
+
+
+class IndexDay(BaseModel):
+    day: date
+    median_usd_per_gpu_hour: float | None
+    p10_usd_per_gpu_hour: float | None
+    p90_usd_per_gpu_hour: float | None
+    min_usd_per_gpu_hour: float | None
+    offers: int
+    providers: int
+
+
+class PriceIndex(BaseModel):
+    gpu: str
+    term: RentalTerm
+    start: date
+    end: date
+    unit: str = "USD per GPU-hour"
+    days: list[IndexDay]
+
+
+class PricePointOut(BaseModel):
+    valid_from: datetime
+    valid_to: datetime | None = Field(description="null: the price still holds")
+    price_amount: str = Field(description="as published, exact")
+    price_currency: str
+    price_unit: str
+    price_basis: str
+    term: RentalTerm
+    usd_per_hour: float
+    usd_per_gpu_hour: float | None
+
+
+class OfferHistory(BaseModel):
+    key: str
+    prices: list[PricePointOut]
+
+
+def _engine(context: Any) -> Any:
+    if context.history is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "no database configured")
+    return context.history
+
+
+@router.get("/index", response_model=PriceIndex)
+async def price_index(query: Annotated[IndexQuery, Query()], context: ContextDep) -> PriceIndex:
+    """Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts."""
+    from db.history import daily_index
+
+    engine = _engine(context)
+    end = datetime.now(UTC).date()
+    start = end - timedelta(days=query.days - 1)
+    frame = await run_in_threadpool(
+        lambda: daily_index(engine, gpu=query.gpu, start=start, end=end, term=query.term)
+    )
+    return PriceIndex(
+        gpu=query.gpu,
+        term=query.term,
+        start=start,
+        end=end,
+        days=[IndexDay.model_validate(row) for row in frame.iter_rows(named=True)],
+    )
+
+
+@router.get(
+    "/offers/{key:path}",
+    response_model=OfferHistory,
+    dependencies=[NoQueryDep],
+    responses={404: {"description": "no stored price for this offer key"}},
+)
+async def offer_history(key: str, context: ContextDep) -> OfferHistory:
+    """Every stored price of one offer (``provider|offer_id|region|term|basis``)."""
+    from db.history import offer_price_history
+
+    engine = _engine(context)
+    points = await run_in_threadpool(offer_price_history, engine, key)
+    if not points:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no price history for offer {key!r}")
+    return OfferHistory(
+        key=key,
+        prices=[
+            PricePointOut(
+                valid_from=p.valid_from,
+                valid_to=p.valid_to,
+                price_amount=format(Decimal(p.price_amount).normalize(), "f"),
+                price_currency=p.price_currency,
+                price_unit=p.price_unit.value,
+                price_basis=p.price_basis.value,
+                term=p.term,
+                usd_per_hour=float(p.usd_per_hour),
+                usd_per_gpu_hour=p.usd_per_gpu_hour,
+            )
+            for p in points
+        ],
+    )

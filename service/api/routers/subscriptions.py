@@ -1,0 +1,187 @@
+"""``/v1/subscriptions``: the weekly email digest's double opt-in and one-click unsubscribe.
+
+* ``POST /v1/subscriptions`` stores a *pending* subscription and mails a confirmation link
+  (202). Nothing else is sent to the address until the link is followed.
+* ``GET /v1/subscriptions/confirm?token=`` activates it (a small HTML page answers).
+* ``GET /v1/subscriptions/unsubscribe?token=`` shows a page with one button (mail scanners
+  fetch links, so a GET changes nothing); ``POST`` to the same URL unsubscribes, which is
+  also what a mail client's one-click unsubscribe does (RFC 8058, body
+  ``List-Unsubscribe=One-Click``).
+
+A forged, altered, expired or misdirected token does nothing and answers 400.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, status
+from fastapi.responses import HTMLResponse, Response
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from service.digest.subscriptions import SubscriptionRequest
+
+from ..deps import SettingsDep, reject_unknown
+
+__all__ = ["ManagerDep", "SubscriptionAccepted", "get_manager", "router"]
+
+log = logging.getLogger("gpuscout.api")
+
+_PAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"description": "invalid or expired link (an HTML page)", "content": {"text/html": {}}},
+    409: {"description": "the subscription has ended", "content": {"text/html": {}}},
+}
+
+router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])
+
+_TOKEN_ONLY = frozenset({"token"})
+
+
+def get_manager(request: Request, settings: SettingsDep) -> Any:
+    """The app's :class:`~service.digest.subscriptions.SubscriptionManager`, built on first use
+    on the app's database (its history engine, else ``settings.database_url``). A request
+    waits for one SMTP attempt only; the scheduler is the one that retries. Tests may set
+    ``app.state.subscriptions``."""
+    manager = getattr(request.app.state, "subscriptions", None)
+    if manager is None:
+        import dataclasses
+
+        from sqlalchemy.engine import Engine
+
+        from db.engine import make_engine
+        from service.digest.mail import SmtpConfig, send_message
+        from service.digest.subscriptions import SubscriptionManager
+
+        history = request.app.state.context.history
+        engine = history if isinstance(history, Engine) else make_engine(settings.database_url)
+        config = dataclasses.replace(SmtpConfig.from_settings(settings), attempts=1)
+        manager = SubscriptionManager(settings, engine, lambda m: send_message(m, config))
+        request.app.state.subscriptions = manager
+    return manager
+
+
+ManagerDep = Annotated[Any, Depends(get_manager)]
+TokenQuery = Annotated[str, Query(min_length=1, max_length=2048, description="from the link")]
+
+
+class SubscriptionAccepted(BaseModel):
+    id: int
+    status: str = Field(description="pending: follow the link mailed to the address")
+    email: str
+    confirmation_sent: bool = Field(description="false: the mail failed; post again later")
+    detail: str
+
+
+def _page(title: str, body: str, code: int = 200) -> HTMLResponse:
+    """A minimal self-contained page (no external resources); ``body`` is trusted markup."""
+    return HTMLResponse(
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title></head>"
+        '<body style="font-family:Arial,Helvetica,sans-serif;max-width:560px;margin:40px auto;'
+        f'color:#111827;"><h1 style="font-size:20px;">{html.escape(title)}</h1>{body}'
+        "</body></html>",
+        status_code=code,
+        headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
+    )
+
+
+def _token_error(exc: Exception) -> HTMLResponse:
+    from service.digest.tokens import ExpiredToken
+
+    if isinstance(exc, ExpiredToken):
+        return _page("This link has expired", "<p>Nothing was changed.</p>", 400)
+    return _page("This link is not valid", "<p>Nothing was changed.</p>", 400)
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=SubscriptionAccepted)
+def subscribe(body: SubscriptionRequest, manager: ManagerDep) -> SubscriptionAccepted:
+    """Store a pending subscription and mail the confirmation link to the address."""
+    from service.digest.mail import SmtpSendError
+
+    try:
+        record = manager.subscribe(body)
+        sent, detail = True, "a confirmation link was sent to the address"
+    except SmtpSendError as exc:
+        log.warning("confirmation mail not sent: %s", exc)
+        record, sent = exc.record, False
+        detail = "stored, but the confirmation mail could not be sent now; try again later"
+    return SubscriptionAccepted(
+        id=record.id,
+        status=record.status.value,
+        email=record.email,
+        confirmation_sent=sent,
+        detail=detail + "; nothing else is sent before the link is followed",
+    )
+
+
+@router.get("/confirm", response_class=HTMLResponse, responses=_PAGE_RESPONSES)
+async def confirm(request: Request, token: TokenQuery, manager: ManagerDep) -> HTMLResponse:
+    """Confirm a subscription (double opt-in)."""
+    from service.digest.tokens import TokenError
+
+    reject_unknown(request, _TOKEN_ONLY)
+    try:
+        record = await run_in_threadpool(manager.confirm, token)
+    except TokenError as exc:
+        return _token_error(exc)
+    if record.status.value != "active":
+        return _page("This subscription has ended", "<p>Nothing was changed.</p>", 409)
+    return _page(
+        "Subscription confirmed",
+        f"<p>The weekly digest <strong>{html.escape(record.name)}</strong> will be sent to "
+        f"{html.escape(record.email)}. Every digest has a one-click unsubscribe link.</p>",
+    )
+
+
+@router.get("/unsubscribe", response_class=HTMLResponse, responses=_PAGE_RESPONSES)
+async def unsubscribe_page(
+    request: Request, token: TokenQuery, manager: ManagerDep
+) -> HTMLResponse:
+    """A page with one button; the GET itself changes nothing (mail scanners fetch links)."""
+    return await _unsubscribe(request, token, manager, act=False)
+
+
+@router.post("/unsubscribe", response_class=HTMLResponse, responses=_PAGE_RESPONSES)
+async def unsubscribe(request: Request, token: TokenQuery, manager: ManagerDep) -> HTMLResponse:
+    """Unsubscribe (RFC 8058 one-click: the body ``List-Unsubscribe=One-Click`` is accepted,
+    not required)."""
+    return await _unsubscribe(request, token, manager, act=True)
+
+
+@router.api_route(
+    "/unsubscribe",
+    methods=["DELETE", "OPTIONS", "PATCH", "PUT"],
+    include_in_schema=False,
+)
+async def unsubscribe_other_methods() -> Response:
+    """405 naming both methods (Starlette would name only the first route's)."""
+    return Response(status_code=405, headers={"Allow": "GET, POST"})
+
+
+async def _unsubscribe(request: Request, token: str, manager: Any, *, act: bool) -> HTMLResponse:
+    from service.digest.tokens import TokenError
+
+    reject_unknown(request, _TOKEN_ONLY)
+    try:
+        record = await run_in_threadpool(
+            manager.unsubscribe if act else manager.check_unsubscribe, token
+        )
+    except TokenError as exc:
+        return _token_error(exc)
+    name, email = html.escape(record.name), html.escape(record.email)
+    if act:
+        return _page(
+            "Unsubscribed",
+            f"<p>No more digests named <strong>{name}</strong> will be sent to {email}.</p>",
+        )
+    action = html.escape(str(request.url), quote=True)
+    return _page(
+        "Unsubscribe",
+        f"<p>Stop the weekly digest <strong>{name}</strong> to {email}?</p>"
+        f'<form method="post" action="{action}">'
+        '<input type="hidden" name="List-Unsubscribe" value="One-Click">'
+        '<button type="submit" style="padding:8px 16px;">Unsubscribe</button></form>',
+    )

@@ -1,0 +1,175 @@
+"""``gpuscout db upgrade``, ``gpuscout history`` and ``gpuscout scheduler``."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from adapters.schema import RentalTerm
+
+from ..settings import get_settings
+
+if TYPE_CHECKING:
+    from ..scheduler import StoredSnapshot
+
+__all__ = ["register", "stored_table"]
+
+err = Console(stderr=True)
+
+
+def _plot(frame: object, path: Path, title: str) -> None:
+    """Draw the daily index (median with the p10-p90 band, and the minimum) to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import polars as pl
+
+    assert isinstance(frame, pl.DataFrame)
+    days = frame["day"].to_list()
+
+    def values(column: str) -> Any:
+        return frame[column].cast(pl.Float64).to_numpy()  # nulls (no offers) become NaN
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    try:
+        ax.fill_between(
+            days,
+            values("p10_usd_per_gpu_hour"),
+            values("p90_usd_per_gpu_hour"),
+            alpha=0.25,
+            label="p10-p90",
+        )
+        ax.plot(days, values("median_usd_per_gpu_hour"), marker="o", label="median")
+        ax.plot(days, values("min_usd_per_gpu_hour"), linestyle="--", label="min")
+        ax.set_title(title)
+        ax.set_ylabel("USD per GPU-hour")
+        ax.legend()
+        fig.autofmt_xdate()
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+
+
+def register(app: typer.Typer) -> None:
+    db_app = typer.Typer(help="The database: migrations.", no_args_is_help=True)
+    app.add_typer(db_app, name="db")
+
+    @db_app.command("upgrade")
+    def upgrade_command(
+        url: Annotated[
+            str | None, typer.Option("--url", help="database URL (default: from settings)")
+        ] = None,
+    ) -> None:
+        """Apply the database migrations (creates the schema on an empty database)."""
+        from db.migrate import current_revision, upgrade
+
+        target = url or get_settings().database_url
+        upgrade(target)
+        err.print(f"database at revision {current_revision(target)}")
+
+    @app.command("history")
+    def history(
+        gpu: Annotated[str, typer.Option("--gpu", help="GPU model or family, e.g. H100")],
+        days: Annotated[int, typer.Option("--days", min=1, help="days back from today")] = 30,
+        term: Annotated[RentalTerm, typer.Option("--term", help="rental term")] = (
+            RentalTerm.ON_DEMAND
+        ),
+        plot: Annotated[
+            Path | None, typer.Option("--plot", dir_okay=False, help="also draw a PNG chart")
+        ] = None,
+    ) -> None:
+        """Daily price index of a GPU (USD per GPU-hour) from the stored price history."""
+        from db.engine import make_engine
+        from db.history import daily_index
+        from db.migrate import upgrade
+
+        settings = get_settings()
+        end = datetime.now(UTC).date()
+        start = end - timedelta(days=days - 1)
+        upgrade(settings.database_url)
+        engine = make_engine(settings.database_url)
+        try:
+            frame = daily_index(engine, gpu=gpu, term=term, start=start, end=end)
+        finally:
+            engine.dispose()
+        title = f"{gpu} {term.value}: USD per GPU-hour, {start} to {end}"
+        table = Table(title=title)
+        for col in ("day", "median", "p10", "p90", "min", "offers", "providers"):
+            table.add_column(col, justify="left" if col == "day" else "right")
+
+        def money(value: float | None) -> str:
+            return "" if value is None else f"{value:.4f}"
+
+        for row in frame.iter_rows(named=True):
+            table.add_row(
+                row["day"].isoformat(),
+                money(row["median_usd_per_gpu_hour"]),
+                money(row["p10_usd_per_gpu_hour"]),
+                money(row["p90_usd_per_gpu_hour"]),
+                money(row["min_usd_per_gpu_hour"]),
+                str(row["offers"]),
+                str(row["providers"]),
+            )
+        Console().print(table)
+        if frame["offers"].sum() == 0:
+            err.print(
+                f"[yellow]no stored prices for {gpu!r} ({term.value}); "
+                "take snapshots with `gpuscout snapshot` or `gpuscout scheduler`[/]"
+            )
+        if plot is not None:
+            _plot(frame, plot, title)
+            err.print(f"chart written to {plot}")
+
+    @app.command("scheduler")
+    def scheduler() -> None:
+        """Run the snapshot scheduler alone, in the foreground (Ctrl-C stops it)."""
+        from apscheduler.schedulers.blocking import BlockingScheduler
+
+        from db.migrate import upgrade
+
+        from ..scheduler import build_scheduler
+
+        settings = get_settings()
+        upgrade(settings.database_url)
+        runner = build_scheduler(settings, scheduler=BlockingScheduler(timezone=UTC))
+        err.print(
+            f"snapshots every {settings.snapshot_interval_minutes:g} min "
+            f"into {settings.database_url.split('@')[-1]}; Ctrl-C to stop"
+        )
+        with contextlib.suppress(KeyboardInterrupt, SystemExit):
+            runner.start()
+
+
+def stored_table(stored: StoredSnapshot) -> Table:
+    """What a stored snapshot changed, per provider (printed by ``gpuscout snapshot``)."""
+    summary = stored.summary
+    table = Table(
+        title=f"stored snapshot {summary.snapshot_id}: {summary.offer_count} offers, "
+        f"price history +{summary.history_added} / closed {summary.history_closed}",
+        caption=(
+            f"pruned {stored.pruned.snapshots_deleted} old snapshot(s), "
+            f"{stored.pruned.history_deleted} old price row(s)"
+        ),
+    )
+    for col in ("provider", "outcome", "current", "new", "gone", "repriced", "history +/-"):
+        table.add_column(col, justify="left" if col in ("provider", "outcome") else "right")
+    for p in sorted(summary.providers, key=lambda p: p.provider):
+        kept = p.status.value != "ok"
+        table.add_row(
+            p.provider,
+            p.status.value + (" (last good offers kept)" if kept else ""),
+            "" if kept else str(p.offer_count),
+            str(p.offers_added),
+            str(p.offers_removed),
+            str(p.prices_changed),
+            f"+{p.history_added} / -{p.history_closed}",
+        )
+    return table

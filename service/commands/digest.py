@@ -1,0 +1,218 @@
+"""``gpuscout subscribe`` and ``gpuscout digest preview|send|confirm|unsubscribe``.
+
+Settings, the engine and the SMTP client are built inside each command, never at import.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+from urllib.parse import parse_qs, urlsplit
+
+import typer
+from pydantic import ValidationError
+
+from ..settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from service.digest.build import Digest
+
+__all__ = ["inline_chart", "register"]
+
+digest_app = typer.Typer(help="The weekly email digest: preview, send, confirm, unsubscribe.")
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    typer.secho(message, err=True, fg="red")
+    raise typer.Exit(code)
+
+
+def _engine(settings: Settings) -> Engine:
+    from db.engine import make_engine
+    from db.migrate import upgrade
+
+    upgrade(settings.database_url)
+    return make_engine(settings.database_url)
+
+
+def _token(link_or_token: str) -> str:
+    """The token of a confirm/unsubscribe link, or the argument itself if it is a token."""
+    if "://" in link_or_token or "?" in link_or_token:
+        tokens = parse_qs(urlsplit(link_or_token).query).get("token")
+        if not tokens:
+            _fail("the link has no token")
+        return tokens[0]
+    return link_or_token.strip()
+
+
+def inline_chart(digest: Digest) -> str:
+    """The digest's HTML with the chart inlined as a ``data:`` URI (for a file preview)."""
+    data = base64.b64encode(digest.chart_png).decode()
+    return digest.html.replace(f"cid:{digest.chart_cid}", f"data:image/png;base64,{data}")
+
+
+def subscribe_command(
+    email: Annotated[str, typer.Option(help="the address digests go to")],
+    name: Annotated[str, typer.Option(help="a name for this digest")],
+    time_zone: Annotated[str, typer.Option("--tz", help="IANA time zone of the schedule")] = "UTC",
+    preset: Annotated[str | None, typer.Option(help="a requirement preset, e.g. 8xh100")] = None,
+    requirement: Annotated[
+        str | None, typer.Option(help="requirement as JSON (merged over --preset)")
+    ] = None,
+    hours: Annotated[float | None, typer.Option(help="job: wall-clock hours")] = None,
+    gpu_hours: Annotated[float | None, typer.Option(help="job: GPU-hours")] = None,
+    params: Annotated[float | None, typer.Option(help="job: model parameters")] = None,
+    tokens: Annotated[float | None, typer.Option(help="job: training tokens")] = None,
+    gpus: Annotated[int | None, typer.Option(help="job: total GPUs")] = None,
+) -> None:
+    """Subscribe an address to a weekly digest; a confirmation link is mailed to it."""
+    from pricing import Job, Requirement
+    from pricing.requirement import preset as get_preset
+    from service.digest.mail import SmtpSendError
+    from service.digest.schedule import smtp_transport
+    from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
+
+    settings = get_settings()
+    try:
+        req = get_preset(preset) if preset else Requirement()
+        if requirement:
+            req = req.merged(**json.loads(requirement))
+        job = (
+            Job(hours=hours, gpu_hours=gpu_hours, params=params, tokens=tokens, gpus=gpus)
+            if any(v is not None for v in (hours, gpu_hours, params, tokens))
+            else Job.for_hours(1, gpus=gpus)
+        )
+        request = SubscriptionRequest(
+            email=email, name=name, time_zone=time_zone, requirement=req, job=job
+        )
+    except (ValidationError, KeyError, ValueError) as exc:
+        _fail(f"invalid subscription: {exc}")
+    manager = SubscriptionManager(settings, _engine(settings), smtp_transport(settings))
+    try:
+        record = manager.subscribe(request)
+    except SmtpSendError as exc:
+        _fail(f"subscription stored but the confirmation mail failed: {exc}", 1)
+    typer.echo(f"subscription {record.id} pending: a confirmation link was sent to {record.email}")
+
+
+@digest_app.command("confirm")
+def confirm_command(
+    link: Annotated[str, typer.Argument(help="the confirmation link (or its token)")],
+) -> None:
+    """Confirm a subscription with the link from its confirmation mail."""
+    from service.digest.subscriptions import SubscriptionManager
+    from service.digest.tokens import TokenError
+
+    settings = get_settings()
+    manager = SubscriptionManager(settings, _engine(settings), lambda _m: 0)
+    try:
+        record = manager.confirm(_token(link))
+    except TokenError as exc:
+        _fail(str(exc))
+    typer.echo(f"subscription {record.id} is {record.status.value}")
+
+
+@digest_app.command("unsubscribe")
+def unsubscribe_command(
+    link: Annotated[str, typer.Argument(help="the unsubscribe link (or its token)")],
+) -> None:
+    """Unsubscribe with the link from a digest."""
+    from service.digest.subscriptions import SubscriptionManager
+    from service.digest.tokens import TokenError
+
+    settings = get_settings()
+    manager = SubscriptionManager(settings, _engine(settings), lambda _m: 0)
+    try:
+        record = manager.unsubscribe(_token(link))
+    except TokenError as exc:
+        _fail(str(exc))
+    typer.echo(f"subscription {record.id} is {record.status.value}")
+
+
+@digest_app.command("preview")
+def preview_command(
+    out: Annotated[Path, typer.Option("--out", help="HTML file to write")],
+    subscription: Annotated[
+        int | None, typer.Option("--subscription", help="id of a stored subscription")
+    ] = None,
+    preset: Annotated[
+        str | None, typer.Option(help="no stored subscription: an example with this preset")
+    ] = None,
+    hours: Annotated[float, typer.Option(help="job hours of the --preset example")] = 100.0,
+    sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
+    text: Annotated[Path | None, typer.Option(help="also write the text part here")] = None,
+) -> None:
+    """Write one digest to an HTML file, the chart inlined as a data: URI."""
+    from db.subscriptions import get_subscription
+    from pricing import Job
+    from pricing.requirement import preset as get_preset
+    from service.current import load_current
+    from service.digest.build import SubscriptionView
+    from service.digest.compose import DigestComposer, subscription_view
+
+    if (subscription is None) == (preset is None):
+        _fail("give exactly one of --subscription ID or --preset NAME")
+    settings = get_settings()
+    now = datetime.now(UTC)
+    engine = None
+    if subscription is not None:
+        engine = _engine(settings)
+        record = get_subscription(engine, subscription)
+        if record is None:
+            _fail(f"no subscription {subscription}")
+        view = subscription_view(record)
+    else:
+        try:
+            requirement = get_preset(preset or "")
+        except KeyError as exc:
+            _fail(str(exc.args[0]))
+        view = SubscriptionView(
+            id=0,
+            name=f"Example: {preset}",
+            email="you@example.com",
+            requirement=requirement,
+            job=Job.for_hours(hours),
+        )
+        if not sample:
+            engine = _engine(settings)
+    current = load_current(sample=sample, settings=settings)
+    digest = DigestComposer(settings, current, now, engine=engine).digest(view)
+    out.write_text(inline_chart(digest), encoding="utf-8")
+    if text is not None:
+        text.write_text(digest.text, encoding="utf-8")
+    typer.echo(f"{digest.subject}\nwritten to {out}")
+
+
+@digest_app.command("send")
+def send_command(
+    dry_run: Annotated[bool, typer.Option(help="build the due digests, send nothing")] = False,
+) -> None:
+    """Send every digest that is due now and not sent yet (exactly once per week)."""
+    from service.digest.schedule import run_digests
+
+    settings = get_settings()
+    report = run_digests(settings, _engine(settings), dry_run=dry_run)
+    for o in report.outcomes:
+        line = f"subscription {o.subscription_id} {o.week}: {o.status}"
+        if o.message_id and o.status != "would_send":
+            line += f" {o.message_id}"
+        if o.error:
+            line += f" ({o.error})"
+        typer.echo(line)
+    typer.echo(
+        f"{report.sent} sent, {report.failed} failed, {report.count('would_send')} would send, "
+        f"{report.count('skipped')} skipped"
+    )
+    if report.failed:
+        sys.exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("subscribe")(subscribe_command)
+    app.add_typer(digest_app, name="digest")

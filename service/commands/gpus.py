@@ -1,0 +1,180 @@
+"""``gpuscout gpus``: print the GPU catalog, or show what a provider's raw GPU name maps to.
+
+The catalog is what every ranking is computed from, so it must be easy to inspect: which
+figures a model has, which are missing, and where they come from. ``--resolve`` runs one raw
+name through the same resolver the adapters use, to check a new provider's spelling.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from adapters.gpus import GpuSpec, catalog, resolve_gpu_name
+from adapters.schema import GpuFormFactor, Vendor
+
+__all__ = ["OutputFormat", "register"]
+
+#: Field names of :class:`GpuSpec`, in catalog (and CSV/JSON output) order.
+FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(GpuSpec))
+
+#: Columns of the human-readable table: identity, memory, then throughput.
+_TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("name", "name"),
+    ("family", "family"),
+    ("vendor", "vendor"),
+    ("form_factor", "form"),
+    ("memory_gb", "mem GB"),
+    ("mem_bandwidth_gbs", "GB/s"),
+    ("tflops_fp32", "fp32"),
+    ("tflops_tf32", "tf32"),
+    ("tflops_bf16", "bf16"),
+    ("tflops_fp8", "fp8"),
+    ("tdp_w", "W"),
+)
+
+
+#: Width of the table when stdout is not a terminal (a file, a pipe, a test runner).
+_PIPED_WIDTH = 160
+
+
+class OutputFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+
+
+def _record(spec: GpuSpec) -> dict[str, Any]:
+    """A JSON-able dict with the catalog's field names (enums as their values)."""
+    return {
+        name: (value.value if isinstance(value, StrEnum) else value)
+        for name, value in ((f, getattr(spec, f)) for f in FIELDS)
+    }
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _as_csv(specs: tuple[GpuSpec, ...]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for spec in specs:
+        writer.writerow({k: _cell(v) for k, v in _record(spec).items()})
+    return buffer.getvalue()
+
+
+def _as_table(specs: tuple[GpuSpec, ...], title: str | None = None) -> Table:
+    table = Table(title=title)
+    for field, header in _TABLE_COLUMNS:
+        numeric = field.startswith(("tflops_", "memory_gb", "mem_", "tdp_"))
+        table.add_column(header, justify="right" if numeric else "left", no_wrap=field == "name")
+    for spec in specs:
+        record = _record(spec)
+        table.add_row(*(_cell(record[field]) for field, _ in _TABLE_COLUMNS))
+    return table
+
+
+def _emit(specs: tuple[GpuSpec, ...], output: OutputFormat, title: str | None = None) -> None:
+    match output:
+        case OutputFormat.JSON:
+            typer.echo(json.dumps([_record(s) for s in specs], indent=2))
+        case OutputFormat.CSV:
+            typer.echo(_as_csv(specs), nl=False)
+        case OutputFormat.TABLE:
+            console = Console()
+            if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
+                console = Console(width=_PIPED_WIDTH)
+            console.print(_as_table(specs, title))
+
+
+def _vendor(value: str | None) -> Vendor | None:
+    if value is None:
+        return None
+    try:
+        return Vendor(value.strip().lower())
+    except ValueError:
+        known = ", ".join(v.value for v in Vendor)
+        raise typer.BadParameter(f"unknown vendor {value!r}; known: {known}") from None
+
+
+def _resolve(
+    raw: str,
+    memory_gb: float | None,
+    form_factor: str | None,
+    output: OutputFormat,
+) -> None:
+    try:
+        spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=form_factor)
+    except ValueError as exc:  # an unknown --form-factor
+        raise typer.BadParameter(str(exc), param_hint="--form-factor") from None
+    if spec is None:
+        typer.echo(
+            f"unknown GPU name {raw!r}: no catalog model matches, or several do "
+            "(give --memory-gb / --form-factor to tell them apart)",
+            err=True,
+        )
+        raise typer.Exit(code=1)
+    match output:
+        case OutputFormat.JSON:
+            typer.echo(json.dumps(_record(spec), indent=2))
+        case _:
+            _emit((spec,), output, title=f"{raw!r} -> {spec.name}")
+
+
+def gpus(
+    output: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = OutputFormat.TABLE,
+    vendor: Annotated[
+        str | None, typer.Option(help="Only this vendor: nvidia, amd, intel.")
+    ] = None,
+    family: Annotated[
+        str | None, typer.Option(help='Only this family, e.g. "H100" or "RTX-4090".')
+    ] = None,
+    resolve: Annotated[
+        str | None,
+        typer.Option(help='Show the catalog model a raw provider name maps to, e.g. "H100 SXM".'),
+    ] = None,
+    memory_gb: Annotated[
+        float | None,
+        typer.Option(help="Memory hint for --resolve: GB per GPU (values > 2048 read as MiB)."),
+    ] = None,
+    form_factor: Annotated[
+        str | None,
+        typer.Option(
+            help="Form-factor hint for --resolve: " + ", ".join(f.value for f in GpuFormFactor)
+        ),
+    ] = None,
+) -> None:
+    """List the GPU catalog (dense peak TFLOPS per GPU), or resolve one raw GPU name."""
+    if resolve is not None:
+        _resolve(resolve, memory_gb, form_factor, output)
+        return
+    wanted_vendor = _vendor(vendor)
+    family_key = family.strip().upper().replace(" ", "-") if family else None
+    specs = tuple(
+        s
+        for s in catalog()
+        if (wanted_vendor is None or s.vendor is wanted_vendor)
+        and (family_key is None or s.family.upper() == family_key)
+    )
+    _emit(specs, output)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``gpus`` command to the CLI."""
+    app.command("gpus")(gpus)

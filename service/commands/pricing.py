@@ -1,0 +1,255 @@
+"""``gpuscout offers`` and ``gpuscout estimate``: rank current offers, price a training run."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, NoReturn
+
+import polars as pl
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from adapters.gpus import Precision
+from adapters.schema import Fabric, RentalTerm
+from pricing import Job, Requirement, estimate, preset, rank
+from pricing.requirement import preset_names
+
+from ..current import CurrentOffers, load_current
+
+__all__ = ["register"]
+
+err = Console(stderr=True)
+
+
+class OutputFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+
+
+#: Columns shown by ``--format table`` with their short headers (json and csv carry every
+#: column under its full name).
+TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("rank", "#"),
+    ("provider", "provider"),
+    ("offer_id", "offer"),
+    ("region", "region"),
+    ("gpus_label", "GPUs"),
+    ("term", "term"),
+    ("usd_per_hour", "$/h"),
+    ("usd_per_gpu_hour", "$/GPU-h"),
+    ("effective_tflops", "eff. TFLOPs"),
+    ("usd_per_effective_tflop_hour", "$/eff. TFLOP-h"),
+    ("wall_clock_hours", "wall h"),
+    ("job_cost_usd", "job $"),
+)
+
+
+def _fail(message: str) -> NoReturn:
+    err.print(f"[red]error:[/] {message}", highlight=False)
+    raise typer.Exit(2)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    """Each error as ``field: reason`` (model-level reasons name their field themselves)."""
+    parts = []
+    for e in exc.errors():
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        where = ".".join(str(p) for p in e["loc"])
+        parts.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(parts)
+
+
+def _load(sample: bool, fmt: OutputFormat) -> CurrentOffers:
+    current = load_current(sample=sample)
+    if current.note:
+        err.print(f"[yellow]note:[/] {current.note}", highlight=False)
+    if current.stale_providers:
+        err.print(
+            f"[yellow]stale:[/] {', '.join(current.stale_providers)} (last good prices)",
+            highlight=False,
+        )
+    return current
+
+
+def _job(
+    hours: float | None,
+    gpu_hours: float | None,
+    params: float | None,
+    tokens: float | None,
+    job_gpus: int | None,
+) -> Job:
+    if hours is None and gpu_hours is None and params is None and tokens is None:
+        hours = 1.0
+    try:
+        return Job(hours=hours, gpu_hours=gpu_hours, params=params, tokens=tokens, gpus=job_gpus)
+    except ValidationError as exc:
+        _fail(_validation_message(exc).replace("gpu_hours", "--gpu-hours"))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def _count_label(count: pl.Expr) -> pl.Expr:
+    """``8`` for whole GPU counts, ``0.25`` for a slice."""
+    whole = count == count.round(0)
+    return (
+        pl.when(whole)
+        .then(count.cast(pl.Int64).cast(pl.String))
+        .otherwise(count.round(2).cast(pl.String))
+    )
+
+
+def _print_table(frame: pl.DataFrame, title: str) -> None:
+    """A compact table; the break-even of each row's chosen term is listed beneath it."""
+    console = Console() if Console().is_terminal else Console(width=160)
+    table = Table(title=title, header_style="bold")
+    labelled = frame.with_columns(
+        pl.format("{}× {}", _count_label(pl.col("total_gpus")), pl.col("gpu_model")).alias(
+            "gpus_label"
+        )
+    )
+    cols = [(c, h) for c, h in TABLE_COLUMNS if c in labelled.columns]
+    for col, header in cols:
+        numeric = labelled.schema[col].is_numeric()
+        table.add_column(header, justify="right" if numeric else "left", overflow="fold")
+    for row in labelled.select(c for c, _ in cols).iter_rows():
+        table.add_row(*(_fmt(v) for v in row))
+    console.print(table)
+    if "break_even" in frame.columns:
+        for rank, text in frame.select("rank", "break_even").iter_rows():
+            if text:
+                console.print(f"  #{rank}: {text}", highlight=False)
+
+
+def _emit(frame: pl.DataFrame, fmt: OutputFormat, title: str) -> None:
+    if fmt is OutputFormat.TABLE:
+        _print_table(frame, title)
+    elif fmt is OutputFormat.CSV:
+        typer.echo(frame.write_csv(), nl=False)
+    else:
+        typer.echo(json.dumps(frame.to_dicts(), default=str, indent=1))
+
+
+def offers_command(
+    gpu: Annotated[
+        list[str] | None, typer.Option("--gpu", help="GPU model, family (H100) or vendor")
+    ] = None,
+    preset_name: Annotated[
+        str | None, typer.Option("--preset", help=f"one of: {', '.join(preset_names())}")
+    ] = None,
+    min_gpus: Annotated[float | None, typer.Option(help="GPUs per offer, at least")] = None,
+    max_gpus: Annotated[float | None, typer.Option(help="GPUs per offer, at most")] = None,
+    min_gpu_memory_gb: Annotated[float | None, typer.Option()] = None,
+    provider: Annotated[list[str] | None, typer.Option("--provider")] = None,
+    exclude_provider: Annotated[list[str] | None, typer.Option("--exclude-provider")] = None,
+    region: Annotated[list[str] | None, typer.Option("--region", help="region prefix")] = None,
+    country: Annotated[list[str] | None, typer.Option("--country", help="ISO code")] = None,
+    term: Annotated[list[RentalTerm] | None, typer.Option("--term")] = None,
+    max_usd_per_hour: Annotated[float | None, typer.Option()] = None,
+    fabric: Annotated[
+        list[Fabric] | None, typer.Option("--fabric", "--interconnect", help="cluster fabric")
+    ] = None,
+    hours: Annotated[float | None, typer.Option(help="job: wall-clock hours")] = None,
+    gpu_hours: Annotated[float | None, typer.Option(help="job: GPU-hours")] = None,
+    params: Annotated[float | None, typer.Option(help="job: model parameters, e.g. 7e9")] = None,
+    tokens: Annotated[float | None, typer.Option(help="job: training tokens, e.g. 2e12")] = None,
+    job_gpus: Annotated[
+        int | None, typer.Option(help="job: total GPUs (spans several instances)")
+    ] = None,
+    precision: Annotated[Precision, typer.Option()] = Precision.BF16,
+    limit: Annotated[int, typer.Option(min=1)] = 20,
+    sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
+) -> None:
+    """Rank the current offers by USD per effective TFLOP-hour for a job."""
+    try:
+        base = preset(preset_name) if preset_name else Requirement()
+    except KeyError as exc:
+        _fail(f"--preset: {exc.args[0]}")
+    try:
+        requirement = base.merged(
+            gpus=tuple(gpu or ()),
+            min_gpus=min_gpus,
+            max_gpus=max_gpus,
+            min_gpu_memory_gb=min_gpu_memory_gb,
+            providers=tuple(provider or ()),
+            exclude_providers=tuple(exclude_provider or ()),
+            regions=tuple(region or ()),
+            countries=tuple(country or ()),
+            terms=tuple(term or ()),
+            max_usd_per_hour=max_usd_per_hour,
+            fabrics=tuple(fabric or ()),
+        )
+    except ValidationError as exc:
+        _fail(_validation_message(exc))
+    job = _job(hours, gpu_hours, params, tokens, job_gpus)
+    current = _load(sample, fmt)
+    ranked = rank(
+        current.offers, requirement, job, precision=precision, limit=limit, now=datetime.now(UTC)
+    )
+    if ranked.is_empty():
+        err.print("no offer meets the requirement", highlight=False)
+    _emit(ranked, fmt, f"offers ({current.source})")
+
+
+def estimate_command(
+    gpu: Annotated[str, typer.Option("--gpu", help="canonical GPU model, e.g. A100-SXM4-80GB")],
+    count: Annotated[int, typer.Option(min=1, help="total GPUs")],
+    params: Annotated[float, typer.Option(help="model parameters, e.g. 7e9")],
+    tokens: Annotated[float, typer.Option(help="training tokens, e.g. 2e12")],
+    precision: Annotated[Precision, typer.Option()] = Precision.BF16,
+    fabric: Annotated[Fabric, typer.Option(help="fabric between nodes")] = Fabric.INFINIBAND,
+    fabric_gbps_per_gpu: Annotated[float, typer.Option(min=0.001)] = 400.0,
+    sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
+) -> None:
+    """GPU-hours, wall clock, memory and cost of a training run (FLOPs = 6 x params x tokens)."""
+    if params <= 0 or tokens <= 0:
+        _fail("--params and --tokens must be > 0")
+    current = _load(sample, fmt)
+    try:
+        result = estimate(
+            gpu,
+            count,
+            params,
+            tokens,
+            offers=current.offers,
+            precision=precision,
+            fabric=fabric,
+            fabric_gbps_per_gpu=fabric_gbps_per_gpu,
+        )
+    except ValueError as exc:
+        _fail(f"--gpu/--precision: {exc}")
+    data = result.model_dump(mode="json")
+    if fmt is OutputFormat.JSON:
+        typer.echo(json.dumps(data, indent=1))
+        return
+    if fmt is OutputFormat.CSV:
+        offer = data.pop("offer") or {}
+        data.update({f"offer_{k}": v for k, v in offer.items()})
+        typer.echo(pl.DataFrame([data]).write_csv(), nl=False)
+        return
+    table = Table(title=f"estimate: {params:g} params x {tokens:g} tokens on {count} {gpu}")
+    table.add_column("quantity")
+    table.add_column("value", overflow="fold")
+    offer = data.pop("offer")
+    for key, value in data.items():
+        table.add_row(key, _fmt(value))
+    for key, value in (offer or {}).items():
+        table.add_row(f"offer.{key}", _fmt(value))
+    Console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("offers")(offers_command)
+    app.command("estimate")(estimate_command)

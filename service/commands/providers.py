@@ -1,0 +1,188 @@
+"""``gpuscout providers``, ``parse`` and ``snapshot``: running the adapters by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import httpx
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from adapters import get_adapter, registry
+from adapters.base import Adapter, AdapterError, RetryPolicy
+from adapters.collect import ProviderRun, RunStatus, collect
+from adapters.sample import replay_sample
+from adapters.schema import Offer
+
+from ..current import sample_note
+from ..settings import Settings, get_settings
+
+__all__ = ["register"]
+
+err = Console(stderr=True)
+
+
+class ParseFormat(StrEnum):
+    JSONL = "jsonl"
+    TABLE = "table"
+
+
+def build_adapters(settings: Settings, names: list[str] | None = None) -> list[Adapter]:
+    """Instantiate the enabled adapters with their credentials from settings."""
+    known = registry()
+    for name in names or []:
+        if name not in known:
+            raise typer.BadParameter(
+                f"unknown provider {name!r}; known: {', '.join(known)}", param_hint="--provider"
+            )
+    chosen = names or [n for n in known if n not in settings.providers_disabled]
+    creds = settings.provider_credentials()
+    policy = RetryPolicy(attempts=settings.http_retries, timeout_s=settings.http_timeout_s)
+    return [known[n](creds, policy=policy) for n in chosen]
+
+
+def offers_table(offers: list[Offer], title: str | None = None) -> Table:
+    table = Table(title=title)
+    for col in ("provider", "offer_id", "region", "gpu", "n", "term", "price", "usd/h"):
+        table.add_column(col, justify="right" if col in {"n", "price", "usd/h"} else "left")
+    for o in offers:
+        table.add_row(
+            o.provider,
+            o.offer_id,
+            o.region or "",
+            o.gpu_model or f"? {o.gpu_raw_name or ''}",
+            f"{o.gpus:g}",
+            o.term.value,
+            f"{o.price_amount} {o.price_currency}/{o.price_unit.value}/{o.price_basis.value}",
+            f"{o.usd_per_hour:.4f}",
+        )
+    return table
+
+
+def summary_table(runs: list[ProviderRun]) -> Table:
+    table = Table(title="snapshot")
+    for col in ("provider", "outcome", "offers", "skipped", "seconds", "error"):
+        table.add_column(col)
+    style = {RunStatus.OK: "green", RunStatus.ERROR: "red", RunStatus.SKIPPED: "yellow"}
+    for r in sorted(runs, key=lambda r: r.provider):
+        table.add_row(
+            r.provider,
+            f"[{style[r.status]}]{r.status.value}[/]",
+            str(r.offer_count),
+            str(len(r.skipped)),
+            f"{r.duration_s:.2f}",
+            r.error or "",
+        )
+    return table
+
+
+async def fetch_all(adapters: list[Adapter], settings: Settings) -> list[ProviderRun]:
+    """Fetch every adapter concurrently, with a live progress line per provider."""
+    headers = {"User-Agent": "gpuscout/0.1 (+price comparison)"}
+    async with httpx.AsyncClient(
+        headers=headers, timeout=settings.http_timeout_s, follow_redirects=True
+    ) as client:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            tasks = {a.name: progress.add_task(f"{a.name}: fetching", total=1) for a in adapters}
+
+            def done(run: ProviderRun) -> None:
+                progress.update(
+                    tasks[run.provider],
+                    description=f"{run.provider}: {run.status.value} ({run.offer_count} offers)",
+                    completed=1,
+                )
+
+            return await collect(adapters, client, on_done=done)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("providers")
+    def providers() -> None:
+        """List the registered providers and whether their credentials are set."""
+        creds = get_settings().provider_credentials()
+        table = Table(title="providers")
+        for col in ("name", "provider", "credentials", "source"):
+            table.add_column(col)
+        for name, cls in registry().items():
+            need = cls.credential_names
+            state = (
+                "none needed"
+                if not need
+                else ("set" if all(creds.get(n) for n in need) else "missing: " + ", ".join(need))
+            )
+            table.add_row(name, cls.title, state, cls.source_url)
+        Console().print(table)
+
+    @app.command("parse")
+    def parse(
+        provider: Annotated[str, typer.Argument(help="provider name, see `gpuscout providers`")],
+        files: Annotated[
+            list[Path],
+            typer.Argument(exists=True, dir_okay=False, readable=True, help="raw responses"),
+        ],
+        fmt: Annotated[ParseFormat, typer.Option("--format", help="output format")] = (
+            ParseFormat.TABLE
+        ),
+    ) -> None:
+        """Run a provider's parse over recorded raw responses and print the offers."""
+        try:
+            adapter = get_adapter(provider)()
+        except KeyError as exc:
+            raise typer.BadParameter(str(exc.args[0]), param_hint="PROVIDER") from None
+        try:
+            payloads = [adapter.decode(f.read_bytes(), f.name) for f in files]
+            result = adapter.parse(payloads, fetched_at=datetime.now(UTC))
+        except AdapterError as exc:
+            err.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(1) from None
+        if fmt is ParseFormat.JSONL:
+            for offer in result.offers:
+                sys.stdout.write(json.dumps(offer.to_record(), ensure_ascii=False) + "\n")
+        else:
+            Console().print(offers_table(result.offers, title=f"{provider}: {len(result.offers)}"))
+        for reason, count in sorted(result.skip_reasons().items()):
+            err.print(f"skipped {count} record(s): {reason}")
+
+    @app.command("snapshot")
+    def snapshot(
+        provider: Annotated[
+            list[str] | None, typer.Option("--provider", "-p", help="only these providers")
+        ] = None,
+        sample: Annotated[
+            bool, typer.Option("--sample", help="replay the bundled recorded responses")
+        ] = False,
+    ) -> None:
+        """Fetch all enabled providers concurrently and report each one's outcome."""
+        settings = get_settings()
+        started_at = datetime.now(UTC)
+        if sample:
+            runs = replay_sample(provider or None)
+            err.print(f"[yellow]{sample_note()}[/]")
+        else:
+            adapters = build_adapters(settings, provider or None)
+            runs = asyncio.run(fetch_all(adapters, settings))
+        finished_at = datetime.now(UTC)
+        Console().print(summary_table(runs))
+        from ..scheduler import persist_snapshot  # the database only when storing
+        from .db import stored_table
+
+        stored = persist_snapshot(settings, runs, started_at=started_at, finished_at=finished_at)
+        Console().print(stored_table(stored))
+        if any(r.status is RunStatus.ERROR for r in runs):
+            failed = sum(r.status is RunStatus.ERROR for r in runs)
+            err.print(f"[red]{failed} of {len(runs)} provider(s) failed[/]")
+            raise typer.Exit(1)

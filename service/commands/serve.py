@@ -1,0 +1,105 @@
+"""``gpuscout serve``: the REST API (and, by default, the scheduler) in one process.
+
+``--get /v1/offers?...`` runs one request through the app in-process and prints the answer,
+without binding a port (like datasette's ``serve --get``): for docs, tests and scripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from ..settings import Settings, get_settings
+
+__all__ = ["get_once", "register"]
+
+err = logging.getLogger("gpuscout.serve")
+
+
+def migrate(settings: Settings) -> None:
+    """Apply the migrations to the configured database (the embedded SQLite by default)."""
+    from db.migrate import upgrade
+
+    upgrade(settings.database_url)
+
+
+async def _get(app: Any, path: str) -> tuple[int, dict[str, str], bytes]:
+    import httpx
+
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gpuscout") as client:
+        response = await client.get(path)
+        return response.status_code, dict(response.headers), response.content
+
+
+def get_once(path: str, settings: Settings | None = None, app: Any = None) -> tuple[int, bytes]:
+    """Status and body of ``GET path`` through a fresh app; nothing listens on a port."""
+    from ..api import create_app
+
+    if not path.startswith("/"):
+        path = "/" + path
+    app = app or create_app(settings or get_settings())
+    status, _headers, body = asyncio.run(_get(app, path))
+    return status, body
+
+
+def _start_scheduler(settings: Settings) -> Any:
+    from ..scheduler import build_scheduler
+
+    scheduler = build_scheduler(settings)
+    scheduler.start()
+    return scheduler
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        host: Annotated[
+            str | None, typer.Option(help="address to bind (GPUSCOUT_API_HOST)")
+        ] = None,
+        port: Annotated[int | None, typer.Option(help="port to bind (GPUSCOUT_API_PORT)")] = None,
+        no_scheduler: Annotated[
+            bool, typer.Option("--no-scheduler", help="serve only; snapshots run elsewhere")
+        ] = False,
+        get: Annotated[
+            str | None,
+            typer.Option("--get", metavar="PATH", help="run one GET through the app, print it"),
+        ] = None,
+    ) -> None:
+        """Serve the REST API; snapshots are scheduled in the same process unless told not."""
+        settings = get_settings()
+        try:
+            migrate(settings)
+        except Exception as exc:  # an unreachable database must not hide the sample
+            typer.secho(f"migrations not applied: {exc}", err=True, fg="yellow")
+        if get is not None:
+            status, body = get_once(get, settings)
+            try:
+                text = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+            except ValueError:
+                text = body.decode("utf-8", "replace")
+            sys.stdout.write(text + "\n")
+            if status >= 400:
+                raise typer.Exit(1)
+            return
+
+        import uvicorn
+
+        from ..api import create_app
+
+        bind_host = host or settings.api_host
+        bind_port = port if port is not None else settings.api_port
+        api = create_app(settings)
+        scheduler = None if no_scheduler else _start_scheduler(settings)
+        shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host
+        typer.echo(f"gpuscout API on http://{shown}:{bind_port}/v1/offers (docs: /docs)")
+        try:
+            uvicorn.run(api, host=bind_host, port=bind_port, log_level="info")
+        finally:
+            if scheduler is not None:
+                scheduler.shutdown(wait=False)

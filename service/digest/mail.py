@@ -1,0 +1,310 @@
+"""Mail assembly and the SMTP path.
+
+Messages are :class:`email.message.EmailMessage` with the default policy, which refuses
+CR or LF in any header value; every value that reaches a header is checked here first as
+well (:func:`safe_header`), so a name, an address or a subject can never add a header.
+
+A digest is ``multipart/alternative``: ``text/plain``, then ``multipart/related`` holding the
+``text/html`` and the chart (``image/png``, referenced from the HTML as ``cid:``). It carries
+``List-Unsubscribe`` (the one-click URL) and ``List-Unsubscribe-Post:
+List-Unsubscribe=One-Click`` (RFC 8058), and a ``Message-ID`` chosen by the caller *before*
+sending, so that a resend after a crash reuses it (see :mod:`.delivery`).
+
+Sending retries transient failures (4xx replies, dropped or refused connections) with
+exponential backoff (tenacity); a permanent failure (5xx) is raised at once. Either way the
+caller gets :class:`SmtpSendError`, saying how many attempts were made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import smtplib
+import ssl
+import time
+from collections.abc import Callable
+from datetime import datetime
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid, parseaddr
+from typing import Any
+
+from email_validator import EmailNotValidError, validate_email
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from ..settings import Settings
+from .build import Confirmation, Digest
+
+__all__ = [
+    "HeaderInjectionError",
+    "InvalidAddressError",
+    "SmtpConfig",
+    "SmtpSendError",
+    "build_confirmation_message",
+    "build_digest_message",
+    "is_transient",
+    "new_message_id",
+    "normalize_address",
+    "parse_sender",
+    "safe_header",
+    "send_message",
+]
+
+log = logging.getLogger("gpuscout.digest.mail")
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class HeaderInjectionError(ValueError):
+    """A value meant for a mail header holds a line break or another control character."""
+
+
+class InvalidAddressError(ValueError):
+    """Not a valid email address (checked by email-validator, without DNS lookups)."""
+
+
+class SmtpSendError(RuntimeError):
+    """The message could not be handed to the SMTP server."""
+
+    def __init__(self, message: str, *, attempts: int, transient: bool) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.transient = transient
+        self.record: Any = None  # what was stored before the send failed, if anything
+
+
+def safe_header(value: str, *, field: str = "header") -> str:
+    """``value`` unchanged if it has no control characters (CR, LF, NUL, ...), else an error."""
+    if _CONTROL.search(value):
+        raise HeaderInjectionError(f"{field}: control characters are not allowed")
+    return value
+
+
+def normalize_address(email: str, *, local_domains: bool = False) -> str:
+    """The normalized form of ``email``; :class:`InvalidAddressError` if it is not one.
+
+    Syntax only (``check_deliverability=False``): no DNS lookups, so this is fast and works
+    offline. Line breaks and other control characters are refused before parsing.
+    ``local_domains`` admits special-use domains (``localhost``, ``.test``): for our own
+    sender address behind a local relay, never for subscribers.
+    """
+    if not isinstance(email, str) or _CONTROL.search(email) or len(email) > 320:
+        raise InvalidAddressError("not a valid email address")
+    try:
+        result = validate_email(
+            email.strip(),
+            check_deliverability=False,
+            globally_deliverable=not local_domains,
+            test_environment=local_domains,
+        )
+    except EmailNotValidError as exc:
+        raise InvalidAddressError(f"not a valid email address: {exc}") from None
+    return str(result.normalized)
+
+
+def parse_sender(value: str) -> Address:
+    """``mail_from`` (``Name <addr>`` or ``addr``) as a header address, validated."""
+    safe_header(value, field="mail_from")
+    display_name, addr = parseaddr(value)
+    if not addr:
+        raise InvalidAddressError(f"mail_from is not an address: {value!r}")
+    username, _, domain = addr.rpartition("@")
+    if domain.lower() != "localhost":  # a local relay's default; anything else is checked
+        addr = normalize_address(addr, local_domains=True)
+        username, domain = addr.rsplit("@", 1)
+    elif not username or _CONTROL.search(addr) or any(c in addr for c in ' <>,;"()'):
+        raise InvalidAddressError(f"mail_from is not an address: {value!r}")
+    return Address(display_name=display_name, username=username, domain=domain)
+
+
+def new_message_id(sender: Address) -> str:
+    """A fresh, globally unique ``<...@domain>`` Message-ID in the sender's domain."""
+    return make_msgid(idstring="gpuscout", domain=sender.domain)
+
+
+def _base(
+    *, sender: Address, to_email: str, subject: str, message_id: str, date: datetime
+) -> EmailMessage:
+    to = normalize_address(to_email)
+    username, domain = to.rsplit("@", 1)
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = Address(username=username, domain=domain)
+    message["Subject"] = safe_header(subject, field="subject")
+    message["Date"] = format_datetime(date)
+    message["Message-ID"] = safe_header(message_id, field="message_id")
+    message["Auto-Submitted"] = "auto-generated"
+    return message
+
+
+def build_digest_message(
+    digest: Digest,
+    *,
+    sender: Address,
+    to_email: str,
+    message_id: str,
+    unsubscribe_url: str,
+    date: datetime,
+) -> EmailMessage:
+    """The digest as one MIME message (see the module docstring for its structure)."""
+    message = _base(
+        sender=sender,
+        to_email=to_email,
+        subject=digest.subject,
+        message_id=message_id,
+        date=date,
+    )
+    safe_header(unsubscribe_url, field="unsubscribe_url")
+    if not unsubscribe_url.startswith(("https://", "http://")) or ">" in unsubscribe_url:
+        raise ValueError("unsubscribe_url must be an http(s) URL")
+    message["List-Unsubscribe"] = f"<{unsubscribe_url}>"
+    message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    message["Precedence"] = "bulk"
+    message.set_content(digest.text, subtype="plain", charset="utf-8")
+    message.add_alternative(digest.html, subtype="html", charset="utf-8")
+    parts = message.get_payload()
+    assert isinstance(parts, list)
+    html_part = parts[1]
+    assert isinstance(html_part, EmailMessage)
+    html_part.add_related(
+        digest.chart_png,
+        maintype="image",
+        subtype="png",
+        cid=f"<{safe_header(digest.chart_cid, field='chart_cid')}>",
+        filename="price-index.png",
+        disposition="inline",
+    )
+    return message
+
+
+def build_confirmation_message(
+    confirmation: Confirmation,
+    *,
+    sender: Address,
+    to_email: str,
+    message_id: str,
+    date: datetime,
+) -> EmailMessage:
+    """The double opt-in mail: text and HTML alternatives, no list headers."""
+    message = _base(
+        sender=sender,
+        to_email=to_email,
+        subject=confirmation.subject,
+        message_id=message_id,
+        date=date,
+    )
+    message.set_content(confirmation.text, subtype="plain", charset="utf-8")
+    message.add_alternative(confirmation.html, subtype="html", charset="utf-8")
+    return message
+
+
+# --- SMTP -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SmtpConfig:
+    host: str
+    port: int
+    security: str = "none"  # none | starttls | ssl
+    user: str | None = None
+    password: str | None = dataclasses.field(default=None, repr=False)
+    timeout_s: float = 30.0
+    attempts: int = 4
+    backoff_s: float = 2.0
+    """first wait between attempts; doubles each time, at most 60 s"""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SmtpConfig:
+        password = settings.smtp_password
+        return cls(
+            host=settings.smtp_host,
+            port=settings.smtp_port,
+            security=settings.smtp_security,
+            user=settings.smtp_user,
+            password=None if password is None else password.get_secret_value(),
+            timeout_s=settings.smtp_timeout_s,
+            attempts=settings.smtp_attempts,
+        )
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure worth retrying: a 4xx reply, or the connection failed or dropped."""
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return all(400 <= code < 500 for code, _ in exc.recipients.values())
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return 400 <= exc.smtp_code < 500
+    return isinstance(exc, (smtplib.SMTPServerDisconnected, OSError))
+
+
+def _send_once(message: EmailMessage, config: SmtpConfig, envelope_from: str, to: str) -> None:
+    context = ssl.create_default_context()
+    client: smtplib.SMTP
+    if config.security == "ssl":
+        client = smtplib.SMTP_SSL(
+            config.host, config.port, timeout=config.timeout_s, context=context
+        )
+    else:
+        client = smtplib.SMTP(config.host, config.port, timeout=config.timeout_s)
+    with client:
+        client.ehlo()
+        if config.security == "starttls":
+            client.starttls(context=context)
+            client.ehlo()
+        if config.user:
+            client.login(config.user, config.password or "")
+        client.send_message(message, from_addr=envelope_from, to_addrs=[to])
+
+
+def send_message(
+    message: EmailMessage,
+    config: SmtpConfig,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Hand ``message`` to the SMTP server; returns the number of attempts it took.
+
+    The envelope is taken from the ``From`` and ``To`` headers (one recipient). Transient
+    failures are retried ``config.attempts`` times in all, with exponential backoff.
+    """
+    sender = message["From"].addresses[0].addr_spec
+    to = message["To"].addresses[0].addr_spec
+
+    def _log_retry(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.warning(
+            "SMTP attempt %d for %s failed (%s); retrying in %.1f s",
+            state.attempt_number,
+            message["Message-ID"],
+            exc,
+            wait,
+        )
+
+    retrying = Retrying(
+        stop=stop_after_attempt(config.attempts),
+        wait=wait_exponential(multiplier=config.backoff_s, min=config.backoff_s, max=60),
+        retry=retry_if_exception(is_transient),
+        before_sleep=_log_retry,
+        sleep=sleep,
+        reraise=True,
+    )
+    attempts = 0
+    try:
+        for attempt in retrying:
+            with attempt:
+                attempts = attempt.retry_state.attempt_number
+                _send_once(message, config, sender, to)
+    except (smtplib.SMTPException, OSError) as exc:
+        raise SmtpSendError(
+            f"SMTP failed after {attempts} attempt(s): {exc}",
+            attempts=attempts,
+            transient=is_transient(exc),
+        ) from exc
+    return attempts

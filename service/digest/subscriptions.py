@@ -1,0 +1,173 @@
+"""Subscribing, confirming (double opt-in) and unsubscribing: one place for the API and CLI.
+
+A subscription is created ``pending`` and a confirmation link goes to the address; no
+digest goes out until that link is followed. Links carry signed, expiring tokens
+(:mod:`.tokens`); a token that is forged, altered, expired, made for another purpose or for
+another address does nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+from typing import Annotated
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlalchemy.engine import Engine
+
+from db.subscriptions import (
+    SubscriptionRecord,
+    SubscriptionStatus,
+    activate_subscription,
+    create_subscription,
+    end_subscription,
+    get_subscription,
+)
+from pricing import Job, Requirement
+
+from ..settings import Settings
+from .build import build_confirmation
+from .compose import confirm_url, subscription_view
+from .mail import (
+    HeaderInjectionError,
+    InvalidAddressError,
+    SmtpSendError,
+    build_confirmation_message,
+    new_message_id,
+    normalize_address,
+    parse_sender,
+    safe_header,
+)
+from .tokens import InvalidToken, Purpose, TokenClaims, read_token
+
+__all__ = ["SubscriptionManager", "SubscriptionRequest", "valid_time_zone"]
+
+NAME_MAX_CHARS = 100
+
+
+def valid_time_zone(name: str) -> str:
+    """``name`` if it is an IANA time zone (``Europe/Paris``, ``UTC``), else ValueError."""
+    if not name or len(name) > 64 or name != name.strip():
+        raise ValueError(f"unknown time zone {name!r}")
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(f"unknown time zone {name!r}") from None
+    return name
+
+
+class SubscriptionRequest(BaseModel):
+    """A request for a weekly digest (the body of ``POST /v1/subscriptions``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    email: Annotated[str, Field(max_length=320, description="the address digests go to")]
+    name: Annotated[
+        str, Field(min_length=1, max_length=NAME_MAX_CHARS, description="what to call it")
+    ]
+    time_zone: str = Field("UTC", description="IANA time zone of the weekly schedule")
+    requirement: Requirement = Field(default_factory=Requirement)
+    job: Job = Field(default_factory=lambda: Job.for_hours(1))
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str) -> str:
+        try:
+            return normalize_address(value)
+        except InvalidAddressError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        try:
+            safe_header(value, field="name")
+        except HeaderInjectionError as exc:
+            raise ValueError(str(exc)) from None
+        value = value.strip()
+        if not value:
+            raise ValueError("name is blank")
+        return value
+
+    @field_validator("time_zone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        return valid_time_zone(value)
+
+
+Transport = Callable[[EmailMessage], int]
+
+
+@dataclasses.dataclass
+class SubscriptionManager:
+    settings: Settings
+    engine: Engine
+    transport: Transport
+    clock: Callable[[], datetime] = dataclasses.field(default=lambda: datetime.now(UTC))
+
+    def subscribe(self, request: SubscriptionRequest) -> SubscriptionRecord:
+        """Store a pending subscription and send its confirmation link."""
+        now = self.clock()
+        record = create_subscription(
+            self.engine,
+            email=request.email,
+            name=request.name,
+            time_zone=request.time_zone,
+            requirement_json=request.requirement.model_dump_json(exclude_defaults=True),
+            job_json=request.job.model_dump_json(exclude_none=True),
+            now=now,
+        )
+        try:
+            self.send_confirmation(record)
+        except SmtpSendError as exc:
+            exc.record = record  # stored all the same: the caller may say so and retry
+            raise
+        return record
+
+    def send_confirmation(self, record: SubscriptionRecord) -> None:
+        view = subscription_view(record)
+        sender = parse_sender(self.settings.mail_from)
+        confirmation = build_confirmation(
+            view, confirm_url=confirm_url(self.settings, record.id, record.email, now=self.clock())
+        )
+        self.transport(
+            build_confirmation_message(
+                confirmation,
+                sender=sender,
+                to_email=record.email,
+                message_id=new_message_id(sender),
+                date=self.clock(),
+            )
+        )
+
+    def _claims(self, token: str, purpose: Purpose, max_age_days: int) -> SubscriptionRecord:
+        claims: TokenClaims = read_token(
+            self.settings.token_secret.get_secret_value(),
+            purpose,
+            token,
+            max_age=timedelta(days=max_age_days),
+            now=self.clock(),
+        )
+        record = get_subscription(self.engine, claims.subscription_id)
+        if record is None or not claims.matches(record.email):
+            raise InvalidToken("invalid link")
+        return record
+
+    def confirm(self, token: str) -> SubscriptionRecord:
+        """pending -> active; an unsubscribed subscription stays unsubscribed."""
+        record = self._claims(token, Purpose.CONFIRM, self.settings.token_max_age_days)
+        if record.status is SubscriptionStatus.PENDING:
+            activate_subscription(self.engine, record.id, self.clock())
+        return get_subscription(self.engine, record.id) or record
+
+    def check_unsubscribe(self, token: str) -> SubscriptionRecord:
+        """The subscription an unsubscribe token names, changing nothing (for the GET page)."""
+        return self._claims(token, Purpose.UNSUBSCRIBE, self.settings.unsubscribe_max_age_days)
+
+    def unsubscribe(self, token: str) -> SubscriptionRecord:
+        record = self._claims(token, Purpose.UNSUBSCRIBE, self.settings.unsubscribe_max_age_days)
+        end_subscription(self.engine, record.id, self.clock())
+        return get_subscription(self.engine, record.id) or record

@@ -1,0 +1,210 @@
+"""Settings, read from the environment (prefix ``GPUSCOUT_``) and an optional ``.env`` file.
+
+Nothing is read at import time: call :func:`get_settings` (cached) or build
+``Settings(...)`` directly in tests. Every field is listed in ``.env.example`` (a test
+checks). Provider credentials are named ``<provider>_<what>``; an adapter declares the
+names it needs in ``credential_names``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "get_settings"]
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("gpuscout"))
+
+
+class Settings(BaseSettings):
+    """Every setting of gpuscout."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GPUSCOUT_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    environment: str = Field("development", description="development | production")
+    data_dir: Path = Field(default_factory=_default_data_dir, description="where SQLite lives")
+
+    # provider HTTP
+    http_timeout_s: float = Field(30.0, gt=0, description="per-request timeout for providers")
+    http_retries: int = Field(4, ge=1, le=10, description="attempts per provider request")
+    providers_disabled: list[str] = Field(
+        default_factory=list, description="provider names not to fetch (JSON list)"
+    )
+
+    # provider credentials (None = not configured: that provider is skipped if it needs it)
+    vastai_api_key: SecretStr | None = None
+    runpod_api_key: SecretStr | None = None
+    lambda_api_key: SecretStr | None = None
+    tensordock_api_token: SecretStr | None = None
+    jarvislabs_api_key: SecretStr | None = None
+    gcp_api_key: SecretStr | None = None
+    aws_access_key_id: SecretStr | None = None
+    aws_secret_access_key: SecretStr | None = None
+    verda_client_id: SecretStr | None = None
+    verda_client_secret: SecretStr | None = None
+    vultr_api_key: SecretStr | None = None
+    cudo_api_key: SecretStr | None = None
+    digitalocean_token: SecretStr | None = None
+    hyperstack_api_key: SecretStr | None = None
+    shadeform_api_key: SecretStr | None = None
+    fluidstack_api_key: SecretStr | None = None
+    price_sheet_paths: list[Path] = Field(
+        default_factory=list, description="price-sheet files read by the `sheet` adapter"
+    )
+
+    # REST API (service/api)
+    admin_token: SecretStr = Field(
+        SecretStr("changeme"),
+        description="Bearer token for admin endpoints; placeholders refused outside development",
+    )
+    cors_origins: list[str] = Field(
+        default_factory=list, description="origins allowed by CORS (JSON list); none = no CORS"
+    )
+    api_host: str = Field("127.0.0.1", description="address `gpuscout serve` binds")
+    api_port: int = Field(8000, ge=1, le=65535, description="port `gpuscout serve` binds")
+    cache_max_age_s: int = Field(60, ge=0, description="Cache-Control max-age of API responses")
+    api_cache_entries: int = Field(
+        2048, ge=0, description="ranked results cached per snapshot (LRU by normalized query)"
+    )
+    api_refresh_s: float = Field(
+        30.0, gt=0, description="how often an API replica checks for a newer snapshot"
+    )
+
+    # database and snapshots (db/, service/scheduler.py)
+    database_url: str = Field(
+        "",
+        description="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db; "
+        "empty = the SQLite file gpuscout.db in data_dir",
+    )
+    snapshot_interval_minutes: float = Field(
+        60, gt=0, description="minutes between scheduled snapshots"
+    )
+    snapshot_jitter_s: int = Field(
+        120, ge=0, description="random delay in seconds added to each scheduled snapshot"
+    )
+    snapshot_on_start: bool = Field(
+        True, description="take a snapshot as soon as the scheduler starts"
+    )
+    misfire_grace_s: int = Field(
+        900, ge=1, description="seconds a late snapshot may still run; later ones are skipped"
+    )
+    retention_snapshots_days: int = Field(
+        90, ge=0, description="days snapshot records are kept; 0 = forever"
+    )
+    retention_history_days: int = Field(
+        730, ge=0, description="days closed price-history rows are kept; 0 = forever"
+    )
+
+    # weekly email digest (service/digest)
+    smtp_host: str = Field("localhost", description="SMTP server the digest is sent through")
+    smtp_port: int = Field(25, ge=1, le=65535, description="SMTP port (587 starttls, 465 ssl)")
+    smtp_security: Literal["none", "starttls", "ssl"] = Field(
+        "starttls", description="none | starttls | ssl (implicit TLS)"
+    )
+    smtp_user: str | None = Field(None, description="SMTP login; none = no AUTH")
+    smtp_password: SecretStr | None = Field(None, description="SMTP password for smtp_user")
+    smtp_timeout_s: float = Field(30.0, gt=0, description="SMTP connect and command timeout")
+    smtp_attempts: int = Field(4, ge=1, le=10, description="SMTP attempts per message (backoff)")
+    mail_from: str = Field(
+        "gpuscout <digest@localhost>", description="From: of every mail, 'Name <addr>' or addr"
+    )
+    public_base_url: str = Field(
+        "http://127.0.0.1:8000", description="base URL of the API, for links in mails"
+    )
+    token_secret: SecretStr = Field(
+        SecretStr("changeme"),
+        description="key signing confirm/unsubscribe links; placeholders refused outside dev",
+    )
+    token_max_age_days: int = Field(7, ge=1, description="days a confirmation link is valid")
+    unsubscribe_max_age_days: int = Field(
+        365, ge=1, description="days an unsubscribe link in a sent digest stays valid"
+    )
+    digest_weekday: int = Field(
+        1, ge=1, le=7, description="ISO weekday the digest goes out (1 = Monday), local time"
+    )
+    digest_hour: int = Field(8, ge=0, le=23, description="hour the digest goes out, local time")
+    digest_top_offers: int = Field(10, ge=1, le=50, description="offers listed per digest")
+    digest_history_weeks: int = Field(8, ge=1, le=52, description="weeks in the price chart")
+    digest_lease_minutes: float = Field(
+        15, gt=0, description="minutes a claimed digest is reserved for the process sending it"
+    )
+
+    @model_validator(mode="after")
+    def _default_database_url(self) -> Settings:
+        """An empty ``database_url`` means the embedded SQLite file in ``data_dir``."""
+        if not self.database_url:
+            url = f"sqlite:///{self.data_dir / 'gpuscout.db'}"
+            object.__setattr__(self, "database_url", url)  # frozen model: set once, here
+        return self
+
+    @model_validator(mode="after")
+    def _no_placeholder_secrets(self) -> Settings:
+        """Outside development a placeholder secret is an error, not a warning."""
+        if self.environment != "development":
+            for name, value in self:
+                if isinstance(value, SecretStr) and (
+                    value.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS
+                ):
+                    raise ValueError(
+                        f"{name}: a placeholder secret is refused when environment="
+                        f"{self.environment!r}; set GPUSCOUT_{name.upper()}"
+                    )
+        return self
+
+    def provider_credentials(self) -> dict[str, str | None]:
+        """The provider credential settings by name, unwrapped, for the adapters.
+
+        Only settings named ``<provider>_...`` go along: the service's own secrets (admin
+        token, SMTP password, token secret) never reach provider code.
+        ``price_sheet_paths`` goes along as one string joined by the OS path separator.
+        """
+        out: dict[str, str | None] = {
+            "price_sheet_paths": os.pathsep.join(str(p) for p in self.price_sheet_paths) or None
+        }
+        for name, value in self:
+            if name.split("_", 1)[0] not in _CREDENTIAL_PREFIXES:
+                continue
+            if isinstance(value, SecretStr):
+                out[name] = value.get_secret_value()
+            elif value is None:
+                out[name] = None
+        return out
+
+
+_CREDENTIAL_PREFIXES = frozenset(
+    [
+        "vastai",
+        "runpod",
+        "lambda",
+        "tensordock",
+        "jarvislabs",
+        "gcp",
+        "aws",
+        "verda",
+        "vultr",
+        "cudo",
+        "digitalocean",
+        "hyperstack",
+        "shadeform",
+        "fluidstack",
+    ]
+)
+
+
+#: Secret values that mean "not set" (refused outside development).
+PLACEHOLDER_SECRETS = frozenset({"", "changeme", "changethis", "secret", "password", "admin"})
+
+
+@functools.cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,641 @@
+"""AWS EC2 adapter: price list (CSV/JSON/GetProducts) and spot, parsed and fetched via respx."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import logging
+import urllib.parse
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from adapters.aws import PRICING_BASE, REGION_INDEX_URL, AwsAdapter
+from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType, Vendor
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "aws"
+NOW = datetime(2025, 9, 15, 12, tzinfo=UTC)
+FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
+GPU_CSV = "bulk_index_csv_gpu_rows.reconstructed.csv"
+Q = Decimal("0.000001")
+
+
+def read(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def decoded(*names: str) -> list[Any]:
+    adapter = AwsAdapter()
+    return [adapter.decode(read(n), n) for n in names]
+
+
+def parse(*payloads: Any) -> Any:
+    return AwsAdapter().parse(list(payloads), fetched_at=NOW)
+
+
+def by_id(result: Any) -> dict[tuple[str, str | None], Any]:
+    return {(o.offer_id, o.region): o for o in result.offers}
+
+
+def csv_lines() -> tuple[list[str], list[str]]:
+    """(metadata + header lines, data rows) of the reconstructed GPU CSV."""
+    lines = read(GPU_CSV).decode().splitlines()
+    return lines[:6], lines[6:]
+
+
+def p5_row(**changes: str) -> str:
+    """The p5.48xlarge on-demand row with columns changed (by CSV header name)."""
+    head, rows = csv_lines()
+    header = next(csv.reader([head[5]]))
+    row = next(csv.reader([rows[0]]))
+    values = dict(zip(header, row, strict=True))
+    values.update(changes)
+    return ",".join(f'"{values[h]}"' if values[h] else "" for h in header)
+
+
+def csv_with(*rows: str) -> str:
+    head, _ = csv_lines()
+    return "\n".join([*head, *rows]) + "\n"
+
+
+# --- parse: the reconstructed price list + spot + GpuInfo -------------------------------
+
+
+@pytest.fixture(scope="module")
+def full() -> Any:
+    return parse(
+        *decoded(
+            GPU_CSV,
+            "spot_price_history_gpu.reconstructed.json",
+            "describe_instance_types_gpuinfo.reconstructed.json",
+        )
+    )
+
+
+def test_offers_and_decoys(full: Any) -> None:
+    assert sorted(by_id(full)) == [
+        ("g5.xlarge", "us-east-1"),
+        ("g5.xlarge:spot:us-east-1c", "us-east-1"),
+        ("g6.xlarge", "us-east-1"),
+        ("g6.xlarge:spot:us-east-1f", "us-east-1"),
+        ("p4d.24xlarge", "us-east-1"),
+        ("p4d.24xlarge:spot:us-east-1b", "us-east-1"),
+        ("p5.48xlarge", "us-east-1"),
+        ("p5.48xlarge:reserved-1yr-standard-no-upfront", "us-east-1"),
+        ("p5.48xlarge:spot:us-east-1a", "us-east-1"),
+        ("p5.48xlarge:spot:us-east-1d", "us-east-1"),
+    ]
+    assert full.skip_reasons() == {
+        "capacity reservation row": 2,
+        "not Linux": 1,
+        "not shared tenancy": 1,
+        "pre-installed software": 1,
+    }
+
+
+def test_p5_on_demand(full: Any) -> None:
+    o = by_id(full)[("p5.48xlarge", "us-east-1")]
+    assert o.provider == "aws"
+    assert o.instance_name == "p5.48xlarge"
+    assert o.raw_ref == "aws:sku/XQ4W8VFKPB3N2HJM"
+    assert o.gpu_model == "H100-SXM5-80GB"
+    assert o.gpu_raw_name == "H100"  # GpuInfo.Gpus[0].Name
+    assert o.gpu_vendor is Vendor.NVIDIA
+    assert o.gpu_count == 8
+    assert o.gpu_memory_gb == 80  # "640 GB" in the price list / 8
+    assert o.gpu_form_factor is GpuFormFactor.SXM
+    assert o.vcpus == 192
+    assert o.ram_gb == pytest.approx(2048 * 1024**3 / 1e9)  # "2048 GiB"
+    assert o.storage_gb == 8 * 3840  # "8 x 3840 SSD"
+    assert o.storage_type is StorageType.SSD
+    assert o.cpu_model == "AMD EPYC 7R13 Processor"
+    assert o.cpu_vendor == "amd"
+    assert o.term is RentalTerm.ON_DEMAND
+    assert o.price_amount == Decimal("55.0400000000")
+    assert o.price_currency == "USD"
+    assert o.price_unit is PriceUnit.HOUR
+    assert o.price_basis is PriceBasis.INSTANCE
+    assert o.usd_per_hour == Decimal("55.040000")
+    assert o.usd_per_gpu_hour == Decimal("6.88")
+    assert o.billing_increment_s == 1
+    assert o.min_rental_hours == pytest.approx(1 / 60)
+    assert o.prepaid is False
+
+
+def test_p5_reserved_no_upfront_stays_hourly(full: Any) -> None:
+    o = by_id(full)[("p5.48xlarge:reserved-1yr-standard-no-upfront", "us-east-1")]
+    assert o.term is RentalTerm.COMMIT_1Y
+    assert o.price_unit is PriceUnit.HOUR
+    assert o.price_amount == Decimal("34.5200000000")
+    assert o.prepaid is False
+    assert o.raw_ref == "aws:sku/XQ4W8VFKPB3N2HJM.4NA7Y494T4"
+
+
+def test_g5_and_g6(full: Any) -> None:
+    g5 = by_id(full)[("g5.xlarge", "us-east-1")]
+    assert (g5.gpu_model, g5.gpu_count, g5.gpu_memory_gb) == ("A10G", 1, 24)
+    assert g5.storage_type is StorageType.NVME and g5.storage_gb == 250
+    assert g5.vcpus == 4 and g5.ram_gb == pytest.approx(16 * 1024**3 / 1e9)
+    g6 = by_id(full)[("g6.xlarge", "us-east-1")]
+    assert (g6.gpu_model, g6.gpu_raw_name, g6.price_amount) == ("L4", "L4", Decimal("0.8048"))
+
+
+def test_p4d_model_from_the_family_table_without_gpuinfo(full: Any) -> None:
+    o = by_id(full)[("p4d.24xlarge", "us-east-1")]  # not in the GpuInfo fixture
+    assert o.gpu_raw_name == "A100"
+    assert o.gpu_model == "A100-SXM4-40GB"  # 320 GB / 8 GPUs
+    assert o.gpu_memory_gb == 40
+
+
+def test_spot_offers_per_availability_zone(full: Any) -> None:
+    offers = by_id(full)
+    a = offers[("p5.48xlarge:spot:us-east-1a", "us-east-1")]
+    d = offers[("p5.48xlarge:spot:us-east-1d", "us-east-1")]
+    assert a.term is RentalTerm.INTERRUPTIBLE and d.term is RentalTerm.INTERRUPTIBLE
+    assert a.price_amount == Decimal("25.600000") and d.price_amount == Decimal("27.412200")
+    assert a.price_unit is PriceUnit.HOUR and a.price_currency == "USD"
+    assert a.instance_name == "p5.48xlarge (spot, us-east-1a)"
+    assert a.raw_ref == "aws:spot/us-east-1a/p5.48xlarge"
+    assert a.gpu_model == "H100-SXM5-80GB" and a.gpu_count == 8 and a.vcpus == 192
+    assert a.usd_per_hour == Decimal("25.600000")
+
+
+def test_json_offer_file_and_get_products_match_the_csv() -> None:
+    csv_result = parse(*decoded(GPU_CSV))
+    on_demand = {
+        k: o.price_amount for k, o in by_id(csv_result).items() if o.term is RentalTerm.ON_DEMAND
+    }
+    for name in (
+        "offer_file_us-east-1_gpu_excerpt.reconstructed.json",
+        "pricing_get_products_response.reconstructed.json",
+    ):
+        result = parse(*decoded(name))
+        assert {k: o.price_amount for k, o in by_id(result).items()} == on_demand, name
+        assert result.skipped == []
+        p5 = by_id(result)[("p5.48xlarge", "us-east-1")]
+        assert (p5.gpu_model, p5.gpu_count, p5.vcpus) == ("H100-SXM5-80GB", 8, 192)
+
+
+def test_spot_query_api_xml() -> None:
+    result = parse(
+        *decoded(GPU_CSV, "spot_price_history_gpu.query_api.reconstructed.xml"),
+    )
+    spot = {k: o for k, o in by_id(result).items() if o.term is RentalTerm.INTERRUPTIBLE}
+    assert sorted(spot) == [
+        ("g5.xlarge:spot:us-east-1c", "us-east-1"),
+        ("p5.48xlarge:spot:us-east-1a", "us-east-1"),
+    ]
+    assert spot[("g5.xlarge:spot:us-east-1c", "us-east-1")].price_amount == Decimal("0.410600")
+
+
+def test_verbatim_price_list_excerpt_has_no_linux_gpu_rows() -> None:
+    result = parse(
+        *decoded(
+            "bulk_index_csv_sample_2025-09.verbatim.csv",
+            "spot_price_history.awscli_example.verbatim.json",
+        )
+    )
+    assert result.offers == []
+    reasons = result.skip_reasons()
+    assert reasons["not Linux"] == 41  # Windows, RHEL, SUSE, Ubuntu Pro rows
+    assert reasons["not shared tenancy"] == 1  # c6g Host row (Linux)
+    # the m1.xlarge spot example has no price-list product here
+    assert reasons["instance type not in the price list (hardware unknown)"] == 2
+
+
+# --- reserved terms: upfront and hourly parts -------------------------------------------
+
+
+def reserved_rows(option: str, lease: str, hourly: str, upfront: str | None) -> list[str]:
+    common = {
+        "TermType": "Reserved",
+        "OfferTermCode": "TESTTERM01",
+        "LeaseContractLength": lease,
+        "PurchaseOption": option,
+        "OfferingClass": "convertible",
+        "RateCode": "XQ4W8VFKPB3N2HJM.TESTTERM01.6YS6EN2CT7",
+        "PriceDescription": "Linux/UNIX (Amazon VPC), p5.48xlarge reserved instance applied",
+    }
+    rows = [p5_row(**common, Unit="Hrs", PricePerUnit=hourly)]
+    if upfront is not None:
+        rows.append(
+            p5_row(
+                **dict(
+                    common,
+                    RateCode="XQ4W8VFKPB3N2HJM.TESTTERM01.2TG2D8R56U",
+                    PriceDescription="Upfront Fee",
+                ),
+                Unit="Quantity",
+                PricePerUnit=upfront,
+                StartingRange="",
+                EndingRange="",
+            )
+        )
+    return rows
+
+
+def test_partial_upfront_is_one_exact_term_price() -> None:
+    text = csv_with(*reserved_rows("Partial Upfront", "3yr", "13.1000000000", "344000"))
+    (o,) = parse(text).offers
+    assert o.offer_id == "p5.48xlarge:reserved-3yr-convertible-partial-upfront"
+    assert o.term is RentalTerm.COMMIT_3Y
+    assert o.price_unit is PriceUnit.TERM
+    assert o.price_amount == Decimal("344000") + Decimal("13.1") * 26280  # exact
+    assert o.usd_per_hour == (o.price_amount / 26280).quantize(Q)
+    assert o.prepaid is True
+
+
+def test_all_upfront_is_the_upfront_fee_for_the_term() -> None:
+    text = csv_with(*reserved_rows("All Upfront", "1yr", "0.0000000000", "290000"))
+    (o,) = parse(text).offers
+    assert o.term is RentalTerm.COMMIT_1Y
+    assert o.price_unit is PriceUnit.TERM
+    assert o.price_amount == Decimal("290000")
+    assert o.usd_per_hour == (Decimal("290000") / 8760).quantize(Q)
+
+
+def test_reserved_with_two_hourly_parts_is_skipped() -> None:
+    rows = reserved_rows("No Upfront", "1yr", "30.0", None) * 2
+    result = parse(csv_with(*rows))
+    assert result.offers == []
+    assert result.skip_reasons() == {"reserved term without one hourly and/or one upfront part": 1}
+
+
+# --- awkward and broken input ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"PricePerUnit": "abc"}, "price is not a number: 'abc'"),
+        ({"PricePerUnit": ""}, "no price"),
+        ({"PricePerUnit": "-1.0"}, "invalid price_amount"),
+        ({"PricePerUnit": "0.0000000000"}, "invalid price_amount"),
+        ({"PricePerUnit": "0.0010000000"}, "absurd price 0.0010000000 USD"),
+        ({"GPU": "0"}, "no GPU"),
+        ({"GPU": "eight"}, "no GPU"),
+        ({"Currency": "XYZ"}, "invalid price_currency"),
+    ],
+)
+def test_bad_price_list_rows_are_skipped(changes: dict[str, str], reason: str) -> None:
+    result = parse(csv_with(p5_row(**changes)))
+    assert result.offers == []
+    (skipped,) = result.skipped
+    assert skipped.reason.startswith(reason)
+
+
+def test_unknown_gpu_is_kept_without_a_model() -> None:
+    row = p5_row(
+        **{"Instance Type": "g4ad.xlarge", "GPU": "1", "GPU Memory": "8 GB"},
+        PricePerUnit="0.3790000000",
+    )
+    (o,) = parse(csv_with(row)).offers
+    assert o.gpu_model is None
+    assert o.gpu_raw_name == "Radeon Pro V520"
+    assert o.gpu_count == 1 and o.gpu_memory_gb == 8
+
+
+def test_fractional_gpu_from_the_price_list() -> None:
+    row = p5_row(**{"Instance Type": "g6f.large", "GPU": "0.125", "GPU Memory": "3 GB"})
+    (o,) = parse(csv_with(row.replace("55.0400000000", "0.2000000000"))).offers
+    assert (o.gpu_count, o.gpu_fraction, o.gpu_memory_gb) == (1, 0.125, 3)
+    assert o.gpu_model == "L4"  # resolved with the whole board's 24 GB
+    assert o.usd_per_gpu_hour == Decimal("1.6")
+
+
+def test_family_not_in_table_keeps_count_without_a_name() -> None:
+    row = p5_row(**{"Instance Type": "zz9.2xlarge", "GPU": "2", "GPU Memory": "NA"})
+    (o,) = parse(csv_with(row)).offers
+    assert (o.gpu_model, o.gpu_raw_name, o.gpu_count, o.gpu_memory_gb) == (None, None, 2, None)
+
+
+def test_bad_spot_records_are_skipped() -> None:
+    spot = {
+        "SpotPriceHistory": [
+            {"AvailabilityZone": "us-east-1a", "InstanceType": "p5.48xlarge",
+             "ProductDescription": "Linux/UNIX", "SpotPrice": None, "Timestamp": "2025-09-15"},
+            {"AvailabilityZone": "us-east-1b", "InstanceType": "p5.48xlarge",
+             "ProductDescription": "Linux/UNIX", "SpotPrice": "-2", "Timestamp": "2025-09-15"},
+            {"AvailabilityZone": "us-east-1c", "InstanceType": "p5.48xlarge",
+             "ProductDescription": "Windows", "SpotPrice": "30", "Timestamp": "2025-09-15"},
+            {"AvailabilityZone": "weird", "InstanceType": "p5.48xlarge",
+             "ProductDescription": "Linux/UNIX", "SpotPrice": "30", "Timestamp": "2025-09-15"},
+            {"AvailabilityZone": "us-east-1d", "InstanceType": "p5.48xlarge",
+             "ProductDescription": "Linux/UNIX", "SpotPrice": "20.5", "Timestamp": "2025-09-15"},
+        ]
+    }  # fmt: skip
+    result = parse(*decoded(GPU_CSV), spot)
+    spot_offers = [o for o in result.offers if o.term is RentalTerm.INTERRUPTIBLE]
+    assert [o.offer_id for o in spot_offers] == ["p5.48xlarge:spot:us-east-1d"]
+    reasons = result.skip_reasons()
+    assert reasons["no price"] == 1
+    assert reasons["invalid price_amount: Input should be greater than 0"] == 1
+    assert reasons["spot product 'Windows' (Linux only)"] == 1
+    assert reasons["not a regional availability zone: 'weird'"] == 1
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"unexpected": []},
+        {"products": [], "terms": {}},
+        {"PriceList": "x"},
+        {"SpotPriceHistory": None},
+        "plain text",
+        "<Response><Errors><Error><Code>AuthFailure</Code></Error></Errors></Response>",
+        "<unclosed",
+        '"FormatVersion","v1.0"\n"no header here"\n',
+        None,
+        42,
+        [GPU_CSV],
+    ],
+)
+def test_wrong_shape_is_a_response_format_error(payload: Any) -> None:
+    with pytest.raises(ResponseFormatError):
+        parse(payload)
+
+
+def test_truncated_json_is_a_response_format_error() -> None:
+    data = read("offer_file_us-east-1_gpu_excerpt.reconstructed.json")[:700]
+    with pytest.raises(ResponseFormatError):
+        AwsAdapter().decode(data, "offer.json")
+
+
+# --- fetch -------------------------------------------------------------------------------
+
+VERSION_PATH = "/offers/v1.0/aws/AmazonEC2/20250912225308"
+CSV_URL = f"{PRICING_BASE}{VERSION_PATH}/us-east-1/index.csv"
+EC2_URL = "https://ec2.us-east-1.amazonaws.com/"
+REGION_INDEX = {
+    "formatVersion": "v1.0",
+    "publicationDate": "2025-09-12T22:53:08Z",
+    "regions": {
+        "us-east-1": {
+            "regionCode": "us-east-1",
+            "currentVersionUrl": f"{VERSION_PATH}/us-east-1/index.json",
+        },
+        "us-gov-west-1": {
+            "regionCode": "us-gov-west-1",
+            "currentVersionUrl": f"{VERSION_PATH}/us-gov-west-1/index.json",
+        },
+    },
+}
+CREDS = {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG"}
+
+
+def fetch(credentials: dict[str, str] | None = None) -> list[Any]:
+    async def go() -> list[Any]:
+        async with httpx.AsyncClient() as client:
+            return await AwsAdapter(credentials, policy=FAST).fetch(client)
+
+    return asyncio.run(go())
+
+
+def mock_price_list() -> tuple[respx.Route, respx.Route]:
+    index = respx.get(REGION_INDEX_URL).mock(return_value=httpx.Response(200, json=REGION_INDEX))
+    csv_route = respx.get(CSV_URL).mock(return_value=httpx.Response(200, content=read(GPU_CSV)))
+    return index, csv_route
+
+
+@respx.mock
+def test_fetch_without_credentials_streams_price_list_and_skips_spot(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    index, csv_route = mock_price_list()
+    with caplog.at_level(logging.WARNING, logger="gpuscout.adapters.aws"):
+        payloads = fetch()
+    assert index.call_count == 1 and csv_route.call_count == 1  # GovCloud not fetched
+    (text,) = payloads
+    lines = text.splitlines()
+    assert lines[:5] == read(GPU_CSV).decode().splitlines()[:5]  # metadata kept
+    assert lines[5].startswith('"SKU"')
+    # only the Linux shared-tenancy GPU rows survive the streaming filter
+    assert [line.split(",")[0].strip('"') for line in lines[6:]] == [
+        "XQ4W8VFKPB3N2HJM",
+        "XQ4W8VFKPB3N2HJM",
+        "7K3JTD9NQ4VZ8CYB",
+        "N8B2XW7Y3M5QKPJD",
+        "5TQ9JKM2X8B7WRZC",
+    ]
+    assert "spot prices skipped: credentials not set" in caplog.text
+    result = AwsAdapter().parse(payloads, fetched_at=NOW)
+    assert len(result.offers) == 5 and result.skipped == []
+
+
+def spot_xml(*items: tuple[str, str, str], token: str = "") -> str:
+    body = "".join(
+        f"<item><instanceType>{t}</instanceType><productDescription>Linux/UNIX"
+        f"</productDescription><spotPrice>{p}</spotPrice>"
+        f"<timestamp>2025-09-15T12:00:00.000Z</timestamp>"
+        f"<availabilityZone>{az}</availabilityZone></item>"
+        for t, az, p in items
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<DescribeSpotPriceHistoryResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
+        f"<requestId>r</requestId><spotPriceHistorySet>{body}</spotPriceHistorySet>"
+        f"<nextToken>{token}</nextToken></DescribeSpotPriceHistoryResponse>"
+    )
+
+
+#: DescribeInstanceTypes Query-API XML, element names as in the EC2 API (reconstructed).
+INSTANCE_TYPES_XML = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<DescribeInstanceTypesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
+    "<requestId>r</requestId><instanceTypeSet>"
+    "<item><instanceType>p4d.24xlarge</instanceType><gpuInfo><gpus><item><name>A100</name>"
+    "<manufacturer>NVIDIA</manufacturer><count>8</count><memoryInfo><sizeInMiB>40960"
+    "</sizeInMiB></memoryInfo></item></gpus><totalGpuMemoryInMiB>327680</totalGpuMemoryInMiB>"
+    "</gpuInfo></item>"
+    "<item><instanceType>m7i.large</instanceType></item>"
+    "</instanceTypeSet></DescribeInstanceTypesResponse>"
+)
+
+
+def form_of(request: httpx.Request) -> dict[str, list[str]]:
+    return urllib.parse.parse_qs(request.content.decode())
+
+
+def ec2_dispatch(spot: list[httpx.Response], types: httpx.Response | None = None) -> Any:
+    """respx side effect answering DescribeInstanceTypes and DescribeSpotPriceHistory."""
+    answers = iter(spot)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if form_of(request)["Action"] == ["DescribeInstanceTypes"]:
+            return types or httpx.Response(200, text=INSTANCE_TYPES_XML)
+        return next(answers)
+
+    return answer
+
+
+def calls_for(route: respx.Route, action: str) -> list[httpx.Request]:
+    return [c.request for c in route.calls if form_of(c.request)["Action"] == [action]]
+
+
+@respx.mock
+def test_fetch_spot_is_signed_and_paginated() -> None:
+    mock_price_list()
+    first = spot_xml(("p5.48xlarge", "us-east-1a", "25.600000"), token="page2")
+    second = spot_xml(("g5.xlarge", "us-east-1c", "0.410600"))
+    ec2 = respx.post(EC2_URL).mock(
+        side_effect=ec2_dispatch(
+            [httpx.Response(200, text=first), httpx.Response(200, text=second)]
+        )
+    )
+    payloads = fetch(CREDS)
+    assert payloads[1:] == [INSTANCE_TYPES_XML, first, second]
+    spot = calls_for(ec2, "DescribeSpotPriceHistory")
+    assert len(spot) == 2
+    req = spot[0]
+    auth = req.headers["authorization"]
+    assert auth.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+    assert "/us-east-1/ec2/aws4_request" in auth and "Signature=" in auth
+    assert req.headers["x-amz-date"]
+    form = form_of(req)
+    assert form["ProductDescription.1"] == ["Linux/UNIX"]
+    types = sorted(v[0] for k, v in form.items() if k.startswith("InstanceType."))
+    assert types == ["g5.xlarge", "g6.xlarge", "p4d.24xlarge", "p5.48xlarge"]
+    assert "NextToken" not in form
+    assert form_of(spot[1])["NextToken"] == ["page2"]
+    (described,) = calls_for(ec2, "DescribeInstanceTypes")
+    assert described.headers["authorization"].startswith("AWS4-HMAC-SHA256 ")
+    dit = form_of(described)
+    assert dit["Filter.1.Name"] == ["instance-type"]
+    assert sorted(v[0] for k, v in dit.items() if k.startswith("Filter.1.Value.")) == types
+    result = AwsAdapter().parse(payloads, fetched_at=NOW)
+    spot_ids = sorted(o.offer_id for o in result.offers if o.term is RentalTerm.INTERRUPTIBLE)
+    assert spot_ids == ["g5.xlarge:spot:us-east-1c", "p5.48xlarge:spot:us-east-1a"]
+    p4d = by_id(result)[("p4d.24xlarge", "us-east-1")]
+    assert (p4d.gpu_raw_name, p4d.gpu_model, p4d.gpu_vendor) == (
+        "A100",
+        "A100-SXM4-40GB",
+        Vendor.NVIDIA,
+    )
+
+
+def test_instance_types_xml_is_parsed() -> None:
+    result = parse(*decoded(GPU_CSV), INSTANCE_TYPES_XML)
+    assert by_id(result)[("p4d.24xlarge", "us-east-1")].gpu_raw_name == "A100"
+
+
+@respx.mock
+def test_failed_instance_types_call_is_only_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    mock_price_list()
+    ok = spot_xml(("p5.48xlarge", "us-east-1a", "25.600000"))
+    respx.post(EC2_URL).mock(
+        side_effect=ec2_dispatch(
+            [httpx.Response(200, text=ok)], types=httpx.Response(403, text="UnauthorizedOperation")
+        )
+    )
+    with caplog.at_level(logging.WARNING, logger="gpuscout.adapters.aws"):
+        payloads = fetch(CREDS)
+    assert payloads[1:] == [ok]
+    assert "DescribeInstanceTypes failed" in caplog.text
+
+
+@respx.mock
+def test_fetch_retries_stream_on_429_and_5xx() -> None:
+    respx.get(REGION_INDEX_URL).mock(return_value=httpx.Response(200, json=REGION_INDEX))
+    csv_route = respx.get(CSV_URL).mock(
+        side_effect=[
+            httpx.Response(429, headers={"Retry-After": "0"}),
+            httpx.Response(503),
+            httpx.Response(200, content=read(GPU_CSV)),
+        ]
+    )
+    (text,) = fetch()
+    assert csv_route.call_count == 3
+    assert len(text.splitlines()) == 11
+
+
+@respx.mock
+def test_fetch_retries_a_broken_stream() -> None:
+    respx.get(REGION_INDEX_URL).mock(return_value=httpx.Response(200, json=REGION_INDEX))
+    csv_route = respx.get(CSV_URL).mock(
+        side_effect=[httpx.ReadTimeout("slow"), httpx.Response(200, content=read(GPU_CSV))]
+    )
+    (text,) = fetch()
+    assert csv_route.call_count == 2 and "p5.48xlarge" in text
+
+
+@respx.mock
+def test_fetch_stream_fails_after_repeated_500() -> None:
+    respx.get(REGION_INDEX_URL).mock(return_value=httpx.Response(200, json=REGION_INDEX))
+    csv_route = respx.get(CSV_URL).mock(return_value=httpx.Response(500))
+    with pytest.raises(ProviderError, match="HTTP 500 .* after 3 attempts"):
+        fetch()
+    assert csv_route.call_count == 3
+
+
+@respx.mock
+def test_fetch_stream_client_error_is_not_retried() -> None:
+    respx.get(REGION_INDEX_URL).mock(return_value=httpx.Response(200, json=REGION_INDEX))
+    csv_route = respx.get(CSV_URL).mock(return_value=httpx.Response(403, text="AccessDenied"))
+    with pytest.raises(ProviderError, match="HTTP 403 .*AccessDenied"):
+        fetch()
+    assert csv_route.call_count == 1
+
+
+@respx.mock
+def test_fetch_region_index_500_is_a_provider_error() -> None:
+    route = respx.get(REGION_INDEX_URL).mock(return_value=httpx.Response(500))
+    with pytest.raises(ProviderError, match="HTTP 500"):
+        fetch()
+    assert route.call_count == 3
+
+
+@respx.mock
+def test_fetch_region_index_wrong_shape() -> None:
+    respx.get(REGION_INDEX_URL).mock(return_value=httpx.Response(200, json={"offers": {}}))
+    with pytest.raises(ResponseFormatError, match="regions"):
+        fetch()
+
+
+@respx.mock
+def test_rejected_keys_fail_the_provider() -> None:
+    mock_price_list()
+    error = "<Response><Errors><Error><Code>AuthFailure</Code></Error></Errors></Response>"
+    ec2 = respx.post(EC2_URL).mock(return_value=httpx.Response(401, text=error))
+    with pytest.raises(ProviderError, match="spot prices failed in every region .*HTTP 401"):
+        fetch(CREDS)
+    assert len(calls_for(ec2, "DescribeSpotPriceHistory")) == 1  # 401 is not retried
+
+
+@respx.mock
+def test_spot_retries_429_then_succeeds() -> None:
+    mock_price_list()
+    ok = spot_xml(("p5.48xlarge", "us-east-1a", "25.600000"))
+    ec2 = respx.post(EC2_URL).mock(
+        side_effect=ec2_dispatch(
+            [
+                httpx.Response(429, headers={"Retry-After": "0"}),
+                httpx.Response(500),
+                httpx.Response(200, text=ok),
+            ]
+        )
+    )
+    assert fetch(CREDS)[1:] == [INSTANCE_TYPES_XML, ok]
+    assert len(calls_for(ec2, "DescribeSpotPriceHistory")) == 3
+
+
+def test_needs_no_credentials_to_run() -> None:
+    assert AwsAdapter.credential_names == ()
+    assert set(AwsAdapter.optional_credential_names) == {
+        "aws_access_key_id",
+        "aws_secret_access_key",
+    }
+
+
+def test_decode_keeps_csv_and_xml_as_text() -> None:
+    adapter = AwsAdapter()
+    assert adapter.decode(read(GPU_CSV), GPU_CSV).startswith('"FormatVersion"')
+    xml = "spot_price_history_gpu.query_api.reconstructed.xml"
+    assert adapter.decode(read(xml), xml).startswith("<?xml")
+    assert json.loads(read("spot_price_history_gpu.reconstructed.json"))

@@ -1,0 +1,110 @@
+"""The shared HTTP helper: retries on 429/5xx honouring Retry-After, clear provider errors."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from adapters import base
+from adapters.base import ParseResult, ProviderError, ResponseFormatError, RetryPolicy
+
+URL = "https://api.example.test/v1/prices"
+FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
+
+
+def call(policy: RetryPolicy = FAST) -> Any:
+    async def go() -> Any:
+        async with httpx.AsyncClient() as client:
+            return await base.request_json(client, "GET", URL, provider="ex", policy=policy)
+
+    return asyncio.run(go())
+
+
+@respx.mock
+def test_retries_429_then_succeeds() -> None:
+    route = respx.get(URL).mock(
+        side_effect=[
+            httpx.Response(429, headers={"Retry-After": "0"}),
+            httpx.Response(503),
+            httpx.Response(200, json={"ok": True}),
+        ]
+    )
+    assert call() == {"ok": True}
+    assert route.call_count == 3
+
+
+@respx.mock
+def test_retry_after_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(base.asyncio, "sleep", fake_sleep)
+    respx.get(URL).mock(
+        side_effect=[httpx.Response(429, headers={"Retry-After": "7"}), httpx.Response(200, json=1)]
+    )
+    assert call(RetryPolicy(attempts=2, base_wait_s=1, max_wait_s=60)) == 1
+    assert waits == [7.0]
+
+
+@respx.mock
+def test_gives_up_after_attempts_with_status_named() -> None:
+    route = respx.get(URL).mock(return_value=httpx.Response(500))
+    with pytest.raises(ProviderError, match="HTTP 500 .* after 3 attempts"):
+        call()
+    assert route.call_count == 3
+
+
+@respx.mock
+def test_client_error_is_not_retried_and_body_is_shown() -> None:
+    route = respx.get(URL).mock(return_value=httpx.Response(401, text="bad key"))
+    with pytest.raises(ProviderError, match="HTTP 401.*bad key"):
+        call()
+    assert route.call_count == 1
+
+
+@respx.mock
+def test_timeout_is_a_provider_error() -> None:
+    respx.get(URL).mock(side_effect=httpx.ConnectTimeout("slow"))
+    with pytest.raises(ProviderError, match="timeout after 3 attempts"):
+        call()
+
+
+@respx.mock
+def test_network_error_is_a_provider_error() -> None:
+    respx.get(URL).mock(side_effect=httpx.ConnectError("no route"))
+    with pytest.raises(ProviderError, match="network error"):
+        call()
+
+
+@respx.mock
+def test_non_json_body_is_a_format_error() -> None:
+    respx.get(URL).mock(return_value=httpx.Response(200, text="<html>maintenance</html>"))
+    with pytest.raises(ResponseFormatError, match="not JSON.*maintenance"):
+        call()
+
+
+def test_parse_result_add_skips_invalid_record_naming_the_field() -> None:
+    result = ParseResult()
+    common: dict[str, Any] = {
+        "provider": "ex",
+        "offer_id": "a",
+        "fetched_at": datetime(2026, 1, 1, tzinfo=UTC),
+        "gpu_count": 1,
+        "price_currency": "USD",
+        "price_unit": "hour",
+        "price_basis": "instance",
+        "term": "on_demand",
+    }
+    assert result.add("ex:a", price_amount=Decimal("1.5"), **common) is not None
+    assert result.add("ex:b", price_amount=Decimal("-1"), **common) is None
+    assert len(result.offers) == 1
+    assert result.skipped[0].ref == "ex:b"
+    assert "price_amount" in result.skipped[0].reason

@@ -1,0 +1,105 @@
+"""Invariants every registered adapter keeps (the shared "integrity" checks).
+
+Each adapter has its own field-by-field tests; this module runs the same rules over all of
+them, so a new adapter cannot join the registry without meeting them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters import ADAPTER_MODULES, registry
+from adapters.base import Adapter, AdapterError
+from adapters.collect import RunStatus
+from adapters.sample import replay_sample, sample_entries
+from service.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = list(registry())
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def test_registry_is_the_module_list() -> None:
+    assert len(NAMES) == len(ADAPTER_MODULES) >= 12
+    assert len(set(NAMES)) == len(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_adapter_declares_itself(name: str) -> None:
+    cls = registry()[name]
+    assert issubclass(cls, Adapter)
+    assert name == name.lower() and name.isidentifier()
+    assert cls.title and cls.source_url
+    assert set(cls.credential_names) <= set(Settings.model_fields), "credential not in settings"
+    assert (ROOT / "tests" / "adapters" / f"test_{name}.py").exists(), "adapter without tests"
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("payload", [None, 42, "text", {"unexpected": []}, [{"x": None}]])
+def test_garbage_is_a_provider_error_never_a_crash(name: str, payload: Any) -> None:
+    adapter = registry()[name]()
+    try:
+        result = adapter.parse([payload], fetched_at=NOW)
+    except AdapterError:
+        return
+    # Tolerated only if nothing was invented from it.
+    assert result.offers == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_truncated_file_is_a_provider_error(name: str) -> None:
+    adapter = registry()[name]()
+    with pytest.raises(AdapterError):
+        payload = adapter.decode(b'{"offers": [{"id": 1, "pri', "truncated.json")
+        adapter.parse([payload], fetched_at=NOW)
+
+
+def test_sample_providers_are_registered() -> None:
+    entries = sample_entries()
+    assert len(entries) >= 4
+    assert {e.provider for e in entries} <= set(NAMES)
+    for entry in entries:
+        assert entry.source, entry.provider
+
+
+@pytest.fixture(scope="module")
+def sample_runs() -> list[Any]:
+    return replay_sample()
+
+
+def test_sample_replays_through_parse(sample_runs: list[Any]) -> None:
+    for run in sample_runs:
+        assert run.status is RunStatus.OK, (run.provider, run.error)
+        assert run.offers, run.provider
+
+
+def test_offer_invariants_on_recorded_data(sample_runs: list[Any]) -> None:
+    from adapters.gpus import get_gpu
+
+    dates = {e.provider: e.fetched_at for e in sample_entries()}
+    for run in sample_runs:
+        keys = Counter(o.key for o in run.offers)
+        dupes = [k for k, n in keys.items() if n > 1]
+        assert not dupes, f"{run.provider}: duplicate offer keys {dupes[:3]}"
+        for o in run.offers:
+            where = f"{run.provider}:{o.offer_id}"
+            assert o.provider == run.provider, where
+            assert o.fetched_at == dates[run.provider], where
+            assert o.usd_per_hour > 0, where
+            if o.gpu_count:
+                assert o.gpu_raw_name, where
+            if o.gpu_model is not None:
+                spec = get_gpu(o.gpu_model)
+                assert spec is not None, f"{where}: {o.gpu_model} not in catalog"
+                assert o.gpu_vendor in (None, spec.vendor), where
+                if o.gpu_memory_gb and spec.memory_gb and o.gpu_fraction is None:
+                    ratio = o.gpu_memory_gb / spec.memory_gb
+                    assert 0.85 <= ratio <= 1.15, f"{where}: memory {o.gpu_memory_gb}"
+            per_gpu = o.usd_per_gpu_hour
+            if per_gpu is not None and o.gpu_model is not None:
+                assert per_gpu < 200, f"{where}: ${per_gpu}/GPU-hour is absurd"

@@ -1,0 +1,283 @@
+"""The GPU catalog's consistency and the raw-name resolver, over real provider names."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import logging
+from pathlib import Path
+
+import pytest
+
+import adapters.gpus as gpus
+from adapters.gpus import (
+    GpuSpec,
+    Precision,
+    catalog,
+    find_gpus,
+    get_gpu,
+    resolve_gpu_name,
+    unknown_gpu_names,
+)
+from adapters.schema import GpuFormFactor, Vendor
+
+RAW_NAMES = Path(__file__).with_name("gpu_raw_names.csv")
+HOPPER_FAMILIES = {"H100", "H200", "H800", "GH200"}
+
+
+def _raw_names() -> list[tuple[str, float | None, str | None, str]]:
+    with RAW_NAMES.open(encoding="utf-8", newline="") as handle:
+        return [
+            (
+                row["raw"],
+                float(row["memory_gb"]) if row["memory_gb"] else None,
+                row["expected"] or None,
+                row["seen_in"],
+            )
+            for row in csv.DictReader(handle)
+        ]
+
+
+def test_public_names() -> None:
+    assert set(gpus.__all__) == {
+        "ALIAS_PATTERNS",
+        "EXACT_ALIASES",
+        "GpuSpec",
+        "Precision",
+        "catalog",
+        "find_gpus",
+        "get_gpu",
+        "resolve_gpu_name",
+        "unknown_gpu_names",
+    }
+
+
+# --- catalog consistency ----------------------------------------------------------------
+
+
+def test_catalog_size_and_unique_names() -> None:
+    names = [s.name for s in catalog()]
+    assert len(names) >= 50
+    assert len({n.upper() for n in names}) == len(names)
+
+
+def test_every_row_has_a_source_family_and_enums() -> None:
+    for spec in catalog():
+        assert spec.source.strip(), spec.name
+        assert spec.family, spec.name
+        assert isinstance(spec.vendor, Vendor)
+        assert isinstance(spec.form_factor, GpuFormFactor)
+
+
+def test_every_vendor_present() -> None:
+    assert {s.vendor for s in catalog()} >= {Vendor.NVIDIA, Vendor.AMD, Vendor.INTEL}
+
+
+def test_figures_are_positive() -> None:
+    for spec in catalog():
+        for precision in Precision:
+            value = spec.peak_tflops(precision)
+            assert value is None or value > 0, (spec.name, precision)
+        for value in (spec.memory_gb, spec.mem_bandwidth_gbs, spec.tdp_w, spec.nvlink_gbs):
+            assert value is None or value > 0, spec.name
+
+
+def test_hopper_fp8_is_twice_bf16() -> None:
+    checked = 0
+    for spec in catalog():
+        if spec.family in HOPPER_FAMILIES and spec.tflops_fp8 and spec.tflops_bf16:
+            assert spec.tflops_fp8 == pytest.approx(2 * spec.tflops_bf16), spec.name
+            checked += 1
+    assert checked >= 5
+
+
+@pytest.mark.parametrize(
+    ("name", "bf16"),
+    [
+        ("H100-SXM5-80GB", 989.5),  # datasheet 1979 is with sparsity
+        ("H100-PCIE-80GB", 756.5),
+        ("H200-SXM-141GB", 989.5),
+        ("A100-SXM4-80GB", 312),  # datasheet 624 is with sparsity
+        ("A100-PCIE-40GB", 312),
+        ("L40S", 362.05),
+        ("MI300X", 1307.4),
+    ],
+)
+def test_dense_not_sparse(name: str, bf16: float) -> None:
+    spec = get_gpu(name)
+    assert spec is not None
+    assert spec.tflops_bf16 == pytest.approx(bf16)
+    assert spec.peak_tflops(Precision.BF16) == pytest.approx(bf16)
+
+
+def test_precision_ordering() -> None:
+    for spec in catalog():
+        ordered = [v for v in (spec.tflops_tf32, spec.tflops_bf16, spec.tflops_fp8) if v]
+        assert ordered == sorted(ordered), spec.name
+
+
+def test_export_variants_are_distinct_models() -> None:
+    h100, h800 = get_gpu("H100-SXM5-80GB"), get_gpu("H800-SXM5-80GB")
+    a100, a800 = get_gpu("A100-SXM4-80GB"), get_gpu("A800-SXM4-80GB")
+    assert h100 and h800 and a100 and a800
+    assert h100.family != h800.family and a100.family != a800.family
+    assert h800.nvlink_gbs is not None and h100.nvlink_gbs is not None
+    assert h800.nvlink_gbs < h100.nvlink_gbs
+    assert a800.nvlink_gbs is not None and a100.nvlink_gbs is not None
+    assert a800.nvlink_gbs < a100.nvlink_gbs
+    assert get_gpu("H20-96GB") is not None
+
+
+def test_variants_kept_apart() -> None:
+    for name in (
+        "H100-SXM5-80GB",
+        "H100-PCIE-80GB",
+        "H100-NVL-94GB",
+        "A100-SXM4-40GB",
+        "A100-SXM4-80GB",
+        "A100-PCIE-40GB",
+        "A100-PCIE-80GB",
+        "QUADRO-RTX-6000",
+        "RTX-6000-ADA",
+    ):
+        assert get_gpu(name) is not None, name
+
+
+def test_peak_tflops_missing_precision() -> None:
+    a100 = get_gpu("A100-SXM4-80GB")
+    assert a100 is not None and a100.peak_tflops(Precision.FP8) is None
+    t4 = get_gpu("t4")  # case-insensitive
+    assert t4 is not None and t4.peak_tflops(Precision.BF16) is None
+
+
+def test_catalog_is_cached_and_frozen() -> None:
+    assert catalog() is catalog()
+    spec = catalog()[0]
+    assert isinstance(spec, GpuSpec)
+    with pytest.raises(AttributeError):
+        spec.name = "x"  # type: ignore[misc]
+
+
+def test_find_gpus() -> None:
+    assert {s.name for s in find_gpus("H100")} == {
+        "H100-SXM5-80GB",
+        "H100-PCIE-80GB",
+        "H100-NVL-94GB",
+    }
+    assert [s.name for s in find_gpus("h100-sxm5-80gb")] == ["H100-SXM5-80GB"]
+    assert [s.name for s in find_gpus("rtx 4090")] == ["RTX-4090"]
+    amd = find_gpus("amd")
+    assert amd and all(s.vendor is Vendor.AMD for s in amd)
+    assert find_gpus("no-such-gpu") == ()
+    assert find_gpus("  ") == ()
+
+
+def test_loader_rejects_bad_rows() -> None:
+    header = ",".join(f.name for f in dataclasses.fields(GpuSpec))
+    row = "X,X,nvidia,sxm,80,HBM3,1,1,1,1,1,1,1,1,1,,2020,src"
+    with pytest.raises(ValueError, match="duplicate"):
+        gpus._load(f"{header}\n{row}\n{row}\n")
+    with pytest.raises(ValueError, match="line 2"):
+        gpus._load(f"{header}\n{row.replace('nvidia', 'acme')}\n")
+    with pytest.raises(ValueError, match="required"):
+        gpus._load(f"{header}\n{row.removesuffix('src')}\n")
+
+
+# --- raw-name resolution ----------------------------------------------------------------
+
+
+def test_raw_name_table_is_large_and_covers_providers() -> None:
+    rows = _raw_names()
+    assert len(rows) >= 100
+    seen = " ".join(r[3] for r in rows).lower()
+    for provider in (
+        "vastai",
+        "runpod",
+        "lambda",
+        "aws",
+        "azure",
+        "gcp",
+        "tensordock",
+        "verda",
+        "vultr",
+        "oci",
+        "cudo",
+        "jarvislabs",
+        "digitalocean",
+        "hyperstack",
+        "shadeform",
+    ):
+        assert provider in seen, provider
+    for _, _, expected, _ in rows:
+        assert expected is None or get_gpu(expected) is not None, expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "memory_gb", "expected", "seen_in"),
+    _raw_names(),
+    ids=lambda v: str(v) if not isinstance(v, float) else f"{v:g}",
+)
+def test_resolve_raw_names(
+    raw: str, memory_gb: float | None, expected: str | None, seen_in: str
+) -> None:
+    spec = resolve_gpu_name(raw, memory_gb=memory_gb)
+    assert (spec.name if spec else None) == expected, seen_in
+
+
+@pytest.mark.parametrize(
+    ("raw", "memory_gb", "form_factor", "expected"),
+    [
+        ("A100", 40960, "sxm", "A100-SXM4-40GB"),  # AWS p4d
+        ("A100", 80, GpuFormFactor.SXM, "A100-SXM4-80GB"),  # AWS p4de
+        ("H100", 81920, "SXM5", "H100-SXM5-80GB"),  # AWS p5
+        ("H100", 80, "PCIe", "H100-PCIE-80GB"),
+        ("Tesla V100", 16384, "sxm", "V100-SXM2-16GB"),
+        ("NVIDIA_A100", 40, "pcie", "A100-PCIE-40GB"),
+        ("H100 SXM", None, "pcie", None),  # the hint contradicts the name
+        ("H200", None, "pcie", None),
+        ("RTX 4090", 24, None, "RTX-4090"),
+        ("H100 NVL", 80, None, None),  # 80 GB is not the 94 GB NVL
+        ("H800", 80, "sxm", "H800-SXM5-80GB"),
+    ],
+)
+def test_form_factor_hints(
+    raw: str, memory_gb: float | None, form_factor: GpuFormFactor | str | None, expected: str | None
+) -> None:
+    spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=form_factor)
+    assert (spec.name if spec else None) == expected
+
+
+def test_bad_form_factor_hint_is_an_error() -> None:
+    with pytest.raises(ValueError, match="form factor"):
+        resolve_gpu_name("H100", form_factor="socket")
+
+
+def test_canonical_names_resolve_to_themselves() -> None:
+    for spec in catalog():
+        assert resolve_gpu_name(spec.name) is spec
+        assert resolve_gpu_name(spec.name.lower()) is spec
+
+
+def test_every_alias_target_is_in_the_catalog() -> None:
+    for target in gpus.EXACT_ALIASES.values():
+        assert get_gpu(target) is not None, target
+    for alias in gpus.ALIAS_PATTERNS:
+        for target in alias.candidates:
+            assert get_gpu(target) is not None, (alias.pattern.pattern, target)
+
+
+def test_unknown_names_are_counted_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    raw = "Totally Unknown Accelerator 7"
+    before = unknown_gpu_names()[raw]
+    with caplog.at_level(logging.INFO, logger="gpuscout.gpus"):
+        assert resolve_gpu_name(raw) is None
+        assert resolve_gpu_name(raw) is None
+    assert unknown_gpu_names()[raw] == before + 2
+    assert sum(raw in r.getMessage() for r in caplog.records) == (1 if before == 0 else 0)
+    # the counter handed out is a copy
+    unknown_gpu_names()[raw] += 100
+    assert unknown_gpu_names()[raw] == before + 2
+
+
+def test_empty_name_is_unknown() -> None:
+    assert resolve_gpu_name("   ") is None

@@ -1,0 +1,217 @@
+"""Price-sheet adapter: the shipped example sheet, CSV, validation messages, file reading."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from adapters.base import MissingCredentials, ProviderError, ResponseFormatError
+from adapters.schema import (
+    Cooling,
+    Fabric,
+    GpuFormFactor,
+    GpuInterconnect,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    StorageType,
+)
+from adapters.sheet import SHEET_KEYS, SheetAdapter
+
+EXAMPLE = Path(__file__).parents[2] / "adapters" / "samples" / "sheets" / "example_sheet.yaml"
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def parse_bytes(data: bytes, name: str) -> Any:
+    a = SheetAdapter()
+    return a.parse([a.decode(data, name)], fetched_at=NOW)
+
+
+def example() -> Any:
+    return parse_bytes(EXAMPLE.read_bytes(), "example_sheet.yaml")
+
+
+def find(offers: list[Any], offer_id: str) -> Any:
+    return next(o for o in offers if o.offer_id == offer_id)
+
+
+def test_example_sheet_loads_every_entry() -> None:
+    result = example()
+    assert result.skipped == []
+    assert len(result.offers) == 9
+    assert {o.provider for o in result.offers} == {"sheet"}
+
+
+def test_tencent_monthly_cny_commitment() -> None:
+    o = find(example().offers, "tencent-cloud/GN10Xp.20XLARGE320-monthly")
+    assert o.gpu_model == "V100-SXM2-32GB"
+    assert o.gpu_raw_name == "Tesla V100-NVLINK-32G"
+    assert o.gpu_count == 8 and o.gpu_memory_gb == 32
+    assert o.vcpus == 80 and o.ram_gb == 320
+    assert o.country == "CN"
+    assert o.price_amount == Decimal("46000")
+    assert o.price_currency == "CNY"
+    assert o.price_unit is PriceUnit.MONTH
+    assert o.price_basis is PriceBasis.INSTANCE
+    assert o.term is RentalTerm.COMMIT_1MO
+    # 46000 CNY / 730 h at the shipped ECB rate (7.5782 CNY and 1.0411 USD per EUR)
+    expected = Decimal(46000) / (Decimal("7.5782") / Decimal("1.0411")) / 730
+    assert o.usd_per_hour == expected.quantize(Decimal("0.000001"))
+
+
+def test_per_gpu_spot_price_and_unknown_gpu() -> None:
+    offers = example().offers
+    spot = find(offers, "hyperstack/h100-pcie-spot")
+    assert spot.gpu_model == "H100-PCIE-80GB"
+    assert spot.term is RentalTerm.INTERRUPTIBLE
+    assert spot.price_basis is PriceBasis.GPU
+    assert spot.usd_per_hour == Decimal("2.000000")
+    ali = find(offers, "alibaba-cloud/ecs.gn7e-c16g1.32xlarge-cn-hongkong")
+    assert ali.gpu_model is None and ali.gpu_count == 8
+    assert ali.price_amount == Decimal("327.2236")
+
+
+def test_seed_server_fills_every_group() -> None:
+    o = find(example().offers, "example-host/seed-8x-a100-80g-epyc7702-monthly")
+    assert (o.gpu_model, o.gpu_count, o.gpu_memory_gb) == ("A100-SXM4-80GB", 8, 80)
+    assert o.gpu_form_factor is GpuFormFactor.SXM
+    assert o.gpu_interconnect is GpuInterconnect.NVLINK
+    assert (o.cpu_model, o.cpu_sockets, o.cpu_cores, o.vcpus) == ("AMD EPYC 7702", 2, 128, 256)
+    assert o.ram_gb == 512 and o.ram_ecc is True
+    assert o.storage_gb == 15360 and o.storage_type is StorageType.SSD
+    assert o.fabric is Fabric.INFINIBAND and o.fabric_gbps == 400 and o.multi_node
+    assert o.psu_watts == 8000 and o.psu_redundancy == "2+2" and o.cooling is Cooling.AIR
+    assert o.chassis_form_factor == "4U" and o.expandability_notes
+    assert o.os_images == ("Ubuntu 22.04 LTS",)
+    assert o.frameworks == ("CUDA", "PyTorch", "TensorFlow") and o.backup_service
+    assert (o.price_currency, o.price_unit, o.term) == (
+        "CNY",
+        PriceUnit.MONTH,
+        RentalTerm.COMMIT_1MO,
+    )
+    assert o.min_rental_hours == 730 and o.billing_increment_s == 2628000 and o.prepaid
+    assert o.support_tier and o.sla_uptime_pct == 99.5 and o.datacenter
+    assert o.available_now and o.available_count == 1
+
+
+CSV_HEADER = (
+    "id,seller,source,gpu_name,gpu_count,gpu_memory_gb,price_amount,price_currency,"
+    "price_unit,price_basis,term,os_images\n"
+)
+
+
+def test_csv_rows_with_lists_and_empty_cells() -> None:
+    text = CSV_HEADER + (
+        "box-1,my-host,quote 1,A100-80G,8,80,95.84,CNY,hour,instance,on_demand,"
+        "Ubuntu 22.04 LTS; Rocky Linux 9\n"
+        "box-2,my-host,quote 2,H100 SXM,1,,2.10,USD,hour,gpu,commit_1y,\n"
+    )
+    result = parse_bytes(text.encode(), "hosts.csv")
+    assert result.skipped == []
+    box1, box2 = result.offers
+    assert box1.offer_id == "my-host/box-1"
+    assert box1.os_images == ("Ubuntu 22.04 LTS", "Rocky Linux 9")
+    assert box1.price_amount == Decimal("95.84")
+    assert box1.gpu_model is None  # "A100-80G" without a form factor is ambiguous
+    assert box2.gpu_model == "H100-SXM5-80GB" and box2.term is RentalTerm.COMMIT_1Y
+    assert box2.os_images is None
+
+
+@pytest.mark.parametrize(
+    ("cells", "message"),
+    [
+        (
+            "b,h,s,H100 SXM,1,,-1,USD,hour,gpu,on_demand,",
+            "hosts.csv row 2 (id b): field 'price_amount'",
+        ),
+        (
+            "b,h,s,H100 SXM,1,,abc,USD,hour,gpu,on_demand,",
+            "hosts.csv row 2 (id b): field 'price_amount'",
+        ),
+        ("b,h,s,H100 SXM,1,,2,RMB,hour,gpu,on_demand,", "field 'price_currency'"),
+        ("b,h,s,H100 SXM,1,,2,USD,fortnight,gpu,on_demand,", "field 'price_unit'"),
+        ("b,h,s,H100 SXM,0,,2,USD,hour,instance,on_demand,", "field 'gpu_count'"),
+        ("b,h,s,H100 SXM,1,,0.001,USD,hour,gpu,on_demand,", "absurd price"),
+        ("b,h,,H100 SXM,1,,2,USD,hour,gpu,on_demand,", "field 'source' is required"),
+        ("b,h,s,H100 SXM,1,,2,USD,term,gpu,on_demand,", "field 'price_unit'"),
+    ],
+)
+def test_bad_rows_name_file_row_and_field(cells: str, message: str) -> None:
+    result = parse_bytes((CSV_HEADER + cells + "\n").encode(), "hosts.csv")
+    assert result.offers == []
+    [skipped] = result.skipped
+    assert message in skipped.reason
+    assert "hosts.csv row 2" in skipped.reason
+
+
+def test_unknown_key_and_defaults_in_yaml() -> None:
+    text = b"""
+defaults: {seller: s, source: q, price_currency: EUR, price_unit: hour,
+           price_basis: instance, term: on_demand}
+offers:
+  - {id: a, gpu_name: RTX 4090, gpu_count: 2, price_amount: "1.20"}
+  - {id: b, gpu_name: RTX 4090, gpu_count: 2, price_amount: 1, gpu_modle: x}
+  - just a string
+"""
+    result = parse_bytes(text, "q.yaml")
+    [a] = result.offers
+    assert a.price_currency == "EUR" and a.gpu_model == "RTX-4090"
+    assert [s.reason for s in result.skipped] == [
+        "q.yaml offers[2] (id b): unknown field 'gpu_modle'",
+        "q.yaml offers[3]: an entry must be a mapping, not str",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "name"),
+    [
+        (b"offers: [unclosed", "a.yaml"),
+        (b"- 1\n- 2\n", "a.yaml"),
+        (b"offers: 3\n", "a.yaml"),
+        (b"offers: []\nsurprise: 1\n", "a.yaml"),
+        (b"id,seller\n", "a.txt"),
+        (b"\xff\xfe\x00", "a.csv"),
+    ],
+)
+def test_broken_sheet_is_a_format_error_naming_the_file(data: bytes, name: str) -> None:
+    with pytest.raises(ResponseFormatError, match=name):
+        parse_bytes(data, name)
+
+
+def test_every_documented_key_is_accepted() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "price-sheets.md").read_text()
+    missing = [k for k in sorted(SHEET_KEYS) if f"`{k}`" not in doc]
+    assert missing == []
+
+
+def run_fetch(a: SheetAdapter) -> list[Any]:
+    async def go() -> list[Any]:
+        async with httpx.AsyncClient() as client:
+            return await a.fetch(client)
+
+    return asyncio.run(go())
+
+
+def test_fetch_reads_configured_files(tmp_path: Path) -> None:
+    csv_file = tmp_path / "hosts.csv"
+    csv_file.write_text(CSV_HEADER + "b,h,s,H100 SXM,1,,2,USD,hour,gpu,on_demand,\n")
+    joined = os.pathsep.join([str(EXAMPLE), str(csv_file)])
+    a = SheetAdapter({"price_sheet_paths": joined})
+    payloads = run_fetch(a)
+    assert [p["format"] for p in payloads] == ["yaml", "csv"]
+    assert len(a.parse(payloads, fetched_at=NOW).offers) == 10
+    assert SheetAdapter(paths=[csv_file]).paths == (csv_file,)
+
+
+def test_fetch_missing_file_and_no_paths(tmp_path: Path) -> None:
+    with pytest.raises(ProviderError, match="nope.yaml"):
+        run_fetch(SheetAdapter(paths=[tmp_path / "nope.yaml"]))
+    with pytest.raises(MissingCredentials, match="PRICE_SHEET_PATHS"):
+        run_fetch(SheetAdapter())

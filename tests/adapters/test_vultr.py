@@ -1,0 +1,230 @@
+"""Vultr: Cloud GPU plans (whole GPUs and slices) and bare-metal GPU plans; cursor paging."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType
+from adapters.vultr import METAL_URL, PLANS_URL, VultrAdapter
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vultr"
+NOW = datetime(2026, 1, 2, tzinfo=UTC)
+FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
+
+
+def load(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def parse(*payloads: Any) -> Any:
+    return VultrAdapter().parse(list(payloads), fetched_at=NOW)
+
+
+def by_key(result: Any) -> dict[tuple[str, str | None, RentalTerm], Any]:
+    return {(o.offer_id, o.region, o.term): o for o in result.offers}
+
+
+def test_verbatim_cloud_gpu_plans_and_slices() -> None:
+    result = parse(load("plans_vcg.gpuhunt_fixture.verbatim.json"))
+    assert result.skipped == []
+    offers = by_key(result)
+    assert len(offers) == 3
+    slice_ = offers[("vcg-a100-1c-6g-4vram", "ewr", RentalTerm.ON_DEMAND)]
+    assert slice_.gpu_raw_name == "NVIDIA_A100"
+    assert slice_.gpu_model is None  # "A100" 80 GB without a form factor: not guessed
+    assert (slice_.gpu_count, slice_.gpu_fraction, slice_.gpu_memory_gb) == (1, 0.05, 4)
+    assert slice_.vcpus == 1
+    assert slice_.ram_gb == pytest.approx(6.442, abs=0.001)  # 6144 MiB
+    assert slice_.storage_gb == 70
+    assert slice_.price_amount == Decimal("0.123")
+    assert slice_.price_currency == "USD"
+    assert slice_.price_unit is PriceUnit.HOUR
+    assert slice_.price_basis is PriceBasis.INSTANCE
+    assert slice_.usd_per_hour == Decimal("0.123")
+    assert slice_.usd_per_gpu_hour == Decimal("2.46")  # per whole GPU
+    assert slice_.raw_ref == "vultr:plan/vcg-a100-1c-6g-4vram"
+
+    half = offers[("vcg-a100-6c-60g-40vram", "ewr", RentalTerm.ON_DEMAND)]
+    assert (half.gpu_fraction, half.gpu_memory_gb) == (0.5, 40)
+    whole = offers[("vcg-a100-12c-120g-80vram", "ewr", RentalTerm.ON_DEMAND)]
+    assert (whole.gpu_count, whole.gpu_fraction, whole.gpu_memory_gb) == (1, None, 80)
+
+
+def test_verbatim_bare_metal_plans() -> None:
+    result = parse(load("plans_metal.gpuhunt_fixture.verbatim.json"))
+    offers = by_key(result)
+    h100 = offers[("vbm-112c-2048gb-8-h100-gpu", "sea", RentalTerm.ON_DEMAND)]
+    assert h100.gpu_model == "H100-SXM5-80GB"
+    assert h100.gpu_raw_name == "h100"
+    assert h100.gpu_form_factor is GpuFormFactor.SXM
+    assert (h100.gpu_count, h100.gpu_memory_gb) == (8, 80)
+    assert h100.cpu_model == "Platinum 8480+"
+    assert (h100.cpu_sockets, h100.cpu_cores, h100.vcpus) == (2, 112, 224)
+    assert h100.ram_gb == pytest.approx(2199.023, abs=0.001)  # 2 TiB in MiB
+    assert h100.storage_gb == 1920 and h100.storage_type is StorageType.NVME
+    assert h100.price_amount == Decimal("23.92")
+    assert h100.usd_per_hour == Decimal("23.92")
+    spot = offers[("vbm-112c-2048gb-8-h100-gpu", "sea", RentalTerm.INTERRUPTIBLE)]
+    assert spot.price_amount == Decimal("18.4")
+    mi300x = offers[("vbm-256c-2048gb-8-mi300x-gpu", "ord", RentalTerm.ON_DEMAND)]
+    assert (mi300x.gpu_model, mi300x.gpu_vendor, mi300x.gpu_count) == ("MI300X", "amd", 8)
+    assert mi300x.usd_per_hour == Decimal("17.52")
+
+
+def test_reconstructed_all_types_locations_and_preemptible() -> None:
+    result = parse(load("plans_type_all.reconstructed.json"))
+    offers = by_key(result)
+    assert not any(o.offer_id.startswith("vc2-") for o in result.offers)
+    l40s = [o for o in result.offers if o.offer_id == "vcg-l40s-16c-180g-48vram"]
+    assert sorted(o.region for o in l40s) == ["ewr", "lax", "sjc"]
+    assert all(o.gpu_model == "L40S" and o.gpu_count == 1 for o in l40s)
+    a16 = offers[("vcg-a16-2c-16g-4vram", "ord", RentalTerm.ON_DEMAND)]
+    assert (a16.gpu_model, a16.gpu_fraction) == ("A16", 0.25)
+    h100_spot = offers[("vcg-h100-8c-240g-80vram", "sea", RentalTerm.INTERRUPTIBLE)]
+    assert h100_spot.price_amount == Decimal("2.39")
+    # deploy_preemptible false: no interruptible offer even though the term exists elsewhere
+    assert ("vcg-l40s-16c-180g-48vram", "ewr", RentalTerm.INTERRUPTIBLE) not in offers
+
+
+def test_monthly_price_when_hourly_is_absent() -> None:
+    plans = copy.deepcopy(load("plans_vcg.gpuhunt_fixture.verbatim.json"))
+    del plans["plans"][1]["hourly_cost"]
+    offer = by_key(parse(plans))[("vcg-a100-12c-120g-80vram", "ewr", RentalTerm.ON_DEMAND)]
+    assert offer.price_amount == Decimal("1750")
+    assert offer.price_unit is PriceUnit.MONTH
+    assert offer.usd_per_hour == (Decimal("1750") / 730).quantize(Decimal("0.000001"))
+
+
+def test_bad_records_are_skipped_or_kept_as_specified() -> None:
+    plans = copy.deepcopy(load("plans_type_all.reconstructed.json"))
+    items = {p["id"]: p for p in plans["plans"]}
+    items["vcg-l40s-16c-180g-48vram"]["hourly_cost"] = None
+    items["vcg-l40s-16c-180g-48vram"]["monthly_cost"] = None
+    items["vcg-a16-2c-16g-4vram"]["hourly_cost"] = "-0.1"
+    items["vcg-a100-1c-6g-4vram"]["hourly_cost"] = "0.123"  # string number: read
+    items["vcg-a100-1c-6g-4vram"]["locations"] = []
+    items["vcg-mi300x-8c-256g-192vram"]["hourly_cost"] = 0.000001
+    items["vcg-h100-8c-240g-80vram"]["gpu_type"] = "NVIDIA_X9000"
+    plans["plans"].append(
+        {
+            "id": "vcg-x",
+            "type": "vcg",
+            "gpu_type": "NVIDIA_A100",
+            "gpu_vram_gb": 120,
+            "hourly_cost": 1,
+            "locations": ["ewr"],
+        }
+    )
+    plans["plans"].append({"id": "vcg-y", "type": "vcg", "gpu_vram_gb": "lots"})
+    plans["plans"].append(None)
+    result = parse(plans)
+    reasons = result.skip_reasons()
+    assert reasons["plan without a price"] == 1
+    assert reasons["hourly_cost is -0.1"] == 1
+    assert reasons["plan not deployable in any location"] == 1
+    assert reasons["absurd price 0.000001 USD/hour"] == 1
+    assert reasons["120.0 GB VRAM is not a whole number of 80 GB cards"] == 1
+    assert reasons["Cloud GPU plan without gpu_type"] == 1
+    assert reasons["plan without an id"] == 1
+    unknown = [o for o in result.offers if o.offer_id == "vcg-h100-8c-240g-80vram"]
+    assert unknown and all(o.gpu_model is None for o in unknown)
+    assert {o.gpu_raw_name for o in unknown} == {"NVIDIA_X9000"}
+    assert all(o.gpu_count == 1 and o.gpu_memory_gb is None for o in unknown)
+
+
+@pytest.mark.parametrize("payload", [{"plans": None}, {"meta": {}}, [1], "x", None])
+def test_wrong_shape_is_a_format_error(payload: Any) -> None:
+    with pytest.raises(ResponseFormatError):
+        parse(payload)
+
+
+def test_truncated_json_is_a_format_error() -> None:
+    with pytest.raises(ResponseFormatError):
+        VultrAdapter().decode(b'{"plans": [{"id": "vcg-a1', "plans.json")
+
+
+# --- fetch ----------------------------------------------------------------------------------
+
+
+def fetch(adapter: VultrAdapter) -> list[Any]:
+    async def go() -> list[Any]:
+        async with httpx.AsyncClient() as client:
+            return await adapter.fetch(client)
+
+    return asyncio.run(go())
+
+
+@respx.mock
+def test_fetch_follows_cursors_and_sends_an_optional_key() -> None:
+    page1 = load("plans_page1_cursor.reconstructed.json")
+    page2 = load("plans_vcg.gpuhunt_fixture.verbatim.json")
+    metal = load("plans_metal.gpuhunt_fixture.verbatim.json")
+    plans = respx.get(PLANS_URL).mock(
+        side_effect=[httpx.Response(200, json=page1), httpx.Response(200, json=page2)]
+    )
+    metal_route = respx.get(METAL_URL).mock(return_value=httpx.Response(200, json=metal))
+    pages = fetch(VultrAdapter({"vultr_api_key": "k"}, policy=FAST))
+    assert pages == [page1, page2, metal]
+    first, second = (dict(c.request.url.params) for c in plans.calls)
+    assert first == {"type": "vcg", "per_page": "500"}
+    assert second["cursor"] == page1["meta"]["links"]["next"]
+    assert plans.calls[0].request.headers["authorization"] == "Bearer k"
+    assert metal_route.call_count == 1
+    assert len(VultrAdapter().parse(pages, fetched_at=NOW).offers) == 3 + 3 + 4
+
+
+@respx.mock
+def test_fetch_without_key_and_with_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    from adapters import base
+
+    waits: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(base.asyncio, "sleep", fake_sleep)
+    empty = {"plans": [], "meta": {"total": 0, "links": {"next": "", "prev": ""}}}
+    route = respx.get(PLANS_URL).mock(
+        side_effect=[
+            httpx.Response(429, headers={"Retry-After": "2"}),
+            httpx.Response(500),
+            httpx.Response(200, json=empty),
+        ]
+    )
+    respx.get(METAL_URL).mock(return_value=httpx.Response(200, json={"plans_metal": []}))
+    policy = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=10)
+    assert fetch(VultrAdapter(policy=policy)) == [empty, {"plans_metal": []}]
+    assert route.call_count == 3
+    assert waits[0] == 2.0
+    assert "authorization" not in route.calls[-1].request.headers
+
+
+@respx.mock
+@pytest.mark.parametrize(("status", "calls"), [(500, 3), (401, 1)])
+def test_fetch_failure_is_a_provider_error(status: int, calls: int) -> None:
+    route = respx.get(PLANS_URL).mock(return_value=httpx.Response(status, json={"error": "x"}))
+    with pytest.raises(ProviderError, match=f"HTTP {status}"):
+        fetch(VultrAdapter(policy=FAST))
+    assert route.call_count == calls
+
+
+@respx.mock
+def test_fetch_rejects_a_cursor_loop_and_a_wrong_envelope() -> None:
+    loop = {"plans": [], "meta": {"links": {"next": "c"}}}
+    respx.get(PLANS_URL).mock(return_value=httpx.Response(200, json=loop))
+    with pytest.raises(ProviderError, match="same cursor"):
+        fetch(VultrAdapter(policy=FAST))
+    respx.get(PLANS_URL).mock(return_value=httpx.Response(200, json={"error": "x"}))
+    with pytest.raises(ResponseFormatError, match="'plans' list"):
+        fetch(VultrAdapter(policy=FAST))

@@ -1,0 +1,57 @@
+"""Small builders of offers and provider runs for the database tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from adapters.collect import ProviderRun, RunStatus
+from adapters.schema import Offer
+
+T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)  # a Monday noon
+
+
+def at(hours: float = 0, *, days: float = 0) -> datetime:
+    return T0 + timedelta(hours=hours, days=days)
+
+
+def offer(
+    provider: str = "alpha",
+    offer_id: str = "o1",
+    price: str | Decimal = "2.00",
+    *,
+    fetched_at: datetime = T0,
+    gpu_model: str | None = "H100-SXM5-80GB",
+    gpu_count: int = 1,
+    **extra: Any,
+) -> Offer:
+    fields: dict[str, Any] = {
+        "provider": provider,
+        "offer_id": offer_id,
+        "region": "eu-west",
+        "fetched_at": fetched_at,
+        "gpu_model": gpu_model,
+        "gpu_count": gpu_count,
+        "price_amount": Decimal(price),
+        "price_currency": "USD",
+        "price_unit": "hour",
+        "price_basis": "instance",
+        "term": "on_demand",
+    }
+    fields.update(extra)
+    return Offer(**fields)
+
+
+def ok(provider: str, offers: list[Offer], started_at: datetime = T0) -> ProviderRun:
+    """A successful run; the offers are re-stamped with the run's start."""
+    stamped = [o.model_copy(update={"fetched_at": started_at}) for o in offers]
+    return ProviderRun(provider, RunStatus.OK, started_at, 0.5, offers=stamped)
+
+
+def failed(provider: str, started_at: datetime = T0, error: str = "HTTP 503") -> ProviderRun:
+    return ProviderRun(provider, RunStatus.ERROR, started_at, 0.1, error=error)
+
+
+def skipped(provider: str, started_at: datetime = T0) -> ProviderRun:
+    return ProviderRun(provider, RunStatus.SKIPPED, started_at, 0.0, error="credential not set")

@@ -1,0 +1,84 @@
+"""``gpuscout snapshot`` storing, ``db upgrade``, ``history`` and ``offers`` on a fresh
+data directory (the CLI side of the persistence issue; run on both databases)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from db.current import load_current_offers
+from db.engine import make_engine
+from service.cli import app
+from service.settings import get_settings
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def fresh_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh data dir; on PostgreSQL the database URL points at a fresh schema."""
+    monkeypatch.setenv("GPUSCOUT_DATA_DIR", str(tmp_path / "data"))
+    if db_url.startswith("sqlite"):
+        monkeypatch.delenv("GPUSCOUT_DATABASE_URL", raising=False)
+        url = f"sqlite:///{tmp_path / 'data' / 'gpuscout.db'}"
+    else:
+        monkeypatch.setenv("GPUSCOUT_DATABASE_URL", db_url)
+        url = db_url
+    get_settings.cache_clear()
+    yield url
+    get_settings.cache_clear()
+
+
+def test_snapshot_sample_is_stored_then_served(fresh_env: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["snapshot", "--sample"])
+    assert "stored snapshot 1" in result.stdout, result.output
+    engine = make_engine(fresh_env)
+    try:
+        state = load_current_offers(engine)
+    finally:
+        engine.dispose()
+    assert state.offers and state.latest_snapshot_id == 1
+
+    again = runner.invoke(app, ["snapshot", "--sample"])
+    assert "stored snapshot 2" in again.stdout, again.output
+    assert "price history +0 / closed 0" in again.stdout  # same sample: nothing changed
+
+    offers = runner.invoke(app, ["offers", "--limit", "5"])
+    assert offers.exit_code == 0, offers.output
+    assert "sample" not in offers.stderr.lower()  # served from the database
+
+    history = runner.invoke(app, ["history", "--gpu", "H100", "--days", "30"])
+    assert history.exit_code == 0, history.output
+    assert "USD per GPU-hour" in history.stdout
+    chart = tmp_path / "h100.png"
+    plotted = runner.invoke(app, ["history", "--gpu", "H100", "--days", "30", "--plot", str(chart)])
+    assert plotted.exit_code == 0, plotted.output
+    assert chart.read_bytes().startswith(b"\x89PNG")
+
+
+def test_history_on_an_empty_database_says_so(fresh_env: str) -> None:
+    result = runner.invoke(app, ["history", "--gpu", "H100", "--days", "3"])
+    assert result.exit_code == 0, result.output
+    assert "no stored prices" in result.stderr
+
+
+def test_db_upgrade_runs_from_any_directory(fresh_env: str, tmp_path: Path) -> None:
+    env = {**os.environ, "GPUSCOUT_DATA_DIR": str(tmp_path / "elsewhere")}
+    env.pop("GPUSCOUT_DATABASE_URL", None)
+    command = ["db", "upgrade", "--url", fresh_env]
+    done = subprocess.run(
+        [sys.executable, "-c", "from service.cli import main; main()", *command],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "database at revision" in done.stderr

@@ -1,0 +1,36 @@
+"""``service.current.load_current``: the database when it holds offers, else the sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from db.snapshots import store_snapshot
+from service.current import load_current
+from service.settings import Settings
+
+from .factories import T0, at, failed, offer, ok
+
+
+def test_falls_back_to_the_sample_when_nothing_is_stored(db_url: str, tmp_path: Path) -> None:
+    current = load_current(settings=Settings(data_dir=tmp_path, database_url=db_url))
+    assert current.source == "sample"  # not even migrated yet
+
+
+def test_reads_the_database_and_lists_stale_providers(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    settings = Settings(data_dir=tmp_path, database_url=db_url)
+    store_snapshot(engine, [], started_at=T0, finished_at=T0)
+    assert load_current(settings=settings).source == "sample"  # migrated, but empty
+    runs = [ok("alpha", [offer("alpha")]), ok("beta", [offer("beta")])]
+    store_snapshot(engine, runs, started_at=T0, finished_at=T0)
+    store_snapshot(engine, [failed("alpha", at(2))], started_at=at(2), finished_at=at(2))
+    current = load_current(settings=settings)
+    assert current.source == "database"
+    assert sorted(o.provider for o in current.offers) == ["alpha", "beta"]
+    assert current.stale_providers == ["alpha"] and current.failed_providers == ["alpha"]
+    assert current.snapshot_at == at(2)
+    assert current.note is not None and "alpha" in current.note
+    assert load_current(sample=True, settings=settings).source == "sample"

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from db.history import offer_price_history
+from db.models import PriceHistory, Snapshot, SnapshotProvider
+from db.retention import prune
+from db.snapshots import store_snapshot
+from service.scheduler import persist_snapshot
+from service.settings import Settings
+
+from .factories import at, offer, ok
+
+
+def counts(engine: Engine) -> tuple[int, int, int]:
+    with engine.connect() as c:
+        return tuple(
+            c.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
+            for t in (Snapshot.__table__, SnapshotProvider.__table__, PriceHistory.__table__)
+        )  # type: ignore[return-value]
+
+
+def build(engine: Engine) -> None:
+    for day, price in ((0, "1"), (10, "2"), (20, "3")):
+        when = at(days=day)
+        store_snapshot(
+            engine, [ok("alpha", [offer(price=price)], when)], started_at=when, finished_at=when
+        )
+
+
+def test_prune_drops_old_snapshots_and_old_closed_prices(engine: Engine) -> None:
+    build(engine)
+    assert counts(engine) == (3, 3, 3)
+    result = prune(engine, now=at(days=20, hours=1), snapshots_days=15, history_days=5)
+    assert (result.snapshots_deleted, result.history_deleted) == (1, 1)
+    assert counts(engine) == (2, 2, 2)  # per-provider rows went with their snapshot
+    points = offer_price_history(engine, offer().key)
+    assert [(p.valid_from, p.valid_to) for p in points] == [
+        (at(days=10), at(days=20)),
+        (at(days=20), None),
+    ]
+
+
+def test_prune_keeps_open_prices_the_newest_snapshot_and_zero_means_forever(
+    engine: Engine,
+) -> None:
+    build(engine)
+    assert prune(engine, now=at(days=20), snapshots_days=0, history_days=0).snapshots_deleted == 0
+    prune(engine, now=at(days=999), snapshots_days=1, history_days=1)
+    assert counts(engine) == (1, 1, 1)  # the newest snapshot and the open price remain
+
+
+def test_prune_runs_after_each_stored_snapshot(engine: Engine, db_url: str, tmp_path) -> None:
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=db_url,
+        retention_snapshots_days=1,
+        retention_history_days=1,
+    )
+    build(engine)
+    when = at(days=40)
+    stored = persist_snapshot(
+        settings,
+        [ok("alpha", [offer(price="4")], when)],
+        started_at=when,
+        finished_at=when,
+        engine=engine,
+    )
+    assert stored.pruned.snapshots_deleted == 3 and stored.pruned.history_deleted == 2
+    assert counts(engine) == (1, 1, 2)

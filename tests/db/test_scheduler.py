@@ -1,0 +1,89 @@
+"""The scheduler wiring and the single-runner guarantee (tests/db: they need a database)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy.engine import Engine
+
+from db.current import load_current_offers
+from db.locks import job_lock
+from service.digest.schedule import DIGEST_JOB_ID
+from service.scheduler import SNAPSHOT_JOB_ID, build_scheduler, run_snapshot_job
+from service.settings import Settings
+
+from .factories import offer, ok
+
+
+def settings_for(db_url: str, tmp_path, **extra) -> Settings:
+    return Settings(data_dir=tmp_path, database_url=db_url, **extra)
+
+
+def test_build_scheduler_configures_without_starting(tmp_path) -> None:
+    settings = Settings(
+        data_dir=tmp_path, snapshot_interval_minutes=30, snapshot_jitter_s=45, misfire_grace_s=600
+    )
+    scheduler = build_scheduler(settings, job=lambda: None)
+    assert not scheduler.running
+    job = scheduler.get_job(SNAPSHOT_JOB_ID)
+    assert job.coalesce is True and job.max_instances == 1
+    assert job.misfire_grace_time == 600
+    assert isinstance(job.trigger, IntervalTrigger)
+    assert job.trigger.interval == timedelta(minutes=30) and job.trigger.jitter == 45
+    digest = scheduler.get_job(DIGEST_JOB_ID)
+    assert digest is not None and digest.max_instances == 1
+
+
+def test_scheduler_without_digests(tmp_path) -> None:
+    scheduler = build_scheduler(Settings(data_dir=tmp_path), job=lambda: None, digests=False)
+    assert scheduler.get_job(DIGEST_JOB_ID) is None
+
+
+def fetch_slowly(started: threading.Event | None = None):
+    def fetch(settings: Settings):
+        if started is not None:
+            started.set()
+        time.sleep(1.0)
+        now = datetime.now(UTC)
+        return [ok("alpha", [offer()], now)]
+
+    return fetch
+
+
+def test_two_concurrent_runners_take_exactly_one_snapshot(
+    engine: Engine, db_url: str, tmp_path
+) -> None:
+    settings = settings_for(db_url, tmp_path)
+    results: list[object] = []
+    barrier = threading.Barrier(2)
+
+    def runner() -> None:
+        barrier.wait()
+        results.append(run_snapshot_job(settings, fetch=fetch_slowly()))
+
+    threads = [threading.Thread(target=runner) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    taken = [r for r in results if r is not None]
+    assert len(results) == 2 and len(taken) == 1
+    assert load_current_offers(engine).latest_snapshot_id == 1
+    # the lock is free again, but a snapshot that recent makes the next runner skip
+    assert run_snapshot_job(settings, fetch=fetch_slowly()) is None
+    later = datetime.now(UTC) + timedelta(hours=1)
+    assert run_snapshot_job(settings, fetch=fetch_slowly(), now=lambda: later) is not None
+
+
+def test_job_lock_is_exclusive_and_released(engine: Engine) -> None:
+    with (
+        job_lock(engine, "x") as first,
+        job_lock(engine, "x") as second,
+        job_lock(engine, "y") as other,
+    ):
+        assert (first, second, other) == (True, False, True)
+    with job_lock(engine, "x") as again:
+        assert again

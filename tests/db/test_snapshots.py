@@ -1,0 +1,228 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from adapters.base import SkippedRecord
+from adapters.collect import RunStatus
+from db import snapshots
+from db.current import load_current_offers
+from db.history import offer_price_history
+from db.models import PriceHistory, Snapshot, SnapshotProvider
+from db.snapshots import store_snapshot
+
+from .factories import T0, at, failed, offer, ok, skipped
+
+
+def store(engine: Engine, *runs, when=T0):
+    return store_snapshot(engine, runs, started_at=when, finished_at=when + timedelta(minutes=1))
+
+
+def history_rows(engine: Engine) -> list[tuple]:
+    h = PriceHistory.__table__.c
+    with engine.connect() as c:
+        return [
+            tuple(r)
+            for r in c.execute(
+                sa.select(h.offer_key, h.usd_per_hour, h.valid_from, h.valid_to).order_by(
+                    h.offer_key, h.valid_from
+                )
+            )
+        ]
+
+
+def count(engine: Engine, table) -> int:
+    with engine.connect() as c:
+        return c.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
+
+
+def test_first_snapshot_stores_offers_history_and_outcomes(engine: Engine) -> None:
+    run = ok("alpha", [offer(offer_id="a"), offer(offer_id="b", price="3.5")])
+    run.skipped = [SkippedRecord("no GPU"), SkippedRecord("no price")]
+    summary = store(engine, run, failed("beta"), skipped("gamma"))
+
+    assert summary.offer_count == 2 and summary.history_added == 2
+    assert summary.history_closed == 0
+    by = {p.provider: p for p in summary.providers}
+    assert by["alpha"].offers_added == 2 and by["beta"].status is RunStatus.ERROR
+    state = load_current_offers(engine, now=at(1))
+    assert [o.offer_id for o in state.offers] == ["a", "b"]
+    assert state.offers == run.offers  # lossless round trip, fetched_at included
+    assert state.latest_snapshot_id == summary.snapshot_id
+    assert state.latest_snapshot_at == T0 + timedelta(minutes=1)
+    with engine.connect() as c:
+        rows = {
+            r.provider: r
+            for r in c.execute(sa.select(SnapshotProvider.__table__).order_by("provider"))
+        }
+        snap = c.execute(sa.select(Snapshot.__table__)).one()
+    assert rows["alpha"].status == "ok" and rows["alpha"].offer_count == 2
+    assert rows["alpha"].skipped_count == 2 and rows["alpha"].duration_s == 0.5
+    assert rows["beta"].status == "error" and rows["beta"].error == "HTTP 503"
+    assert rows["gamma"].status == "skipped" and rows["gamma"].offer_count == 0
+    assert (snap.started_at, snap.finished_at) == (T0, T0 + timedelta(minutes=1))
+    assert snap.history_added == 2
+
+
+def test_unchanged_snapshot_adds_no_history(engine: Engine) -> None:
+    offers = [offer(offer_id=f"o{i}", price=f"{i + 1}.25") for i in range(5)]
+    store(engine, ok("alpha", offers))
+    before = history_rows(engine)
+    summary = store(engine, ok("alpha", offers, at(1)), when=at(1))
+    assert summary.history_added == summary.history_closed == 0
+    assert summary.providers[0].offers_updated == 0
+    assert history_rows(engine) == before
+    # the current offers carry the new fetch time
+    assert {o.fetched_at for o in load_current_offers(engine).offers} == {at(1)}
+
+
+def test_equal_price_spelled_differently_is_unchanged(engine: Engine) -> None:
+    store(engine, ok("alpha", [offer(price="2.50")]))
+    summary = store(engine, ok("alpha", [offer(price="2.5")], at(1)), when=at(1))
+    assert summary.history_added == 0
+
+
+def test_price_change_closes_old_row_and_opens_new(engine: Engine) -> None:
+    store(engine, ok("alpha", [offer(offer_id="a", price="2.00"), offer(offer_id="b")]))
+    summary = store(
+        engine,
+        ok("alpha", [offer(offer_id="a", price="1.80"), offer(offer_id="b")], at(1)),
+        when=at(1),
+    )
+    assert (summary.history_added, summary.history_closed) == (1, 1)
+    assert summary.providers[0].prices_changed == 1
+    key = offer(offer_id="a").key
+    points = offer_price_history(engine, key)
+    assert [(p.usd_per_hour, p.valid_from, p.valid_to) for p in points] == [
+        (Decimal("2.000000"), T0, at(1)),
+        (Decimal("1.800000"), at(1), None),
+    ]
+    assert load_current_offers(engine).offers[0].price_amount == Decimal("1.80")
+
+
+def test_raw_price_fields_are_kept_exactly(engine: Engine) -> None:
+    raw = offer(
+        price="1234.567890123456789",
+        price_currency="EUR",
+        price_unit="month",
+        price_basis="gpu",
+        gpu_count=8,
+        term="commit_1y",
+    )
+    store(engine, ok("alpha", [raw]))
+    (point,) = offer_price_history(engine, raw.key)
+    assert point.price_amount == Decimal("1234.567890123456789")
+    assert (point.price_currency, point.price_unit, point.price_basis, point.term) == (
+        "EUR",
+        "month",
+        "gpu",
+        "commit_1y",
+    )
+    assert point.usd_per_hour == raw.usd_per_hour
+    assert point.usd_per_gpu_hour == pytest.approx(float(raw.usd_per_hour) / 8)
+
+
+def test_offer_that_disappears_is_closed_and_reopens_when_back(engine: Engine) -> None:
+    a, b = offer(offer_id="a"), offer(offer_id="b")
+    store(engine, ok("alpha", [a, b]))
+    gone = store(engine, ok("alpha", [a], at(1)), when=at(1))
+    assert (gone.history_added, gone.history_closed) == (0, 1)
+    assert gone.providers[0].offers_removed == 1
+    assert [o.offer_id for o in load_current_offers(engine).offers] == ["a"]
+    back = store(engine, ok("alpha", [a, b], at(2)), when=at(2))
+    assert (back.history_added, back.history_closed) == (1, 0)
+    assert [(p.valid_from, p.valid_to) for p in offer_price_history(engine, b.key)] == [
+        (T0, at(1)),
+        (at(2), None),
+    ]
+
+
+def test_failing_provider_keeps_its_last_good_offers_marked_stale(engine: Engine) -> None:
+    store(engine, ok("alpha", [offer("alpha")]), ok("beta", [offer("beta")]))
+    summary = store(engine, failed("alpha", at(3)), ok("beta", [], at(3)), when=at(3))
+    assert summary.history_closed == 1  # beta's offer vanished; alpha's stays open
+
+    state = load_current_offers(engine, now=at(5))
+    assert [o.provider for o in state.offers] == ["alpha"]
+    alpha = state.providers["alpha"]
+    assert alpha.stale and alpha.last_status is RunStatus.ERROR
+    assert alpha.last_error == "HTTP 503"
+    assert (alpha.last_success_at, alpha.last_attempt_at) == (T0, at(3))
+    assert alpha.age_s == 5 * 3600
+    assert state.stale_providers == ["alpha"] and state.failed_providers == ["alpha"]
+    assert not state.providers["beta"].stale
+    assert state.age_s(state.offers[0]) == 5 * 3600
+
+    store(engine, skipped("alpha", at(4)), when=at(4))  # skipped keeps them too
+    assert len(load_current_offers(engine).offers) == 1
+    # a later success replaces them and clears the flag
+    store(engine, ok("alpha", [offer("alpha", price="9")], at(6)), when=at(6))
+    state = load_current_offers(engine, now=at(6))
+    assert not state.providers["alpha"].stale and state.offers[0].price_amount == 9
+
+
+def test_per_offer_fetch_time_survives(engine: Engine) -> None:
+    early = offer(offer_id="x", fetched_at=at(-1))
+    run = ok("alpha", [offer(offer_id="y")])
+    run.offers.append(early)
+    store(engine, run)
+    got = {o.offer_id: o.fetched_at for o in load_current_offers(engine).offers}
+    assert got == {"x": at(-1), "y": T0}
+
+
+def test_crash_mid_write_rolls_back_and_next_run_succeeds(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store(engine, ok("alpha", [offer(offer_id="a"), offer(offer_id="b")]))
+    before = (load_current_offers(engine, now=at(1)), history_rows(engine))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("killed mid-write")
+
+    # history rows are already closed when the current offers are written: fail there
+    monkeypatch.setattr(snapshots, "_bulk_insert", boom)
+    with pytest.raises(RuntimeError, match="killed mid-write"):
+        store(engine, ok("alpha", [offer(offer_id="a", price="1")], at(1)), when=at(1))
+    after = (load_current_offers(engine, now=at(1)), history_rows(engine))
+    assert after == before
+    assert count(engine, Snapshot.__table__) == 1
+
+    monkeypatch.undo()
+    summary = store(engine, ok("alpha", [offer(offer_id="a", price="1")], at(2)), when=at(2))
+    assert (summary.history_added, summary.history_closed) == (1, 2)
+    assert count(engine, Snapshot.__table__) == 2
+
+
+def test_repeated_key_keeps_the_last_offer(engine: Engine) -> None:
+    store(engine, ok("alpha", [offer(price="2"), offer(price="3")]))
+    (only,) = load_current_offers(engine).offers
+    assert only.price_amount == 3
+
+
+def test_session_target_joins_the_callers_transaction(engine: Engine) -> None:
+    from sqlalchemy.orm import Session
+
+    with Session(engine) as session:
+        store(session, ok("alpha", [offer()]))
+        session.rollback()
+    assert count(engine, Snapshot.__table__) == 0
+    with Session(engine) as session:
+        store(session, ok("alpha", [offer()]))
+        session.commit()
+    assert count(engine, Snapshot.__table__) == 1
+
+
+def test_a_key_stored_by_another_run_is_not_taken_over(engine: Engine) -> None:
+    # a price-sheet adapter ("sheet") emits offers in the name of provider "alpha"
+    store(engine, ok("sheet", [offer("alpha", "x", "5")]))
+    summary = store(engine, ok("alpha", [offer("alpha", "x", "4"), offer("alpha", "y")]))
+    assert summary.providers[0].offers_added == 1
+    state = load_current_offers(engine)
+    assert sorted((o.offer_id, o.price_amount) for o in state.offers) == [
+        ("x", Decimal("5")),
+        ("y", Decimal("2.00")),
+    ]

@@ -1,0 +1,168 @@
+"""Each expression on a tiny frame, against hand-computed values."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from polars.testing import assert_series_equal
+
+from adapters.gpus import Precision
+from pricing import expressions as ex
+from pricing.efficiency import default_efficiency
+from pricing.frame import TERM_DTYPE
+from pricing.job import Job
+
+
+def _eval(frame: dict[str, list[object]], expr: pl.Expr, schema=None) -> list[object]:
+    return pl.DataFrame(frame, schema_overrides=schema).select(out=expr)["out"].to_list()
+
+
+def test_billed_hours_min_rental_and_increments() -> None:
+    frame = {
+        "wall_clock_hours": [1.5, 1.5, 1.51, 1.234, 100.0, 0.2],
+        "min_rental_hours": [None, 10.0, None, None, None, None],
+        "billing_increment_s": [3600, 3600, 60, None, 3600, 3600],
+        "commitment_hours": [None] * 6,
+    }
+    got = _eval(frame, ex.billed_hours(), {"commitment_hours": pl.Float64})
+    # 1.5 h per hour -> 2; minimum 10 h; 90.6 min per minute -> 91 min; per second; exact.
+    assert got == pytest.approx([2.0, 10.0, 91 / 60, 1.234, 100.0, 1.0])
+
+
+def test_billed_hours_whole_commitment_periods() -> None:
+    frame = {
+        "wall_clock_hours": [100.0, 1000.0, 800.0, 730.0],
+        "min_rental_hours": [None] * 4,
+        "billing_increment_s": [None] * 4,
+        "commitment_hours": [730.0, 2190.0, 730.0, 730.0],
+    }
+    got = _eval(frame, ex.billed_hours(), {"min_rental_hours": pl.Float64})
+    # 1-month for 100 h bills 730; 3-month for 1000 h bills 2190; 800 h needs two months.
+    assert got == [730.0, 2190.0, 1460.0, 730.0]
+
+
+def test_wall_clock_adds_restart_overhead_on_interruptible_only() -> None:
+    frame = pl.DataFrame(
+        {"compute_hours": [10.0, 10.0], "term": ["on_demand", "interruptible"]},
+        schema={"compute_hours": pl.Float64, "term": TERM_DTYPE},
+    )
+    got = frame.select(ex.wall_clock_hours(0.15))["compute_hours"].to_list()
+    assert got == pytest.approx([10.0, 11.5])
+
+
+def test_job_cost_and_per_gpu_price() -> None:
+    frame = {"billed_hours": [10.0], "usd_per_hour": [16.0], "nodes": [2], "gpus": [8.0]}
+    assert _eval(frame, ex.job_cost_usd()) == [320.0]
+    assert _eval(frame, ex.usd_per_gpu_hour()) == [2.0]
+
+
+def test_compute_hours_by_job_kind() -> None:
+    frame = {"total_gpus": [8.0], "effective_tflops": [1000.0]}
+    assert _eval(frame, ex.compute_hours(Job.for_hours(5))) == [5.0]
+    assert _eval(frame, ex.compute_hours(Job.for_gpu_hours(80))) == [10.0]
+    # 6 x 1e9 x 6e11 = 3.6e21 FLOPs at 1e15 FLOP/s = 3.6e6 s = 1000 h
+    assert _eval(frame, ex.compute_hours(Job.training(1e9, 6e11))) == pytest.approx([1000.0])
+
+
+def test_node_count_rounds_up() -> None:
+    frame = {"gpus": [8.0, 8.0, 1.0, 3.0]}
+    assert _eval(frame, ex.node_count(16)) == [2, 2, 16, 6]
+    ones = pl.DataFrame(frame).with_columns(n=ex.node_count(None))["n"].to_list()
+    assert ones == [1, 1, 1, 1]
+
+
+def _topology(**cols: list[object]) -> pl.DataFrame:
+    n = len(next(iter(cols.values())))
+    base: dict[str, list[object]] = {
+        "gpus": [8.0] * n,
+        "nodes": [1] * n,
+        "gpu_interconnect": [None] * n,
+        "gpu_form_factor": [None] * n,
+        "catalog_form_factor": ["sxm"] * n,
+        "pcie_no_p2p": [False] * n,
+        "fabric": [None] * n,
+        "fabric_gbps": [None] * n,
+    }
+    base.update(cols)
+    return pl.DataFrame(
+        base,
+        schema_overrides={
+            "gpu_interconnect": pl.String,
+            "gpu_form_factor": pl.String,
+            "fabric": pl.String,
+            "fabric_gbps": pl.Float64,
+        },
+    )
+
+
+def test_intra_node_scaling_by_link() -> None:
+    s = default_efficiency().scaling
+    frame = _topology(
+        gpus=[1.0, 8.0, 8.0, 4.0, 8.0, 4.0],
+        catalog_form_factor=["sxm", "sxm", "pcie", "pcie", "oam", "pcie"],
+        gpu_interconnect=[None, None, None, "nvlink_bridge", None, None],
+        pcie_no_p2p=[False, False, False, False, False, True],
+    )
+    got = frame.select(x=ex.intra_node_scaling(s))["x"].to_list()
+    assert got == [1.0, s.nvlink, s.pcie, s.nvlink_bridge, s.infinity_fabric, s.pcie_no_p2p]
+
+
+def test_inter_node_scaling_by_fabric_per_gpu() -> None:
+    s = default_efficiency().scaling
+    frame = _topology(
+        nodes=[1, 2, 2, 2, 2],
+        fabric=["infiniband", "infiniband", "roce", "ethernet", None],
+        fabric_gbps=[400.0, 3200.0, 1600.0, 3200.0, None],
+    )
+    got = frame.select(x=ex.inter_node_scaling(s))["x"].to_list()
+    assert got == [
+        1.0,
+        s.inter_node_fast,
+        s.inter_node_medium,
+        s.inter_node_slow,
+        s.inter_node_slow,
+    ]
+
+
+def test_mfu_low_precision_credits_speedup_not_peak() -> None:
+    frame = {"mfu_bf16": [0.41], "tflops_bf16": [989.5], "tflops_fp8": [1979.0]}
+    bf16 = _eval(frame, ex.mfu(Precision.BF16, 1.3))[0]
+    fp8 = _eval(frame, ex.mfu(Precision.FP8, 1.3))[0]
+    assert bf16 == 0.41
+    # fp8 effective = 1.3 x bf16 effective: 1979 x mfu_fp8 == 1.3 x 989.5 x 0.41
+    assert 1979.0 * fp8 == pytest.approx(1.3 * 989.5 * 0.41)
+
+
+def test_effective_tflops_and_cost_per_tflop_hour() -> None:
+    frame = pl.DataFrame(
+        {
+            "total_gpus": [8.0],
+            "peak_tflops": [989.5],
+            "mfu": [0.41],
+            "scaling": [0.97],
+            "job_cost_usd": [160.0],
+            "compute_hours": [10.0],
+        }
+    )
+    out = frame.with_columns(effective_tflops=ex.effective_tflops()).with_columns(
+        key=ex.usd_per_effective_tflop_hour()
+    )
+    assert out["effective_tflops"][0] == pytest.approx(8 * 989.5 * 0.41 * 0.97)
+    assert out["key"][0] == pytest.approx(160.0 / (8 * 989.5 * 0.41 * 0.97 * 10))
+
+
+def test_memory_fits_uses_usable_share() -> None:
+    frame = {"total_gpu_memory_gb": [160.0, 80.0, None]}
+    got = _eval(frame, ex.memory_fits(112.0, 0.8), {"total_gpu_memory_gb": pl.Float64})
+    assert got == [True, False, False]
+    assert _eval(frame, ex.memory_fits(None, 0.8)) == [True]
+
+
+def test_break_even_hours() -> None:
+    frame = {
+        "commitment_hours": [730.0, None],
+        "usd_per_hour": [1.2, 2.0],
+        "on_demand_usd_per_hour": [2.0, 2.0],
+    }
+    got = pl.Series(_eval(frame, ex.break_even_hours()), dtype=pl.Float64)
+    assert_series_equal(got, pl.Series([438.0, None]), check_names=False)

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from pricing import Job, JobKind
+
+
+def test_kinds() -> None:
+    assert Job.for_hours(3).kind is JobKind.HOURS
+    assert Job.for_gpu_hours(3).kind is JobKind.GPU_HOURS
+    assert Job.training(1e9, 1e10).kind is JobKind.TRAINING
+
+
+def test_training_flops_and_memory() -> None:
+    job = Job.training(7e9, 2e12)
+    assert job.total_flops == pytest.approx(8.4e22)
+    assert job.memory_needed_gb("bf16") == pytest.approx(112.0)  # 16 bytes/param
+    assert job.min_gpus_to_fit(80.0, "bf16") == 2  # 112 / (80 x 0.8)
+    assert Job.for_hours(1).memory_needed_gb("bf16") is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{}, {"hours": 1, "gpu_hours": 2}, {"params": 1e9}, {"hours": -1}, {"hours": 1, "x": 1}],
+)
+def test_invalid_jobs(data: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        Job.model_validate(data)

@@ -1,0 +1,176 @@
+"""rank(): term choice, break-even, ordering, filters, and a golden set of real offers."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from adapters.gpus import Precision
+from adapters.sample import replay_sample
+from adapters.schema import Fabric, PriceBasis, PriceUnit, RentalTerm
+from pricing import RESULT_COLUMNS, Job, Requirement, offers_to_frame, rank
+
+from .factories import NOW, make_offer
+
+ON_DEMAND = make_offer(price_amount=Decimal("2"), gpu_count=1, offer_id="1x")
+MONTHLY = make_offer(
+    price_amount=Decimal("876"),  # 1.2 USD/h over 730 h
+    price_unit=PriceUnit.MONTH,
+    term=RentalTerm.COMMIT_1MO,
+    gpu_count=1,
+    offer_id="1x",
+)
+
+
+def test_columns_are_documented() -> None:
+    out = rank([ON_DEMAND], now=NOW)
+    assert tuple(out.columns) == RESULT_COLUMNS
+
+
+def test_commitment_loses_for_a_short_job() -> None:
+    out = rank([ON_DEMAND, MONTHLY], job=Job.for_hours(100), now=NOW)
+    row = out.row(0, named=True)
+    assert out.height == 1
+    assert row["term"] == "on_demand"
+    assert row["job_cost_usd"] == pytest.approx(200.0)
+    assert row["break_even_hours"] == pytest.approx(438.0)  # 730 x 1.2 / 2
+    assert row["break_even"] == "on-demand; commit_1mo would beat it after 438 h"
+
+
+def test_commitment_wins_for_a_long_job() -> None:
+    out = rank([ON_DEMAND, MONTHLY], job=Job.for_hours(1000), now=NOW)
+    row = out.row(0, named=True)
+    assert row["term"] == "commit_1mo"
+    assert row["billed_hours"] == 1460.0
+    assert row["job_cost_usd"] == pytest.approx(1460 * 1.2)
+    assert row["break_even"] == "commit_1mo beats on-demand after 438 h"
+
+
+def test_interruptible_pays_restart_overhead() -> None:
+    spot = make_offer(
+        price_amount=Decimal("1"), gpu_count=1, offer_id="1x", term=RentalTerm.INTERRUPTIBLE
+    )
+    out = rank([spot], job=Job.for_hours(10), now=NOW)
+    assert out["wall_clock_hours"][0] == pytest.approx(11.5)
+    assert out["job_cost_usd"][0] == pytest.approx(11.5)
+    custom = rank([spot], job=Job(hours=10, interruptible_overhead=0.5), now=NOW)
+    assert custom["job_cost_usd"][0] == pytest.approx(15.0)
+
+
+def test_per_gpu_and_per_instance_prices_compare_equal() -> None:
+    per_gpu = make_offer(offer_id="a", price_amount=Decimal("2"), price_basis=PriceBasis.GPU)
+    per_instance = make_offer(offer_id="b", price_amount=Decimal("16"))
+    out = rank([per_gpu, per_instance], now=NOW)
+    assert out["usd_per_hour"].to_list() == [16.0, 16.0]
+    assert out["usd_per_gpu_hour"].to_list() == [2.0, 2.0]
+    # equal keys: ties broken by offer_id
+    assert out["offer_id"].to_list() == ["a", "b"]
+
+
+def test_currency_is_converted_and_kept() -> None:
+    eur = make_offer(price_amount=Decimal("10"), price_currency="EUR")
+    out = rank([eur], now=NOW)
+    assert out["price_currency"][0] == "EUR"
+    assert out["price_amount"][0] == Decimal("10")
+    assert out["usd_per_hour"][0] == pytest.approx(float(eur.usd_per_hour))
+    assert out["usd_per_hour"][0] != pytest.approx(10.0)
+
+
+def test_effective_tflops_factors_and_overrides() -> None:
+    out = rank([make_offer()], now=NOW)
+    row = out.row(0, named=True)
+    assert row["peak_tflops"] == 989.5
+    assert row["mfu"] == 0.41
+    assert row["scaling"] == pytest.approx(0.97)
+    assert row["effective_tflops"] == pytest.approx(8 * 989.5 * 0.41 * 0.97)
+    forced = rank([make_offer()], now=NOW, mfu=0.5, scaling=1.0)
+    assert forced["effective_tflops"][0] == pytest.approx(8 * 989.5 * 0.5)
+    fp8 = rank([make_offer()], now=NOW, precision=Precision.FP8)
+    assert fp8["effective_tflops"][0] == pytest.approx(1.3 * row["effective_tflops"])
+
+
+def test_multi_node_job_uses_fabric() -> None:
+    ib = make_offer(offer_id="ib", fabric=Fabric.INFINIBAND, fabric_gbps=3200)
+    eth = make_offer(offer_id="eth", fabric=Fabric.ETHERNET, fabric_gbps=100)
+    single = make_offer(offer_id="single", multi_node=False)
+    out = rank([ib, eth, single], job=Job.for_hours(10, gpus=16), now=NOW)
+    assert out["offer_id"].to_list() == ["ib", "eth"]
+    assert out["nodes"].to_list() == [2, 2]
+    assert out["scaling"].to_list() == pytest.approx([0.97 * 0.92, 0.97 * 0.65])
+    assert out["job_cost_usd"].to_list() == [320.0, 320.0]
+
+
+def test_training_job_checks_memory() -> None:
+    small = make_offer(offer_id="1x", gpu_count=1, price_amount=Decimal("2"))
+    job = Job.training(7e9, 1e9)  # 112 GB of training state
+    assert rank([small], job=job, now=NOW).is_empty()
+    out = rank([make_offer()], job=job, now=NOW)
+    assert out["memory_needed_gb"][0] == 112.0
+    assert out["total_gpu_memory_gb"][0] == 640.0
+
+
+def test_requirement_filters_and_unknowns() -> None:
+    offers = [
+        make_offer(offer_id="ib", fabric=Fabric.INFINIBAND, fabric_gbps=400),
+        make_offer(offer_id="unknown-fabric"),
+        make_offer(offer_id="a100", gpu_model="A100-SXM4-80GB", provider="other"),
+    ]
+    ib = Requirement(fabrics=(Fabric.INFINIBAND,), min_fabric_gbps=400)
+    assert rank(offers, ib, now=NOW)["offer_id"].to_list() == ["ib"]
+    lax = ib.model_copy(update={"allow_unknown": True})
+    assert set(rank(offers, lax, now=NOW)["offer_id"]) == {"ib", "unknown-fabric", "a100"}
+    assert rank(offers, Requirement(gpus=("A100",)), now=NOW)["offer_id"].to_list() == ["a100"]
+    excl = Requirement(exclude_providers=("acme",))
+    assert rank(offers, excl, now=NOW)["offer_id"].to_list() == ["a100"]
+    stale = Requirement(max_price_age_hours=0.5)
+    assert rank(offers, stale, now=NOW).is_empty()
+
+
+def test_accepts_a_prebuilt_frame_and_limits() -> None:
+    offers = [make_offer(offer_id=f"o{i}", price_amount=Decimal(10 + i)) for i in range(5)]
+    frame = offers_to_frame(offers)
+    out = rank(frame, limit=3, now=NOW)
+    assert out["offer_id"].to_list() == ["o0", "o1", "o2"]
+    assert out["rank"].to_list() == [1, 2, 3]
+    assert_frame_equal(out, rank(offers, limit=3, now=NOW))
+
+
+def test_unknown_gpu_is_not_ranked() -> None:
+    assert rank([make_offer(gpu_model=None, gpu_raw_name="Mystery")], now=NOW).is_empty()
+
+
+# --- golden: the Lambda sample (verbatim API response) through the real adapter --------------
+GOLDEN_COLUMNS = ["provider", "offer_id", "region", "gpu_model", "total_gpus", "term"]
+
+
+def test_golden_lambda_sample() -> None:
+    offers = [o for run in replay_sample(["lambda"]) for o in run.offers]
+    assert offers, "the lambda sample should parse"
+    job = Job.for_hours(100)
+    out = rank(offers, Requirement(gpus=("H100",)), job, limit=5, now=NOW)
+    expected = pl.DataFrame(
+        {
+            "provider": ["lambda"] * 5,
+            "offer_id": [
+                "gpu_8x_h100_sxm5",
+                "gpu_8x_h100_sxm5",
+                "gpu_8x_h100_sxm5",
+                "gpu_4x_h100_sxm5",
+                "gpu_4x_h100_sxm5",
+            ],
+            "region": ["us-south-2", "us-south-3", "us-west-3", "us-south-2", "us-south-3"],
+            "gpu_model": ["H100-SXM5-80GB"] * 5,
+            "total_gpus": [8.0, 8.0, 8.0, 4.0, 4.0],
+            "term": ["on_demand"] * 5,
+            "usd_per_hour": [23.92, 23.92, 23.92, 12.36, 12.36],
+            # 8 x 989.5 x 0.41 x 0.97 and 4 x ...
+            "effective_tflops": [3148.1932] * 3 + [1574.0966] * 2,
+            "job_cost_usd": [2392.0] * 3 + [1236.0] * 2,
+        },
+        schema_overrides={"term": out.schema["term"]},
+    )
+    got = out.select(expected.columns)
+    assert_frame_equal(got, expected, check_exact=False, rel_tol=1e-9)

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from adapters.schema import RentalTerm
+from pricing import PRESETS, Requirement, preset
+
+
+def test_every_preset_validates() -> None:
+    for name in PRESETS:
+        assert isinstance(preset(name), Requirement)
+
+
+def test_seed_preset_matches_the_seed_server() -> None:
+    seed = preset("seed-8xa100")
+    assert seed.min_gpus == seed.max_gpus == 8
+    assert seed.min_cpu_cores == 128 and seed.min_ram_gb == 512
+    assert seed.min_storage_gb == 15000 and seed.min_fabric_gbps == 400
+    assert set(seed.gpu_models()) == {"A100-SXM4-80GB", "A100-PCIE-80GB"}
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"gpus": ("NOPE-9000",)}, "gpus"),
+        ({"min_gpus": -1}, "min_gpus"),
+        ({"countries": ("USA",)}, "countries"),
+        ({"colour": "red"}, "colour"),
+        ({"min_gpus": 4, "max_gpus": 2}, "max_gpus"),
+        ({"providers": ("a",), "exclude_providers": ("a",)}, "exclude_providers"),
+    ],
+)
+def test_errors_name_the_field(data: dict[str, object], field: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        Requirement.model_validate(data)
+    assert field in str(info.value)
+
+
+def test_family_and_vendor_queries_resolve() -> None:
+    assert "H100-SXM5-80GB" in Requirement(gpus=("H100",)).gpu_models()
+    assert "MI300X" in Requirement(gpus=("amd",)).gpu_models()
+
+
+def test_allowed_terms_respect_max_commitment() -> None:
+    req = Requirement(max_commitment_hours=730)
+    assert RentalTerm.COMMIT_1MO in req.allowed_terms()
+    assert RentalTerm.COMMIT_3MO not in req.allowed_terms()
+    assert RentalTerm.ON_DEMAND in req.allowed_terms()
+
+
+def test_unknown_preset_lists_known() -> None:
+    with pytest.raises(KeyError, match="seed-8xa100"):
+        preset("nope")
+
+
+def test_merged_overrides_preset() -> None:
+    merged = preset("1xh100").merged(max_usd_per_hour=3.0, gpus=())
+    assert merged.max_usd_per_hour == 3.0
+    assert merged.gpus == ("H100",)

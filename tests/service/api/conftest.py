@@ -1,0 +1,133 @@
+"""Apps for API tests: a fake offers source instead of the network or a database."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from adapters.schema import Fabric, GpuFormFactor, Offer, PriceBasis, PriceUnit, RentalTerm
+from service.api import create_app
+from service.current import CurrentOffers
+from service.settings import Settings
+
+ADMIN_TOKEN = "test-admin-token-0123456789"
+FETCHED_AT = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+
+
+def offer(**overrides: Any) -> Offer:
+    data: dict[str, Any] = {
+        "provider": "acme",
+        "offer_id": "8x-h100",
+        "region": "us-east-1",
+        "country": "US",
+        "fetched_at": FETCHED_AT,
+        "gpu_model": "H100-SXM5-80GB",
+        "gpu_count": 8,
+        "gpu_memory_gb": 80.0,
+        "gpu_form_factor": GpuFormFactor.SXM,
+        "vcpus": 192.0,
+        "ram_gb": 2048.0,
+        "fabric": Fabric.INFINIBAND,
+        "fabric_gbps": 3200.0,
+        "price_amount": Decimal("16"),
+        "price_currency": "USD",
+        "price_unit": PriceUnit.HOUR,
+        "price_basis": PriceBasis.INSTANCE,
+        "term": RentalTerm.ON_DEMAND,
+    }
+    data.update(overrides)
+    return Offer(**data)
+
+
+def sample_offers() -> list[Offer]:
+    return [
+        offer(),
+        offer(term=RentalTerm.COMMIT_1MO, price_amount=Decimal("9000"), price_unit=PriceUnit.MONTH),
+        offer(provider="bolt", offer_id="1x-h100", gpu_count=1, price_amount=Decimal("2.5")),
+        offer(
+            provider="bolt",
+            offer_id="1x-a100",
+            gpu_model="A100-SXM4-80GB",
+            gpu_count=1,
+            price_amount=Decimal("1.2"),
+            region="eu-west-1",
+            country="IE",
+        ),
+        offer(
+            provider="cirrus",
+            offer_id="4090",
+            gpu_model="RTX-4090",
+            gpu_count=1,
+            gpu_memory_gb=24.0,
+            gpu_form_factor=GpuFormFactor.PCIE,
+            fabric=None,
+            fabric_gbps=None,
+            price_amount=Decimal("0.3"),
+            term=RentalTerm.INTERRUPTIBLE,
+        ),
+    ]
+
+
+@dataclasses.dataclass
+class FakeSource:
+    """What the app's loader returns; tests change it and watch the app refresh."""
+
+    current: CurrentOffers
+    loads: int = 0
+
+    def __call__(self) -> CurrentOffers:
+        self.loads += 1
+        return self.current
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        data_dir=tmp_path,
+        admin_token=ADMIN_TOKEN,  # type: ignore[arg-type]
+        cors_origins=["https://example.org"],
+    )
+
+
+@pytest.fixture
+def source() -> FakeSource:
+    return FakeSource(
+        CurrentOffers(
+            sample_offers(),
+            "database",
+            stale_providers=["bolt"],
+            failed_providers=["gcp"],
+            snapshot_at=FETCHED_AT,
+        )
+    )
+
+
+@pytest.fixture
+def app(settings: Settings, source: FakeSource) -> FastAPI:
+    return create_app(settings, offers_loader=source)
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        yield c
+
+
+def error_locs(response: httpx.Response) -> list[list[str]]:
+    assert response.status_code == 422, response.text
+    return [e["loc"] for e in response.json()["detail"]]

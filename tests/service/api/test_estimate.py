@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from .conftest import error_locs
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_model_and_count(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/v1/estimate",
+        json={"params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "gpu_count": 8},
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["mode"] == "model"
+    est = body["estimate"]
+    assert est["memory_fits"] is True and est["wall_clock_hours"] > 0
+    assert est["offer"]["provider"] == "acme" and est["cost_usd"] > 0
+
+
+async def test_across_offers(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/v1/estimate",
+        json={"params": 1e9, "tokens": 1e10, "requirement": {"providers": ["bolt"]}},
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["mode"] == "offers"
+    assert {o["provider"] for o in body["offers"]} == {"bolt"}
+    assert all(o["job"]["job_cost_usd"] > 0 for o in body["offers"])
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"params": 7e9}, "tokens"),
+        ({"params": -1, "tokens": 1}, "params"),
+        ({"params": 1, "tokens": 1, "gpu_model": "H100-SXM5-80GB"}, ""),
+        ({"params": 1, "tokens": 1, "gpu_model": "nope", "gpu_count": 1}, ""),
+        ({"params": 1, "tokens": 1, "requirement": {"colour": "red"}}, "colour"),
+        ({"params": 1, "tokens": 1, "extra": True}, "extra"),
+    ],
+)
+async def test_invalid_body_is_422(client: httpx.AsyncClient, payload: dict, field: str) -> None:
+    r = await client.post("/v1/estimate", json=payload)
+    locs = error_locs(r)
+    assert all(loc[0] == "body" for loc in locs)
+    if field:
+        assert any(field in loc for loc in locs), locs
+
+
+async def test_unknown_query_parameter(client: httpx.AsyncClient) -> None:
+    r = await client.post("/v1/estimate?fast=1", json={"params": 1e9, "tokens": 1e9})
+    assert error_locs(r) == [["query", "fast"]]

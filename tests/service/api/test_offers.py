@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from pricing.requirement import Requirement
+from service.api.queries import JOB_PARAMS, OffersQuery
+
+from .conftest import FakeSource, error_locs, offer
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_ranked_offers_with_breakdown_and_provenance(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/offers", params={"gpus": "H100", "hours": 100})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["source"] == "database" and body["sample"] is False
+    assert body["stale_providers"] == ["bolt"] and body["failed_providers"] == ["gcp"]
+    assert any("gcp" in w for w in body["warnings"])
+    assert [o["hardware"]["gpu_model"] for o in body["offers"]] == ["H100-SXM5-80GB"] * 2
+    assert [o["rank"] for o in body["offers"]] == [1, 2]
+    first = body["offers"][0]
+    assert first["price"]["term"] in {"on_demand", "commit_1mo"}
+    assert first["price"]["break_even"] is not None or first["price"]["term"] == "on_demand"
+    perf = first["performance"]
+    assert perf["effective_tflops"] == pytest.approx(
+        first["hardware"]["total_gpus"] * perf["peak_tflops"] * perf["mfu"] * perf["scaling"]
+    )
+    assert first["price_age_hours"] == pytest.approx(2, abs=0.2)
+    assert first["provider"] and "region" in first
+    costs = [o["job"]["usd_per_effective_tflop_hour"] for o in body["offers"]]
+    assert costs == sorted(costs)
+
+
+async def test_filters_lists_commas_and_limit(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/offers?providers=bolt,cirrus&terms=on_demand&limit=1")
+    body = r.json()
+    assert body["count"] == 1
+    assert body["offers"][0]["provider"] == "bolt"
+    r2 = await client.get("/v1/offers?providers=cirrus&providers=bolt&terms=on_demand&limit=1")
+    assert r2.json()["query"] == body["query"]  # canonical: order and form do not matter
+
+
+async def test_training_job_and_sort(client: httpx.AsyncClient) -> None:
+    r = await client.get(
+        "/v1/offers", params={"params": 7e9, "tokens": 1e10, "sort": "job_cost_usd"}
+    )
+    assert r.status_code == 200, r.text
+    offers = r.json()["offers"]
+    assert offers and all(o["job"]["memory_needed_gb"] > 0 for o in offers)
+    costs = [o["job"]["job_cost_usd"] for o in offers]
+    assert costs == sorted(costs)
+
+
+async def test_preset(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/offers?preset=8xh100")
+    assert r.status_code == 200
+    assert {o["hardware"]["gpu_count"] for o in r.json()["offers"]} == {8}
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [
+        ("min_gpus=lots", "min_gpus"),
+        ("min_gpus=-1", "min_gpus"),
+        ("hours=inf", "hours"),
+        ("terms=weekly", "terms"),
+        ("precision=fp4", "precision"),
+        ("limit=0", "limit"),
+        ("gpus=H1000", "gpus"),
+        ("min_gpus=8&max_gpus=1", "max_gpus"),
+        ("params=7e9", "tokens"),
+        ("hours=1&gpu_hours=2", ""),
+        ("sort=price", "sort"),
+        ("frobnicate=1", "frobnicate"),
+        ("gpu=H100", "gpu"),
+    ],
+)
+async def test_invalid_parameters_are_422_naming_them(
+    client: httpx.AsyncClient, query: str, param: str
+) -> None:
+    r = await client.get(f"/v1/offers?{query}")
+    locs = error_locs(r)
+    assert all(loc[0] == "query" for loc in locs)
+    if param:
+        assert any(param in loc for loc in locs), locs
+    assert all(e["msg"] for e in r.json()["detail"])
+
+
+async def test_etag_cache_control_and_304(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/offers?gpus=H100")
+    etag = r.headers["etag"]
+    assert r.headers["cache-control"].startswith("public, max-age=")
+    again = await client.get("/v1/offers?gpus=H100", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.headers["etag"] == etag
+    other = await client.get("/v1/offers?gpus=A100", headers={"If-None-Match": etag})
+    assert other.status_code == 200 and other.headers["etag"] != etag
+
+
+async def test_gzip_for_large_answers(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/offers?limit=50", headers={"Accept-Encoding": "gzip"})
+    assert r.headers.get("content-encoding") == "gzip"
+    assert r.json()["count"] == 4  # acme's two terms are one configuration
+
+
+async def test_refresh_after_snapshot_swaps_state(
+    client: httpx.AsyncClient, app: object, source: FakeSource
+) -> None:
+    before = await client.get("/v1/offers")
+    assert source.loads == 1
+    again = await client.get("/v1/offers")
+    assert source.loads == 1 and again.json() == before.json()  # served from memory
+    source.current = type(source.current)(
+        [offer(provider="newco", offer_id="x", price_amount=1)], "database"
+    )
+    app.state.context.refresh_state()  # type: ignore[attr-defined]
+    after = await client.get("/v1/offers", headers={"If-None-Match": before.headers["etag"]})
+    assert after.status_code == 200
+    assert [o["provider"] for o in after.json()["offers"]] == ["newco"]
+    assert after.json()["stale_providers"] == []
+
+
+async def test_sample_source_is_said(
+    app: object, source: FakeSource, client: httpx.AsyncClient
+) -> None:
+    source.current = type(source.current)([offer()], "sample", note="offline sample: recorded")
+    app.state.context.refresh_state()  # type: ignore[attr-defined]
+    body = (await client.get("/v1/offers")).json()
+    assert body["source"] == "sample" and body["sample"] is True
+    assert body["warnings"][0].startswith("offline sample")
+
+
+def test_every_requirement_and_job_field_is_a_parameter() -> None:
+    fields = set(OffersQuery.model_fields)
+    assert set(Requirement.model_fields) <= fields
+    assert set(JOB_PARAMS) <= fields

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from adapters import registry
+
+from .conftest import error_locs
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_providers_report_outcome_count_and_age(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/providers")
+    assert r.status_code == 200
+    by_name = {p["provider"]: p for p in r.json()["providers"]}
+    assert set(registry()) <= set(by_name)
+    assert by_name["acme"]["outcome"] == "ok" and by_name["acme"]["fresh"] is True
+    assert by_name["acme"]["offer_count"] == 2
+    assert by_name["acme"]["price_age_s"] == pytest.approx(7200, abs=600)
+    assert by_name["bolt"]["outcome"] == "stale" and by_name["bolt"]["fresh"] is False
+    assert by_name["gcp"]["outcome"] == "failed" and by_name["gcp"]["offer_count"] == 0
+
+
+async def test_unknown_parameter(client: httpx.AsyncClient) -> None:
+    assert error_locs(await client.get("/v1/providers?all=1")) == [["query", "all"]]

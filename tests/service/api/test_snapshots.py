@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+
+from adapters.collect import ProviderRun, RunStatus
+from service.api import create_app
+from service.current import CurrentOffers
+from service.settings import Settings
+
+from .conftest import ADMIN_TOKEN, FakeSource, offer
+
+pytestmark = pytest.mark.anyio
+
+AUTH = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def _app(settings: Settings, source: FakeSource, runs: list[ProviderRun]) -> object:
+    async def runner() -> list[ProviderRun]:
+        # "store" the snapshot: the loader now sees the new offers
+        source.current = CurrentOffers(
+            [o for r in runs for o in r.offers], "database", failed_providers=["gcp"]
+        )
+        return runs
+
+    return create_app(settings, offers_loader=source, snapshot_runner=runner)
+
+
+def _runs() -> list[ProviderRun]:
+    now = datetime.now(UTC)
+    return [
+        ProviderRun("newco", RunStatus.OK, now, 0.1, offers=[offer(provider="newco")]),
+        ProviderRun("gcp", RunStatus.ERROR, now, 0.2, error="HTTP 503"),
+    ]
+
+
+async def test_admin_token_required(settings: Settings, source: FakeSource) -> None:
+    app = _app(settings, source, _runs())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:  # type: ignore[arg-type]
+        none = await c.post("/v1/snapshots")
+        assert none.status_code == 401 and none.headers["www-authenticate"] == "Bearer"
+        wrong = await c.post("/v1/snapshots", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 403
+        basic = await c.post("/v1/snapshots", headers={"Authorization": "Basic eDp5"})
+        assert basic.status_code == 401
+
+
+async def test_snapshot_refreshes_offers_and_counts_outcomes(
+    settings: Settings, source: FakeSource
+) -> None:
+    app = _app(settings, source, _runs())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:  # type: ignore[arg-type]
+        before = await c.get("/v1/offers")
+        assert {o["provider"] for o in before.json()["offers"]} == {"acme", "bolt", "cirrus"}
+        r = await c.post("/v1/snapshots?wait=true", headers=AUTH)
+        assert r.status_code == 200, r.text
+        assert {x["provider"]: x["outcome"] for x in r.json()["runs"]} == {
+            "newco": "ok",
+            "gcp": "error",
+        }
+        after = await c.get("/v1/offers")
+        assert [o["provider"] for o in after.json()["offers"]] == ["newco"]
+        assert after.headers["etag"] != before.headers["etag"]
+        metrics = (await c.get("/metrics")).text
+        assert (
+            'gpuscout_snapshot_provider_runs_total{outcome="error",provider="gcp"} 1.0' in metrics
+        )
+
+
+async def test_background_snapshot(settings: Settings, source: FakeSource) -> None:
+    app = _app(settings, source, _runs())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:  # type: ignore[arg-type]
+        r = await c.post("/v1/snapshots", headers=AUTH)
+        assert r.status_code == 202 and r.json()["status"] == "started"
+        for _ in range(100):
+            if not app.state.context.snapshot_lock.locked():  # type: ignore[attr-defined]
+                break
+            await asyncio.sleep(0.02)
+        after = await c.get("/v1/offers")
+        assert [o["provider"] for o in after.json()["offers"]] == ["newco"]
+
+
+async def test_without_runner_is_503(client: httpx.AsyncClient) -> None:
+    r = await client.post("/v1/snapshots", headers=AUTH)
+    assert r.status_code == 503
+
+
+def test_placeholder_token_refused_outside_development() -> None:
+    with pytest.raises(ValueError, match="admin_token"):
+        Settings(_env_file=None, environment="production")  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="placeholder"):
+        Settings(_env_file=None, environment="production", admin_token="changethis")  # type: ignore[call-arg, arg-type]
+    real = {  # every secret with a placeholder default, set to a real value
+        name: "x" * 24
+        for name, field in Settings.model_fields.items()
+        if "SecretStr" in str(field.annotation) and field.default is not None
+    }
+    ok = Settings(_env_file=None, environment="production", **real)  # type: ignore[call-arg]
+    assert ok.admin_token.get_secret_value() == "x" * 24
+    assert Settings(_env_file=None).admin_token.get_secret_value() == "changeme"  # type: ignore[call-arg]

@@ -1,0 +1,105 @@
+"""``gpuscout gpus``: table, JSON and CSV output, filters and ``--resolve``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from typer.testing import CliRunner
+
+from adapters.gpus import catalog
+from service.cli import app
+
+runner = CliRunner()
+
+
+def test_table_lists_the_catalog() -> None:
+    result = runner.invoke(app, ["gpus"])
+    assert result.exit_code == 0, result.output
+    for name in ("H100-SXM5-80GB", "MI300X", "GAUDI2"):
+        assert name in result.stdout
+
+
+def test_json_uses_catalog_field_names() -> None:
+    result = runner.invoke(app, ["gpus", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.stdout)
+    assert len(records) == len(catalog())
+    first = records[0]
+    for field in (
+        "name",
+        "family",
+        "vendor",
+        "form_factor",
+        "memory_gb",
+        "mem_bandwidth_gbs",
+        "tflops_bf16",
+        "tflops_fp8",
+        "tflops_fp32",
+        "source",
+    ):
+        assert field in first
+    h100 = next(r for r in records if r["name"] == "H100-SXM5-80GB")
+    assert h100["vendor"] == "nvidia"
+    assert h100["form_factor"] == "sxm"
+    assert h100["tflops_bf16"] == 989.5
+
+
+def test_csv_output() -> None:
+    result = runner.invoke(app, ["gpus", "--format", "csv", "--vendor", "amd"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert rows and all(r["vendor"] == "amd" for r in rows)
+    assert {"name", "family", "tflops_bf16", "tflops_fp8", "mem_bandwidth_gbs"} <= set(rows[0])
+    mi300x = next(r for r in rows if r["name"] == "MI300X")
+    assert float(mi300x["tflops_bf16"]) == 1307.4
+
+
+def test_family_filter() -> None:
+    result = runner.invoke(app, ["gpus", "--family", "h100", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    names = {r["name"] for r in json.loads(result.stdout)}
+    assert names == {"H100-SXM5-80GB", "H100-PCIE-80GB", "H100-NVL-94GB"}
+
+
+def test_unknown_vendor_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["gpus", "--vendor", "acme"])
+    assert result.exit_code == 2
+    assert "acme" in result.output
+
+
+def test_invalid_format_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["gpus", "--format", "xml"])
+    assert result.exit_code == 2
+    assert "xml" in result.output
+
+
+def test_resolve_known_name() -> None:
+    result = runner.invoke(app, ["gpus", "--resolve", "NVIDIA A100-SXM4-80GB"])
+    assert result.exit_code == 0, result.output
+    assert "A100-SXM4-80GB" in result.stdout
+
+
+def test_resolve_with_memory_hint_as_json() -> None:
+    result = runner.invoke(
+        app, ["gpus", "--resolve", "A100 SXM4", "--memory-gb", "40960", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["name"] == "A100-SXM4-40GB"
+    assert record["tflops_bf16"] == 312
+
+
+def test_resolve_unknown_name() -> None:
+    result = runner.invoke(app, ["gpus", "--resolve", "RTX 4090D"])
+    assert result.exit_code == 1
+    assert "unknown GPU name 'RTX 4090D'" in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+
+
+def test_resolve_bad_form_factor() -> None:
+    result = runner.invoke(app, ["gpus", "--resolve", "H100", "--form-factor", "socket"])
+    assert result.exit_code == 2
+    assert "socket" in result.output

@@ -1,0 +1,136 @@
+"""``gpuscout offers`` and ``gpuscout estimate`` through typer's CliRunner."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from decimal import Decimal
+
+import pytest
+from typer.testing import CliRunner
+
+from adapters.schema import PriceUnit, RentalTerm
+from service.cli import app
+from service.commands import pricing as pricing_cli
+from service.current import CurrentOffers
+from tests.pricing.factories import make_offer
+
+from ...pricing.test_estimate import LLAMA2_7B_GPU_HOURS
+
+runner = CliRunner()
+SAMPLE_NOTE = "sample prices from 2025-12-01, not live"
+
+OFFERS = [
+    make_offer(offer_id="h100-od", price_amount=Decimal("16")),
+    make_offer(
+        offer_id="h100-od",
+        term=RentalTerm.COMMIT_1MO,
+        price_amount=Decimal("8760"),  # 12 USD/h
+        price_unit=PriceUnit.MONTH,
+    ),
+    make_offer(offer_id="a100", gpu_model="A100-SXM4-80GB", price_amount=Decimal("10")),
+    make_offer(offer_id="4090", gpu_model="RTX-4090", gpu_count=1, price_amount=Decimal("0.4")),
+]
+
+
+@pytest.fixture(autouse=True)
+def fake_current(monkeypatch: pytest.MonkeyPatch) -> None:
+    def load(sample: bool = False) -> CurrentOffers:
+        return CurrentOffers(list(OFFERS), "sample", SAMPLE_NOTE)
+
+    monkeypatch.setattr(pricing_cli, "load_current", load)
+
+
+def test_offers_json_ranks_and_notes_on_stderr() -> None:
+    result = runner.invoke(app, ["offers", "--format", "json", "--gpu", "H100", "--hours", "700"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["offer_id"] for r in rows] == ["h100-od"]
+    assert rows[0]["term"] == "commit_1mo"
+    assert "beats on-demand after 548 h" in rows[0]["break_even"]  # 730 x 12 / 16
+    assert SAMPLE_NOTE in result.stderr
+
+
+def test_offers_csv_and_limit() -> None:
+    result = runner.invoke(app, ["offers", "--format", "csv", "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(rows) == 2
+    assert float(rows[0]["usd_per_effective_tflop_hour"]) <= float(
+        rows[1]["usd_per_effective_tflop_hour"]
+    )
+
+
+def test_offers_table_and_preset() -> None:
+    result = runner.invoke(app, ["offers", "--preset", "1xh100"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "no offer meets the requirement" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--min-gpus", "4", "--max-gpus", "2"], "max_gpus"),
+        (["--gpu", "NOPE-9000"], "gpus"),
+        (["--preset", "nope"], "--preset"),
+        (["--hours", "3", "--params", "1e9"], "tokens"),
+        (["--term", "forever"], "--term"),
+        (["--country", "USA"], "countries"),
+    ],
+)
+def test_offers_bad_options_exit_2(args: list[str], needle: str) -> None:
+    result = runner.invoke(app, ["offers", *args])
+    assert result.exit_code == 2
+    assert needle in result.output + result.stderr
+    assert "Traceback" not in result.output + result.stderr
+
+
+def test_estimate_llama2_7b_json() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "estimate",
+            "--gpu",
+            "A100-SXM4-80GB",
+            "--count",
+            "64",
+            "--params",
+            "7e9",
+            "--tokens",
+            "2e12",
+            "--format",
+            "json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["gpu_hours"] == pytest.approx(LLAMA2_7B_GPU_HOURS, rel=0.25)
+    assert data["memory_needed_gb"] == pytest.approx(112.0)
+    assert data["offer"]["offer_id"] == "a100"
+    assert data["offer"]["nodes"] == 8
+    assert data["cost_usd"] > 0
+
+
+def test_estimate_without_offer_gives_reason() -> None:
+    result = runner.invoke(
+        app,
+        ["estimate", "--gpu", "B200", "--count", "8", "--params", "1e9", "--tokens", "1e10"],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "no current offer of B200" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--gpu", "NOPE", "--count", "8", "--params", "1e9", "--tokens", "1e9"],
+        ["--gpu", "B200", "--count", "0", "--params", "1e9", "--tokens", "1e9"],
+        ["--gpu", "B200", "--count", "8", "--params", "-1", "--tokens", "1e9"],
+    ],
+)
+def test_estimate_bad_options_exit_2(args: list[str]) -> None:
+    result = runner.invoke(app, ["estimate", *args])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output + result.stderr

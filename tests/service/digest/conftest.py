@@ -1,0 +1,102 @@
+"""Fixtures of the digest tests: a real SMTP server (aiosmtpd on 127.0.0.1, a free port),
+a fresh migrated SQLite database per test, and settings pointing at both."""
+
+from __future__ import annotations
+
+import email
+import socket
+import threading
+import warnings
+from collections.abc import Iterator
+from email import policy
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from db.engine import make_engine, sqlite_url
+from db.migrate import upgrade
+from service.settings import Settings
+
+TOKEN_SECRET = "test-token-secret-0123456789abcdef"
+
+
+class RecordingHandler:
+    """Stores every accepted message; answers 451 to the next ``refuse`` DATA commands."""
+
+    def __init__(self) -> None:
+        self.messages: list[EmailMessage] = []
+        self.envelopes: list[tuple[str, list[str]]] = []
+        self.refuse = 0
+        self.refused = 0
+        self.lock = threading.Lock()
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        with self.lock:
+            if self.refuse:
+                self.refuse -= 1
+                self.refused += 1
+                return "451 4.3.0 Try again later"
+            message = email.message_from_bytes(envelope.content, policy=policy.default)
+            assert isinstance(message, EmailMessage)
+            self.messages.append(message)
+            self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
+        return "250 2.0.0 OK"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def smtp_server() -> Iterator[tuple[RecordingHandler, int]]:
+    with warnings.catch_warnings():
+        # aiosmtpd (and its use of asyncio) may warn on import or start-up; not our code
+        warnings.simplefilter("ignore")
+        from aiosmtpd.controller import Controller
+
+        handler = RecordingHandler()
+        controller = Controller(handler, hostname="127.0.0.1", port=_free_port())
+        controller.start()
+    try:
+        yield handler, controller.port
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            controller.stop()
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    url = sqlite_url(tmp_path / "gpuscout.db")
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, smtp_server: tuple[RecordingHandler, int]) -> Settings:
+    _handler, port = smtp_server
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        environment="development",
+        data_dir=tmp_path,
+        database_url=sqlite_url(tmp_path / "gpuscout.db"),
+        smtp_host="127.0.0.1",
+        smtp_port=port,
+        smtp_security="none",
+        smtp_attempts=3,
+        smtp_timeout_s=5,
+        mail_from="gpuscout digest <digest@gpuscout.test>",
+        public_base_url="https://gpuscout.test",
+        token_secret=TOKEN_SECRET,
+        digest_weekday=1,
+        digest_hour=8,
+    )

@@ -1,0 +1,234 @@
+"""Exactly once per (subscription, ISO week): crashes, restarts, SMTP refusals, concurrency."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from email.message import EmailMessage
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from service.current import CurrentOffers
+from service.digest.delivery import claim_delivery, delivery_row, due_week, mark_sending
+from service.digest.mail import SmtpConfig, new_message_id, parse_sender, send_message
+from service.digest.schedule import run_digests
+from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
+from service.settings import Settings
+
+from .conftest import RecordingHandler
+from .helpers import JOB, NOW, REQUIREMENT, current_from_db, link_in, seed_history, token_of
+
+LEASE = timedelta(minutes=15)
+WEEK = "2025-W11"
+
+
+class Crash(BaseException):
+    """A process dying: not an Exception, so nothing in the code under test catches it."""
+
+
+@pytest.fixture
+def active(
+    settings: Settings, engine: Engine, smtp_server: tuple[RecordingHandler, int]
+) -> tuple[int, CurrentOffers]:
+    """One confirmed subscription (the confirmation mail removed from the inbox)."""
+    handler, _ = smtp_server
+    seed_history(engine)
+    manager = SubscriptionManager(settings, engine, _transport(settings), clock=lambda: NOW)
+    record = manager.subscribe(
+        SubscriptionRequest(email="ada@example.com", name="H100", requirement=REQUIREMENT, job=JOB)
+    )
+    manager.confirm(token_of(link_in(handler.messages.pop(), "/v1/subscriptions/confirm")))
+    return record.id, current_from_db(engine)
+
+
+def _transport(settings: Settings) -> Callable[[EmailMessage], int]:
+    """The real SMTP path without the backoff waits."""
+    fast = dataclasses.replace(SmtpConfig.from_settings(settings), backoff_s=0.01)
+    return lambda message: send_message(message, fast, sleep=lambda _s: None)
+
+
+def test_restart_after_claim_before_send_sends_once(
+    settings: Settings,
+    engine: Engine,
+    active: tuple[int, CurrentOffers],
+    smtp_server: tuple[RecordingHandler, int],
+) -> None:
+    handler, _ = smtp_server
+    sub_id, current = active
+    sender = parse_sender(settings.mail_from)
+    # process 1 records its claim and dies before sending
+    claim = claim_delivery(
+        engine,
+        sub_id,
+        WEEK,
+        holder="p1",
+        now=NOW,
+        lease=LEASE,
+        message_id=lambda: new_message_id(sender),
+    )
+    assert claim is not None
+    # process 2 starts at once: the lease is live, it must not send
+    report = run_digests(
+        settings,
+        engine,
+        now=NOW + timedelta(minutes=5),
+        current=current,
+        transport=_transport(settings),
+    )
+    assert [o.status for o in report.outcomes] == ["skipped"] and handler.messages == []
+    # after the lease: sent once, with the Message-ID recorded before the crash
+    report = run_digests(
+        settings, engine, now=NOW + LEASE * 2, current=current, transport=_transport(settings)
+    )
+    assert report.sent == 1 and len(handler.messages) == 1
+    assert handler.messages[0]["Message-ID"] == claim.message_id
+    row = delivery_row(engine, sub_id, WEEK)
+    assert row is not None and row["status"] == "sent" and not row["possible_duplicate"]
+    assert row["attempts"] == 2
+    # and never again that week
+    run_digests(
+        settings,
+        engine,
+        now=NOW + timedelta(days=2),
+        current=current,
+        transport=_transport(settings),
+    )
+    assert len(handler.messages) == 1
+
+
+def test_crash_between_sending_and_sent_is_detectable(
+    settings: Settings,
+    engine: Engine,
+    active: tuple[int, CurrentOffers],
+    smtp_server: tuple[RecordingHandler, int],
+) -> None:
+    handler, _ = smtp_server
+    sub_id, current = active
+    real = _transport(settings)
+
+    def send_then_die(message: EmailMessage) -> int:
+        real(message)
+        raise Crash  # the server accepted it; "sent" is never recorded
+
+    with pytest.raises(Crash):
+        run_digests(settings, engine, now=NOW, current=current, transport=send_then_die)
+    row = delivery_row(engine, sub_id, WEEK)
+    assert row is not None and row["status"] == "sending"
+    assert len(handler.messages) == 1
+    first_id = handler.messages[0]["Message-ID"]
+    assert first_id == row["message_id"]
+
+    # the restarted scheduler resends it (never lost) with the SAME Message-ID, flagged
+    report = run_digests(settings, engine, now=NOW + LEASE * 2, current=current, transport=real)
+    assert report.sent == 1 and report.outcomes[0].possible_duplicate
+    assert [m["Message-ID"] for m in handler.messages] == [first_id, first_id]
+    row = delivery_row(engine, sub_id, WEEK)
+    assert row is not None and row["status"] == "sent" and row["possible_duplicate"]
+    # and that is the end of it
+    run_digests(settings, engine, now=NOW + timedelta(days=1), current=current, transport=real)
+    assert len(handler.messages) == 2
+
+
+def test_smtp_refuses_then_accepts(
+    settings: Settings,
+    engine: Engine,
+    active: tuple[int, CurrentOffers],
+    smtp_server: tuple[RecordingHandler, int],
+) -> None:
+    handler, _ = smtp_server
+    _sub_id, current = active
+    handler.refuse = 1  # 451 once
+    report = run_digests(settings, engine, now=NOW, current=current, transport=_transport(settings))
+    assert report.sent == 1 and report.outcomes[0].smtp_attempts == 2
+    assert handler.refused == 1 and len(handler.messages) == 1
+
+
+def test_smtp_failure_leaves_the_week_claimable(
+    settings: Settings,
+    engine: Engine,
+    active: tuple[int, CurrentOffers],
+    smtp_server: tuple[RecordingHandler, int],
+) -> None:
+    handler, _ = smtp_server
+    sub_id, current = active
+    handler.refuse = 10  # more than smtp_attempts (3)
+    report = run_digests(settings, engine, now=NOW, current=current, transport=_transport(settings))
+    assert report.failed == 1 and report.outcomes[0].smtp_attempts == 3
+    assert "451" in (report.outcomes[0].error or "")
+    row = delivery_row(engine, sub_id, WEEK)
+    assert row is not None and row["status"] == "failed" and "451" in row["last_error"]
+    message_id = row["message_id"]
+    handler.refuse = 0
+    report = run_digests(
+        settings,
+        engine,
+        now=NOW + timedelta(hours=1),
+        current=current,
+        transport=_transport(settings),
+    )
+    assert report.sent == 1
+    assert [m["Message-ID"] for m in handler.messages] == [message_id]
+
+
+def test_concurrent_runs_send_one_digest(
+    settings: Settings,
+    engine: Engine,
+    active: tuple[int, CurrentOffers],
+    smtp_server: tuple[RecordingHandler, int],
+) -> None:
+    handler, _ = smtp_server
+    _sub_id, current = active
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            barrier.wait()
+            run_digests(settings, engine, now=NOW, current=current, transport=_transport(settings))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(handler.messages) == 1
+
+
+def test_a_lost_claim_is_not_sent(
+    settings: Settings,
+    engine: Engine,
+    active: tuple[int, CurrentOffers],
+) -> None:
+    sub_id, _ = active
+    mid = iter(["<a@x.test>", "<b@x.test>"])
+    first = claim_delivery(
+        engine, sub_id, WEEK, holder="p1", now=NOW, lease=LEASE, message_id=lambda: next(mid)
+    )
+    assert first is not None
+    later = NOW + LEASE * 2
+    second = claim_delivery(
+        engine, sub_id, WEEK, holder="p2", now=later, lease=LEASE, message_id=lambda: next(mid)
+    )
+    assert second is not None and second.message_id == first.message_id == "<a@x.test>"
+    assert not mark_sending(engine, first, now=later, lease=LEASE)  # p1 woke up too late
+    assert mark_sending(engine, second, now=later, lease=LEASE)
+
+
+@pytest.mark.parametrize(
+    ("zone", "utc_hour", "expected"),
+    [
+        ("UTC", 7, None),
+        ("UTC", 8, "2025-W11"),
+        ("America/New_York", 11, None),  # 07:00 EDT
+        ("America/New_York", 12, "2025-W11"),  # 08:00 EDT
+        ("Asia/Tokyo", 0, "2025-W11"),  # 09:00 JST, Monday
+    ],
+)
+def test_due_week(zone: str, utc_hour: int, expected: str | None) -> None:
+    assert due_week(zone, NOW.replace(hour=utc_hour), weekday=1, hour=8) == expected

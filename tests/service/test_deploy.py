@@ -1,0 +1,55 @@
+"""deploy/: Docker cannot run here, so the compose file and Dockerfile are checked as text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from service.settings import Settings
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+
+
+def _compose() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((DEPLOY / "compose.yaml").read_text("utf-8"))
+    return data
+
+
+def test_services_and_order() -> None:
+    services = _compose()["services"]
+    assert {"db", "migrate", "api", "scheduler"} <= set(services)
+    assert services["api"]["command"][:3] == ["gpuscout", "serve", "--no-scheduler"]
+    assert services["scheduler"]["command"] == ["gpuscout", "scheduler"]
+    assert services["scheduler"]["deploy"]["replicas"] == 1
+    for name in ("api", "scheduler"):
+        depends = services[name]["depends_on"]
+        assert depends["db"]["condition"] == "service_healthy"
+        assert depends["migrate"]["condition"] == "service_completed_successfully"
+    assert "upgrade" in " ".join(services["migrate"]["command"])
+
+
+def test_healthchecks() -> None:
+    services = _compose()["services"]
+    assert "pg_isready" in " ".join(services["db"]["healthcheck"]["test"])
+    assert "/readyz" in " ".join(services["api"]["healthcheck"]["test"])
+    assert services["scheduler"]["healthcheck"]["test"]
+
+
+def test_environment_names_real_settings() -> None:
+    fields = {f"GPUSCOUT_{n.upper()}" for n in Settings.model_fields}
+    for name in ("api", "scheduler", "migrate"):
+        env = _compose()["services"][name]["environment"]
+        assert env["GPUSCOUT_ENVIRONMENT"] == "production"
+        assert env["GPUSCOUT_DATABASE_URL"].startswith("postgresql+psycopg://")
+        assert set(env) <= fields, set(env) - fields
+        assert "changeme" not in str(env)
+
+
+def test_dockerfile() -> None:
+    text = (DEPLOY / "Dockerfile").read_text("utf-8")
+    assert "python:3.11-slim" in text and "uv sync --frozen" in text
+    assert "\nUSER gpuscout" in text
+    assert "HEALTHCHECK" in text and "/healthz" in text
+    assert (DEPLOY / "README.md").read_text("utf-8").count("scheduler") >= 3

@@ -1,0 +1,46 @@
+"""Every setting is documented in ``.env.example``; every adapter credential is named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters import registry
+from service.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env_example() -> str:
+    return (ROOT / ".env.example").read_text("utf-8")
+
+
+@pytest.mark.parametrize("name", list(Settings.model_fields))
+def test_every_setting_in_env_example(name: str) -> None:
+    text = _env_example()
+    line = f"GPUSCOUT_{name.upper()}="
+    assert line in text, f"{line} missing from .env.example"
+    before = text.split(line, 1)[0].rstrip().splitlines()[-1]
+    assert before.startswith("#"), f"{line} has no comment above it"
+
+
+def _credential_env_names() -> list[str]:
+    return sorted(
+        {f"GPUSCOUT_{n.upper()}" for cls in registry().values() for n in cls.credential_names}
+    )
+
+
+def test_env_example_names_every_adapter_credential() -> None:
+    text = _env_example()
+    assert [n for n in _credential_env_names() if n not in text] == []
+
+
+def test_readme_names_every_adapter_credential() -> None:
+    text = (ROOT / "README.md").read_text("utf-8")
+    assert [n for n in _credential_env_names() if n not in text] == []
+
+
+def test_readme_lists_every_adapter() -> None:
+    text = (ROOT / "README.md").read_text("utf-8")
+    assert [n for n in registry() if f"| `{n}` |" not in text] == []

@@ -40,7 +40,7 @@ import logging
 import re
 import urllib.parse
 import xml.etree.ElementTree as ET
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -51,15 +51,13 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from .base import (
-    RETRY_STATUS,
     Adapter,
     ParseResult,
     ProviderError,
     ResponseFormatError,
-    RetryPolicy,
-    _retry_after_s,
     request,
     request_json,
+    request_stream,
 )
 from .gpus import resolve_gpu_name
 from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor, usd_per_hour
@@ -727,7 +725,9 @@ class AwsAdapter(Adapter):
                 raise ResponseFormatError(self.name, f"no CSV header in {url}")
             return "\n".join(kept) + "\n"
 
-        return await _stream(client, url, consume, provider=self.name, policy=self.policy)
+        return await request_stream(
+            client, "GET", url, consume, provider=self.name, policy=self.policy
+        )
 
     def _spot_credentials(self) -> Credentials | None:
         key = self.credentials.get("aws_access_key_id")
@@ -897,42 +897,6 @@ def _gpu_types_by_region(price_lists: Iterable[str]) -> dict[str, list[str]]:
     return {r: sorted(t) for r, t in sorted(out.items())}
 
 
-async def _stream(
-    client: httpx.AsyncClient,
-    url: str,
-    consume: Callable[[httpx.Response], Awaitable[str]],
-    *,
-    provider: str,
-    policy: RetryPolicy,
-) -> str:
-    """GET ``url`` as a stream and hand the response to ``consume``, with retries.
-
-    The same rules as :func:`adapters.base.request` (retry 429/5xx and transport errors with
-    exponential backoff or ``Retry-After``; other HTTP errors fail at once), for bodies too
-    large to hold in memory. A broken stream is retried from the start.
-    """
-    last = ""
-    for attempt in range(1, policy.attempts + 1):
-        wait = min(policy.max_wait_s, policy.base_wait_s * 2 ** (attempt - 1))
-        try:
-            async with client.stream("GET", url, timeout=policy.timeout_s) as response:
-                if response.status_code in RETRY_STATUS:
-                    last = f"HTTP {response.status_code}"
-                    after = _retry_after_s(response)
-                    wait = min(after, policy.max_wait_s) if after is not None else wait
-                elif response.is_error:
-                    await response.aread()
-                    body = response.text.strip().replace("\n", " ")[:200]
-                    raise ProviderError(provider, f"HTTP {response.status_code} from {url}: {body}")
-                else:
-                    return await consume(response)
-        except httpx.TransportError as exc:
-            last = f"network error ({type(exc).__name__}: {exc!s})"
-        if attempt < policy.attempts:
-            await asyncio.sleep(wait)
-    raise ProviderError(provider, f"{last} from {url} after {policy.attempts} attempts")
-
-
 class _OfferBuilder:
     """Turns normalised records into offers, one per instance type, region and term."""
 
@@ -1047,7 +1011,8 @@ class _OfferBuilder:
         self._add(
             ref,
             hw,
-            offer_id=f"{itype}:reserved-{first.lease}-{offering}-{option}",
+            offer_id=itype,
+            term_variant=f"{offering}-{option}",
             instance_name=f"{itype} ({first.lease} {first.offering_class} RI, "
             f"{first.purchase_option})",
             region=product.get("regionCode") or None,
@@ -1086,7 +1051,8 @@ class _OfferBuilder:
             self._add(
                 ref,
                 hw,
-                offer_id=f"{itype}:spot:{az}",
+                offer_id=itype,
+                term_variant=az,
                 instance_name=f"{itype} (spot, {az})",
                 region=region,
                 price=price,
@@ -1117,6 +1083,7 @@ class _OfferBuilder:
         offer_id: str,
         instance_name: str,
         region: str | None,
+        term_variant: str | None = None,
         price: Decimal,
         currency: str,
         unit: PriceUnit,
@@ -1125,7 +1092,7 @@ class _OfferBuilder:
         billing_increment_s: int | None = None,
         min_rental_hours: float | None = None,
     ) -> None:
-        key = f"{offer_id}|{region}|{term.value}"
+        key = f"{offer_id}|{region}|{term.value}|{term_variant}"
         if key in self.seen:
             self.result.skip("duplicate price for the same instance, region and term", ref)
             return
@@ -1136,6 +1103,7 @@ class _OfferBuilder:
             ref,
             provider=self.provider,
             offer_id=offer_id,
+            term_variant=term_variant,
             instance_name=instance_name,
             region=region,
             fetched_at=self.fetched_at,

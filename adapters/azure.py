@@ -310,30 +310,30 @@ class _PriceKind:
 
     term: RentalTerm
     unit: PriceUnit
-    suffix: str  # "" for on-demand; ":spot", ":low-priority", ":reservation-1y", ...
+    variant: str | None  # the offer's term_variant: None for on-demand, "spot", ...
     label: str  # human suffix for instance_name
     prepaid: bool | None = None
 
 
-_ON_DEMAND = _PriceKind(RentalTerm.ON_DEMAND, PriceUnit.HOUR, "", "", prepaid=False)
-_SPOT = _PriceKind(RentalTerm.INTERRUPTIBLE, PriceUnit.HOUR, ":spot", " (Spot)", prepaid=False)
+_ON_DEMAND = _PriceKind(RentalTerm.ON_DEMAND, PriceUnit.HOUR, None, "", prepaid=False)
+_SPOT = _PriceKind(RentalTerm.INTERRUPTIBLE, PriceUnit.HOUR, "spot", " (Spot)", prepaid=False)
 _LOW_PRIORITY = _PriceKind(
-    RentalTerm.INTERRUPTIBLE, PriceUnit.HOUR, ":low-priority", " (Low Priority)", prepaid=False
+    RentalTerm.INTERRUPTIBLE, PriceUnit.HOUR, "low-priority", " (Low Priority)", prepaid=False
 )
 #: Reservations: a price for the whole term. Azure lets the buyer pay it up front or in
 #: monthly instalments of the same total (learn.microsoft.com/azure/cost-management-billing/
 #: reservations/prepare-buy-reservation), so whether it is prepaid is the buyer's choice.
 _RESERVATION = {
-    "1 year": _PriceKind(RentalTerm.COMMIT_1Y, PriceUnit.TERM, ":reservation-1y", " (1y RI)"),
-    "3 years": _PriceKind(RentalTerm.COMMIT_3Y, PriceUnit.TERM, ":reservation-3y", " (3y RI)"),
+    "1 year": _PriceKind(RentalTerm.COMMIT_1Y, PriceUnit.TERM, "reservation", " (1y RI)"),
+    "3 years": _PriceKind(RentalTerm.COMMIT_3Y, PriceUnit.TERM, "reservation", " (3y RI)"),
 }
 #: Savings plans: an hourly rate for a 1- or 3-year hourly spend commitment, billed hourly.
 _SAVINGS_PLAN = {
     "1 year": _PriceKind(
-        RentalTerm.COMMIT_1Y, PriceUnit.HOUR, ":savings-plan-1y", " (1y savings plan)", False
+        RentalTerm.COMMIT_1Y, PriceUnit.HOUR, "savings-plan", " (1y savings plan)", False
     ),
     "3 years": _PriceKind(
-        RentalTerm.COMMIT_3Y, PriceUnit.HOUR, ":savings-plan-3y", " (3y savings plan)", False
+        RentalTerm.COMMIT_3Y, PriceUnit.HOUR, "savings-plan", " (3y savings plan)", False
     ),
 }
 
@@ -510,8 +510,8 @@ class AzureAdapter(Adapter):
         ):
             result.skip(f"absurd price {price} {currency} for a data-centre GPU", ref)
             return
-        offer_id = sku + kind.suffix
-        key = f"{offer_id}|{region}|{kind.term.value}"
+        offer_id = sku
+        key = f"{offer_id}|{region}|{kind.term.value}|{kind.variant}"
         if key in seen:
             result.skip("duplicate meter for the same size, region and term", ref)
             return
@@ -524,6 +524,7 @@ class AzureAdapter(Adapter):
             ref,
             provider=self.name,
             offer_id=offer_id,
+            term_variant=kind.variant,
             instance_name=sku + kind.label,
             region=region,
             fetched_at=fetched_at,

@@ -25,9 +25,9 @@ import email.utils
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 import pydantic
@@ -46,9 +46,12 @@ __all__ = [
     "SkippedRecord",
     "request",
     "request_json",
+    "request_stream",
 ]
 
 log = logging.getLogger("gpuscout.adapters")
+
+T = TypeVar("T")
 
 
 class AdapterError(Exception):
@@ -164,6 +167,36 @@ def _wait(policy: RetryPolicy) -> Callable[[tenacity.RetryCallState], float]:
     return wait
 
 
+async def _with_retries(
+    call: Callable[[], Awaitable[T]], *, url: str, provider: str, policy: RetryPolicy
+) -> T:
+    """Run ``call`` with the policy's retries; every failure becomes a ProviderError.
+
+    ``call`` raises :class:`_Retryable` for a 429/5xx answer; transport errors (including a
+    stream broken mid-body) are retried too.
+    """
+    retrying = tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(policy.attempts),
+        wait=_wait(policy),
+        retry=tenacity.retry_if_exception_type((_Retryable, httpx.TransportError)),
+        reraise=True,
+        sleep=asyncio.sleep,
+    )
+    try:
+        return await retrying(call)
+    except _Retryable as exc:
+        raise ProviderError(
+            provider,
+            f"HTTP {exc.response.status_code} from {_short(url)} after {policy.attempts} attempts",
+        ) from None
+    except httpx.TimeoutException:
+        raise ProviderError(
+            provider, f"timeout after {policy.attempts} attempts: {_short(url)}"
+        ) from None
+    except httpx.TransportError as exc:
+        raise ProviderError(provider, f"network error on {_short(url)}: {exc!s}") from None
+
+
 async def request(
     client: httpx.AsyncClient,
     method: str,
@@ -176,35 +209,50 @@ async def request(
     """One HTTP request with retries; any failure becomes a :class:`ProviderError`."""
     policy = policy or RetryPolicy()
     kwargs.setdefault("timeout", policy.timeout_s)
-    retrying = tenacity.AsyncRetrying(
-        stop=tenacity.stop_after_attempt(policy.attempts),
-        wait=_wait(policy),
-        retry=tenacity.retry_if_exception_type((_Retryable, httpx.TransportError)),
-        reraise=True,
-        sleep=asyncio.sleep,
-    )
-    try:
-        async for attempt in retrying:
-            with attempt:
-                response = await client.request(method, url, **kwargs)
-                if response.status_code in RETRY_STATUS:
-                    raise _Retryable(response)
-    except _Retryable as exc:
-        raise ProviderError(
-            provider,
-            f"HTTP {exc.response.status_code} from {_short(url)} after {policy.attempts} attempts",
-        ) from None
-    except httpx.TimeoutException:
-        raise ProviderError(
-            provider, f"timeout after {policy.attempts} attempts: {_short(url)}"
-        ) from None
-    except httpx.TransportError as exc:
-        raise ProviderError(provider, f"network error on {_short(url)}: {exc!s}") from None
+
+    async def once() -> httpx.Response:
+        response = await client.request(method, url, **kwargs)
+        if response.status_code in RETRY_STATUS:
+            raise _Retryable(response)
+        return response
+
+    response = await _with_retries(once, url=url, provider=provider, policy=policy)
     if response.is_error:
         raise ProviderError(
             provider, f"HTTP {response.status_code} from {_short(url)}: {_body(response)}"
         )
     return response
+
+
+async def request_stream(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    consume: Callable[[httpx.Response], Awaitable[T]],
+    *,
+    provider: str,
+    policy: RetryPolicy | None = None,
+    **kwargs: Any,
+) -> T:
+    """A streamed request for bodies too large to hold: ``consume`` reads the open response.
+
+    The same retries as :func:`request`; a stream broken mid-body is retried from the start.
+    """
+    policy = policy or RetryPolicy()
+    kwargs.setdefault("timeout", policy.timeout_s)
+
+    async def once() -> T:
+        async with client.stream(method, url, **kwargs) as response:
+            if response.status_code in RETRY_STATUS:
+                raise _Retryable(response)
+            if response.is_error:
+                await response.aread()
+                raise ProviderError(
+                    provider, f"HTTP {response.status_code} from {_short(url)}: {_body(response)}"
+                )
+            return await consume(response)
+
+    return await _with_retries(once, url=url, provider=provider, policy=policy)
 
 
 async def request_json(

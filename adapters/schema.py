@@ -338,6 +338,14 @@ class Offer(BaseModel):
     price_unit: PriceUnit
     price_basis: PriceBasis
     term: RentalTerm
+    term_variant: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            description="what tells apart prices of one configuration, location and term: "
+            '"spot" vs "low-priority", a reservation\'s payment option, a spot zone',
+        ),
+    ] = None
     min_rental_hours: NonNegativeFloat | None = None
     billing_increment_s: PositiveInt | None = None
     prepaid: bool | None = None
@@ -420,10 +428,16 @@ class Offer(BaseModel):
 
     @property
     def key(self) -> str:
-        """Stable identity of the offer across snapshots (the price may change)."""
-        return "|".join(
-            (self.provider, self.offer_id, self.region or "", self.term.value, self.price_basis)
-        )
+        """Stable identity of the offer across snapshots (the price may change).
+
+        ``offer_id`` names the configuration, so the offers of one configuration and region
+        differ only in ``term`` and ``term_variant``: the pricing engine compares them.
+        """
+        parts = [self.provider, self.offer_id, self.region or "", self.term.value]
+        parts.append(self.price_basis.value)
+        if self.term_variant is not None:
+            parts.append(self.term_variant)
+        return "|".join(parts)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -76,6 +76,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "storage_type",
     # price and the chosen term
     "term",
+    "term_variant",
     "price_amount",
     "price_currency",
     "price_unit",
@@ -282,10 +283,11 @@ def costed_plan(
 def _best_terms(costed: pl.LazyFrame, limit: int | None) -> pl.LazyFrame:
     """The cheapest term of each configuration, the ``limit`` cheapest configurations.
 
-    A configuration has at most one row per term, so the top ``limit x len(RentalTerm)``
-    rows hold the best term of every configuration that can make the top ``limit``.
+    Works on the best ``limit x len(RentalTerm)`` rows. Whenever those rows hold at least
+    ``limit`` configurations the answer is exact: every row cheaper than the ``limit``-th
+    configuration's best is among them. :func:`rank` re-runs without the cut otherwise.
     """
-    keys = list(SORT_KEYS)
+    keys = [*SORT_KEYS, _ROW]  # the row breaks ties between variants of one term
     candidates = costed if limit is None else costed.bottom_k(limit * len(RentalTerm), by=keys)
     best = candidates.sort(keys).unique(subset=["config_id"], keep="first", maintain_order=True)
     return best if limit is None else best.head(limit)
@@ -391,16 +393,27 @@ def rank(
     whole default table (``pricing/efficiency.toml``). The job defaults to one hour.
     """
     frame = offers if isinstance(offers, pl.DataFrame | pl.LazyFrame) else offers_to_frame(offers)
-    plan = rank_plan(
-        frame,
-        requirement,
-        job,
-        precision=precision,
-        limit=limit,
-        now=now,
-        mfu=mfu,
-        scaling=scaling,
-        efficiency=efficiency,
-        catalog=catalog,
-    )
-    return plan.collect(engine=engine_for(frame))
+
+    def run(candidate_limit: int | None) -> pl.DataFrame:
+        plan = rank_plan(
+            frame,
+            requirement,
+            job,
+            precision=precision,
+            limit=candidate_limit,
+            now=now,
+            mfu=mfu,
+            scaling=scaling,
+            efficiency=efficiency,
+            catalog=catalog,
+        )
+        return plan.collect(engine=engine_for(frame))
+
+    result = run(limit)
+    if limit is not None and result.height < limit:
+        # The fast path keeps the best ``limit x terms`` rows before picking each
+        # configuration's best; configurations with many term variants (spot zones,
+        # reservation options) can crowd it. Fewer than ``limit`` rows means it may have:
+        # rank every qualifying row instead (cheap, since few rows qualify then).
+        result = run(None).head(limit)
+    return result

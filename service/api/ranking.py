@@ -39,8 +39,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "fabric", "fabric_gbps", "cpu_cores", "vcpus", "ram_gb", "storage_gb", "storage_type",
     ),
     "price": (
-        "term", "price_amount", "price_currency", "price_unit", "price_basis", "usd_per_hour",
-        "usd_per_gpu_hour", "min_rental_hours", "billing_increment_s",
+        "term", "term_variant", "price_amount", "price_currency", "price_unit", "price_basis",
+        "usd_per_hour", "usd_per_gpu_hour", "min_rental_hours", "billing_increment_s",
         "on_demand_usd_per_hour", "break_even_hours", "break_even",
     ),
     "performance": (

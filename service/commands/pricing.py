@@ -19,6 +19,7 @@ from pricing import Job, Requirement, estimate, preset, rank
 from pricing.requirement import preset_names
 
 from ..current import CurrentOffers, load_current
+from .providers import wide_console
 
 __all__ = ["register"]
 
@@ -111,7 +112,7 @@ def _count_label(count: pl.Expr) -> pl.Expr:
 
 def _print_table(frame: pl.DataFrame, title: str) -> None:
     """A compact table; the break-even of each row's chosen term is listed beneath it."""
-    console = Console() if Console().is_terminal else Console(width=160)
+    console = wide_console()
     table = Table(title=title, header_style="bold")
     labelled = frame.with_columns(
         pl.format("{}× {}", _count_label(pl.col("total_gpus")), pl.col("gpu_model")).alias(

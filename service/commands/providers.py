@@ -67,6 +67,12 @@ def offers_table(offers: list[Offer], title: str | None = None) -> Table:
     return table
 
 
+def wide_console() -> Console:
+    """The terminal's console, or a 160-column one when output goes to a file or pipe."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
 def summary_table(runs: list[ProviderRun]) -> Table:
     table = Table(title="snapshot")
     for col in ("provider", "outcome", "offers", "skipped", "seconds", "error"):
@@ -176,13 +182,19 @@ def register(app: typer.Typer) -> None:
             adapters = build_adapters(settings, provider or None)
             runs = asyncio.run(fetch_all(adapters, settings))
         finished_at = datetime.now(UTC)
-        Console().print(summary_table(runs))
+        out = wide_console()
+        out.print(summary_table(runs))
         from ..scheduler import persist_snapshot  # the database only when storing
         from .db import stored_table
 
         stored = persist_snapshot(settings, runs, started_at=started_at, finished_at=finished_at)
-        Console().print(stored_table(stored))
-        if any(r.status is RunStatus.ERROR for r in runs):
-            failed = sum(r.status is RunStatus.ERROR for r in runs)
+        out.print(stored_table(stored))
+        failed = sum(r.status is RunStatus.ERROR for r in runs)
+        if failed:
             err.print(f"[red]{failed} of {len(runs)} provider(s) failed[/]")
+            if not any(r.status is RunStatus.OK for r in runs):
+                err.print(
+                    "no provider answered (no network?): `gpuscout snapshot --sample` stores "
+                    "the offline sample instead"
+                )
             raise typer.Exit(1)

@@ -40,8 +40,18 @@ def parse(*payloads: Any) -> Any:
     return AwsAdapter().parse(list(payloads), fetched_at=NOW)
 
 
+def label(o: Any) -> str:
+    """A readable id: the instance type, with the term and its variant when there is one."""
+    if o.term_variant is None:
+        return str(o.offer_id)
+    if o.term is RentalTerm.INTERRUPTIBLE:
+        return f"{o.offer_id}:spot:{o.term_variant}"
+    lease = {RentalTerm.COMMIT_1Y: "1yr", RentalTerm.COMMIT_3Y: "3yr"}[o.term]
+    return f"{o.offer_id}:reserved-{lease}-{o.term_variant}"
+
+
 def by_id(result: Any) -> dict[tuple[str, str | None], Any]:
-    return {(o.offer_id, o.region): o for o in result.offers}
+    return {(label(o), o.region): o for o in result.offers}
 
 
 def csv_lines() -> tuple[list[str], list[str]]:
@@ -244,7 +254,7 @@ def reserved_rows(option: str, lease: str, hourly: str, upfront: str | None) -> 
 def test_partial_upfront_is_one_exact_term_price() -> None:
     text = csv_with(*reserved_rows("Partial Upfront", "3yr", "13.1000000000", "344000"))
     (o,) = parse(text).offers
-    assert o.offer_id == "p5.48xlarge:reserved-3yr-convertible-partial-upfront"
+    assert label(o) == "p5.48xlarge:reserved-3yr-convertible-partial-upfront"
     assert o.term is RentalTerm.COMMIT_3Y
     assert o.price_unit is PriceUnit.TERM
     assert o.price_amount == Decimal("344000") + Decimal("13.1") * 26280  # exact
@@ -333,7 +343,7 @@ def test_bad_spot_records_are_skipped() -> None:
     }  # fmt: skip
     result = parse(*decoded(GPU_CSV), spot)
     spot_offers = [o for o in result.offers if o.term is RentalTerm.INTERRUPTIBLE]
-    assert [o.offer_id for o in spot_offers] == ["p5.48xlarge:spot:us-east-1d"]
+    assert [label(o) for o in spot_offers] == ["p5.48xlarge:spot:us-east-1d"]
     reasons = result.skip_reasons()
     assert reasons["no price"] == 1
     assert reasons["invalid price_amount: Input should be greater than 0"] == 1
@@ -510,7 +520,7 @@ def test_fetch_spot_is_signed_and_paginated() -> None:
     assert dit["Filter.1.Name"] == ["instance-type"]
     assert sorted(v[0] for k, v in dit.items() if k.startswith("Filter.1.Value.")) == types
     result = AwsAdapter().parse(payloads, fetched_at=NOW)
-    spot_ids = sorted(o.offer_id for o in result.offers if o.term is RentalTerm.INTERRUPTIBLE)
+    spot_ids = sorted(label(o) for o in result.offers if o.term is RentalTerm.INTERRUPTIBLE)
     assert spot_ids == ["g5.xlarge:spot:us-east-1c", "p5.48xlarge:spot:us-east-1a"]
     p4d = by_id(result)[("p4d.24xlarge", "us-east-1")]
     assert (p4d.gpu_raw_name, p4d.gpu_model, p4d.gpu_vendor) == (

@@ -49,8 +49,18 @@ def parse(*payloads: Any) -> Any:
     return AzureAdapter().parse(list(payloads), fetched_at=NOW)
 
 
+def label(o: Any) -> str:
+    """A readable id: the VM size, with the term's variant (and length) when there is one."""
+    if o.term_variant is None:
+        return str(o.offer_id)
+    if o.term is RentalTerm.INTERRUPTIBLE:
+        return f"{o.offer_id}:{o.term_variant}"
+    years = {RentalTerm.COMMIT_1Y: "1y", RentalTerm.COMMIT_3Y: "3y"}[o.term]
+    return f"{o.offer_id}:{o.term_variant}-{years}"
+
+
 def by_id(result: Any) -> dict[str, Any]:
-    return {o.offer_id: o for o in result.offers}
+    return {label(o): o for o in result.offers}
 
 
 # --- parse: the reconstructed GPU page ---------------------------------------------------

@@ -108,3 +108,34 @@ def test_parse_result_add_skips_invalid_record_naming_the_field() -> None:
     assert len(result.offers) == 1
     assert result.skipped[0].ref == "ex:b"
     assert "price_amount" in result.skipped[0].reason
+
+
+@respx.mock
+def test_stream_retries_then_consumes_the_body() -> None:
+    route = respx.get(URL).mock(
+        side_effect=[httpx.Response(503), httpx.Response(200, content=b"a\nb\nc\n")]
+    )
+
+    async def lines(response: httpx.Response) -> list[str]:
+        return [line async for line in response.aiter_lines()]
+
+    async def go() -> list[str]:
+        async with httpx.AsyncClient() as client:
+            return await base.request_stream(client, "GET", URL, lines, provider="ex", policy=FAST)
+
+    assert asyncio.run(go()) == ["a", "b", "c"]
+    assert route.call_count == 2
+
+
+@respx.mock
+def test_stream_client_error_is_a_provider_error() -> None:
+    respx.get(URL).mock(return_value=httpx.Response(403, text="denied"))
+
+    async def go() -> None:
+        async with httpx.AsyncClient() as client:
+            await base.request_stream(
+                client, "GET", URL, lambda r: r.aread(), provider="ex", policy=FAST
+            )
+
+    with pytest.raises(ProviderError, match="HTTP 403.*denied"):
+        asyncio.run(go())

@@ -174,3 +174,35 @@ def test_golden_lambda_sample() -> None:
     )
     got = out.select(expected.columns)
     assert_frame_equal(got, expected, check_exact=False, rel_tol=1e-9)
+
+
+def test_term_variants_are_one_configuration_and_cannot_crowd_out_others() -> None:
+    # 20 spot zones of one instance type, all cheaper than the other configuration.
+    spots = [
+        make_offer(
+            offer_id="8x-h100",
+            term=RentalTerm.INTERRUPTIBLE,
+            term_variant=f"zone-{i:02d}",
+            price_amount=Decimal("8") + Decimal(i) / 100,
+        )
+        for i in range(20)
+    ]
+    on_demand = make_offer(offer_id="8x-h100")
+    other = make_offer(offer_id="other-8x-h100", price_amount=Decimal("15"))
+    result = rank([*spots, on_demand, other], job=Job(hours=10), limit=2, now=NOW)
+    assert result["offer_id"].to_list() == ["8x-h100", "other-8x-h100"]
+    best = result.row(0, named=True)
+    assert best["term"] == "interruptible" and best["term_variant"] == "zone-00"
+    # the spot zones and the on-demand price are one configuration: break-even against it
+    assert best["on_demand_usd_per_hour"] == 16.0
+
+
+def test_equal_variants_rank_deterministically() -> None:
+    twins = [
+        make_offer(term=RentalTerm.INTERRUPTIBLE, term_variant=v, price_amount=Decimal("9"))
+        for v in ("spot", "low-priority")
+    ]
+    first = rank(twins, job=Job(hours=10), now=NOW)
+    again = rank(twins, job=Job(hours=10), now=NOW)
+    assert first.height == 1
+    assert_frame_equal(first, again)

@@ -294,6 +294,8 @@ class Adapter(abc.ABC):
     source_url: ClassVar[str]
     #: Setting names (without the ``GPUSCOUT_`` prefix) that must be set to fetch.
     credential_names: ClassVar[tuple[str, ...]] = ()
+    #: Settings used when set, but not required (a public catalogue works without them).
+    optional_credential_names: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,

@@ -27,6 +27,7 @@ Commitment terms (enum of the "purchase a commitment" API page): NONE, 1_MONTH, 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -69,17 +70,30 @@ _FABRICS: Mapping[str, Fabric] = {
 }
 
 
+log = logging.getLogger("gpuscout.adapters.cudo")
+
+
 class CudoAdapter(Adapter):
     """Cudo Compute VM GPU families (composed) and bare-metal machines (fixed)."""
 
     name: ClassVar[str] = "cudo"
     title: ClassVar[str] = "Cudo Compute"
     source_url: ClassVar[str] = API_BASE
-    credential_names: ClassVar[tuple[str, ...]] = ("cudo_api_key",)
+    #: The VM catalogue is public; the bare-metal one needs the key (request.md for Cudo:
+    #: "no auth needed for this catalog call"; other endpoints take a Bearer key).
+    credential_names: ClassVar[tuple[str, ...]] = ()
+    optional_credential_names: ClassVar[tuple[str, ...]] = ("cudo_api_key",)
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        key = self.require_credentials()["cudo_api_key"]
-        headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        key = self.credentials.get("cudo_api_key")
+        headers = {"Accept": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        paths = ["/vms/machine-types-2"]
+        if key:
+            paths.append("/machine-types")
+        else:
+            log.info("cudo: no GPUSCOUT_CUDO_API_KEY, bare-metal machines not fetched")
         return [
             await request_json(
                 client,
@@ -89,7 +103,7 @@ class CudoAdapter(Adapter):
                 policy=self.policy,
                 headers=headers,
             )
-            for path in ("/vms/machine-types-2", "/machine-types")
+            for path in paths
         ]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:

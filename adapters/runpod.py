@@ -95,6 +95,7 @@ class RunPodAdapter(Adapter):
     title = "RunPod"
     source_url = GRAPHQL_URL
     credential_names = ()
+    optional_credential_names = ("runpod_api_key",)
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = {}

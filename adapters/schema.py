@@ -433,11 +433,12 @@ class Offer(BaseModel):
         ``offer_id`` names the configuration, so the offers of one configuration and region
         differ only in ``term`` and ``term_variant``: the pricing engine compares them.
         """
-        parts = [self.provider, self.offer_id, self.region or "", self.term.value]
-        parts.append(self.price_basis.value)
-        if self.term_variant is not None:
-            parts.append(self.term_variant)
-        return "|".join(parts)
+        # str.__str__ of a StrEnum member is its value, without Enum's slow ``.value`` lookup
+        key = (
+            f"{self.provider}|{self.offer_id}|{self.region or ''}"
+            f"|{str.__str__(self.term)}|{str.__str__(self.price_basis)}"
+        )
+        return key if self.term_variant is None else f"{key}|{self.term_variant}"
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

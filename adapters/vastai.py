@@ -75,6 +75,7 @@ class VastAiAdapter(Adapter):
     title = "Vast.ai"
     source_url = BUNDLES_URL
     credential_names = ()
+    optional_credential_names = ("vastai_api_key",)
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = {}

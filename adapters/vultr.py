@@ -111,6 +111,7 @@ class VultrAdapter(Adapter):
     title = "Vultr"
     source_url = API
     credential_names = ()  # plan listings are public
+    optional_credential_names = ("vultr_api_key",)
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
@@ -39,7 +40,7 @@ from adapters.schema import (
 
 from .engine import Target, transaction
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
-from .records import gc_paused, hash64, price_hash, record_json, usd_per_gpu_hour
+from .records import gc_paused, hash64, record_jsons
 
 __all__ = ["ProviderChanges", "SnapshotSummary", "store_snapshot"]
 
@@ -94,71 +95,61 @@ class SnapshotSummary:
 
 
 class _Encoded:
-    """An offer as stored. The record (and its hash) is always needed to compare; the
-    price hash and USD figures only for rows that change, so they are computed lazily."""
+    """A run's offers as stored, in parallel lists (one entry per distinct key).
 
-    __slots__ = (
-        "_price_hash",
-        "_usd",
-        "_usd_per_gpu_hour",
-        "fetched_at",
-        "offer",
-        "record",
-        "record_hash",
-    )
+    The records and their hashes are always needed to compare; the price hash and the other
+    column values only for offers that change, so :meth:`_Columns.price` computes them then.
+    """
 
-    def __init__(self, offer: Offer, fetched_at: datetime | None) -> None:
-        self.offer = offer
-        self.record = record_json(offer)
-        self.record_hash = hash64(self.record)
-        self.fetched_at = fetched_at
-        self._price_hash: int | None = None
-        self._usd: Decimal | None = None
-        self._usd_per_gpu_hour: float | None = None
+    __slots__ = ("fetched_at", "index", "keys", "offers", "record_hashes", "records")
 
-    @property
-    def price_hash(self) -> int:
-        if self._price_hash is None:
-            self._price_hash = price_hash(self.offer)
-        return self._price_hash
+    def __init__(self, run: ProviderRun) -> None:
+        offers = run.offers
+        records = record_jsons(offers)
+        blake2b, from_bytes = hashlib.blake2b, int.from_bytes
+        started_at = run.started_at
+        index = {offer.key: i for i, offer in enumerate(offers)}  # a repeated key: the last
+        if len(index) < len(offers):
+            log.warning(
+                "%s: %d offers repeat a key; the last of each was kept",
+                run.provider,
+                len(offers) - len(index),
+            )
+            kept = list(index.values())
+            offers = [offers[i] for i in kept]
+            records = [records[i] for i in kept]
+            index = dict(zip(index, range(len(kept)), strict=True))
+        self.index = index
+        self.keys = list(index)
+        self.offers = list(offers)
+        self.records = records
+        self.record_hashes = [
+            from_bytes(blake2b(record, digest_size=8).digest(), "big", signed=True)
+            for record in records
+        ]
+        self.fetched_at = [
+            None if (fetched := offer.fetched_at) == started_at else fetched for offer in offers
+        ]
 
-    @property
-    def usd_per_hour(self) -> Decimal:
-        if self._usd is None:
-            self._compute_usd()
-        assert self._usd is not None
-        return self._usd
-
-    @property
-    def usd_per_gpu_hour(self) -> float | None:
-        if self._usd is None:
-            self._compute_usd()
-        return self._usd_per_gpu_hour
-
-    def _compute_usd(self) -> None:
-        o = self.offer
-        self._usd = _usd_per_hour(
-            o.price_amount, o.price_currency, o.price_unit, o.price_basis, o.term, o.gpu_count
-        )
-        self._usd_per_gpu_hour = usd_per_gpu_hour(self._usd, o.gpus)
-
-
-#: Enum member -> its value (``.value`` goes through a slow descriptor; psycopg would
-#: dump a bare member by name).
-_VALUE: dict[Any, str] = {m: m.value for e in (RentalTerm, PriceUnit, PriceBasis) for m in e}
+    def drop(self, keys: Iterable[str]) -> None:
+        """Forget ``keys`` (their positions stay, unused)."""
+        for key in keys:
+            del self.index[key]
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _usd_per_hour(
+def _price(
     amount: Decimal,
     currency: str,
     unit: PriceUnit,
     basis: PriceBasis,
     term: RentalTerm,
     gpu_count: int,
-) -> Decimal:
-    """``Offer.usd_per_hour`` from the fields it depends on, memoised: prices repeat a lot."""
-    return usd_per_hour(
+) -> tuple[int, Decimal, float]:
+    """Price hash, ``Offer.usd_per_hour`` and the latter as a float, memoised: prices repeat
+    a lot. Equal amounts of different spelling (2.5, 2.50) share an entry: none of the three
+    depends on the spelling."""
+    usd = usd_per_hour(
         price_amount=amount,
         price_currency=currency,
         price_unit=unit,
@@ -166,6 +157,127 @@ def _usd_per_hour(
         term=term,
         gpu_count=gpu_count,
     ).quantize(USD_QUANTUM)
+    # str.__str__ of a StrEnum member is its value, without Enum's slow ``.value`` lookup
+    text = f"{format(amount.normalize(), 'f')}|{currency}|{unit!s}|{basis!s}|{term!s}"
+    return hash64(text), usd, float(usd)
+
+
+def _price_of(offer: Offer) -> tuple[int, Decimal, float]:
+    return _price(
+        offer.price_amount,
+        offer.price_currency,
+        offer.price_unit,
+        offer.price_basis,
+        offer.term,
+        offer.gpu_count,
+    )
+
+
+class _Columns:
+    """Builds rows of driver-ready values: on SQLite the text SQLAlchemy's column types store
+    (decimals, naive UTC datetimes), elsewhere the Python values themselves."""
+
+    def __init__(self, connection: Connection) -> None:
+        dialect = connection.dialect
+        self.sqlite = dialect.name == "sqlite"
+        self._time: dict[datetime | None, Any] = {None: None}
+        process = _current.c.fetched_at.type.dialect_impl(dialect).bind_processor(dialect)
+        self._process_time = process or (lambda value: value)
+        self._stored_time: dict[Any, datetime | None] = {None: None}
+        result = _current.c.fetched_at.type.dialect_impl(dialect).result_processor(dialect, None)
+        self._result_time = result or (lambda value: value)
+
+    def time(self, value: datetime | None) -> Any:
+        try:
+            return self._time[value]
+        except KeyError:
+            out = self._time[value] = self._process_time(value)
+            return out
+
+    def stored_time(self, value: Any) -> datetime | None:
+        """A ``fetched_at`` as the driver returned it, as a datetime."""
+        try:
+            return self._stored_time[value]
+        except KeyError:
+            out = self._stored_time[value] = self._result_time(value)
+            return out
+
+    def current_rows(
+        self, provider: str, enc: _Encoded, keys: Iterable[str]
+    ) -> list[tuple[Any, ...]]:
+        """``CURRENT_COLUMNS`` rows of ``keys``."""
+        sqlite, time, index = self.sqlite, self.time, enc.index
+        offers, records, hashes, fetched = (
+            enc.offers,
+            enc.records,
+            enc.record_hashes,
+            enc.fetched_at,
+        )
+        rows = []
+        for key in keys:
+            i = index[key]
+            offer = offers[i]
+            p_hash, usd, usd_float = _price_of(offer)
+            fraction = offer.gpu_fraction
+            gpus = float(offer.gpu_count) if fraction is None else fraction
+            rows.append(
+                (
+                    key,
+                    provider,
+                    offer.gpu_model,
+                    str.__str__(offer.term),
+                    offer.region,
+                    gpus,
+                    str(usd) if sqlite else usd,
+                    usd_float / gpus if gpus > 0 else None,
+                    p_hash,
+                    hashes[i],
+                    time(fetched[i]),
+                    records[i].decode(),
+                )
+            )
+        return rows
+
+    def history_rows(
+        self,
+        provider: str,
+        enc: _Encoded,
+        keys: Iterable[str],
+        *,
+        valid_from: datetime,
+        snapshot_id: int,
+    ) -> list[tuple[Any, ...]]:
+        """``HISTORY_COLUMNS`` rows of ``keys``, opened at ``valid_from``."""
+        sqlite, index, offers = self.sqlite, enc.index, enc.offers
+        since = self.time(valid_from)
+        as_str = str.__str__
+        rows = []
+        for key in keys:
+            offer = offers[index[key]]
+            p_hash, usd, usd_float = _price_of(offer)
+            fraction = offer.gpu_fraction
+            gpus = float(offer.gpu_count) if fraction is None else fraction
+            amount = offer.price_amount
+            rows.append(
+                (
+                    key,
+                    provider,
+                    offer.gpu_model,
+                    gpus,
+                    as_str(offer.term),
+                    offer.region,
+                    str(amount) if sqlite else amount,
+                    offer.price_currency,
+                    as_str(offer.price_unit),
+                    as_str(offer.price_basis),
+                    str(usd) if sqlite else usd,
+                    usd_float / gpus if gpus > 0 else None,
+                    p_hash,
+                    since,
+                    snapshot_id,
+                )
+            )
+        return rows
 
 
 def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -173,17 +285,31 @@ def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
+def _placeholders(connection: Connection, count: int) -> str:
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    return ", ".join([mark] * count)
+
+
+def _driver_rows(connection: Connection, statement: str, params: tuple[Any, ...]) -> list[Any]:
+    """Rows of a plain SQL query (``?`` placeholders) as the driver's tuples."""
+    if connection.dialect.paramstyle != "qmark":
+        statement = statement.replace("?", "%s")
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        cursor.execute(statement, params)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
 def _bulk_insert(
     connection: Connection, table: sa.Table, columns: Sequence[str], rows: list[tuple[Any, ...]]
 ) -> None:
-    """Insert many rows through the driver: COPY on PostgreSQL, one ``executemany`` on SQLite.
-
-    Both skip SQLAlchemy's per-row statement machinery. On SQLite the values of typed
-    columns go through the column type's own bind processor (so they are stored exactly as
-    SQLAlchemy stores them), memoised since most repeat (one ``valid_from`` per run); COPY
-    takes driver-ready values, which :class:`~db.types.UtcDateTime` (aware datetimes) and
-    :class:`~db.types.ExactDecimal` (Decimals) already are on PostgreSQL.
-    """
+    """Insert many rows of driver-ready values (see :class:`_Columns`) through the driver:
+    COPY on PostgreSQL, one ``executemany`` of a prepared statement on SQLite. Both skip
+    SQLAlchemy's per-row statement machinery."""
     if not rows:
         return
     driver = connection.connection.driver_connection
@@ -192,49 +318,51 @@ def _bulk_insert(
     if dialect.name == "postgresql":
         statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"
         with driver.cursor() as cursor, cursor.copy(statement) as copy:
+            write_row = copy.write_row
             for row in rows:
-                copy.write_row(row)
+                write_row(row)
         return
     if dialect.name != "sqlite":
         connection.execute(table.insert(), [dict(zip(columns, r, strict=True)) for r in rows])
         return
-    typed = []
-    for index, column in enumerate(columns):
-        process = table.c[column].type.dialect_impl(dialect).bind_processor(dialect)
-        if process is not None:
-            typed.append((index, process, {None: None}))
-    values: list[list[Any]] = []
-    for row in rows:
-        value = list(row)
-        for index, process, memo in typed:
-            raw = value[index]
-            try:
-                value[index] = memo[raw]
-            except KeyError:
-                value[index] = memo[raw] = process(raw)
-        values.append(value)
-    statement = str(table.insert().compile(dialect=dialect, column_keys=list(columns)))
+    statement = (
+        f"INSERT INTO {table.name} ({', '.join(columns)}) "
+        f"VALUES ({_placeholders(connection, len(columns))})"
+    )
     cursor = driver.cursor()
     try:
-        cursor.executemany(statement, values)
+        cursor.executemany(statement, rows)
     finally:
         cursor.close()
 
 
-def _encode(run: ProviderRun) -> dict[str, _Encoded]:
-    """The run's offers by key (a repeated key keeps its last offer)."""
-    out: dict[str, _Encoded] = {}
-    started_at = run.started_at
-    for offer in run.offers:
-        fetched_at = offer.fetched_at
-        out[offer.key] = _Encoded(offer, None if fetched_at == started_at else fetched_at)
-    if len(out) < len(run.offers):
-        log.warning(
-            "%s: %d offers repeat a key; the last of each was kept",
-            run.provider,
-            len(run.offers) - len(out),
+def _update_current(connection: Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Rewrite the current rows of their keys (``CURRENT_COLUMNS`` rows, driver-ready)."""
+    if not rows:
+        return
+    if connection.dialect.name not in ("sqlite", "postgresql"):
+        statement = (
+            sa.update(_current)
+            .where(_current.c.offer_key == sa.bindparam("key_"))
+            .values({c: sa.bindparam(c) for c in CURRENT_COLUMNS[1:]})
         )
-    return out
+        params = []
+        for row in rows:
+            values = dict(zip(CURRENT_COLUMNS, row, strict=True))
+            values["key_"] = values.pop("offer_key")
+            params.append(values)
+        connection.execute(statement, params)
+        return
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    assignments = ", ".join(f"{column} = {mark}" for column in CURRENT_COLUMNS[1:])
+    sql = f"UPDATE {_current.name} SET {assignments} WHERE offer_key = {mark}"
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        cursor.executemany(sql, [(*row[1:], row[0]) for row in rows])
+    finally:
+        cursor.close()
 
 
 CURRENT_COLUMNS = (
@@ -251,25 +379,6 @@ CURRENT_COLUMNS = (
     "fetched_at",
     "record",
 )
-
-
-def _current_row(provider: str, key: str, enc: _Encoded) -> tuple[Any, ...]:
-    offer = enc.offer
-    return (
-        key,
-        provider,
-        offer.gpu_model,
-        _VALUE[offer.term],
-        offer.region,
-        offer.gpus,
-        enc.usd_per_hour,
-        enc.usd_per_gpu_hour,
-        enc.price_hash,
-        enc.record_hash,
-        enc.fetched_at,
-        enc.record,
-    )
-
 
 HISTORY_COLUMNS = (
     "offer_key",
@@ -288,29 +397,6 @@ HISTORY_COLUMNS = (
     "valid_from",
     "opened_snapshot_id",
 )
-
-
-def _history_row(
-    provider: str, key: str, enc: _Encoded, *, valid_from: datetime, snapshot_id: int
-) -> tuple[Any, ...]:
-    offer = enc.offer
-    return (
-        key,
-        provider,
-        offer.gpu_model,
-        offer.gpus,
-        _VALUE[offer.term],
-        offer.region,
-        offer.price_amount,
-        offer.price_currency,
-        _VALUE[offer.price_unit],
-        _VALUE[offer.price_basis],
-        enc.usd_per_hour,
-        enc.usd_per_gpu_hour,
-        enc.price_hash,
-        valid_from,
-        snapshot_id,
-    )
 
 
 def _close_history(
@@ -372,22 +458,38 @@ def _keys_held_by_others(connection: Connection, provider: str, keys: Sequence[s
 
 
 def _store_offers(
-    connection: Connection, run: ProviderRun, offers: dict[str, _Encoded], snapshot_id: int
+    connection: Connection, run: ProviderRun, offers: _Encoded, snapshot_id: int
 ) -> ProviderChanges:
     """Replace the current offers of a successful run and record the price changes."""
     provider, at = run.provider, run.started_at
-    existing = {
-        key: (p_hash, r_hash, fetched_at)
-        for key, p_hash, r_hash, fetched_at in connection.execute(
-            sa.select(
-                _current.c.offer_key,
-                _current.c.price_hash,
-                _current.c.record_hash,
-                _current.c.fetched_at,
-            ).where(_current.c.provider == provider)
-        )
-    }
-    added = [k for k in offers if k not in existing]
+    columns = _Columns(connection)
+    stored = _driver_rows(
+        connection,
+        f"SELECT offer_key, price_hash, record_hash, fetched_at FROM {_current.name}"
+        " WHERE provider = ?",
+        (provider,),
+    )
+    index, record_hashes, fetched = offers.index, offers.record_hashes, offers.fetched_at
+    stored_time, all_offers = columns.stored_time, offers.offers
+    removed: list[str] = []
+    repriced: list[str] = []
+    updated: list[str] = []
+    for key, p_hash, r_hash, fetched_at in stored:
+        i = index.get(key)
+        if i is None:
+            removed.append(key)
+        # the record holds every price field: an equal record means an equal price
+        elif record_hashes[i] != r_hash:
+            updated.append(key)
+            if _price_of(all_offers[i])[0] != p_hash:
+                repriced.append(key)
+        elif fetched[i] != stored_time(fetched_at):
+            updated.append(key)
+    if len(stored) - len(removed) < len(index):
+        existing = {row[0] for row in stored}
+        added = sorted(k for k in index if k not in existing)
+    else:
+        added = []
     if added:
         clash = _keys_held_by_others(connection, provider, added)
         if clash:
@@ -395,22 +497,7 @@ def _store_offers(
                 "%s: %d offer keys belong to another provider; ignored", provider, len(clash)
             )
             added = [k for k in added if k not in clash]
-            for key in clash:
-                del offers[key]
-    removed = [k for k in existing if k not in offers]
-    repriced: list[str] = []
-    updated: list[str] = []
-    for key, (p_hash, r_hash, fetched_at) in existing.items():
-        enc = offers.get(key)
-        if enc is None:
-            continue
-        # the record holds every price field: an equal record means an equal price
-        if enc.record_hash != r_hash:
-            updated.append(key)
-            if enc.price_hash != p_hash:
-                repriced.append(key)
-        elif enc.fetched_at != fetched_at:
-            updated.append(key)
+            offers.drop(clash)
 
     history_closed = _close_history(
         connection, removed, valid_to=at, snapshot_id=snapshot_id, gone=True
@@ -419,36 +506,20 @@ def _store_offers(
         connection,
         _history,
         HISTORY_COLUMNS,
-        [
-            _history_row(provider, k, offers[k], valid_from=at, snapshot_id=snapshot_id)
-            for k in added + repriced
-        ],
+        columns.history_rows(
+            provider, offers, added + repriced, valid_from=at, snapshot_id=snapshot_id
+        ),
     )
     for chunk in _chunks(removed):
         connection.execute(sa.delete(_current).where(_current.c.offer_key.in_(chunk)))
-    if updated:
-        rows = [
-            dict(zip(CURRENT_COLUMNS, _current_row(provider, k, offers[k]), strict=True))
-            for k in updated
-        ]
-        for row in rows:
-            row["key_"] = row.pop("offer_key")
-        connection.execute(
-            sa.update(_current)
-            .where(_current.c.offer_key == sa.bindparam("key_"))
-            .values({c: sa.bindparam(c) for c in rows[0] if c != "key_"}),
-            rows,
-        )
+    _update_current(connection, columns.current_rows(provider, offers, updated))
     _bulk_insert(
-        connection,
-        _current,
-        CURRENT_COLUMNS,
-        [_current_row(provider, k, offers[k]) for k in added],
+        connection, _current, CURRENT_COLUMNS, columns.current_rows(provider, offers, added)
     )
     return ProviderChanges(
         provider=provider,
         status=run.status,
-        offer_count=len(offers),
+        offer_count=len(index),
         offers_added=len(added),
         offers_removed=len(removed),
         offers_updated=len(updated),
@@ -509,14 +580,14 @@ def store_snapshot(
     runs = _dedupe_runs(runs)
     with gc_paused():
         # Encoding is pure CPU work: do it before the transaction takes the write lock.
-        encoded = {run.provider: _encode(run) for run in runs if run.status is RunStatus.OK}
+        encoded = {run.provider: _Encoded(run) for run in runs if run.status is RunStatus.OK}
         return _store(target, runs, encoded, started_at=started_at, finished_at=finished_at)
 
 
 def _store(
     target: Target,
     runs: list[ProviderRun],
-    encoded: dict[str, dict[str, _Encoded]],
+    encoded: dict[str, _Encoded],
     *,
     started_at: datetime,
     finished_at: datetime,

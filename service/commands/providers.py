@@ -19,6 +19,7 @@ from rich.table import Table
 from adapters import get_adapter, registry
 from adapters.base import Adapter, AdapterError, RetryPolicy
 from adapters.collect import ProviderRun, RunStatus, collect
+from adapters.gpus import unknown_gpu_names
 from adapters.sample import replay_sample
 from adapters.schema import Offer
 
@@ -115,6 +116,17 @@ async def fetch_all(adapters: list[Adapter], settings: Settings) -> list[Provide
             return await collect(adapters, client, on_done=done)
 
 
+def _credential_state(cls: type[Adapter], creds: dict[str, str | None]) -> str:
+    """ "set", "missing: ..." or "none needed", optional keys noted."""
+    need, optional = cls.credential_names, cls.optional_credential_names
+    missing = [n for n in need if not creds.get(n)]
+    state = ("missing: " + ", ".join(missing)) if missing else ("set" if need else "none needed")
+    extra = [n for n in optional if creds.get(n)]
+    if optional:
+        state += f" (optional {', '.join(optional)}: {'set' if extra else 'not set'})"
+    return state
+
+
 def register(app: typer.Typer) -> None:
     @app.command("providers")
     def providers() -> None:
@@ -124,14 +136,9 @@ def register(app: typer.Typer) -> None:
         for col in ("name", "provider", "credentials", "source"):
             table.add_column(col)
         for name, cls in registry().items():
-            need = cls.credential_names
-            state = (
-                "none needed"
-                if not need
-                else ("set" if all(creds.get(n) for n in need) else "missing: " + ", ".join(need))
-            )
+            state = _credential_state(cls, creds)
             table.add_row(name, cls.title, state, cls.source_url)
-        Console().print(table)
+        wide_console().print(table)
 
     @app.command("parse")
     def parse(
@@ -189,6 +196,14 @@ def register(app: typer.Typer) -> None:
 
         stored = persist_snapshot(settings, runs, started_at=started_at, finished_at=finished_at)
         out.print(stored_table(stored))
+        unknown = unknown_gpu_names()
+        if unknown:
+            names = ", ".join(f"{name!r} x{n}" for name, n in unknown.most_common(8))
+            err.print(
+                f"{len(unknown)} GPU name(s) not in the catalog (offers stored, not ranked): "
+                f"{names}",
+                highlight=False,
+            )
         failed = sum(r.status is RunStatus.ERROR for r in runs)
         if failed:
             err.print(f"[red]{failed} of {len(runs)} provider(s) failed[/]")

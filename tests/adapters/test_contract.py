@@ -35,7 +35,8 @@ def test_adapter_declares_itself(name: str) -> None:
     assert issubclass(cls, Adapter)
     assert name == name.lower() and name.isidentifier()
     assert cls.title and cls.source_url
-    assert set(cls.credential_names) <= set(Settings.model_fields), "credential not in settings"
+    names = {*cls.credential_names, *cls.optional_credential_names}
+    assert names <= set(Settings.model_fields), "credential not in settings"
     assert (ROOT / "tests" / "adapters" / f"test_{name}.py").exists(), "adapter without tests"
 
 

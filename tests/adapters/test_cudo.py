@@ -14,7 +14,7 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
+from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
 from adapters.cudo import API_BASE, CudoAdapter
 from adapters.schema import Fabric, PriceBasis, PriceUnit, RentalTerm
 
@@ -182,6 +182,11 @@ def test_fetch_failures() -> None:
         run_fetch(adapter())
 
 
-def test_fetch_without_key_is_missing_credentials() -> None:
-    with pytest.raises(MissingCredentials, match="GPUSCOUT_CUDO_API_KEY"):
-        run_fetch(adapter(None))
+@respx.mock
+def test_fetch_without_key_reads_the_public_vm_catalogue_only() -> None:
+    vms = load("vms_machine_types.gpuhunt_fixture.verbatim.json")
+    r1 = respx.get(VMS).mock(return_value=httpx.Response(200, json=vms))
+    r2 = respx.get(METAL).mock(return_value=httpx.Response(200, json={"machineTypes": []}))
+    assert run_fetch(adapter(None)) == [vms]
+    assert "Authorization" not in r1.calls.last.request.headers
+    assert not r2.called

@@ -27,7 +27,11 @@ def test_every_setting_in_env_example(name: str) -> None:
 
 def _credential_env_names() -> list[str]:
     return sorted(
-        {f"GPUSCOUT_{n.upper()}" for cls in registry().values() for n in cls.credential_names}
+        {
+            f"GPUSCOUT_{n.upper()}"
+            for cls in registry().values()
+            for n in (*cls.credential_names, *cls.optional_credential_names)
+        }
     )
 
 

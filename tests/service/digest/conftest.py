@@ -14,10 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import Engine
 
-from db.engine import make_engine, sqlite_url
-from db.migrate import upgrade
 from service.settings import Settings
 
 TOKEN_SECRET = "test-token-secret-0123456789abcdef"
@@ -70,25 +67,18 @@ def smtp_server() -> Iterator[tuple[RecordingHandler, int]]:
             controller.stop()
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    url = sqlite_url(tmp_path / "gpuscout.db")
-    upgrade(url)
-    engine = make_engine(url)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
+# ``engine`` and ``db_url`` come from tests/conftest.py: SQLite always, PostgreSQL too when
+# GPUSCOUT_TEST_POSTGRES_URL is set, so delivery (claims, SKIP LOCKED) runs on both.
 
 
 @pytest.fixture
-def settings(tmp_path: Path, smtp_server: tuple[RecordingHandler, int]) -> Settings:
+def settings(tmp_path: Path, smtp_server: tuple[RecordingHandler, int], db_url: str) -> Settings:
     _handler, port = smtp_server
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
         environment="development",
         data_dir=tmp_path,
-        database_url=sqlite_url(tmp_path / "gpuscout.db"),
+        database_url=db_url,
         smtp_host="127.0.0.1",
         smtp_port=port,
         smtp_security="none",

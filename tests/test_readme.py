@@ -1,0 +1,59 @@
+"""The README's examples run: its two first commands, and every CLI example it shows."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from service.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text("utf-8")
+
+#: Examples that need the network or run a server: shown, not run here.
+NOT_RUN = ("gpuscout snapshot\n", "gpuscout serve")
+
+
+def commands() -> list[str]:
+    found = re.findall(r"^uv run (gpuscout [^#\n]*?)\s*(?:#.*)?$", README, flags=re.M)
+    return [c for c in found if not any((c + "\n").startswith(n) for n in NOT_RUN)]
+
+
+def test_first_lines_give_the_two_commands() -> None:
+    head = README.splitlines()[:10]
+    runs = [line for line in head if line.startswith("uv run ")]
+    assert [r.split("#")[0].split()[:3] for r in runs] == [
+        ["uv", "run", "gpuscout"],
+        ["uv", "run", "pytest"],
+    ]
+    assert any("pip install uv" in line for line in head)
+
+
+def test_examples_are_found() -> None:
+    assert len(commands()) >= 6
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("readme-data")
+
+
+@pytest.mark.parametrize("command", commands())
+def test_readme_example_runs(
+    command: str, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUSCOUT_DATA_DIR", str(data_dir))
+    monkeypatch.chdir(ROOT)
+    from service.settings import get_settings
+
+    get_settings.cache_clear()
+    args = shlex.split(command)[1:]
+    args = [str(tmp_path / a) if a.endswith(".png") else a for a in args]
+    result = CliRunner().invoke(app, args)
+    get_settings.cache_clear()
+    assert result.exit_code == 0, (command, result.output)
+    assert result.stdout.strip(), command

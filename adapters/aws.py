@@ -51,6 +51,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from .base import (
+    MIN_USD_PER_GPU_HOUR,
     Adapter,
     ParseResult,
     ProviderError,
@@ -77,7 +78,6 @@ CONCURRENT_DOWNLOADS = 4
 MAX_EC2_PAGES = 50
 #: Values per ``instance-type`` filter in one DescribeInstanceTypes call.
 INSTANCE_TYPE_FILTER_CHUNK = 50
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 #: Linux on-demand and spot instances are billed per second with a one-minute minimum
 #: (https://aws.amazon.com/ec2/pricing/on-demand/ , "Per Second Billing").

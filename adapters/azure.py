@@ -39,7 +39,14 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .base import (
+    MIN_USD_PER_GPU_HOUR,
+    Adapter,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    request_json,
+)
 from .gpus import resolve_gpu_name
 from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, usd_per_hour
 from .units import gib_to_gb, to_decimal
@@ -59,8 +66,6 @@ API_FILTER = (
 #: Safety stop: ~1000 items a page; the N families are a few thousand meters in all.
 MAX_PAGES = 500
 
-#: Cheapest believable price for one data-centre GPU: below this an offer is rejected.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 _DOCS = "https://learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/"
 

@@ -27,6 +27,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, ClassVar, TypeVar
 
 import httpx
@@ -36,6 +37,7 @@ import tenacity
 from .schema import Offer
 
 __all__ = [
+    "MIN_USD_PER_GPU_HOUR",
     "Adapter",
     "AdapterError",
     "MissingCredentials",
@@ -81,6 +83,11 @@ class ResponseFormatError(ProviderError):
     """The response does not have the documented shape (a key missing, wrong type...)."""
 
 
+#: Below this a GPU-hour is a data error, not a bargain (the cheapest real GPU rentals cost
+#: cents per hour): such a record is skipped, whatever the provider.
+MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SkippedRecord:
     """One raw record that could not become an offer, and why."""
@@ -100,13 +107,18 @@ class ParseResult:
         self.skipped.append(SkippedRecord(reason, ref))
 
     def add(self, ref: str | None = None, /, **fields: Any) -> Offer | None:
-        """Build an Offer from ``fields``; a validation error skips the record with its reason."""
+        """Build an Offer from ``fields``; a record that fails validation, or whose price is
+        below :data:`MIN_USD_PER_GPU_HOUR`, is skipped with its reason."""
         try:
             offer = Offer(**fields)
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"]) or "offer"
             self.skip(f"invalid {loc}: {first['msg']}", ref)
+            return None
+        per_gpu = offer.usd_per_gpu_hour
+        if per_gpu is not None and per_gpu < MIN_USD_PER_GPU_HOUR:
+            self.skip(f"absurd price: {per_gpu} USD per GPU-hour ({offer.term.value})", ref)
             return None
         self.offers.append(offer)
         return offer

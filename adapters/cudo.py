@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError, request_json
 from .gpus import resolve_gpu_name
 from .schema import Fabric, PriceBasis, PriceUnit, RentalTerm
 from .units import (
@@ -51,8 +51,6 @@ __all__ = ["CudoAdapter"]
 
 API_BASE = "https://rest.compute.cudo.org/v1"
 
-#: Below this a data-centre GPU hour is a data error, not a bargain.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 COMMITMENT_TERMS: Mapping[str, RentalTerm] = {
     "COMMITMENT_TERM_NONE": RentalTerm.ON_DEMAND,

@@ -35,15 +35,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError, request_json
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
-from .units import gib_to_gb, mib_to_gb, nominal_gpu_memory_gb, to_decimal, to_float
+from .units import (
+    gib_to_gb,
+    lenient_float,
+    mib_to_gb,
+    nominal_gpu_memory_gb,
+    positive,
+    to_decimal,
+    to_float,
+)
 
 __all__ = ["SIZES_URL", "DigitalOceanAdapter"]
 
@@ -52,8 +59,6 @@ SIZES_URL = "https://api.digitalocean.com/v2/sizes"
 PER_PAGE = 200
 #: A guard against a ``links.pages.next`` that never ends.
 MAX_PAGES = 50
-#: Below this a data-centre GPU hour is a data error, not a bargain.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 #: Region slug prefix -> ISO country, from DigitalOcean's regional availability page
 #: (docs.digitalocean.com/platform/regional-availability/: NYC, SFO and ATL are in the US,
@@ -181,7 +186,7 @@ def _parse_size(result: ParseResult, size: Any, seen: set[str], fetched_at: date
         "fetched_at": fetched_at,
         "raw_ref": ref,
         "gpu_count": gpu_count,
-        "vcpus": _positive(_number(size.get("vcpus"))),
+        "vcpus": positive(lenient_float(size.get("vcpus"))),
         "ram_gb": _ram_gb(size.get("memory")),
         "storage_gb": _storage_gb(size),
         "price_amount": price,
@@ -219,7 +224,7 @@ def _per_gpu_memory_gb(vram: Any, gpu_count: int) -> float | None:
     """
     if not isinstance(vram, Mapping) or str(vram.get("unit", "")).lower() not in _TO_GB:
         return None
-    total = _number(vram.get("amount"))
+    total = lenient_float(vram.get("amount"))
     if total is None or total <= 0:
         return None
     return nominal_gpu_memory_gb(total / gpu_count)
@@ -227,7 +232,7 @@ def _per_gpu_memory_gb(vram: Any, gpu_count: int) -> float | None:
 
 def _ram_gb(memory: Any) -> float | None:
     """``memory`` is in MiB (see the module docstring), converted to decimal GB."""
-    mib = _number(memory)
+    mib = lenient_float(memory)
     return mib_to_gb(mib) if mib is not None and mib > 0 else None
 
 
@@ -244,14 +249,14 @@ def _storage_gb(size: Mapping[str, Any]) -> float | None:
                 found = True
     if found:
         return total
-    disk_gb = _number(size.get("disk"))
+    disk_gb = lenient_float(size.get("disk"))
     return disk_gb if disk_gb is not None and disk_gb >= 0 else None
 
 
 def _disk_gb(disk: Any) -> float | None:
     if not isinstance(disk, Mapping) or not isinstance(disk.get("size"), Mapping):
         return None
-    amount = _number(disk["size"].get("amount"))
+    amount = lenient_float(disk["size"].get("amount"))
     convert = _TO_GB.get(str(disk["size"].get("unit", "")).lower())
     if amount is None or amount < 0 or convert is None:
         return None
@@ -261,18 +266,6 @@ def _disk_gb(disk: Any) -> float | None:
 def _country(region: str) -> str | None:
     """ISO country of a region slug (``nyc1`` -> ``US``), if the prefix is known."""
     return _REGION_COUNTRY.get(region.rstrip("0123456789").lower())
-
-
-def _number(value: Any) -> float | None:
-    """An optional quantity; garbage becomes ``None`` (one bad field must not drop an offer)."""
-    try:
-        return to_float(value)
-    except ValueError:
-        return None
-
-
-def _positive(value: float | None) -> float | None:
-    return value if value is not None and value > 0 else None
 
 
 def _text(value: Any) -> str | None:

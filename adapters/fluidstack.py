@@ -23,12 +23,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .base import (
+    MIN_USD_PER_GPU_HOUR,
+    Adapter,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    request_json,
+)
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import nominal_gpu_memory_gb, to_decimal, to_float
@@ -36,8 +42,6 @@ from .units import nominal_gpu_memory_gb, to_decimal, to_float
 __all__ = ["CONFIGURATIONS_URL", "FluidStackAdapter"]
 
 CONFIGURATIONS_URL = "https://platform.fluidstack.io/list_available_configurations"
-#: Below this a data-centre GPU hour is a data error, not a bargain.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 #: Per-GPU memory at the end of a ``gpu_type`` (``H100_SXM5_80GB``).
 _MEMORY_IN_NAME = re.compile(r"_(\d+)GB$", re.IGNORECASE)

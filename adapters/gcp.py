@@ -39,7 +39,14 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .base import (
+    MIN_USD_PER_GPU_HOUR,
+    Adapter,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    request_json,
+)
 from .gpus import resolve_gpu_name
 from .schema import (
     GpuFormFactor,
@@ -61,8 +68,6 @@ PAGE_SIZE = 5000
 #: A guard against a server that never stops handing out page tokens.
 MAX_PAGES = 200
 
-#: Below this many USD per GPU-hour a data-centre GPU price is a data error, not an offer.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 _TERMS: dict[str, RentalTerm] = {
     "OnDemand": RentalTerm.ON_DEMAND,

@@ -38,18 +38,23 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .base import (
+    MIN_USD_PER_GPU_HOUR,
+    Adapter,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    request_json,
+)
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
-from .units import nominal_gpu_memory_gb, to_decimal, to_float
+from .units import lenient_float, nominal_gpu_memory_gb, positive, to_decimal
 
 __all__ = ["API_BASE", "FLAVORS_URL", "PRICEBOOK_URL", "HyperstackAdapter"]
 
 API_BASE = "https://infrahub-api.nexgencloud.com/v1"
 FLAVORS_URL = f"{API_BASE}/core/flavors"
 PRICEBOOK_URL = f"{API_BASE}/pricebook"
-#: Below this a data-centre GPU hour is a data error, not a bargain.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 #: How far two prices may be from an exact ratio and still prove a price basis.
 _RATIO_TOLERANCE = Decimal("0.05")
 
@@ -249,8 +254,8 @@ def _parse_flavor(
         result.skip(f"absurd price: {per_gpu} USD per GPU-hour", ref)
         return
     spec = resolve_gpu_name(raw_gpu, memory_gb=_memory_gb(raw_gpu))
-    disk_gb = _non_negative(_number(flavor.get("disk")))
-    ephemeral_gb = _non_negative(_number(flavor.get("ephemeral")))
+    disk_gb = _non_negative(lenient_float(flavor.get("disk")))
+    ephemeral_gb = _non_negative(lenient_float(flavor.get("ephemeral")))
     storage = [s for s in (disk_gb, ephemeral_gb) if s is not None]
     stock = flavor.get("stock_available")
     result.add(
@@ -268,8 +273,8 @@ def _parse_flavor(
         gpu_count=gpu_count,
         gpu_memory_gb=_memory_gb(raw_gpu),
         gpu_form_factor=spec.form_factor if spec else None,
-        vcpus=_positive(_number(flavor.get("cpu"))),
-        ram_gb=_positive(_number(flavor.get("ram"))),
+        vcpus=positive(lenient_float(flavor.get("cpu"))),
+        ram_gb=positive(lenient_float(flavor.get("ram"))),
         storage_gb=sum(storage) if storage else None,
         price_amount=price,
         price_currency="USD",
@@ -304,7 +309,7 @@ def _memory_gb(gpu: str) -> float | None:
 
 def _count(flavor: Mapping[str, Any]) -> int | None:
     """A whole, non-negative GPU count (``8``, ``8.0`` or ``"8"``), else ``None``."""
-    value = _number(flavor.get("gpu_count"))
+    value = lenient_float(flavor.get("gpu_count"))
     if value is None or value < 0 or value != int(value):
         return None
     return int(value)
@@ -315,17 +320,6 @@ def _country(region: str | None) -> str | None:
     if region is None:
         return None
     return _REGION_COUNTRY.get(region.split("-", 1)[0].upper())
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return to_float(value)
-    except ValueError:
-        return None
-
-
-def _positive(value: float | None) -> float | None:
-    return value if value is not None and value > 0 else None
 
 
 def _non_negative(value: float | None) -> float | None:

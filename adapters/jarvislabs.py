@@ -33,12 +33,11 @@ import httpx
 from .base import Adapter, ParseResult, ResponseFormatError, request_json
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
-from .units import nominal_gpu_memory_gb, to_decimal, to_float
+from .units import lenient_float, nominal_gpu_memory_gb, positive, to_decimal, whole_count
 
 __all__ = ["SERVER_META_URL", "JarvisLabsAdapter", "instance_gpu_counts"]
 
 SERVER_META_URL = "https://backendn.jarvislabs.net/misc/server_meta"
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 _VM_KINDS = ("vm", None)
 
@@ -100,16 +99,15 @@ class JarvisLabsAdapter(Adapter):
             return
         gpu_type, region = row["gpu_type"], row["region"]
         kind = "container" if spot or row.get("workload_type") == "container" else "vm"
-        memory_gb = _positive(_number(row.get("vram")))
+        memory_gb = positive(lenient_float(row.get("vram")))
         memory_gb = nominal_gpu_memory_gb(memory_gb) if memory_gb else None
         spec = resolve_gpu_name(gpu_type, memory_gb=memory_gb)
-        cpus_per_gpu = _positive(_number(row.get("cpus_per_gpu")))
-        ram_per_gpu = _positive(_number(row.get("ram_per_gpu")))
+        cpus_per_gpu = positive(lenient_float(row.get("cpus_per_gpu")))
+        ram_per_gpu = positive(lenient_float(row.get("ram_per_gpu")))
         free = _free_gpus(row, spot)
-        for count in instance_gpu_counts(_count(row.get("num_gpus")) or 1):
+        for count in instance_gpu_counts(whole_count(row.get("num_gpus")) or 1):
             available = free // count if free is not None else None
-            _add(
-                result,
+            result.add(
                 ref,
                 provider=self.name,
                 offer_id=f"{region}:{gpu_type}:{count}x",
@@ -185,7 +183,7 @@ def _free_gpus(row: Mapping[str, Any], spot: bool) -> int | None:
         ("spot_num_free_devices",) if spot else ("effective_num_free_devices", "num_free_devices")
     )
     for key in keys:
-        number = _number(row.get(key))
+        number = lenient_float(row.get(key))
         if number is not None and number >= 0:
             return int(number)
     return None
@@ -206,32 +204,3 @@ def _price(row: Mapping[str, Any], key: str, result: ParseResult, ref: str) -> D
         result.skip(f"non-positive {key} ({price})", ref)
         return None
     return price
-
-
-def _add(result: ParseResult, ref: str, **fields: Any) -> None:
-    """Add an offer, then drop it again when its GPU-hour price is absurdly low."""
-    offer = result.add(ref, **fields)
-    if offer is None:
-        return
-    per_gpu = offer.usd_per_gpu_hour
-    if per_gpu is not None and per_gpu < MIN_USD_PER_GPU_HOUR:
-        result.offers.pop()
-        result.skip(f"absurd price: {per_gpu} USD per GPU-hour ({offer.term.value})", ref)
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return to_float(value)
-    except ValueError:
-        return None
-
-
-def _count(value: Any) -> int | None:
-    number = _number(value)
-    if number is None or number < 1 or number != int(number):
-        return None
-    return int(number)
-
-
-def _positive(value: float | None) -> float | None:
-    return value if value is not None and value > 0 else None

@@ -22,12 +22,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .base import (
+    MIN_USD_PER_GPU_HOUR,
+    Adapter,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    request_json,
+)
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, to_float
@@ -36,8 +42,6 @@ __all__ = ["LambdaAdapter"]
 
 API_URL = "https://cloud.lambda.ai/api/v1/instance-types"
 
-#: Below this a data-centre GPU hour is a data error, not a bargain.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 #: Country names at the end of Lambda's region descriptions ("Virginia, USA", "Germany").
 _COUNTRY_CODES: Mapping[str, str] = {

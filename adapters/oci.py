@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError, request_json
 from .gpus import resolve_gpu_name
 from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, usd_per_hour
 from .units import to_decimal, to_float
@@ -46,7 +46,6 @@ PRICE_LIST_URL = "https://apexapps.oracle.com/pls/apex/cetools/api/v1/products/"
 
 CURRENCY = "USD"
 PAY_AS_YOU_GO = "PAY_AS_YOU_GO"
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 #: An x86 OCPU is one physical core with hyper-threading = 2 vCPUs; an Arm (Ampere) OCPU
 #: is 1 vCPU (https://docs.oracle.com/en-us/iaas/Content/Compute/References/computeshapes.htm).

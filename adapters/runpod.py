@@ -38,7 +38,7 @@ import httpx
 from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
 from .gpus import GpuSpec, resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm, Vendor
-from .units import to_decimal, to_float
+from .units import lenient_float, positive, to_decimal, whole_count
 
 __all__ = [
     "GPU_TYPES_QUERY",
@@ -49,7 +49,6 @@ __all__ = [
 ]
 
 GRAPHQL_URL = "https://api.runpod.io/graphql"
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 _LOWEST_PRICE_FIELDS = "uninterruptablePrice minimumBidPrice minVcpu minMemory stockStatus"
 
@@ -129,7 +128,7 @@ class RunPodAdapter(Adapter):
                     if key in seen:
                         continue
                     seen.add(key)
-                    _add(result, ref, **fields)
+                    result.add(ref, **fields)
                 if len(result.offers) == before and not _was_skipped(result, record):
                     result.skip("no price in any cloud or term", _ref(record))
         return result
@@ -261,7 +260,7 @@ def _cluster_offers(
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Instant Cluster nodes: ``clusterPrice`` per GPU-hour, one offer per datacenter."""
     price = _price(record, "clusterPrice", result, ref)
-    node_gpus = _count(record.get("maxGpuCount"))
+    node_gpus = whole_count(record.get("maxGpuCount"))
     if price is None or node_gpus is None or is_slice:
         return
     datacenters = record.get("nodeGroupDatacenters")
@@ -297,7 +296,7 @@ _PER_GPU_HOUR: dict[str, Any] = {
 
 def _gpu_fields(record: Mapping[str, Any], type_id: str) -> dict[str, Any]:
     """GPU model, vendor, memory and (for a MIG slice) its profile and fraction."""
-    memory_gb = _positive(_number(record.get("memoryInGb")))
+    memory_gb = positive(lenient_float(record.get("memoryInGb")))
     mig = _MIG.search(type_id)
     spec: GpuSpec | None
     if mig:
@@ -332,8 +331,8 @@ def _lowest_fields(lowest: Mapping[str, Any], count: int) -> dict[str, Any]:
     if count != 1:
         return {"available_now": available}
     return {
-        "vcpus": _positive(_number(lowest.get("minVcpu"))),
-        "ram_gb": _positive(_number(lowest.get("minMemory"))),
+        "vcpus": positive(lenient_float(lowest.get("minVcpu"))),
+        "ram_gb": positive(lenient_float(lowest.get("minMemory"))),
         "available_now": available,
     }
 
@@ -342,10 +341,10 @@ def _cloud_counts(record: Mapping[str, Any], cloud: str | None) -> list[int]:
     """Pod sizes in one cloud (``None``: any cloud), from the max-GPU ceiling it publishes."""
     high = None
     if cloud is not None:
-        high = _count(record.get(f"maxGpuCount{cloud.capitalize()}Cloud"))
+        high = whole_count(record.get(f"maxGpuCount{cloud.capitalize()}Cloud"))
     if high is None:
-        high = _count(record.get("maxGpuCount"))
-    low = _count(record.get("minPodGpuCount")) or 1
+        high = whole_count(record.get("maxGpuCount"))
+    low = whole_count(record.get("minPodGpuCount")) or 1
     return pod_gpu_counts(low, high) if high else [low]
 
 
@@ -375,32 +374,3 @@ def datacenter_country(dc_id: str) -> str | None:
         return None
     code = parts[1] if parts[0] in _AREA_PREFIXES else parts[0]
     return code if len(code) == 2 and code.isalpha() else None
-
-
-def _add(result: ParseResult, ref: str, **fields: Any) -> None:
-    """Add an offer, then drop it again when its GPU-hour price is absurdly low."""
-    offer = result.add(ref, **fields)
-    if offer is None:
-        return
-    per_gpu = offer.usd_per_gpu_hour
-    if per_gpu is not None and per_gpu < MIN_USD_PER_GPU_HOUR:
-        result.offers.pop()
-        result.skip(f"absurd price: {per_gpu} USD per GPU-hour ({offer.term.value})", ref)
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return to_float(value)
-    except ValueError:
-        return None
-
-
-def _count(value: Any) -> int | None:
-    number = _number(value)
-    if number is None or number < 1 or number != int(number):
-        return None
-    return int(number)
-
-
-def _positive(value: float | None) -> float | None:
-    return value if value is not None and value > 0 else None

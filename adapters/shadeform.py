@@ -27,21 +27,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError, request_json
 from .gpus import resolve_gpu_name
 from .schema import GpuFormFactor, GpuInterconnect, PriceBasis, PriceUnit, RentalTerm, Vendor
-from .units import cents_to_units, nominal_gpu_memory_gb, to_float
+from .units import cents_to_units, lenient_float, nominal_gpu_memory_gb, positive
 
 __all__ = ["TYPES_URL", "ShadeformAdapter"]
 
 TYPES_URL = "https://api.shadeform.ai/v1/instances/types"
-#: Below this a data-centre GPU hour is a data error, not a bargain.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 _VENDOR = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD, "intel": Vendor.INTEL}
 _FORM_FACTOR = {"pcie": GpuFormFactor.PCIE, "sxm": GpuFormFactor.SXM}
@@ -132,9 +129,9 @@ def _parse_type(result: ParseResult, record: Any, seen: set[str], fetched_at: da
         "fetched_at": fetched_at,
         "raw_ref": ref,
         "gpu_count": gpu_count,
-        "vcpus": _positive(_number(config.get("vcpus"))),
-        "ram_gb": _positive(_number(config.get("memory_in_gb"))),
-        "storage_gb": _non_negative(_number(config.get("storage_in_gb"))),
+        "vcpus": positive(lenient_float(config.get("vcpus"))),
+        "ram_gb": positive(lenient_float(config.get("memory_in_gb"))),
+        "storage_gb": _non_negative(lenient_float(config.get("storage_in_gb"))),
         "os_images": _os_images(config.get("os_options")),
         "price_amount": price,
         "price_currency": "USD",
@@ -163,7 +160,7 @@ def _parse_type(result: ParseResult, record: Any, seen: set[str], fetched_at: da
 def _gpu_fields(config: Mapping[str, Any], gpu_count: int) -> dict[str, Any]:
     """GPU model, vendor, memory, form factor and interconnect from ``configuration``."""
     raw = _text(config.get("gpu_type"))
-    memory = _positive(_number(config.get("vram_per_gpu_in_gb")))
+    memory = positive(lenient_float(config.get("vram_per_gpu_in_gb")))
     memory_gb = nominal_gpu_memory_gb(memory) if memory is not None else None
     form = _FORM_FACTOR.get(str(config.get("interconnect", "")).lower())
     spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=form) if raw else None
@@ -211,21 +208,10 @@ def _country(display_name: Any) -> str | None:
 
 
 def _whole(value: Any) -> int | None:
-    number = _number(value)
+    number = lenient_float(value)
     if number is None or number != int(number):
         return None
     return int(number)
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return to_float(value)
-    except ValueError:
-        return None
-
-
-def _positive(value: float | None) -> float | None:
-    return value if value is not None and value > 0 else None
 
 
 def _non_negative(value: float | None) -> float | None:

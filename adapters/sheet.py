@@ -31,7 +31,6 @@ import io
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -39,7 +38,14 @@ import httpx
 import pydantic
 import yaml
 
-from .base import Adapter, MissingCredentials, ParseResult, ProviderError, ResponseFormatError
+from .base import (
+    MIN_USD_PER_GPU_HOUR,
+    Adapter,
+    MissingCredentials,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+)
 from .gpus import resolve_gpu_name
 from .schema import Offer, RentalTerm
 from .units import to_decimal
@@ -57,9 +63,6 @@ SHEET_KEYS = frozenset(set(Offer.model_fields) - MANAGED_FIELDS) | EXTRA_KEYS
 #: Fields holding a list; in CSV their items are separated by this.
 LIST_FIELDS = frozenset({"os_images", "frameworks"})
 CSV_LIST_SEPARATOR = ";"
-
-#: Below this a data-centre GPU hour is a data error, not a bargain.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 
 class SheetAdapter(Adapter):

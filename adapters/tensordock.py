@@ -40,12 +40,18 @@ import httpx
 from .base import Adapter, ParseResult, ResponseFormatError, request_json
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
-from .units import gbps_to_mbps, per_gb_hour_to_per_gb_month, to_decimal, to_float
+from .units import (
+    gbps_to_mbps,
+    lenient_float,
+    per_gb_hour_to_per_gb_month,
+    positive,
+    to_decimal,
+    whole_count,
+)
 
 __all__ = ["API_URL", "TensorDockAdapter", "iso_country", "vm_gpu_counts"]
 
 API_URL = "https://dashboard.tensordock.com/api/v2"
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 _VRAM_IN_NAME = re.compile(r"-(\d+(?:\.\d+)?)gb$", re.IGNORECASE)
 
@@ -160,7 +166,8 @@ class TensorDockAdapter(Adapter):
                         result.skip(f"duplicate offer {fields['offer_id']}", gpu.ref)
                         continue
                     seen.add(fields["offer_id"])
-                    _add(result, gpu.ref, provider=self.name, fetched_at=fetched_at, **fields)
+                    fields.setdefault("raw_ref", gpu.ref)
+                    result.add(gpu.ref, provider=self.name, fetched_at=fetched_at, **fields)
         return result
 
 
@@ -272,7 +279,7 @@ def _stock_by_location(hostnodes: list[Any]) -> Counter[tuple[str, str]]:
         resources = host.get("available_resources")
         gpus = resources.get("gpus") if isinstance(resources, Mapping) else None
         for gpu in gpus if isinstance(gpus, list) else []:
-            count = _count(gpu.get("availableCount")) if isinstance(gpu, Mapping) else None
+            count = whole_count(gpu.get("availableCount")) if isinstance(gpu, Mapping) else None
             if loc_id and count and isinstance(gpu.get("v0Name"), str):
                 stock[(str(loc_id), gpu["v0Name"])] += count
     return stock
@@ -339,14 +346,14 @@ def _hostnode_site(record: Any, result: ParseResult) -> _Site | None:
             max_count_key="availableCount",
             resources=host_limits,
             pricing=record.get("pricing"),
-            available=_count(raw.get("availableCount")),
+            available=whole_count(raw.get("availableCount")),
             result=result,
         )
         if gpu is not None:
             gpus.append(gpu)
-    uptime_pct = _number(record.get("uptime_percentage"))
-    down = _positive(_number(location.get("network_speed_gbps")))
-    up = _positive(_number(location.get("network_speed_upload_gbps")))
+    uptime_pct = lenient_float(record.get("uptime_percentage"))
+    down = positive(lenient_float(location.get("network_speed_gbps")))
+    up = positive(lenient_float(location.get("network_speed_upload_gbps")))
     return _Site(
         key=f"host-{host_id}",
         region=_region(location),
@@ -381,7 +388,7 @@ def _gpu(
     if price is None or price <= 0:
         result.skip(f"no positive price_per_hr ({raw.get('price_per_hr')!r})", ref)
         return None
-    max_count = _count(raw.get(max_count_key))
+    max_count = whole_count(raw.get(max_count_key))
     if max_count is None:
         result.skip(f"bad {max_count_key} {raw.get(max_count_key)!r}", ref)
         return None
@@ -394,9 +401,9 @@ def _gpu(
         display_name=display if isinstance(display, str) and display else None,
         usd_per_gpu_hour=price,
         max_count=max_count,
-        max_vcpus=_positive(_number(resources.get("max_vcpus"))),
-        max_ram_gb=_positive(_number(resources.get("max_ram_gb"))),
-        max_storage_gb=_positive(_number(resources.get("max_storage_gb"))),
+        max_vcpus=positive(lenient_float(resources.get("max_vcpus"))),
+        max_ram_gb=positive(lenient_float(resources.get("max_ram_gb"))),
+        max_storage_gb=positive(lenient_float(resources.get("max_storage_gb"))),
         rates=_Rates(
             per_vcpu=_rate(pricing.get("per_vcpu_hr")),
             per_ram_gb=_rate(pricing.get("per_gb_ram_hr")),
@@ -478,18 +485,6 @@ def _vram_from_name(v0_name: str) -> float | None:
     return float(match.group(1)) if match else None
 
 
-def _add(result: ParseResult, ref: str | None, **fields: Any) -> None:
-    """Add an offer, then drop it again when its GPU-hour price is absurdly low."""
-    fields.setdefault("raw_ref", ref)
-    offer = result.add(ref, **fields)
-    if offer is None:
-        return
-    per_gpu = offer.usd_per_gpu_hour
-    if per_gpu is not None and per_gpu < MIN_USD_PER_GPU_HOUR:
-        result.offers.pop()
-        result.skip(f"absurd price: {per_gpu} USD per GPU-hour", ref)
-
-
 def _rate(value: Any) -> Decimal | None:
     """A non-negative add-on rate; garbage or a negative rate is treated as unpublished."""
     try:
@@ -497,21 +492,3 @@ def _rate(value: Any) -> Decimal | None:
     except ValueError:
         return None
     return rate if rate is not None and rate >= 0 else None
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return to_float(value)
-    except ValueError:
-        return None
-
-
-def _count(value: Any) -> int | None:
-    number = _number(value)
-    if number is None or number < 1 or number != int(number):
-        return None
-    return int(number)
-
-
-def _positive(value: float | None) -> float | None:
-    return value if value is not None and value > 0 else None

@@ -18,14 +18,17 @@ __all__ = [
     "gib_to_gb",
     "google_money_to_decimal",
     "kib_to_gb",
+    "lenient_float",
     "mb_to_gb",
     "mbps_to_gbps",
     "mib_to_gb",
     "nominal_gpu_memory_gb",
     "per_gb_hour_to_per_gb_month",
     "per_gib_hour_to_per_gb_month",
+    "positive",
     "to_decimal",
     "to_float",
+    "whole_count",
 ]
 
 _GIB = 1024**3
@@ -139,3 +142,24 @@ def google_money_to_decimal(units: Any, nanos: Any) -> Decimal:
     if abs(frac) >= 10**9 or (whole > 0 > frac) or (whole < 0 < frac):
         raise ValueError(f"bad nanos {nanos!r} for units {units!r}")
     return whole + frac.scaleb(-9)
+
+
+def lenient_float(value: Any) -> float | None:
+    """An optional quantity; garbage becomes ``None`` (one bad field must not drop an offer)."""
+    try:
+        return to_float(value)
+    except ValueError:
+        return None
+
+
+def whole_count(value: Any) -> int | None:
+    """A whole, positive count (``2``, ``2.0`` or ``"2"``), else ``None``."""
+    number = lenient_float(value)
+    if number is None or number < 1 or number != int(number):
+        return None
+    return int(number)
+
+
+def positive(value: float | None) -> float | None:
+    """``value`` if it is above zero, else ``None`` (a 0 GB disk means "not published")."""
+    return value if value is not None and value > 0 else None

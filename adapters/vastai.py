@@ -39,15 +39,13 @@ import httpx
 from .base import Adapter, ParseResult, ResponseFormatError, request_json
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm, Vendor
-from .units import mib_to_gb, to_decimal, to_float
+from .units import mib_to_gb, to_decimal, to_float, whole_count
 
 __all__ = ["BUNDLES_URL", "SEARCH_LIMIT", "VastAiAdapter"]
 
 BUNDLES_URL = "https://console.vast.ai/api/v0/bundles/"
 #: Offers per search; the API has no pagination (gpuhunt uses the same cap).
 SEARCH_LIMIT = 3000
-#: Below this a GPU-hour price is a listing error, not an offer.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 _VERIFICATION = {"verified": True, "unverified": False, "deverified": False}
 _HOSTING_DATACENTER = {1: True, 0: False}
@@ -112,7 +110,7 @@ class VastAiAdapter(Adapter):
         if not isinstance(raw_gpu, str) or not raw_gpu.strip():
             result.skip("no gpu_name", ref)
             return
-        gpu_count = _gpu_count(record.get("num_gpus"))
+        gpu_count = whole_count(record.get("num_gpus"))
         if gpu_count is None:
             result.skip(f"bad num_gpus {record.get('num_gpus')!r}", ref)
             return
@@ -133,9 +131,9 @@ class VastAiAdapter(Adapter):
 
         common = _common_fields(record, raw_gpu.strip(), gpu_count)
         common.update(provider=self.name, offer_id=offer_id, fetched_at=fetched_at, raw_ref=ref)
-        _add(result, ref, price_amount=on_demand, term=RentalTerm.ON_DEMAND, **common)
+        result.add(ref, price_amount=on_demand, term=RentalTerm.ON_DEMAND, **common)
         if bid is not None and bid > 0:
-            _add(result, ref, price_amount=bid, term=RentalTerm.INTERRUPTIBLE, **common)
+            result.add(ref, price_amount=bid, term=RentalTerm.INTERRUPTIBLE, **common)
 
 
 ADAPTER = VastAiAdapter
@@ -213,28 +211,6 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> d
         "datacenter": _datacenter(record.get("hosting_type")),
         "available_now": _available(record),
     }
-
-
-def _add(result: ParseResult, ref: str, **fields: Any) -> None:
-    """Add an offer, then drop it again when its GPU-hour price is absurdly low."""
-    offer = result.add(ref, **fields)
-    if offer is None:
-        return
-    per_gpu = offer.usd_per_gpu_hour
-    if per_gpu is not None and per_gpu < MIN_USD_PER_GPU_HOUR:
-        result.offers.pop()
-        result.skip(f"absurd price: {per_gpu} USD per GPU-hour ({offer.term.value})", ref)
-
-
-def _gpu_count(value: Any) -> int | None:
-    """A whole, positive number of GPUs (``2``, ``2.0`` or ``"2"``), else ``None``."""
-    try:
-        count = to_float(value)
-    except ValueError:
-        return None
-    if count is None or count < 1 or count != int(count):
-        return None
-    return int(count)
 
 
 def _nominal_gib(mib: float | None) -> float | None:

@@ -26,12 +26,11 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError, request_json
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm, StorageType
 from .units import nominal_gpu_memory_gb, to_decimal, to_float
@@ -40,8 +39,6 @@ __all__ = ["VerdaAdapter"]
 
 API_BASE = "https://api.verda.com/v1"
 
-#: Below this a data-centre GPU hour is a data error, not a bargain.
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 # "1x H100 SXM5 80GB", "8x NVidia Tesla V100": the count prefix is not part of the GPU name.
 _COUNT_PREFIX = re.compile(r"^\s*\d+\s*x\s*", re.IGNORECASE)

@@ -32,7 +32,14 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .base import (
+    MIN_USD_PER_GPU_HOUR,
+    Adapter,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    request_json,
+)
 from .gpus import resolve_gpu_name
 from .schema import (
     GpuFormFactor,
@@ -52,7 +59,6 @@ METAL_URL = f"{API}/plans-metal"
 PER_PAGE = 500
 MAX_PAGES = 50
 CURRENCY = "USD"
-MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 
 #: Memory of one whole card of each Cloud GPU type, GB: how a plan's ``gpu_vram_gb`` is
 #: turned into a GPU count or a slice. Vultr's Cloud GPU pages list the A100 as 80 GB (its

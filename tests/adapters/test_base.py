@@ -139,3 +139,21 @@ def test_stream_client_error_is_a_provider_error() -> None:
 
     with pytest.raises(ProviderError, match="HTTP 403.*denied"):
         asyncio.run(go())
+
+
+def test_parse_result_add_skips_an_absurdly_cheap_gpu_hour() -> None:
+    result = ParseResult()
+    fields: dict[str, Any] = {
+        "provider": "ex",
+        "offer_id": "h100",
+        "fetched_at": datetime(2026, 1, 1, tzinfo=UTC),
+        "gpu_model": "H100-SXM5-80GB",
+        "gpu_count": 8,
+        "price_currency": "USD",
+        "price_unit": "hour",
+        "price_basis": "instance",
+        "term": "on_demand",
+    }
+    assert result.add("ex:cheap", price_amount=Decimal("0.008"), **fields) is None
+    assert "absurd price" in result.skipped[0].reason
+    assert result.add("ex:real", price_amount=Decimal("0.08"), **fields) is not None

@@ -17,7 +17,7 @@ import functools
 import math
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -256,7 +256,7 @@ def build_digest(
     else:
         headline = "no offer meets your requirement"
     subject = _one_line(f"gpuscout {week} · {name}: {headline}", 150)
-    empty = WeekOverWeek(now, now, [], [], [], [])
+    empty = WeekOverWeek(now - timedelta(days=7), now, [], [], [], [])
     wow = changes or empty
     sections = [
         ("cheaper", "Cheaper", _change_rows(wow.cheaper), len(wow.cheaper)),

@@ -101,7 +101,6 @@ class ProviderStatus(Base):
 
 class CurrentOffer(Base):
     __tablename__ = "current_offer"
-    __table_args__ = (sa.Index(None, "gpu_model", "term"),)
 
     offer_key: Mapped[str] = mapped_column(sa.String, primary_key=True)
     provider: Mapped[str] = mapped_column(sa.String(64), index=True)
@@ -125,8 +124,13 @@ class PriceHistory(Base):
     __tablename__ = "price_history"
     __table_args__ = (
         sa.Index(None, "offer_key", "valid_from"),
-        sa.Index(None, "gpu_model", "term", "valid_from"),
-        sa.Index(None, "valid_to"),
+        # only closed rows: retention prunes by valid_to; open rows need no entry here
+        sa.Index(
+            None,
+            "valid_to",
+            sqlite_where=sa.text("valid_to IS NOT NULL"),
+            postgresql_where=sa.text("valid_to IS NOT NULL"),
+        ),
         sa.Index(
             "uq_price_history_open_offer_key",
             "offer_key",

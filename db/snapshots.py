@@ -20,7 +20,7 @@ import dataclasses
 import functools
 import hashlib
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, cast
@@ -202,10 +202,19 @@ class _Columns:
             out = self._stored_time[value] = self._result_time(value)
             return out
 
-    def current_rows(
-        self, provider: str, enc: _Encoded, keys: Iterable[str]
-    ) -> list[tuple[Any, ...]]:
-        """``CURRENT_COLUMNS`` rows of ``keys``."""
+    def rows(
+        self,
+        provider: str,
+        enc: _Encoded,
+        keys: Iterable[str],
+        *,
+        history: Container[str] | None,
+        valid_from: datetime,
+        snapshot_id: int,
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """``CURRENT_COLUMNS`` rows of ``keys`` and, in one pass, ``HISTORY_COLUMNS`` rows
+        (opened at ``valid_from``) of those of them in ``history`` (``None``: all of them).
+        Each offer's price is computed once for both."""
         sqlite, time, index = self.sqlite, self.time, enc.index
         offers, records, hashes, fetched = (
             enc.offers,
@@ -213,71 +222,66 @@ class _Columns:
             enc.record_hashes,
             enc.fetched_at,
         )
-        rows = []
+        since = time(valid_from)
+        as_str = str.__str__
+        price = _price
+        current: list[tuple[Any, ...]] = []
+        opened: list[tuple[Any, ...]] = []
+        add_current, add_opened = current.append, opened.append
         for key in keys:
             i = index[key]
             offer = offers[i]
-            p_hash, usd, usd_float = _price_of(offer)
+            amount, term = offer.price_amount, offer.term
+            p_hash, usd, usd_float = price(
+                amount,
+                offer.price_currency,
+                offer.price_unit,
+                offer.price_basis,
+                term,
+                offer.gpu_count,
+            )
             fraction = offer.gpu_fraction
             gpus = float(offer.gpu_count) if fraction is None else fraction
-            rows.append(
+            per_gpu = usd_float / gpus if gpus > 0 else None
+            usd_value = str(usd) if sqlite else usd
+            term_text, model, region = as_str(term), offer.gpu_model, offer.region
+            add_current(
                 (
                     key,
                     provider,
-                    offer.gpu_model,
-                    str.__str__(offer.term),
-                    offer.region,
+                    model,
+                    term_text,
+                    region,
                     gpus,
-                    str(usd) if sqlite else usd,
-                    usd_float / gpus if gpus > 0 else None,
+                    usd_value,
+                    per_gpu,
                     p_hash,
                     hashes[i],
                     time(fetched[i]),
                     records[i].decode(),
                 )
             )
-        return rows
-
-    def history_rows(
-        self,
-        provider: str,
-        enc: _Encoded,
-        keys: Iterable[str],
-        *,
-        valid_from: datetime,
-        snapshot_id: int,
-    ) -> list[tuple[Any, ...]]:
-        """``HISTORY_COLUMNS`` rows of ``keys``, opened at ``valid_from``."""
-        sqlite, index, offers = self.sqlite, enc.index, enc.offers
-        since = self.time(valid_from)
-        as_str = str.__str__
-        rows = []
-        for key in keys:
-            offer = offers[index[key]]
-            p_hash, usd, usd_float = _price_of(offer)
-            fraction = offer.gpu_fraction
-            gpus = float(offer.gpu_count) if fraction is None else fraction
-            amount = offer.price_amount
-            rows.append(
-                (
-                    key,
-                    provider,
-                    offer.gpu_model,
-                    gpus,
-                    as_str(offer.term),
-                    offer.region,
-                    str(amount) if sqlite else amount,
-                    offer.price_currency,
-                    as_str(offer.price_unit),
-                    as_str(offer.price_basis),
-                    str(usd) if sqlite else usd,
-                    usd_float / gpus if gpus > 0 else None,
-                    p_hash,
-                    since,
-                    snapshot_id,
+            if history is None or key in history:
+                add_opened(
+                    (
+                        key,
+                        provider,
+                        model,
+                        gpus,
+                        term_text,
+                        region,
+                        str(amount) if sqlite else amount,
+                        offer.price_currency,
+                        as_str(offer.price_unit),
+                        as_str(offer.price_basis),
+                        usd_value,
+                        per_gpu,
+                        p_hash,
+                        since,
+                        snapshot_id,
+                    )
                 )
-            )
-        return rows
+        return current, opened
 
 
 def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -499,23 +503,27 @@ def _store_offers(
             added = [k for k in added if k not in clash]
             offers.drop(clash)
 
+    # all rows are built before the first write: the writes then run back to back
+    added_rows, added_history = columns.rows(
+        provider, offers, added, history=None, valid_from=at, snapshot_id=snapshot_id
+    )
+    updated_rows, repriced_history = columns.rows(
+        provider,
+        offers,
+        updated,
+        history=set(repriced),
+        valid_from=at,
+        snapshot_id=snapshot_id,
+    )
     history_closed = _close_history(
         connection, removed, valid_to=at, snapshot_id=snapshot_id, gone=True
     ) + _close_history(connection, repriced, valid_to=at, snapshot_id=snapshot_id)
-    _bulk_insert(
-        connection,
-        _history,
-        HISTORY_COLUMNS,
-        columns.history_rows(
-            provider, offers, added + repriced, valid_from=at, snapshot_id=snapshot_id
-        ),
-    )
+    # history rows in the order added + repriced, as ``rows`` emits them
+    _bulk_insert(connection, _history, HISTORY_COLUMNS, added_history + repriced_history)
     for chunk in _chunks(removed):
         connection.execute(sa.delete(_current).where(_current.c.offer_key.in_(chunk)))
-    _update_current(connection, columns.current_rows(provider, offers, updated))
-    _bulk_insert(
-        connection, _current, CURRENT_COLUMNS, columns.current_rows(provider, offers, added)
-    )
+    _update_current(connection, updated_rows)
+    _bulk_insert(connection, _current, CURRENT_COLUMNS, added_rows)
     return ProviderChanges(
         provider=provider,
         status=run.status,

@@ -45,7 +45,6 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('offer_key', name=op.f('pk_current_offer'))
     )
     with op.batch_alter_table('current_offer', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_current_offer_gpu_model_term'), ['gpu_model', 'term'], unique=False)
         batch_op.create_index(batch_op.f('ix_current_offer_provider'), ['provider'], unique=False)
 
     op.create_table('job_lock',
@@ -78,9 +77,8 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_price_history'))
     )
     with op.batch_alter_table('price_history', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_price_history_gpu_model_term_valid_from'), ['gpu_model', 'term', 'valid_from'], unique=False)
         batch_op.create_index(batch_op.f('ix_price_history_offer_key_valid_from'), ['offer_key', 'valid_from'], unique=False)
-        batch_op.create_index(batch_op.f('ix_price_history_valid_to'), ['valid_to'], unique=False)
+        batch_op.create_index(batch_op.f('ix_price_history_valid_to'), ['valid_to'], unique=False, sqlite_where=sa.text('valid_to IS NOT NULL'), postgresql_where=sa.text('valid_to IS NOT NULL'))
         batch_op.create_index('uq_price_history_open_offer_key', ['offer_key'], unique=True, sqlite_where=sa.text('valid_to IS NULL'), postgresql_where=sa.text('valid_to IS NULL'))
 
     op.create_table('provider_status',
@@ -136,15 +134,13 @@ def downgrade() -> None:
     op.drop_table('provider_status')
     with op.batch_alter_table('price_history', schema=None) as batch_op:
         batch_op.drop_index('uq_price_history_open_offer_key', sqlite_where=sa.text('valid_to IS NULL'), postgresql_where=sa.text('valid_to IS NULL'))
-        batch_op.drop_index(batch_op.f('ix_price_history_valid_to'))
+        batch_op.drop_index(batch_op.f('ix_price_history_valid_to'), sqlite_where=sa.text('valid_to IS NOT NULL'), postgresql_where=sa.text('valid_to IS NOT NULL'))
         batch_op.drop_index(batch_op.f('ix_price_history_offer_key_valid_from'))
-        batch_op.drop_index(batch_op.f('ix_price_history_gpu_model_term_valid_from'))
 
     op.drop_table('price_history')
     op.drop_table('job_lock')
     with op.batch_alter_table('current_offer', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_current_offer_provider'))
-        batch_op.drop_index(batch_op.f('ix_current_offer_gpu_model_term'))
 
     op.drop_table('current_offer')
     # ### end Alembic commands ###

@@ -171,7 +171,7 @@ def report(title: str, latencies: list[float], errors: list[int], elapsed: float
 
 
 def client(port: int, seconds: float, connections: int, max_requests: int) -> None:
-    """Warm each query once (cold: ranks 100k offers), then drive the mix for ``seconds``."""
+    """Warm each query once (cold: ranks every current offer), then drive the mix."""
     cold: list[float] = []
     errors: list[int] = []
 
@@ -188,7 +188,7 @@ def client(port: int, seconds: float, connections: int, max_requests: int) -> No
     t0 = time.perf_counter()
     asyncio.run(warm())
     report(
-        "cold (first request of each query: ranks 100k offers)",
+        "cold (first request of each query: ranks every current offer)",
         cold,
         errors,
         time.perf_counter() - t0,

@@ -1,11 +1,14 @@
 """Benchmark: store a 100k-offer snapshot, an identical one, then one with 5 % of prices
 changed, on SQLite and (when reachable) PostgreSQL; print the time and rows added of each.
 
-    uv run python benchmarks/snapshot.py [--offers 100000] [--postgres URL]
+    uv run python benchmarks/snapshot.py [--offers 100000] [--repeat 3] [--postgres URL]
 
 PostgreSQL is taken from ``--postgres`` or ``GPUSCOUT_TEST_POSTGRES_URL``; the benchmark
 works in a schema of its own and drops it afterwards. Building the offers is not timed;
-``store_snapshot`` (encoding, diffing and writing) and ``load_current_offers`` are.
+``store_snapshot`` (encoding, diffing and writing) and ``load_current_offers`` are. Each
+repetition starts from an empty database; the summary gives the median and the worst of
+each step and checks them against the targets (first <= 5 s, identical <= 2 s and 0 history
+rows added).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 import gc
 import os
 import random
+import statistics
 import tempfile
 import time
 import uuid
@@ -104,7 +108,12 @@ def postgres_schema(base: str) -> Iterator[str]:
         admin.dispose()
 
 
-def bench(label: str, url: str, offers: list[Offer]) -> None:
+TARGETS = {"first": 5.0, "identical": 2.0}
+
+
+def bench(label: str, url: str, offers: list[Offer]) -> dict[str, float]:
+    """One sequence on an empty database at ``url``: the seconds of each step."""
+    times: dict[str, float] = {}
     upgrade(url)
     engine = make_engine(url)
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -122,6 +131,9 @@ def bench(label: str, url: str, offers: list[Offer]) -> None:
             engine, runs, started_at=started, finished_at=started + timedelta(minutes=1)
         )
         seconds, cpu = time.perf_counter() - tick, time.process_time() - cpu
+        times[name] = seconds
+        if name == "identical" and summary.history_added:
+            raise SystemExit(f"{label}: identical snapshot added {summary.history_added} rows")
         print(
             f"{label:10} {name:12} {seconds:6.2f} s (client CPU {cpu:5.2f} s)"
             f"   offers {summary.offer_count:>7}"
@@ -129,31 +141,56 @@ def bench(label: str, url: str, offers: list[Offer]) -> None:
         )
     tick = time.perf_counter()
     state = load_current_offers(engine)
-    print(
-        f"{label:10} {'load':12} {time.perf_counter() - tick:6.2f} s   offers {len(state.offers)}"
-    )
+    times["load"] = time.perf_counter() - tick
+    print(f"{label:10} {'load':12} {times['load']:6.2f} s   offers {len(state.offers)}")
     engine.dispose()
+    return times
+
+
+def summarise(label: str, runs: list[dict[str, float]]) -> bool:
+    """Print the median and worst time of each step; whether every target is met."""
+    met = True
+    for step in runs[0]:
+        seconds = [run[step] for run in runs]
+        target = TARGETS.get(step)
+        verdict = ""
+        if target is not None:
+            ok = statistics.median(seconds) <= target
+            met &= ok
+            verdict = f"   target <= {target:.0f} s: {'met' if ok else 'NOT MET'}"
+        print(
+            f"{label:10} {step:12} median {statistics.median(seconds):5.2f} s"
+            f"   worst {max(seconds):5.2f} s{verdict}"
+        )
+    return met
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--offers", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--postgres", default=os.environ.get("GPUSCOUT_TEST_POSTGRES_URL"))
     args = parser.parse_args()
     tick = time.perf_counter()
     offers = make_offers(args.offers, datetime(2025, 1, 1, tzinfo=UTC))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"built {len(offers)} offers in {time.perf_counter() - tick:.1f} s (not timed below)")
-    with tempfile.TemporaryDirectory() as tmp:
-        bench("sqlite", sqlite_url(Path(tmp) / "bench.db"), offers)
+    results: dict[str, list[dict[str, float]]] = {"sqlite": []}
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            results["sqlite"].append(bench("sqlite", sqlite_url(Path(tmp) / "bench.db"), offers))
     if args.postgres:
         try:
-            with postgres_schema(args.postgres) as url:
-                bench("postgres", url, offers)
+            for _ in range(args.repeat):
+                with postgres_schema(args.postgres) as url:
+                    results.setdefault("postgres", []).append(bench("postgres", url, offers))
         except sa.exc.OperationalError as exc:
             print(f"postgres unreachable, skipped: {exc.orig}")
     else:
         print("postgres: no URL (--postgres or GPUSCOUT_TEST_POSTGRES_URL), skipped")
+    print(f"summary of {args.repeat} run(s) each")
+    met = all([summarise(label, runs) for label, runs in results.items()])
+    print("targets met" if met else "targets NOT met")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,62 @@
+"""The benchmark scripts run end to end on tiny inputs, so they cannot rot unnoticed.
+
+Their figures are not checked here (speed goals live in the scripts' own output); only that
+each runs, exits 0 and prints what its README table is read from.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import POSTGRES_SKIP, POSTGRES_URL_ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(script: str, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_snapshot_benchmark_reports_each_step_and_the_targets() -> None:
+    out = run("snapshot.py", "--offers", "300", "--repeat", "2")
+    assert "sqlite     identical" in out
+    assert "history +0 / closed 0" in out  # the identical snapshot adds no history row
+    assert "history +300 / closed 0" in out
+    assert "summary of 2 run(s) each" in out
+    assert "targets met" in out
+
+
+@pytest.mark.postgres
+def test_snapshot_benchmark_runs_on_postgres() -> None:
+    base = os.environ.get(POSTGRES_URL_ENV)
+    if not base:
+        pytest.skip(POSTGRES_SKIP)
+    out = run("snapshot.py", "--offers", "200", "--repeat", "1", "--postgres", base)
+    assert "postgres   first" in out
+    assert "postgres   identical" in out
+
+
+def test_rank_benchmark_prints_ratios() -> None:
+    out = run("rank.py", "--sizes", "2000", "--repeat", "1")
+    assert "(all, worst ratio)" in out
+
+
+def test_api_benchmark_serves_and_drives_the_mix() -> None:
+    out = run("api.py", "--offers", "1000", "--seconds", "0.5", "--connections", "2")
+    assert "cold (first request of each query" in out
+    assert "non-200: 0" in out

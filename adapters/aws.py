@@ -57,7 +57,6 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     request,
-    request_json,
     request_stream,
 )
 from .gpus import resolve_gpu_name
@@ -610,9 +609,7 @@ class AwsAdapter(Adapter):
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         """Filtered price-list CSVs per region, then spot XML pages if keys are set."""
-        index = await request_json(
-            client, "GET", REGION_INDEX_URL, provider=self.name, policy=self.policy
-        )
+        index = await self.get_json(client, REGION_INDEX_URL)
         csv_urls = self._region_csv_urls(index)
         gate = asyncio.Semaphore(CONCURRENT_DOWNLOADS)
 

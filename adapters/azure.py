@@ -45,7 +45,6 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
-    request_json,
 )
 from .gpus import resolve_gpu_name
 from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, usd_per_hour
@@ -417,9 +416,7 @@ class AzureAdapter(Adapter):
         while url is not None:
             if len(pages) >= MAX_PAGES:
                 raise ProviderError(self.name, f"more than {MAX_PAGES} pages; stopping")
-            page = await request_json(
-                client, "GET", url, provider=self.name, policy=self.policy, params=params
-            )
+            page = await self.get_json(client, url, params=params)
             items, _ = _items(page)
             pages.append(page)
             link = page.get("NextPageLink")

@@ -325,6 +325,18 @@ class Adapter(abc.ABC):
             raise MissingCredentials(self.name, missing)
         return {n: str(self.credentials[n]) for n in self.credential_names}
 
+    async def get_json(self, client: httpx.AsyncClient, url: str, **kwargs: Any) -> Any:
+        """GET ``url`` as JSON with this adapter's name and retry policy (:func:`request_json`)."""
+        return await request_json(
+            client, "GET", url, provider=self.name, policy=self.policy, **kwargs
+        )
+
+    async def post_json(self, client: httpx.AsyncClient, url: str, **kwargs: Any) -> Any:
+        """POST to ``url`` and decode JSON, with this adapter's name and retry policy."""
+        return await request_json(
+            client, "POST", url, provider=self.name, policy=self.policy, **kwargs
+        )
+
     @abc.abstractmethod
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         """Call the provider and return the decoded raw responses, in order."""

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError, request_json
+from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name
 from .schema import Fabric, PriceBasis, PriceUnit, RentalTerm
 from .units import (
@@ -92,17 +92,7 @@ class CudoAdapter(Adapter):
             paths.append("/machine-types")
         else:
             log.info("cudo: no GPUSCOUT_CUDO_API_KEY, bare-metal machines not fetched")
-        return [
-            await request_json(
-                client,
-                "GET",
-                f"{API_BASE}{path}",
-                provider=self.name,
-                policy=self.policy,
-                headers=headers,
-            )
-            for path in paths
-        ]
+        return [await self.get_json(client, f"{API_BASE}{path}", headers=headers) for path in paths]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()

@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError, request_json
+from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import (
@@ -95,15 +95,7 @@ class DigitalOceanAdapter(Adapter):
         url: str | None = SIZES_URL
         params: dict[str, Any] | None = {"per_page": PER_PAGE}
         while url is not None and len(pages) < MAX_PAGES:
-            page = await request_json(
-                client,
-                "GET",
-                url,
-                provider=self.name,
-                policy=self.policy,
-                headers=headers,
-                params=params,
-            )
+            page = await self.get_json(client, url, headers=headers, params=params)
             pages.append(page)
             url = _next_page(page)
             params = None  # the next link carries page and per_page itself

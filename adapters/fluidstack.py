@@ -33,7 +33,6 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
-    request_json,
 )
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
@@ -73,13 +72,8 @@ class FluidStackAdapter(Adapter):
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.require_credentials()["fluidstack_api_key"]
-        payload = await request_json(
-            client,
-            "GET",
-            CONFIGURATIONS_URL,
-            provider=self.name,
-            policy=self.policy,
-            headers={"api-key": key, "Accept": "application/json"},
+        payload = await self.get_json(
+            client, CONFIGURATIONS_URL, headers={"api-key": key, "Accept": "application/json"}
         )
         return [payload]
 

@@ -45,7 +45,6 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
-    request_json,
 )
 from .gpus import resolve_gpu_name
 from .schema import (
@@ -480,9 +479,7 @@ class GcpAdapter(Adapter):
             params = {"key": key, "currencyCode": "USD", "pageSize": str(PAGE_SIZE)}
             if token:
                 params["pageToken"] = token
-            page = await request_json(
-                client, "GET", SKUS_URL, provider=self.name, policy=self.policy, params=params
-            )
+            page = await self.get_json(client, SKUS_URL, params=params)
             if not isinstance(page, dict) or not isinstance(page.get("skus", []), list):
                 raise ResponseFormatError(self.name, "SKU page is not {'skus': [...]}")
             pages.append(page)

@@ -44,7 +44,6 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
-    request_json,
 )
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
@@ -88,11 +87,7 @@ class HyperstackAdapter(Adapter):
         headers = {"api_key": key, "Accept": "application/json"}
         payloads = []
         for url in (FLAVORS_URL, PRICEBOOK_URL):
-            payloads.append(
-                await request_json(
-                    client, "GET", url, provider=self.name, policy=self.policy, headers=headers
-                )
-            )
+            payloads.append(await self.get_json(client, url, headers=headers))
         return payloads
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:

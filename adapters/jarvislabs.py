@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .base import Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import lenient_float, nominal_gpu_memory_gb, positive, to_decimal, whole_count
@@ -50,13 +50,8 @@ class JarvisLabsAdapter(Adapter):
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.require_credentials()["jarvislabs_api_key"]
-        payload = await request_json(
-            client,
-            "GET",
-            SERVER_META_URL,
-            provider=self.name,
-            policy=self.policy,
-            headers={"Authorization": f"Bearer {key}"},
+        payload = await self.get_json(
+            client, SERVER_META_URL, headers={"Authorization": f"Bearer {key}"}
         )
         return [payload]
 

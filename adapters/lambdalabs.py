@@ -32,7 +32,6 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
-    request_json,
 )
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
@@ -67,12 +66,9 @@ class LambdaAdapter(Adapter):
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.require_credentials()["lambda_api_key"]
-        payload = await request_json(
+        payload = await self.get_json(
             client,
-            "GET",
             API_URL,
-            provider=self.name,
-            policy=self.policy,
             headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
         )
         return [payload]

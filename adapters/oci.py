@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError, request_json
+from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name
 from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, usd_per_hour
 from .units import to_decimal, to_float
@@ -103,7 +103,7 @@ class OciAdapter(Adapter):
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         payloads = []
         for url in (SHAPES_URL, PRODUCTS_URL):
-            payload = await request_json(client, "GET", url, provider=self.name, policy=self.policy)
+            payload = await self.get_json(client, url)
             if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
                 raise ResponseFormatError(self.name, f"{url} did not return {{'items': [...]}}")
             payloads.append(payload)

@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
 from .gpus import GpuSpec, resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm, Vendor
 from .units import lenient_float, positive, to_decimal, whole_count
@@ -101,14 +101,8 @@ class RunPodAdapter(Adapter):
         key = self.credentials.get("runpod_api_key")
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        payload = await request_json(
-            client,
-            "POST",
-            GRAPHQL_URL,
-            provider=self.name,
-            policy=self.policy,
-            json={"query": GPU_TYPES_QUERY},
-            headers=headers,
+        payload = await self.post_json(
+            client, GRAPHQL_URL, json={"query": GPU_TYPES_QUERY}, headers=headers
         )
         _raise_graphql_errors(payload)
         return [payload]

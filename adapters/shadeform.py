@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError, request_json
+from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name
 from .schema import GpuFormFactor, GpuInterconnect, PriceBasis, PriceUnit, RentalTerm, Vendor
 from .units import cents_to_units, lenient_float, nominal_gpu_memory_gb, positive
@@ -54,13 +54,8 @@ class ShadeformAdapter(Adapter):
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.require_credentials()["shadeform_api_key"]
-        payload = await request_json(
-            client,
-            "GET",
-            TYPES_URL,
-            provider=self.name,
-            policy=self.policy,
-            headers={"X-API-KEY": key, "Accept": "application/json"},
+        payload = await self.get_json(
+            client, TYPES_URL, headers={"X-API-KEY": key, "Accept": "application/json"}
         )
         return [payload]
 

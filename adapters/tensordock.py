@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .base import Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import (
@@ -132,16 +132,7 @@ class TensorDockAdapter(Adapter):
         headers = {"Authorization": f"Bearer {token}"}
         payloads = []
         for path in ("locations", "hostnodes"):
-            payloads.append(
-                await request_json(
-                    client,
-                    "GET",
-                    f"{API_URL}/{path}",
-                    provider=self.name,
-                    policy=self.policy,
-                    headers=headers,
-                )
-            )
+            payloads.append(await self.get_json(client, f"{API_URL}/{path}", headers=headers))
         return payloads
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, request_json
+from .base import Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm, Vendor
 from .units import mib_to_gb, to_decimal, to_float, whole_count
@@ -80,15 +80,7 @@ class VastAiAdapter(Adapter):
         key = self.credentials.get("vastai_api_key")
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        payload = await request_json(
-            client,
-            "POST",
-            BUNDLES_URL,
-            provider=self.name,
-            policy=self.policy,
-            json=search_body(),
-            headers=headers,
-        )
+        payload = await self.post_json(client, BUNDLES_URL, json=search_body(), headers=headers)
         return [payload]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:

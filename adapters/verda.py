@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError, request_json
+from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm, StorageType
 from .units import nominal_gpu_memory_gb, to_decimal, to_float
@@ -54,12 +54,9 @@ class VerdaAdapter(Adapter):
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         creds = self.require_credentials()
-        token = await request_json(
+        token = await self.post_json(
             client,
-            "POST",
             f"{API_BASE}/oauth2/token",
-            provider=self.name,
-            policy=self.policy,
             json={
                 "grant_type": "client_credentials",
                 "client_id": creds["verda_client_id"],
@@ -72,14 +69,8 @@ class VerdaAdapter(Adapter):
         headers = {"Authorization": f"Bearer {access}"}
 
         async def get(path: str, **params: str) -> Any:
-            return await request_json(
-                client,
-                "GET",
-                f"{API_BASE}{path}",
-                provider=self.name,
-                policy=self.policy,
-                headers=headers,
-                params=params or None,
+            return await self.get_json(
+                client, f"{API_BASE}{path}", headers=headers, params=params or None
             )
 
         payloads: list[Any] = [await get("/instance-types"), await get("/locations")]

@@ -38,7 +38,6 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
-    request_json,
 )
 from .gpus import resolve_gpu_name
 from .schema import (
@@ -144,15 +143,7 @@ class VultrAdapter(Adapter):
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             query = dict(params, cursor=cursor) if cursor else params
-            page = await request_json(
-                client,
-                "GET",
-                url,
-                provider=self.name,
-                policy=self.policy,
-                params=query,
-                headers=headers,
-            )
+            page = await self.get_json(client, url, params=query, headers=headers)
             if not isinstance(page, dict) or not isinstance(page.get(list_key), list):
                 raise ResponseFormatError(self.name, f"{url} did not return a {list_key!r} list")
             pages.append(page)

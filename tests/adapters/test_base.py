@@ -157,3 +157,31 @@ def test_parse_result_add_skips_an_absurdly_cheap_gpu_hour() -> None:
     assert result.add("ex:cheap", price_amount=Decimal("0.008"), **fields) is None
     assert "absurd price" in result.skipped[0].reason
     assert result.add("ex:real", price_amount=Decimal("0.08"), **fields) is not None
+
+
+class _Bound(base.Adapter):
+    name = "bound"
+    title = "Bound"
+    source_url = URL
+
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        return [await self.get_json(client, URL), await self.post_json(client, URL, json={})]
+
+    def parse(self, payloads: Any, *, fetched_at: datetime) -> ParseResult:
+        return ParseResult()
+
+
+@respx.mock
+def test_adapter_helpers_use_its_name_and_retry_policy() -> None:
+    respx.get(URL).mock(side_effect=[httpx.Response(503), httpx.Response(200, json={"a": 1})])
+    respx.post(URL).mock(return_value=httpx.Response(500))
+    adapter = _Bound(policy=RetryPolicy(attempts=2, base_wait_s=0, max_wait_s=0))
+
+    async def go() -> Any:
+        async with httpx.AsyncClient() as client:
+            return await adapter.fetch(client)
+
+    with pytest.raises(ProviderError, match="HTTP 500 .* after 2 attempts") as caught:
+        asyncio.run(go())
+    assert caught.value.provider == "bound"
+    assert respx.calls.call_count == 4  # GET retried once, POST tried twice

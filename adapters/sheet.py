@@ -5,7 +5,11 @@ but no API lists. The format is documented in ``docs/price-sheets.md``; in short
 entry is a flat mapping (a YAML list item or a CSV row) whose keys are the
 :class:`~adapters.schema.Offer` field names, plus:
 
-* ``id`` (required): the entry's stable id within its seller;
+* ``id`` (required): the configuration's stable id within its seller. Entries that price
+  one configuration at several terms (hourly and monthly, on-demand and spot) share the id,
+  so that the pricing engine compares those terms; two entries with the same seller, id,
+  region, term, price basis and ``term_variant`` are one offer twice, and the later one is
+  skipped with a reason naming the earlier;
 * ``seller`` (required): who rents it out (``offer_id`` becomes ``"<seller>/<id>"``, since
   every sheet offer has ``provider="sheet"``);
 * ``source`` (required): where the price comes from (a URL, a quote, a file);
@@ -124,9 +128,23 @@ class SheetAdapter(Adapter):
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()
+        first_of: dict[str, str] = {}  # offer key -> where its first entry stands
         for payload in payloads:
             for where, entry in _entries(payload):
-                _parse_entry(result, where, entry, fetched_at)
+                offer = _parse_entry(result, where, entry, fetched_at)
+                if offer is None:
+                    continue
+                where = offer.raw_ref.removeprefix("sheet:") if offer.raw_ref else where
+                earlier = first_of.setdefault(offer.key, where)
+                if earlier == where:
+                    result.offers.append(offer)
+                    continue
+                result.skip(
+                    f"{where}: same seller, id, region, term, price basis and term_variant as"
+                    f" {earlier}: one offer twice (one configuration's terms share an id;"
+                    " different configurations need different ids)",
+                    where,
+                )
         return result
 
 
@@ -181,21 +199,22 @@ def _from_csv(row: Mapping[str | None, Any]) -> dict[str, Any]:
     return entry
 
 
-def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: datetime) -> None:
+def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: datetime) -> Offer | None:
+    """The entry's offer, or ``None`` after skipping it in ``result`` with a reason."""
     if not isinstance(entry, Mapping):
         result.skip(f"{where}: an entry must be a mapping, not {type(entry).__name__}", where)
-        return
+        return None
     ident = entry.get("id")
     if ident is not None:
         where = f"{where} (id {ident})"
     unknown = sorted(str(k) for k in set(entry) - SHEET_KEYS)
     if unknown:
         result.skip(f"{where}: unknown field {unknown[0]!r}", where)
-        return
+        return None
     for key in ("id", "seller", "source", "gpu_name", "gpu_count", "price_amount"):
         if entry.get(key) in (None, ""):
             result.skip(f"{where}: field {key!r} is required", where)
-            return
+            return None
     fields = {k: v for k, v in entry.items() if k not in EXTRA_KEYS}
     try:
         fields["price_amount"] = to_decimal(entry["price_amount"])
@@ -204,7 +223,7 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
                 fields[key] = to_decimal(fields[key])
     except ValueError as exc:
         result.skip(f"{where}: field 'price_amount' or a price: {exc}", where)
-        return
+        return None
     seller, raw_gpu = str(entry["seller"]).strip(), str(entry["gpu_name"]).strip()
     fields.update(
         provider="sheet",
@@ -218,18 +237,18 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
         offer = Offer(**fields)
     except pydantic.ValidationError as exc:
         result.skip(f"{where}: {_field_error(exc)}", where)
-        return
+        return None
     per_gpu = offer.usd_per_gpu_hour
     if offer.gpu_count == 0 or per_gpu is None:
         result.skip(f"{where}: field 'gpu_count': a sheet offer needs at least one GPU", where)
-        return
+        return None
     if per_gpu < MIN_USD_PER_GPU_HOUR:
         result.skip(f"{where}: field 'price_amount': absurd price, {per_gpu} USD/GPU-h", where)
-        return
+        return None
     if offer.term is RentalTerm.INTERRUPTIBLE and offer.prepaid:
         result.skip(f"{where}: field 'prepaid': an interruptible offer cannot be prepaid", where)
-        return
-    result.offers.append(offer)
+        return None
+    return offer
 
 
 def _field_error(exc: pydantic.ValidationError) -> str:

@@ -24,6 +24,7 @@ from adapters.schema import (
     StorageType,
 )
 from adapters.sheet import SHEET_KEYS, SheetAdapter
+from pricing import Job, rank
 
 EXAMPLE = Path(__file__).parents[2] / "adapters" / "samples" / "sheets" / "example_sheet.yaml"
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
@@ -45,12 +46,15 @@ def find(offers: list[Any], offer_id: str) -> Any:
 def test_example_sheet_loads_every_entry() -> None:
     result = example()
     assert result.skipped == []
-    assert len(result.offers) == 9
+    assert len(result.offers) == 10
     assert {o.provider for o in result.offers} == {"sheet"}
 
 
 def test_tencent_monthly_cny_commitment() -> None:
-    o = find(example().offers, "tencent-cloud/GN10Xp.20XLARGE320-monthly")
+    o = find(
+        [o for o in example().offers if o.term is RentalTerm.COMMIT_1MO],
+        "tencent-cloud/GN10Xp.20XLARGE320",
+    )
     assert o.gpu_model == "V100-SXM2-32GB"
     assert o.gpu_raw_name == "Tesla V100-NVLINK-32G"
     assert o.gpu_count == 8 and o.gpu_memory_gb == 32
@@ -64,6 +68,38 @@ def test_tencent_monthly_cny_commitment() -> None:
     # 46000 CNY / 730 h at the shipped ECB rate (7.5782 CNY and 1.0411 USD per EUR)
     expected = Decimal(46000) / (Decimal("7.5782") / Decimal("1.0411")) / 730
     assert o.usd_per_hour == expected.quantize(Decimal("0.000001"))
+
+
+def test_one_configuration_at_two_terms_shares_an_id() -> None:
+    """Hourly and monthly prices of one Tencent instance are one configuration: the
+    engine picks the cheaper term for the job, on-demand for a short one, the month for
+    a long one."""
+    offers = [o for o in example().offers if o.offer_id == "tencent-cloud/GT4.41XLARGE948"]
+    assert {o.term for o in offers} == {RentalTerm.ON_DEMAND, RentalTerm.COMMIT_1MO}
+    assert len({o.key for o in offers}) == 2
+    short = rank(offers, job=Job(hours=100))
+    long = rank(offers, job=Job(hours=700))
+    assert short.height == long.height == 1  # one configuration, its best term
+    assert short["term"][0] == "on_demand"
+    assert long["term"][0] == "commit_1mo"
+    # 114016 CNY a month against 237.51 CNY an hour: the month pays from 480 hours on
+    assert 400 < long["break_even_hours"][0] < 500
+
+
+def test_the_same_offer_twice_is_skipped_naming_the_first() -> None:
+    text = CSV_HEADER + (
+        "box,my-host,quote 1,H100 SXM,8,,20,USD,hour,instance,on_demand,\n"
+        "box,my-host,quote 2,H100 SXM,8,,19,USD,hour,instance,on_demand,\n"
+        "box,my-host,quote 3,H100 SXM,8,,9,USD,hour,instance,interruptible,\n"
+    )
+    result = parse_bytes(text.encode(), "hosts.csv")
+    assert [(o.term, o.price_amount) for o in result.offers] == [
+        (RentalTerm.ON_DEMAND, Decimal(20)),
+        (RentalTerm.INTERRUPTIBLE, Decimal(9)),
+    ]
+    [skipped] = result.skipped
+    assert skipped.reason.startswith("hosts.csv row 3 (id box): same seller, id, region")
+    assert "as hosts.csv row 2 (id box)" in skipped.reason
 
 
 def test_per_gpu_spot_price_and_unknown_gpu() -> None:
@@ -206,7 +242,7 @@ def test_fetch_reads_configured_files(tmp_path: Path) -> None:
     a = SheetAdapter({"price_sheet_paths": joined})
     payloads = run_fetch(a)
     assert [p["format"] for p in payloads] == ["yaml", "csv"]
-    assert len(a.parse(payloads, fetched_at=NOW).offers) == 10
+    assert len(a.parse(payloads, fetched_at=NOW).offers) == 11
     assert SheetAdapter(paths=[csv_file]).paths == (csv_file,)
 
 

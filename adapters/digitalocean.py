@@ -28,7 +28,11 @@ Units (format recorded in dstackai/gpuhunt's test fixture, see tests/fixtures/di
 ``regions`` lists where the size can be created; each becomes one offer. A size with no
 region (or ``available: false``) is kept as one region-less offer with
 ``available_now=False``. The GPU model names (``nvidia_h100``) give no form factor, and
-DigitalOcean's API does not publish one: an H100 stays unmapped rather than guessed.
+DigitalOcean's API does not publish one: an H100 stays unmapped rather than guessed. No
+DigitalOcean page found states one either (the Droplet pricing page,
+docs.digitalocean.com/products/droplets/details/pricing/, lists "NVIDIA H100" and "NVIDIA
+H100 (8x)" only), and the size record has nothing that tells SXM from PCIe (80 GB per GPU
+for both), so no form-factor hint is passed.
 """
 
 from __future__ import annotations

@@ -96,6 +96,10 @@ class JarvisLabsAdapter(Adapter):
         kind = "container" if spot or row.get("workload_type") == "container" else "vm"
         memory_gb = positive(lenient_float(row.get("vram")))
         memory_gb = nominal_gpu_memory_gb(memory_gb) if memory_gb else None
+        # No form-factor hint: "H100" and "A100-80GB" (80 GB for SXM and PCIe alike) stay
+        # unmapped, as no JarvisLabs document found states SXM or PCIe for them. A third-party
+        # transcription of jarvislabs.ai/pricing reads "NVIDIA H100 SXM"; unused until
+        # confirmed on JarvisLabs' own page.
         spec = resolve_gpu_name(gpu_type, memory_gb=memory_gb)
         cpus_per_gpu = positive(lenient_float(row.get("cpus_per_gpu")))
         ram_per_gpu = positive(lenient_float(row.get("ram_per_gpu")))

@@ -198,6 +198,8 @@ class VultrAdapter(Adapter):
                 return
             gpu_count, fraction = share
             memory_gb = vram_gb if fraction is not None else card_gb
+        # No form-factor hint: no Vultr document found says SXM or PCIe for Cloud GPU A100/H100
+        # plans, and the plan record does not tell them apart, so those stay unmapped.
         spec = resolve_gpu_name(raw_gpu.replace("_", " "), memory_gb=card_gb)
         hardware = dict(
             gpu_model=spec.name if spec else None,

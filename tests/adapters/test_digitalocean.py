@@ -77,6 +77,19 @@ def test_h100_without_form_factor_is_kept_unmapped() -> None:
     assert o.usd_per_gpu_hour == Decimal("2.99")
 
 
+@pytest.mark.parametrize(
+    ("slug", "count", "vram_gib"), [("gpu-h100x1-80gb", 1, 80), ("gpu-h100x8-640gb", 8, 640)]
+)
+def test_nvidia_h100_sizes_stay_unranked(slug: str, count: int, vram_gib: int) -> None:
+    # No DigitalOcean document found that says SXM or PCIe for its H100 Droplets, and the size
+    # record carries nothing that tells them apart (80 GB each): no form-factor hint is passed.
+    vram = {"amount": vram_gib, "unit": "gib"}
+    record = size(slug=slug, gpu_info={"count": count, "vram": vram, "model": "nvidia_h100"})
+    [o] = parse({"sizes": [record]}).offers
+    assert o.gpu_raw_name == "nvidia_h100" and o.gpu_memory_gb == 80
+    assert (o.gpu_model, o.gpu_vendor, o.gpu_form_factor) == (None, None, None)
+
+
 def test_cpu_sizes_are_not_offers_nor_skips() -> None:
     result = parse(recorded())
     assert len(result.offers) == 2

@@ -127,6 +127,21 @@ def test_gpu_names() -> None:
     assert a100.gpu_memory_gb == 80
 
 
+def test_a100_80gb_and_h100_stay_unranked_in_every_offer() -> None:
+    # No JarvisLabs document found that states the form factor of these two, and the rows
+    # carry only vram (80 GB for SXM and PCIe alike): no hint is passed, nothing is guessed.
+    offers = [o for o in parse(meta()).offers if o.gpu_raw_name in ("A100-80GB", "H100")]
+    assert {(o.gpu_raw_name, o.region) for o in offers} == {
+        ("A100-80GB", "india-noida-01"),
+        ("H100", "europe-01"),
+        ("H100", "unknown-region"),
+    }
+    assert len(offers) == 3 + 1 + 1  # A100: 1/2/4x on demand; H100: 1x in each region
+    for o in offers:
+        assert (o.gpu_model, o.gpu_vendor, o.gpu_form_factor) == (None, None, None)
+        assert o.gpu_memory_gb == 80
+
+
 def test_rows_without_workload_or_gpu_count() -> None:
     offers = parse(meta()).offers
     # workload_type null is a VM row; num_gpus absent means single-GPU instances

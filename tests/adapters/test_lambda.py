@@ -89,7 +89,9 @@ def test_unknown_gpu_is_kept_without_model_and_cpu_type_skipped() -> None:
     result = parse(recorded())
     v100 = next(o for o in result.offers if o.offer_id == "gpu_8x_v100")
     assert v100.gpu_raw_name == "Tesla V100 (16 GB)"
-    assert v100.gpu_model is None
+    # "(16 GB)" has no SXM2/PCIe word and no Lambda page found states one: not guessed
+    assert (v100.gpu_model, v100.gpu_vendor, v100.gpu_form_factor) == (None, None, None)
+    assert v100.gpu_memory_gb == 16
     assert v100.gpu_count == 8
     assert [s.ref for s in result.skipped] == ["lambda:instance-type/cpu_4x_general"]
     assert len(result.offers) == 36

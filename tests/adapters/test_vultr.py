@@ -97,6 +97,28 @@ def test_reconstructed_all_types_locations_and_preemptible() -> None:
     assert ("vcg-l40s-16c-180g-48vram", "ewr", RentalTerm.INTERRUPTIBLE) not in offers
 
 
+def test_cloud_gpu_a100_and_h100_plans_stay_unranked() -> None:
+    # No Vultr document found that states SXM or PCIe for Cloud GPU (vcg) A100/H100 plans, and
+    # the plan record (id, gpu_type, gpu_vram_gb) does not tell them apart: nothing is guessed.
+    vcg = parse(load("plans_vcg.gpuhunt_fixture.verbatim.json")).offers
+    every = parse(load("plans_type_all.reconstructed.json")).offers
+    offers = [o for o in vcg + every if o.gpu_raw_name in ("NVIDIA_A100", "NVIDIA_H100")]
+    assert {o.offer_id for o in offers} == {
+        "vcg-a100-1c-6g-4vram",
+        "vcg-a100-6c-60g-40vram",
+        "vcg-a100-12c-120g-80vram",
+        "vcg-h100-8c-240g-80vram",
+    }
+    for o in offers:
+        assert (o.gpu_model, o.gpu_vendor, o.gpu_form_factor) == (None, None, None)
+    # the catalog does know the other Cloud GPU types of the same listing
+    assert {o.gpu_model for o in every if o.gpu_raw_name not in ("NVIDIA_A100", "NVIDIA_H100")} == {
+        "A16",
+        "L40S",
+        "MI300X",
+    }
+
+
 def test_monthly_price_when_hourly_is_absent() -> None:
     plans = copy.deepcopy(load("plans_vcg.gpuhunt_fixture.verbatim.json"))
     del plans["plans"][1]["hourly_cost"]

@@ -15,7 +15,11 @@ Sources (formats as documented by AWS and recorded in tests/fixtures/aws/):
 * **DescribeSpotPriceHistory** (EC2 Query API, SigV4-signed, XML; the SDK/CLI JSON shape is
   read too): current spot price per availability zone. Needs the settings
   ``aws_access_key_id``/``aws_secret_access_key``; without them the spot part is skipped
-  with a warning and the public price list is still fetched.
+  with a warning and the public price list is still fetched. Spot is an extra: a region
+  whose spot call fails (rejected keys, an opt-in region the account has not enabled, EC2
+  unreachable) loses only its spot prices, even when every region fails. The failures are
+  logged as one warning and kept in the payloads (:data:`SPOT_FAILURES_KEY`), so that
+  :meth:`AwsAdapter.parse` records each failed region as a skipped record with its cause.
 * **DescribeInstanceTypes** ``GpuInfo`` (Query-API XML, fetched with the same keys, or the
   SDK's JSON), when given, names the GPU model and maker; otherwise the model comes from
   :data:`GPU_FAMILIES`.
@@ -44,6 +48,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, ClassVar
+from xml.sax import saxutils
 
 import httpx
 from botocore.auth import SigV4Auth
@@ -63,7 +68,7 @@ from .gpus import resolve_gpu_name
 from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor, usd_per_hour
 from .units import gib_to_gb, mib_to_gb, to_decimal, to_float
 
-__all__ = ["GPU_FAMILIES", "AwsAdapter", "GpuFamily"]
+__all__ = ["GPU_FAMILIES", "SPOT_FAILURES_KEY", "AwsAdapter", "GpuFamily"]
 
 log = logging.getLogger("gpuscout.adapters.aws")
 
@@ -77,6 +82,17 @@ CONCURRENT_DOWNLOADS = 4
 MAX_EC2_PAGES = 50
 #: Values per ``instance-type`` filter in one DescribeInstanceTypes call.
 INSTANCE_TYPE_FILTER_CHUNK = 50
+#: Key of the payload :meth:`AwsAdapter.fetch` adds when spot prices failed in some region.
+#: It is gpuscout's own record, not an AWS response (hence the lower-case prefix): the only
+#: way for fetch to hand the failures to the pure parse step, which turns them into skipped
+#: records the run reports.
+SPOT_FAILURES_KEY = "gpuscout_spot_failures"
+#: HTTP statuses of EC2's authentication/authorization errors: ``AuthFailure`` (401, also
+#: what an opt-in region the account has not enabled answers) and ``UnauthorizedOperation``
+#: (403, the keys lack ``ec2:DescribeSpotPriceHistory``).
+AUTH_STATUSES = frozenset({401, 403})
+#: Region names listed per cause in the spot-failure warning.
+MAX_REGIONS_NAMED = 6
 
 #: Linux on-demand and spot instances are billed per second with a one-minute minimum
 #: (https://aws.amazon.com/ec2/pricing/on-demand/ , "Per Second Billing").
@@ -409,6 +425,125 @@ def _json_spot(payload: Mapping[str, Any]) -> list[_Spot]:
     ]
 
 
+# --- spot failures -----------------------------------------------------------------------
+
+_HTTP_STATUS = re.compile(r"^HTTP (\d{3}) ")
+_EC2_CODE = re.compile(r"<Code>([^<]+)</Code>")
+_EC2_MESSAGE = re.compile(r"<Message>([^<]*)")
+_EC2_URL = re.compile(r"https://ec2\.[a-z0-9-]+\.amazonaws\.com/")
+_XML_ENTITIES = {"&quot;": '"', "&apos;": "'"}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _SpotFailure:
+    """Why one region's spot prices were not fetched.
+
+    EC2 answers a failed Query-API call with ``<Response><Errors><Error><Code>...</Code>
+    <Message>...</Message></Error></Errors><RequestID>...</RequestID></Response>`` ("Error
+    codes for the Amazon EC2 API", example error response,
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
+    """
+
+    region: str
+    status: int | None  # HTTP status; None for a network error or an unreadable answer
+    code: str  # EC2 error code (AuthFailure, UnauthorizedOperation...); "" if none
+    message: str  # EC2's <Message>; for a failure without an HTTP status, what went wrong
+
+    @classmethod
+    def from_error(cls, region: str, reason: str) -> _SpotFailure:
+        """Read the status and the EC2 error back from a failed :func:`request`.
+
+        Its :class:`ProviderError` carries only text, ``HTTP <status> from <url>: <body
+        excerpt>`` (``... after N attempts`` for a retried status); EC2's ``<Code>`` comes
+        first in the body, so the excerpt holds it. Any other failure (timeout, network,
+        payload) keeps its text, the regional URL replaced so that it reads the same in
+        every region and equal failures group.
+        """
+        status = _HTTP_STATUS.match(reason)
+        if status is None:
+            return cls(region, None, "", _EC2_URL.sub("EC2", reason))
+        code = _EC2_CODE.search(reason)
+        message = _EC2_MESSAGE.search(reason)
+        return cls(
+            region,
+            int(status.group(1)),
+            _xml_unescape(code.group(1)) if code else "",
+            _xml_unescape(message.group(1)).removesuffix("...") if message else "",
+        )
+
+    @classmethod
+    def from_json(cls, raw: Any) -> _SpotFailure:
+        """One entry of a :data:`SPOT_FAILURES_KEY` payload, as :meth:`to_json` wrote it."""
+        status = raw.get("status") if isinstance(raw, Mapping) else None
+        if (
+            not isinstance(raw, Mapping)
+            or not isinstance(raw.get("region"), str)
+            or not (status is None or isinstance(status, int))
+        ):
+            raise ResponseFormatError(AwsAdapter.name, f"bad {SPOT_FAILURES_KEY} entry: {raw!r}")
+        return cls(raw["region"], status, str(raw.get("code") or ""), str(raw.get("message") or ""))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "region": self.region,
+            "status": self.status,
+            "code": self.code,
+            "message": self.message,
+        }
+
+    @property
+    def auth(self) -> bool:
+        """Rejected keys, keys without the permission, or a region not enabled."""
+        return self.status in AUTH_STATUSES
+
+    @property
+    def cause(self) -> str:
+        """What failed, the same text in every region: ``HTTP 401 AuthFailure``."""
+        if self.status is None:
+            return self.message
+        return f"HTTP {self.status} {self.code}".strip()
+
+    @property
+    def skip_reason(self) -> str:
+        """The skipped-record reason (no region or request id in it, so that counts group)."""
+        reason = f"spot prices not fetched: {self.cause}"
+        if self.auth:
+            reason += (
+                " (AWS keys rejected or without ec2:DescribeSpotPriceHistory,"
+                " or the region is not enabled for the account)"
+            )
+        return reason
+
+
+def _xml_unescape(text: str) -> str:
+    return saxutils.unescape(text, _XML_ENTITIES).strip()
+
+
+def _spot_failure_warning(failures: Sequence[_SpotFailure], regions: int) -> str:
+    """One line for all failed regions, grouped by cause, saying what the user can do."""
+    by_cause: dict[str, list[_SpotFailure]] = {}
+    for failure in failures:
+        by_cause.setdefault(failure.cause, []).append(failure)
+    parts: list[str] = []
+    for cause, group in by_cause.items():
+        names = [f.region for f in group[:MAX_REGIONS_NAMED]]
+        if len(group) > MAX_REGIONS_NAMED:
+            names.append("...")
+        message = group[0].message if group[0].status is not None else ""
+        detail = f" ({message})" if message else ""
+        parts.append(f"{cause}{detail} in {len(group)} [{', '.join(names)}]")
+    text = f"aws: spot prices not fetched in {len(failures)} of {regions} regions: "
+    text += "; ".join(parts)
+    if len(failures) == regions and all(f.auth for f in failures):
+        text += (
+            "; the AWS keys were rejected or lack ec2:DescribeSpotPriceHistory: check "
+            "GPUSCOUT_AWS_ACCESS_KEY_ID and GPUSCOUT_AWS_SECRET_ACCESS_KEY"
+        )
+    elif any(f.auth for f in failures):
+        text += "; an auth failure in some regions only is usually a region not enabled"
+    return text + "; on-demand and reserved prices kept"
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _GpuInfo:
     """DescribeInstanceTypes ``GpuInfo``: name, maker, count and per-GPU memory (MiB)."""
@@ -608,7 +743,12 @@ class AwsAdapter(Adapter):
 
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        """Filtered price-list CSVs per region, then spot XML pages if keys are set."""
+        """Filtered price-list CSVs per region, then spot XML pages if keys are set.
+
+        The price list is the provider: if it fails, fetch fails. Spot is an extra: regions
+        whose spot call failed are logged in one warning and listed in a last payload
+        (:data:`SPOT_FAILURES_KEY`), and the price lists are returned all the same.
+        """
         index = await self.get_json(client, REGION_INDEX_URL)
         csv_urls = self._region_csv_urls(index)
         gate = asyncio.Semaphore(CONCURRENT_DOWNLOADS)
@@ -635,7 +775,11 @@ class AwsAdapter(Adapter):
             return payloads
         types_by_region = _gpu_types_by_region(price_lists)
         payloads.extend(await self._fetch_instance_types(client, creds, types_by_region))
-        payloads.extend(await self._fetch_spot(client, creds, types_by_region))
+        pages, failures = await self._fetch_spot(client, creds, types_by_region)
+        payloads.extend(pages)
+        if failures:
+            log.warning("%s", _spot_failure_warning(failures, len(types_by_region)))
+            payloads.append({SPOT_FAILURES_KEY: [f.to_json() for f in failures]})
         return payloads
 
     async def _fetch_instance_types(
@@ -738,23 +882,24 @@ class AwsAdapter(Adapter):
         client: httpx.AsyncClient,
         creds: Credentials,
         types_by_region: Mapping[str, Sequence[str]],
-    ) -> list[str]:
-        """Current spot prices per AZ, region by region; a region that fails is logged.
+    ) -> tuple[list[str], list[_SpotFailure]]:
+        """Current spot prices per AZ, region by region: the pages, and the failed regions.
 
-        Only if every region fails (e.g. rejected keys) is the provider failed.
+        A failure never fails the provider, even in every region (rejected keys, EC2 down):
+        the public price list fetched before is worth keeping. A region counts whole: if a
+        later page fails, its earlier pages are dropped too, so no region is half-priced.
         """
         start = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         pages: list[str] = []
-        errors: list[str] = []
+        failures: list[_SpotFailure] = []
         for region, types in types_by_region.items():
             try:
                 pages.extend(await self._spot_region(client, creds, region, types, start))
             except ProviderError as exc:
-                log.warning("aws: spot prices for %s skipped: %s", region, exc.reason)
-                errors.append(f"{region}: {exc.reason}")
-        if errors and len(errors) == len(types_by_region):
-            raise ProviderError(self.name, f"spot prices failed in every region ({errors[0]})")
-        return pages
+                failures.append(_SpotFailure.from_error(region, exc.reason))
+            except httpx.HTTPError as exc:  # those request() leaves as they are (decoding...)
+                failures.append(_SpotFailure.from_error(region, f"{type(exc).__name__}: {exc}"))
+        return pages, failures
 
     async def _spot_region(
         self,
@@ -819,12 +964,15 @@ class AwsAdapter(Adapter):
         records: list[tuple[_Product, _Rate]] = []
         spots: list[_Spot] = []
         gpu_info: dict[str, _GpuInfo] = {}
+        failures: list[_SpotFailure] = []
         for payload in payloads:
-            self._classify(payload, records, spots, gpu_info)
+            self._classify(payload, records, spots, gpu_info, failures)
         result = ParseResult()
         builder = _OfferBuilder(self.name, fetched_at, result, gpu_info)
         builder.price_list(records)
         builder.spot(spots)
+        for failure in failures:  # the run reports them: a rejected key must not go unseen
+            result.skip(failure.skip_reason, f"aws:spot/{failure.region}")
         return result
 
     def _classify(
@@ -833,6 +981,7 @@ class AwsAdapter(Adapter):
         records: list[tuple[_Product, _Rate]],
         spots: list[_Spot],
         gpu_info: dict[str, _GpuInfo],
+        failures: list[_SpotFailure],
     ) -> None:
         """Tell a payload's kind by its content and collect its records."""
         if isinstance(payload, bytes):
@@ -858,6 +1007,11 @@ class AwsAdapter(Adapter):
                 spots.extend(_json_spot(payload))
             elif "InstanceTypes" in payload:
                 gpu_info.update(_gpu_infos(payload))
+            elif SPOT_FAILURES_KEY in payload:
+                entries = payload[SPOT_FAILURES_KEY]
+                if not isinstance(entries, list):
+                    raise ResponseFormatError(self.name, f"'{SPOT_FAILURES_KEY}' is not a list")
+                failures.extend(_SpotFailure.from_json(e) for e in entries)
             else:
                 keys = ", ".join(sorted(map(str, payload))[:6])
                 raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")

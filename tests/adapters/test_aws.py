@@ -16,8 +16,9 @@ import httpx
 import pytest
 import respx
 
-from adapters.aws import PRICING_BASE, REGION_INDEX_URL, AwsAdapter
+from adapters.aws import PRICING_BASE, REGION_INDEX_URL, SPOT_FAILURES_KEY, AwsAdapter
 from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from adapters.collect import ProviderRun, RunStatus, run_provider
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType, Vendor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "aws"
@@ -360,6 +361,9 @@ def test_bad_spot_records_are_skipped() -> None:
         {"SpotPriceHistory": None},
         "plain text",
         "<Response><Errors><Error><Code>AuthFailure</Code></Error></Errors></Response>",
+        {SPOT_FAILURES_KEY: "us-east-1"},
+        {SPOT_FAILURES_KEY: [{"status": 401, "code": "AuthFailure"}]},
+        {SPOT_FAILURES_KEY: [{"region": "us-east-1", "status": "401"}]},
         "<unclosed",
         '"FormatVersion","v1.0"\n"no header here"\n',
         None,
@@ -609,16 +613,6 @@ def test_fetch_region_index_wrong_shape() -> None:
 
 
 @respx.mock
-def test_rejected_keys_fail_the_provider() -> None:
-    mock_price_list()
-    error = "<Response><Errors><Error><Code>AuthFailure</Code></Error></Errors></Response>"
-    ec2 = respx.post(EC2_URL).mock(return_value=httpx.Response(401, text=error))
-    with pytest.raises(ProviderError, match="spot prices failed in every region .*HTTP 401"):
-        fetch(CREDS)
-    assert len(calls_for(ec2, "DescribeSpotPriceHistory")) == 1  # 401 is not retried
-
-
-@respx.mock
 def test_spot_retries_429_then_succeeds() -> None:
     mock_price_list()
     ok = spot_xml(("p5.48xlarge", "us-east-1a", "25.600000"))
@@ -649,3 +643,238 @@ def test_decode_keeps_csv_and_xml_as_text() -> None:
     xml = "spot_price_history_gpu.query_api.reconstructed.xml"
     assert adapter.decode(read(xml), xml).startswith("<?xml")
     assert json.loads(read("spot_price_history_gpu.reconstructed.json"))
+
+
+# --- spot failures keep the public price list -------------------------------------------
+
+#: EC2's answer to rejected keys: the error-response structure of the EC2 API Reference
+#: ("Error codes for the Amazon EC2 API", example error response,
+#: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html), body
+#: verbatim from a wire log in aws/aws-sdk-java-v2#2981. Status 401 as reported for
+#: AuthFailure in turbot/steampipe-plugin-aws#75, where it came from opt-in regions not
+#: enabled for the account (same answer as bad keys; also fog/fog-aws#585).
+AUTH_FAILURE = (
+    "<Response><Errors><Error><Code>AuthFailure</Code><Message>AWS was not able to validate "
+    "the provided access credentials</Message></Error></Errors>"
+    "<RequestID>5b48c718-a402-4c2f-b776-8ebea01ae49d</RequestID></Response>"
+)
+AUTH_HINT = (
+    " (AWS keys rejected or without ec2:DescribeSpotPriceHistory,"
+    " or the region is not enabled for the account)"
+)
+#: Price-list regions of the multi-region tests (region code -> price-list Location).
+REGIONS = {
+    "us-east-1": "US East (N. Virginia)",
+    "us-west-2": "US West (Oregon)",
+    "eu-west-1": "EU (Ireland)",
+}
+EC2_ANY_REGION = r"^https://ec2\.[a-z0-9-]+\.amazonaws\.com/$"
+
+
+def csv_url(region: str) -> str:
+    return f"{PRICING_BASE}{VERSION_PATH}/{region}/index.csv"
+
+
+def region_csv(region: str) -> bytes:
+    """The GPU CSV moved to ``region``: its region code, location and SKUs (AWS SKUs are
+    per region; the parser keys products by SKU, so copies must not share them)."""
+    text = read(GPU_CSV).decode()
+    if region == "us-east-1":
+        return text.encode()
+    suffix = region.replace("-", "").upper()[-4:]
+    for sku in {line.split(",", 1)[0].strip('"') for line in csv_lines()[1]}:
+        text = text.replace(sku, sku[:-4] + suffix)
+    text = text.replace('"us-east-1"', f'"{region}"').replace(REGIONS["us-east-1"], REGIONS[region])
+    return text.encode()
+
+
+def mock_regions(failing_csv: str | None = None) -> dict[str, respx.Route]:
+    """Region index and price-list CSVs of :data:`REGIONS`; ``failing_csv`` answers 500."""
+    regions = {
+        r: {"regionCode": r, "currentVersionUrl": f"{VERSION_PATH}/{r}/index.json"} for r in REGIONS
+    }
+    respx.get(REGION_INDEX_URL).mock(
+        return_value=httpx.Response(200, json={"formatVersion": "v1.0", "regions": regions})
+    )
+    return {
+        r: respx.get(csv_url(r)).mock(
+            return_value=httpx.Response(500)
+            if r == failing_csv
+            else httpx.Response(200, content=region_csv(r))
+        )
+        for r in REGIONS
+    }
+
+
+def region_of(request: httpx.Request) -> str:
+    return request.url.host.split(".")[1]  # ec2.<region>.amazonaws.com
+
+
+def run(credentials: dict[str, str]) -> ProviderRun:
+    """The whole provider run, as a snapshot gets it (fetch, then parse)."""
+
+    async def go() -> ProviderRun:
+        async with httpx.AsyncClient() as client:
+            return await run_provider(AwsAdapter(credentials, policy=FAST), client)
+
+    return asyncio.run(go())
+
+
+def spot_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "spot prices" in r.getMessage()]
+
+
+@respx.mock
+def test_spot_rejected_in_every_region_keeps_the_public_prices(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    csv_routes = mock_regions()
+    ec2 = respx.post(url__regex=EC2_ANY_REGION).mock(
+        return_value=httpx.Response(401, text=AUTH_FAILURE)
+    )
+    with caplog.at_level(logging.WARNING, logger="gpuscout.adapters.aws"):
+        outcome = run(CREDS)
+    assert outcome.status is RunStatus.OK and outcome.error is None
+    assert all(route.call_count == 1 for route in csv_routes.values())
+    # each region asked once: a 401 is not retried
+    spot_calls = calls_for(ec2, "DescribeSpotPriceHistory")
+    assert sorted(region_of(r) for r in spot_calls) == sorted(REGIONS)
+    # the public prices of every region are kept, and no spot offer is made up
+    assert {o.term for o in outcome.offers} == {RentalTerm.ON_DEMAND, RentalTerm.COMMIT_1Y}
+    for region in REGIONS:
+        ids = sorted(label(o) for o in outcome.offers if o.region == region)
+        assert ids == [
+            "g5.xlarge",
+            "g6.xlarge",
+            "p4d.24xlarge",
+            "p5.48xlarge",
+            "p5.48xlarge:reserved-1yr-standard-no-upfront",
+        ], region
+    # one warning line for all regions, naming the status, the EC2 code and the count
+    (line,) = spot_warnings(caplog)
+    assert line.startswith(
+        "aws: spot prices not fetched in 3 of 3 regions: HTTP 401 AuthFailure (AWS was not "
+        "able to validate the provided access credentials) in 3 [eu-west-1, us-east-1, "
+        "us-west-2]; the AWS keys were rejected"
+    )
+    assert "GPUSCOUT_AWS_ACCESS_KEY_ID" in line
+    assert line.endswith("; on-demand and reserved prices kept")
+    # and the run itself carries it: one skipped record per region, with the cause
+    assert sorted((s.ref, s.reason) for s in outcome.skipped) == [
+        (f"aws:spot/{r}", "spot prices not fetched: HTTP 401 AuthFailure" + AUTH_HINT)
+        for r in sorted(REGIONS)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("failure", "reason", "calls"),
+    [
+        # an opt-in region the account has not enabled answers AuthFailure (see AUTH_FAILURE)
+        (
+            httpx.Response(401, text=AUTH_FAILURE),
+            "spot prices not fetched: HTTP 401 AuthFailure" + AUTH_HINT,
+            1,
+        ),
+        # EC2 unreachable in one region: retried, then given up on
+        (
+            httpx.ConnectError("[Errno 111] Connection refused"),
+            "spot prices not fetched: network error on EC2: [Errno 111] Connection refused",
+            FAST.attempts,
+        ),
+    ],
+    ids=["auth-failure", "unreachable"],
+)
+@respx.mock
+def test_spot_failing_in_one_region_keeps_the_others(
+    caplog: pytest.LogCaptureFixture,
+    failure: httpx.Response | Exception,
+    reason: str,
+    calls: int,
+) -> None:
+    mock_regions()
+    answers = {
+        "us-east-1": httpx.Response(200, text=spot_xml(("p5.48xlarge", "us-east-1a", "25.6"))),
+        "eu-west-1": httpx.Response(200, text=spot_xml(("g5.xlarge", "eu-west-1b", "0.45"))),
+    }
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if form_of(request)["Action"] == ["DescribeInstanceTypes"]:
+            return httpx.Response(200, text=INSTANCE_TYPES_XML)
+        region = region_of(request)
+        if region == "us-west-2":
+            if isinstance(failure, Exception):
+                raise failure
+            return failure
+        return answers[region]
+
+    ec2 = respx.post(url__regex=EC2_ANY_REGION).mock(side_effect=answer)
+    with caplog.at_level(logging.WARNING, logger="gpuscout.adapters.aws"):
+        payloads = fetch(CREDS)
+    spot_calls = [region_of(r) for r in calls_for(ec2, "DescribeSpotPriceHistory")]
+    assert spot_calls.count("us-west-2") == calls
+    assert payloads[-1] == {
+        SPOT_FAILURES_KEY: [
+            {
+                "region": "us-west-2",
+                "status": failure.status_code if isinstance(failure, httpx.Response) else None,
+                "code": "AuthFailure" if isinstance(failure, httpx.Response) else "",
+                "message": "AWS was not able to validate the provided access credentials"
+                if isinstance(failure, httpx.Response)
+                else "network error on EC2: [Errno 111] Connection refused",
+            }
+        ]
+    }
+    result = AwsAdapter().parse(payloads, fetched_at=NOW)
+    spot = sorted((label(o), o.region) for o in result.offers if o.term is RentalTerm.INTERRUPTIBLE)
+    assert spot == [
+        ("g5.xlarge:spot:eu-west-1b", "eu-west-1"),
+        ("p5.48xlarge:spot:us-east-1a", "us-east-1"),
+    ]
+    assert {o.region for o in result.offers if o.term is RentalTerm.ON_DEMAND} == set(REGIONS)
+    assert [(s.ref, s.reason) for s in result.skipped] == [("aws:spot/us-west-2", reason)]
+    (line,) = spot_warnings(caplog)
+    assert line.startswith("aws: spot prices not fetched in 1 of 3 regions: ")
+    assert "in 1 [us-west-2]" in line
+    assert ("region not enabled" in line) is isinstance(failure, httpx.Response)
+    assert "GPUSCOUT_AWS_ACCESS_KEY_ID" not in line  # the keys work elsewhere
+
+
+@respx.mock
+def test_price_list_failure_still_fails_the_provider_with_keys_set() -> None:
+    csv_routes = mock_regions(failing_csv="us-west-2")
+    ec2 = respx.post(url__regex=EC2_ANY_REGION).mock(
+        return_value=httpx.Response(200, text=spot_xml())
+    )
+    with pytest.raises(ProviderError, match="HTTP 500 from .*/us-west-2/index.csv"):
+        fetch(CREDS)
+    assert csv_routes["us-west-2"].call_count == FAST.attempts
+    assert not ec2.called  # spot is not even asked without the price list
+    outcome = run(CREDS)
+    assert outcome.status is RunStatus.ERROR and outcome.offers == []
+    assert outcome.error is not None and "us-west-2/index.csv" in outcome.error
+
+
+def test_spot_failures_replay_from_a_recording() -> None:
+    """The failures payload is JSON, so a recorded run parses the same as a live one."""
+    recorded = json.dumps(
+        {
+            SPOT_FAILURES_KEY: [
+                {"region": "us-east-1", "status": 403, "code": "UnauthorizedOperation"},
+                {"region": "us-west-2", "status": None, "message": "timeout after 3 attempts: EC2"},
+            ]
+        }
+    ).encode()
+    adapter = AwsAdapter()
+    payloads = [*decoded(GPU_CSV), adapter.decode(recorded, "spot_failures.json")]
+    result = adapter.parse(payloads, fetched_at=NOW)
+    assert len(result.offers) == 5
+    spot_skips = [
+        (s.ref, s.reason) for s in result.skipped if (s.ref or "").startswith("aws:spot/")
+    ]
+    assert spot_skips == [
+        (
+            "aws:spot/us-east-1",
+            "spot prices not fetched: HTTP 403 UnauthorizedOperation" + AUTH_HINT,
+        ),
+        ("aws:spot/us-west-2", "spot prices not fetched: timeout after 3 attempts: EC2"),
+    ]

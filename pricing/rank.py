@@ -128,6 +128,8 @@ _CATALOG_COLUMNS = (
 #: (identity, hardware, price text) back by it, so only the columns the costing reads are
 #: carried through the filter, the catalog join and the top-k.
 _ROW = "_offer_row"
+#: How many rows the fast path's cut kept (see :func:`_best_terms`); internal to :func:`rank`.
+_CANDIDATES = "_candidates"
 
 #: What the costing adds to an offer row and :func:`rank_plan` keeps for the top rows; every
 #: other result column is an offer column (fetched back by :data:`_ROW`) or is computed on
@@ -285,10 +287,17 @@ def _best_terms(costed: pl.LazyFrame, limit: int | None) -> pl.LazyFrame:
 
     Works on the best ``limit x len(RentalTerm)`` rows. Whenever those rows hold at least
     ``limit`` configurations the answer is exact: every row cheaper than the ``limit``-th
-    configuration's best is among them. :func:`rank` re-runs without the cut otherwise.
+    configuration's best is among them. So it is when fewer rows than that qualify at all
+    (the cut kept every row): each row carries ``_CANDIDATES``, the number of rows the cut
+    kept, for :func:`rank` to tell. Otherwise :func:`rank` re-runs without the cut.
     """
     keys = [*SORT_KEYS, _ROW]  # the row breaks ties between variants of one term
-    candidates = costed if limit is None else costed.bottom_k(limit * len(RentalTerm), by=keys)
+    if limit is None:
+        candidates = costed.with_columns(pl.lit(None, dtype=pl.UInt32).alias(_CANDIDATES))
+    else:
+        candidates = costed.bottom_k(limit * len(RentalTerm), by=keys).with_columns(
+            pl.len().alias(_CANDIDATES)
+        )
     best = candidates.sort(keys).unique(subset=["config_id"], keep="first", maintain_order=True)
     return best if limit is None else best.head(limit)
 
@@ -330,8 +339,13 @@ def rank_plan(
     scaling: float | None = None,
     efficiency: Efficiency | None = None,
     catalog: pl.DataFrame | None = None,
+    with_candidate_count: bool = False,
 ) -> pl.LazyFrame:
-    """The lazy plan behind :func:`rank` (for ``explain()`` and benchmarks)."""
+    """The lazy plan behind :func:`rank` (for ``explain()`` and benchmarks).
+
+    ``with_candidate_count`` adds the internal ``_candidates`` column :func:`rank` reads to
+    tell whether the fast path's answer is exact.
+    """
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1, not {limit}")
     now = now or datetime.now(UTC)
@@ -343,7 +357,7 @@ def rank_plan(
         offers_, _catalog_table(precision, eff, mfu, catalog), requirement or Requirement(), now
     ).cache()
     chosen = _best_terms(_costed(qualified, job, eff, memory_needed, scaling), limit).select(
-        _COSTED_COLUMNS
+        *_COSTED_COLUMNS, _CANDIDATES
     )
     on_commitment = pl.col("commitment_hours").is_not_null()
     on_demand = pl.col("term") == RentalTerm.ON_DEMAND.value
@@ -367,7 +381,7 @@ def rank_plan(
         )
         .sort(list(SORT_KEYS))
         .with_row_index("rank", offset=1)
-        .select(RESULT_COLUMNS)
+        .select(*RESULT_COLUMNS, *([_CANDIDATES] if with_candidate_count else []))
     )
 
 
@@ -406,6 +420,7 @@ def rank(
             scaling=scaling,
             efficiency=efficiency,
             catalog=catalog,
+            with_candidate_count=True,
         )
         return plan.collect(engine=engine_for(frame))
 
@@ -413,7 +428,10 @@ def rank(
     if limit is not None and result.height < limit:
         # The fast path keeps the best ``limit x terms`` rows before picking each
         # configuration's best; configurations with many term variants (spot zones,
-        # reservation options) can crowd it. Fewer than ``limit`` rows means it may have:
-        # rank every qualifying row instead (cheap, since few rows qualify then).
-        result = run(None).head(limit)
-    return result
+        # reservation options) can crowd it. Fewer than ``limit`` configurations means it
+        # may have, unless the cut kept every qualifying row (then nothing was cut): rank
+        # every qualifying row otherwise (cheap, since few rows qualify then).
+        kept = result.get_column(_CANDIDATES).cast(pl.Int64).fill_null(-1).max()
+        if result.height and (not isinstance(kept, int) or kept >= limit * len(RentalTerm)):
+            result = run(None).head(limit)
+    return result.drop(_CANDIDATES)

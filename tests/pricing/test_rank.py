@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 from decimal import Decimal
+from typing import Any
 
 import polars as pl
 import pytest
@@ -14,6 +16,9 @@ from adapters.schema import Fabric, PriceBasis, PriceUnit, RentalTerm
 from pricing import RESULT_COLUMNS, Job, Requirement, offers_to_frame, rank
 
 from .factories import NOW, make_offer
+
+#: The module itself: the package attribute ``pricing.rank`` is the function.
+rank_module = importlib.import_module("pricing.rank")
 
 ON_DEMAND = make_offer(price_amount=Decimal("2"), gpu_count=1, offer_id="1x")
 MONTHLY = make_offer(
@@ -206,3 +211,29 @@ def test_equal_variants_rank_deterministically() -> None:
     again = rank(twins, job=Job(hours=10), now=NOW)
     assert first.height == 1
     assert_frame_equal(first, again)
+
+
+def test_fast_path_is_trusted_when_its_cut_kept_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer configurations than ``limit`` re-run the ranking only when the fast path's cut
+    may have dropped rows (term variants crowding it), not when few rows qualify."""
+    calls: list[int | None] = []
+    plan = rank_module.rank_plan
+
+    def counting(*args: Any, **kwargs: Any) -> pl.LazyFrame:
+        calls.append(kwargs["limit"])
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(rank_module, "rank_plan", counting)
+    few = [make_offer(offer_id=f"box-{i}") for i in range(3)]
+    result = rank(few, job=Job(hours=10), limit=50, now=NOW)
+    assert result.height == 3 and calls == [50]
+    assert result.columns == list(RESULT_COLUMNS)
+
+    calls.clear()
+    kept_by_cut = 2 * len(RentalTerm)  # limit x terms
+    crowded = [
+        make_offer(term=RentalTerm.INTERRUPTIBLE, term_variant=f"zone-{i:02d}")
+        for i in range(kept_by_cut + 1)
+    ]
+    assert rank(crowded, job=Job(hours=10), limit=2, now=NOW).height == 1
+    assert calls == [2, None]  # more variants than the cut kept: ranked again without it

@@ -883,22 +883,29 @@ class AwsAdapter(Adapter):
         creds: Credentials,
         types_by_region: Mapping[str, Sequence[str]],
     ) -> tuple[list[str], list[_SpotFailure]]:
-        """Current spot prices per AZ, region by region: the pages, and the failed regions.
+        """Current spot prices per AZ of every region: the pages, and the failed regions.
 
         A failure never fails the provider, even in every region (rejected keys, EC2 down):
         the public price list fetched before is worth keeping. A region counts whole: if a
         later page fails, its earlier pages are dropped too, so no region is half-priced.
         """
         start = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        pages: list[str] = []
-        failures: list[_SpotFailure] = []
-        for region, types in types_by_region.items():
-            try:
-                pages.extend(await self._spot_region(client, creds, region, types, start))
-            except ProviderError as exc:
-                failures.append(_SpotFailure.from_error(region, exc.reason))
-            except httpx.HTTPError as exc:  # those request() leaves as they are (decoding...)
-                failures.append(_SpotFailure.from_error(region, f"{type(exc).__name__}: {exc}"))
+        gate = asyncio.Semaphore(CONCURRENT_DOWNLOADS)
+
+        async def one(region: str, types: Sequence[str]) -> list[str] | _SpotFailure:
+            async with gate:
+                try:
+                    return await self._spot_region(client, creds, region, types, start)
+                except ProviderError as exc:
+                    return _SpotFailure.from_error(region, exc.reason)
+                except httpx.HTTPError as exc:  # those request() leaves as they are
+                    return _SpotFailure.from_error(region, f"{type(exc).__name__}: {exc}")
+
+        # Regions in parallel (a few at a time): an unreachable EC2 costs every region its
+        # retries, which one after another would take minutes. Results keep region order.
+        outcomes = await asyncio.gather(*(one(r, t) for r, t in types_by_region.items()))
+        pages = [page for o in outcomes if isinstance(o, list) for page in o]
+        failures = [o for o in outcomes if isinstance(o, _SpotFailure)]
         return pages, failures
 
     async def _spot_region(

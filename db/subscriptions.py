@@ -39,6 +39,7 @@ __all__ = [
     "create_subscription",
     "end_subscription",
     "get_subscription",
+    "subscription_times",
 ]
 
 
@@ -131,6 +132,24 @@ def _record(row: sa.RowMapping) -> SubscriptionRecord:
         confirmed_at=row["confirmed_at"],
         unsubscribed_at=row["unsubscribed_at"],
     )
+
+
+def subscription_times(engine: Engine, email: str, since: datetime) -> list[datetime]:
+    """When subscriptions for ``email`` were created after ``since``, oldest first.
+
+    The address compares case-insensitively: ``Ada@`` and ``ADA@`` reach one inbox.
+    """
+    with engine.connect() as connection:
+        return list(
+            connection.execute(
+                sa.select(_subscription.c.created_at)
+                .where(
+                    sa.func.lower(_subscription.c.email) == email.lower(),
+                    _subscription.c.created_at > since,
+                )
+                .order_by(_subscription.c.created_at)
+            ).scalars()
+        )
 
 
 def create_subscription(

@@ -129,6 +129,9 @@ class Settings(BaseSettings):
     unsubscribe_max_age_days: int = Field(
         365, ge=1, description="days an unsubscribe link in a sent digest stays valid"
     )
+    subscriptions_per_address_per_day: int = Field(
+        5, ge=1, description="confirmation mails one address can be sent in 24 h (then 429)"
+    )
     digest_weekday: int = Field(
         1, ge=1, le=7, description="ISO weekday the digest goes out (1 = Monday), local time"
     )

@@ -9,6 +9,7 @@ another address does nothing.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
@@ -25,6 +26,7 @@ from db.subscriptions import (
     create_subscription,
     end_subscription,
     get_subscription,
+    subscription_times,
 )
 from pricing import Job, Requirement
 
@@ -43,9 +45,27 @@ from .mail import (
 )
 from .tokens import InvalidToken, Purpose, TokenClaims, read_token
 
-__all__ = ["SubscriptionManager", "SubscriptionRequest", "valid_time_zone"]
+__all__ = ["SubscribeRateLimited", "SubscriptionManager", "SubscriptionRequest", "valid_time_zone"]
 
 NAME_MAX_CHARS = 100
+#: The window of ``Settings.subscriptions_per_address_per_day``.
+RATE_WINDOW = timedelta(days=1)
+
+
+class SubscribeRateLimited(Exception):
+    """Too many subscriptions for one address lately; nothing was stored or sent.
+
+    Every subscription mails a confirmation link to the address given, so without a limit
+    anyone could flood a stranger's inbox through gpuscout. The count lives in the
+    database, so it holds across API replicas.
+    """
+
+    def __init__(self, email: str, limit: int, retry_after_s: int) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"{email}: already {limit} subscription request(s) in the last 24 hours;"
+            f" try again in {retry_after_s} s"
+        )
 
 
 def valid_time_zone(name: str) -> str:
@@ -109,8 +129,18 @@ class SubscriptionManager:
     clock: Callable[[], datetime] = dataclasses.field(default=lambda: datetime.now(UTC))
 
     def subscribe(self, request: SubscriptionRequest) -> SubscriptionRecord:
-        """Store a pending subscription and send its confirmation link."""
+        """Store a pending subscription and send its confirmation link.
+
+        :class:`SubscribeRateLimited` (nothing stored, nothing sent) once the address has had
+        ``subscriptions_per_address_per_day`` requests in the last 24 hours.
+        """
         now = self.clock()
+        limit = self.settings.subscriptions_per_address_per_day
+        recent = subscription_times(self.engine, request.email, now - RATE_WINDOW)
+        if len(recent) >= limit:
+            frees_at = recent[-limit] + RATE_WINDOW  # when the window holds one fewer
+            wait_s = max(1, math.ceil((frees_at - now).total_seconds()))
+            raise SubscribeRateLimited(request.email, limit, wait_s)
         record = create_subscription(
             self.engine,
             email=request.email,

@@ -18,7 +18,7 @@ import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, status
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -96,14 +96,35 @@ def _token_error(exc: Exception) -> HTMLResponse:
     return _page("This link is not valid", "<p>Nothing was changed.</p>", 400)
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=SubscriptionAccepted)
-def subscribe(body: SubscriptionRequest, manager: ManagerDep) -> SubscriptionAccepted:
-    """Store a pending subscription and mail the confirmation link to the address."""
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=SubscriptionAccepted,
+    responses={
+        429: {
+            "description": "too many requests for this address in 24 hours (Retry-After)",
+            "content": {"application/json": {}},
+        }
+    },
+)
+def subscribe(body: SubscriptionRequest, manager: ManagerDep) -> SubscriptionAccepted | Response:
+    """Store a pending subscription and mail the confirmation link to the address.
+
+    An address gets at most ``subscriptions_per_address_per_day`` confirmation mails in
+    24 hours; beyond that the answer is 429 with ``Retry-After`` and nothing is sent.
+    """
     from service.digest.mail import SmtpSendError
+    from service.digest.subscriptions import SubscribeRateLimited
 
     try:
         record = manager.subscribe(body)
         sent, detail = True, "a confirmation link was sent to the address"
+    except SubscribeRateLimited as exc:
+        return JSONResponse(
+            {"detail": str(exc)},
+            status_code=status.HTTP_429_TOO_MANY_REQUESTS,
+            headers={"Retry-After": str(exc.retry_after_s)},
+        )
     except SmtpSendError as exc:
         log.warning("confirmation mail not sent: %s", exc)
         record, sent = exc.record, False

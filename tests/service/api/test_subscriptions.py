@@ -108,3 +108,21 @@ async def test_injection_and_bad_input_are_422(client: httpx.AsyncClient) -> Non
         {"email": "ada@example.com", "name": "x", "time_zone": "Mars/Olympus"},
     ):
         assert (await client.post("/v1/subscriptions", json=body)).status_code == 422
+
+
+@pytest.mark.anyio
+async def test_too_many_requests_for_one_address_are_429_and_send_nothing(
+    client: httpx.AsyncClient,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    handler, _ = smtp_server
+    body = {"email": "ada@example.com", "name": "8x H100"}
+    settings = client._transport.app.state.context.settings  # type: ignore[attr-defined]
+    limit = settings.subscriptions_per_address_per_day
+    for _ in range(limit):
+        assert (await client.post("/v1/subscriptions", json=body)).status_code == 202
+    refused = await client.post("/v1/subscriptions", json=body)
+    assert refused.status_code == 429
+    assert "ada@example.com" in refused.json()["detail"]
+    assert 0 < int(refused.headers["Retry-After"]) <= 24 * 3600
+    assert len(handler.messages) == limit

@@ -9,7 +9,11 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from service.digest.schedule import run_digests, smtp_transport
-from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
+from service.digest.subscriptions import (
+    SubscribeRateLimited,
+    SubscriptionManager,
+    SubscriptionRequest,
+)
 from service.settings import Settings
 
 from .conftest import RecordingHandler
@@ -144,3 +148,26 @@ def test_dry_run_sends_and_records_nothing(
     assert [o.status for o in report.outcomes] == ["would_send"]
     assert len(handler.messages) == 1
     assert run_digests(settings, engine, now=NOW, current=current).sent == 1
+
+
+def test_one_address_gets_a_bounded_number_of_confirmation_mails(
+    settings: Settings, engine: Engine, smtp_server: tuple[RecordingHandler, int]
+) -> None:
+    """Each request mails the address given: a cap per address and day keeps gpuscout from
+    being used to flood a stranger's inbox."""
+    handler, _port = smtp_server
+    limited = settings.model_copy(update={"subscriptions_per_address_per_day": 2})
+    now = [NOW]
+    manager = SubscriptionManager(limited, engine, smtp_transport(limited), clock=lambda: now[0])
+    _subscribe(manager)
+    now[0] += timedelta(hours=1)
+    _subscribe(manager, email="ADA@example.com")  # one inbox, whatever the case
+    now[0] += timedelta(hours=1)
+    with pytest.raises(SubscribeRateLimited, match="2 subscription request") as caught:
+        _subscribe(manager)
+    assert caught.value.retry_after_s == 22 * 3600  # the first request leaves the window
+    assert len(handler.messages) == 2  # nothing sent for the refused one
+    _subscribe(manager, email="grace@example.com")  # other addresses are not held back
+    now[0] = NOW + timedelta(hours=24)
+    _subscribe(manager)  # a day after the first, the window holds one request again
+    assert len(handler.messages) == 4

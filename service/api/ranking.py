@@ -83,9 +83,26 @@ def etag_for(state: ApiState, key: str) -> str:
     return f'W/"{state.tag}-{digest}"'
 
 
-def _json_value(value: Any) -> Any:
+#: Decimal places of the derived float columns in the answer. The ranking computes in
+#: binary floating point (``15235.199999999997``); the answer gives what the figure can
+#: honestly claim: a job's cost in cents, hours and TFLOPs to a thousandth, a price ratio
+#: to nine places. Exact prices travel as decimal strings (``price_amount``).
+DECIMALS: dict[str, int] = {
+    "job_cost_usd": 2,
+    "compute_hours": 3, "wall_clock_hours": 3, "billed_hours": 3, "break_even_hours": 3,
+    "price_age_hours": 3, "effective_tflops": 3, "peak_tflops": 3, "memory_needed_gb": 3,
+    "total_gpu_memory_gb": 3, "gpus": 3, "total_gpus": 3,
+    "usd_per_hour": 6, "usd_per_gpu_hour": 6, "on_demand_usd_per_hour": 6,
+    "mfu": 6, "scaling_intra_node": 6, "scaling_inter_node": 6, "scaling": 6,
+    "usd_per_effective_tflop_hour": 9,
+}  # fmt: skip
+
+
+def _json_value(value: Any, decimals: int | None = None) -> Any:
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        if not math.isfinite(value):
+            return None
+        return value if decimals is None else round(value, decimals)
     if isinstance(value, Decimal):
         return format(value.normalize(), "f")
     if isinstance(value, datetime):
@@ -94,9 +111,9 @@ def _json_value(value: Any) -> Any:
 
 
 def _shape(row: dict[str, Any]) -> dict[str, Any]:
-    out = {k: _json_value(row.get(k)) for k in TOP_LEVEL}
+    out = {k: _json_value(row.get(k), DECIMALS.get(k)) for k in TOP_LEVEL}
     for group, columns in GROUPS.items():
-        out[group] = {c: _json_value(row.get(c)) for c in columns}
+        out[group] = {c: _json_value(row.get(c), DECIMALS.get(c)) for c in columns}
     return out
 
 

@@ -51,6 +51,12 @@ async def test_training_job_and_sort(client: httpx.AsyncClient) -> None:
     assert offers and all(o["job"]["memory_needed_gb"] > 0 for o in offers)
     costs = [o["job"]["job_cost_usd"] for o in offers]
     assert costs == sorted(costs)
+    # derived figures come rounded to what they can claim: cents, thousandths of an hour
+    for o in offers:
+        job = o["job"]
+        assert job["job_cost_usd"] == round(job["job_cost_usd"], 2)
+        assert job["wall_clock_hours"] == round(job["wall_clock_hours"], 3)
+        assert len(repr(o["performance"]["effective_tflops"]).split(".")[1]) <= 3
 
 
 async def test_preset(client: httpx.AsyncClient) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from pricing.display import for_display
 from pricing.rank import SORT_KEYS, rank
 
 from .queries import ParsedQuery
@@ -83,26 +84,9 @@ def etag_for(state: ApiState, key: str) -> str:
     return f'W/"{state.tag}-{digest}"'
 
 
-#: Decimal places of the derived float columns in the answer. The ranking computes in
-#: binary floating point (``15235.199999999997``); the answer gives what the figure can
-#: honestly claim: a job's cost in cents, hours and TFLOPs to a thousandth, a price ratio
-#: to nine places. Exact prices travel as decimal strings (``price_amount``).
-DECIMALS: dict[str, int] = {
-    "job_cost_usd": 2,
-    "compute_hours": 3, "wall_clock_hours": 3, "billed_hours": 3, "break_even_hours": 3,
-    "price_age_hours": 3, "effective_tflops": 3, "peak_tflops": 3, "memory_needed_gb": 3,
-    "total_gpu_memory_gb": 3, "gpus": 3, "total_gpus": 3,
-    "usd_per_hour": 6, "usd_per_gpu_hour": 6, "on_demand_usd_per_hour": 6,
-    "mfu": 6, "scaling_intra_node": 6, "scaling_inter_node": 6, "scaling": 6,
-    "usd_per_effective_tflop_hour": 9,
-}  # fmt: skip
-
-
-def _json_value(value: Any, decimals: int | None = None) -> Any:
+def _json_value(value: Any) -> Any:
     if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        return value if decimals is None else round(value, decimals)
+        return value if math.isfinite(value) else None
     if isinstance(value, Decimal):
         return format(value.normalize(), "f")
     if isinstance(value, datetime):
@@ -111,9 +95,9 @@ def _json_value(value: Any, decimals: int | None = None) -> Any:
 
 
 def _shape(row: dict[str, Any]) -> dict[str, Any]:
-    out = {k: _json_value(row.get(k), DECIMALS.get(k)) for k in TOP_LEVEL}
+    out = {k: _json_value(row.get(k)) for k in TOP_LEVEL}
     for group, columns in GROUPS.items():
-        out[group] = {c: _json_value(row.get(c), DECIMALS.get(c)) for c in columns}
+        out[group] = {c: _json_value(row.get(c)) for c in columns}
     return out
 
 
@@ -155,7 +139,7 @@ def warnings_for(state: ApiState) -> list[str]:
 
 def ranked_offers(state: ApiState, q: ParsedQuery, now: datetime) -> list[dict[str, Any]]:
     """The ranked offers of a query, shaped as in the answer (blocking)."""
-    return [_shape(row) for row in _rank(state, q, now).iter_rows(named=True)]
+    return [_shape(row) for row in for_display(_rank(state, q, now)).iter_rows(named=True)]
 
 
 def page_header(state: ApiState, now: datetime) -> dict[str, Any]:

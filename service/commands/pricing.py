@@ -16,6 +16,7 @@ from rich.table import Table
 from adapters.gpus import Precision
 from adapters.schema import Fabric, RentalTerm
 from pricing import Job, Requirement, estimate, preset, rank
+from pricing.display import for_display
 from pricing.requirement import preset_names
 
 from ..current import CurrentOffers, load_current
@@ -136,9 +137,14 @@ def _emit(frame: pl.DataFrame, fmt: OutputFormat, title: str) -> None:
     if fmt is OutputFormat.TABLE:
         _print_table(frame, title)
     elif fmt is OutputFormat.CSV:
-        typer.echo(frame.write_csv(), nl=False)
+        typer.echo(for_display(frame).write_csv(), nl=False)
     else:
-        typer.echo(json.dumps(frame.to_dicts(), default=str, indent=1))
+        typer.echo(json.dumps(for_display(frame).to_dicts(), default=_json_default, indent=1))
+
+
+def _json_default(value: Any) -> str:
+    """Datetimes in ISO 8601 (``2025-10-01T00:00:00+00:00``); anything else as text."""
+    return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
 def offers_command(

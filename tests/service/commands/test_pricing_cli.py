@@ -50,6 +50,10 @@ def test_offers_json_ranks_and_notes_on_stderr() -> None:
     assert rows[0]["term"] == "commit_1mo"
     assert "beats on-demand after 548 h" in rows[0]["break_even"]  # 730 x 12 / 16
     assert SAMPLE_NOTE in result.stderr
+    # exact price as short text, derived figures rounded, ISO times, no internal columns
+    assert rows[0]["price_amount"] == "8760"  # not 8760.000000000000
+    assert rows[0]["job_cost_usd"] == round(rows[0]["job_cost_usd"], 2)
+    assert "T" in rows[0]["fetched_at"] and "config_id" not in rows[0]
 
 
 def test_offers_csv_and_limit() -> None:

@@ -1,0 +1,59 @@
+"""How a ranking is shown to people and to other programs (CLI json/csv, REST API).
+
+The ranking computes in binary floating point (a job of ``15235.199999999997`` USD); what
+leaves gpuscout gives each derived figure the precision it can honestly claim: a job's cost
+in cents, hours and TFLOPs to a thousandth, prices per hour to a millionth of a dollar (the
+stored quantum), a price per TFLOP-hour to nine places. The provider's own price stays
+exact, as decimal text without padding (``"18.4"``, not ``18.400000000000``). Ranking and
+sorting use the unrounded values; only the output is rounded.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["DECIMALS", "INTERNAL_COLUMNS", "for_display"]
+
+#: Decimal places of each derived float column.
+DECIMALS: dict[str, int] = {
+    "job_cost_usd": 2,
+    "compute_hours": 3, "wall_clock_hours": 3, "billed_hours": 3, "break_even_hours": 3,
+    "price_age_hours": 3, "effective_tflops": 3, "peak_tflops": 3, "memory_needed_gb": 3,
+    "total_gpu_memory_gb": 3, "gpus": 3, "total_gpus": 3,
+    "usd_per_hour": 6, "usd_per_gpu_hour": 6, "on_demand_usd_per_hour": 6,
+    "mfu": 6, "scaling_intra_node": 6, "scaling_inter_node": 6, "scaling": 6,
+    "usd_per_effective_tflop_hour": 9,
+}  # fmt: skip
+
+#: Columns of the ranking that only order it (``config_id``): not shown.
+INTERNAL_COLUMNS: tuple[str, ...] = ("config_id",)
+
+#: Exact decimal columns shown as text.
+_EXACT = ("price_amount",)
+
+
+def _decimal_text(name: str) -> pl.Expr:
+    """A Decimal column as its shortest exact text: ``18.400000000000`` -> ``18.4``."""
+    return (
+        pl.col(name)
+        .cast(pl.String)
+        .str.replace(r"(\.\d*?)0+$", "$1")
+        .str.replace(r"\.$", "")
+        .alias(name)
+    )
+
+
+def for_display(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (any subset of the ranking's columns) rounded and trimmed for output."""
+    schema = frame.schema
+    exprs = [
+        pl.col(name).round(places)
+        for name, places in DECIMALS.items()
+        if name in schema and schema[name].is_float()
+    ]
+    exprs += [
+        _decimal_text(name)
+        for name in _EXACT
+        if name in schema and isinstance(schema[name], pl.Decimal)
+    ]
+    return frame.with_columns(exprs).drop(INTERNAL_COLUMNS, strict=False)

@@ -1,0 +1,53 @@
+"""for_display: derived floats rounded to what they claim, exact prices as short text."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import polars as pl
+
+from pricing import Job, rank
+from pricing.display import DECIMALS, for_display
+
+from .factories import NOW, make_offer
+
+
+def test_rounds_derived_figures_and_keeps_prices_exact() -> None:
+    frame = pl.DataFrame(
+        {
+            "job_cost_usd": [15235.199999999997],
+            "wall_clock_hours": [827.9999999999999],
+            "usd_per_effective_tflop_hour": [0.006721315578726235],
+            "price_amount": [Decimal("18.400000000000")],
+            "config_id": [7],
+            "gpu_count": [8],
+        },
+        schema_overrides={"price_amount": pl.Decimal(38, 12)},
+    )
+    shown = for_display(frame).row(0, named=True)
+    assert shown == {
+        "job_cost_usd": 15235.2,
+        "wall_clock_hours": 828.0,
+        "usd_per_effective_tflop_hour": 0.006721316,
+        "price_amount": "18.4",
+        "gpu_count": 8,
+    }
+
+
+def test_whole_and_tiny_prices_keep_every_significant_digit() -> None:
+    frame = pl.DataFrame(
+        {"price_amount": [Decimal("100"), Decimal("0.000123"), Decimal("46000.5")]},
+        schema={"price_amount": pl.Decimal(38, 12)},
+    )
+    assert for_display(frame)["price_amount"].to_list() == ["100", "0.000123", "46000.5"]
+
+
+def test_a_real_ranking_keeps_its_order_and_columns_but_config_id() -> None:
+    offers = [make_offer(offer_id=f"box-{i}", price_amount=Decimal(20) + i) for i in range(3)]
+    ranked = rank(offers, job=Job(hours=333), now=NOW)
+    shown = for_display(ranked)
+    assert shown.columns == [c for c in ranked.columns if c != "config_id"]
+    assert shown["offer_id"].to_list() == ranked["offer_id"].to_list()
+    for column, places in DECIMALS.items():
+        for value in shown[column].drop_nulls().to_list():
+            assert value == round(value, places), column

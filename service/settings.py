@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, FilePath, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings", "get_settings"]
@@ -113,6 +113,11 @@ class Settings(BaseSettings):
     )
     smtp_user: str | None = Field(None, description="SMTP login; none = no AUTH")
     smtp_password: SecretStr | None = Field(None, description="SMTP password for smtp_user")
+    smtp_ca_file: FilePath | None = Field(
+        None,
+        description="PEM CA bundle the SMTP server's certificate is checked against"
+        " (a private relay); none = the system's trusted CAs",
+    )
     smtp_timeout_s: float = Field(30.0, gt=0, description="SMTP connect and command timeout")
     smtp_attempts: int = Field(4, ge=1, le=10, description="SMTP attempts per message (backoff)")
     mail_from: str = Field(

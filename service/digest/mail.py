@@ -215,6 +215,8 @@ class SmtpConfig:
     security: str = "none"  # none | starttls | ssl
     user: str | None = None
     password: str | None = dataclasses.field(default=None, repr=False)
+    ca_file: str | None = None
+    """PEM CA bundle for the server's certificate; None = the system's trusted CAs"""
     timeout_s: float = 30.0
     attempts: int = 4
     backoff_s: float = 2.0
@@ -229,13 +231,19 @@ class SmtpConfig:
             security=settings.smtp_security,
             user=settings.smtp_user,
             password=None if password is None else password.get_secret_value(),
+            ca_file=None if settings.smtp_ca_file is None else str(settings.smtp_ca_file),
             timeout_s=settings.smtp_timeout_s,
             attempts=settings.smtp_attempts,
         )
 
 
 def is_transient(exc: BaseException) -> bool:
-    """A failure worth retrying: a 4xx reply, or the connection failed or dropped."""
+    """A failure worth retrying: a 4xx reply, or the connection failed or dropped.
+
+    A certificate the client cannot verify is configuration, not bad luck: not retried.
+    """
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return False
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
         return all(400 <= code < 500 for code, _ in exc.recipients.values())
     if isinstance(exc, smtplib.SMTPResponseException):
@@ -244,7 +252,7 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def _send_once(message: EmailMessage, config: SmtpConfig, envelope_from: str, to: str) -> None:
-    context = ssl.create_default_context()
+    context = ssl.create_default_context(cafile=config.ca_file)
     client: smtplib.SMTP
     if config.security == "ssl":
         client = smtplib.SMTP_SSL(

@@ -273,6 +273,14 @@ class Offer(BaseModel):
     # identity and provenance
     provider: Annotated[str, Field(min_length=1)]
     offer_id: Annotated[str, Field(min_length=1, description="the provider's own id")]
+    seller: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            description="who rents the machine out when the provider lists others' machines"
+            " (an aggregator's cloud, a price sheet's seller); None: the provider itself",
+        ),
+    ] = None
     instance_name: str | None = None
     region: str | None = None
     country: Annotated[str | None, Field(description="ISO 3166-1 alpha-2")] = None

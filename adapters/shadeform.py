@@ -16,7 +16,8 @@ type with its availability. One response, no pagination::
 
 ``hourly_price`` is an integer in US cents per hour for the whole instance (210 = $2.10/h).
 Each (cloud, cloud instance type, region) is one on-demand offer; ``offer_id`` is
-``<cloud>:<cloud_instance_type>`` (the underlying cloud's own type name). A type with no
+``<cloud>:<cloud_instance_type>`` (the underlying cloud's own type name) and ``seller`` the
+cloud. A type with no
 region listed is one region-less offer with ``available_now=False``. The docs' own example
 is inconsistent (shade type "A6000", ``gpu_type`` "A100", 48 GB): the GPU is resolved from
 ``gpu_type`` with the memory and interconnect as hints, and a contradiction leaves it
@@ -120,6 +121,7 @@ def _parse_type(result: ParseResult, record: Any, seen: set[str], fetched_at: da
     fields: dict[str, Any] = {
         "provider": "shadeform",
         "offer_id": offer_id,
+        "seller": cloud,  # the cloud that runs the machine; Shadeform resells it
         "instance_name": _text(record.get("shade_instance_type")),
         "fetched_at": fetched_at,
         "raw_ref": ref,

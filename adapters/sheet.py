@@ -10,8 +10,8 @@ entry is a flat mapping (a YAML list item or a CSV row) whose keys are the
   so that the pricing engine compares those terms; two entries with the same seller, id,
   region, term, price basis and ``term_variant`` are one offer twice, and the later one is
   skipped with a reason naming the earlier;
-* ``seller`` (required): who rents it out (``offer_id`` becomes ``"<seller>/<id>"``, since
-  every sheet offer has ``provider="sheet"``);
+* ``seller`` (required): who rents it out, the offer's ``seller`` (``offer_id`` becomes
+  ``"<seller>/<id>"``, since every sheet offer has ``provider="sheet"``);
 * ``source`` (required): where the price comes from (a URL, a quote, a file);
 * ``gpu_name`` (required): the seller's GPU name, resolved through the GPU catalog
   (``gpu_model`` stays ``None`` when the catalog does not know it);
@@ -57,7 +57,7 @@ from .units import to_decimal
 __all__ = ["SHEET_KEYS", "SheetAdapter"]
 
 #: Keys of a sheet entry that are not Offer fields.
-EXTRA_KEYS = frozenset({"id", "seller", "source", "gpu_name", "example", "notes"})
+EXTRA_KEYS = frozenset({"id", "source", "gpu_name", "example", "notes"})
 #: Offer fields a sheet cannot set: filled by the adapter or derived from ``gpu_name``.
 MANAGED_FIELDS = frozenset(
     {"provider", "offer_id", "fetched_at", "raw_ref", "gpu_model", "gpu_raw_name", "gpu_vendor"}
@@ -227,6 +227,7 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
     seller, raw_gpu = str(entry["seller"]).strip(), str(entry["gpu_name"]).strip()
     fields.update(
         provider="sheet",
+        seller=seller,
         offer_id=f"{seller}/{str(ident).strip()}",
         fetched_at=fetched_at,
         raw_ref=f"sheet:{where}",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["DECIMALS", "INTERNAL_COLUMNS", "for_display"]
+__all__ = ["DECIMALS", "INTERNAL_COLUMNS", "for_display", "provider_label", "provider_label_expr"]
 
 #: Decimal places of each derived float column.
 DECIMALS: dict[str, int] = {
@@ -57,3 +57,17 @@ def for_display(frame: pl.DataFrame) -> pl.DataFrame:
         if name in schema and isinstance(schema[name], pl.Decimal)
     ]
     return frame.with_columns(exprs).drop(INTERNAL_COLUMNS, strict=False)
+
+
+def provider_label(provider: str, seller: str | None) -> str:
+    """Who to rent from, as people read it: ``coreweave (sheet)``, ``lambda``."""
+    return f"{seller} ({provider})" if seller else provider
+
+
+def provider_label_expr() -> pl.Expr:
+    """:func:`provider_label` over a frame's ``provider`` and ``seller`` columns."""
+    return (
+        pl.when(pl.col("seller").is_not_null())
+        .then(pl.format("{} ({})", "seller", "provider"))
+        .otherwise(pl.col("provider"))
+    )

@@ -315,6 +315,12 @@ def _in(column: str, values: Sequence[object]) -> pl.Expr:
     return pl.col(column).is_in([getattr(v, "value", v) for v in values])
 
 
+def _provider_in(names: Sequence[str]) -> pl.Expr:
+    """The provider or the seller behind it (an aggregator's cloud, a sheet's seller) is
+    one of ``names``: asking for ``coreweave`` finds CoreWeave's offers on every channel."""
+    return _in("provider", names) | _in("seller", names).fill_null(False)
+
+
 def qualifies(req: Requirement, now: datetime) -> pl.Expr:
     """True for rows that meet every constraint of ``req`` at ``now``.
 
@@ -373,9 +379,9 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
     if req.countries:
         conds.append(_known(_in("country", req.countries), u))
     if req.providers:
-        conds.append(_in("provider", req.providers))
+        conds.append(_provider_in(req.providers))
     if req.exclude_providers:
-        conds.append(~_in("provider", req.exclude_providers))
+        conds.append(~_provider_in(req.exclude_providers))
     if req.max_usd_per_hour is not None:
         conds.append(pl.col("usd_per_hour") <= req.max_usd_per_hour)
     if req.max_usd_per_gpu_hour is not None:

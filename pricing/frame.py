@@ -40,6 +40,7 @@ PRICE_SCALE = 12
 OFFER_SCHEMA: dict[str, pl.DataType] = {
     "provider": pl.String(),
     "offer_id": pl.String(),
+    "seller": pl.String(),
     "instance_name": pl.String(),
     "region": pl.String(),
     "country": pl.String(),
@@ -97,6 +98,7 @@ def _row(o: Offer) -> tuple[object, ...]:
     return (
         o.provider,
         o.offer_id,
+        o.seller,
         o.instance_name,
         o.region,
         o.country,

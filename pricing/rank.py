@@ -52,6 +52,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "rank",
     # identity
     "provider",
+    "seller",
     "offer_id",
     "instance_name",
     "region",

@@ -63,8 +63,12 @@ class Requirement(BaseModel):
         default=(), description="region prefixes, case-insensitive (us-east matches us-east-1)"
     )
     countries: tuple[str, ...] = Field(default=(), description="ISO 3166-1 alpha-2")
-    providers: tuple[str, ...] = ()
-    exclude_providers: tuple[str, ...] = ()
+    providers: tuple[str, ...] = Field(
+        default=(), description="providers, or sellers behind them (a price sheet's seller)"
+    )
+    exclude_providers: tuple[str, ...] = Field(
+        default=(), description="providers or sellers left out"
+    )
     # term and price
     terms: tuple[RentalTerm, ...] = Field(default=(), description="allowed terms; empty: all")
     max_commitment_hours: NonNegative | None = Field(

@@ -54,7 +54,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     ),
 }  # fmt: skip
 TOP_LEVEL: tuple[str, ...] = (
-    "rank", "provider", "offer_id", "instance_name", "region", "country", "reliability",
+    "rank", "provider", "seller", "offer_id", "instance_name", "region", "country", "reliability",
     "verified", "available_now", "fetched_at", "price_age_hours",
 )  # fmt: skip
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from adapters.gpus import Precision
 from adapters.schema import Fabric, RentalTerm
 from pricing import Job, Requirement, estimate, preset, rank
-from pricing.display import for_display
+from pricing.display import for_display, provider_label_expr
 from pricing.requirement import preset_names
 
 from ..current import CurrentOffers, load_current
@@ -120,6 +120,8 @@ def _print_table(frame: pl.DataFrame, title: str) -> None:
             "gpus_label"
         )
     )
+    if "seller" in labelled.columns:
+        labelled = labelled.with_columns(provider=provider_label_expr())
     cols = [(c, h) for c, h in TABLE_COLUMNS if c in labelled.columns]
     for col, header in cols:
         numeric = labelled.schema[col].is_numeric()

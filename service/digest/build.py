@@ -27,6 +27,7 @@ import polars as pl
 from adapters.schema import Offer
 from db.history import PriceChange, WeekOverWeek
 from pricing import Job, Requirement, rank
+from pricing.display import provider_label
 
 from .chart import IndexPoint, render_price_chart
 
@@ -178,7 +179,7 @@ def _change_rows(changes: Sequence[PriceChange]) -> list[dict[str, Any]]:
         offer = change.offer
         rows.append(
             {
-                "provider": offer.provider,
+                "provider": provider_label(offer.provider, offer.seller),
                 "offer_id": offer.offer_id,
                 "region": offer.region or "–",
                 "gpu": _offer_label(offer),
@@ -197,7 +198,7 @@ def _top_rows(ranked: pl.DataFrame, stale: set[str]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "rank": r["rank"],
-                "provider": r["provider"],
+                "provider": provider_label(r["provider"], r["seller"]),
                 "offer_id": r["offer_id"],
                 "region": r["region"] or "–",
                 "gpu": f"{r['gpus']:g}× {r['gpu_model'] or '?'}",

@@ -72,6 +72,7 @@ def test_documented_example_field_by_field() -> None:
     first, second = result.offers
     assert first.provider == "shadeform"
     assert first.offer_id == "hyperstack:gpu_1x_a6000"
+    assert first.seller == "hyperstack"  # the cloud behind the marketplace
     assert first.instance_name == "A6000"
     assert first.raw_ref == "shadeform:hyperstack/gpu_1x_a6000"
     # The docs example says gpu_type "A100" with 48 GB: contradictory, so left unmapped.

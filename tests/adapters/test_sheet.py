@@ -57,6 +57,7 @@ def test_tencent_monthly_cny_commitment() -> None:
     )
     assert o.gpu_model == "V100-SXM2-32GB"
     assert o.gpu_raw_name == "Tesla V100-NVLINK-32G"
+    assert o.provider == "sheet" and o.seller == "tencent-cloud"
     assert o.gpu_count == 8 and o.gpu_memory_gb == 32
     assert o.vcpus == 80 and o.ram_gb == 320
     assert o.country == "CN"

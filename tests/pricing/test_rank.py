@@ -134,6 +134,21 @@ def test_requirement_filters_and_unknowns() -> None:
     assert rank(offers, stale, now=NOW).is_empty()
 
 
+def test_provider_filters_match_the_seller_behind_a_provider_too() -> None:
+    offers = [
+        make_offer(provider="sheet", seller="coreweave", offer_id="coreweave/hgx"),
+        make_offer(provider="shadeform", seller="lambda", offer_id="lambda:8x"),
+        make_offer(provider="lambda", offer_id="gpu_8x_h100_sxm5"),
+        make_offer(provider="acme"),
+    ]
+    want = Requirement(providers=("coreweave", "lambda"))
+    got = rank(offers, want, now=NOW)
+    assert set(got["offer_id"]) == {"coreweave/hgx", "lambda:8x", "gpu_8x_h100_sxm5"}
+    assert set(got["seller"].to_list()) == {"coreweave", "lambda", None}
+    not_lambda = rank(offers, Requirement(exclude_providers=("lambda",)), now=NOW)
+    assert set(not_lambda["offer_id"]) == {"coreweave/hgx", "8x-h100"}
+
+
 def test_accepts_a_prebuilt_frame_and_limits() -> None:
     offers = [make_offer(offer_id=f"o{i}", price_amount=Decimal(10 + i)) for i in range(5)]
     frame = offers_to_frame(offers)

@@ -81,6 +81,10 @@ class JobCost(BaseModel):
 class RankedOffer(BaseModel):
     rank: int
     provider: str
+    seller: str | None = Field(
+        description="who rents it out when the provider lists others' machines"
+        " (an aggregator's cloud, a price sheet's seller); null: the provider itself"
+    )
     offer_id: str
     instance_name: str | None
     region: str | None

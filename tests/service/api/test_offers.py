@@ -28,7 +28,7 @@ async def test_ranked_offers_with_breakdown_and_provenance(client: httpx.AsyncCl
         first["hardware"]["total_gpus"] * perf["peak_tflops"] * perf["mfu"] * perf["scaling"]
     )
     assert first["price_age_hours"] == pytest.approx(2, abs=0.2)
-    assert first["provider"] and "region" in first
+    assert first["provider"] and "region" in first and first["seller"] is None
     costs = [o["job"]["usd_per_effective_tflop_hour"] for o in body["offers"]]
     assert costs == sorted(costs)
 

@@ -31,6 +31,9 @@ OFFERS = [
     ),
     make_offer(offer_id="a100", gpu_model="A100-SXM4-80GB", price_amount=Decimal("10")),
     make_offer(offer_id="4090", gpu_model="RTX-4090", gpu_count=1, price_amount=Decimal("0.4")),
+    make_offer(
+        provider="sheet", seller="coreweave", offer_id="coreweave/a100", gpu_model="A100-SXM4-80GB"
+    ),
 ]
 
 
@@ -138,3 +141,10 @@ def test_estimate_bad_options_exit_2(args: list[str]) -> None:
     result = runner.invoke(app, ["estimate", *args])
     assert result.exit_code == 2
     assert "Traceback" not in result.output + result.stderr
+
+
+def test_table_names_the_seller_behind_a_provider() -> None:
+    result = runner.invoke(app, ["offers", "--gpu", "A100", "--provider", "coreweave"])
+    assert result.exit_code == 0, result.output
+    assert "coreweave (sheet)" in result.stdout
+    assert "a100" in result.stdout and "acme" not in result.stdout

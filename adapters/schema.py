@@ -48,10 +48,12 @@ __all__ = [
     "RentalTerm",
     "StorageType",
     "Vendor",
+    "active_fx",
     "default_fx",
     "hours_per_price_unit",
     "load_fx",
     "usd_per_hour",
+    "use_fx",
 ]
 
 # --- time units --------------------------------------------------------------------------
@@ -207,6 +209,26 @@ def default_fx() -> FxTable:
     return load_fx(resources.files(package).joinpath("fx_rates.toml").read_text("utf-8"))
 
 
+_active_fx: FxTable | None = None
+
+
+def use_fx(table: FxTable | None) -> None:
+    """Convert with ``table`` from now on in this process (``None``: the shipped table).
+
+    The service calls it once at start with the table its settings name
+    (``GPUSCOUT_FX_RATES_FILE``, written by ``gpuscout fx update``); everything that
+    normalises a price reads :func:`active_fx`.
+    """
+    global _active_fx
+    _active_fx = table
+
+
+def active_fx() -> FxTable:
+    """The FX table prices are converted with: the one set by :func:`use_fx`, else the
+    shipped one."""
+    return _active_fx if _active_fx is not None else default_fx()
+
+
 def hours_per_price_unit(unit: PriceUnit, term: RentalTerm) -> Decimal:
     """Hours one ``unit`` of price covers; a ``TERM`` price covers the whole commitment.
 
@@ -246,7 +268,7 @@ def usd_per_hour(
     ...     term=RentalTerm.ON_DEMAND, gpu_count=8)
     Decimal('16')
     """
-    table = fx or default_fx()
+    table = fx or active_fx()
     usd = table.to_usd(price_amount, price_currency)
     per_hour = usd / hours_per_price_unit(price_unit, term)
     if price_basis is PriceBasis.GPU:
@@ -381,7 +403,7 @@ class Offer(BaseModel):
     @field_validator("price_currency")
     @classmethod
     def _known_currency(cls, value: str) -> str:
-        if value not in default_fx().units_per_usd:
+        if value not in active_fx().units_per_usd:
             raise ValueError(f"unknown currency {value!r} (no FX rate)")
         return value
 

@@ -35,6 +35,7 @@ from adapters.schema import (
     PriceBasis,
     PriceUnit,
     RentalTerm,
+    active_fx,
     usd_per_hour,
 )
 
@@ -145,10 +146,12 @@ def _price(
     basis: PriceBasis,
     term: RentalTerm,
     gpu_count: int,
+    fx_key: tuple[str, str],
 ) -> tuple[int, Decimal, float]:
     """Price hash, ``Offer.usd_per_hour`` and the latter as a float, memoised: prices repeat
     a lot. Equal amounts of different spelling (2.5, 2.50) share an entry: none of the three
-    depends on the spelling."""
+    depends on the spelling. ``fx_key`` (the active FX table's date and source) keeps USD
+    figures of an older table from being reused after the table changes."""
     usd = usd_per_hour(
         price_amount=amount,
         price_currency=currency,
@@ -170,7 +173,13 @@ def _price_of(offer: Offer) -> tuple[int, Decimal, float]:
         offer.price_basis,
         offer.term,
         offer.gpu_count,
+        _fx_key(),
     )
+
+
+def _fx_key() -> tuple[str, str]:
+    fx = active_fx()
+    return fx.as_of, fx.source
 
 
 class _Columns:
@@ -224,7 +233,7 @@ class _Columns:
         )
         since = time(valid_from)
         as_str = str.__str__
-        price = _price
+        price, fx_key = _price, _fx_key()
         current: list[tuple[Any, ...]] = []
         opened: list[tuple[Any, ...]] = []
         add_current, add_opened = current.append, opened.append
@@ -239,6 +248,7 @@ class _Columns:
                 offer.price_basis,
                 term,
                 offer.gpu_count,
+                fx_key,
             )
             fraction = offer.gpu_fraction
             gpus = float(offer.gpu_count) if fraction is None else fraction

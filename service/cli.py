@@ -13,7 +13,15 @@ import typer
 __all__ = ["app", "main"]
 
 #: Modules under ``service.commands`` that each expose ``register(app)``.
-COMMAND_MODULES: tuple[str, ...] = ("gpus", "providers", "pricing", "serve", "digest", "db")
+COMMAND_MODULES: tuple[str, ...] = (
+    "gpus",
+    "providers",
+    "pricing",
+    "serve",
+    "digest",
+    "db",
+    "fx",
+)
 
 app = typer.Typer(
     name="gpuscout",
@@ -28,4 +36,22 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    app()
+    """Run the CLI; a broken configuration is one clear line per problem, not a traceback."""
+    from pydantic import ValidationError
+
+    from .fx import FxError
+
+    try:
+        app()
+    except ValidationError as exc:
+        if exc.title != "Settings":
+            raise
+        for error in exc.errors():
+            name = ".".join(str(p) for p in error["loc"])
+            where = f"GPUSCOUT_{name.upper()}: " if name else ""
+            message = str(error["msg"]).removeprefix("Value error, ")
+            typer.echo(f"error: configuration: {where}{message}", err=True)
+        raise SystemExit(2) from None
+    except FxError as exc:
+        typer.echo(f"error: configuration: {exc}", err=True)
+        raise SystemExit(2) from None

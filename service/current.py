@@ -83,12 +83,15 @@ def _age(seconds: float | None) -> str:
 
 
 def load_current(sample: bool = False, settings: Settings | None = None) -> CurrentOffers:
-    """The current offers: the database when it holds offers, else the bundled sample."""
-    if sample:
-        return load_sample()
+    """The current offers: the database when it holds offers, else the bundled sample.
+
+    Settings are read even for the sample: their FX table converts its non-USD prices.
+    """
     if settings is None:
         from .settings import get_settings
 
         settings = get_settings()
+    if sample:
+        return load_sample()
     stored = load_database(settings)
     return stored if stored is not None else load_sample()

@@ -40,6 +40,11 @@ class Settings(BaseSettings):
     providers_disabled: list[str] = Field(
         default_factory=list, description="provider names not to fetch (JSON list)"
     )
+    fx_rates_file: Path | None = Field(
+        None,
+        description="FX table (TOML) prices are converted to USD with; none = data_dir/"
+        "fx_rates.toml if 'gpuscout fx update' wrote one, else the shipped ECB rates",
+    )
 
     # provider credentials (None = not configured: that provider is skipped if it needs it)
     vastai_api_key: SecretStr | None = None
@@ -215,4 +220,9 @@ PLACEHOLDER_SECRETS = frozenset({"", "changeme", "changethis", "secret", "passwo
 
 @functools.cache
 def get_settings() -> Settings:
-    return Settings()
+    """The process's settings, read once; applies their FX table (see :mod:`service.fx`)."""
+    from .fx import apply_fx
+
+    settings = Settings()
+    apply_fx(settings)
+    return settings

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text("utf-8")
 
 #: Examples that need the network or run a server: shown, not run here.
-NOT_RUN = ("gpuscout snapshot\n", "gpuscout serve")
+NOT_RUN = ("gpuscout snapshot\n", "gpuscout serve", "gpuscout fx update")
 
 
 def commands() -> list[str]:

@@ -1,0 +1,123 @@
+"""Foreign-exchange rates: the table prices in CNY, EUR, JPY... are converted to USD with.
+
+gpuscout ships the ECB euro reference rates of one day (``adapters/fx_rates.toml``).
+``gpuscout fx update`` downloads the ECB's latest daily rates and writes them, in the same
+TOML form, to ``fx_rates_file`` (or ``data_dir/fx_rates.toml``); every process that reads
+settings then converts with that table (:func:`apply_fx`). Long-running processes (API,
+scheduler) read it at start: restart them after an update.
+
+The ECB daily file (``eurofxref-daily.xml``) is a ``gesmes:Envelope`` holding
+``<Cube><Cube time="YYYY-MM-DD"><Cube currency="USD" rate="1.1435"/>...</Cube></Cube>``,
+rates in units per 1 EUR (format as in a live capture of 2026-07-09, reproduced in the test
+fixture ``tests/fixtures/fx/eurofxref-daily.2026-07-09.verbatim.xml``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+import httpx
+
+from adapters.schema import FxTable, load_fx, use_fx
+
+from .settings import Settings
+
+__all__ = ["ECB_DAILY_URL", "FxError", "apply_fx", "ecb_toml", "fx_file", "update_fx_file"]
+
+ECB_DAILY_URL = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"
+_EUROFXREF = "{http://www.ecb.int/vocabulary/2002-08-01/eurofxref}"
+#: File name of the table ``gpuscout fx update`` writes in ``data_dir`` by default.
+DATA_DIR_FILE = "fx_rates.toml"
+
+
+class FxError(ValueError):
+    """An FX file or download that cannot be used; the message says which and why."""
+
+
+def fx_file(settings: Settings) -> Path | None:
+    """The FX file the settings select: ``fx_rates_file``, else ``data_dir/fx_rates.toml``
+    when it exists, else ``None`` (the shipped table)."""
+    if settings.fx_rates_file is not None:
+        return settings.fx_rates_file
+    default = settings.data_dir / DATA_DIR_FILE
+    return default if default.is_file() else None
+
+
+def read_fx_file(path: Path) -> FxTable:
+    try:
+        return load_fx(path.read_text("utf-8"))
+    except OSError as exc:
+        raise FxError(f"FX rates file {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # tomllib.TOMLDecodeError is a ValueError too
+        raise FxError(f"FX rates file {path}: {exc}") from None
+
+
+def apply_fx(settings: Settings) -> FxTable | None:
+    """Convert with the table the settings select from now on; the table, or ``None`` for
+    the shipped one. A named file that is missing or broken is an :class:`FxError`."""
+    path = fx_file(settings)
+    table = read_fx_file(path) if path is not None else None
+    use_fx(table)
+    return table
+
+
+def ecb_toml(xml_text: str, *, source_url: str = ECB_DAILY_URL) -> str:
+    """The ECB daily XML as an FX TOML file (``as_of``, ``source``, rates per EUR)."""
+    try:
+        root = ET.fromstring(xml_text)
+    except ET.ParseError as exc:
+        raise FxError(f"ECB rates are not XML: {exc}") from None
+    day = root.find(f"{_EUROFXREF}Cube/{_EUROFXREF}Cube[@time]")
+    if day is None:
+        raise FxError("ECB rates: no <Cube time=...> in the answer")
+    as_of = day.get("time", "")
+    lines = [
+        f"# Euro foreign exchange reference rates of the European Central Bank, {as_of}",
+        f"# (units per 1 EUR), downloaded from {source_url} by 'gpuscout fx update'.",
+        f'as_of = "{as_of}"',
+        f'source = "ECB euro foreign exchange reference rates, {as_of}"',
+        'base = "EUR"',
+        "",
+        "[per_base]",
+        "EUR = 1",
+    ]
+    for cube in day.findall(f"{_EUROFXREF}Cube"):
+        currency, rate = cube.get("currency", ""), cube.get("rate", "")
+        if not (len(currency) == 3 and currency.isalpha() and currency.isupper()):
+            raise FxError(f"ECB rates: bad currency {currency!r}")
+        try:
+            value = Decimal(rate)
+        except InvalidOperation:
+            raise FxError(f"ECB rates: bad rate {rate!r} for {currency}") from None
+        lines.append(f"{currency} = {value}")
+    text = "\n".join(lines) + "\n"
+    try:
+        load_fx(text)  # the same checks as any FX file: USD present, rates > 0
+    except ValueError as exc:
+        raise FxError(f"ECB rates of {as_of}: {exc}") from None
+    return text
+
+
+def update_fx_file(path: Path, client: httpx.Client, *, url: str = ECB_DAILY_URL) -> FxTable:
+    """Download the ECB's latest rates and replace ``path`` with them, atomically: on any
+    failure the previous file stays as it was."""
+    try:
+        response = client.get(url)
+        response.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise FxError(f"ECB rates not downloaded from {url}: {exc}") from None
+    text = ecb_toml(response.text, source_url=url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".fx_rates.", suffix=".toml", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return load_fx(text)

@@ -126,6 +126,25 @@ def test_raw_price_fields_are_kept_exactly(engine: Engine) -> None:
     assert point.usd_per_gpu_hour == pytest.approx(float(raw.usd_per_hour) / 8)
 
 
+def test_new_prices_convert_with_the_fx_table_in_use(engine: Engine) -> None:
+    """USD figures are memoised per price; a new FX table (``gpuscout fx update``) must not
+    reuse those of the old one."""
+    from adapters.schema import FxTable, use_fx
+
+    store(engine, ok("alpha", [offer(offer_id="a", price="100", price_currency="EUR")]))
+    half = FxTable(
+        as_of="test", source="test", units_per_usd={"USD": Decimal(1), "EUR": Decimal(2)}
+    )
+    use_fx(half)
+    try:
+        fresh = offer(offer_id="b", price="100", price_currency="EUR")
+        store(engine, ok("alpha", [fresh]), when=at(1))
+        (point,) = offer_price_history(engine, fresh.key)
+    finally:
+        use_fx(None)
+    assert point.usd_per_hour == Decimal("50.000000")
+
+
 def test_offer_that_disappears_is_closed_and_reopens_when_back(engine: Engine) -> None:
     a, b = offer(offer_id="a"), offer(offer_id="b")
     store(engine, ok("alpha", [a, b]))

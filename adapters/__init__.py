@@ -32,6 +32,8 @@ ADAPTER_MODULES: tuple[str, ...] = (
     "hyperstack",
     "shadeform",
     "fluidstack",
+    "tencent",
+    "alibaba",
 )
 
 

@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     hyperstack_api_key: SecretStr | None = None
     shadeform_api_key: SecretStr | None = None
     fluidstack_api_key: SecretStr | None = None
+    tencent_secret_id: SecretStr | None = None
+    tencent_secret_key: SecretStr | None = None
+    alibaba_access_key_id: SecretStr | None = None
+    alibaba_access_key_secret: SecretStr | None = None
     price_sheet_paths: list[Path] = Field(
         default_factory=list, description="price-sheet files read by the `sheet` adapter"
     )
@@ -210,6 +214,8 @@ _CREDENTIAL_PREFIXES = frozenset(
         "hyperstack",
         "shadeform",
         "fluidstack",
+        "tencent",
+        "alibaba",
     ]
 )
 

@@ -1,0 +1,712 @@
+"""Tencent Cloud CVM GPU instances: every GPU type's price in every zone, per billing mode.
+
+Sources (Tencent Cloud API 3.0, CVM API version ``2017-03-12``; formats as documented, the
+test fixtures in tests/fixtures/tencent/ are built from these documents):
+
+* **DescribeZoneInstanceConfigInfos** ("Querying the configurations of models in an
+  availability zone", https://www.tencentcloud.com/document/api/213/33254, Chinese page
+  https://cloud.tencent.com/document/product/213/17378): ``POST https://cvm.tencentcloudapi.com/``
+  with the JSON body ``{"Filters": [{"Name": "instance-charge-type", "Values": [mode]}]}``
+  and the region in the ``X-TC-Region`` header. One call answers every instance type of
+  every zone of the region, with its price: ``Response.InstanceTypeQuotaSet[]``
+  (``InstanceTypeQuotaItem``: ``Zone``, ``InstanceType``, ``InstanceChargeType``,
+  ``InstanceFamily``, ``TypeName``, ``Cpu``, ``Memory`` in GB, ``CpuType``, ``GpuCount``
+  (physical GPUs; below 1 for a vGPU slice), ``Status`` SELL / SOLD_OUT, ``Price``
+  (``ItemPrice``)). Field meanings are those of the CVM data-types page
+  (https://www.tencentcloud.com/document/api/213/15753). No pagination. :meth:`fetch`
+  makes one call per region of :data:`GPU_REGIONS` and billing mode of
+  :data:`CHARGE_TYPES`, and keeps only the GPU rows of each answer (CPU types are most of
+  it); the kept payload has the documented shape.
+* **Signature v3** (TC3-HMAC-SHA256, https://cloud.tencent.com/document/api/213/30654):
+  :func:`tc3_authorization` signs the ``content-type`` and ``host`` headers and the body
+  with the settings ``tencent_secret_id`` / ``tencent_secret_key``.
+* **Errors**: Tencent answers HTTP 200 with ``Response.Error.{Code, Message}`` (the API 3.0
+  "Responses" / "Error Codes" pages). An ``AuthFailure.*`` or ``UnauthorizedOperation`` code
+  is a :class:`ProviderError` naming the code and message (the key is wrong everywhere);
+  ``RequestLimitExceeded*``, ``InternalError`` and ``ServiceUnavailable`` are retried; any
+  other error loses only that region and billing mode: it is kept in a last payload
+  (:data:`FAILURES_KEY`) and becomes a skipped record, unless every call failed.
+* **GPU model per instance family**: the API names no GPU, so :data:`GPU_FAMILIES` maps the
+  ``InstanceFamily`` to the GPU of Tencent's "GPU Computing Instance" page
+  (https://www.tencentcloud.com/document/product/560/19701).
+
+Prices (``ItemPrice``; the China site quotes them in yuan, "单位：元", so :attr:`currency` is
+CNY; the international site's SDK docs say USD for the same fields; the API itself sends no
+currency, and nothing is converted here):
+
+* ``POSTPAID_BY_HOUR`` -> on-demand, per instance-hour: ``UnitPriceDiscount`` (the price after
+  the discount shown in ``Discount``, what the account pays), else ``UnitPrice`` (list
+  price); ``ChargeUnit`` must be ``HOUR``. Where Tencent returns step prices
+  (``UnitPriceSecondStep``...), this is the price of the first 96 hours; the cheaper later
+  steps are not modelled.
+* ``SPOTPAID`` -> interruptible, per instance-hour: ``UnitPriceDiscount`` only (``UnitPrice``
+  is the undiscounted list price, not a spot price).
+* ``PREPAID`` -> ``DiscountPrice`` (else ``OriginalPrice``) per month, as
+  :data:`~adapters.schema.RentalTerm.COMMIT_1MO` (``prepaid``). The field is "the total
+  prepaid cost" without a period of its own; Tencent's example answer (``OriginalPrice`` 59,
+  ``OriginalPriceOneYear`` 708 = 12 x 59) shows it is one month. ``DiscountPriceOneYear`` and
+  ``DiscountPriceThreeYear`` (else the ``OriginalPrice...`` ones) are whole-term prices of
+  one and three years (:data:`~adapters.schema.PriceUnit.TERM`); five years has no term
+  here and is dropped.
+
+One offer per instance type, zone and term: ``offer_id`` is the instance type, ``region``
+the zone's region and ``term_variant`` the zone, so the hourly, monthly, yearly and spot
+prices of one type in one zone differ only in their term. A zero or missing price is no
+price (Tencent fills fields that do not apply with 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import hmac
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, ClassVar
+
+import httpx
+
+from .base import (
+    Adapter,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+)
+from .gpus import resolve_gpu_name
+from .schema import PriceBasis, PriceUnit, RentalTerm
+from .units import nominal_gpu_memory_gb, to_decimal, to_float
+
+__all__ = [
+    "CHARGE_TYPES",
+    "FAILURES_KEY",
+    "GPU_FAMILIES",
+    "GPU_REGIONS",
+    "GpuFamily",
+    "TencentAdapter",
+    "tc3_authorization",
+    "tc3_canonical_request",
+    "tc3_signature",
+    "tc3_string_to_sign",
+]
+
+log = logging.getLogger("gpuscout.adapters.tencent")
+
+API_HOST = "cvm.tencentcloudapi.com"
+API_VERSION = "2017-03-12"
+SERVICE = "cvm"
+ACTION = "DescribeZoneInstanceConfigInfos"
+ALGORITHM = "TC3-HMAC-SHA256"
+JSON_CONTENT_TYPE = "application/json; charset=utf-8"
+#: API calls under way at once (the documented limit is 40 calls a second for this action).
+CONCURRENT_REQUESTS = 4
+#: Key of the payload :meth:`TencentAdapter.fetch` adds when some calls failed. It is
+#: gpuscout's own record, not a Tencent response (hence the lower-case prefix): the pure
+#: parse step turns each entry into a skipped record the run reports.
+FAILURES_KEY = "gpuscout_failures"
+#: Region names listed per cause in the failure warning.
+MAX_REGIONS_NAMED = 6
+
+#: Billing modes asked for, in the ``instance-charge-type`` filter's values.
+CHARGE_TYPES: tuple[str, ...] = ("POSTPAID_BY_HOUR", "PREPAID", "SPOTPAID")
+
+#: Region code -> ISO country. The regions are the cities where Tencent's "GPU Computing
+#: Instance" page (https://www.tencentcloud.com/document/product/560/19701) lists GPU zones
+#: (Guangzhou, Shanghai, Nanjing, Beijing, Chengdu, Chongqing, Hong Kong, Singapore, Bangkok,
+#: Jakarta, Seoul, Tokyo, Silicon Valley, Virginia, Frankfurt, Sao Paulo), as region codes of
+#: "Regions and Availability Zones" (https://www.tencentcloud.com/document/product/213/6091)
+#: that DescribeZoneInstanceConfigInfos supports (its Region parameter lists them; Mumbai,
+#: also on the GPU page, is not among them). Finance zones (``*-fsi``) need their own domain
+#: and approval and are left out.
+REGION_COUNTRIES: Mapping[str, str] = {
+    "ap-guangzhou": "CN",
+    "ap-shanghai": "CN",
+    "ap-nanjing": "CN",
+    "ap-beijing": "CN",
+    "ap-chengdu": "CN",
+    "ap-chongqing": "CN",
+    "ap-hongkong": "HK",
+    "ap-singapore": "SG",
+    "ap-bangkok": "TH",
+    "ap-jakarta": "ID",
+    "ap-seoul": "KR",
+    "ap-tokyo": "JP",
+    "na-siliconvalley": "US",
+    "na-ashburn": "US",
+    "eu-frankfurt": "DE",
+    "sa-saopaulo": "BR",
+}
+#: Regions :meth:`TencentAdapter.fetch` queries by default.
+GPU_REGIONS: tuple[str, ...] = tuple(REGION_COUNTRIES)
+
+#: Error codes that say the key is wrong or lacks the permission: the provider fails.
+AUTH_CODE_PREFIXES = ("AuthFailure", "UnauthorizedOperation")
+#: Error codes worth another try (rate limit, passing server trouble).
+RETRY_CODE_PREFIXES = ("RequestLimitExceeded", "InternalError", "ServiceUnavailable")
+
+
+# --- signing (Signature v3) --------------------------------------------------------------
+
+
+def _sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _hmac_sha256(key: bytes, message: str) -> bytes:
+    return hmac.new(key, message.encode("utf-8"), hashlib.sha256).digest()
+
+
+def _utc_date(timestamp: int) -> str:
+    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d")
+
+
+def tc3_canonical_request(*, host: str, content_type: str, payload: bytes) -> str:
+    """Step 1: the CanonicalRequest of a POST to ``/`` signing ``content-type`` and ``host``.
+
+    Header keys and values are lower-cased and sorted, each line ends in ``\\n``; the query
+    string of a POST is empty; the payload is hashed exactly as it is sent.
+    """
+    if not host or not content_type:
+        raise ValueError("TC3 signing needs a host and a content type")
+    headers = f"content-type:{content_type.strip().lower()}\nhost:{host.strip().lower()}\n"
+    return "\n".join(["POST", "/", "", headers, "content-type;host", _sha256_hex(payload)])
+
+
+def tc3_string_to_sign(*, timestamp: int, service: str, canonical_request: str) -> str:
+    """Step 2: algorithm, timestamp, ``<UTC date>/<service>/tc3_request`` and the hash of
+    the CanonicalRequest. The date is the UTC date of the timestamp, never a local one."""
+    if timestamp < 0:
+        raise ValueError(f"TC3 timestamp must be a UNIX time in seconds, not {timestamp}")
+    scope = f"{_utc_date(timestamp)}/{service}/tc3_request"
+    return "\n".join(
+        [ALGORITHM, str(timestamp), scope, _sha256_hex(canonical_request.encode("utf-8"))]
+    )
+
+
+def tc3_signature(*, secret_key: str, date: str, service: str, string_to_sign: str) -> str:
+    """Step 3: the hex HMAC-SHA256 of the string to sign with the derived key
+    (``"TC3" + SecretKey`` -> date -> service -> ``tc3_request``)."""
+    secret_date = _hmac_sha256(("TC3" + secret_key).encode("utf-8"), date)
+    secret_service = _hmac_sha256(secret_date, service)
+    secret_signing = _hmac_sha256(secret_service, "tc3_request")
+    return hmac.new(secret_signing, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def tc3_authorization(
+    *,
+    secret_id: str,
+    secret_key: str,
+    service: str,
+    host: str,
+    payload: bytes,
+    timestamp: int,
+    content_type: str = JSON_CONTENT_TYPE,
+) -> str:
+    """Step 4: the ``Authorization`` header of one TC3-HMAC-SHA256 signed POST request."""
+    if not secret_id or not secret_key:
+        raise ValueError("TC3 signing needs a SecretId and a SecretKey")
+    canonical = tc3_canonical_request(host=host, content_type=content_type, payload=payload)
+    to_sign = tc3_string_to_sign(timestamp=timestamp, service=service, canonical_request=canonical)
+    date = _utc_date(timestamp)
+    signature = tc3_signature(
+        secret_key=secret_key, date=date, service=service, string_to_sign=to_sign
+    )
+    return (
+        f"{ALGORITHM} Credential={secret_id}/{date}/{service}/tc3_request, "
+        f"SignedHeaders=content-type;host, Signature={signature}"
+    )
+
+
+# --- GPU of each instance family ---------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GpuFamily:
+    """The GPU of a Tencent instance family, as the "GPU Computing Instance" page names it."""
+
+    gpu_raw_name: str
+    #: Video memory of one physical GPU, in the page's (nominal) GB.
+    memory_gb: float
+
+
+#: ``InstanceFamily`` -> GPU, from "GPU Computing Instance"
+#: (https://www.tencentcloud.com/document/product/560/19701): the overview table's GPU Type
+#: column and each family's "GPU Video Memory" column. The names are the page's own; the
+#: "NVLink" in the V100/A100 names is the page's too (it lists 300 / 600 GB/s NVLink), so the
+#: form factor comes from the name and no extra hint is passed. A family missing here keeps
+#: its offers without a GPU model (``TypeName`` as the raw name).
+GPU_FAMILIES: Mapping[str, GpuFamily] = {
+    "PNV4": GpuFamily("NVIDIA A10", 24),
+    "GT4": GpuFamily("NVIDIA A100 NVLink 40 GB", 40),
+    "GN10Xp": GpuFamily("NVIDIA Tesla V100 NVLink 32 GB", 32),
+    "GN10X": GpuFamily("NVIDIA Tesla V100 NVLink 32 GB", 32),
+    "GN7": GpuFamily("NVIDIA Tesla T4", 16),
+    "GN7vi": GpuFamily("NVIDIA Tesla T4", 16),
+    "GI3X": GpuFamily("NVIDIA Tesla T4", 16),
+    "GN8": GpuFamily("NVIDIA Tesla P40", 24),
+    "GN6": GpuFamily("NVIDIA Tesla P4", 8),
+    "GN6S": GpuFamily("NVIDIA Tesla P4", 8),
+}
+_FAMILIES_FOLDED = {name.casefold(): family for name, family in GPU_FAMILIES.items()}
+
+
+# --- failures ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Failure:
+    """Why one region's prices in one billing mode were not fetched."""
+
+    region: str
+    charge_type: str
+    code: str  # Tencent's Response.Error.Code; "" for an HTTP or network failure
+    message: str  # Tencent's message, or what went wrong on the way
+
+    @property
+    def cause(self) -> str:
+        """The same text in every region, so that skipped records and warnings group."""
+        return self.code or self.message
+
+    def to_json(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> _Failure:
+        if not isinstance(raw, Mapping) or not all(
+            isinstance(raw.get(k), str) for k in ("region", "charge_type", "code", "message")
+        ):
+            raise ResponseFormatError(TencentAdapter.name, f"bad {FAILURES_KEY} entry: {raw!r}")
+        return cls(raw["region"], raw["charge_type"], raw["code"], raw["message"])
+
+
+def _failure_summary(failures: Sequence[_Failure]) -> str:
+    """``UnsupportedRegion in 2 [ap-x PREPAID, ...]; ...``: the failed calls grouped by cause."""
+    by_cause: dict[str, list[_Failure]] = {}
+    for failure in failures:
+        by_cause.setdefault(failure.cause, []).append(failure)
+    parts = []
+    for cause, group in by_cause.items():
+        names = [f"{f.region} {f.charge_type}" for f in group[:MAX_REGIONS_NAMED]]
+        if len(group) > MAX_REGIONS_NAMED:
+            names.append("...")
+        detail = f" ({group[0].message})" if group[0].code and group[0].message else ""
+        parts.append(f"{cause}{detail} in {len(group)} [{', '.join(names)}]")
+    return "; ".join(parts)
+
+
+def _api_error(data: Any) -> tuple[str, str] | None:
+    """``(Code, Message)`` of a Tencent error answer, None for a success."""
+    response = data.get("Response") if isinstance(data, Mapping) else None
+    error = response.get("Error") if isinstance(response, Mapping) else None
+    if error is None:
+        return None
+    if not isinstance(error, Mapping):
+        return ("", str(error))
+    return (str(error.get("Code") or ""), str(error.get("Message") or "").strip())
+
+
+def _is_auth(code: str) -> bool:
+    return code.startswith(AUTH_CODE_PREFIXES)
+
+
+def _auth_error(code: str, message: str) -> ProviderError:
+    return ProviderError(
+        TencentAdapter.name,
+        f"API key rejected: {code}: {message} (check GPUSCOUT_TENCENT_SECRET_ID and "
+        f"GPUSCOUT_TENCENT_SECRET_KEY; the key needs the cvm:{ACTION} permission)",
+    )
+
+
+def _quota_set(data: Any) -> list[Any]:
+    """``Response.InstanceTypeQuotaSet`` of a successful answer."""
+    response = data.get("Response") if isinstance(data, Mapping) else None
+    rows = response.get("InstanceTypeQuotaSet") if isinstance(response, Mapping) else None
+    if not isinstance(rows, list):
+        raise ResponseFormatError(
+            TencentAdapter.name, f"{ACTION} answer has no 'Response.InstanceTypeQuotaSet' list"
+        )
+    return rows
+
+
+def _has_gpu(row: Any) -> bool:
+    if not isinstance(row, Mapping):
+        return True  # not ours to judge here: parse skips it with a reason
+    counts = (_lenient(row.get("GpuCount")), _lenient(row.get("Gpu")))
+    return any(c is not None and c > 0 for c in counts)
+
+
+def _lenient(value: Any) -> float | None:
+    try:
+        return to_float(value)
+    except ValueError:
+        return None
+
+
+# --- the adapter -------------------------------------------------------------------------
+
+
+class TencentAdapter(Adapter):
+    """Tencent Cloud CVM GPU instances: on-demand, monthly/yearly prepaid and spot, per zone."""
+
+    name: ClassVar[str] = "tencent"
+    title: ClassVar[str] = "Tencent Cloud"
+    source_url: ClassVar[str] = "https://www.tencentcloud.com/document/api/213/33254"
+    credential_names: ClassVar[tuple[str, ...]] = ("tencent_secret_id", "tencent_secret_key")
+    #: Regions asked (a subclass or test may narrow them).
+    regions: ClassVar[tuple[str, ...]] = GPU_REGIONS
+    #: Billing modes asked, as ``instance-charge-type`` filter values.
+    charge_types: ClassVar[tuple[str, ...]] = CHARGE_TYPES
+    #: API host: the China site's. Prices come in the account's currency, which the API does
+    #: not name: yuan on the China site.
+    host: ClassVar[str] = API_HOST
+    currency: ClassVar[str] = "CNY"
+
+    def __init__(
+        self,
+        credentials: Mapping[str, str | None] | None = None,
+        *,
+        policy: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(credentials, policy=policy)
+        #: The request timestamp source (signatures older than five minutes are refused).
+        self.clock = clock
+
+    # fetch ---------------------------------------------------------------------------------
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        """One DescribeZoneInstanceConfigInfos answer per region and billing mode (GPU rows).
+
+        A rejected key fails the provider at once. Any other failed call loses only its
+        region and billing mode: the failures are logged as one warning and listed in a last
+        payload (:data:`FAILURES_KEY`), unless every call failed, which fails the provider.
+        """
+        creds = self.require_credentials()
+        gate = asyncio.Semaphore(CONCURRENT_REQUESTS)
+
+        async def one(region: str, charge_type: str) -> dict[str, Any] | _Failure:
+            async with gate:
+                try:
+                    data = await self._describe(client, creds, region, charge_type)
+                except ProviderError as exc:  # HTTP, network or not-JSON: this call only
+                    return _Failure(region, charge_type, "", exc.reason)
+            error = _api_error(data)
+            if error is not None:
+                code, message = error
+                if _is_auth(code):
+                    raise _auth_error(code, message)
+                return _Failure(region, charge_type, code, message)
+            return _gpu_rows_only(data)
+
+        calls = [(r, c) for r in self.regions for c in self.charge_types]
+        tasks = [asyncio.create_task(one(r, c)) for r, c in calls]
+        try:
+            outcomes = await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:  # the key was rejected: stop the other calls
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        payloads: list[Any] = [o for o in outcomes if not isinstance(o, _Failure)]
+        failures = [o for o in outcomes if isinstance(o, _Failure)]
+        if failures and not payloads:
+            raise ProviderError(
+                self.name, f"every {ACTION} call failed: {_failure_summary(failures)}"
+            )
+        if failures:
+            log.warning(
+                "tencent: %d of %d %s calls failed, their prices are missing: %s",
+                len(failures),
+                len(calls),
+                ACTION,
+                _failure_summary(failures),
+            )
+            payloads.append({FAILURES_KEY: [f.to_json() for f in failures]})
+        return payloads
+
+    async def _describe(
+        self, client: httpx.AsyncClient, creds: Mapping[str, str], region: str, charge_type: str
+    ) -> Any:
+        """One call, signed anew for each try; rate-limit and server errors are retried."""
+        body = json.dumps(
+            {"Filters": [{"Name": "instance-charge-type", "Values": [charge_type]}]},
+            separators=(",", ":"),
+        ).encode("utf-8")
+        attempts = max(1, self.policy.attempts)
+        for attempt in range(attempts):
+            timestamp = int(self.clock())
+            headers = {
+                "Authorization": tc3_authorization(
+                    secret_id=creds["tencent_secret_id"],
+                    secret_key=creds["tencent_secret_key"],
+                    service=SERVICE,
+                    host=self.host,
+                    payload=body,
+                    timestamp=timestamp,
+                ),
+                "Content-Type": JSON_CONTENT_TYPE,
+                "Host": self.host,
+                "X-TC-Action": ACTION,
+                "X-TC-Version": API_VERSION,
+                "X-TC-Region": region,
+                "X-TC-Timestamp": str(timestamp),
+            }
+            data = await self.post_json(
+                client, f"https://{self.host}/", content=body, headers=headers
+            )
+            error = _api_error(data)
+            if error is None or not error[0].startswith(RETRY_CODE_PREFIXES):
+                return data
+            if attempt + 1 < attempts:
+                wait = self.policy.base_wait_s * 2**attempt
+                await asyncio.sleep(min(wait, self.policy.max_wait_s))
+        return data
+
+    # decode / parse ----------------------------------------------------------------------
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        result = ParseResult()
+        seen: set[tuple[str, str, RentalTerm]] = set()
+        for payload in payloads:
+            if not isinstance(payload, Mapping):
+                raise ResponseFormatError(
+                    self.name, f"expected a JSON object, got {type(payload).__name__}"
+                )
+            if FAILURES_KEY in payload:
+                entries = payload[FAILURES_KEY]
+                if not isinstance(entries, list):
+                    raise ResponseFormatError(self.name, f"'{FAILURES_KEY}' is not a list")
+                for failure in map(_Failure.from_json, entries):
+                    result.skip(
+                        f"{failure.charge_type} prices not fetched: {failure.cause}",
+                        f"tencent:{failure.region}/{failure.charge_type}",
+                    )
+                continue
+            error = _api_error(payload)
+            if error is not None:
+                code, message = error
+                if _is_auth(code):
+                    raise _auth_error(code, message)
+                result.skip(f"{ACTION} failed: {code or message}", "tencent:error")
+                continue
+            for row in _quota_set(payload):
+                _Row(self.currency, fetched_at, result, seen).parse(row)
+        return result
+
+
+def _gpu_rows_only(data: Any) -> dict[str, Any]:
+    """The answer with its CPU-only rows dropped (the documented shape, fewer rows)."""
+    rows = _quota_set(data)
+    response = dict(data["Response"])
+    response["InstanceTypeQuotaSet"] = [row for row in rows if _has_gpu(row)]
+    return {"Response": response}
+
+
+# --- one InstanceTypeQuotaItem -----------------------------------------------------------
+
+_ZONE = re.compile(r"^(?P<region>[a-z]+(?:-[a-z]+)+)-\d+$")
+_CPU_VENDORS = {"intel": "intel", "amd": "amd"}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Price:
+    term: RentalTerm
+    amount: Decimal
+    unit: PriceUnit
+
+
+class _Row:
+    """Turns one ``InstanceTypeQuotaItem`` into offers, one per term it prices."""
+
+    def __init__(
+        self,
+        currency: str,
+        fetched_at: datetime,
+        result: ParseResult,
+        seen: set[tuple[str, str, RentalTerm]],
+    ) -> None:
+        self.currency = currency
+        self.fetched_at = fetched_at
+        self.result = result
+        self.seen = seen
+
+    def parse(self, row: Any) -> None:
+        if not isinstance(row, Mapping):
+            self.result.skip("InstanceTypeQuotaSet entry is not an object", "tencent:row")
+            return
+        itype = str(row.get("InstanceType") or "").strip()
+        zone = str(row.get("Zone") or "").strip()
+        charge_type = str(row.get("InstanceChargeType") or "").strip()
+        ref = f"tencent:{zone or '?'}/{itype or '?'}/{charge_type or '?'}"
+        if not itype or not zone:
+            self.result.skip("row without InstanceType or Zone", ref)
+            return
+        match = _ZONE.match(zone)
+        if match is None:
+            self.result.skip(f"not a zone name: {zone!r}", ref)
+            return
+        region = match["region"]
+        gpus = self._gpus(row, ref)
+        if gpus is None:
+            return
+        gpu_count, fraction = gpus
+        prices = self._prices(charge_type, row.get("Price"), ref)
+        if not prices:
+            return
+        fields = self._fields(row, itype, zone, region, gpu_count, fraction, ref)
+        for price in prices:
+            key = (itype, zone, price.term)
+            if key in self.seen:
+                self.result.skip("duplicate price for the same type, zone and term", ref)
+                continue
+            offer = self.result.add(
+                ref,
+                **fields,
+                price_amount=price.amount,
+                price_currency=self.currency,
+                price_unit=price.unit,
+                price_basis=PriceBasis.INSTANCE,
+                term=price.term,
+                prepaid=price.term.is_commitment,
+            )
+            if offer is not None:
+                self.seen.add(key)
+
+    def _gpus(self, row: Mapping[str, Any], ref: str) -> tuple[int, float | None] | None:
+        """``(gpu_count, gpu_fraction)`` from ``GpuCount`` (physical cards), or None (skipped).
+
+        ``Gpu`` alone is not used: the docs call it the GPU count here and "GPU cores"
+        elsewhere, and it cannot tell a vGPU slice from a whole card.
+        """
+        try:
+            count = to_float(row.get("GpuCount"))
+        except ValueError:
+            self.result.skip(f"GpuCount is not a number: {row.get('GpuCount')!r}", ref)
+            return None
+        if count is None or count <= 0:
+            gpu = _lenient(row.get("Gpu"))
+            reason = "no GpuCount (GPU type)" if gpu is not None and gpu > 0 else "no GPU"
+            self.result.skip(reason, ref)
+            return None
+        if count < 1:
+            return 1, count
+        if count != int(count):
+            self.result.skip(f"GpuCount {count} is not a whole number of GPUs", ref)
+            return None
+        return int(count), None
+
+    def _prices(self, charge_type: str, raw: Any, ref: str) -> list[_Price]:
+        """The prices a row's billing mode gives (see the module docstring), or [] (skipped)."""
+        if not isinstance(raw, Mapping):
+            self.result.skip("row without a Price object", ref)
+            return []
+        try:
+            if charge_type in ("POSTPAID_BY_HOUR", "SPOTPAID"):
+                return self._hourly(charge_type, raw, ref)
+            if charge_type == "PREPAID":
+                return self._prepaid(raw, ref)
+        except ValueError as exc:
+            self.result.skip(f"price is not a number: {exc}", ref)
+            return []
+        self.result.skip(f"billing mode {charge_type or '(none)'!r} is not priced", ref)
+        return []
+
+    def _hourly(self, charge_type: str, raw: Mapping[str, Any], ref: str) -> list[_Price]:
+        unit = raw.get("ChargeUnit")
+        if unit not in (None, "HOUR"):
+            self.result.skip(f"hourly price with ChargeUnit {unit!r}", ref)
+            return []
+        discounted = _positive(raw.get("UnitPriceDiscount"))
+        if charge_type == "SPOTPAID":
+            if discounted is None:
+                self.result.skip("no spot price (UnitPriceDiscount)", ref)
+                return []
+            return [_Price(RentalTerm.INTERRUPTIBLE, discounted, PriceUnit.HOUR)]
+        price = discounted or _positive(raw.get("UnitPrice"))
+        if price is None:
+            self.result.skip("no hourly price (UnitPriceDiscount / UnitPrice)", ref)
+            return []
+        return [_Price(RentalTerm.ON_DEMAND, price, PriceUnit.HOUR)]
+
+    def _prepaid(self, raw: Mapping[str, Any], ref: str) -> list[_Price]:
+        prices = []
+        for term, unit, suffix in (
+            (RentalTerm.COMMIT_1MO, PriceUnit.MONTH, ""),
+            (RentalTerm.COMMIT_1Y, PriceUnit.TERM, "OneYear"),
+            (RentalTerm.COMMIT_3Y, PriceUnit.TERM, "ThreeYear"),
+        ):
+            amount = _positive(raw.get(f"DiscountPrice{suffix}")) or _positive(
+                raw.get(f"OriginalPrice{suffix}")
+            )
+            if amount is not None:
+                prices.append(_Price(term, amount, unit))
+        if not prices:
+            self.result.skip("no prepaid price (DiscountPrice / OriginalPrice)", ref)
+        return prices
+
+    def _fields(
+        self,
+        row: Mapping[str, Any],
+        itype: str,
+        zone: str,
+        region: str,
+        gpu_count: int,
+        fraction: float | None,
+        ref: str,
+    ) -> dict[str, Any]:
+        family_name = str(row.get("InstanceFamily") or itype.split(".", 1)[0]).strip()
+        family = GPU_FAMILIES.get(family_name) or _FAMILIES_FOLDED.get(family_name.casefold())
+        type_name = str(row.get("TypeName") or "").strip()
+        cpu_type = str(row.get("CpuType") or "").strip()
+        status = row.get("Status")
+        gpu: dict[str, Any] = {"gpu_raw_name": type_name or family_name or None}
+        if family is not None:
+            board_gb = nominal_gpu_memory_gb(family.memory_gb)
+            spec = resolve_gpu_name(family.gpu_raw_name, memory_gb=board_gb)
+            gpu = {
+                "gpu_raw_name": family.gpu_raw_name,
+                "gpu_model": spec.name if spec else None,
+                "gpu_vendor": spec.vendor if spec else None,
+                "gpu_form_factor": spec.form_factor if spec else None,
+                # a vGPU slice gets its share of the card (GN7.LARGE20: 1/4 T4 = 4 GB)
+                "gpu_memory_gb": board_gb * fraction if fraction else board_gb,
+            }
+        return {
+            "provider": TencentAdapter.name,
+            "offer_id": itype,
+            "term_variant": zone,
+            "instance_name": f"{itype} ({type_name}, {zone})" if type_name else f"{itype} ({zone})",
+            "region": region,
+            "country": REGION_COUNTRIES.get(region),
+            "fetched_at": self.fetched_at,
+            "raw_ref": ref,
+            "gpu_count": gpu_count,
+            "gpu_fraction": fraction,
+            **gpu,
+            "vcpus": _positive_float(row.get("Cpu")),
+            "ram_gb": _positive_float(row.get("Memory")),  # documented in GB
+            "cpu_model": cpu_type or None,
+            "cpu_vendor": _CPU_VENDORS.get(cpu_type.split(" ", 1)[0].lower()) if cpu_type else None,
+            "available_now": {"SELL": True, "SOLD_OUT": False}.get(str(status)),
+        }
+
+
+def _positive(value: Any) -> Decimal | None:
+    """A price above zero, else None (Tencent fills prices that do not apply with 0).
+
+    Raises ValueError on garbage.
+    """
+    amount = to_decimal(value)
+    return amount if amount is not None and amount > 0 else None
+
+
+def _positive_float(value: Any) -> float | None:
+    number = _lenient(value)
+    return number if number is not None and number > 0 else None
+
+
+ADAPTER = TencentAdapter

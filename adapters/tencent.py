@@ -30,9 +30,9 @@ test fixtures in tests/fixtures/tencent/ are built from these documents):
   ``InstanceFamily`` to the GPU of Tencent's "GPU Computing Instance" page
   (https://www.tencentcloud.com/document/product/560/19701).
 
-Prices (``ItemPrice``; the China site quotes them in yuan, "单位：元", so :attr:`currency` is
-CNY; the international site's SDK docs say USD for the same fields; the API itself sends no
-currency, and nothing is converted here):
+Prices (``ItemPrice``; the China site quotes them in yuan, "单位：元", so the currency is CNY
+unless the setting ``tencent_currency`` says USD (the international site's SDK docs say USD
+for the same fields); the API itself sends no currency, and nothing is converted here):
 
 * ``POSTPAID_BY_HOUR`` -> on-demand, per instance-hour: ``UnitPriceDiscount`` (the price after
   the discount shown in ``Discount``, what the account pays), else ``UnitPrice`` (list
@@ -358,14 +358,17 @@ class TencentAdapter(Adapter):
     title: ClassVar[str] = "Tencent Cloud"
     source_url: ClassVar[str] = "https://www.tencentcloud.com/document/api/213/33254"
     credential_names: ClassVar[tuple[str, ...]] = ("tencent_secret_id", "tencent_secret_key")
+    #: ``tencent_currency``: the account's currency (the API does not send one).
+    optional_credential_names: ClassVar[tuple[str, ...]] = ("tencent_currency",)
     #: Regions asked (a subclass or test may narrow them).
     regions: ClassVar[tuple[str, ...]] = GPU_REGIONS
     #: Billing modes asked, as ``instance-charge-type`` filter values.
     charge_types: ClassVar[tuple[str, ...]] = CHARGE_TYPES
     #: API host: the China site's. Prices come in the account's currency, which the API does
-    #: not name: yuan on the China site.
+    #: not name: yuan on the China site (the default), US dollars on the international
+    #: site; the setting ``tencent_currency`` says which.
     host: ClassVar[str] = API_HOST
-    currency: ClassVar[str] = "CNY"
+    default_currency: ClassVar[str] = "CNY"
 
     def __init__(
         self,
@@ -377,6 +380,11 @@ class TencentAdapter(Adapter):
         super().__init__(credentials, policy=policy)
         #: The request timestamp source (signatures older than five minutes are refused).
         self.clock = clock
+        currency = (self.credentials.get("tencent_currency") or self.default_currency).upper()
+        if currency not in ("CNY", "USD"):
+            raise ValueError(f"tencent_currency: CNY or USD, not {currency!r}")
+        #: The currency every price of this account is in.
+        self.currency = currency
 
     # fetch ---------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:

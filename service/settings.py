@@ -65,6 +65,11 @@ class Settings(BaseSettings):
     fluidstack_api_key: SecretStr | None = None
     tencent_secret_id: SecretStr | None = None
     tencent_secret_key: SecretStr | None = None
+    tencent_currency: Literal["CNY", "USD"] = Field(
+        "CNY",
+        description="currency of the Tencent account's prices: CNY (China site) or USD "
+        "(international site); the API does not say",
+    )
     alibaba_access_key_id: SecretStr | None = None
     alibaba_access_key_secret: SecretStr | None = None
     price_sheet_paths: list[Path] = Field(
@@ -193,8 +198,8 @@ class Settings(BaseSettings):
                 continue
             if isinstance(value, SecretStr):
                 out[name] = value.get_secret_value()
-            elif value is None:
-                out[name] = None
+            elif value is None or isinstance(value, str):
+                out[name] = value
         return out
 
 

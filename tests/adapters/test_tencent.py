@@ -193,6 +193,23 @@ def test_on_demand_gn7_offer() -> None:
     assert o.available_now is True
 
 
+def test_an_international_account_prices_in_usd() -> None:
+    """The API names no currency: the setting says which site the account is on."""
+    adapter = TencentAdapter({"tencent_currency": "USD"})
+    result = adapter.parse([load(POSTPAID)], fetched_at=NOW)
+    assert result.offers and {o.price_currency for o in result.offers} == {"USD"}
+    with pytest.raises(ValueError, match="tencent_currency: CNY or USD, not 'EUR'"):
+        TencentAdapter({"tencent_currency": "EUR"})
+
+
+def test_the_currency_setting_reaches_the_adapter() -> None:
+    from service.settings import Settings
+
+    settings = Settings(_env_file=None, tencent_currency="USD")  # type: ignore[call-arg]
+    assert settings.provider_credentials()["tencent_currency"] == "USD"
+    assert Settings(_env_file=None).provider_credentials()["tencent_currency"] == "CNY"  # type: ignore[call-arg]
+
+
 def test_terms_of_one_configuration_differ_only_in_term() -> None:
     result = recorded()
     same = [

@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from pricing.coverage import unidentified_note
 from pricing.display import for_display
 from pricing.rank import SORT_KEYS, rank
 
@@ -160,8 +161,12 @@ def page_header(state: ApiState, now: datetime) -> dict[str, Any]:
 def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
     """Rank, shape and serialize one answer (blocking: run in a worker thread)."""
     offers = ranked_offers(state, q, now)
+    header = page_header(state, now)
+    left_out = unidentified_note(state.frame, q.requirement, now)
+    if left_out:
+        header["warnings"] = [*header["warnings"], left_out]
     body = {
-        **page_header(state, now),
+        **header,
         "query": json.loads(q.key),
         "count": len(offers),
         "offers": offers,

@@ -15,7 +15,8 @@ from rich.table import Table
 
 from adapters.gpus import Precision
 from adapters.schema import Fabric, RentalTerm
-from pricing import Job, Requirement, estimate, preset, rank
+from pricing import Job, Requirement, estimate, offers_to_frame, preset, rank
+from pricing.coverage import unidentified_note
 from pricing.display import for_display, provider_label_expr
 from pricing.requirement import preset_names
 
@@ -203,11 +204,13 @@ def offers_command(
         _fail(_validation_message(exc))
     job = _job(hours, gpu_hours, params, tokens, job_gpus)
     current = _load(sample, fmt)
-    ranked = rank(
-        current.offers, requirement, job, precision=precision, limit=limit, now=datetime.now(UTC)
-    )
+    frame = offers_to_frame(current.offers)
+    ranked = rank(frame, requirement, job, precision=precision, limit=limit, now=datetime.now(UTC))
     if ranked.is_empty():
         err.print("no offer meets the requirement", highlight=False)
+    left_out = unidentified_note(frame, requirement)
+    if left_out:
+        err.print(f"[yellow]note:[/] {left_out}", highlight=False)
     _emit(ranked, fmt, f"offers ({current.source})")
 
 

@@ -141,3 +141,21 @@ def test_every_requirement_and_job_field_is_a_parameter() -> None:
     fields = set(OffersQuery.model_fields)
     assert set(Requirement.model_fields) <= fields
     assert set(JOB_PARAMS) <= fields
+
+
+async def test_offers_left_out_for_an_unknown_gpu_are_named_in_warnings(
+    client: httpx.AsyncClient, app: object, source: FakeSource
+) -> None:
+    source.current = type(source.current)(
+        [
+            offer(provider="newco", offer_id="x"),
+            offer(provider="oddco", offer_id="y", gpu_model=None, gpu_raw_name="nvidia_h100"),
+        ],
+        "database",
+    )
+    app.state.context.refresh_state()  # type: ignore[attr-defined]
+    body = (await client.get("/v1/offers", params={"gpus": "H100"})).json()
+    assert [o["provider"] for o in body["offers"]] == ["newco"]
+    assert any("'nvidia_h100' (oddco, 1)" in w for w in body["warnings"])
+    other = (await client.get("/v1/offers", params={"gpus": "A100"})).json()
+    assert not any("not ranked" in w for w in other["warnings"])

@@ -51,3 +51,13 @@ def test_a_real_ranking_keeps_its_order_and_columns_but_config_id() -> None:
     for column, places in DECIMALS.items():
         for value in shown[column].drop_nulls().to_list():
             assert value == round(value, places), column
+
+
+def test_price_index_columns_are_rounded_too() -> None:
+    index = pl.DataFrame(
+        {
+            "median_usd_per_gpu_hour": [3.1399999999999997],
+            "p90_usd_per_gpu_hour": [6.001000000000003],
+        }
+    )
+    assert for_display(index).row(0) == (3.14, 6.001)

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from adapters.gpus import find_gpus
 from adapters.schema import RentalTerm
+from pricing.display import DECIMALS, for_display
 
 from ..deps import ContextDep, NoQueryDep
 
@@ -98,7 +99,7 @@ async def price_index(query: Annotated[IndexQuery, Query()], context: ContextDep
         term=query.term,
         start=start,
         end=end,
-        days=[IndexDay.model_validate(row) for row in frame.iter_rows(named=True)],
+        days=[IndexDay.model_validate(row) for row in for_display(frame).iter_rows(named=True)],
     )
 
 
@@ -128,7 +129,9 @@ async def offer_history(key: str, context: ContextDep) -> OfferHistory:
                 price_basis=p.price_basis.value,
                 term=p.term,
                 usd_per_hour=float(p.usd_per_hour),
-                usd_per_gpu_hour=p.usd_per_gpu_hour,
+                usd_per_gpu_hour=None
+                if p.usd_per_gpu_hour is None
+                else round(p.usd_per_gpu_hour, DECIMALS["usd_per_gpu_hour"]),
             )
             for p in points
         ],

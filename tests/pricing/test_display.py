@@ -49,6 +49,8 @@ def test_a_real_ranking_keeps_its_order_and_columns_but_config_id() -> None:
     assert shown.columns == [c for c in ranked.columns if c != "config_id"]
     assert shown["offer_id"].to_list() == ranked["offer_id"].to_list()
     for column, places in DECIMALS.items():
+        if column not in shown.columns:  # the price index's columns
+            continue
         for value in shown[column].drop_nulls().to_list():
             assert value == round(value, places), column
 

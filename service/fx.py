@@ -14,9 +14,11 @@ fixture ``tests/fixtures/fx/eurofxref-daily.2026-07-09.verbatim.xml``).
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -26,7 +28,18 @@ from adapters.schema import FxTable, load_fx, use_fx
 
 from .settings import Settings
 
-__all__ = ["ECB_DAILY_URL", "FxError", "apply_fx", "ecb_toml", "fx_file", "update_fx_file"]
+__all__ = [
+    "ECB_DAILY_URL",
+    "FxError",
+    "apply_fx",
+    "ecb_toml",
+    "fx_file",
+    "fx_target",
+    "run_fx_job",
+    "update_fx_file",
+]
+
+log = logging.getLogger("gpuscout.fx")
 
 ECB_DAILY_URL = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"
 _EUROFXREF = "{http://www.ecb.int/vocabulary/2002-08-01/eurofxref}"
@@ -45,6 +58,12 @@ def fx_file(settings: Settings) -> Path | None:
         return settings.fx_rates_file
     default = settings.data_dir / DATA_DIR_FILE
     return default if default.is_file() else None
+
+
+def fx_target(settings: Settings) -> Path:
+    """Where ``gpuscout fx update`` and the scheduler write: ``fx_rates_file``, else
+    ``data_dir/fx_rates.toml`` (which :func:`fx_file` then picks up)."""
+    return settings.fx_rates_file or settings.data_dir / DATA_DIR_FILE
 
 
 def read_fx_file(path: Path) -> FxTable:
@@ -121,3 +140,24 @@ def update_fx_file(path: Path, client: httpx.Client, *, url: str = ECB_DAILY_URL
         Path(tmp).unlink(missing_ok=True)
         raise
     return load_fx(text)
+
+
+def run_fx_job(
+    settings: Settings, *, client: Callable[[], httpx.Client] | None = None
+) -> FxTable | None:
+    """The scheduler's FX job: download the ECB's rates and convert with them from now on.
+
+    A failed download is logged and changes nothing: prices keep converting with the table
+    in use, whose date ``gpuscout fx show`` and the answers' notes tell.
+    """
+    path = fx_target(settings)
+    make = client or (lambda: httpx.Client(timeout=settings.http_timeout_s, follow_redirects=True))
+    try:
+        with make() as http:
+            table = update_fx_file(path, http)
+    except FxError as exc:
+        log.warning("FX rates not updated: %s; %s left as it was", exc, path)
+        return None
+    apply_fx(settings)
+    log.info("FX rates of %s written to %s and in use", table.as_of, path)
+    return table

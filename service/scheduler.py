@@ -38,6 +38,7 @@ from db.snapshots import SnapshotSummary, store_snapshot
 from .settings import Settings
 
 __all__ = [
+    "FX_JOB_ID",
     "SNAPSHOT_JOB_ID",
     "StoredSnapshot",
     "build_scheduler",
@@ -49,6 +50,7 @@ __all__ = [
 log = logging.getLogger("gpuscout.scheduler")
 
 SNAPSHOT_JOB_ID = "snapshot"
+FX_JOB_ID = "fx"
 
 Fetch = Callable[[Settings], Sequence[ProviderRun]]
 
@@ -159,12 +161,27 @@ def build_scheduler(
     scheduler: BaseScheduler | None = None,
     digests: bool = True,
 ) -> BaseScheduler:
-    """A scheduler (a :class:`BackgroundScheduler` unless given) with the snapshot job
-    and, with ``digests``, the hourly digest job added; not started.
+    """A scheduler (a :class:`BackgroundScheduler` unless given) with the snapshot job,
+    the FX rates job (every ``fx_update_hours``; first run a minute after start) and, with
+    ``digests``, the hourly digest job added; not started.
 
     ``job`` replaces :func:`run_snapshot_job` (tests).
     """
     scheduler = scheduler or BackgroundScheduler(timezone=UTC)
+    if settings.fx_update_hours > 0:
+        from .fx import run_fx_job
+
+        scheduler.add_job(
+            functools.partial(run_fx_job, settings),
+            trigger=IntervalTrigger(hours=settings.fx_update_hours, timezone=UTC),
+            id=FX_JOB_ID,
+            name="download the ECB's FX rates",
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=settings.misfire_grace_s,
+            replace_existing=True,
+            next_run_time=datetime.now(UTC) + timedelta(minutes=1),
+        )
     if digests:
         from .digest.schedule import add_digest_job
 

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
         description="FX table (TOML) prices are converted to USD with; none = data_dir/"
         "fx_rates.toml if 'gpuscout fx update' wrote one, else the shipped ECB rates",
     )
+    fx_update_hours: float = Field(
+        24, ge=0, description="hours between the scheduler's ECB rate downloads; 0 = never"
+    )
 
     # provider credentials (None = not configured: that provider is skipped if it needs it)
     vastai_api_key: SecretStr | None = None

@@ -13,6 +13,7 @@ from typing import Any
 
 from adapters.collect import ProviderRun
 
+from ..fx import apply_fx
 from ..settings import Settings
 from .metrics import ApiMetrics
 from .state import ApiState, StateHolder
@@ -42,9 +43,14 @@ class ApiContext:
     background_tasks: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
 
     def refresh_state(self) -> ApiState:
-        """Reload the current offers and swap them in; blocking (call from a thread)."""
+        """Reload the current offers and swap them in; blocking (call from a thread).
+
+        The FX table is read again first: the scheduler (here or in another process) may
+        have downloaded new rates, which the reloaded offers' USD figures then use.
+        """
         marker = self._marker()
         try:
+            apply_fx(self.settings)
             state = self.holder.refresh()
         except Exception:
             self.metrics.state_refreshes.labels("error").inc()

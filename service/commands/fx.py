@@ -55,10 +55,10 @@ def register(app: typer.Typer) -> None:
         """Download the ECB's latest euro reference rates and use them from now on."""
         import httpx
 
-        from ..fx import DATA_DIR_FILE, FxError, update_fx_file
+        from ..fx import FxError, fx_target, update_fx_file
 
         settings = _settings()
-        path = out or settings.fx_rates_file or settings.data_dir / DATA_DIR_FILE
+        path = out or fx_target(settings)
         try:
             with httpx.Client(timeout=settings.http_timeout_s, follow_redirects=True) as client:
                 table = update_fx_file(path, client)

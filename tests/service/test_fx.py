@@ -16,7 +16,7 @@ from adapters.schema import active_fx, default_fx, load_fx, use_fx
 from service import cli
 from service import settings as settings_module
 from service.cli import app
-from service.fx import ECB_DAILY_URL, FxError, apply_fx, ecb_toml, update_fx_file
+from service.fx import ECB_DAILY_URL, FxError, apply_fx, ecb_toml, run_fx_job, update_fx_file
 from service.settings import Settings
 from tests.pricing.factories import make_offer
 
@@ -127,3 +127,33 @@ def test_broken_configuration_is_one_line_not_a_traceback(
     err = capsys.readouterr().err
     assert err.startswith("error: configuration: GPUSCOUT_HTTP_RETRIES: Input should be")
     assert "Traceback" not in err
+
+
+@respx.mock
+def test_scheduled_job_updates_and_applies_and_survives_a_failure(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = _settings(tmp_path)
+    respx.get(ECB_DAILY_URL).mock(return_value=httpx.Response(200, text=ECB.read_text()))
+    table = run_fx_job(settings)
+    assert table is not None and table.as_of == "2026-07-09"
+    assert active_fx().as_of == "2026-07-09"  # in use at once in this process
+    assert (tmp_path / "fx_rates.toml").is_file()
+    respx.get(ECB_DAILY_URL).mock(side_effect=httpx.ConnectError("no route"))
+    with caplog.at_level("WARNING", logger="gpuscout.fx"):
+        assert run_fx_job(settings) is None
+    assert "FX rates not updated" in caplog.text and "no route" in caplog.text
+    assert active_fx().as_of == "2026-07-09"  # the last good table stays
+
+
+def test_scheduler_runs_the_fx_job_unless_disabled(tmp_path: Path) -> None:
+    from service.scheduler import FX_JOB_ID, build_scheduler
+
+    scheduler = build_scheduler(
+        _settings(tmp_path, fx_update_hours=12), job=lambda: None, digests=False
+    )
+    job = scheduler.get_job(FX_JOB_ID)
+    assert job is not None and job.trigger.interval.total_seconds() == 12 * 3600
+    assert job.coalesce is True and job.max_instances == 1
+    off = build_scheduler(_settings(tmp_path, fx_update_hours=0), job=lambda: None, digests=False)
+    assert off.get_job(FX_JOB_ID) is None

@@ -35,6 +35,11 @@ in the API references, help.aliyun.com document ids in brackets):
   zone becomes one :attr:`RentalTerm.INTERRUPTIBLE` offer with ``term_variant`` = the zone
   id (as aws.py does with availability zones); spot instances are billed per second.
 
+GPU form factor. ``GPUSpec`` names the chip only ("NVIDIA V100", "NVIDIA A100"), which the GPU
+catalog cannot place without the form factor (SXM or PCIe). :data:`GPU_FAMILY_HINTS` adds it
+(and the memory per GPU) for the instance families whose own Alibaba Cloud documentation states
+it; a family not listed there keeps such a GPU without a model rather than get a guessed one.
+
 Prices. DescribePrice prices the whole instance as ordered: ``PriceInfo.Price.TradePrice``
 (the transaction price, "equal to the original price minus the discount"; ``OriginalPrice``
 is the list price) includes the system disk, itemised in ``DetailInfos.DetailInfo[]``
@@ -90,10 +95,12 @@ from .units import gib_to_gb, nominal_gpu_memory_gb, positive, to_decimal, whole
 __all__ = [
     "API_VERSION",
     "FAILURES_KEY",
+    "GPU_FAMILY_HINTS",
     "PRICE_UNITS",
     "QUERY_KEY",
     "REGIONS",
     "AlibabaAdapter",
+    "GpuFamilyHint",
     "canonical_query",
     "percent_encode",
     "sign_acs3",
@@ -188,6 +195,69 @@ SPOT_BILLING_INCREMENT_S = 1
 #: vgn7i-vws, vgn6i-vws", https://help.aliyun.com/en/eci/user-guide/
 #: create-an-instance-by-specifying-the-gpu-type); the API does not say how big the slice is.
 _VGPU_FAMILY = re.compile(r"^ecs\.[sv]gn")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GpuFamilyHint:
+    """What Alibaba Cloud's documentation of one instance family says its GPUs are."""
+
+    #: GPU family of the catalog ("V100", "A100"); the hint applies only to a ``GPUSpec``
+    #: that names it (a whole word of the name), so a family that changes GPUs is not mislabelled.
+    gpu_family: str
+    #: Form factor as the documentation states it ("SXM2", or NVSwitch-connected => "SXM").
+    form_factor: str
+    #: Nominal memory per GPU in GB, as documented.
+    memory_gb: float
+
+
+#: Instance family (``InstanceTypeFamily`` without ``ecs.``) -> the documented GPU. Only families
+#: whose own Alibaba Cloud page states the form factor are listed; each entry quotes it. Sources,
+#: in the AlibabaCloudDocs/ecs repository (the published help-center text, English edition):
+#:
+#: * [GPU-families] ``intl.en-US/Instance/Instance type families/Compute optimized type family
+#:   with GPU/GPU-accelerated compute optimized instance families.md`` @3f6a3016 (code index
+#:   32360205000). A current copy of the help-center page (code index 59137736427) still says
+#:   of gn6v and gn6e "Uses NVIDIA V100 GPUs (SXM2-based)"; it no longer names gn7's GPU.
+#: * [GPU-types] ``.../Compute optimized type family with GPU/GPU-accelerated compute optimized
+#:   instance types.md`` @342402335d (code index 18134731915).
+#: * [Bare-metal] ``intl.en-US/Instance/Instance type families/ECS Bare Metal Instance types/
+#:   Overview.md`` @13c03167 (code index 18190343213).
+#: * [SCC] ``intl.en-US/Instance/Instance type families/Super Computing Cluster instance type
+#:   family/Overview.md`` @4643b3b4 (code index 32594441979); sccgn6e from another version of
+#:   that page (code index 18870655488).
+#:
+#: NVSwitch-connected A100s are SXM4 parts (the PCIe card links at most a pair by an NVLink
+#: bridge). Not listed for want of a statement: gn5 (P100, no form factor given); gn7e, ebmgn7e,
+#: ebmgn7ex (80 GB per GPU, but the pages name neither the GPU nor its form factor); gn8v,
+#: ebmgn8v (NVLink among eight GPUs, GPU model not named). gn6i, gn7i, gn7s, gn8is and their
+#: bare-metal twins need no hint: T4, A10, A30 and L20 come in one form factor.
+GPU_FAMILY_HINTS: Mapping[str, GpuFamilyHint] = {
+    # [GPU-families] gn6v: "Uses NVIDIA V100 GPU computing accelerators (SXM2-based)",
+    # "16 GB HBM2 GPU memory (900 GB/s bandwidth) per GPU"
+    "gn6v": GpuFamilyHint("V100", "SXM2", 16),
+    # [GPU-families] gn6e: "Uses NVIDIA V100 (32 GB NVLink) GPU processors", "Uses NVIDIA V100
+    # GPU computing accelerators (SXM2-based)", "32 GB HBM2 GPU memory (900 GB/s bandwidth)"
+    "gn6e": GpuFamilyHint("V100", "SXM2", 32),
+    # [GPU-types] gn7: "Uses NVIDIA A100 GPUs. NVSwitches are used to establish connections
+    # between NVIDIA A100 GPUs", "40 GB HBM2 memory per GPU"
+    "gn7": GpuFamilyHint("A100", "SXM", 40),
+    # [Bare-metal] ebmgn7: "Uses NVIDIA A100 GPUs. NVSwitches are used to establish connections
+    # between NVIDIA A100 GPUs", "40 GB HBM2 memory per GPU"
+    "ebmgn7": GpuFamilyHint("A100", "SXM", 40),
+    # [Bare-metal] ebmgn6e: "Uses NVIDIA V100 (32 GB NVLink) GPUs", "Uses NVIDIA V100 GPUs
+    # (SXM2-based)", "32 GB HBM2 memory per GPU (900 GB/s bandwidth)"
+    "ebmgn6e": GpuFamilyHint("V100", "SXM2", 32),
+    # [Bare-metal] ebmgn6v: "Uses NVIDIA V100 GPUs (SXM2-based)", "16 GB HBM2 memory per GPU"
+    "ebmgn6v": GpuFamilyHint("V100", "SXM2", 16),
+    # [SCC] sccgn6: "Uses NVIDIA V100 GPU accelerators (SXM2-based)", "16 GB HBM2 GPU memory"
+    "sccgn6": GpuFamilyHint("V100", "SXM2", 16),
+    # [SCC] sccgn6e: "Uses NVIDIA V100 GPUs (SXM2-based)", "32 GB HBM2 GPU memory"
+    "sccgn6e": GpuFamilyHint("V100", "SXM2", 32),
+}
+
+#: Documented and reported memory sizes closer than this fraction are the same size.
+_HINT_MEMORY_TOLERANCE = 0.10
+_NAME_WORD = re.compile(r"[a-z0-9]+")
 _ERROR_CODE = re.compile(r'"Code"\s*:\s*"([^"]+)"')
 _HTTP_STATUS = re.compile(r"^HTTP (\d{3})\b")
 _URL = re.compile(r"https://ecs\.[a-z0-9-]+\.aliyuncs\.com/")
@@ -349,7 +419,12 @@ def _hardware(row: Mapping[str, Any]) -> _Hardware | str:
         return "no GPUSpec"
     memory_gib = positive(_float(row.get("GPUMemorySize")))
     memory = nominal_gpu_memory_gb(memory_gib) if memory_gib else None
-    spec = resolve_gpu_name(raw_name, memory_gb=memory)
+    hint = _family_hint(row, raw_name, memory)
+    if hint is not None:
+        memory = memory or nominal_gpu_memory_gb(hint.memory_gb)
+    spec = resolve_gpu_name(
+        raw_name, memory_gb=memory, form_factor=hint.form_factor if hint else None
+    )
     ram_gib = positive(_float(row.get("MemorySize")))
     processor = str(row.get("PhysicalProcessorModel") or "").strip()
     return _Hardware(
@@ -366,6 +441,33 @@ def _hardware(row: Mapping[str, Any]) -> _Hardware | str:
             "cpu_model": processor or None,
         },
     )
+
+
+def _instance_family(row: Mapping[str, Any]) -> str:
+    """``gn6v`` from ``InstanceTypeFamily`` ``ecs.gn6v``, else from ``ecs.gn6v-c8g1.2xlarge``."""
+    family = str(row.get("InstanceTypeFamily") or "").strip()
+    if not family:
+        parts = str(row.get("InstanceTypeId") or "").strip().split(".")
+        family = f"ecs.{parts[1].split('-', 1)[0]}" if len(parts) == 3 else ""
+    return family.removeprefix("ecs.")
+
+
+def _family_hint(
+    row: Mapping[str, Any], raw_name: str, memory_gb: float | None
+) -> GpuFamilyHint | None:
+    """The documented GPU of the row's family, if it is the GPU the row names.
+
+    Not applied when ``GPUSpec`` does not name the documented GPU, or when ``GPUMemorySize``
+    contradicts the documented memory: the documentation then describes other hardware.
+    """
+    hint = GPU_FAMILY_HINTS.get(_instance_family(row))
+    if hint is None or hint.gpu_family.lower() not in _NAME_WORD.findall(raw_name.lower()):
+        return None
+    if memory_gb is not None and abs(memory_gb - hint.memory_gb) > (
+        _HINT_MEMORY_TOLERANCE * hint.memory_gb
+    ):
+        return None
+    return hint
 
 
 def _float(value: Any) -> float | None:

@@ -28,7 +28,8 @@ test fixtures in tests/fixtures/tencent/ are built from these documents):
   (:data:`FAILURES_KEY`) and becomes a skipped record, unless every call failed.
 * **GPU model per instance family**: the API names no GPU, so :data:`GPU_FAMILIES` maps the
   ``InstanceFamily`` to the GPU of Tencent's "GPU Computing Instance" page
-  (https://www.tencentcloud.com/document/product/560/19701).
+  (https://www.tencentcloud.com/document/product/560/19701) and, for the rendering families,
+  its "GPU Rendering Instance" page (https://intl.cloud.tencent.com/document/product/560/19700).
 
 Prices (``ItemPrice``; the China site quotes them in yuan, "单位：元", so the currency is CNY
 unless the setting ``tencent_currency`` says USD (the international site's SDK docs say USD
@@ -228,7 +229,8 @@ def tc3_authorization(
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class GpuFamily:
-    """The GPU of a Tencent instance family, as the "GPU Computing Instance" page names it."""
+    """The GPU of a Tencent instance family, as its "GPU Computing/Rendering Instance" page
+    names it."""
 
     gpu_raw_name: str
     #: Video memory of one physical GPU, in the page's (nominal) GB.
@@ -239,8 +241,15 @@ class GpuFamily:
 #: (https://www.tencentcloud.com/document/product/560/19701): the overview table's GPU Type
 #: column and each family's "GPU Video Memory" column. The names are the page's own; the
 #: "NVLink" in the V100/A100 names is the page's too (it lists 300 / 600 GB/s NVLink), so the
-#: form factor comes from the name and no extra hint is passed. A family missing here keeps
-#: its offers without a GPU model (``TypeName`` as the raw name).
+#: form factor comes from the name and no extra hint is passed. The rendering families come
+#: from "GPU Rendering Instance" (https://intl.cloud.tencent.com/document/product/560/19700, as
+#: the computing page links it; code index 254298532; Chinese edition "渲染型实例" in
+#: tencentyun/qcloud-documents, product/计算与网络/GPU 云服务器/产品简介/实例类型/渲染型实例.md
+#: @0432c640): their GPUs (T4, A10) come in one form factor. A family missing here keeps its
+#: offers without a GPU model (``TypeName`` as the raw name); no Tencent page found states the
+#: GPU of PNV5b or the HCC families' per-GPU memory (HCCPNV4h: "equipped with A100 GPUs and
+#: supports NVLink and NVSwitch", fabric-manager guide, code index 316572784; 40 or 80 GB not
+#: said), so they stay unmapped.
 GPU_FAMILIES: Mapping[str, GpuFamily] = {
     "PNV4": GpuFamily("NVIDIA A10", 24),
     "GT4": GpuFamily("NVIDIA A100 NVLink 40 GB", 40),
@@ -252,6 +261,14 @@ GPU_FAMILIES: Mapping[str, GpuFamily] = {
     "GN8": GpuFamily("NVIDIA Tesla P40", 24),
     "GN6": GpuFamily("NVIDIA Tesla P4", 8),
     "GN6S": GpuFamily("NVIDIA Tesla P4", 8),
+    # Rendering page: "GNV4v | NVIDIA A10"; GNV4v.7XLARGE116 "1 | 1 * 24 GB" (1/4 and 1/2
+    # vGPU types too, "6 GB vGPU", "12 GB vGPU")
+    "GNV4v": GpuFamily("NVIDIA A10", 24),
+    # Rendering page: "GNV4 | NVIDIA A10"; GNV4.3XLARGE44 "1 | 24 GB"
+    "GNV4": GpuFamily("NVIDIA A10", 24),
+    # Rendering page: "GN7vw | NVIDIA Tesla T4"; GN7vw.4XLARGE64 "1 | 1 * 16 GB" (1/4 and 1/2
+    # vGPU types too, "4 GB vGPU", "8 GB vGPU")
+    "GN7vw": GpuFamily("NVIDIA Tesla T4", 16),
 }
 _FAMILIES_FOLDED = {name.casefold(): family for name, family in GPU_FAMILIES.items()}
 

@@ -16,6 +16,7 @@ import respx
 
 from adapters.alibaba import (
     FAILURES_KEY,
+    GPU_FAMILY_HINTS,
     QUERY_KEY,
     AlibabaAdapter,
     canonical_query,
@@ -23,6 +24,7 @@ from adapters.alibaba import (
     sign_acs3,
 )
 from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
+from adapters.gpus import get_gpu, resolve_gpu_name
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alibaba"
@@ -271,10 +273,111 @@ def test_system_disk_line_matched_in_either_spelling() -> None:
     assert o.price_amount == Decimal("11.54")
 
 
-def test_ambiguous_gpu_name_is_kept_without_a_model() -> None:
+def test_documented_family_places_an_ambiguous_gpu_name() -> None:
+    """gn6v's GPUSpec "NVIDIA V100" is SXM2 or PCIe; Alibaba's gn6v page says "SXM2-based"."""
     (o,) = parse(load(TYPES), price_payload(load(PRICE), itype=GN6V)).offers
     assert o.gpu_raw_name == "NVIDIA V100" and o.gpu_memory_gb == 16
-    assert o.gpu_model is None  # SXM2 or PCIe: the API does not say, so no guess
+    assert (o.gpu_model, o.gpu_vendor) == ("V100-SXM2-16GB", Vendor.NVIDIA)
+    assert o.gpu_form_factor is GpuFormFactor.SXM
+
+
+def _offer_of_type(**changes: Any) -> Any:
+    """The one offer of the recorded gn6v DescribeInstanceTypes row with fields replaced
+    (``None`` removes a field), priced by the recorded DescribePrice answer."""
+    types = load(TYPES)
+    rows = types["InstanceTypes"]["InstanceType"]
+    row = next(r for r in rows if r["InstanceTypeId"] == GN6V)
+    for key, value in changes.items():
+        if value is None:
+            row.pop(key, None)
+        else:
+            row[key] = value
+    types["InstanceTypes"]["InstanceType"] = [row]
+    (o,) = parse(types, price_payload(load(PRICE), itype=row["InstanceTypeId"])).offers
+    return o
+
+
+@pytest.mark.parametrize(
+    ("itype", "family", "gpu_spec", "memory", "model"),
+    [
+        ("ecs.gn6e-c12g1.3xlarge", "ecs.gn6e", "NVIDIA V100", 32, "V100-SXM2-32GB"),
+        ("ecs.gn7-c12g1.3xlarge", "ecs.gn7", "NVIDIA A100", 40, "A100-SXM4-40GB"),
+        ("ecs.ebmgn7.26xlarge", "ecs.ebmgn7", "NVIDIA A100", 40, "A100-SXM4-40GB"),
+        ("ecs.ebmgn6e.24xlarge", "ecs.ebmgn6e", "NVIDIA V100", 32, "V100-SXM2-32GB"),
+        ("ecs.ebmgn6v.24xlarge", "ecs.ebmgn6v", "NVIDIA V100", 16, "V100-SXM2-16GB"),
+        ("ecs.sccgn6.24xlarge", "ecs.sccgn6", "NVIDIA V100", 16, "V100-SXM2-16GB"),
+        ("ecs.sccgn6e.24xlarge", "ecs.sccgn6e", "NVIDIA V100", 32, "V100-SXM2-32GB"),
+    ],
+)
+def test_documented_families_resolve_to_their_sxm_model(
+    itype: str, family: str, gpu_spec: str, memory: int, model: str
+) -> None:
+    o = _offer_of_type(
+        InstanceTypeId=itype, InstanceTypeFamily=family, GPUSpec=gpu_spec, GPUMemorySize=memory
+    )
+    assert (o.gpu_model, o.gpu_raw_name, o.gpu_memory_gb) == (model, gpu_spec, memory)
+    assert o.gpu_form_factor is GpuFormFactor.SXM
+
+
+def test_family_hint_supplies_a_missing_memory_size() -> None:
+    """ebmgn7 without GPUMemorySize: A100 40 or 80 GB; the page says "40 GB HBM2 memory"."""
+    o = _offer_of_type(
+        InstanceTypeId="ecs.ebmgn7.26xlarge",
+        InstanceTypeFamily="ecs.ebmgn7",
+        GPUSpec="NVIDIA A100",
+        GPUMemorySize=None,
+    )
+    assert (o.gpu_model, o.gpu_memory_gb) == ("A100-SXM4-40GB", 40)
+
+
+def test_family_falls_back_to_the_instance_type_prefix() -> None:
+    o = _offer_of_type(InstanceTypeFamily=None)
+    assert o.gpu_model == "V100-SXM2-16GB"
+
+
+@pytest.mark.parametrize(
+    ("itype", "family", "gpu_spec", "memory"),
+    [
+        # gn7e pages give 80 GB per GPU but name neither the GPU nor its form factor
+        ("ecs.gn7e-c16g1.4xlarge", "ecs.gn7e", "NVIDIA A100", 80),
+        ("ecs.ebmgn7ex.32xlarge", "ecs.ebmgn7ex", "NVIDIA A100", 80),
+        # gn5's page says "Uses NVIDIA P100 GPUs", no form factor
+        ("ecs.gn5-c4g1.xlarge", "ecs.gn5", "NVIDIA P100", 16),
+        # a family this table has never heard of
+        ("ecs.gn99-c8g1.2xlarge", "ecs.gn99", "NVIDIA V100", 16),
+    ],
+)
+def test_undocumented_families_stay_unmapped(
+    itype: str, family: str, gpu_spec: str, memory: int
+) -> None:
+    o = _offer_of_type(
+        InstanceTypeId=itype, InstanceTypeFamily=family, GPUSpec=gpu_spec, GPUMemorySize=memory
+    )
+    assert (o.gpu_raw_name, o.gpu_memory_gb) == (gpu_spec, memory)
+    assert (o.gpu_model, o.gpu_form_factor) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"GPUSpec": "NVIDIA P100"}, "GPUSpec names another GPU than the documented V100"),
+        ({"GPUMemorySize": 32}, "32 GB contradicts the documented 16 GB per GPU"),
+    ],
+)
+def test_family_hint_is_not_applied_to_other_hardware(changes: dict[str, Any], why: str) -> None:
+    o = _offer_of_type(**changes)
+    assert o.gpu_model is None, why
+
+
+def test_every_family_hint_resolves_to_its_documented_catalog_model() -> None:
+    for family, hint in GPU_FAMILY_HINTS.items():
+        spec = resolve_gpu_name(
+            f"NVIDIA {hint.gpu_family}", memory_gb=hint.memory_gb, form_factor=hint.form_factor
+        )
+        assert spec is not None, family
+        assert get_gpu(spec.name) is spec
+        assert (spec.family, spec.memory_gb) == (hint.gpu_family, hint.memory_gb), family
+        assert spec.form_factor is GpuFormFactor.SXM, family
 
 
 def _without_breakdown() -> Any:

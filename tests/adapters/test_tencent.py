@@ -304,12 +304,53 @@ def test_postpaid_row_with_only_prepaid_prices_is_not_guessed() -> None:
     assert result.skip_reasons() == {"no hourly price (UnitPriceDiscount / UnitPrice)": 1}
 
 
-def test_unknown_family_is_kept_without_a_model() -> None:
-    unknown = row(InstanceType="GN7vw.3XLARGE40", InstanceFamily="GN7vw", TypeName="GPU渲染型GN7vw")
+@pytest.mark.parametrize(
+    ("family", "itype", "type_name"),
+    [
+        # no Tencent page found names PNV5b's GPU
+        ("PNV5b", "PNV5b.8XLARGE96", "GPU计算型PNV5b"),
+        # "equipped with A100 GPUs and supports NVLink and NVSwitch": 40 or 80 GB is not said
+        ("HCCPNV4h", "HCCPNV4h.48XLARGE1024", "高性能计算集群HCCPNV4h"),
+    ],
+)
+def test_unknown_family_is_kept_without_a_model(family: str, itype: str, type_name: str) -> None:
+    unknown = row(InstanceType=itype, InstanceFamily=family, TypeName=type_name)
     [o] = parse(answer(unknown)).offers
-    assert (o.gpu_model, o.gpu_raw_name, o.gpu_memory_gb) == (None, "GPU渲染型GN7vw", None)
+    assert (o.gpu_model, o.gpu_raw_name, o.gpu_memory_gb) == (None, type_name, None)
+    assert (o.gpu_vendor, o.gpu_form_factor) == (None, None)
     assert o.gpu_count == 1
     assert o.price_amount == Decimal("8.68")
+
+
+@pytest.mark.parametrize(
+    ("family", "itype", "gpu_count", "model", "raw_name", "memory_gb"),
+    [
+        # "GPU Rendering Instance": GN7vw.4XLARGE64 "1 | 1 * 16 GB", NVIDIA Tesla T4
+        ("GN7vw", "GN7vw.4XLARGE64", 1, "T4", "NVIDIA Tesla T4", 16),
+        # GN7vw.LARGE16 "1/4 | 4 GB vGPU"
+        ("GN7vw", "GN7vw.LARGE16", 0.25, "T4", "NVIDIA Tesla T4", 4),
+        # GNV4.3XLARGE44 "1 | 24 GB", NVIDIA A10
+        ("GNV4", "GNV4.3XLARGE44", 1, "A10", "NVIDIA A10", 24),
+        # GNV4v.3XLARGE58 "1/2 | 12 GB vGPU", NVIDIA A10
+        ("GNV4v", "GNV4v.3XLARGE58", 0.5, "A10", "NVIDIA A10", 12),
+    ],
+)
+def test_rendering_families_get_the_documented_gpu(
+    family: str, itype: str, gpu_count: float, model: str, raw_name: str, memory_gb: float
+) -> None:
+    rendering = row(
+        InstanceType=itype,
+        InstanceFamily=family,
+        TypeName=f"GPU渲染型{family}",
+        GpuCount=gpu_count,
+        Gpu=gpu_count,
+    )
+    [o] = parse(answer(rendering)).offers
+    assert (o.gpu_model, o.gpu_raw_name, o.gpu_vendor) == (model, raw_name, Vendor.NVIDIA)
+    assert o.gpu_form_factor is GpuFormFactor.PCIE
+    assert o.gpu_memory_gb == memory_gb
+    assert o.gpu_count == 1
+    assert o.gpu_fraction == (gpu_count if gpu_count < 1 else None)
 
 
 def test_family_lookup_ignores_case_and_falls_back_to_the_type_prefix() -> None:

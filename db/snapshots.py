@@ -73,6 +73,8 @@ class ProviderChanges:
     history_added: int = 0
     history_closed: int = 0
     error: str | None = None
+    offers_kept: int = 0
+    """offers of an earlier run kept as current because this run failed or was skipped"""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -627,7 +629,12 @@ def _store(
             if run.status is RunStatus.OK:
                 change = _store_offers(connection, run, encoded[run.provider], snapshot_id)
             else:
-                change = ProviderChanges(run.provider, run.status, 0, error=run.error)
+                kept = connection.execute(
+                    sa.select(sa.func.count()).where(_current.c.provider == run.provider)
+                ).scalar_one()
+                change = ProviderChanges(
+                    run.provider, run.status, 0, error=run.error, offers_kept=kept
+                )
             _upsert_status(connection, run, change, snapshot_id)
             changes.append(change)
         summary = SnapshotSummary(snapshot_id, started_at, finished_at, tuple(changes))

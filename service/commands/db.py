@@ -162,11 +162,11 @@ def stored_table(stored: StoredSnapshot) -> Table:
     for col in ("provider", "outcome", "current", "new", "gone", "repriced", "history +/-"):
         table.add_column(col, justify="left" if col in ("provider", "outcome") else "right")
     for p in sorted(summary.providers, key=lambda p: p.provider):
-        kept = p.status.value != "ok"
+        failed = p.status.value != "ok"
         table.add_row(
             p.provider,
-            p.status.value + (" (last good offers kept)" if kept else ""),
-            "" if kept else str(p.offer_count),
+            p.status.value + (f" ({p.offers_kept} earlier offers kept)" if p.offers_kept else ""),
+            str(p.offers_kept) if failed else str(p.offer_count),
             str(p.offers_added),
             str(p.offers_removed),
             str(p.prices_changed),

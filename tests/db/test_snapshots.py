@@ -49,6 +49,7 @@ def test_first_snapshot_stores_offers_history_and_outcomes(engine: Engine) -> No
     assert summary.history_closed == 0
     by = {p.provider: p for p in summary.providers}
     assert by["alpha"].offers_added == 2 and by["beta"].status is RunStatus.ERROR
+    assert by["beta"].offers_kept == 0  # nothing stored before: nothing to keep
     state = load_current_offers(engine, now=at(1))
     assert [o.offer_id for o in state.offers] == ["a", "b"]
     assert state.offers == run.offers  # lossless round trip, fetched_at included
@@ -164,6 +165,7 @@ def test_failing_provider_keeps_its_last_good_offers_marked_stale(engine: Engine
     store(engine, ok("alpha", [offer("alpha")]), ok("beta", [offer("beta")]))
     summary = store(engine, failed("alpha", at(3)), ok("beta", [], at(3)), when=at(3))
     assert summary.history_closed == 1  # beta's offer vanished; alpha's stays open
+    assert {p.provider: p.offers_kept for p in summary.providers} == {"alpha": 1, "beta": 0}
 
     state = load_current_offers(engine, now=at(5))
     assert [o.provider for o in state.offers] == ["alpha"]

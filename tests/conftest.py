@@ -26,6 +26,29 @@ POSTGRES_SKIP = (
 )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Settings read by the code under test never see the developer's data directory (its
+    database, an FX table written by ``gpuscout fx update``): a fresh one for the session."""
+    old = os.environ.get("GPUSCOUT_DATA_DIR")
+    os.environ["GPUSCOUT_DATA_DIR"] = str(tmp_path_factory.mktemp("data-dir"))
+    yield
+    if old is None:
+        os.environ.pop("GPUSCOUT_DATA_DIR", None)
+    else:
+        os.environ["GPUSCOUT_DATA_DIR"] = old
+
+
+@pytest.fixture(autouse=True)
+def _shipped_fx_table() -> Iterator[None]:
+    """Each test starts and ends with the shipped FX table, whatever a test applied."""
+    from adapters.schema import use_fx
+
+    use_fx(None)
+    yield
+    use_fx(None)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     url = os.environ.get(POSTGRES_URL_ENV)
     return f"postgres: {url}" if url else f"postgres: {POSTGRES_SKIP}"

@@ -30,6 +30,15 @@ def test_services_and_order() -> None:
     assert "upgrade" in " ".join(services["migrate"]["command"])
 
 
+def test_api_reads_the_fx_table_the_scheduler_writes() -> None:
+    compose = _compose()
+    services = compose["services"]
+    assert "data" in compose["volumes"]
+    assert "data:/home/gpuscout/data" in services["scheduler"]["volumes"]
+    assert any(v.startswith("data:/home/gpuscout/data:ro") for v in services["api"]["volumes"])
+    assert "GPUSCOUT_DATA_DIR=/home/gpuscout/data" in (DEPLOY / "Dockerfile").read_text("utf-8")
+
+
 def test_healthchecks() -> None:
     services = _compose()["services"]
     assert "pg_isready" in " ".join(services["db"]["healthcheck"]["test"])

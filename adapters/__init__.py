@@ -34,6 +34,7 @@ ADAPTER_MODULES: tuple[str, ...] = (
     "fluidstack",
     "tencent",
     "alibaba",
+    "mithril",
 )
 
 

@@ -75,6 +75,7 @@ class Settings(BaseSettings):
     )
     alibaba_access_key_id: SecretStr | None = None
     alibaba_access_key_secret: SecretStr | None = None
+    mithril_api_key: SecretStr | None = None
     price_sheet_paths: list[Path] = Field(
         default_factory=list, description="price-sheet files read by the `sheet` adapter"
     )
@@ -224,6 +225,7 @@ _CREDENTIAL_PREFIXES = frozenset(
         "fluidstack",
         "tencent",
         "alibaba",
+        "mithril",
     ]
 )
 

@@ -1,0 +1,549 @@
+"""Mithril (formerly Foundry, mlfoundry.com): GPU instances from its spot auction and reservations.
+
+API: the Mithril Compute API v2 at ``https://api.mithril.ai`` (OpenAPI 3.1, "Compute API
+reference", https://docs.mithril.ai/compute-api/compute-api-reference). Auth: the API key
+(``fkey_...``) as ``Authorization: Bearer <key>`` (security scheme ``MithrilAPIKey``, HTTP bearer,
+``bearerFormat: fkey_<key>``; "API overview and quickstart", https://docs.mithril.ai/compute-api),
+from the setting ``mithril_api_key``. Calls used:
+
+* ``GET /v2/instance-types`` ("Instance types",
+  https://docs.mithril.ai/compute-api/compute-api-reference/instance-types): a JSON array of
+  ``InstanceTypeModel`` ``{fid, name, num_cpus, cpu_type, ram_gb, num_gpus, gpu_type,
+  gpu_memory_gb, gpu_socket, local_storage_gb, network_type, ib_count, bridge_count}``, e.g.
+  ``h100.80gb.sxm``: 192 CPUs, 1800 GB RAM, 8 x H100 80 GB ``SXM5``, 7800 GB local storage,
+  ``InfiniBand`` with ``ib_count`` 8. One response, no paging.
+* ``GET /v2/spot/availability`` ("Get Auctions: Get the Spot availability across all regions";
+  the quickstart: "Use the /v2/spot/availability endpoint to check current Spot capacity and
+  pricing"; https://docs.mithril.ai/compute-api/compute-api-reference/spot): a JSON array of
+  ``AuctionModel`` ``{fid, instance_type (an it_ fid), region, capacity, last_instance_price
+  ("$10.00"), lowest_allocated_price, adjustable_memory, default_image_version}``. It tells
+  which regions sell each instance type; it is the region list of the price calls below.
+* ``GET /v2/pricing/current?instance_type=<fid>&region=<region>`` ("Get Current Prices V2":
+  "Returns the current spot price, reserved price, and minimum price for a given instance
+  type, optionally filtered by region";
+  https://docs.mithril.ai/compute-api/compute-api-reference/pricing): ``CurrentPricesResponse``
+  ``{spot_price_cents, reserved_price_cents, minimum_price_cents, max_spot_price_cents,
+  max_reserved_price_cents, lowest_allocated_bid_cents, dynamic_win_price_cents,
+  available_capacity, total_capacity}``, all nullable integers. One call per instance type
+  and auction region; a GPU type with no auction row is asked once without a region (the
+  parameter is optional) and its offers have no region.
+
+Units. The ``*_cents`` figures are US cents per instance-hour, for the whole instance. The
+auction is priced per instance: "Bid limit price ($/instance/hr)" and "Price paid
+($/instance/hr)" in the example tables of "Spot auction mechanics"; the spot-bids page asks
+for "a per-instance limit price"; Mithril's CLI documents ``limit_price`` as "max
+$/hour/instance" (https://docs.mithril.ai/mithril-cli/task-yaml/infra). The reservation's
+"Reserved Unit Price (in $/hr)" is read the same way (its Return Credit, quoted alike in $/hr,
+accrues "based on the number of instances returned"), and the pricing call prices an instance
+type, not a GPU. The "Compute
+overview" page says in passing that a spot order states the "maximum price per GPU-hour"; the
+pages that define the auction say per instance, and so does SkyPilot's Mithril catalog
+fetcher, which reads the cents as the instance's hourly price (skypilot-org/skypilot @
+161a59fc9bac7b093f6b632ac68b1cab9bbee843 : sky/catalog/data_fetchers/fetch_mithril.py,
+``fetch_instance_pricing``: ``minimum_price_cents / 100.0`` as both its ``Price`` and
+``SpotPrice`` columns). Offers are therefore ``price_basis=instance``, USD, per hour, the
+cents divided by 100 exactly.
+
+Terms:
+
+* **Spot** (:attr:`RentalTerm.INTERRUPTIBLE`) at ``spot_price_cents``. Mithril's spot market is
+  a blind second-price auction: a bid states a limit price; while it is allocated "you are
+  billed at the current spot price (which will be less than or equal to your limit price)",
+  and it is preempted when the spot price exceeds the limit ("Spot bids",
+  https://docs.mithril.ai/compute-and-storage/spot-bids, and its "Spot auction mechanics"
+  page; read in the Foundry-era copies at docs.mlfoundry.com/compute-and-storage/spot-bids).
+  The current spot price is thus what an allocated instance costs now, so it is the figure
+  used. Not used: ``minimum_price_cents`` (the docs do not say anyone pays it; SkyPilot uses
+  it, see above), ``lowest_allocated_bid_cents`` (the lowest winning limit: a new bid must
+  exceed it to be allocated while capacity is full, but is then billed the spot price),
+  ``dynamic_win_price_cents``, the ``max_*`` figures and the capacities (not documented
+  beyond their names), and the auction's ``last_instance_price`` (a dollar string the docs do
+  not define). A null or non-positive ``spot_price_cents`` is a skipped record, never
+  replaced by another figure. Spot is billed after use, so ``prepaid=False``.
+* **Reserved** at ``reserved_price_cents``, as :attr:`RentalTerm.COMMIT_1D`. Reservations are
+  "for exactly your desired duration, from 3 hours to 2 weeks, with 1-hour increment
+  flexibility", and the price "is charged in full when making the reservation" ("Reserving
+  compute", https://docs.mithril.ai/compute-and-storage/reserving-compute), hence
+  ``prepaid=True``. The schema has no 3-hour term; its shortest commitment, one day, is a
+  length Mithril sells, so the reserved price is offered as a 1-day commitment: a job shorter
+  than a day is costed as a whole day, which can overstate a reservation's cost but never
+  understates it. Mithril does not call reservations on-demand, so they are not offered as
+  such. The docs say reserved prices depend on "the instance type and period you are
+  reserving for", and the pricing call takes no period: the figure is Mithril's current
+  reserved price for the type and region, not a quote for a given length (``GET
+  /v2/reservation/quote`` needs a project and start/end times, and is not used).
+
+Hardware. The GPU is ``gpu_type`` resolved with ``gpu_memory_gb`` (the nominal GB per GPU)
+and the form factor that ``gpu_socket`` states (``SXM5`` => SXM, ``PCIe`` => PCIe; another
+socket gives no hint). ``num_cpus`` (the count the CLI lists as vCPUs) is ``vcpus``, ``ram_gb``
+and ``local_storage_gb`` are GB as named, ``cpu_type`` ("Intel") is the CPU vendor.
+``network_type`` ``InfiniBand`` sets ``fabric``; no Mithril page found states the speed of one
+link, so ``fabric_gbps`` stays empty rather than be derived from ``ib_count``.
+``bridge_count`` is not documented beyond its name and is not used.
+
+Failures. The instance-type and availability calls are the provider: if either fails, fetch
+fails. A price call that still fails after its retries costs only its instance type and
+region: fetch records it under :data:`FAILURES_KEY` and parse reports it as a skipped record;
+only when every price call failed does the provider fail.
+
+Payloads: the instance-type and availability arrays as returned; each price response, which
+does not repeat what was asked, as ``{QUERY_KEY: {"instance_type", "region"}, "response":
+...}`` (``region`` ``null`` for an unfiltered call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, ClassVar
+
+import httpx
+
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
+from .gpus import resolve_gpu_name
+from .schema import Fabric, GpuFormFactor, PriceBasis, PriceUnit, RentalTerm
+from .units import cents_to_units, lenient_float, nominal_gpu_memory_gb, positive, whole_count
+
+__all__ = [
+    "API_BASE",
+    "FAILURES_KEY",
+    "INSTANCE_TYPES_URL",
+    "PRICING_URL",
+    "QUERY_KEY",
+    "RESERVED_TERM",
+    "RESPONSE_KEY",
+    "SPOT_AVAILABILITY_URL",
+    "MithrilAdapter",
+]
+
+log = logging.getLogger("gpuscout.adapters.mithril")
+
+API_BASE = "https://api.mithril.ai"
+INSTANCE_TYPES_URL = API_BASE + "/v2/instance-types"
+SPOT_AVAILABILITY_URL = API_BASE + "/v2/spot/availability"
+PRICING_URL = API_BASE + "/v2/pricing/current"
+
+#: Key of gpuscout's own payloads (lower-case prefix: not a Mithril response). A price response
+#: is stored under :data:`RESPONSE_KEY` beside the query that produced it.
+QUERY_KEY = "gpuscout_query"
+RESPONSE_KEY = "response"
+#: Key of the payload listing the price calls that failed, for parse to report as skipped.
+FAILURES_KEY = "gpuscout_failures"
+
+#: The term reserved prices are offered under (see the module docstring): the schema's shortest
+#: commitment, a length within Mithril's documented 3 hours to 2 weeks.
+RESERVED_TERM = RentalTerm.COMMIT_1D
+
+#: Price calls in flight at once.
+CONCURRENT_CALLS = 8
+
+#: The price fields read, and the term each becomes; ``prepaid`` per term (module docstring).
+_PRICE_FIELDS: tuple[tuple[str, RentalTerm, bool], ...] = (
+    ("spot_price_cents", RentalTerm.INTERRUPTIBLE, False),
+    ("reserved_price_cents", RESERVED_TERM, True),
+)
+#: Keys that mark a bare ``CurrentPricesResponse`` (one that lost its query).
+_PRICE_KEYS = frozenset(
+    {"spot_price_cents", "reserved_price_cents", "minimum_price_cents", "dynamic_win_price_cents"}
+)
+#: ``network_type`` values (lower-cased) naming a fabric of the schema.
+_FABRICS: Mapping[str, Fabric] = {
+    "infiniband": Fabric.INFINIBAND,
+    "roce": Fabric.ROCE,
+    "ethernet": Fabric.ETHERNET,
+}
+_CPU_VENDORS: Mapping[str, str] = {"intel": "intel", "amd": "amd"}
+_HTTP_STATUS = re.compile(r"^HTTP (\d{3})\b")
+_AUTH_STATUSES = frozenset({"401", "403"})
+
+
+# --- failures ----------------------------------------------------------------------------
+
+
+def _cause(reason: str) -> str:
+    """What failed, the same text for every instance type (no ids, no response body).
+
+    :func:`~adapters.base.request` reports ``HTTP <status> from <url>: <body>``, ``timeout
+    after <n> attempts: <url>`` or ``network error on <url>: <detail>``.
+    """
+    status = _HTTP_STATUS.match(reason)
+    if status is not None:
+        return f"HTTP {status.group(1)}"
+    if reason.startswith("timeout"):
+        return "timeout"
+    if reason.startswith("network error"):
+        return "network error"
+    if "is not JSON" in reason:
+        return "response is not JSON"
+    return reason
+
+
+def _auth_failure(reason: str) -> bool:
+    """The key was rejected: HTTP 401 or 403."""
+    status = _HTTP_STATUS.match(reason)
+    return status is not None and status.group(1) in _AUTH_STATUSES
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Failure:
+    """One price call that failed after its retries."""
+
+    instance_type: str
+    region: str  # "" for a call without a region
+    cause: str
+
+    def to_json(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> _Failure:
+        names = [f.name for f in dataclasses.fields(cls)]
+        if not isinstance(raw, Mapping) or not all(isinstance(raw.get(n), str) for n in names):
+            raise ResponseFormatError(MithrilAdapter.name, f"bad {FAILURES_KEY} entry: {raw!r}")
+        return cls(*(raw[n] for n in names))
+
+    @property
+    def ref(self) -> str:
+        return _ref(self.instance_type, self.region or None)
+
+    @property
+    def skip_reason(self) -> str:
+        return f"price call failed: {self.cause}"
+
+
+def _ref(fid: str, region: str | None) -> str:
+    return f"mithril:{fid}@{region}" if region else f"mithril:{fid}"
+
+
+# --- payload shapes ----------------------------------------------------------------------
+
+
+def _rows(payload: list[Any], what: str) -> list[Mapping[str, Any]]:
+    if not all(isinstance(row, Mapping) for row in payload):
+        raise ResponseFormatError(MithrilAdapter.name, f"{what}: an entry is not an object")
+    return payload
+
+
+def _list_kind(payload: list[Any]) -> str | None:
+    """``"instance_types"`` or ``"auctions"`` by the keys of the entries; ``None`` if empty."""
+    if not payload:
+        return None
+    first = payload[0]
+    if isinstance(first, Mapping):
+        if "num_gpus" in first and "gpu_type" in first:
+            return "instance_types"
+        if "instance_type" in first and "region" in first and "last_instance_price" in first:
+            return "auctions"
+    raise ResponseFormatError(
+        MithrilAdapter.name,
+        "a JSON array that is neither instance types (GET /v2/instance-types) nor auctions "
+        "(GET /v2/spot/availability)",
+    )
+
+
+def _instance_type_rows(payload: Any) -> list[Mapping[str, Any]]:
+    if not isinstance(payload, list):
+        raise ResponseFormatError(
+            MithrilAdapter.name,
+            f"GET /v2/instance-types: expected a JSON array, got {type(payload).__name__}",
+        )
+    if _list_kind(payload) not in (None, "instance_types"):
+        raise ResponseFormatError(MithrilAdapter.name, "GET /v2/instance-types: not instance types")
+    return _rows(payload, "GET /v2/instance-types")
+
+
+def _auction_rows(payload: Any) -> list[Mapping[str, Any]]:
+    if not isinstance(payload, list):
+        raise ResponseFormatError(
+            MithrilAdapter.name,
+            f"GET /v2/spot/availability: expected a JSON array, got {type(payload).__name__}",
+        )
+    if _list_kind(payload) not in (None, "auctions"):
+        raise ResponseFormatError(MithrilAdapter.name, "GET /v2/spot/availability: not auctions")
+    return _rows(payload, "GET /v2/spot/availability")
+
+
+def _price_jobs(
+    gpu_types: Iterable[str], auctions: Iterable[Mapping[str, Any]]
+) -> list[tuple[str, str | None]]:
+    """(instance type fid, region) to price: one per auction region, else one without region."""
+    wanted = set(gpu_types)
+    regions: dict[str, set[str]] = {fid: set() for fid in wanted}
+    for row in auctions:
+        fid, region = str(row.get("instance_type") or ""), str(row.get("region") or "")
+        if fid in wanted and region:
+            regions[fid].add(region)
+    jobs: list[tuple[str, str | None]] = []
+    for fid in sorted(regions):
+        found = sorted(regions[fid])
+        if found:
+            jobs.extend((fid, r) for r in found)
+        else:
+            jobs.append((fid, None))
+    return jobs
+
+
+# --- hardware ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Hardware:
+    """What the offers of one instance type share (GET /v2/instance-types)."""
+
+    name: str
+    fields: Mapping[str, Any]
+
+
+def _socket_form_factor(socket: str) -> GpuFormFactor | None:
+    """The form factor ``gpu_socket`` states ("SXM5" => SXM, "PCIe" => PCIe), else ``None``."""
+    lowered = socket.strip().lower()
+    if lowered.startswith("sxm"):
+        return GpuFormFactor.SXM
+    if lowered.startswith("pci"):
+        return GpuFormFactor.PCIE
+    return None
+
+
+def _hardware(row: Mapping[str, Any]) -> _Hardware | str:
+    """The hardware of one instance type, or why it is not priced."""
+    count = whole_count(row.get("num_gpus"))
+    if count is None:
+        return f"no GPU (num_gpus {row.get('num_gpus')!r})"
+    gpu_type = str(row.get("gpu_type") or "").strip()
+    if not gpu_type:
+        return "no gpu_type"
+    memory = positive(lenient_float(row.get("gpu_memory_gb")))
+    memory_gb = nominal_gpu_memory_gb(memory) if memory else None
+    form = _socket_form_factor(str(row.get("gpu_socket") or ""))
+    spec = resolve_gpu_name(gpu_type, memory_gb=memory_gb, form_factor=form)
+    network = str(row.get("network_type") or "").strip().lower()
+    cpu = str(row.get("cpu_type") or "").strip().lower()
+    fid = str(row.get("fid") or "")
+    return _Hardware(
+        name=str(row.get("name") or "").strip() or fid,
+        fields={
+            "gpu_model": spec.name if spec else None,
+            "gpu_raw_name": gpu_type,
+            "gpu_vendor": spec.vendor if spec else None,
+            "gpu_form_factor": spec.form_factor if spec else form,
+            "gpu_count": count,
+            "gpu_memory_gb": memory_gb,
+            "vcpus": positive(lenient_float(row.get("num_cpus"))),
+            "cpu_vendor": _CPU_VENDORS.get(cpu),
+            "ram_gb": positive(lenient_float(row.get("ram_gb"))),
+            "storage_gb": positive(lenient_float(row.get("local_storage_gb"))),
+            "fabric": _FABRICS.get(network),
+        },
+    )
+
+
+# --- the adapter -------------------------------------------------------------------------
+
+
+class MithrilAdapter(Adapter):
+    """Mithril instance types priced per auction region: spot and 1-day reservations."""
+
+    name: ClassVar[str] = "mithril"
+    title: ClassVar[str] = "Mithril (formerly Foundry)"
+    source_url: ClassVar[str] = PRICING_URL
+    credential_names: ClassVar[tuple[str, ...]] = ("mithril_api_key",)
+    #: Price calls in flight at once.
+    concurrency: ClassVar[int] = CONCURRENT_CALLS
+
+    # fetch -------------------------------------------------------------------------------
+    async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        """Instance types and auctions, then the current prices per GPU type and region."""
+        key = self.require_credentials()["mithril_api_key"]
+        headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        types = await self._listing(client, INSTANCE_TYPES_URL, headers)
+        type_rows = _instance_type_rows(types)
+        auctions = await self._listing(client, SPOT_AVAILABILITY_URL, headers)
+        auction_rows = _auction_rows(auctions)
+        gpu_types = [
+            str(row.get("fid") or "")
+            for row in type_rows
+            if row.get("fid") and not isinstance(_hardware(row), str)
+        ]
+        jobs = _price_jobs(gpu_types, auction_rows)
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(fid: str, region: str | None) -> dict[str, Any] | _Failure:
+            params = {"instance_type": fid} | ({"region": region} if region else {})
+            try:
+                async with gate:
+                    response = await self.get_json(
+                        client, PRICING_URL, params=params, headers=headers
+                    )
+            except ProviderError as exc:
+                return _Failure(fid, region or "", _cause(exc.reason))
+            return {QUERY_KEY: {"instance_type": fid, "region": region}, RESPONSE_KEY: response}
+
+        outcomes = await asyncio.gather(*(one(fid, region) for fid, region in jobs))
+        priced = [o for o in outcomes if not isinstance(o, _Failure)]
+        failures = [o for o in outcomes if isinstance(o, _Failure)]
+        if failures and not priced:
+            causes = Counter(f.cause for f in failures)
+            summary = "; ".join(f"{cause} ({n})" for cause, n in causes.most_common(3))
+            hint = " (check GPUSCOUT_MITHRIL_API_KEY)" if any(map(_auth_failure, causes)) else ""
+            raise ProviderError(
+                self.name, f"all {len(failures)} price calls failed: {summary}{hint}"
+            )
+        payloads: list[Any] = [types, auctions, *priced]
+        if failures:
+            log.warning(
+                "mithril: %d of %d price calls failed (kept as skipped records)",
+                len(failures),
+                len(jobs),
+            )
+            payloads.append({FAILURES_KEY: [f.to_json() for f in failures]})
+        return payloads
+
+    async def _listing(
+        self, client: httpx.AsyncClient, url: str, headers: Mapping[str, str]
+    ) -> Any:
+        """One listing call; a rejected key says which setting to check."""
+        try:
+            return await self.get_json(client, url, headers=dict(headers))
+        except ProviderError as exc:
+            if _auth_failure(exc.reason):
+                raise ProviderError(
+                    self.name, f"{exc.reason} (check GPUSCOUT_MITHRIL_API_KEY)"
+                ) from None
+            raise
+
+    # parse -------------------------------------------------------------------------------
+    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        hardware: dict[str, _Hardware] = {}
+        rejected: dict[str, str] = {}
+        prices: list[tuple[Mapping[str, Any], Any]] = []
+        failures: list[_Failure] = []
+        for payload in payloads:
+            if isinstance(payload, list):
+                kind = _list_kind(payload)
+                if kind == "instance_types":
+                    for row in _instance_type_rows(payload):
+                        fid = str(row.get("fid") or "")
+                        hw = _hardware(row) if fid else "instance type without fid"
+                        if isinstance(hw, str):
+                            rejected[fid or repr(row.get("name"))] = hw
+                        else:
+                            hardware[fid] = hw
+                elif kind == "auctions":
+                    _auction_rows(payload)  # shape only: the regions come with the prices
+            elif isinstance(payload, Mapping):
+                self._classify(payload, prices, failures)
+            else:
+                raise ResponseFormatError(
+                    self.name, f"unexpected payload type {type(payload).__name__}"
+                )
+        result = ParseResult()
+        for fid, reason in sorted(rejected.items()):
+            result.skip(reason, f"mithril:instance-type/{fid}")
+        seen: set[tuple[str, str | None, RentalTerm]] = set()
+        for query, response in prices:
+            self._price(result, query, response, hardware, fetched_at, seen)
+        for failure in failures:
+            result.skip(failure.skip_reason, failure.ref)
+        return result
+
+    def _classify(
+        self,
+        payload: Mapping[str, Any],
+        prices: list[tuple[Mapping[str, Any], Any]],
+        failures: list[_Failure],
+    ) -> None:
+        if QUERY_KEY in payload:
+            query = payload[QUERY_KEY]
+            if not isinstance(query, Mapping) or RESPONSE_KEY not in payload:
+                raise ResponseFormatError(self.name, f"bad {QUERY_KEY} payload")
+            if not isinstance(query.get("instance_type"), str) or not (
+                query.get("region") is None or isinstance(query.get("region"), str)
+            ):
+                raise ResponseFormatError(self.name, f"bad {QUERY_KEY}: {dict(query)!r}")
+            prices.append((query, payload[RESPONSE_KEY]))
+        elif FAILURES_KEY in payload:
+            entries = payload[FAILURES_KEY]
+            if not isinstance(entries, list):
+                raise ResponseFormatError(self.name, f"'{FAILURES_KEY}' is not a list")
+            failures.extend(_Failure.from_json(e) for e in entries)
+        elif _PRICE_KEYS & set(payload):
+            raise ResponseFormatError(
+                self.name,
+                "a price response without its query (instance type, region): "
+                f"wrap it as {{{QUERY_KEY!r}: ..., {RESPONSE_KEY!r}: ...}}",
+            )
+        elif "detail" in payload:  # FastAPI's error body ({"detail": ...})
+            raise ProviderError(self.name, f"API error: {payload['detail']!r}"[:300])
+        else:
+            keys = ", ".join(sorted(map(str, payload))[:6])
+            raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")
+
+    def _price(
+        self,
+        result: ParseResult,
+        query: Mapping[str, Any],
+        response: Any,
+        hardware: Mapping[str, _Hardware],
+        fetched_at: datetime,
+        seen: set[tuple[str, str | None, RentalTerm]],
+    ) -> None:
+        """The spot and reserved offers of one price response."""
+        fid = str(query["instance_type"])
+        region = query.get("region") or None
+        ref = _ref(fid, region)
+        hw = hardware.get(fid)
+        if hw is None:
+            result.skip("instance type not in GET /v2/instance-types (hardware unknown)", ref)
+            return
+        if not isinstance(response, Mapping):
+            result.skip("price response is not a JSON object", ref)
+            return
+        for field, term, prepaid in _PRICE_FIELDS:
+            usd = _usd(result, response.get(field), field, ref)
+            if usd is None:
+                continue
+            if (fid, region, term) in seen:
+                result.skip("duplicate price for the same instance type, region and term", ref)
+                continue
+            offer = result.add(
+                ref,
+                provider=self.name,
+                offer_id=fid,
+                instance_name=hw.name,
+                region=region,
+                fetched_at=fetched_at,
+                raw_ref=ref,
+                **hw.fields,
+                price_amount=usd,
+                price_currency="USD",
+                price_unit=PriceUnit.HOUR,
+                price_basis=PriceBasis.INSTANCE,
+                term=term,
+                prepaid=prepaid,
+            )
+            if offer is not None:
+                seen.add((fid, region, term))
+
+
+def _usd(result: ParseResult, raw: Any, field: str, ref: str) -> Decimal | None:
+    """USD per instance-hour from a ``*_cents`` field, or ``None`` (skipped, with the reason)."""
+    if raw is None:
+        result.skip(f"no {field} (null or absent)", ref)
+        return None
+    try:
+        usd = cents_to_units(raw)
+    except ValueError:
+        usd = None
+    if usd is None or usd <= 0:
+        result.skip(f"{field} is not a positive number: {raw!r}", ref)
+        return None
+    return usd
+
+
+ADAPTER = MithrilAdapter

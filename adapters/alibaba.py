@@ -60,9 +60,9 @@ the adapter's :class:`~adapters.base.RetryPolicy`, on 429/5xx, transport errors 
 throttling, which is an HTTP 400 with code ``Throttling`` (or ``Throttling.User``...; "400
 Throttling Request was denied due to request throttling",
 https://developer.aliyun.com/ask/128391). A call
-that still fails costs only its instance type, region and term: fetch records it (payload
-key :data:`FAILURES_KEY`) and parse reports it as a skipped record; only when every price
-call failed does the provider fail.
+that still fails costs only its instance type, region and term: fetch records it (a last
+payload, :func:`~adapters.base.failed_calls_payload`) and parse reports it as a skipped
+record; only when every price call failed does the provider fail.
 
 Payloads: DescribeInstanceTypes and DescribeAvailableResource responses as returned; price
 and spot responses, which do not repeat what was asked, wrapped as
@@ -87,14 +87,22 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request_json
+from .base import (
+    Adapter,
+    FailedCall,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    failed_calls_payload,
+    read_failed_calls,
+    request_json,
+)
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import gib_to_gb, nominal_gpu_memory_gb, positive, to_decimal, whole_count
 
 __all__ = [
     "API_VERSION",
-    "FAILURES_KEY",
     "GPU_FAMILY_HINTS",
     "PRICE_UNITS",
     "QUERY_KEY",
@@ -180,8 +188,6 @@ _TERM_NAMES = {
 #: spot response is stored under ``"response"`` beside the query that produced it.
 QUERY_KEY = "gpuscout_query"
 RESPONSE_KEY = "response"
-#: Key of the payload listing the calls that failed, for parse to report as skipped records.
-FAILURES_KEY = "gpuscout_failures"
 
 #: Calls in flight at once, over all regions (ECS throttles per account, API and region).
 CONCURRENT_CALLS = 8
@@ -373,25 +379,12 @@ class _Failure:
     price_unit: str
     cause: str
 
-    def to_json(self) -> dict[str, str]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, raw: Any) -> _Failure:
-        fields = [f.name for f in dataclasses.fields(cls)]
-        if not isinstance(raw, Mapping) or not all(isinstance(raw.get(f), str) for f in fields):
-            raise ResponseFormatError(AlibabaAdapter.name, f"bad {FAILURES_KEY} entry: {raw!r}")
-        return cls(*(raw[f] for f in fields))
-
     @property
-    def ref(self) -> str:
-        parts = [self.region, self.instance_type, self.price_unit]
-        return "alibaba:" + "/".join(p for p in parts if p)
-
-    @property
-    def skip_reason(self) -> str:
+    def failed_call(self) -> FailedCall:
+        """The skipped record parse reports: what was asked in the ref, the cause in the reason."""
+        where = "/".join(p for p in (self.region, self.instance_type, self.price_unit) if p)
         what = f"{self.action} {self.price_unit}".strip()
-        return f"{what} failed: {self.cause}"
+        return FailedCall(f"alibaba:{where}", f"{what} failed: {self.cause}")
 
 
 # --- hardware ----------------------------------------------------------------------------
@@ -635,7 +628,7 @@ class AlibabaAdapter(Adapter):
                 len(failures),
                 len(jobs) + len(self.regions),
             )
-            payloads.append({FAILURES_KEY: [f.to_json() for f in failures]})
+            payloads.append(failed_calls_payload([f.failed_call for f in failures]))
         return payloads
 
     async def _instance_types(
@@ -783,8 +776,11 @@ class AlibabaAdapter(Adapter):
         available: dict[tuple[str, str], bool] = {}
         prices: list[tuple[Mapping[str, Any], Any]] = []
         spots: list[tuple[Mapping[str, Any], Any]] = []
-        failures: list[_Failure] = []
+        failed: list[FailedCall] = []
         for payload in payloads:
+            if (calls := read_failed_calls(payload, self.name)) is not None:
+                failed.extend(calls)
+                continue
             if not isinstance(payload, Mapping):
                 raise ResponseFormatError(
                     self.name, f"expected a JSON object, got {type(payload).__name__}"
@@ -810,11 +806,6 @@ class AlibabaAdapter(Adapter):
                     spots.append((query, payload[RESPONSE_KEY]))
                 else:
                     raise ResponseFormatError(self.name, f"unknown query action {action!r}")
-            elif FAILURES_KEY in payload:
-                entries = payload[FAILURES_KEY]
-                if not isinstance(entries, list):
-                    raise ResponseFormatError(self.name, f"'{FAILURES_KEY}' is not a list")
-                failures.extend(_Failure.from_json(e) for e in entries)
             elif "PriceInfo" in payload or "SpotPrices" in payload:
                 raise ResponseFormatError(
                     self.name,
@@ -833,8 +824,7 @@ class AlibabaAdapter(Adapter):
         for query, response in prices:
             builder.price(query, response)
         builder.spot(spots)
-        for failure in failures:
-            result.skip(failure.skip_reason, failure.ref)
+        result.skip_failed(failed)
         return result
 
 

@@ -18,8 +18,9 @@ Sources (formats as documented by AWS and recorded in tests/fixtures/aws/):
   with a warning and the public price list is still fetched. Spot is an extra: a region
   whose spot call fails (rejected keys, an opt-in region the account has not enabled, EC2
   unreachable) loses only its spot prices, even when every region fails. The failures are
-  logged as one warning and kept in the payloads (:data:`SPOT_FAILURES_KEY`), so that
-  :meth:`AwsAdapter.parse` records each failed region as a skipped record with its cause.
+  logged as one warning and kept in the payloads (:func:`~adapters.base.failed_calls_payload`),
+  so that :meth:`AwsAdapter.parse` records each failed region as a skipped record with its
+  cause.
 * **DescribeInstanceTypes** ``GpuInfo`` (Query-API XML, fetched with the same keys, or the
   SDK's JSON), when given, names the GPU model and maker; otherwise the model comes from
   :data:`GPU_FAMILIES`.
@@ -58,9 +59,12 @@ from botocore.credentials import Credentials
 from .base import (
     MIN_USD_PER_GPU_HOUR,
     Adapter,
+    FailedCall,
     ParseResult,
     ProviderError,
     ResponseFormatError,
+    failed_calls_payload,
+    read_failed_calls,
     request,
     request_stream,
 )
@@ -68,7 +72,7 @@ from .gpus import resolve_gpu_name
 from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor, usd_per_hour
 from .units import gib_to_gb, mib_to_gb, to_decimal, to_float
 
-__all__ = ["GPU_FAMILIES", "SPOT_FAILURES_KEY", "AwsAdapter", "GpuFamily"]
+__all__ = ["GPU_FAMILIES", "AwsAdapter", "GpuFamily"]
 
 log = logging.getLogger("gpuscout.adapters.aws")
 
@@ -82,11 +86,6 @@ CONCURRENT_DOWNLOADS = 4
 MAX_EC2_PAGES = 50
 #: Values per ``instance-type`` filter in one DescribeInstanceTypes call.
 INSTANCE_TYPE_FILTER_CHUNK = 50
-#: Key of the payload :meth:`AwsAdapter.fetch` adds when spot prices failed in some region.
-#: It is gpuscout's own record, not an AWS response (hence the lower-case prefix): the only
-#: way for fetch to hand the failures to the pure parse step, which turns them into skipped
-#: records the run reports.
-SPOT_FAILURES_KEY = "gpuscout_spot_failures"
 #: HTTP statuses of EC2's authentication/authorization errors: ``AuthFailure`` (401, also
 #: what an opt-in region the account has not enabled answers) and ``UnauthorizedOperation``
 #: (403, the keys lack ``ec2:DescribeSpotPriceHistory``).
@@ -471,26 +470,6 @@ class _SpotFailure:
             _xml_unescape(message.group(1)).removesuffix("...") if message else "",
         )
 
-    @classmethod
-    def from_json(cls, raw: Any) -> _SpotFailure:
-        """One entry of a :data:`SPOT_FAILURES_KEY` payload, as :meth:`to_json` wrote it."""
-        status = raw.get("status") if isinstance(raw, Mapping) else None
-        if (
-            not isinstance(raw, Mapping)
-            or not isinstance(raw.get("region"), str)
-            or not (status is None or isinstance(status, int))
-        ):
-            raise ResponseFormatError(AwsAdapter.name, f"bad {SPOT_FAILURES_KEY} entry: {raw!r}")
-        return cls(raw["region"], status, str(raw.get("code") or ""), str(raw.get("message") or ""))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "region": self.region,
-            "status": self.status,
-            "code": self.code,
-            "message": self.message,
-        }
-
     @property
     def auth(self) -> bool:
         """Rejected keys, keys without the permission, or a region not enabled."""
@@ -504,15 +483,15 @@ class _SpotFailure:
         return f"HTTP {self.status} {self.code}".strip()
 
     @property
-    def skip_reason(self) -> str:
-        """The skipped-record reason (no region or request id in it, so that counts group)."""
+    def failed_call(self) -> FailedCall:
+        """The skipped record parse reports (no region or request id in the reason)."""
         reason = f"spot prices not fetched: {self.cause}"
         if self.auth:
             reason += (
                 " (AWS keys rejected or without ec2:DescribeSpotPriceHistory,"
                 " or the region is not enabled for the account)"
             )
-        return reason
+        return FailedCall(f"aws:spot/{self.region}", reason)
 
 
 def _xml_unescape(text: str) -> str:
@@ -747,7 +726,8 @@ class AwsAdapter(Adapter):
 
         The price list is the provider: if it fails, fetch fails. Spot is an extra: regions
         whose spot call failed are logged in one warning and listed in a last payload
-        (:data:`SPOT_FAILURES_KEY`), and the price lists are returned all the same.
+        (:func:`~adapters.base.failed_calls_payload`), and the price lists are returned all
+        the same.
         """
         index = await self.get_json(client, REGION_INDEX_URL)
         csv_urls = self._region_csv_urls(index)
@@ -779,7 +759,7 @@ class AwsAdapter(Adapter):
         payloads.extend(pages)
         if failures:
             log.warning("%s", _spot_failure_warning(failures, len(types_by_region)))
-            payloads.append({SPOT_FAILURES_KEY: [f.to_json() for f in failures]})
+            payloads.append(failed_calls_payload([f.failed_call for f in failures]))
         return payloads
 
     async def _fetch_instance_types(
@@ -971,15 +951,17 @@ class AwsAdapter(Adapter):
         records: list[tuple[_Product, _Rate]] = []
         spots: list[_Spot] = []
         gpu_info: dict[str, _GpuInfo] = {}
-        failures: list[_SpotFailure] = []
+        failed: list[FailedCall] = []
         for payload in payloads:
-            self._classify(payload, records, spots, gpu_info, failures)
+            if (calls := read_failed_calls(payload, self.name)) is not None:
+                failed.extend(calls)
+            else:
+                self._classify(payload, records, spots, gpu_info)
         result = ParseResult()
         builder = _OfferBuilder(self.name, fetched_at, result, gpu_info)
         builder.price_list(records)
         builder.spot(spots)
-        for failure in failures:  # the run reports them: a rejected key must not go unseen
-            result.skip(failure.skip_reason, f"aws:spot/{failure.region}")
+        result.skip_failed(failed)  # the run reports them: a rejected key must not go unseen
         return result
 
     def _classify(
@@ -988,7 +970,6 @@ class AwsAdapter(Adapter):
         records: list[tuple[_Product, _Rate]],
         spots: list[_Spot],
         gpu_info: dict[str, _GpuInfo],
-        failures: list[_SpotFailure],
     ) -> None:
         """Tell a payload's kind by its content and collect its records."""
         if isinstance(payload, bytes):
@@ -1014,11 +995,6 @@ class AwsAdapter(Adapter):
                 spots.extend(_json_spot(payload))
             elif "InstanceTypes" in payload:
                 gpu_info.update(_gpu_infos(payload))
-            elif SPOT_FAILURES_KEY in payload:
-                entries = payload[SPOT_FAILURES_KEY]
-                if not isinstance(entries, list):
-                    raise ResponseFormatError(self.name, f"'{SPOT_FAILURES_KEY}' is not a list")
-                failures.extend(_SpotFailure.from_json(e) for e in entries)
             else:
                 keys = ", ".join(sorted(map(str, payload))[:6])
                 raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")

@@ -8,6 +8,10 @@ An adapter keeps I/O and parsing apart:
   record is skipped and counted with its reason; a broken response raises
   :class:`ProviderError`. Nothing is invented to fill a gap.
 
+A fetch that goes on past a call which failed after its retries (one region, one term...)
+hands the failures to parse in a last payload of its own, :func:`failed_calls_payload`;
+parse reads it back with :func:`read_failed_calls` and reports each as a skipped record.
+
 Errors::
 
     AdapterError                    base of everything raised here
@@ -25,7 +29,7 @@ import email.utils
 import json
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, ClassVar, TypeVar
@@ -37,15 +41,19 @@ import tenacity
 from .schema import Offer
 
 __all__ = [
+    "FAILED_CALLS_KEY",
     "MIN_USD_PER_GPU_HOUR",
     "Adapter",
     "AdapterError",
+    "FailedCall",
     "MissingCredentials",
     "ParseResult",
     "ProviderError",
     "ResponseFormatError",
     "RetryPolicy",
     "SkippedRecord",
+    "failed_calls_payload",
+    "read_failed_calls",
     "request",
     "request_json",
     "request_stream",
@@ -96,6 +104,56 @@ class SkippedRecord:
     ref: str | None = None
 
 
+#: Key of the payload that lists the provider calls a fetch gave up on. It is gpuscout's own
+#: record, not a provider response (hence the lower-case prefix): the only way for fetch to
+#: hand the failures to the pure parse step, which turns them into skipped records the run
+#: reports (and a recorded run replays the same).
+FAILED_CALLS_KEY = "gpuscout_failed_calls"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FailedCall:
+    """A provider call that failed after its retries, as parse reports it: a skipped record.
+
+    ``reason`` groups in the run's counts, so it names the cause but no request id, region or
+    instance type; those belong in ``ref`` (``"aws:spot/us-west-2"``).
+    """
+
+    ref: str
+    reason: str
+
+
+def failed_calls_payload(calls: Sequence[FailedCall]) -> dict[str, Any]:
+    """The payload a fetch appends for parse: ``{FAILED_CALLS_KEY: [{"ref", "reason"}...]}``.
+
+    Plain JSON, so that a recorded run parses the same as a live one.
+    """
+    return {FAILED_CALLS_KEY: [{"ref": c.ref, "reason": c.reason} for c in calls]}
+
+
+def read_failed_calls(payload: Any, provider: str) -> list[FailedCall] | None:
+    """The calls a :func:`failed_calls_payload` lists; None for any other payload.
+
+    A payload with the key but not the shape is a :class:`ResponseFormatError` naming
+    ``provider``: a broken record must not pass for "nothing failed".
+    """
+    if not isinstance(payload, Mapping) or FAILED_CALLS_KEY not in payload:
+        return None
+    entries = payload[FAILED_CALLS_KEY]
+    if not isinstance(entries, list):
+        raise ResponseFormatError(provider, f"'{FAILED_CALLS_KEY}' is not a list")
+    calls: list[FailedCall] = []
+    for entry in entries:
+        if not (
+            isinstance(entry, Mapping)
+            and isinstance(entry.get("ref"), str)
+            and isinstance(entry.get("reason"), str)
+        ):
+            raise ResponseFormatError(provider, f"bad {FAILED_CALLS_KEY} entry: {entry!r}")
+        calls.append(FailedCall(entry["ref"], entry["reason"]))
+    return calls
+
+
 @dataclasses.dataclass(slots=True)
 class ParseResult:
     """What :meth:`Adapter.parse` found: the offers, and the records it had to skip."""
@@ -105,6 +163,11 @@ class ParseResult:
 
     def skip(self, reason: str, ref: str | None = None) -> None:
         self.skipped.append(SkippedRecord(reason, ref))
+
+    def skip_failed(self, calls: Iterable[FailedCall]) -> None:
+        """Report each call fetch gave up on, so that a lost region or term is not unseen."""
+        for call in calls:
+            self.skip(call.reason, call.ref)
 
     def add(self, ref: str | None = None, /, **fields: Any) -> Offer | None:
         """Build an Offer from ``fields``; a record that fails validation, or whose price is

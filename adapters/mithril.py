@@ -83,8 +83,9 @@ link, so ``fabric_gbps`` stays empty rather than be derived from ``ib_count``.
 
 Failures. The instance-type and availability calls are the provider: if either fails, fetch
 fails. A price call that still fails after its retries costs only its instance type and
-region: fetch records it under :data:`FAILURES_KEY` and parse reports it as a skipped record;
-only when every price call failed does the provider fail.
+region: fetch records it in a last payload (:func:`~adapters.base.failed_calls_payload`) and
+parse reports it as a skipped record; only when every price call failed does the provider
+fail.
 
 Payloads: the instance-type and availability arrays as returned; each price response, which
 does not repeat what was asked, as ``{QUERY_KEY: {"instance_type", "region"}, "response":
@@ -105,14 +106,21 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
+from .base import (
+    Adapter,
+    FailedCall,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    failed_calls_payload,
+    read_failed_calls,
+)
 from .gpus import resolve_gpu_name
 from .schema import Fabric, GpuFormFactor, PriceBasis, PriceUnit, RentalTerm
 from .units import cents_to_units, lenient_float, nominal_gpu_memory_gb, positive, whole_count
 
 __all__ = [
     "API_BASE",
-    "FAILURES_KEY",
     "INSTANCE_TYPES_URL",
     "PRICING_URL",
     "QUERY_KEY",
@@ -133,8 +141,6 @@ PRICING_URL = API_BASE + "/v2/pricing/current"
 #: is stored under :data:`RESPONSE_KEY` beside the query that produced it.
 QUERY_KEY = "gpuscout_query"
 RESPONSE_KEY = "response"
-#: Key of the payload listing the price calls that failed, for parse to report as skipped.
-FAILURES_KEY = "gpuscout_failures"
 
 #: The term reserved prices are offered under (see the module docstring): the schema's shortest
 #: commitment, a length within Mithril's documented 3 hours to 2 weeks.
@@ -198,23 +204,12 @@ class _Failure:
     region: str  # "" for a call without a region
     cause: str
 
-    def to_json(self) -> dict[str, str]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, raw: Any) -> _Failure:
-        names = [f.name for f in dataclasses.fields(cls)]
-        if not isinstance(raw, Mapping) or not all(isinstance(raw.get(n), str) for n in names):
-            raise ResponseFormatError(MithrilAdapter.name, f"bad {FAILURES_KEY} entry: {raw!r}")
-        return cls(*(raw[n] for n in names))
-
     @property
-    def ref(self) -> str:
-        return _ref(self.instance_type, self.region or None)
-
-    @property
-    def skip_reason(self) -> str:
-        return f"price call failed: {self.cause}"
+    def failed_call(self) -> FailedCall:
+        """The skipped record parse reports (the cause alone in the reason, so that it groups)."""
+        return FailedCall(
+            _ref(self.instance_type, self.region or None), f"price call failed: {self.cause}"
+        )
 
 
 def _ref(fid: str, region: str | None) -> str:
@@ -401,7 +396,7 @@ class MithrilAdapter(Adapter):
                 len(failures),
                 len(jobs),
             )
-            payloads.append({FAILURES_KEY: [f.to_json() for f in failures]})
+            payloads.append(failed_calls_payload([f.failed_call for f in failures]))
         return payloads
 
     async def _listing(
@@ -422,9 +417,11 @@ class MithrilAdapter(Adapter):
         hardware: dict[str, _Hardware] = {}
         rejected: dict[str, str] = {}
         prices: list[tuple[Mapping[str, Any], Any]] = []
-        failures: list[_Failure] = []
+        failed: list[FailedCall] = []
         for payload in payloads:
-            if isinstance(payload, list):
+            if (calls := read_failed_calls(payload, self.name)) is not None:
+                failed.extend(calls)
+            elif isinstance(payload, list):
                 kind = _list_kind(payload)
                 if kind == "instance_types":
                     for row in _instance_type_rows(payload):
@@ -437,7 +434,7 @@ class MithrilAdapter(Adapter):
                 elif kind == "auctions":
                     _auction_rows(payload)  # shape only: the regions come with the prices
             elif isinstance(payload, Mapping):
-                self._classify(payload, prices, failures)
+                self._classify(payload, prices)
             else:
                 raise ResponseFormatError(
                     self.name, f"unexpected payload type {type(payload).__name__}"
@@ -448,15 +445,13 @@ class MithrilAdapter(Adapter):
         seen: set[tuple[str, str | None, RentalTerm]] = set()
         for query, response in prices:
             self._price(result, query, response, hardware, fetched_at, seen)
-        for failure in failures:
-            result.skip(failure.skip_reason, failure.ref)
+        result.skip_failed(failed)
         return result
 
     def _classify(
         self,
         payload: Mapping[str, Any],
         prices: list[tuple[Mapping[str, Any], Any]],
-        failures: list[_Failure],
     ) -> None:
         if QUERY_KEY in payload:
             query = payload[QUERY_KEY]
@@ -467,11 +462,6 @@ class MithrilAdapter(Adapter):
             ):
                 raise ResponseFormatError(self.name, f"bad {QUERY_KEY}: {dict(query)!r}")
             prices.append((query, payload[RESPONSE_KEY]))
-        elif FAILURES_KEY in payload:
-            entries = payload[FAILURES_KEY]
-            if not isinstance(entries, list):
-                raise ResponseFormatError(self.name, f"'{FAILURES_KEY}' is not a list")
-            failures.extend(_Failure.from_json(e) for e in entries)
         elif _PRICE_KEYS & set(payload):
             raise ResponseFormatError(
                 self.name,

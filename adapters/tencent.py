@@ -25,7 +25,8 @@ test fixtures in tests/fixtures/tencent/ are built from these documents):
   is a :class:`ProviderError` naming the code and message (the key is wrong everywhere);
   ``RequestLimitExceeded*``, ``InternalError`` and ``ServiceUnavailable`` are retried; any
   other error loses only that region and billing mode: it is kept in a last payload
-  (:data:`FAILURES_KEY`) and becomes a skipped record, unless every call failed.
+  (:func:`~adapters.base.failed_calls_payload`) and becomes a skipped record, unless every
+  call failed.
 * **GPU model per instance family**: the API names no GPU, so :data:`GPU_FAMILIES` maps the
   ``InstanceFamily`` to the GPU of Tencent's "GPU Computing Instance" page
   (https://www.tencentcloud.com/document/product/560/19701) and, for the rendering families,
@@ -75,10 +76,13 @@ import httpx
 
 from .base import (
     Adapter,
+    FailedCall,
     ParseResult,
     ProviderError,
     ResponseFormatError,
     RetryPolicy,
+    failed_calls_payload,
+    read_failed_calls,
 )
 from .gpus import resolve_gpu_name
 from .schema import PriceBasis, PriceUnit, RentalTerm
@@ -86,7 +90,6 @@ from .units import nominal_gpu_memory_gb, to_decimal, to_float
 
 __all__ = [
     "CHARGE_TYPES",
-    "FAILURES_KEY",
     "GPU_FAMILIES",
     "GPU_REGIONS",
     "GpuFamily",
@@ -107,10 +110,6 @@ ALGORITHM = "TC3-HMAC-SHA256"
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 #: API calls under way at once (the documented limit is 40 calls a second for this action).
 CONCURRENT_REQUESTS = 4
-#: Key of the payload :meth:`TencentAdapter.fetch` adds when some calls failed. It is
-#: gpuscout's own record, not a Tencent response (hence the lower-case prefix): the pure
-#: parse step turns each entry into a skipped record the run reports.
-FAILURES_KEY = "gpuscout_failures"
 #: Region names listed per cause in the failure warning.
 MAX_REGIONS_NAMED = 6
 
@@ -290,16 +289,13 @@ class _Failure:
         """The same text in every region, so that skipped records and warnings group."""
         return self.code or self.message
 
-    def to_json(self) -> dict[str, str]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, raw: Any) -> _Failure:
-        if not isinstance(raw, Mapping) or not all(
-            isinstance(raw.get(k), str) for k in ("region", "charge_type", "code", "message")
-        ):
-            raise ResponseFormatError(TencentAdapter.name, f"bad {FAILURES_KEY} entry: {raw!r}")
-        return cls(raw["region"], raw["charge_type"], raw["code"], raw["message"])
+    @property
+    def failed_call(self) -> FailedCall:
+        """The skipped record parse reports: region and billing mode in the ref."""
+        return FailedCall(
+            f"tencent:{self.region}/{self.charge_type}",
+            f"{self.charge_type} prices not fetched: {self.cause}",
+        )
 
 
 def _failure_summary(failures: Sequence[_Failure]) -> str:
@@ -409,7 +405,8 @@ class TencentAdapter(Adapter):
 
         A rejected key fails the provider at once. Any other failed call loses only its
         region and billing mode: the failures are logged as one warning and listed in a last
-        payload (:data:`FAILURES_KEY`), unless every call failed, which fails the provider.
+        payload (:func:`~adapters.base.failed_calls_payload`), unless every call failed,
+        which fails the provider.
         """
         creds = self.require_credentials()
         gate = asyncio.Semaphore(CONCURRENT_REQUESTS)
@@ -451,7 +448,7 @@ class TencentAdapter(Adapter):
                 ACTION,
                 _failure_summary(failures),
             )
-            payloads.append({FAILURES_KEY: [f.to_json() for f in failures]})
+            payloads.append(failed_calls_payload([f.failed_call for f in failures]))
         return payloads
 
     async def _describe(
@@ -497,20 +494,13 @@ class TencentAdapter(Adapter):
         result = ParseResult()
         seen: set[tuple[str, str, RentalTerm]] = set()
         for payload in payloads:
+            if (calls := read_failed_calls(payload, self.name)) is not None:
+                result.skip_failed(calls)
+                continue
             if not isinstance(payload, Mapping):
                 raise ResponseFormatError(
                     self.name, f"expected a JSON object, got {type(payload).__name__}"
                 )
-            if FAILURES_KEY in payload:
-                entries = payload[FAILURES_KEY]
-                if not isinstance(entries, list):
-                    raise ResponseFormatError(self.name, f"'{FAILURES_KEY}' is not a list")
-                for failure in map(_Failure.from_json, entries):
-                    result.skip(
-                        f"{failure.charge_type} prices not fetched: {failure.cause}",
-                        f"tencent:{failure.region}/{failure.charge_type}",
-                    )
-                continue
             error = _api_error(payload)
             if error is not None:
                 code, message = error

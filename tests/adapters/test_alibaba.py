@@ -15,7 +15,6 @@ import pytest
 import respx
 
 from adapters.alibaba import (
-    FAILURES_KEY,
     GPU_FAMILY_HINTS,
     QUERY_KEY,
     AlibabaAdapter,
@@ -23,7 +22,15 @@ from adapters.alibaba import (
     percent_encode,
     sign_acs3,
 )
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
+from adapters.base import (
+    FAILED_CALLS_KEY,
+    FailedCall,
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+    failed_calls_payload,
+)
 from adapters.gpus import get_gpu, resolve_gpu_name
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 
@@ -499,20 +506,14 @@ def test_instance_types_that_are_not_whole_gpus_are_reported() -> None:
 
 def test_recorded_failures_become_skipped_records() -> None:
     failures = {
-        FAILURES_KEY: [
+        FAILED_CALLS_KEY: [
             {
-                "action": "DescribePrice",
-                "region": "cn-hangzhou",
-                "instance_type": GN6V,
-                "price_unit": "Year",
-                "cause": "HTTP 400 InvalidParameter",
+                "ref": f"alibaba:cn-hangzhou/{GN6V}/Year",
+                "reason": "DescribePrice Year failed: HTTP 400 InvalidParameter",
             },
             {
-                "action": "DescribeAvailableResource",
-                "region": "us-east-1",
-                "instance_type": "",
-                "price_unit": "",
-                "cause": "timeout after 1 attempts: ECS",
+                "ref": "alibaba:us-east-1",
+                "reason": "DescribeAvailableResource failed: timeout after 1 attempts: ECS",
             },
         ]
     }
@@ -538,8 +539,8 @@ def test_recorded_failures_become_skipped_records() -> None:
         {"AvailableZones": []},
         {QUERY_KEY: {"Action": "RunInstances"}, "response": {}},
         {QUERY_KEY: "x", "response": {}},
-        {FAILURES_KEY: "x"},
-        {FAILURES_KEY: [{"action": "DescribePrice"}]},
+        {FAILED_CALLS_KEY: "x"},
+        {FAILED_CALLS_KEY: [{"ref": "alibaba:cn-hangzhou"}]},
     ],
 )
 def test_wrong_shape_is_a_response_format_error(payload: Any) -> None:
@@ -723,7 +724,7 @@ def test_throttling_is_retried_with_a_fresh_signature() -> None:
     ]
     assert len(attempts) == 3
     assert len({r.headers["x-acs-signature-nonce"] for r in attempts}) == 3
-    assert FAILURES_KEY not in payloads[-1]
+    assert FAILED_CALLS_KEY not in payloads[-1]
 
 
 @respx.mock
@@ -740,24 +741,18 @@ def test_a_failing_call_costs_only_its_record() -> None:
         if (params_of(r)["InstanceType"], params_of(r)["PriceUnit"]) == (GN6V, "Year")
     ]
     assert len(year_gn6v) == 1  # a client error is not retried
-    assert payloads[-1] == {
-        FAILURES_KEY: [
-            {
-                "action": "DescribePrice",
-                "region": "cn-hangzhou",
-                "instance_type": GN6V,
-                "price_unit": "Year",
-                "cause": "HTTP 400 InvalidInstanceType.NotSupported",
-            },
-            {
-                "action": "DescribeSpotPriceHistory",
-                "region": "cn-hangzhou",
-                "instance_type": GN6V,
-                "price_unit": "",
-                "cause": "HTTP 400 Throttling",
-            },
+    assert payloads[-1] == failed_calls_payload(
+        [
+            FailedCall(
+                f"alibaba:cn-hangzhou/{GN6V}/Year",
+                "DescribePrice Year failed: HTTP 400 InvalidInstanceType.NotSupported",
+            ),
+            FailedCall(
+                f"alibaba:cn-hangzhou/{GN6V}",
+                "DescribeSpotPriceHistory failed: HTTP 400 Throttling",
+            ),
         ]
-    }
+    )
     result = AlibabaAdapter().parse(payloads, fetched_at=NOW)
     assert len(result.offers) == 10 - 1 - 2
     assert result.skip_reasons() == {

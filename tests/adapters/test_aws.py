@@ -16,8 +16,15 @@ import httpx
 import pytest
 import respx
 
-from adapters.aws import PRICING_BASE, REGION_INDEX_URL, SPOT_FAILURES_KEY, AwsAdapter
-from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from adapters.aws import PRICING_BASE, REGION_INDEX_URL, AwsAdapter
+from adapters.base import (
+    FAILED_CALLS_KEY,
+    FailedCall,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+    failed_calls_payload,
+)
 from adapters.collect import ProviderRun, RunStatus, run_provider
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType, Vendor
 
@@ -361,9 +368,9 @@ def test_bad_spot_records_are_skipped() -> None:
         {"SpotPriceHistory": None},
         "plain text",
         "<Response><Errors><Error><Code>AuthFailure</Code></Error></Errors></Response>",
-        {SPOT_FAILURES_KEY: "us-east-1"},
-        {SPOT_FAILURES_KEY: [{"status": 401, "code": "AuthFailure"}]},
-        {SPOT_FAILURES_KEY: [{"region": "us-east-1", "status": "401"}]},
+        {FAILED_CALLS_KEY: "us-east-1"},
+        {FAILED_CALLS_KEY: [{"reason": "spot prices not fetched: HTTP 401 AuthFailure"}]},
+        {FAILED_CALLS_KEY: [{"ref": "aws:spot/us-east-1", "reason": 401}]},
         "<unclosed",
         '"FormatVersion","v1.0"\n"no header here"\n',
         None,
@@ -812,18 +819,7 @@ def test_spot_failing_in_one_region_keeps_the_others(
         payloads = fetch(CREDS)
     spot_calls = [region_of(r) for r in calls_for(ec2, "DescribeSpotPriceHistory")]
     assert spot_calls.count("us-west-2") == calls
-    assert payloads[-1] == {
-        SPOT_FAILURES_KEY: [
-            {
-                "region": "us-west-2",
-                "status": failure.status_code if isinstance(failure, httpx.Response) else None,
-                "code": "AuthFailure" if isinstance(failure, httpx.Response) else "",
-                "message": "AWS was not able to validate the provided access credentials"
-                if isinstance(failure, httpx.Response)
-                else "network error on EC2: [Errno 111] Connection refused",
-            }
-        ]
-    }
+    assert payloads[-1] == failed_calls_payload([FailedCall("aws:spot/us-west-2", reason)])
     result = AwsAdapter().parse(payloads, fetched_at=NOW)
     spot = sorted((label(o), o.region) for o in result.offers if o.term is RentalTerm.INTERRUPTIBLE)
     assert spot == [
@@ -836,6 +832,9 @@ def test_spot_failing_in_one_region_keeps_the_others(
     assert line.startswith("aws: spot prices not fetched in 1 of 3 regions: ")
     assert "in 1 [us-west-2]" in line
     assert ("region not enabled" in line) is isinstance(failure, httpx.Response)
+    # EC2's message is in the warning, not in the skipped record (it would not group)
+    message = "(AWS was not able to validate the provided access credentials)"
+    assert (message in line) is isinstance(failure, httpx.Response)
     assert "GPUSCOUT_AWS_ACCESS_KEY_ID" not in line  # the keys work elsewhere
 
 
@@ -854,22 +853,35 @@ def test_price_list_failure_still_fails_the_provider_with_keys_set() -> None:
     assert outcome.error is not None and "us-west-2/index.csv" in outcome.error
 
 
+@respx.mock
 def test_spot_failures_replay_from_a_recording() -> None:
     """The failures payload is JSON, so a recorded run parses the same as a live one."""
-    recorded = json.dumps(
-        {
-            SPOT_FAILURES_KEY: [
-                {"region": "us-east-1", "status": 403, "code": "UnauthorizedOperation"},
-                {"region": "us-west-2", "status": None, "message": "timeout after 3 attempts: EC2"},
-            ]
-        }
-    ).encode()
+    mock_regions()
+    unauthorized = (
+        "<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>You are not "
+        "authorized to perform this operation.</Message></Error></Errors>"
+        "<RequestID>r-1</RequestID></Response>"
+    )
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if form_of(request)["Action"] == ["DescribeInstanceTypes"]:
+            return httpx.Response(200, text=INSTANCE_TYPES_XML)
+        region = region_of(request)
+        if region == "us-east-1":
+            return httpx.Response(403, text=unauthorized)
+        if region == "us-west-2":
+            raise httpx.ReadTimeout("timed out")
+        return httpx.Response(200, text=spot_xml(("g5.xlarge", "eu-west-1b", "0.45")))
+
+    respx.post(url__regex=EC2_ANY_REGION).mock(side_effect=answer)
+    payloads = fetch(CREDS)
     adapter = AwsAdapter()
-    payloads = [*decoded(GPU_CSV), adapter.decode(recorded, "spot_failures.json")]
-    result = adapter.parse(payloads, fetched_at=NOW)
-    assert len(result.offers) == 5
+    recorded = adapter.decode(json.dumps(payloads[-1]).encode(), "spot_failures.json")
+    live = adapter.parse(payloads, fetched_at=NOW)
+    replayed = adapter.parse([*payloads[:-1], recorded], fetched_at=NOW)
+    assert replayed == live
     spot_skips = [
-        (s.ref, s.reason) for s in result.skipped if (s.ref or "").startswith("aws:spot/")
+        (s.ref, s.reason) for s in replayed.skipped if (s.ref or "").startswith("aws:spot/")
     ]
     assert spot_skips == [
         (

@@ -1,8 +1,10 @@
-"""The shared HTTP helper: retries on 429/5xx honouring Retry-After, clear provider errors."""
+"""The shared HTTP helper: retries on 429/5xx honouring Retry-After, clear provider errors;
+the failed-calls payload fetch hands to parse."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -12,7 +14,17 @@ import pytest
 import respx
 
 from adapters import base
-from adapters.base import ParseResult, ProviderError, ResponseFormatError, RetryPolicy
+from adapters.base import (
+    FAILED_CALLS_KEY,
+    FailedCall,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+    SkippedRecord,
+    failed_calls_payload,
+    read_failed_calls,
+)
 
 URL = "https://api.example.test/v1/prices"
 FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
@@ -185,3 +197,54 @@ def test_adapter_helpers_use_its_name_and_retry_policy() -> None:
         asyncio.run(go())
     assert caught.value.provider == "bound"
     assert respx.calls.call_count == 4  # GET retried once, POST tried twice
+
+
+# --- failed calls: fetch hands them to parse ---------------------------------------------
+
+CALLS = [
+    FailedCall("ex:us-west/h100", "price call failed: HTTP 500"),
+    FailedCall("ex:eu-north", "price call failed: timeout after 3 attempts: https://ex.test/"),
+]
+
+
+def test_failed_calls_round_trip_through_json() -> None:
+    payload = failed_calls_payload(CALLS)
+    assert list(payload) == [FAILED_CALLS_KEY]
+    recorded = json.loads(json.dumps(payload))
+    assert read_failed_calls(recorded, "ex") == CALLS
+    assert read_failed_calls(failed_calls_payload([]), "ex") == []
+
+
+def test_failed_calls_become_skipped_records_in_order() -> None:
+    result = ParseResult()
+    result.skip_failed(CALLS)
+    assert result.skipped == [SkippedRecord(c.reason, c.ref) for c in CALLS]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [None, "text", 42, [], [{FAILED_CALLS_KEY: []}], {}, {"Response": {}}, {"gpuscout_query": {}}],
+)
+def test_any_other_payload_is_not_a_failed_calls_record(payload: Any) -> None:
+    assert read_failed_calls(payload, "ex") is None
+
+
+@pytest.mark.parametrize(
+    ("payload", "wrong"),
+    [
+        ({FAILED_CALLS_KEY: "HTTP 500"}, "is not a list"),
+        ({FAILED_CALLS_KEY: {"ref": "ex:a", "reason": "r"}}, "is not a list"),
+        ({FAILED_CALLS_KEY: [None]}, "bad gpuscout_failed_calls entry: None"),
+        ({FAILED_CALLS_KEY: [{"ref": "ex:a"}]}, "bad gpuscout_failed_calls entry"),
+        ({FAILED_CALLS_KEY: [{"reason": "r"}]}, "bad gpuscout_failed_calls entry"),
+        ({FAILED_CALLS_KEY: [{"ref": 1, "reason": "r"}]}, "bad gpuscout_failed_calls entry"),
+        ({FAILED_CALLS_KEY: [{"ref": "ex:a", "reason": None}]}, "bad gpuscout_failed_calls"),
+    ],
+)
+def test_a_malformed_failed_calls_record_is_a_format_error_naming_the_provider(
+    payload: Any, wrong: str
+) -> None:
+    with pytest.raises(ResponseFormatError, match=wrong) as caught:
+        read_failed_calls(payload, "ex")
+    assert caught.value.provider == "ex"
+    assert str(caught.value).startswith("ex: ")

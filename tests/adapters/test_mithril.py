@@ -16,14 +16,16 @@ import pytest
 import respx
 
 from adapters.base import (
+    FAILED_CALLS_KEY,
     AdapterError,
+    FailedCall,
     MissingCredentials,
     ProviderError,
     ResponseFormatError,
     RetryPolicy,
+    failed_calls_payload,
 )
 from adapters.mithril import (
-    FAILURES_KEY,
     INSTANCE_TYPES_URL,
     PRICING_URL,
     QUERY_KEY,
@@ -284,9 +286,9 @@ def test_duplicate_and_non_object_price_responses_are_skipped() -> None:
 
 def test_recorded_failures_become_grouped_skipped_records() -> None:
     failures = {
-        FAILURES_KEY: [
-            {"instance_type": H100X1, "region": "us-central5-a", "cause": "HTTP 500"},
-            {"instance_type": A100PCIE, "region": "", "cause": "HTTP 500"},
+        FAILED_CALLS_KEY: [
+            {"ref": f"mithril:{H100X1}@us-central5-a", "reason": "price call failed: HTTP 500"},
+            {"ref": f"mithril:{A100PCIE}", "reason": "price call failed: HTTP 500"},
         ]
     }
     result = parse(load(TYPES), load(AUCTIONS), priced(load(PRICE)), failures)
@@ -315,8 +317,8 @@ def test_recorded_failures_become_grouped_skipped_records() -> None:
         {QUERY_KEY: {"instance_type": H100X8}},
         {QUERY_KEY: {"instance_type": 5, "region": None}, "response": {}},
         {QUERY_KEY: {"instance_type": H100X8, "region": 7}, "response": {}},
-        {FAILURES_KEY: "HTTP 500"},
-        {FAILURES_KEY: [{"instance_type": H100X8}]},
+        {FAILED_CALLS_KEY: "HTTP 500"},
+        {FAILED_CALLS_KEY: [{"ref": f"mithril:{H100X8}"}]},
     ],
 )
 def test_wrong_shape_is_a_response_format_error(payload: Any) -> None:
@@ -444,9 +446,9 @@ def test_a_failing_price_call_costs_only_its_record() -> None:
     route = respx.get(PRICING_URL).mock(side_effect=pricing(answer))
     payloads = run_fetch(adapter())
     assert route.call_count == len(ALL_JOBS) - 1 + FAST.attempts
-    assert payloads[-1] == {
-        FAILURES_KEY: [{"instance_type": H100X1, "region": "us-central5-a", "cause": "HTTP 500"}]
-    }
+    assert payloads[-1] == failed_calls_payload(
+        [FailedCall(f"mithril:{H100X1}@us-central5-a", "price call failed: HTTP 500")]
+    )
     result = MithrilAdapter().parse(payloads, fetched_at=NOW)
     assert len(result.offers) == 8
     assert [(s.ref, s.reason) for s in result.skipped] == [
@@ -482,7 +484,7 @@ def test_price_calls_are_retried_on_429_and_5xx() -> None:
 
     respx.get(PRICING_URL).mock(side_effect=pricing(answer))
     payloads = run_fetch(adapter())
-    assert not any(FAILURES_KEY in p for p in payloads if isinstance(p, dict))
+    assert not any(FAILED_CALLS_KEY in p for p in payloads if isinstance(p, dict))
     assert set(attempts.values()) == {2}
 
 

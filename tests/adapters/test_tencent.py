@@ -16,12 +16,19 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
+from adapters.base import (
+    FAILED_CALLS_KEY,
+    FailedCall,
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+    failed_calls_payload,
+)
 from adapters.gpus import get_gpu, resolve_gpu_name
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 from adapters.tencent import (
     API_HOST,
-    FAILURES_KEY,
     GPU_FAMILIES,
     GPU_REGIONS,
     REGION_COUNTRIES,
@@ -449,25 +456,15 @@ def test_other_error_answer_is_a_skipped_record() -> None:
 
 
 def test_failures_payload_becomes_grouped_skipped_records() -> None:
+    spot = "SPOTPAID prices not fetched: InvalidParameterValue"
     failures = {
-        FAILURES_KEY: [
+        FAILED_CALLS_KEY: [
+            {"ref": "tencent:ap-tokyo/SPOTPAID", "reason": spot},
+            {"ref": "tencent:ap-seoul/SPOTPAID", "reason": spot},
             {
-                "region": "ap-tokyo",
-                "charge_type": "SPOTPAID",
-                "code": "InvalidParameterValue",
-                "message": "spot is not sold here",
-            },
-            {
-                "region": "ap-seoul",
-                "charge_type": "SPOTPAID",
-                "code": "InvalidParameterValue",
-                "message": "spot is not sold here",
-            },
-            {
-                "region": "ap-bangkok",
-                "charge_type": "PREPAID",
-                "code": "",
-                "message": "timeout after 3 attempts: https://cvm.tencentcloudapi.com/",
+                "ref": "tencent:ap-bangkok/PREPAID",
+                "reason": "PREPAID prices not fetched: timeout after 3 attempts: "
+                "https://cvm.tencentcloudapi.com/",
             },
         ]
     }
@@ -492,8 +489,8 @@ def test_failures_payload_becomes_grouped_skipped_records() -> None:
         {"Response": {}},
         {"Response": {"InstanceTypeQuotaSet": {}}},
         {"unexpected": []},
-        {FAILURES_KEY: {}},
-        {FAILURES_KEY: [{"region": "ap-tokyo"}]},
+        {FAILED_CALLS_KEY: {}},
+        {FAILED_CALLS_KEY: [{"ref": "tencent:ap-tokyo/SPOTPAID"}]},
     ],
 )
 def test_wrong_shapes_are_format_errors(payload: Any) -> None:
@@ -639,22 +636,17 @@ def test_fetch_region_error_loses_only_that_region(caplog: pytest.LogCaptureFixt
     )
     with caplog.at_level(logging.WARNING, logger="gpuscout.adapters.tencent"):
         payloads = run_fetch(adapter())
-    assert payloads[-1] == {
-        FAILURES_KEY: [
-            {
-                "region": "ap-tokyo",
-                "charge_type": "PREPAID",
-                "code": "",
-                "message": f"HTTP 500 from {URL} after 3 attempts",
-            },
-            {
-                "region": "ap-tokyo",
-                "charge_type": "SPOTPAID",
-                "code": "InvalidParameterValue",
-                "message": "no spot here",
-            },
+    assert payloads[-1] == failed_calls_payload(
+        [
+            FailedCall(
+                "tencent:ap-tokyo/PREPAID",
+                f"PREPAID prices not fetched: HTTP 500 from {URL} after 3 attempts",
+            ),
+            FailedCall(
+                "tencent:ap-tokyo/SPOTPAID", "SPOTPAID prices not fetched: InvalidParameterValue"
+            ),
         ]
-    }
+    )
     [warning] = [r.getMessage() for r in caplog.records]
     assert "2 of 6" in warning
     assert "InvalidParameterValue (no spot here) in 1 [ap-tokyo SPOTPAID]" in warning
@@ -700,7 +692,7 @@ def test_fetch_retries_the_rate_limit_with_a_fresh_signature() -> None:
     )
     payloads = run_fetch(OneRegion(CREDS, policy=FAST, clock=lambda: next(times)))
     assert route.call_count == 4
-    assert FAILURES_KEY not in payloads[-1]
+    assert FAILED_CALLS_KEY not in payloads[-1]
     stamps = [c.request.headers["X-TC-Timestamp"] for c in route.calls]
     assert len(set(stamps)) == 4
 
@@ -714,7 +706,13 @@ def test_fetch_gives_up_on_a_lasting_rate_limit() -> None:
     )
     payloads = run_fetch(adapter())
     assert route.call_count == 6 - 1 + FAST.attempts
-    assert payloads[-1][FAILURES_KEY][0]["code"] == "RequestLimitExceeded"
+    assert payloads[-1] == failed_calls_payload(
+        [
+            FailedCall(
+                "tencent:ap-tokyo/SPOTPAID", "SPOTPAID prices not fetched: RequestLimitExceeded"
+            )
+        ]
+    )
 
 
 @respx.mock

@@ -97,7 +97,7 @@ from .base import (
     read_failed_calls,
     request_json,
 )
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import gib_to_gb, nominal_gpu_memory_gb, positive, to_decimal, whole_count
 
@@ -423,10 +423,8 @@ def _hardware(row: Mapping[str, Any]) -> _Hardware | str:
     return _Hardware(
         gpu_count=count,
         fields={
-            "gpu_model": spec.name if spec else None,
             "gpu_raw_name": raw_name,
-            "gpu_vendor": spec.vendor if spec else None,
-            "gpu_form_factor": spec.form_factor if spec else None,
+            **spec_fields(spec),
             "gpu_count": count,
             "gpu_memory_gb": memory,
             "vcpus": positive(_float(row.get("CpuCoreCount"))),

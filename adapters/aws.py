@@ -68,7 +68,7 @@ from .base import (
     request,
     request_stream,
 )
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor, usd_per_hour
 from .units import gib_to_gb, mib_to_gb, to_decimal, to_float
 
@@ -692,13 +692,11 @@ def _gpu_fields(hw: _Hardware) -> dict[str, Any]:
             board_memory = board_memory / hw.gpu_fraction
         spec = resolve_gpu_name(hw.gpu_raw_name, memory_gb=board_memory, form_factor=hw.form_factor)
     return {
-        "gpu_model": spec.name if spec else None,
         "gpu_raw_name": hw.gpu_raw_name,
-        "gpu_vendor": spec.vendor if spec else hw.vendor_hint,
+        **spec_fields(spec, form_factor=hw.form_factor, vendor=hw.vendor_hint),
         "gpu_count": hw.gpu_count,
         "gpu_fraction": hw.gpu_fraction,
         "gpu_memory_gb": hw.gpu_memory_gb,
-        "gpu_form_factor": spec.form_factor if spec else hw.form_factor,
     }
 
 

@@ -46,7 +46,7 @@ from .base import (
     ProviderError,
     ResponseFormatError,
 )
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, usd_per_hour
 from .units import gib_to_gb, to_decimal
 
@@ -531,13 +531,11 @@ class AzureAdapter(Adapter):
             region=region,
             fetched_at=fetched_at,
             raw_ref=ref,
-            gpu_model=spec.name if spec else None,
             gpu_raw_name=size.gpu_raw_name,
-            gpu_vendor=spec.vendor if spec else None,
+            **spec_fields(spec, form_factor=size.form_factor),
             gpu_count=gpu_count,
             gpu_fraction=float(fraction) if fraction is not None else None,
             gpu_memory_gb=size.gpu_memory_gb,
-            gpu_form_factor=size.form_factor,
             vcpus=size.vcpus,
             ram_gb=size.ram_gb,
             storage_gb=gib_to_gb(size.temp_disk_gib),

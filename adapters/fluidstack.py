@@ -34,7 +34,7 @@ from .base import (
     ProviderError,
     ResponseFormatError,
 )
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import nominal_gpu_memory_gb, to_decimal, to_float
 
@@ -143,11 +143,9 @@ def _parse_configuration(
         "provider": "fluidstack",
         "fetched_at": fetched_at,
         "raw_ref": ref,
-        "gpu_model": spec.name if spec else None,
         "gpu_raw_name": gpu_type,
-        "gpu_vendor": spec.vendor if spec else None,
+        **spec_fields(spec),
         "gpu_memory_gb": memory_gb,
-        "gpu_form_factor": spec.form_factor if spec else None,
         "price_amount": price,
         "price_currency": "USD",
         "price_unit": PriceUnit.HOUR,

@@ -46,7 +46,7 @@ from .base import (
     ProviderError,
     ResponseFormatError,
 )
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import (
     GpuFormFactor,
     GpuInterconnect,
@@ -550,12 +550,10 @@ class GcpAdapter(Adapter):
             region=region,
             fetched_at=fetched_at,
             raw_ref=ref,
-            gpu_model=spec.name if spec else None,
             gpu_raw_name=gpu.label,
-            gpu_vendor=spec.vendor if spec else None,
+            **spec_fields(spec, form_factor=accelerator.form_factor),
             gpu_count=shape.gpu_count,
             gpu_memory_gb=accelerator.memory_gb,
-            gpu_form_factor=accelerator.form_factor or (spec.form_factor if spec else None),
             gpu_interconnect=GpuInterconnect.NVLINK if accelerator.nvlink else None,
             gpu_nvlink_gbs=(spec.nvlink_gbs or None) if spec and accelerator.nvlink else None,
             vcpus=shape.vcpus,

@@ -37,6 +37,7 @@ import threading
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
+from typing import Any
 
 from adapters.schema import GpuFormFactor, Vendor
 
@@ -49,6 +50,7 @@ __all__ = [
     "find_gpus",
     "get_gpu",
     "resolve_gpu_name",
+    "spec_fields",
     "unknown_gpu_names",
 ]
 
@@ -484,6 +486,25 @@ def _candidates(raw: str, text: str) -> tuple[GpuSpec, ...] | None:
         if alias.pattern.search(text):
             return tuple(_by_name()[name] for name in alias.candidates)
     return None
+
+
+def spec_fields(
+    spec: GpuSpec | None,
+    *,
+    form_factor: GpuFormFactor | None = None,
+    vendor: Vendor | None = None,
+) -> dict[str, Any]:
+    """The Offer fields a resolved catalog model fills: ``gpu_model``, ``gpu_vendor``,
+    ``gpu_form_factor``; all ``None`` for an unknown GPU.
+
+    ``form_factor`` is what the provider states (it wins over the catalog's); ``vendor`` is the
+    provider's word for an unknown GPU (the catalog's wins when the model is known).
+    """
+    return {
+        "gpu_model": spec.name if spec else None,
+        "gpu_vendor": spec.vendor if spec else vendor,
+        "gpu_form_factor": form_factor or (spec.form_factor if spec else None),
+    }
 
 
 def resolve_gpu_name(

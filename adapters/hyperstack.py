@@ -45,7 +45,7 @@ from .base import (
     ProviderError,
     ResponseFormatError,
 )
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import lenient_float, nominal_gpu_memory_gb, positive, to_decimal
 
@@ -262,12 +262,10 @@ def _parse_flavor(
         country=_country(region),
         fetched_at=fetched_at,
         raw_ref=ref,
-        gpu_model=spec.name if spec else None,
         gpu_raw_name=raw_gpu,
-        gpu_vendor=spec.vendor if spec else None,
+        **spec_fields(spec),
         gpu_count=gpu_count,
         gpu_memory_gb=_memory_gb(raw_gpu),
-        gpu_form_factor=spec.form_factor if spec else None,
         vcpus=positive(lenient_float(flavor.get("cpu"))),
         ram_gb=positive(lenient_float(flavor.get("ram"))),
         storage_gb=sum(storage) if storage else None,

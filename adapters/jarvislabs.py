@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 
 from .base import Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import lenient_float, nominal_gpu_memory_gb, positive, to_decimal, whole_count
 
@@ -114,12 +114,10 @@ class JarvisLabsAdapter(Adapter):
                 region=region,
                 fetched_at=fetched_at,
                 raw_ref=ref,
-                gpu_model=spec.name if spec else None,
                 gpu_raw_name=gpu_type,
-                gpu_vendor=spec.vendor if spec else None,
+                **spec_fields(spec),
                 gpu_count=count,
                 gpu_memory_gb=memory_gb,
-                gpu_form_factor=spec.form_factor if spec else None,
                 vcpus=cpus_per_gpu * count if cpus_per_gpu else None,
                 ram_gb=ram_per_gpu * count if ram_per_gpu else None,
                 price_amount=price,

@@ -115,7 +115,7 @@ from .base import (
     failed_calls_payload,
     read_failed_calls,
 )
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import Fabric, GpuFormFactor, PriceBasis, PriceUnit, RentalTerm
 from .units import cents_to_units, lenient_float, nominal_gpu_memory_gb, positive, whole_count
 
@@ -323,10 +323,8 @@ def _hardware(row: Mapping[str, Any]) -> _Hardware | str:
     return _Hardware(
         name=str(row.get("name") or "").strip() or fid,
         fields={
-            "gpu_model": spec.name if spec else None,
             "gpu_raw_name": gpu_type,
-            "gpu_vendor": spec.vendor if spec else None,
-            "gpu_form_factor": spec.form_factor if spec else form,
+            **spec_fields(spec, form_factor=form),
             "gpu_count": count,
             "gpu_memory_gb": memory_gb,
             "vcpus": positive(lenient_float(row.get("num_cpus"))),

@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, usd_per_hour
 from .units import to_decimal, to_float
 
@@ -232,12 +232,10 @@ class OciAdapter(Adapter):
             region=None,
             fetched_at=fetched_at,
             raw_ref=f"{ref}+part/{part}",
-            gpu_model=spec.name if spec else None,
             gpu_raw_name=raw_gpu or shape_name,
-            gpu_vendor=spec.vendor if spec else None,
+            **spec_fields(spec, form_factor=form_factor),
             gpu_count=count,
             gpu_memory_gb=memory_gb,
-            gpu_form_factor=form_factor or (spec.form_factor if spec else None),
             # OCI's data marks some Intel GPU shapes (A10, A100) as "arm"; an OCPU is one
             # physical core either way, so cores are safe and vCPUs only for x86.
             cpu_cores=ocpus,

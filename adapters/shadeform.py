@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import httpx
 
 from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, GpuInterconnect, PriceBasis, PriceUnit, RentalTerm, Vendor
 from .units import cents_to_units, lenient_float, nominal_gpu_memory_gb, positive
 
@@ -164,10 +164,8 @@ def _gpu_fields(config: Mapping[str, Any], gpu_count: int) -> dict[str, Any]:
     manufacturer = _VENDOR.get(str(config.get("gpu_manufacturer", "")).lower())
     return {
         "gpu_raw_name": raw,
-        "gpu_model": spec.name if spec else None,
-        "gpu_vendor": spec.vendor if spec else manufacturer,
+        **spec_fields(spec, form_factor=form, vendor=manufacturer),
         "gpu_memory_gb": memory_gb,
-        "gpu_form_factor": spec.form_factor if spec else form,
         "gpu_interconnect": _interconnect(form, config.get("nvlink"), gpu_count),
     }
 

@@ -84,7 +84,7 @@ from .base import (
     failed_calls_payload,
     read_failed_calls,
 )
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import nominal_gpu_memory_gb, to_decimal, to_float
 
@@ -684,9 +684,7 @@ class _Row:
             spec = resolve_gpu_name(family.gpu_raw_name, memory_gb=board_gb)
             gpu = {
                 "gpu_raw_name": family.gpu_raw_name,
-                "gpu_model": spec.name if spec else None,
-                "gpu_vendor": spec.vendor if spec else None,
-                "gpu_form_factor": spec.form_factor if spec else None,
+                **spec_fields(spec),
                 # a vGPU slice gets its share of the card (GN7.LARGE20: 1/4 T4 = 4 GB)
                 "gpu_memory_gb": board_gb * fraction if fraction else board_gb,
             }

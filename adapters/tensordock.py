@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 
 from .base import Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import PriceBasis, PriceUnit, RentalTerm
 from .units import (
     gbps_to_mbps,
@@ -437,12 +437,10 @@ def _gpu_offers(site: _Site, gpu: _Gpu, result: ParseResult) -> list[dict[str, A
                 "region": site.region,
                 "country": site.country,
                 "raw_ref": gpu.ref,
-                "gpu_model": spec.name if spec else None,
                 "gpu_raw_name": gpu.v0_name,
-                "gpu_vendor": spec.vendor if spec else None,
+                **spec_fields(spec),
                 "gpu_count": count,
                 "gpu_memory_gb": memory_gb,
-                "gpu_form_factor": spec.form_factor if spec else None,
                 "vcpus": vcpus if priced else None,
                 "ram_gb": ram_gb if priced else None,
                 "storage_gb": storage_gb,

@@ -39,7 +39,7 @@ from .base import (
     ProviderError,
     ResponseFormatError,
 )
-from .gpus import resolve_gpu_name
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import (
     GpuFormFactor,
     PriceBasis,
@@ -202,13 +202,11 @@ class VultrAdapter(Adapter):
         # plans, and the plan record does not tell them apart, so those stay unmapped.
         spec = resolve_gpu_name(raw_gpu.replace("_", " "), memory_gb=card_gb)
         hardware = dict(
-            gpu_model=spec.name if spec else None,
             gpu_raw_name=raw_gpu,
-            gpu_vendor=spec.vendor if spec else None,
+            **spec_fields(spec),
             gpu_count=gpu_count,
             gpu_fraction=fraction,
             gpu_memory_gb=memory_gb,
-            gpu_form_factor=spec.form_factor if spec else None,
             vcpus=_positive(plan.get("vcpu_count")),
             ram_gb=_ram_gb(plan.get("ram")),
             storage_gb=_storage_gb(plan),
@@ -238,13 +236,11 @@ class VultrAdapter(Adapter):
         cpu_model = plan.get("cpu_model")
         storage_type = plan.get("type")
         hardware = dict(
-            gpu_model=spec.name if spec else None,
             gpu_raw_name=raw_gpu,
-            gpu_vendor=spec.vendor if spec else None,
+            **spec_fields(spec, form_factor=form_factor),
             gpu_count=gpu_count,
             # Vultr does not publish the memory; it is the catalog's figure for the model.
             gpu_memory_gb=spec.memory_gb if spec else None,
-            gpu_form_factor=form_factor or (spec.form_factor if spec else None),
             cpu_model=cpu_model if isinstance(cpu_model, str) and cpu_model else None,
             cpu_sockets=_positive_int(plan.get("physical_cpus")),
             cpu_cores=_positive(plan.get("cpu_cores")),

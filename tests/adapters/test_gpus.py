@@ -48,8 +48,27 @@ def test_public_names() -> None:
         "find_gpus",
         "get_gpu",
         "resolve_gpu_name",
+        "spec_fields",
         "unknown_gpu_names",
     }
+
+
+def test_spec_fields_prefer_the_stated_form_factor_and_the_catalog_vendor() -> None:
+    from adapters.schema import GpuFormFactor, Vendor
+
+    h100 = gpus.resolve_gpu_name("H100 SXM5 80GB")
+    assert gpus.spec_fields(h100) == {
+        "gpu_model": "H100-SXM5-80GB",
+        "gpu_vendor": Vendor.NVIDIA,
+        "gpu_form_factor": GpuFormFactor.SXM,
+    }
+    unknown = gpus.spec_fields(None, form_factor=GpuFormFactor.PCIE, vendor=Vendor.AMD)
+    assert unknown == {
+        "gpu_model": None,
+        "gpu_vendor": Vendor.AMD,
+        "gpu_form_factor": GpuFormFactor.PCIE,
+    }
+    assert gpus.spec_fields(h100, vendor=Vendor.AMD)["gpu_vendor"] is Vendor.NVIDIA
 
 
 # --- catalog consistency ----------------------------------------------------------------

@@ -64,6 +64,7 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     failed_calls_payload,
+    failure_groups,
     read_failed_calls,
     request,
     request_stream,
@@ -500,19 +501,14 @@ def _xml_unescape(text: str) -> str:
 
 def _spot_failure_warning(failures: Sequence[_SpotFailure], regions: int) -> str:
     """One line for all failed regions, grouped by cause, saying what the user can do."""
-    by_cause: dict[str, list[_SpotFailure]] = {}
-    for failure in failures:
-        by_cause.setdefault(failure.cause, []).append(failure)
-    parts: list[str] = []
-    for cause, group in by_cause.items():
-        names = [f.region for f in group[:MAX_REGIONS_NAMED]]
-        if len(group) > MAX_REGIONS_NAMED:
-            names.append("...")
-        message = group[0].message if group[0].status is not None else ""
-        detail = f" ({message})" if message else ""
-        parts.append(f"{cause}{detail} in {len(group)} [{', '.join(names)}]")
     text = f"aws: spot prices not fetched in {len(failures)} of {regions} regions: "
-    text += "; ".join(parts)
+    text += failure_groups(
+        failures,
+        cause=lambda f: f.cause,
+        place=lambda f: f.region,
+        detail=lambda f: f.message if f.status is not None else "",
+        max_named=MAX_REGIONS_NAMED,
+    )
     if len(failures) == regions and all(f.auth for f in failures):
         text += (
             "; the AWS keys were rejected or lack ec2:DescribeSpotPriceHistory: check "

@@ -131,10 +131,10 @@ class SheetAdapter(Adapter):
         first_of: dict[str, str] = {}  # offer key -> where its first entry stands
         for payload in payloads:
             for where, entry in _entries(payload):
+                where = _labelled(where, entry)
                 offer = _parse_entry(result, where, entry, fetched_at)
                 if offer is None:
                     continue
-                where = offer.raw_ref.removeprefix("sheet:") if offer.raw_ref else where
                 earlier = first_of.setdefault(offer.key, where)
                 if earlier == where:
                     result.offers.append(offer)
@@ -199,14 +199,21 @@ def _from_csv(row: Mapping[str | None, Any]) -> dict[str, Any]:
     return entry
 
 
+def _labelled(where: str, entry: Any) -> str:
+    """Where an entry stands, with its id when it has one: ``q.yaml offers[2] (id b)``."""
+    ident = entry.get("id") if isinstance(entry, Mapping) else None
+    return where if ident is None else f"{where} (id {ident})"
+
+
 def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: datetime) -> Offer | None:
-    """The entry's offer, or ``None`` after skipping it in ``result`` with a reason."""
+    """The entry's offer, or ``None`` after skipping it in ``result`` with a reason.
+
+    ``where`` is the entry's label (:func:`_labelled`), used in every reason.
+    """
     if not isinstance(entry, Mapping):
         result.skip(f"{where}: an entry must be a mapping, not {type(entry).__name__}", where)
         return None
     ident = entry.get("id")
-    if ident is not None:
-        where = f"{where} (id {ident})"
     unknown = sorted(str(k) for k in set(entry) - SHEET_KEYS)
     if unknown:
         result.skip(f"{where}: unknown field {unknown[0]!r}", where)

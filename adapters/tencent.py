@@ -82,6 +82,7 @@ from .base import (
     ResponseFormatError,
     RetryPolicy,
     failed_calls_payload,
+    failure_groups,
     read_failed_calls,
 )
 from .gpus import resolve_gpu_name, spec_fields
@@ -300,17 +301,13 @@ class _Failure:
 
 def _failure_summary(failures: Sequence[_Failure]) -> str:
     """``UnsupportedRegion in 2 [ap-x PREPAID, ...]; ...``: the failed calls grouped by cause."""
-    by_cause: dict[str, list[_Failure]] = {}
-    for failure in failures:
-        by_cause.setdefault(failure.cause, []).append(failure)
-    parts = []
-    for cause, group in by_cause.items():
-        names = [f"{f.region} {f.charge_type}" for f in group[:MAX_REGIONS_NAMED]]
-        if len(group) > MAX_REGIONS_NAMED:
-            names.append("...")
-        detail = f" ({group[0].message})" if group[0].code and group[0].message else ""
-        parts.append(f"{cause}{detail} in {len(group)} [{', '.join(names)}]")
-    return "; ".join(parts)
+    return failure_groups(
+        failures,
+        cause=lambda f: f.cause,
+        place=lambda f: f"{f.region} {f.charge_type}",
+        detail=lambda f: f.message if f.code else "",
+        max_named=MAX_REGIONS_NAMED,
+    )
 
 
 def _api_error(data: Any) -> tuple[str, str] | None:

@@ -20,8 +20,12 @@ from .requirement import Requirement
 __all__ = ["unidentified", "unidentified_note"]
 
 
+#: What loose matching ignores: case, and everything but letters and digits.
+_NOT_ALNUM = r"[^0-9a-z]"
+
+
 def _squash(text: str) -> str:
-    return re.sub(r"[^0-9a-z]", "", text.lower())
+    return re.sub(_NOT_ALNUM, "", text.lower())
 
 
 def unidentified(
@@ -46,7 +50,7 @@ def unidentified(
     )
     wanted = [w for w in (_squash(g) for g in req.gpus) if w]
     if wanted:
-        squashed = pl.col("gpu_raw_name").str.to_lowercase().str.replace_all(r"[^0-9a-z]", "")
+        squashed = pl.col("gpu_raw_name").str.to_lowercase().str.replace_all(_NOT_ALNUM, "")
         rows = rows.filter(
             pl.any_horizontal([squashed.str.contains(w, literal=True) for w in wanted])
         )

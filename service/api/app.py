@@ -22,7 +22,6 @@ from fastapi.middleware.gzip import GZipMiddleware
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..fx import apply_fx
 from ..settings import Settings, get_settings
 from . import routers
 from .context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
@@ -75,7 +74,6 @@ def create_app(
     back to the offline sample; every hook given here overrides that wiring.
     """
     settings = settings or get_settings()
-    apply_fx(settings)  # prices in other currencies convert with the settings' FX table
     hooks: dict[str, Any] = {}
     if offers_loader is None:
         from .wiring import default_wiring

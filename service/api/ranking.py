@@ -11,7 +11,6 @@ import hashlib
 import json
 import math
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
 
 import polars as pl
@@ -88,8 +87,6 @@ def etag_for(state: ApiState, key: str) -> str:
 def _json_value(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, Decimal):
-        return format(value.normalize(), "f")
     if isinstance(value, datetime):
         return value.isoformat()
     return value

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from adapters.schema import active_fx, default_fx
 
-from ..settings import Settings, get_settings
+from ..settings import get_settings
 
 __all__ = ["register"]
 
@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
         """The FX table in use: its date and source, and a few rates per USD."""
         from ..fx import fx_file
 
-        settings = _settings()
+        settings = get_settings()
         table = active_fx()
         path = fx_file(settings)
         typer.echo(f"as of {table.as_of}: {table.source}")
@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
 
         from ..fx import FxError, fx_target, update_fx_file
 
-        settings = _settings()
+        settings = get_settings()
         path = out or fx_target(settings)
         try:
             with httpx.Client(timeout=settings.http_timeout_s, follow_redirects=True) as client:
@@ -70,14 +70,3 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"wrote {path}: ECB rates as of {table.as_of}{extra}")
         if out is not None and settings.fx_rates_file != out:
             typer.echo(f"set GPUSCOUT_FX_RATES_FILE={out} to use it")
-
-
-def _settings() -> Settings:
-    """Settings, or a one-line error naming the broken FX file."""
-    from ..fx import FxError
-
-    try:
-        return get_settings()
-    except FxError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from adapters.schema import active_fx, default_fx
 
-from ..settings import get_settings
+from ..settings import Settings, get_settings
 
 __all__ = ["register"]
 
@@ -57,7 +57,8 @@ def register(app: typer.Typer) -> None:
 
         from ..fx import FxError, fx_target, update_fx_file
 
-        settings = get_settings()
+        # not get_settings(): it applies the FX file, which may not exist before the first update
+        settings = Settings()
         path = out or fx_target(settings)
         try:
             with httpx.Client(timeout=settings.http_timeout_s, follow_redirects=True) as client:

@@ -157,3 +157,17 @@ def test_scheduler_runs_the_fx_job_unless_disabled(tmp_path: Path) -> None:
     assert job.coalesce is True and job.max_instances == 1
     off = build_scheduler(_settings(tmp_path, fx_update_hours=0), job=lambda: None, digests=False)
     assert off.get_job(FX_JOB_ID) is None
+
+
+@respx.mock
+def test_cli_update_writes_a_named_file_that_does_not_exist_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "shared" / "fx.toml"
+    monkeypatch.setenv("GPUSCOUT_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("GPUSCOUT_FX_RATES_FILE", str(target))
+    respx.get(ECB_DAILY_URL).mock(return_value=httpx.Response(200, text=ECB.read_text()))
+    settings_module.get_settings.cache_clear()
+    result = runner.invoke(app, ["fx", "update"])
+    assert result.exit_code == 0, result.output
+    assert target.is_file() and f"wrote {target}" in result.stdout

@@ -32,15 +32,16 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, Unpack
 
 import httpx
 import pydantic
 import tenacity
 
-from .schema import Offer
+from .schema import Offer, OfferFields
 
 __all__ = [
+    "DUPLICATE_REASON",
     "FAILED_CALLS_KEY",
     "MIN_USD_PER_GPU_HOUR",
     "Adapter",
@@ -181,12 +182,27 @@ def failure_groups(
     return "; ".join(parts)
 
 
+#: Every keyword :meth:`ParseResult.add` accepts: the fields of :class:`Offer`.
+_OFFER_FIELDS = frozenset(Offer.model_fields)
+
+#: The skip reason of a record whose offer key an earlier record of the run already gave.
+DUPLICATE_REASON = (
+    "duplicate offer (same provider, id, region, term and variant as an earlier record)"
+)
+
+
 @dataclasses.dataclass(slots=True)
 class ParseResult:
-    """What :meth:`Adapter.parse` found: the offers, and the records it had to skip."""
+    """What :meth:`Adapter.parse` found: the offers, and the records it had to skip.
+
+    The rules every adapter needs live here, once: :meth:`add` validates the fields, drops a
+    price below the floor and a second record with an offer key already seen. An adapter
+    holds only its provider's story.
+    """
 
     offers: list[Offer] = dataclasses.field(default_factory=list)
     skipped: list[SkippedRecord] = dataclasses.field(default_factory=list)
+    _refs: dict[str, str | None] = dataclasses.field(default_factory=dict, repr=False)
 
     def skip(self, reason: str, ref: str | None = None) -> None:
         self.skipped.append(SkippedRecord(reason, ref))
@@ -196,9 +212,20 @@ class ParseResult:
         for call in calls:
             self.skip(call.reason, call.ref)
 
-    def add(self, ref: str | None = None, /, **fields: Any) -> Offer | None:
-        """Build an Offer from ``fields``; a record that fails validation, or whose price is
-        below :data:`MIN_USD_PER_GPU_HOUR`, is skipped with its reason."""
+    def add(self, ref: str | None = None, /, **fields: Unpack[OfferFields]) -> Offer | None:
+        """Build an Offer from ``fields`` and keep it, or skip the record with its reason.
+
+        Skipped: a record that fails validation (the reason names the field), a price below
+        :data:`MIN_USD_PER_GPU_HOUR`, and a record whose :attr:`Offer.key` an earlier one in
+        this result already has (the first wins: providers list one configuration once, and
+        a second listing is an echo, not a second machine). An unknown field name is a bug
+        in the adapter, not bad data: :class:`TypeError`.
+        """
+        unknown = fields.keys() - _OFFER_FIELDS
+        if unknown:
+            raise TypeError(
+                f"ParseResult.add: unknown Offer field(s): {', '.join(sorted(unknown))}"
+            )
         try:
             offer = Offer(**fields)
         except pydantic.ValidationError as exc:
@@ -206,10 +233,20 @@ class ParseResult:
             loc = ".".join(str(p) for p in first["loc"]) or "offer"
             self.skip(f"invalid {loc}: {first['msg']}", ref)
             return None
+        return self.add_offer(offer, ref)
+
+    def add_offer(self, offer: Offer, ref: str | None = None) -> Offer | None:
+        """Keep an already validated ``offer`` under the same floor and duplicate rules."""
         per_gpu = offer.usd_per_gpu_hour
         if per_gpu is not None and per_gpu < MIN_USD_PER_GPU_HOUR:
             self.skip(f"absurd price: {per_gpu} USD per GPU-hour ({offer.term.value})", ref)
             return None
+        key = offer.key
+        if key in self._refs:
+            first = self._refs[key]
+            self.skip(DUPLICATE_REASON, f"{ref} (first: {first})" if first and ref else ref)
+            return None
+        self._refs[key] = ref
         self.offers.append(offer)
         return offer
 

@@ -37,9 +37,8 @@ import threading
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
-from typing import Any
 
-from adapters.schema import GpuFormFactor, Vendor
+from adapters.schema import GpuFormFactor, OfferFields, Vendor
 
 __all__ = [
     "ALIAS_PATTERNS",
@@ -493,7 +492,7 @@ def spec_fields(
     *,
     form_factor: GpuFormFactor | None = None,
     vendor: Vendor | None = None,
-) -> dict[str, Any]:
+) -> OfferFields:
     """The Offer fields a resolved catalog model fills: ``gpu_model``, ``gpu_vendor``,
     ``gpu_form_factor``; all ``None`` for an unknown GPU.
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
 from importlib import resources
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -43,6 +43,7 @@ __all__ = [
     "GpuFormFactor",
     "GpuInterconnect",
     "Offer",
+    "OfferFields",
     "PriceBasis",
     "PriceUnit",
     "RentalTerm",
@@ -477,3 +478,79 @@ class Offer(BaseModel):
     def to_record(self) -> dict[str, Any]:
         """A flat JSON-able dict with the schema's field names, ``usd_per_hour`` included."""
         return self.model_dump(mode="json")
+
+
+class OfferFields(TypedDict, total=False):
+    """The keyword arguments of :class:`Offer`, for mypy: what an adapter hands to
+    :meth:`adapters.base.ParseResult.add`.
+
+    A misspelled or unknown field is a type error here (and a :class:`TypeError` at run
+    time), never a silently skipped record. Every key is optional for the type checker, so
+    that an adapter can build the fields of one configuration in parts; :class:`Offer`
+    still requires its required fields when the record is validated. A test pins these keys
+    to ``Offer.model_fields``.
+    """
+
+    provider: str
+    offer_id: str
+    seller: str | None
+    instance_name: str | None
+    region: str | None
+    country: str | None
+    fetched_at: datetime
+    raw_ref: str | None
+    gpu_model: str | None
+    gpu_raw_name: str | None
+    gpu_vendor: Vendor | None
+    gpu_count: int
+    gpu_fraction: float | None
+    gpu_mig_profile: str | None
+    gpu_memory_gb: float | None
+    gpu_form_factor: GpuFormFactor | None
+    gpu_interconnect: GpuInterconnect | None
+    gpu_nvlink_gbs: float | None
+    gpu_pcie_gen: int | None
+    cpu_model: str | None
+    cpu_vendor: str | None
+    cpu_arch: str | None
+    cpu_sockets: int | None
+    cpu_cores: float | None
+    vcpus: float | None
+    ram_gb: float | None
+    ram_ecc: bool | None
+    storage_gb: float | None
+    storage_type: StorageType | None
+    disk_bandwidth_mbps: float | None
+    public_bandwidth_up_mbps: float | None
+    public_bandwidth_down_mbps: float | None
+    fabric: Fabric | None
+    fabric_gbps: float | None
+    multi_node: bool | None
+    psu_watts: float | None
+    psu_redundancy: str | None
+    cooling: Cooling | None
+    chassis_form_factor: str | None
+    expandability_notes: str | None
+    os_images: tuple[str, ...] | None
+    cuda_version: str | None
+    driver_version: str | None
+    frameworks: tuple[str, ...] | None
+    backup_service: bool | None
+    price_amount: Decimal | None
+    price_currency: str
+    price_unit: PriceUnit
+    price_basis: PriceBasis
+    term: RentalTerm
+    term_variant: str | None
+    min_rental_hours: float | None
+    billing_increment_s: int | None
+    prepaid: bool | None
+    storage_price_per_gb_month: Decimal | None
+    egress_price_per_gb: Decimal | None
+    support_tier: str | None
+    sla_uptime_pct: float | None
+    reliability: float | None
+    verified: bool | None
+    datacenter: bool | None
+    available_now: bool | None
+    available_count: int | None

@@ -25,6 +25,7 @@ from adapters.base import (
     failed_calls_payload,
     read_failed_calls,
 )
+from adapters.schema import Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm
 
 URL = "https://api.example.test/v1/prices"
 FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
@@ -120,6 +121,57 @@ def test_parse_result_add_skips_invalid_record_naming_the_field() -> None:
     assert len(result.offers) == 1
     assert result.skipped[0].ref == "ex:b"
     assert "price_amount" in result.skipped[0].reason
+
+
+def _fields(**overrides: Any) -> OfferFields:
+    fields: OfferFields = {
+        "provider": "ex",
+        "offer_id": "a",
+        "fetched_at": datetime(2026, 1, 1, tzinfo=UTC),
+        "gpu_count": 2,
+        "price_amount": Decimal("3"),
+        "price_currency": "USD",
+        "price_unit": PriceUnit.HOUR,
+        "price_basis": PriceBasis.INSTANCE,
+        "term": RentalTerm.ON_DEMAND,
+    }
+    fields.update(overrides)  # type: ignore[typeddict-item]
+    return fields
+
+
+def test_parse_result_add_rejects_an_unknown_field_as_a_bug() -> None:
+    result = ParseResult()
+    with pytest.raises(TypeError, match="unknown Offer field.*gpu_cuont"):
+        result.add("ex:a", **_fields(), gpu_cuont=8)  # type: ignore[call-arg]
+    assert result.offers == [] and result.skipped == []
+
+
+def test_parse_result_add_keeps_the_first_of_two_records_with_one_key() -> None:
+    result = ParseResult()
+    first = result.add("ex:first", **_fields())
+    assert result.add("ex:echo", **_fields(price_amount=Decimal("2"))) is None
+    assert result.offers == [first]
+    assert result.skipped == [SkippedRecord(base.DUPLICATE_REASON, "ex:echo (first: ex:first)")]
+    # another term or region of the same configuration is another offer
+    assert result.add("ex:spot", **_fields(term=RentalTerm.INTERRUPTIBLE)) is not None
+    assert result.add("ex:eu", **_fields(region="eu")) is not None
+    assert len(result.offers) == 3
+
+
+def test_parse_result_add_applies_the_price_floor_per_gpu() -> None:
+    result = ParseResult()
+    # 0.01 USD/h for the instance of 2 GPUs: half a cent per GPU-hour, below the floor
+    assert result.add("ex:cheap", **_fields(price_amount=Decimal("0.01"))) is None
+    assert result.skipped[0].reason.startswith("absurd price: 0.005")
+    assert result.add("ex:ok", **_fields(price_amount=Decimal("0.02"))) is not None
+
+
+def test_parse_result_add_offer_follows_the_same_rules() -> None:
+    result = ParseResult()
+    offer = Offer(**_fields())
+    assert result.add_offer(offer, "ex:a") is offer
+    assert result.add_offer(offer, "ex:again") is None
+    assert result.skip_reasons() == {base.DUPLICATE_REASON: 1}
 
 
 @respx.mock
@@ -248,3 +300,8 @@ def test_a_malformed_failed_calls_record_is_a_format_error_naming_the_provider(
         read_failed_calls(payload, "ex")
     assert caught.value.provider == "ex"
     assert str(caught.value).startswith("ex: ")
+
+
+def test_offer_fields_name_every_offer_field_and_nothing_else() -> None:
+    """The TypedDict mypy checks adapters against is the schema, field for field."""
+    assert set(OfferFields.__annotations__) == set(Offer.model_fields)

@@ -24,8 +24,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..settings import Settings, get_settings
 from . import routers
-from .context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
-from .fastpath import OffersFastPath
+from .app_context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
+from .offers_cache import OffersFastPath
 from .metrics import ApiMetrics, MetricsMiddleware
 from .state import FrameBuilder, OffersLoader, StateHolder
 
@@ -76,9 +76,9 @@ def create_app(
     settings = settings or get_settings()
     hooks: dict[str, Any] = {}
     if offers_loader is None:
-        from .wiring import default_wiring
+        from .hooks import default_hooks
 
-        hooks = (wiring or default_wiring)(settings)
+        hooks = (wiring or default_hooks)(settings)
     loader = offers_loader or hooks["offers_loader"]
     holder = StateHolder(
         loader, frame_builder or _default_frame_builder(), cache_entries=settings.api_cache_entries

@@ -22,8 +22,8 @@ from pricing.job import Job
 from pricing.requirement import Requirement
 
 from ..deps import NoQueryDep, StateDep
-from ..queries import ParsedQuery
-from ..ranking import ranked_offers, time_bucket
+from ..offers_query import ParsedQuery
+from ..answers import ranked_offers, time_bucket
 from .offers import RankedOffer
 
 __all__ = ["EstimateAnswer", "EstimateRequest", "router"]
@@ -81,7 +81,7 @@ class EstimateAnswer(BaseModel):
 @router.post("", response_model=EstimateAnswer)
 async def post_estimate(body: EstimateRequest, state: StateDep) -> EstimateAnswer:
     """Estimate the training run; see the module doc for the two modes."""
-    from ..ranking import warnings_for
+    from ..answers import warnings_for
 
     head = {
         "source": state.current.source,

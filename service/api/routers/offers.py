@@ -15,9 +15,9 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..deps import ContextDep, StateDep
-from ..fastpath import raw_key
-from ..queries import canonical_key, openapi_parameters, parse_offers_query, validate_query
-from ..ranking import CachedPage, etag_for, ranked_page, time_bucket
+from ..offers_cache import raw_key
+from ..offers_query import canonical_key, openapi_parameters, parse_offers_query, validate_query
+from ..answers import CachedPage, etag_for, ranked_page, time_bucket
 
 __all__ = ["OffersPage", "RankedOffer", "cache_headers", "not_modified", "router"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .context import ApiContext
-from .ranking import CachedPage, time_bucket
+from .app_context import ApiContext
+from .answers import CachedPage, time_bucket
 
 __all__ = ["OFFERS_PATH", "OffersFastPath", "raw_key"]
 

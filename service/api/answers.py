@@ -19,7 +19,7 @@ from pricing.coverage import unidentified_note
 from pricing.display import for_display
 from pricing.rank import SORT_KEYS, rank
 
-from .queries import ParsedQuery
+from .offers_query import ParsedQuery
 from .state import ApiState
 
 __all__ = [

@@ -21,7 +21,8 @@ from pricing.estimate import Estimate, estimate
 from pricing.job import Job
 from pricing.requirement import Requirement
 
-from ..answers import Provenance, RankedOffer, page_header, ranked_offers
+from ..answer_schema import Provenance, RankedOffer
+from ..answers import page_header, ranked_offers
 from ..deps import NoQueryDep, StateDep
 from ..offers_cache import time_bucket
 from ..offers_query import ParsedQuery

@@ -14,7 +14,8 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from ..answers import OffersPage, ranked_page
+from ..answer_schema import OffersPage
+from ..answers import ranked_page
 from ..deps import ContextDep, StateDep
 from ..offers_cache import (
     etag_for,

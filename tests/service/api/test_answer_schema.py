@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from pricing.display import for_display
 from pricing.rank import rank
 from pricing.requirement import Requirement
-from service.api.answers import GROUPS, TOP_LEVEL, OffersPage, RankedOffer
+from service.api.answer_schema import GROUPS, TOP_LEVEL, OffersPage, RankedOffer
 from service.api.routers.estimate import EstimateAnswer
 
 pytestmark = pytest.mark.anyio

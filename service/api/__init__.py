@@ -9,7 +9,8 @@ Modules, in the order a request meets them:
 - ``metrics``: the app's Prometheus registry and the middleware timing every request.
 - ``offers_cache``: finished ``/v1/offers`` answers by query, their ETag/304 rule, fast path.
 - ``offers_query``: the query parameters of ``/v1/offers``, validated and made canonical.
-- ``answers``: the answer's models, and a parsed query ranked, shaped and serialized.
+- ``answer_schema``: the pydantic models of the answer, the one declaration of its shape.
+- ``answers``: a parsed query ranked, shaped by those models and serialized to bytes.
 - ``deps``: the ``Annotated`` dependencies the routers declare.
 - ``routers/<resource>``: one router per resource (offers, estimate, gpus, providers, ...).
 """

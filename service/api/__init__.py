@@ -1,4 +1,19 @@
-"""The REST API: ``create_app`` builds a FastAPI app with one router per resource."""
+"""The REST API: ``create_app`` builds a FastAPI app with one router per resource.
+
+Modules, in the order a request meets them:
+
+- ``app``: :func:`create_app`, the factory wiring settings, state, metrics, middleware, routers.
+- ``hooks``: the default hooks (loader, readiness, snapshot marker and runner, history).
+- ``app_context``: :class:`ApiContext`, what one app holds, and how it reloads its state.
+- ``state``: the immutable current state (frame, providers, tag) and its holder.
+- ``metrics``: the app's Prometheus registry and the middleware timing every request.
+- ``offers_cache``: finished ``/v1/offers`` answers by query, their ETag/304 rule, fast path.
+- ``offers_query``: the query parameters of ``/v1/offers``, validated and made canonical.
+- ``answer_schema``: the pydantic models of the answer, the one declaration of its shape.
+- ``answers``: a parsed query ranked, shaped by those models and serialized to bytes.
+- ``deps``: the ``Annotated`` dependencies the routers declare.
+- ``routers/<resource>``: one router per resource (offers, estimate, gpus, providers, ...).
+"""
 
 from .app import create_app
 

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -24,9 +24,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..settings import Settings, get_settings
 from . import routers
-from .context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
-from .fastpath import OffersFastPath
+from .app_context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
 from .metrics import ApiMetrics, MetricsMiddleware
+from .offers_cache import OffersFastPath
 from .state import FrameBuilder, OffersLoader, StateHolder
 
 __all__ = ["API_VERSION", "create_app"]
@@ -65,7 +65,6 @@ def create_app(
     ready_check: ReadyCheck | None = None,
     snapshot_marker: SnapshotMarker | None = None,
     history: Any = None,
-    wiring: Callable[[Settings], dict[str, Any]] | None = None,
 ) -> FastAPI:
     """Build one API app.
 
@@ -76,9 +75,9 @@ def create_app(
     settings = settings or get_settings()
     hooks: dict[str, Any] = {}
     if offers_loader is None:
-        from .wiring import default_wiring
+        from .hooks import default_hooks
 
-        hooks = (wiring or default_wiring)(settings)
+        hooks = default_hooks(settings)
     loader = offers_loader or hooks["offers_loader"]
     holder = StateHolder(
         loader, frame_builder or _default_frame_builder(), cache_entries=settings.api_cache_entries

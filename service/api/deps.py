@@ -16,7 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from ..settings import Settings
-from .context import ApiContext
+from .app_context import ApiContext
 from .state import ApiState
 
 __all__ = [

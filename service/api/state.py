@@ -4,8 +4,8 @@ A request reads ``holder.state`` once and works on that object only, so it never
 of one snapshot and half of the next. A refresh builds a complete new state off to the side
 (load, frame, per-provider status) and then replaces the reference in one assignment.
 
-Each state carries its own LRU of ranked results keyed by the canonical query, so a cached
-answer can never outlive the snapshot it was computed from.
+Each state carries its own :class:`~service.api.offers_cache.ResultCache` of finished
+answers, so a cached answer can never outlive the snapshot it was computed from.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import collections
 import dataclasses
 import hashlib
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,13 +23,13 @@ import polars as pl
 from adapters.schema import Offer
 
 from ..current import CurrentOffers
+from .offers_cache import ResultCache
 
 __all__ = [
     "ApiState",
     "FrameBuilder",
     "OffersLoader",
     "ProviderStatus",
-    "ResultCache",
     "StateHolder",
     "build_state",
 ]
@@ -38,34 +38,6 @@ __all__ = [
 OffersLoader = Callable[[], CurrentOffers]
 #: Turns offers into the frame the pricing engine ranks.
 FrameBuilder = Callable[[list[Offer]], pl.DataFrame]
-
-
-class ResultCache:
-    """A small LRU of finished responses (bytes), keyed by canonical query.
-
-    Only the event-loop thread touches it, so it needs no lock.
-    """
-
-    def __init__(self, max_entries: int) -> None:
-        self.max_entries = max_entries
-        self._data: collections.OrderedDict[Hashable, Any] = collections.OrderedDict()
-
-    def get(self, key: Hashable) -> Any | None:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
-
-    def put(self, key: Hashable, value: Any) -> None:
-        if self.max_entries <= 0:
-            return
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self.max_entries:
-            self._data.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._data)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

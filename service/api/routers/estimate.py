@@ -21,10 +21,11 @@ from pricing.estimate import Estimate, estimate
 from pricing.job import Job
 from pricing.requirement import Requirement
 
+from ..answer_schema import Provenance, RankedOffer
+from ..answers import page_header, ranked_offers
 from ..deps import NoQueryDep, StateDep
-from ..queries import ParsedQuery
-from ..ranking import ranked_offers, time_bucket
-from .offers import RankedOffer
+from ..offers_cache import time_bucket
+from ..offers_query import ParsedQuery
 
 __all__ = ["EstimateAnswer", "EstimateRequest", "router"]
 
@@ -68,12 +69,10 @@ class EstimateRequest(BaseModel):
         return self
 
 
-class EstimateAnswer(BaseModel):
+class EstimateAnswer(Provenance):
+    """Where the data comes from (as in ``/v1/offers``), then the estimate or the offers."""
+
     mode: str = Field(description="model (one GPU model and count) | offers")
-    source: str
-    sample: bool
-    note: str | None
-    warnings: list[str]
     estimate: Estimate | None = None
     offers: list[RankedOffer] = Field(default_factory=list)
 
@@ -81,14 +80,9 @@ class EstimateAnswer(BaseModel):
 @router.post("", response_model=EstimateAnswer)
 async def post_estimate(body: EstimateRequest, state: StateDep) -> EstimateAnswer:
     """Estimate the training run; see the module doc for the two modes."""
-    from ..ranking import warnings_for
-
-    head = {
-        "source": state.current.source,
-        "sample": state.current.source == "sample",
-        "note": state.current.note,
-        "warnings": warnings_for(state),
-    }
+    now = time_bucket()
+    header = page_header(state, now)
+    head = {name: header[name] for name in Provenance.model_fields}
     if body.gpu_model is not None:
         assert body.gpu_count is not None
         result = await run_in_threadpool(
@@ -120,7 +114,7 @@ async def post_estimate(body: EstimateRequest, state: StateDep) -> EstimateAnswe
         scaling=body.scaling,
         key="",
     )
-    offers = await run_in_threadpool(ranked_offers, state, parsed, time_bucket())
+    offers = await run_in_threadpool(ranked_offers, state, parsed, now)
     return EstimateAnswer(
         mode="offers", offers=[RankedOffer.model_validate(o) for o in offers], **head
     )

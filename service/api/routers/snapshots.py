@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from adapters.collect import ProviderRun
 
-from ..context import ApiContext
+from ..app_context import ApiContext
 from ..deps import AdminDep, ContextDep
 
 __all__ = ["router", "run_snapshot"]

@@ -4,7 +4,7 @@ import httpx
 import pytest
 
 from pricing.requirement import Requirement
-from service.api.queries import JOB_PARAMS, OffersQuery
+from service.api.offers_query import JOB_PARAMS, OffersQuery
 
 from .conftest import FakeSource, error_locs, offer
 

@@ -1,6 +1,6 @@
 """The default hooks of an app: the database of the settings, else the offline sample.
 
-:func:`default_wiring` returns the hooks :func:`~service.api.app.create_app` uses when the
+:func:`default_hooks` returns the hooks :func:`~service.api.app.create_app` uses when the
 caller injects none. The engine is built here, when the app is built, never at import.
 """
 
@@ -19,14 +19,14 @@ from adapters.collect import ProviderRun, collect
 from ..current import load_current
 from ..settings import Settings
 
-__all__ = ["default_wiring"]
+__all__ = ["default_hooks"]
 
 log = logging.getLogger("gpuscout.api")
 
 USER_AGENT = "gpuscout/0.1 (+price comparison)"
 
 
-def default_wiring(settings: Settings) -> dict[str, Any]:
+def default_hooks(settings: Settings) -> dict[str, Any]:
     """Loader, readiness check, snapshot marker, snapshot runner and history engine."""
     from db.current import latest_snapshot
     from db.engine import make_engine

@@ -1,0 +1,151 @@
+"""The answer about offers, declared once: the models of ``/v1/offers`` and its offers.
+
+:class:`OffersPage`, :class:`RankedOffer` and its four groups are the one declaration of
+the answer's shape: the router declares them as its response model (the OpenAPI schema),
+:mod:`service.api.answers` shapes each ranking row by reading their fields
+(:data:`TOP_LEVEL`, :data:`GROUPS`), and ``/v1/estimate`` reuses :class:`RankedOffer` and
+:class:`Provenance`. A column added to a model is in every answer and in the schema.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "GROUPS",
+    "TOP_LEVEL",
+    "Hardware",
+    "JobCost",
+    "OffersPage",
+    "Performance",
+    "Price",
+    "Provenance",
+    "RankedOffer",
+]
+
+
+class _Answer(BaseModel):
+    """A part of an answer: exactly these keys, no others."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Hardware(_Answer):
+    gpu_model: str
+    gpu_family: str | None
+    gpu_count: int
+    gpus: float = Field(description="GPUs per instance; a slice counts as its fraction")
+    nodes: int = Field(description="instances rented side by side for the job")
+    total_gpus: float
+    gpu_memory_gb: float | None
+    total_gpu_memory_gb: float | None
+    gpu_form_factor: str | None
+    gpu_interconnect: str | None
+    fabric: str | None
+    fabric_gbps: float | None
+    cpu_cores: float | None
+    vcpus: float | None
+    ram_gb: float | None
+    storage_gb: float | None
+    storage_type: str | None
+
+
+class Price(_Answer):
+    term: str = Field(description="the chosen (cheapest for the job) rental term")
+    term_variant: str | None = Field(
+        description="what tells apart prices of one configuration, location and term"
+        ' ("spot" vs "low-priority", a payment option, a spot zone)'
+    )
+    price_amount: str | None = Field(description="as published, exact, in price_currency")
+    price_currency: str
+    price_unit: str
+    price_basis: str
+    usd_per_hour: float = Field(description="whole instance")
+    usd_per_gpu_hour: float | None
+    min_rental_hours: float | None
+    billing_increment_s: int | None
+    on_demand_usd_per_hour: float | None
+    break_even_hours: float | None
+    break_even: str | None = Field(description="why this term, against on-demand")
+
+
+class Performance(_Answer):
+    precision: str
+    peak_tflops: float = Field(description="dense peak per GPU at the precision")
+    mfu: float
+    scaling_intra_node: float
+    scaling_inter_node: float
+    scaling: float
+    effective_tflops: float = Field(description="total GPUs x peak x mfu x scaling")
+
+
+class JobCost(_Answer):
+    compute_hours: float | None
+    wall_clock_hours: float | None
+    billed_hours: float | None
+    job_cost_usd: float | None
+    usd_per_effective_tflop_hour: float | None
+    memory_needed_gb: float | None
+
+
+class RankedOffer(_Answer):
+    """One ranked offer: who and where at the top level, the rest in four groups."""
+
+    rank: int
+    provider: str
+    seller: str | None = Field(
+        description="who rents it out when the provider lists others' machines"
+        " (an aggregator's cloud, a price sheet's seller); null: the provider itself"
+    )
+    offer_id: str
+    instance_name: str | None
+    region: str | None
+    country: str | None
+    reliability: float | None
+    verified: bool | None
+    available_now: bool | None
+    fetched_at: datetime
+    price_age_hours: float | None = Field(description="age of the price at generated_at")
+    hardware: Hardware
+    price: Price
+    performance: Performance
+    job: JobCost
+
+
+class Provenance(_Answer):
+    """What every answer about offers says about where its data comes from."""
+
+    source: str = Field(description="database | sample")
+    sample: bool = Field(description="true: recorded sample prices, not live")
+    note: str | None
+    warnings: list[str]
+
+
+class OffersPage(Provenance):
+    snapshot_at: datetime | None
+    generated_at: datetime
+    stale_providers: list[str] = Field(description="last fetch failed; older offers shown")
+    failed_providers: list[str] = Field(description="no offers from them; some may be hidden")
+    query: dict[str, object] = Field(description="the query in canonical form")
+    count: int
+    offers: list[RankedOffer]
+
+
+def _layout(model: type[BaseModel]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
+    """A model's plain fields, and each nested model's fields under the nested one's name."""
+    top: list[str] = []
+    groups: dict[str, tuple[str, ...]] = {}
+    for name, info in model.model_fields.items():
+        nested = info.annotation
+        if isinstance(nested, type) and issubclass(nested, BaseModel):
+            groups[name] = tuple(nested.model_fields)
+        else:
+            top.append(name)
+    return tuple(top), groups
+
+
+#: Which ranking columns an offer of the answer holds at its top level, and which in each
+#: group, read from :class:`RankedOffer`: the models are the one declaration of the shape.
+TOP_LEVEL, GROUPS = _layout(RankedOffer)

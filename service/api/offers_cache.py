@@ -1,0 +1,163 @@
+"""The cache of finished ``GET /v1/offers`` answers and its one ETag/304 rule.
+
+Each :class:`~service.api.state.ApiState` carries its own :class:`ResultCache` of finished
+answers (body bytes and ETag) keyed by (query, time bucket), so a cached answer never
+outlives the snapshot it was computed from. A request looks it up at most twice, answering
+through :func:`page_response` either way:
+
+1. :class:`OffersFastPath`, a pure ASGI middleware in front of the router, by the exact
+   query string: a repeated query is sent without routing, dependency solving or
+   validation (that query string was validated when it was first answered);
+2. the router, by the canonical query (equal for queries that mean the same), after
+   validating it; only a miss ranks, and fills both keys.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+from collections.abc import Hashable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from .app_context import ApiContext
+    from .state import ApiState
+
+__all__ = [
+    "OFFERS_PATH",
+    "TIME_BUCKET_S",
+    "CachedPage",
+    "OffersFastPath",
+    "ResultCache",
+    "etag_for",
+    "etag_matches",
+    "if_none_match",
+    "not_modified",
+    "page_response",
+    "raw_key",
+    "time_bucket",
+]
+
+OFFERS_PATH = "/v1/offers"
+#: ``now`` used for ranking is floored to this many seconds, so that a cached answer is
+#: reused within the bucket (ages are "as of ``generated_at``").
+TIME_BUCKET_S = 300
+
+
+class CachedPage:
+    """A finished answer: the body bytes and its validator."""
+
+    __slots__ = ("body", "etag")
+
+    def __init__(self, body: bytes, etag: str) -> None:
+        self.body = body
+        self.etag = etag
+
+
+class ResultCache:
+    """A small LRU of finished answers, keyed by (query key, time bucket).
+
+    Only the event-loop thread touches it, so it needs no lock.
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._data: collections.OrderedDict[Hashable, CachedPage] = collections.OrderedDict()
+
+    def get(self, key: Hashable) -> CachedPage | None:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: Hashable, value: CachedPage) -> None:
+        if self.max_entries <= 0:
+            return
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.max_entries:
+            self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def time_bucket(now: datetime | None = None) -> datetime:
+    ts = (now or datetime.now(UTC)).timestamp()
+    return datetime.fromtimestamp(ts - ts % TIME_BUCKET_S, UTC)
+
+
+def raw_key(scope: Scope) -> str:
+    """The cache key of a request's exact query string."""
+    return "?" + scope["query_string"].decode("latin-1")
+
+
+def if_none_match(scope: Scope) -> str:
+    """Every ``If-None-Match`` header of a request as one list (repeats join with commas)."""
+    return ",".join(v.decode("latin-1") for k, v in scope["headers"] if k == b"if-none-match")
+
+
+def etag_for(state: ApiState, key: str) -> str:
+    """A weak validator: the snapshot's tag and the canonical query."""
+    digest = hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+    return f'W/"{state.tag}-{digest}"'
+
+
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """True if an ``If-None-Match`` value holds ``etag``.
+
+    ``If-None-Match`` compares weakly (RFC 9110, 13.1.2): ``W/"x"`` and ``"x"`` match
+    either form; the value may be a comma-separated list; ``*`` matches any.
+    """
+    if not if_none_match:
+        return False
+    bare = etag.removeprefix("W/")
+    for token in if_none_match.split(","):
+        token = token.strip()
+        if token == "*" or token.removeprefix("W/") == bare:
+            return True
+    return False
+
+
+def _headers(etag: str, max_age_s: int) -> dict[str, str]:
+    return {"ETag": etag, "Cache-Control": f"public, max-age={max_age_s}"}
+
+
+def not_modified(etag: str, if_none_match: str | None, max_age_s: int) -> Response | None:
+    """The 304 when the client already holds ``etag``; ``None`` when it does not."""
+    if etag_matches(if_none_match, etag):
+        return Response(status_code=304, headers=_headers(etag, max_age_s))
+    return None
+
+
+def page_response(page: CachedPage, if_none_match: str | None, max_age_s: int) -> Response:
+    """A cached answer as sent: a 304 if the client holds it, else its bytes."""
+    return not_modified(page.etag, if_none_match, max_age_s) or Response(
+        page.body, media_type="application/json", headers=_headers(page.etag, max_age_s)
+    )
+
+
+class OffersFastPath:
+    """The first lookup, by exact query string; everything else falls through."""
+
+    def __init__(self, app: ASGIApp, context: ApiContext) -> None:
+        self.app = app
+        self.context = context
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == OFFERS_PATH and scope["method"] == "GET":
+            state = self.context.holder.state
+            if state is not None:
+                page = state.cache.get((raw_key(scope), time_bucket()))
+                if page is not None:
+                    scope["gpuscout.route"] = OFFERS_PATH
+                    self.context.metrics.offers_cache.labels("hit").inc()
+                    max_age_s = self.context.settings.cache_max_age_s
+                    response = page_response(page, if_none_match(scope), max_age_s)
+                    await response(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)

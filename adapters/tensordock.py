@@ -46,7 +46,6 @@ from .units import (
     lenient_float,
     memory_gb_in_name,
     per_gb_hour_to_per_gb_month,
-    positive,
     positive_quantity,
     power_of_two_counts,
     to_decimal,
@@ -244,8 +243,8 @@ def _hostnode_site(record: Any, result: ParseResult) -> _Site | None:
 
     gpus = _site_gpus(resources.get("gpus"), f"tensordock:hostnode/{host_id}", read, result)
     uptime_pct = lenient_float(record.get("uptime_percentage"))
-    down = positive(lenient_float(location.get("network_speed_gbps")))
-    up = positive(lenient_float(location.get("network_speed_upload_gbps")))
+    down = positive_quantity(location.get("network_speed_gbps"))
+    up = positive_quantity(location.get("network_speed_upload_gbps"))
     return _Site(
         key=f"host-{host_id}",
         region=_region(location),

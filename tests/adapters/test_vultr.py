@@ -14,7 +14,9 @@ import httpx
 import pytest
 import respx
 
+import adapters
 from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from adapters.sample import sample_entries
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType
 from adapters.units import data_rows
 from adapters.vultr import METAL_URL, PLANS_URL, VultrAdapter, card_memory_gb
@@ -193,6 +195,17 @@ def fetch(adapter: VultrAdapter) -> list[Any]:
             return await adapter.fetch(client)
 
     return asyncio.run(go())
+
+
+@respx.mock
+def test_the_offline_sample_is_what_fetch_returns() -> None:
+    """The sample replays the live path: fetch hands parse exactly the sample's payloads."""
+    [entry] = [e for e in sample_entries() if e.provider == "vultr"]
+    samples = Path(adapters.__file__).parent / "samples"
+    recorded = [json.loads((samples / f).read_text()) for f in entry.files]
+    respx.get(PLANS_URL).mock(return_value=httpx.Response(200, json=recorded[0]))
+    respx.get(METAL_URL).mock(return_value=httpx.Response(200, json=recorded[1]))
+    assert fetch(VultrAdapter(policy=FAST)) == recorded
 
 
 @respx.mock

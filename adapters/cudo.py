@@ -32,13 +32,13 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 
-from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name
-from .schema import Fabric, PriceBasis, PriceUnit, RentalTerm
+from .base import Adapter, ParseResult, ResponseFormatError
+from .gpus import resolve_gpu_name, spec_fields
+from .schema import Fabric, OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .units import (
     gib_to_gb,
     nominal_gpu_memory_gb,
@@ -74,13 +74,13 @@ log = logging.getLogger("gpuscout.adapters.cudo")
 class CudoAdapter(Adapter):
     """Cudo Compute VM GPU families (composed) and bare-metal machines (fixed)."""
 
-    name: ClassVar[str] = "cudo"
-    title: ClassVar[str] = "Cudo Compute"
-    source_url: ClassVar[str] = API_BASE
+    name = "cudo"
+    title = "Cudo Compute"
+    source_url = API_BASE
     #: The VM catalogue is public; the bare-metal one needs the key (request.md for Cudo:
     #: "no auth needed for this catalog call"; other endpoints take a Bearer key).
-    credential_names: ClassVar[tuple[str, ...]] = ()
-    optional_credential_names: ClassVar[tuple[str, ...]] = ("cudo_api_key",)
+    credential_names = ()
+    optional_credential_names = ("cudo_api_key",)
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.credentials.get("cudo_api_key")
@@ -138,7 +138,7 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime
         result.skip(f"bad number: {exc}", ref)
         return
     gpu_memory_gb = nominal_gpu_memory_gb(gpu_memory) if gpu_memory else None
-    base: dict[str, Any] = {
+    base: OfferFields = _gpu_fields(raw_gpu, gpu_memory_gb) | {
         "provider": "cudo",
         "region": dc or None,
         "country": _country(dc),
@@ -152,13 +152,10 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime
         "storage_price_per_gb_month": (
             per_gib_hour_to_per_gb_month(storage_price) if storage_price is not None else None
         ),
-        **_gpu_fields(raw_gpu, gpu_memory_gb),
     }
     counts = range(1, max_gpus + 1) if max_gpus > 0 else range(1, 2)
     for commitment, unit_prices in terms:
-        term = COMMITMENT_TERMS.get(commitment)
-        if term is None:
-            result.skip(f"commitment term {commitment!r} has no rental term here", ref)
+        if (term := _term(commitment, result, ref)) is None:
             continue
         for gpus in counts:
             vcpus = max(min_vcpu, math.ceil(gpus * min_vcpu_per_gpu))
@@ -171,21 +168,17 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime
             if price is None or price <= 0:
                 result.skip(f"no usable {commitment} price", ref)
                 break
-            if price / gpus < MIN_USD_PER_GPU_HOUR:
-                result.skip(f"absurd price: {price} USD/h for {gpus} GPUs", ref)
-                continue
-            result.add(
-                ref,
-                **base,
-                offer_id=f"{family}/{gpus}gpu",
-                instance_name=f"{family} {gpus}x {raw_gpu} {vcpus:g} vCPU {ram_gib:g} GiB",
-                gpu_count=gpus,
-                vcpus=float(vcpus),
-                ram_gb=gib_to_gb(ram_gib),
-                price_amount=price,
-                term=term,
-                available_now=max_gpus >= gpus,
-            )
+            vm: OfferFields = {
+                "offer_id": f"{family}/{gpus}gpu",
+                "instance_name": f"{family} {gpus}x {raw_gpu} {vcpus:g} vCPU {ram_gib:g} GiB",
+                "gpu_count": gpus,
+                "vcpus": float(vcpus),
+                "ram_gb": gib_to_gb(ram_gib),
+                "price_amount": price,
+                "term": term,
+                "available_now": max_gpus >= gpus,
+            }
+            result.add(ref, **(base | vm))
 
 
 def _vm_term_prices(item: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -248,7 +241,7 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any], fetched_at: 
     if gpus <= 0 or not raw_gpu:
         result.skip("no GPU (CPU-only machine type)", ref)
         return
-    base: dict[str, Any] = {
+    base: OfferFields = _gpu_fields(raw_gpu, None) | {
         "provider": "cudo",
         "offer_id": machine_id,
         "instance_name": machine_id,
@@ -266,16 +259,13 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any], fetched_at: 
         "price_basis": PriceBasis.INSTANCE,
         "available_now": None if free is None else free > 0,
         "available_count": int(free) if free is not None and free >= 0 else None,
-        **_gpu_fields(raw_gpu, None),
     }
     for entry in item.get("prices") or []:
         if not isinstance(entry, Mapping):
             result.skip("price entry is not an object", ref)
             continue
         commitment = str(entry.get("commitmentTerm") or "COMMITMENT_TERM_NONE")
-        term = COMMITMENT_TERMS.get(commitment)
-        if term is None:
-            result.skip(f"commitment term {commitment!r} has no rental term here", ref)
+        if (term := _term(commitment, result, ref)) is None:
             continue
         try:
             price = _price(entry.get("priceHr"))
@@ -285,24 +275,25 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any], fetched_at: 
         if price is None or price <= 0:
             result.skip(f"no usable {commitment} price: {price}", ref)
             continue
-        if price / gpus < MIN_USD_PER_GPU_HOUR:
-            result.skip(f"absurd price: {price} USD/h for {gpus} GPUs", ref)
-            continue
         dc = str(entry.get("dataCenterId") or item.get("dataCenterId") or "")
-        result.add(
-            ref, **base, region=dc or None, country=_country(dc), price_amount=price, term=term
-        )
+        place: OfferFields = {"region": dc or None, "country": _country(dc)}
+        result.add(ref, **(base | place | {"price_amount": price, "term": term}))
 
 
 # --- shared ------------------------------------------------------------------------------
 
 
-def _gpu_fields(raw: str, memory_gb: float | None) -> dict[str, Any]:
-    fields: dict[str, Any] = {"gpu_raw_name": raw}
+def _term(commitment: str, result: ParseResult, ref: str) -> RentalTerm | None:
+    """The rental term of a Cudo commitment; one we have no term for is a recorded skip."""
+    term = COMMITMENT_TERMS.get(commitment)
+    if term is None:
+        result.skip(f"commitment term {commitment!r} has no rental term here", ref)
+    return term
+
+
+def _gpu_fields(raw: str, memory_gb: float | None) -> OfferFields:
     spec = resolve_gpu_name(raw, memory_gb=memory_gb)
-    if spec is not None:
-        fields.update(gpu_model=spec.name, gpu_vendor=spec.vendor, gpu_form_factor=spec.form_factor)
-    return fields
+    return spec_fields(spec) | {"gpu_raw_name": raw}
 
 
 def _country(data_center_id: str) -> str | None:

@@ -34,20 +34,22 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 
-from .base import (
-    MIN_USD_PER_GPU_HOUR,
-    Adapter,
-    ParseResult,
-    ProviderError,
-    ResponseFormatError,
-)
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import PriceBasis, PriceUnit, RentalTerm
-from .units import lenient_float, nominal_gpu_memory_gb, positive, to_decimal
+from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .units import (
+    country_code,
+    lenient_float,
+    memory_gb_in_name,
+    non_negative,
+    positive_quantity,
+    text,
+    to_decimal,
+)
 
 __all__ = ["API_BASE", "FLAVORS_URL", "PRICEBOOK_URL", "HyperstackAdapter"]
 
@@ -60,27 +62,14 @@ _RATIO_TOLERANCE = Decimal("0.05")
 #: Per-GPU memory inside a Hyperstack GPU model name: ``H100-80G-SXM5``, ``A100-80G-PCIe``.
 _MEMORY_IN_NAME = re.compile(r"-(\d+)G(?:-|$)")
 
-#: Country word at the start of a Hyperstack region name (``NORWAY-1``).
-_REGION_COUNTRY: Mapping[str, str] = {
-    "NORWAY": "NO",
-    "CANADA": "CA",
-    "US": "US",
-    "USA": "US",
-    "ICELAND": "IS",
-    "SWEDEN": "SE",
-    "FINLAND": "FI",
-    "GERMANY": "DE",
-    "UK": "GB",
-}
-
 
 class HyperstackAdapter(Adapter):
     """Hyperstack GPU flavors per region, priced from the pricebook."""
 
-    name: ClassVar[str] = "hyperstack"
-    title: ClassVar[str] = "Hyperstack"
-    source_url: ClassVar[str] = API_BASE
-    credential_names: ClassVar[tuple[str, ...]] = ("hyperstack_api_key",)
+    name = "hyperstack"
+    title = "Hyperstack"
+    source_url = API_BASE
+    credential_names = ("hyperstack_api_key",)
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.require_credentials()["hyperstack_api_key"]
@@ -104,10 +93,9 @@ class HyperstackAdapter(Adapter):
         flavors = list(_flavors(groups))
         flavor_basis = _flavor_price_basis(flavors, prices)
         result = ParseResult()
-        seen: set[tuple[str, str]] = set()
         for group_gpu, flavor in flavors:
             _parse_flavor(
-                result, group_gpu, flavor, prices, price_problems, flavor_basis, seen, fetched_at
+                result, group_gpu, flavor, prices, price_problems, flavor_basis, fetched_at
             )
         return result
 
@@ -214,68 +202,58 @@ def _parse_flavor(
     prices: Mapping[str, Decimal],
     price_problems: Mapping[str, str],
     flavor_basis: PriceBasis | None,
-    seen: set[tuple[str, str]],
     fetched_at: datetime,
 ) -> None:
+    """One flavor's offer; a flavor listed twice in a region is the contract's duplicate."""
     if not isinstance(flavor, Mapping):
         result.skip("flavor (or flavor group) is not an object")
         return
     name = flavor.get("name")
-    region = _text(flavor.get("region_name"))
+    region = text(flavor.get("region_name"))
     ref = f"hyperstack:flavor/{flavor.get('id')}"
     if not isinstance(name, str) or not name:
         result.skip("flavor without a name", ref)
         return
     gpu_count = _count(flavor)
-    raw_gpu = _text(flavor.get("gpu")) or _text(group_gpu)
+    raw_gpu = text(flavor.get("gpu")) or text(group_gpu)
     if gpu_count is None:
         result.skip(f"bad gpu_count {flavor.get('gpu_count')!r}", ref)
         return
     if gpu_count == 0 or raw_gpu is None:
         return  # a CPU flavor: not an offer
-    key = (name, region or "")
-    if key in seen:
-        result.skip(f"duplicate flavor {name} in {region}", ref)
-        return
-    seen.add(key)
-
     priced = _price(name, raw_gpu, prices, flavor_basis)
     if isinstance(priced, str):
         result.skip(price_problems.get(raw_gpu) or price_problems.get(name) or priced, ref)
         return
     price, basis = priced
-    per_gpu = price if basis is PriceBasis.GPU else price / gpu_count
-    if per_gpu < MIN_USD_PER_GPU_HOUR:
-        result.skip(f"absurd price: {per_gpu} USD per GPU-hour", ref)
-        return
-    spec = resolve_gpu_name(raw_gpu, memory_gb=_memory_gb(raw_gpu))
-    disk_gb = _non_negative(lenient_float(flavor.get("disk")))
-    ephemeral_gb = _non_negative(lenient_float(flavor.get("ephemeral")))
-    storage = [s for s in (disk_gb, ephemeral_gb) if s is not None]
+    memory_gb = memory_gb_in_name(_MEMORY_IN_NAME, raw_gpu)
+    spec = resolve_gpu_name(raw_gpu, memory_gb=memory_gb)
+    disks = (non_negative(lenient_float(flavor.get(k))) for k in ("disk", "ephemeral"))
+    storage = [gb for gb in disks if gb is not None]
     stock = flavor.get("stock_available")
-    result.add(
-        ref,
-        provider="hyperstack",
-        offer_id=name,
-        instance_name=_text(flavor.get("display_name")),
-        region=region,
-        country=_country(region),
-        fetched_at=fetched_at,
-        raw_ref=ref,
-        gpu_raw_name=raw_gpu,
-        **spec_fields(spec),
-        gpu_count=gpu_count,
-        gpu_memory_gb=_memory_gb(raw_gpu),
-        vcpus=positive(lenient_float(flavor.get("cpu"))),
-        ram_gb=positive(lenient_float(flavor.get("ram"))),
-        storage_gb=sum(storage) if storage else None,
-        price_amount=price,
-        price_currency="USD",
-        price_unit=PriceUnit.HOUR,
-        price_basis=basis,
-        term=RentalTerm.ON_DEMAND,
-        available_now=stock if isinstance(stock, bool) else None,
-    )
+    fields: OfferFields = spec_fields(spec) | {
+        "provider": "hyperstack",
+        "offer_id": name,
+        "instance_name": text(flavor.get("display_name")),
+        "region": region,
+        # ISO country from the word before the dash (``NORWAY-1`` -> ``NO``), if known
+        "country": country_code(region.split("-", 1)[0]) if region else None,
+        "fetched_at": fetched_at,
+        "raw_ref": ref,
+        "gpu_raw_name": raw_gpu,
+        "gpu_count": gpu_count,
+        "gpu_memory_gb": memory_gb,
+        "vcpus": positive_quantity(flavor.get("cpu")),
+        "ram_gb": positive_quantity(flavor.get("ram")),
+        "storage_gb": sum(storage) if storage else None,
+        "price_amount": price,
+        "price_currency": "USD",
+        "price_unit": PriceUnit.HOUR,
+        "price_basis": basis,
+        "term": RentalTerm.ON_DEMAND,
+        "available_now": stock if isinstance(stock, bool) else None,
+    }
+    result.add(ref, **fields)
 
 
 def _price(
@@ -294,30 +272,9 @@ def _price(
     return f"no pricebook entry for {gpu!r} or {flavor_name!r}"
 
 
-def _memory_gb(gpu: str) -> float | None:
-    """Nominal per-GPU memory from the model name (``H100-80G-PCIe`` -> 80), if present."""
-    match = _MEMORY_IN_NAME.search(gpu)
-    return nominal_gpu_memory_gb(float(match.group(1))) if match else None
-
-
 def _count(flavor: Mapping[str, Any]) -> int | None:
     """A whole, non-negative GPU count (``8``, ``8.0`` or ``"8"``), else ``None``."""
     value = lenient_float(flavor.get("gpu_count"))
     if value is None or value < 0 or value != int(value):
         return None
     return int(value)
-
-
-def _country(region: str | None) -> str | None:
-    """ISO country from the word before the dash (``NORWAY-1`` -> ``NO``), if known."""
-    if region is None:
-        return None
-    return _REGION_COUNTRY.get(region.split("-", 1)[0].upper())
-
-
-def _non_negative(value: float | None) -> float | None:
-    return value if value is not None and value >= 0 else None
-
-
-def _text(value: Any) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None

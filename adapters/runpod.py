@@ -36,16 +36,15 @@ from typing import Any
 import httpx
 
 from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
-from .gpus import GpuSpec, resolve_gpu_name
-from .schema import PriceBasis, PriceUnit, RentalTerm, Vendor
-from .units import lenient_float, positive, to_decimal, whole_count
+from .gpus import GpuSpec, resolve_gpu_name, spec_fields
+from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
+from .units import positive_quantity, power_of_two_counts, to_decimal, whole_count
 
 __all__ = [
     "GPU_TYPES_QUERY",
     "GRAPHQL_URL",
     "RunPodAdapter",
     "datacenter_country",
-    "pod_gpu_counts",
 ]
 
 GRAPHQL_URL = "https://api.runpod.io/graphql"
@@ -109,22 +108,23 @@ class RunPodAdapter(Adapter):
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()
-        seen: set[str] = set()
         for payload in payloads:
             for record in _gpu_type_records(payload):
                 if not isinstance(record, Mapping):
                     result.skip("gpuType is not an object")
                     continue
-                before = len(result.offers)
-                for ref, fields in _offers_of(record, result):
-                    fields.update(provider=self.name, fetched_at=fetched_at, raw_ref=ref)
-                    key = f"{fields['offer_id']}|{fields.get('region')}|{fields['term']}"
-                    if key in seen:
-                        continue
-                    seen.add(key)
+                ref = f"runpod:gpuType/{record.get('id')}"
+                skips = len(result.skipped)
+                base: OfferFields = {
+                    "provider": self.name,
+                    "fetched_at": fetched_at,
+                    "raw_ref": ref,
+                }
+                offers = list(_offers_of(record, base, result))
+                for fields in offers:
                     result.add(ref, **fields)
-                if len(result.offers) == before and not _was_skipped(result, record):
-                    result.skip("no price in any cloud or term", _ref(record))
+                if not offers and len(result.skipped) == skips:
+                    result.skip("no price in any cloud or term", ref)
         return result
 
 
@@ -132,22 +132,6 @@ ADAPTER = RunPodAdapter
 
 
 # --- pure helpers ---------------------------------------------------------------------
-
-
-def pod_gpu_counts(low: int, high: int) -> list[int]:
-    """GPU counts offered for one pod: powers of two from ``low`` up to ``high``, and ``high``.
-
-    >>> pod_gpu_counts(1, 10)
-    [1, 2, 4, 8, 10]
-    """
-    counts, n = [], 1
-    while n <= high:
-        if n >= low:
-            counts.append(n)
-        n *= 2
-    if high >= low and high not in counts:
-        counts.append(high)
-    return counts
 
 
 def _raise_graphql_errors(payload: Any) -> None:
@@ -175,26 +159,31 @@ def _gpu_type_records(payload: Any) -> list[Any]:
     return records
 
 
-def _ref(record: Mapping[str, Any]) -> str:
-    return f"runpod:gpuType/{record.get('id')}"
-
-
-def _was_skipped(result: ParseResult, record: Mapping[str, Any]) -> bool:
-    ref = _ref(record)
-    return any(s.ref == ref for s in result.skipped)
-
-
 def _offers_of(
-    record: Mapping[str, Any], result: ParseResult
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(raw_ref, offer fields) for every cloud, GPU count and term one GPU type is priced at."""
-    ref = _ref(record)
+    record: Mapping[str, Any], base: OfferFields, result: ParseResult
+) -> Iterator[OfferFields]:
+    """Offer fields for every cloud, GPU count and term one GPU type is priced at."""
+    ref = base.get("raw_ref")
     type_id = record.get("id")
     if not isinstance(type_id, str) or not type_id.strip():
         result.skip("gpuType without id", ref)
         return
-    gpu = _gpu_fields(record, type_id)
+    gpu = base | _gpu_fields(record, type_id)
+    name = record.get("displayName") or type_id
     is_slice = gpu.get("gpu_mig_profile") is not None
+
+    def offer(kind: str, count: int, term: RentalTerm, price: Decimal) -> OfferFields:
+        return gpu | {
+            "offer_id": f"{type_id}:{kind}:{count}x",
+            "instance_name": f"{count}x {name}",
+            "gpu_count": count,
+            "term": term,
+            "price_amount": price,
+            "price_currency": "USD",
+            "price_unit": PriceUnit.HOUR,
+            "price_basis": PriceBasis.GPU,
+        }
+
     for cloud in _CLOUDS:
         if record.get(f"{cloud}Cloud") is False:
             continue
@@ -209,50 +198,16 @@ def _offers_of(
             if price is None:
                 continue
             for count in counts:
-                yield (
-                    ref,
-                    {
-                        **gpu,
-                        **_lowest_fields(lowest, count),
-                        "offer_id": f"{type_id}:{cloud}:{count}x",
-                        "instance_name": f"{count}x {record.get('displayName') or type_id}",
-                        "gpu_count": count,
-                        "term": term,
-                        "price_amount": price,
-                        "datacenter": cloud == "secure",
-                        **_PER_GPU_HOUR,
-                    },
-                )
+                in_cloud: OfferFields = {"datacenter": cloud == "secure"}
+                yield offer(cloud, count, term, price) | _lowest_fields(lowest, count) | in_cloud
     plan_counts = [1] if is_slice else _cloud_counts(record, None)
     for price_key, term in _COMMITMENTS:
         price = _price(record, price_key, result, ref)
         if price is None:
             continue
         for count in plan_counts:
-            yield (
-                ref,
-                {
-                    **gpu,
-                    "offer_id": f"{type_id}:savings-plan:{count}x",
-                    "instance_name": f"{count}x {record.get('displayName') or type_id}",
-                    "gpu_count": count,
-                    "term": term,
-                    "price_amount": price,
-                    **_PER_GPU_HOUR,
-                },
-            )
-    yield from _cluster_offers(record, gpu, result, ref, type_id, is_slice)
-
-
-def _cluster_offers(
-    record: Mapping[str, Any],
-    gpu: dict[str, Any],
-    result: ParseResult,
-    ref: str,
-    type_id: str,
-    is_slice: bool,
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Instant Cluster nodes: ``clusterPrice`` per GPU-hour, one offer per datacenter."""
+            yield offer("savings-plan", count, term, price)
+    # Instant Cluster nodes: ``clusterPrice`` per GPU-hour, one offer per datacenter
     price = _price(record, "clusterPrice", result, ref)
     node_gpus = whole_count(record.get("maxGpuCount"))
     if price is None or node_gpus is None or is_slice:
@@ -260,37 +215,19 @@ def _cluster_offers(
     datacenters = record.get("nodeGroupDatacenters")
     for dc in datacenters if isinstance(datacenters, list) else []:
         dc_id = dc.get("id") if isinstance(dc, Mapping) else None
-        if not isinstance(dc_id, str) or not dc_id:
-            continue
-        yield (
-            ref,
-            {
-                **gpu,
-                "offer_id": f"{type_id}:cluster:{node_gpus}x",
-                "instance_name": f"Instant Cluster node {node_gpus}x "
-                f"{record.get('displayName') or type_id}",
+        if isinstance(dc_id, str) and dc_id:
+            yield offer("cluster", node_gpus, RentalTerm.ON_DEMAND, price) | {
+                "instance_name": f"Instant Cluster node {node_gpus}x {name}",
                 "region": dc_id,
                 "country": datacenter_country(dc_id),
-                "gpu_count": node_gpus,
-                "term": RentalTerm.ON_DEMAND,
-                "price_amount": price,
                 "multi_node": True,
                 "datacenter": True,
-                **_PER_GPU_HOUR,
-            },
-        )
+            }
 
 
-_PER_GPU_HOUR: dict[str, Any] = {
-    "price_currency": "USD",
-    "price_unit": PriceUnit.HOUR,
-    "price_basis": PriceBasis.GPU,
-}
-
-
-def _gpu_fields(record: Mapping[str, Any], type_id: str) -> dict[str, Any]:
+def _gpu_fields(record: Mapping[str, Any], type_id: str) -> OfferFields:
     """GPU model, vendor, memory and (for a MIG slice) its profile and fraction."""
-    memory_gb = positive(lenient_float(record.get("memoryInGb")))
+    memory_gb = positive_quantity(record.get("memoryInGb"))
     mig = _MIG.search(type_id)
     spec: GpuSpec | None
     if mig:
@@ -302,20 +239,16 @@ def _gpu_fields(record: Mapping[str, Any], type_id: str) -> dict[str, Any]:
     else:
         spec = resolve_gpu_name(type_id, memory_gb=memory_gb)
         fraction = None
-    manufacturer = record.get("manufacturer")
-    vendor = spec.vendor if spec else _VENDORS.get(str(manufacturer).strip().lower())
-    return {
-        "gpu_model": spec.name if spec else None,
+    vendor = _VENDORS.get(str(record.get("manufacturer")).strip().lower())
+    return spec_fields(spec, vendor=vendor) | {
         "gpu_raw_name": type_id,
-        "gpu_vendor": vendor,
         "gpu_memory_gb": memory_gb,
-        "gpu_form_factor": spec.form_factor if spec else None,
         "gpu_mig_profile": mig.group(1) if mig else None,
         "gpu_fraction": fraction,
     }
 
 
-def _lowest_fields(lowest: Mapping[str, Any], count: int) -> dict[str, Any]:
+def _lowest_fields(lowest: Mapping[str, Any], count: int) -> OfferFields:
     """vCPU, RAM (GB) and stock from a 1-GPU ``lowestPrice`` quote: only valid for 1 GPU."""
     stock = lowest.get("stockStatus", ...)
     if stock is ...:
@@ -325,8 +258,8 @@ def _lowest_fields(lowest: Mapping[str, Any], count: int) -> dict[str, Any]:
     if count != 1:
         return {"available_now": available}
     return {
-        "vcpus": positive(lenient_float(lowest.get("minVcpu"))),
-        "ram_gb": positive(lenient_float(lowest.get("minMemory"))),
+        "vcpus": positive_quantity(lowest.get("minVcpu")),
+        "ram_gb": positive_quantity(lowest.get("minMemory")),
         "available_now": available,
     }
 
@@ -339,10 +272,12 @@ def _cloud_counts(record: Mapping[str, Any], cloud: str | None) -> list[int]:
     if high is None:
         high = whole_count(record.get("maxGpuCount"))
     low = whole_count(record.get("minPodGpuCount")) or 1
-    return pod_gpu_counts(low, high) if high else [low]
+    return power_of_two_counts(high, low) if high else [low]
 
 
-def _price(record: Mapping[str, Any], key: str, result: ParseResult, ref: str) -> Decimal | None:
+def _price(
+    record: Mapping[str, Any], key: str, result: ParseResult, ref: str | None
+) -> Decimal | None:
     """A positive price, or ``None`` when absent/0 (not offered); garbage is a recorded skip."""
     try:
         price = to_decimal(record.get(key))

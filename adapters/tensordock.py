@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -39,86 +39,25 @@ import httpx
 
 from .base import Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import PriceBasis, PriceUnit, RentalTerm
+from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .units import (
+    country_code,
     gbps_to_mbps,
     lenient_float,
+    memory_gb_in_name,
     per_gb_hour_to_per_gb_month,
-    positive,
+    positive_quantity,
+    power_of_two_counts,
     to_decimal,
     whole_count,
 )
 
-__all__ = ["API_URL", "TensorDockAdapter", "iso_country", "vm_gpu_counts"]
+__all__ = ["API_URL", "TensorDockAdapter", "iso_country"]
 
 API_URL = "https://dashboard.tensordock.com/api/v2"
 
+#: GPU memory, GB, in the ``-<n>gb`` suffix TensorDock's GPU ids carry.
 _VRAM_IN_NAME = re.compile(r"-(\d+(?:\.\d+)?)gb$", re.IGNORECASE)
-
-#: Country names TensorDock writes in full ("United States"; its Terraform mocks say "USA")
-#: to ISO 3166-1 alpha-2. A name not here leaves ``country`` empty rather than guessed.
-_COUNTRY_CODES = {
-    "united states": "US",
-    "united states of america": "US",
-    "usa": "US",
-    "canada": "CA",
-    "mexico": "MX",
-    "brazil": "BR",
-    "chile": "CL",
-    "united kingdom": "GB",
-    "uk": "GB",
-    "ireland": "IE",
-    "germany": "DE",
-    "netherlands": "NL",
-    "the netherlands": "NL",
-    "belgium": "BE",
-    "luxembourg": "LU",
-    "france": "FR",
-    "spain": "ES",
-    "portugal": "PT",
-    "italy": "IT",
-    "switzerland": "CH",
-    "austria": "AT",
-    "czech republic": "CZ",
-    "czechia": "CZ",
-    "poland": "PL",
-    "slovakia": "SK",
-    "hungary": "HU",
-    "romania": "RO",
-    "bulgaria": "BG",
-    "greece": "GR",
-    "croatia": "HR",
-    "serbia": "RS",
-    "slovenia": "SI",
-    "denmark": "DK",
-    "sweden": "SE",
-    "norway": "NO",
-    "finland": "FI",
-    "iceland": "IS",
-    "estonia": "EE",
-    "latvia": "LV",
-    "lithuania": "LT",
-    "ukraine": "UA",
-    "turkey": "TR",
-    "israel": "IL",
-    "united arab emirates": "AE",
-    "saudi arabia": "SA",
-    "india": "IN",
-    "singapore": "SG",
-    "malaysia": "MY",
-    "thailand": "TH",
-    "vietnam": "VN",
-    "indonesia": "ID",
-    "philippines": "PH",
-    "hong kong": "HK",
-    "taiwan": "TW",
-    "japan": "JP",
-    "south korea": "KR",
-    "china": "CN",
-    "australia": "AU",
-    "new zealand": "NZ",
-    "south africa": "ZA",
-}
 
 
 class TensorDockAdapter(Adapter):
@@ -149,16 +88,10 @@ class TensorDockAdapter(Adapter):
             sites = [_location_site(r, stock, result) for r in locations]
         else:
             sites = [_hostnode_site(r, result) for r in hostnodes]
-        seen: set[str] = set()
         for site in filter(None, sites):
             for gpu in site.gpus:
-                for fields in _gpu_offers(site, gpu, result):
-                    if fields["offer_id"] in seen:
-                        result.skip(f"duplicate offer {fields['offer_id']}", gpu.ref)
-                        continue
-                    seen.add(fields["offer_id"])
-                    fields.setdefault("raw_ref", gpu.ref)
-                    result.add(gpu.ref, provider=self.name, fetched_at=fetched_at, **fields)
+                for fields in _gpu_offers(site, gpu, fetched_at):
+                    result.add(gpu.ref, **fields)
         return result
 
 
@@ -227,28 +160,16 @@ def _records(payload: Any) -> tuple[str, list[Any]]:
     raise ResponseFormatError("tensordock", "'data' has neither 'locations' nor 'hostnodes'")
 
 
-def vm_gpu_counts(max_count: int) -> list[int]:
-    """GPU counts offered per VM: powers of two up to ``max_count``, and ``max_count``.
-
-    >>> vm_gpu_counts(6)
-    [1, 2, 4, 6]
-    """
-    counts = [2**i for i in range(max_count.bit_length()) if 2**i <= max_count]
-    return counts if counts[-1] == max_count else [*counts, max_count]
-
-
 def iso_country(name: Any) -> str | None:
-    """ISO alpha-2 code for a country as TensorDock writes it; ``None`` if not known.
+    """ISO alpha-2 code for a country as TensorDock writes it ("United States"; its Terraform
+    mocks say "USA"; a two-letter code is kept); ``None`` if not known.
 
     >>> iso_country("United States"), iso_country("USA"), iso_country("Atlantis")
     ('US', 'US', None)
     """
-    if not isinstance(name, str):
-        return None
-    text = name.strip()
-    if len(text) == 2 and text.isalpha():
-        return text.upper()
-    return _COUNTRY_CODES.get(text.lower())
+    if isinstance(name, str) and len(name.strip()) == 2 and name.strip().isalpha():
+        return name.strip().upper()
+    return country_code(name)
 
 
 def _region(location: Mapping[str, Any]) -> str | None:
@@ -284,30 +205,18 @@ def _location_site(
         result.skip("location without id")
         return None
     loc_id = str(record["id"])
-    gpus = []
-    raw_gpus = record.get("gpus")
-    for raw in raw_gpus if isinstance(raw_gpus, list) else []:
-        if not isinstance(raw, Mapping):
-            result.skip("gpu entry is not an object", f"tensordock:location/{loc_id}")
-            continue
-        name = raw.get("v0Name")
-        available = stock.get((loc_id, str(name)), 0) if stock is not None else None
-        gpu = _gpu(
-            raw,
-            f"tensordock:location/{loc_id}/{name}",
-            max_count_key="max_count",
-            resources=raw.get("resources"),
-            pricing=raw.get("pricing"),
-            available=available,
-            result=result,
+
+    def read(raw: Mapping[str, Any], ref: str) -> _Gpu | None:
+        available = stock.get((loc_id, str(raw.get("v0Name"))), 0) if stock is not None else None
+        return _gpu(
+            raw, ref, "max_count", raw.get("resources"), raw.get("pricing"), available, result
         )
-        if gpu is not None:
-            gpus.append(gpu)
+
     return _Site(
         key=loc_id,
         region=_region(record),
         country=iso_country(record.get("country")),
-        gpus=tuple(gpus),
+        gpus=_site_gpus(record.get("gpus"), f"tensordock:location/{loc_id}", read, result),
     )
 
 
@@ -325,41 +234,47 @@ def _hostnode_site(record: Any, result: ParseResult) -> _Site | None:
         "max_ram_gb": resources.get("ram_gb"),
         "max_storage_gb": resources.get("storage_gb"),
     }
-    gpus = []
-    raw_gpus = resources.get("gpus")
-    for raw in raw_gpus if isinstance(raw_gpus, list) else []:
-        if not isinstance(raw, Mapping):
-            result.skip("gpu entry is not an object", f"tensordock:hostnode/{host_id}")
-            continue
-        gpu = _gpu(
-            raw,
-            f"tensordock:hostnode/{host_id}/{raw.get('v0Name')}",
-            max_count_key="availableCount",
-            resources=host_limits,
-            pricing=record.get("pricing"),
-            available=whole_count(raw.get("availableCount")),
-            result=result,
+
+    def read(raw: Mapping[str, Any], ref: str) -> _Gpu | None:
+        available = whole_count(raw.get("availableCount"))
+        return _gpu(
+            raw, ref, "availableCount", host_limits, record.get("pricing"), available, result
         )
-        if gpu is not None:
-            gpus.append(gpu)
+
+    gpus = _site_gpus(resources.get("gpus"), f"tensordock:hostnode/{host_id}", read, result)
     uptime_pct = lenient_float(record.get("uptime_percentage"))
-    down = positive(lenient_float(location.get("network_speed_gbps")))
-    up = positive(lenient_float(location.get("network_speed_upload_gbps")))
+    down = positive_quantity(location.get("network_speed_gbps"))
+    up = positive_quantity(location.get("network_speed_upload_gbps"))
     return _Site(
         key=f"host-{host_id}",
         region=_region(location),
         country=iso_country(location.get("country")),
-        gpus=tuple(gpus),
+        gpus=gpus,
         reliability=uptime_pct / 100 if uptime_pct is not None and 0 <= uptime_pct <= 100 else None,
         up_mbps=gbps_to_mbps(up) if up else None,
         down_mbps=gbps_to_mbps(down) if down else None,
     )
 
 
+def _site_gpus(
+    raw_gpus: Any,
+    site_ref: str,
+    read: Callable[[Mapping[str, Any], str], _Gpu | None],
+    result: ParseResult,
+) -> tuple[_Gpu, ...]:
+    """The priced GPUs of one site's GPU list (``read`` turns one entry into a GPU)."""
+    gpus = []
+    for raw in raw_gpus if isinstance(raw_gpus, list) else []:
+        if not isinstance(raw, Mapping):
+            result.skip("gpu entry is not an object", site_ref)
+        elif (gpu := read(raw, f"{site_ref}/{raw.get('v0Name')}")) is not None:
+            gpus.append(gpu)
+    return tuple(gpus)
+
+
 def _gpu(
     raw: Mapping[str, Any],
     ref: str,
-    *,
     max_count_key: str,
     resources: Any,
     pricing: Any,
@@ -392,9 +307,9 @@ def _gpu(
         display_name=display if isinstance(display, str) and display else None,
         usd_per_gpu_hour=price,
         max_count=max_count,
-        max_vcpus=positive(lenient_float(resources.get("max_vcpus"))),
-        max_ram_gb=positive(lenient_float(resources.get("max_ram_gb"))),
-        max_storage_gb=positive(lenient_float(resources.get("max_storage_gb"))),
+        max_vcpus=positive_quantity(resources.get("max_vcpus")),
+        max_ram_gb=positive_quantity(resources.get("max_ram_gb")),
+        max_storage_gb=positive_quantity(resources.get("max_storage_gb")),
         rates=_Rates(
             per_vcpu=_rate(pricing.get("per_vcpu_hr")),
             per_ram_gb=_rate(pricing.get("per_gb_ram_hr")),
@@ -411,14 +326,13 @@ def _share(ceiling: float | None, gpus: int, max_gpus: int) -> int | None:
     return max(1, math.floor(ceiling * gpus / max_gpus))
 
 
-def _gpu_offers(site: _Site, gpu: _Gpu, result: ParseResult) -> list[dict[str, Any]]:
+def _gpu_offers(site: _Site, gpu: _Gpu, fetched_at: datetime) -> Iterator[OfferFields]:
     """Offer fields for each GPU count of one model at one site."""
-    memory_gb = _vram_from_name(gpu.v0_name)
+    memory_gb = memory_gb_in_name(_VRAM_IN_NAME, gpu.v0_name)
     spec = resolve_gpu_name(gpu.v0_name, memory_gb=memory_gb)
     storage_rate = gpu.rates.per_storage_gb
     storage_month = per_gb_hour_to_per_gb_month(storage_rate) if storage_rate is not None else None
-    offers = []
-    for count in vm_gpu_counts(gpu.max_count):
+    for count in power_of_two_counts(gpu.max_count):
         vcpus = _share(gpu.max_vcpus, count, gpu.max_count)
         ram_gb = _share(gpu.max_ram_gb, count, gpu.max_count)
         storage_gb = _share(gpu.max_storage_gb, count, gpu.max_count)
@@ -430,34 +344,33 @@ def _gpu_offers(site: _Site, gpu: _Gpu, result: ParseResult) -> list[dict[str, A
             price = gpu.usd_per_gpu_hour
             shape = f"{count}x {gpu.display_name or gpu.v0_name} (GPU only)"
         available = gpu.available_count // count if gpu.available_count is not None else None
-        offers.append(
-            {
-                "offer_id": f"{site.key}:{gpu.v0_name}:{count}x",
-                "instance_name": shape,
-                "region": site.region,
-                "country": site.country,
-                "raw_ref": gpu.ref,
-                "gpu_raw_name": gpu.v0_name,
-                **spec_fields(spec),
-                "gpu_count": count,
-                "gpu_memory_gb": memory_gb,
-                "vcpus": vcpus if priced else None,
-                "ram_gb": ram_gb if priced else None,
-                "storage_gb": storage_gb,
-                "public_bandwidth_up_mbps": site.up_mbps,
-                "public_bandwidth_down_mbps": site.down_mbps,
-                "reliability": site.reliability,
-                "price_amount": price,
-                "price_currency": "USD",
-                "price_unit": PriceUnit.HOUR,
-                "price_basis": PriceBasis.INSTANCE if priced else PriceBasis.GPU,
-                "term": RentalTerm.ON_DEMAND,
-                "storage_price_per_gb_month": storage_month,
-                "available_count": available,
-                "available_now": available > 0 if available is not None else None,
-            }
-        )
-    return offers
+        yield {
+            "provider": "tensordock",
+            "fetched_at": fetched_at,
+            "offer_id": f"{site.key}:{gpu.v0_name}:{count}x",
+            "instance_name": shape,
+            "region": site.region,
+            "country": site.country,
+            "raw_ref": gpu.ref,
+            "gpu_raw_name": gpu.v0_name,
+            **spec_fields(spec),
+            "gpu_count": count,
+            "gpu_memory_gb": memory_gb,
+            "vcpus": vcpus if priced else None,
+            "ram_gb": ram_gb if priced else None,
+            "storage_gb": storage_gb,
+            "public_bandwidth_up_mbps": site.up_mbps,
+            "public_bandwidth_down_mbps": site.down_mbps,
+            "reliability": site.reliability,
+            "price_amount": price,
+            "price_currency": "USD",
+            "price_unit": PriceUnit.HOUR,
+            "price_basis": PriceBasis.INSTANCE if priced else PriceBasis.GPU,
+            "term": RentalTerm.ON_DEMAND,
+            "storage_price_per_gb_month": storage_month,
+            "available_count": available,
+            "available_now": available > 0 if available is not None else None,
+        }
 
 
 def _vm_price(gpu: _Gpu, count: int, vcpus: int | None, ram_gb: int | None) -> Decimal | None:
@@ -466,12 +379,6 @@ def _vm_price(gpu: _Gpu, count: int, vcpus: int | None, ram_gb: int | None) -> D
     if vcpus is None or ram_gb is None or rates.per_vcpu is None or rates.per_ram_gb is None:
         return None
     return gpu.usd_per_gpu_hour * count + rates.per_vcpu * vcpus + rates.per_ram_gb * ram_gb
-
-
-def _vram_from_name(v0_name: str) -> float | None:
-    """GPU memory, GB, from the ``-<n>gb`` suffix TensorDock's GPU ids carry."""
-    match = _VRAM_IN_NAME.search(v0_name)
-    return float(match.group(1)) if match else None
 
 
 def _rate(value: Any) -> Decimal | None:

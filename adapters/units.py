@@ -7,13 +7,21 @@ gigabyte the GPU datasheets and cloud price pages use, except where a name says 
 
 from __future__ import annotations
 
+import csv
+import functools
+import io
+import re
 from decimal import Decimal, InvalidOperation
+from importlib import resources
 from typing import Any
 
 from .schema import HOURS_PER_MONTH
 
 __all__ = [
+    "DATA_DIR",
     "cents_to_units",
+    "country_code",
+    "data_rows",
     "gbps_to_mbps",
     "gib_to_gb",
     "google_money_to_decimal",
@@ -21,11 +29,16 @@ __all__ = [
     "lenient_float",
     "mb_to_gb",
     "mbps_to_gbps",
+    "memory_gb_in_name",
     "mib_to_gb",
     "nominal_gpu_memory_gb",
+    "non_negative",
     "per_gb_hour_to_per_gb_month",
     "per_gib_hour_to_per_gb_month",
     "positive",
+    "positive_quantity",
+    "power_of_two_counts",
+    "text",
     "to_decimal",
     "to_float",
     "whole_count",
@@ -163,3 +176,75 @@ def whole_count(value: Any) -> int | None:
 def positive(value: float | None) -> float | None:
     """``value`` if it is above zero, else ``None`` (a 0 GB disk means "not published")."""
     return value if value is not None and value > 0 else None
+
+
+# --- gpu clouds ---
+# Shared by the GPU-cloud adapters (tensordock, runpod, vultr, hyperstack, cudo, verda): the
+# small readings and tables every one of them wrote again in its own words.
+
+#: Folder of the adapters' data files (tables with a source per row), beside this module.
+DATA_DIR = "data"
+
+
+@functools.cache
+def data_rows(filename: str) -> tuple[dict[str, str], ...]:
+    """The rows of ``adapters/data/<filename>`` (CSV with a header), read once per process.
+
+    Every data file carries a ``source`` column; a row without one is a ValueError naming the
+    file and line, so that no fact enters the tables unsourced.
+    """
+    text = resources.files(__package__ or "adapters").joinpath(DATA_DIR, filename).read_text()
+    rows = tuple(csv.DictReader(io.StringIO(text)))
+    for line, row in enumerate(rows, start=2):
+        if not (row.get("source") or "").strip():
+            raise ValueError(f"{DATA_DIR}/{filename} line {line}: no source")
+    return rows
+
+
+@functools.cache
+def _country_codes() -> dict[str, str]:
+    return {row["name"].lower(): row["iso"] for row in data_rows("country_names.csv")}
+
+
+def country_code(name: Any) -> str | None:
+    """ISO 3166-1 alpha-2 code of a country name as providers write it, from
+    ``data/country_names.csv`` (``"United States"``, ``"USA"``, ``"NORWAY"`` -> US, US, NO);
+    ``None`` for a name not there: a country is left empty rather than guessed.
+    """
+    return _country_codes().get(name.strip().lower()) if isinstance(name, str) else None
+
+
+def text(value: Any) -> str | None:
+    """A string field, stripped; ``None`` when absent, empty or not a string."""
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def non_negative(value: float | None) -> float | None:
+    """``value`` if it is zero or more, else ``None`` (a 0 GB local disk is a real 0)."""
+    return value if value is not None and value >= 0 else None
+
+
+def positive_quantity(value: Any) -> float | None:
+    """An optional quantity above zero (``positive(lenient_float(value))``): vCPUs, GB."""
+    return positive(lenient_float(value))
+
+
+def memory_gb_in_name(pattern: re.Pattern[str], name: str) -> float | None:
+    """Nominal per-GPU memory that ``pattern``'s first group finds in a provider's GPU name
+    (``H100-80G-PCIe``, ``h100-sxm5-80gb``), or ``None``."""
+    match = pattern.search(name)
+    return nominal_gpu_memory_gb(float(match.group(1))) if match else None
+
+
+def power_of_two_counts(high: int, low: int = 1) -> list[int]:
+    """GPU counts to offer when a provider sells any count up to ``high``: the powers of two
+    from ``low`` up to ``high``, and ``high`` itself (one offer per count would flood the
+    ranking with near-copies).
+
+    >>> power_of_two_counts(10)
+    [1, 2, 4, 8, 10]
+    >>> power_of_two_counts(6, low=2)
+    [2, 4, 6]
+    """
+    counts = [2**i for i in range(high.bit_length()) if low <= 2**i <= high]
+    return counts if high < low or high in counts else [*counts, high]

@@ -26,13 +26,13 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 
-from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name
-from .schema import PriceBasis, PriceUnit, RentalTerm, StorageType
+from .base import Adapter, ParseResult, ResponseFormatError
+from .gpus import resolve_gpu_name, spec_fields
+from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
 from .units import nominal_gpu_memory_gb, to_decimal, to_float
 
 __all__ = ["VerdaAdapter"]
@@ -47,10 +47,10 @@ _COUNT_PREFIX = re.compile(r"^\s*\d+\s*x\s*", re.IGNORECASE)
 class VerdaAdapter(Adapter):
     """Verda instance types, priced on demand and spot, placed by current availability."""
 
-    name: ClassVar[str] = "verda"
-    title: ClassVar[str] = "Verda (formerly DataCrunch)"
-    source_url: ClassVar[str] = API_BASE
-    credential_names: ClassVar[tuple[str, ...]] = ("verda_client_id", "verda_client_secret")
+    name = "verda"
+    title = "Verda (formerly DataCrunch)"
+    source_url = API_BASE
+    credential_names = ("verda_client_id", "verda_client_secret")
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         creds = self.require_credentials()
@@ -197,11 +197,7 @@ def _parse_type(
         if term is RentalTerm.INTERRUPTIBLE and on_demand is not None and price >= on_demand:
             result.skip("spot price not below on-demand: no spot discount published", ref)
             continue
-        if currency == "USD" and price / gpu_count < MIN_USD_PER_GPU_HOUR:
-            result.skip(f"absurd price: {price} USD/h for {gpu_count} GPUs", ref)
-            continue
-        fields = {
-            **base,
+        fields: OfferFields = base | {
             "fetched_at": fetched_at,
             "raw_ref": ref,
             "price_amount": price,
@@ -213,13 +209,13 @@ def _parse_type(
         available = where.get(term is RentalTerm.INTERRUPTIBLE)
         locations = (available or {}).get(type_name, [])
         if not locations:
-            result.add(ref, **fields, available_now=None if available is None else False)
-            continue
+            result.add(ref, **(fields | {"available_now": None if available is None else False}))
         for code in locations:
-            result.add(ref, **fields, region=code, country=countries.get(code), available_now=True)
+            place: OfferFields = {"region": code, "country": countries.get(code)}
+            result.add(ref, **(fields | place | {"available_now": True}))
 
 
-def _base_fields(record: Mapping[str, Any], gpu: Mapping[str, Any], gpu_count: int) -> dict:
+def _base_fields(record: Mapping[str, Any], gpu: Mapping[str, Any], gpu_count: int) -> OfferFields:
     """Hardware fields shared by every term and location of one instance type."""
     cpu = _obj(record, "cpu")
     memory = _obj(record, "memory")
@@ -232,7 +228,8 @@ def _base_fields(record: Mapping[str, Any], gpu: Mapping[str, Any], gpu_count: i
         else None
     )
     raw_gpu = _COUNT_PREFIX.sub("", str(gpu.get("description") or "")).strip()
-    fields: dict[str, Any] = {
+    spec = resolve_gpu_name(raw_gpu, memory_gb=per_gpu_gb) if raw_gpu else None
+    return spec_fields(spec) | {
         "provider": "verda",
         "offer_id": str(record["instance_type"]),
         "instance_name": record.get("name") or None,
@@ -245,13 +242,6 @@ def _base_fields(record: Mapping[str, Any], gpu: Mapping[str, Any], gpu_count: i
         "storage_type": _storage_type(storage.get("description")),
         "os_images": _os_images(record.get("supported_os")),
     }
-    if raw_gpu:
-        spec = resolve_gpu_name(raw_gpu, memory_gb=per_gpu_gb)
-        if spec is not None:
-            fields.update(
-                gpu_model=spec.name, gpu_vendor=spec.vendor, gpu_form_factor=spec.form_factor
-            )
-    return fields
 
 
 def _obj(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:

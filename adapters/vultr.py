@@ -24,6 +24,7 @@ the ``*_preemptible`` prices are separate interruptible offers. One offer per lo
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -32,23 +33,10 @@ from typing import Any
 
 import httpx
 
-from .base import (
-    MIN_USD_PER_GPU_HOUR,
-    Adapter,
-    ParseResult,
-    ProviderError,
-    ResponseFormatError,
-)
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import (
-    GpuFormFactor,
-    PriceBasis,
-    PriceUnit,
-    RentalTerm,
-    StorageType,
-    usd_per_hour,
-)
-from .units import mib_to_gb, to_decimal, to_float
+from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
+from .units import data_rows, mib_to_gb, positive_quantity, to_decimal, to_float, whole_count
 
 __all__ = ["ADAPTER", "VultrAdapter"]
 
@@ -59,19 +47,17 @@ PER_PAGE = 500
 MAX_PAGES = 50
 CURRENCY = "USD"
 
-#: Memory of one whole card of each Cloud GPU type, GB: how a plan's ``gpu_vram_gb`` is
-#: turned into a GPU count or a slice. Vultr's Cloud GPU pages list the A100 as 80 GB (its
-#: 1/20 slice is the 4 GB plan), A16 16 GB, A40 48 GB, L40S 48 GB, H100 80 GB, MI300X
-#: 192 GB (https://www.vultr.com/products/cloud-gpu/). A type not listed here keeps its
-#: raw name and is counted as one GPU of unknown size.
-CARD_MEMORY_GB: dict[str, float] = {
-    "NVIDIA_A100": 80,
-    "NVIDIA_A16": 16,
-    "NVIDIA_A40": 48,
-    "NVIDIA_L40S": 48,
-    "NVIDIA_H100": 80,
-    "AMD_MI300X": 192,
-}
+
+@functools.cache
+def card_memory_gb() -> dict[str, float]:
+    """Memory of one whole card of each Cloud GPU type, GB, from ``data/vultr_gpu_cards.csv``
+    (Vultr's Cloud GPU pages, cited per row): how a plan's ``gpu_vram_gb`` becomes a GPU
+    count or a slice. A type not listed keeps its raw name and counts as one GPU of unknown
+    size.
+    """
+    rows = data_rows("vultr_gpu_cards.csv")
+    return {row["gpu_type"]: float(row["card_memory_gb"]) for row in rows}
+
 
 #: Bare-metal GPU ids: "...-<count>-<gpu>-gpu".
 _METAL_GPU = re.compile(r"-(?P<count>\d+)-(?P<gpu>[a-z0-9]+)-gpu$", re.IGNORECASE)
@@ -189,28 +175,27 @@ class VultrAdapter(Adapter):
         except ValueError:
             result.skip(f"gpu_vram_gb is not a number: {plan.get('gpu_vram_gb')!r}", ref)
             return
-        card_gb = CARD_MEMORY_GB.get(raw_gpu)
+        card_gb = card_memory_gb().get(raw_gpu)
         gpu_count, fraction, memory_gb = 1, None, None
         if card_gb is not None:
             share = gpu_share(vram_gb or 0, card_gb)
             if share is None:
-                result.skip(f"{vram_gb} GB VRAM is not a whole number of {card_gb} GB cards", ref)
+                result.skip(f"{vram_gb} GB VRAM is not a whole number of {card_gb:g} GB cards", ref)
                 return
             gpu_count, fraction = share
             memory_gb = vram_gb if fraction is not None else card_gb
         # No form-factor hint: no Vultr document found says SXM or PCIe for Cloud GPU A100/H100
         # plans, and the plan record does not tell them apart, so those stay unmapped.
         spec = resolve_gpu_name(raw_gpu.replace("_", " "), memory_gb=card_gb)
-        hardware = dict(
-            gpu_raw_name=raw_gpu,
-            **spec_fields(spec),
-            gpu_count=gpu_count,
-            gpu_fraction=fraction,
-            gpu_memory_gb=memory_gb,
-            vcpus=_positive(plan.get("vcpu_count")),
-            ram_gb=_ram_gb(plan.get("ram")),
-            storage_gb=_storage_gb(plan),
-        )
+        hardware: OfferFields = spec_fields(spec) | {
+            "gpu_raw_name": raw_gpu,
+            "gpu_count": gpu_count,
+            "gpu_fraction": fraction,
+            "gpu_memory_gb": memory_gb,
+            "vcpus": positive_quantity(plan.get("vcpu_count")),
+            "ram_gb": _ram_gb(plan.get("ram")),
+            "storage_gb": _storage_gb(plan),
+        }
         self._add_prices(result, plan, ref, hardware, fetched_at)
 
     # --- bare metal --------------------------------------------------------------------------
@@ -235,20 +220,19 @@ class VultrAdapter(Adapter):
         spec = resolve_gpu_name(raw_gpu, form_factor=form_factor)
         cpu_model = plan.get("cpu_model")
         storage_type = plan.get("type")
-        hardware = dict(
-            gpu_raw_name=raw_gpu,
-            **spec_fields(spec, form_factor=form_factor),
-            gpu_count=gpu_count,
+        hardware: OfferFields = spec_fields(spec, form_factor=form_factor) | {
+            "gpu_raw_name": raw_gpu,
+            "gpu_count": gpu_count,
             # Vultr does not publish the memory; it is the catalog's figure for the model.
-            gpu_memory_gb=spec.memory_gb if spec else None,
-            cpu_model=cpu_model if isinstance(cpu_model, str) and cpu_model else None,
-            cpu_sockets=_positive_int(plan.get("physical_cpus")),
-            cpu_cores=_positive(plan.get("cpu_cores")),
-            vcpus=_positive(plan.get("cpu_threads")),
-            ram_gb=_ram_gb(plan.get("ram")),
-            storage_gb=_storage_gb(plan),
-            storage_type=_STORAGE_TYPES.get(str(storage_type).lower()),
-        )
+            "gpu_memory_gb": spec.memory_gb if spec else None,
+            "cpu_model": cpu_model if isinstance(cpu_model, str) and cpu_model else None,
+            "cpu_sockets": whole_count(plan.get("physical_cpus")),
+            "cpu_cores": positive_quantity(plan.get("cpu_cores")),
+            "vcpus": positive_quantity(plan.get("cpu_threads")),
+            "ram_gb": _ram_gb(plan.get("ram")),
+            "storage_gb": _storage_gb(plan),
+            "storage_type": _STORAGE_TYPES.get(str(storage_type).lower()),
+        }
         self._add_prices(result, plan, ref, hardware, fetched_at)
 
     # --- prices ------------------------------------------------------------------------------
@@ -258,7 +242,7 @@ class VultrAdapter(Adapter):
         result: ParseResult,
         plan: Mapping[str, Any],
         ref: str,
-        hardware: Mapping[str, Any],
+        hardware: OfferFields,
         fetched_at: datetime,
     ) -> None:
         locations = plan.get("locations")
@@ -278,37 +262,22 @@ class VultrAdapter(Adapter):
                 result.skip(price or "plan without a price", ref)
                 continue
             amount, unit = price
-            gpus = hardware.get("gpu_fraction") or hardware["gpu_count"]
-            usd = usd_per_hour(
-                price_amount=amount,
-                price_currency=CURRENCY,
-                price_unit=unit,
-                price_basis=PriceBasis.INSTANCE,
-                term=term,
-                gpu_count=hardware["gpu_count"],
-            )
-            if usd / Decimal(str(gpus)) < MIN_USD_PER_GPU_HOUR:
-                result.skip(f"absurd price {amount} {CURRENCY}/{unit.value}", ref)
-                continue
+            offer: OfferFields = hardware | {
+                "provider": self.name,
+                "offer_id": str(plan["id"]),
+                "instance_name": str(plan["id"]),
+                "fetched_at": fetched_at,
+                "raw_ref": ref,
+                "price_amount": amount,
+                "price_currency": CURRENCY,
+                "price_unit": unit,
+                "price_basis": PriceBasis.INSTANCE,
+                "term": term,
+                "datacenter": True,
+            }
             for location in locations:
-                if not isinstance(location, str) or not location:
-                    continue
-                result.add(
-                    ref,
-                    provider=self.name,
-                    offer_id=str(plan["id"]),
-                    instance_name=str(plan["id"]),
-                    region=location,
-                    fetched_at=fetched_at,
-                    raw_ref=ref,
-                    price_amount=amount,
-                    price_currency=CURRENCY,
-                    price_unit=unit,
-                    price_basis=PriceBasis.INSTANCE,
-                    term=term,
-                    datacenter=True,
-                    **hardware,
-                )
+                if isinstance(location, str) and location:
+                    result.add(ref, **(offer | {"region": location}))
 
 
 def _plan_price(
@@ -328,31 +297,18 @@ def _plan_price(
     return None
 
 
-def _positive(value: Any) -> float | None:
-    try:
-        number = to_float(value)
-    except ValueError:
-        return None
-    return number if number and number > 0 else None
-
-
-def _positive_int(value: Any) -> int | None:
-    number = _positive(value)
-    return int(number) if number and number == int(number) else None
-
-
 def _ram_gb(value: Any) -> float | None:
     """Vultr ``ram`` is in MiB (65536 for the "64gb" plan): converted to decimal GB."""
-    mib = _positive(value)
+    mib = positive_quantity(value)
     return round(mib_to_gb(mib), 3) if mib else None
 
 
 def _storage_gb(plan: Mapping[str, Any]) -> float | None:
     """``disk`` GB per drive x ``disk_count`` drives (1 when absent)."""
-    disk = _positive(plan.get("disk"))
+    disk = positive_quantity(plan.get("disk"))
     if disk is None:
         return None
-    count = _positive(plan.get("disk_count")) or 1
+    count = positive_quantity(plan.get("disk_count")) or 1
     return disk * count
 
 

@@ -14,7 +14,13 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
+from adapters.base import (
+    DUPLICATE_REASON,
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+)
 from adapters.hyperstack import FLAVORS_URL, PRICEBOOK_URL, HyperstackAdapter
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 
@@ -49,6 +55,15 @@ def parse(*payloads: Any) -> Any:
 
 def by(offers: list[Any], offer_id: str) -> Any:
     return next(o for o in offers if o.offer_id == offer_id)
+
+
+def test_a_flavor_listed_twice_in_a_region_is_one_offer() -> None:
+    doubled = flavors()
+    group = doubled["data"][0]
+    group["flavors"].append(copy.deepcopy(group["flavors"][-1]))
+    result = parse(doubled, gpu_prices())
+    assert len(result.offers) == 4
+    assert result.skip_reasons() == {DUPLICATE_REASON: 1}
 
 
 def test_gpu_keyed_pricebook_gives_per_gpu_prices() -> None:

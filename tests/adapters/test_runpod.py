@@ -20,9 +20,9 @@ from adapters.runpod import (
     GRAPHQL_URL,
     RunPodAdapter,
     datacenter_country,
-    pod_gpu_counts,
 )
 from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
+from adapters.units import power_of_two_counts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runpod"
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
@@ -72,9 +72,10 @@ def fetch(adapter: RunPodAdapter) -> list[Any]:
 
 
 def test_pod_gpu_counts() -> None:
-    assert pod_gpu_counts(1, 8) == [1, 2, 4, 8]
-    assert pod_gpu_counts(1, 10) == [1, 2, 4, 8, 10]
-    assert pod_gpu_counts(2, 3) == [2, 3]
+    assert power_of_two_counts(8, low=1) == [1, 2, 4, 8]
+    assert power_of_two_counts(10, low=1) == [1, 2, 4, 8, 10]
+    assert power_of_two_counts(3, low=2) == [2, 3]
+    assert power_of_two_counts(1, low=2) == []
 
 
 def test_datacenter_country() -> None:

@@ -16,7 +16,8 @@ import respx
 
 from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
 from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
-from adapters.tensordock import API_URL, TensorDockAdapter, iso_country, vm_gpu_counts
+from adapters.tensordock import API_URL, TensorDockAdapter, iso_country
+from adapters.units import country_code, data_rows, power_of_two_counts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tensordock"
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
@@ -46,12 +47,19 @@ def fetch(adapter: TensorDockAdapter) -> list[Any]:
 
 
 def test_helpers() -> None:
-    assert vm_gpu_counts(1) == [1]
-    assert vm_gpu_counts(8) == [1, 2, 4, 8]
-    assert vm_gpu_counts(6) == [1, 2, 4, 6]
+    assert power_of_two_counts(1) == [1]  # the GPU counts of one VM
+    assert power_of_two_counts(8) == [1, 2, 4, 8]
+    assert power_of_two_counts(6) == [1, 2, 4, 6]
     assert iso_country("United States") == "US"
     assert iso_country("USA") == "US"
     assert iso_country("Atlantis") is None and iso_country(None) is None
+
+
+def test_country_names_file_loads_with_a_source_per_row() -> None:
+    rows = data_rows("country_names.csv")
+    assert len({r["name"] for r in rows}) == len(rows) > 50
+    assert all(len(r["iso"]) == 2 and r["iso"].isupper() and r["source"] for r in rows)
+    assert country_code(" Norway ") == "NO" and country_code("UK") == "GB"
 
 
 # --- parse: recorded responses -----------------------------------------------------------

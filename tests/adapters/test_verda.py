@@ -13,7 +13,9 @@ import httpx
 import pytest
 import respx
 
+import adapters
 from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
+from adapters.sample import sample_entries
 from adapters.schema import PriceBasis, PriceUnit, RentalTerm, StorageType
 from adapters.verda import API_BASE, VerdaAdapter
 
@@ -207,6 +209,22 @@ def test_fetch_token_then_bearer_and_both_availabilities() -> None:
     assert payloads[0] == types
     assert [p["is_spot"] for p in payloads[2:]] == [False, True]
     assert adapter().parse(payloads, fetched_at=NOW).offers
+
+
+@respx.mock
+def test_the_offline_sample_is_what_fetch_returns() -> None:
+    """The sample's files decode to the payloads fetch returns; only the on-demand
+    availability is not recorded (its offers stay unplaced, ``available_now=None``)."""
+    [entry] = [e for e in sample_entries() if e.provider == "verda"]
+    samples = Path(adapters.__file__).parent / "samples"
+    types, locations, spot = [adapter().decode((samples / f).read_bytes(), f) for f in entry.files]
+    respx.get(f"{API_BASE}/instance-availability", params={"isSpot": "true"}).mock(
+        return_value=httpx.Response(200, json=spot["availabilities"])
+    )  # before mock_api's catch-all availability route: the first matching route answers
+    mock_api([httpx.Response(200, json=types)])
+    payloads = run_fetch(adapter())
+    assert [payloads[0], payloads[1], payloads[3]] == [types, locations, spot]
+    assert payloads[2]["is_spot"] is False
 
 
 @respx.mock

@@ -14,9 +14,12 @@ import httpx
 import pytest
 import respx
 
+import adapters
 from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from adapters.sample import sample_entries
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType
-from adapters.vultr import METAL_URL, PLANS_URL, VultrAdapter
+from adapters.units import data_rows
+from adapters.vultr import METAL_URL, PLANS_URL, VultrAdapter, card_memory_gb
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vultr"
 NOW = datetime(2026, 1, 2, tzinfo=UTC)
@@ -119,6 +122,13 @@ def test_cloud_gpu_a100_and_h100_plans_stay_unranked() -> None:
     }
 
 
+def test_card_memory_file_loads_with_a_source_per_row() -> None:
+    rows = data_rows("vultr_gpu_cards.csv")
+    assert all(row["source"].startswith("Vultr Cloud GPU page") for row in rows)
+    assert card_memory_gb()["NVIDIA_A100"] == 80 and card_memory_gb()["AMD_MI300X"] == 192
+    assert len(card_memory_gb()) == len(rows) == 6
+
+
 def test_monthly_price_when_hourly_is_absent() -> None:
     plans = copy.deepcopy(load("plans_vcg.gpuhunt_fixture.verbatim.json"))
     del plans["plans"][1]["hourly_cost"]
@@ -155,7 +165,7 @@ def test_bad_records_are_skipped_or_kept_as_specified() -> None:
     assert reasons["plan without a price"] == 1
     assert reasons["hourly_cost is -0.1"] == 1
     assert reasons["plan not deployable in any location"] == 1
-    assert reasons["absurd price 0.000001 USD/hour"] == 1
+    assert reasons["absurd price: 0.000001 USD per GPU-hour (on_demand)"] == 1  # the contract's
     assert reasons["120.0 GB VRAM is not a whole number of 80 GB cards"] == 1
     assert reasons["Cloud GPU plan without gpu_type"] == 1
     assert reasons["plan without an id"] == 1
@@ -185,6 +195,17 @@ def fetch(adapter: VultrAdapter) -> list[Any]:
             return await adapter.fetch(client)
 
     return asyncio.run(go())
+
+
+@respx.mock
+def test_the_offline_sample_is_what_fetch_returns() -> None:
+    """The sample replays the live path: fetch hands parse exactly the sample's payloads."""
+    [entry] = [e for e in sample_entries() if e.provider == "vultr"]
+    samples = Path(adapters.__file__).parent / "samples"
+    recorded = [json.loads((samples / f).read_text()) for f in entry.files]
+    respx.get(PLANS_URL).mock(return_value=httpx.Response(200, json=recorded[0]))
+    respx.get(METAL_URL).mock(return_value=httpx.Response(200, json=recorded[1]))
+    assert fetch(VultrAdapter(policy=FAST)) == recorded
 
 
 @respx.mock

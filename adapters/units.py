@@ -17,10 +17,7 @@ __all__ = [
     "gbps_to_mbps",
     "gib_to_gb",
     "google_money_to_decimal",
-    "kib_to_gb",
     "lenient_float",
-    "mb_to_gb",
-    "mbps_to_gbps",
     "mib_to_gb",
     "nominal_gpu_memory_gb",
     "per_gb_hour_to_per_gb_month",
@@ -35,11 +32,6 @@ _GIB = 1024**3
 _GB = 1000**3
 
 
-def mb_to_gb(mb: float) -> float:
-    """Decimal megabytes to gigabytes."""
-    return mb / 1000
-
-
 def mib_to_gb(mib: float) -> float:
     """Mebibytes (as nvidia-smi reports GPU memory) to decimal gigabytes."""
     return mib * 1024**2 / _GB
@@ -48,14 +40,6 @@ def mib_to_gb(mib: float) -> float:
 def gib_to_gb(gib: float) -> float:
     """Gibibytes to decimal gigabytes."""
     return gib * _GIB / _GB
-
-
-def kib_to_gb(kib: float) -> float:
-    return kib * 1024 / _GB
-
-
-def mbps_to_gbps(mbps: float) -> float:
-    return mbps / 1000
 
 
 def gbps_to_mbps(gbps: float) -> float:

@@ -1,22 +1,12 @@
 from __future__ import annotations
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from db.history import offer_price_history
-from db.models import PriceHistory, Snapshot, SnapshotProvider
 from db.retention import prune
 from db.snapshots import store_snapshot
 
-from .factories import at, offer, ok
-
-
-def counts(engine: Engine) -> tuple[int, int, int]:
-    with engine.connect() as c:
-        return tuple(
-            c.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
-            for t in (Snapshot.__table__, SnapshotProvider.__table__, PriceHistory.__table__)
-        )  # type: ignore[return-value]
+from .factories import at, counts, offer, ok
 
 
 def build(engine: Engine) -> None:

@@ -7,14 +7,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from adapters.collect import ProviderRun
 from db.current import load_current_offers
 from db.engine import make_engine
 from db.locks import job_lock
-from db.models import PriceHistory, Snapshot, SnapshotProvider
 from db.snapshots import store_snapshot
 from service.settings import Settings
 from service.snapshots import (
@@ -25,15 +23,7 @@ from service.snapshots import (
     build_adapters,
     take_snapshot,
 )
-from tests.db.factories import at, offer, ok
-
-
-def counts(engine: Engine) -> tuple[int, int, int]:
-    with engine.connect() as c:
-        return tuple(
-            c.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
-            for t in (Snapshot.__table__, SnapshotProvider.__table__, PriceHistory.__table__)
-        )  # type: ignore[return-value]
+from tests.db.factories import at, counts, offer, ok
 
 
 def settings_for(db_url: str, tmp_path: Path, **extra: object) -> Settings:

@@ -164,7 +164,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Fetch all enabled providers concurrently, store the snapshot and report each
         provider's outcome (one snapshot at a time: another runner's lock makes this exit 1)."""
-        # the database only when storing: the other commands start without SQLAlchemy
+        # the database only for storing: the other commands do not import it
         from ..snapshots import SnapshotLocked, UnknownProvider, build_adapters, take_snapshot
         from .db import stored_table
 

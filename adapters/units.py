@@ -25,10 +25,7 @@ __all__ = [
     "gbps_to_mbps",
     "gib_to_gb",
     "google_money_to_decimal",
-    "kib_to_gb",
     "lenient_float",
-    "mb_to_gb",
-    "mbps_to_gbps",
     "memory_gb_in_name",
     "mib_to_gb",
     "nominal_gpu_memory_gb",
@@ -48,11 +45,6 @@ _GIB = 1024**3
 _GB = 1000**3
 
 
-def mb_to_gb(mb: float) -> float:
-    """Decimal megabytes to gigabytes."""
-    return mb / 1000
-
-
 def mib_to_gb(mib: float) -> float:
     """Mebibytes (as nvidia-smi reports GPU memory) to decimal gigabytes."""
     return mib * 1024**2 / _GB
@@ -61,14 +53,6 @@ def mib_to_gb(mib: float) -> float:
 def gib_to_gb(gib: float) -> float:
     """Gibibytes to decimal gigabytes."""
     return gib * _GIB / _GB
-
-
-def kib_to_gb(kib: float) -> float:
-    return kib * 1024 / _GB
-
-
-def mbps_to_gbps(mbps: float) -> float:
-    return mbps / 1000
 
 
 def gbps_to_mbps(gbps: float) -> float:

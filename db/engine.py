@@ -23,6 +23,7 @@ from sqlalchemy.pool import StaticPool
 
 __all__ = [
     "SQLITE_BUSY_TIMEOUT_S",
+    "SUPPORTED_BACKENDS",
     "Target",
     "make_engine",
     "sqlite_url",
@@ -30,6 +31,8 @@ __all__ = [
     "write_connection",
 ]
 
+#: The databases gpuscout runs on (SQLAlchemy backend names).
+SUPPORTED_BACKENDS = frozenset({"sqlite", "postgresql"})
 #: How long a SQLite connection waits for another process's write lock.
 SQLITE_BUSY_TIMEOUT_S = 30.0
 
@@ -45,10 +48,17 @@ def make_engine(url: str | URL, **kwargs: Any) -> Engine:
     """An engine for ``url`` (``sqlite:///file`` or ``postgresql+psycopg://...``).
 
     A SQLite file's parent directory is created. Extra keyword arguments go to
-    :func:`sqlalchemy.create_engine`.
+    :func:`sqlalchemy.create_engine`. Raises ``ValueError`` for any other database: the
+    writes go through the SQLite and PostgreSQL drivers directly (COPY, ``executemany``).
     """
     url = make_url(url)
-    if url.get_backend_name() != "sqlite":
+    backend = url.get_backend_name()
+    if backend not in SUPPORTED_BACKENDS:
+        raise ValueError(
+            f"unsupported database {backend!r} in the database URL: gpuscout stores its data "
+            "in SQLite (sqlite:///path) or PostgreSQL (postgresql+psycopg://user@host/db)"
+        )
+    if backend == "postgresql":
         kwargs.setdefault("pool_pre_ping", True)
         return sa.create_engine(url, **kwargs)
 

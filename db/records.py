@@ -13,7 +13,6 @@ import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from decimal import Decimal
 
 from pydantic import TypeAdapter
 
@@ -23,10 +22,8 @@ __all__ = [
     "decode_offers",
     "gc_paused",
     "hash64",
-    "price_hash",
     "record_json",
     "record_jsons",
-    "usd_per_gpu_hour",
 ]
 
 _RECORD_EXCLUDE = {"usd_per_hour", "fetched_at"}
@@ -61,15 +58,6 @@ def hash64(text: str | bytes) -> int:
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
 
 
-def price_hash(offer: Offer) -> int:
-    """Hash of what makes a price: amount (value, not spelling: 2.50 == 2.5), currency,
-    unit, basis and term. Two snapshots with equal hashes add no history row."""
-    amount = format(offer.price_amount.normalize(), "f")
-    # str.__str__ of a StrEnum member is its value, without Enum's slow ``.value`` lookup
-    unit, basis, term = map(str.__str__, (offer.price_unit, offer.price_basis, offer.term))
-    return hash64(f"{amount}|{offer.price_currency}|{unit}|{basis}|{term}")
-
-
 def record_json(offer: Offer) -> str:
     """The offer as stored: JSON without ``usd_per_hour``, ``fetched_at`` and ``None``s."""
     return offer.__pydantic_serializer__.to_json(
@@ -95,11 +83,6 @@ def record_jsons(offers: Sequence[Offer]) -> list[bytes]:
         offer.__pydantic_serializer__.to_json(offer, exclude=_RECORD_EXCLUDE, exclude_none=True)
         for offer in offers
     ]
-
-
-def usd_per_gpu_hour(usd_per_hour: Decimal, gpus: float) -> float | None:
-    """USD per GPU-hour as a float for statistics; ``None`` for an offer without GPUs."""
-    return float(usd_per_hour) / gpus if gpus > 0 else None
 
 
 def decode_offers(rows: Iterable[tuple[str, datetime]]) -> list[Offer]:

@@ -186,7 +186,7 @@ def _fx_key() -> tuple[str, str]:
 
 class _Columns:
     """Builds rows of driver-ready values: on SQLite the text SQLAlchemy's column types store
-    (decimals, naive UTC datetimes), elsewhere the Python values themselves."""
+    (decimals, naive UTC datetimes), on PostgreSQL the Python values themselves."""
 
     def __init__(self, connection: Connection) -> None:
         dialect = connection.dialect
@@ -330,16 +330,12 @@ def _bulk_insert(
         return
     driver = connection.connection.driver_connection
     assert driver is not None
-    dialect = connection.dialect
-    if dialect.name == "postgresql":
+    if connection.dialect.name == "postgresql":
         statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"
         with driver.cursor() as cursor, cursor.copy(statement) as copy:
             write_row = copy.write_row
             for row in rows:
                 write_row(row)
-        return
-    if dialect.name != "sqlite":
-        connection.execute(table.insert(), [dict(zip(columns, r, strict=True)) for r in rows])
         return
     statement = (
         f"INSERT INTO {table.name} ({', '.join(columns)}) "
@@ -353,21 +349,9 @@ def _bulk_insert(
 
 
 def _update_current(connection: Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Rewrite the current rows of their keys (``CURRENT_COLUMNS`` rows, driver-ready)."""
+    """Rewrite the current rows of their keys (``CURRENT_COLUMNS`` rows, driver-ready), in
+    one ``executemany`` through the driver."""
     if not rows:
-        return
-    if connection.dialect.name not in ("sqlite", "postgresql"):
-        statement = (
-            sa.update(_current)
-            .where(_current.c.offer_key == sa.bindparam("key_"))
-            .values({c: sa.bindparam(c) for c in CURRENT_COLUMNS[1:]})
-        )
-        params = []
-        for row in rows:
-            values = dict(zip(CURRENT_COLUMNS, row, strict=True))
-            values["key_"] = values.pop("offer_key")
-            params.append(values)
-        connection.execute(statement, params)
         return
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
     assignments = ", ".join(f"{column} = {mark}" for column in CURRENT_COLUMNS[1:])

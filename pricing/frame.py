@@ -24,7 +24,6 @@ __all__ = [
     "OFFER_SCHEMA",
     "TERM_DTYPE",
     "catalog_frame",
-    "commitment_hours_frame",
     "offers_to_frame",
     "with_config_id",
 ]
@@ -163,20 +162,6 @@ def with_config_id(frame: pl.DataFrame) -> pl.DataFrame:
     """
     keyed = pl.concat_str([pl.col(k).fill_null("") for k in CONFIG_KEYS], separator="\x1f")
     return frame.with_columns(config_id=keyed.rank("dense").cast(pl.UInt32))
-
-
-def commitment_hours_frame() -> pl.DataFrame:
-    """Term -> commitment hours (null for on-demand and interruptible)."""
-    return pl.DataFrame(
-        {
-            "term": [t.value for t in RentalTerm],
-            "commitment_hours": [
-                None if t.commitment_hours is None else float(t.commitment_hours)
-                for t in RentalTerm
-            ],
-        },
-        schema={"term": TERM_DTYPE, "commitment_hours": pl.Float64()},
-    )
 
 
 def _spec_row(spec: GpuSpec, eff: Efficiency) -> dict[str, object]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from adapters.collect import ProviderRun
 
@@ -20,8 +20,17 @@ from .state import ApiState, StateHolder
 
 __all__ = ["ApiContext", "ReadyCheck", "SnapshotRunner"]
 
-#: Takes one snapshot (fetch every provider, store it); returns each provider's run.
-SnapshotRunner = Callable[[], Awaitable[list[ProviderRun]]]
+
+class SnapshotRunner(Protocol):
+    """Takes one snapshot (fetch every provider, store it); returns each provider's run.
+
+    Calls ``on_start`` once it holds the snapshot lock, before fetching; raises
+    :class:`service.snapshots.SnapshotLocked` when another runner holds it.
+    """
+
+    def __call__(self, *, on_start: Callable[[], None]) -> Awaitable[list[ProviderRun]]: ...
+
+
 #: Raises if the database is unreachable; ``None`` when the app has no database.
 ReadyCheck = Callable[[], None]
 #: A cheap value that changes when a new snapshot is stored (``None``: unknown).

@@ -8,7 +8,7 @@ the request.
 from __future__ import annotations
 
 import secrets
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.exceptions import RequestValidationError
@@ -26,7 +26,6 @@ __all__ = [
     "SettingsDep",
     "StateDep",
     "reject_unknown",
-    "validation_error",
 ]
 
 
@@ -63,13 +62,6 @@ async def current_state(context: ContextDep) -> ApiState:
 
 
 StateDep = Annotated[ApiState, Depends(current_state)]
-
-
-def validation_error(field: str, message: str, value: Any = None) -> RequestValidationError:
-    """A 422 naming the query parameter and why, in FastAPI's own error shape."""
-    return RequestValidationError(
-        [{"type": "value_error", "loc": ("query", field), "msg": message, "input": value}]
-    )
 
 
 def reject_unknown(request: Request, allowed: frozenset[str]) -> None:

@@ -7,32 +7,35 @@ caller injects none. The engine is built here, when the app is built, never at i
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import sqlalchemy as sa
 from starlette.concurrency import run_in_threadpool
 
-from adapters.collect import ProviderRun, collect
+from adapters.collect import ProviderRun
 
 from ..current import load_current
 from ..settings import Settings
+
+if TYPE_CHECKING:
+    from ..snapshots import Fetch
 
 __all__ = ["default_hooks"]
 
 log = logging.getLogger("gpuscout.api")
 
-USER_AGENT = "gpuscout/0.1 (+price comparison)"
 
+def default_hooks(settings: Settings, *, fetch: Fetch | None = None) -> dict[str, Any]:
+    """Loader, readiness check, snapshot marker, snapshot runner and history engine.
 
-def default_hooks(settings: Settings) -> dict[str, Any]:
-    """Loader, readiness check, snapshot marker, snapshot runner and history engine."""
+    The snapshot runner is :func:`service.snapshots.take_snapshot` (job lock, migrations,
+    retention) in a worker thread; ``fetch`` replaces its live fetch (tests).
+    """
     from db.current import latest_snapshot
     from db.engine import make_engine
-    from db.snapshots import store_snapshot
 
-    from ..commands.providers import build_adapters
+    from ..snapshots import take_snapshot
 
     engine = make_engine(settings.database_url)
 
@@ -44,20 +47,11 @@ def default_hooks(settings: Settings) -> dict[str, Any]:
         with engine.connect() as connection:
             return latest_snapshot(connection)
 
-    async def snapshot_runner() -> list[ProviderRun]:
-        started_at = datetime.now(UTC)
-        adapters = build_adapters(settings)
-        async with httpx.AsyncClient(
-            headers={"User-Agent": USER_AGENT},
-            timeout=settings.http_timeout_s,
-            follow_redirects=True,
-        ) as client:
-            runs = await collect(adapters, client)
-        finished_at = datetime.now(UTC)
-        await run_in_threadpool(
-            lambda: store_snapshot(engine, runs, started_at=started_at, finished_at=finished_at)
+    async def snapshot_runner(*, on_start: Callable[[], None]) -> list[ProviderRun]:
+        result = await run_in_threadpool(
+            take_snapshot, settings, fetch=fetch, engine=engine, on_start=on_start
         )
-        return runs
+        return list(result.runs)
 
     return {
         "offers_loader": lambda: load_current(settings=settings),

@@ -16,7 +16,7 @@ from adapters.schema import RentalTerm
 from ..settings import get_settings
 
 if TYPE_CHECKING:
-    from ..scheduler import StoredSnapshot
+    from ..snapshots import SnapshotResult
 
 __all__ = ["register", "stored_table"]
 
@@ -148,7 +148,7 @@ def register(app: typer.Typer) -> None:
             runner.start()
 
 
-def stored_table(stored: StoredSnapshot) -> Table:
+def stored_table(stored: SnapshotResult) -> Table:
     """What a stored snapshot changed, per provider (printed by ``gpuscout snapshot``)."""
     summary = stored.summary
     table = Table(

@@ -10,15 +10,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-import httpx
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from adapters import get_adapter, registry
-from adapters.base import Adapter, AdapterError, RetryPolicy
-from adapters.collect import ProviderRun, RunStatus, collect
+from adapters.base import Adapter, AdapterError
+from adapters.collect import ProviderRun, RunStatus
 from adapters.gpus import unknown_gpu_names
 from adapters.sample import replay_sample
 from adapters.schema import Offer
@@ -34,20 +33,6 @@ err = Console(stderr=True)
 class ParseFormat(StrEnum):
     JSONL = "jsonl"
     TABLE = "table"
-
-
-def build_adapters(settings: Settings, names: list[str] | None = None) -> list[Adapter]:
-    """Instantiate the enabled adapters with their credentials from settings."""
-    known = registry()
-    for name in names or []:
-        if name not in known:
-            raise typer.BadParameter(
-                f"unknown provider {name!r}; known: {', '.join(known)}", param_hint="--provider"
-            )
-    chosen = names or [n for n in known if n not in settings.providers_disabled]
-    creds = settings.provider_credentials()
-    policy = RetryPolicy(attempts=settings.http_retries, timeout_s=settings.http_timeout_s)
-    return [known[n](creds, policy=policy) for n in chosen]
 
 
 def offers_table(offers: list[Offer], title: str | None = None) -> Table:
@@ -93,27 +78,25 @@ def summary_table(runs: list[ProviderRun]) -> Table:
 
 async def fetch_all(adapters: list[Adapter], settings: Settings) -> list[ProviderRun]:
     """Fetch every adapter concurrently, with a live progress line per provider."""
-    headers = {"User-Agent": "gpuscout/0.1 (+price comparison)"}
-    async with httpx.AsyncClient(
-        headers=headers, timeout=settings.http_timeout_s, follow_redirects=True
-    ) as client:
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as progress:
-            tasks = {a.name: progress.add_task(f"{a.name}: fetching", total=1) for a in adapters}
+    from ..snapshots import fetch_adapters
 
-            def done(run: ProviderRun) -> None:
-                progress.update(
-                    tasks[run.provider],
-                    description=f"{run.provider}: {run.status.value} ({run.offer_count} offers)",
-                    completed=1,
-                )
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
+        tasks = {a.name: progress.add_task(f"{a.name}: fetching", total=1) for a in adapters}
 
-            return await collect(adapters, client, on_done=done)
+        def done(run: ProviderRun) -> None:
+            progress.update(
+                tasks[run.provider],
+                description=f"{run.provider}: {run.status.value} ({run.offer_count} offers)",
+                completed=1,
+            )
+
+        return await fetch_adapters(adapters, settings, on_done=done)
 
 
 def _credential_state(cls: type[Adapter], creds: dict[str, str | None]) -> str:
@@ -179,23 +162,40 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--sample", help="replay the bundled recorded responses")
         ] = False,
     ) -> None:
-        """Fetch all enabled providers concurrently and report each one's outcome."""
-        settings = get_settings()
-        started_at = datetime.now(UTC)
-        if sample:
-            runs = replay_sample(provider or None)
-            err.print(f"[yellow]{sample_note()}[/]")
-        else:
-            adapters = build_adapters(settings, provider or None)
-            runs = asyncio.run(fetch_all(adapters, settings))
-        finished_at = datetime.now(UTC)
-        out = wide_console()
-        out.print(summary_table(runs))
-        from ..scheduler import persist_snapshot  # the database only when storing
+        """Fetch all enabled providers concurrently, store the snapshot and report each
+        provider's outcome (one snapshot at a time: another runner's lock makes this exit 1)."""
+        # the database only for storing: the other commands do not import it
+        from ..snapshots import SnapshotLocked, UnknownProvider, build_adapters, take_snapshot
         from .db import stored_table
 
-        stored = persist_snapshot(settings, runs, started_at=started_at, finished_at=finished_at)
+        settings = get_settings()
+        out = wide_console()
+        if sample:
+            err.print(f"[yellow]{sample_note()}[/]")
+
+            def fetch() -> list[ProviderRun]:
+                return replay_sample(provider or None)
+        else:
+            try:
+                adapters = build_adapters(settings, provider or None)
+            except UnknownProvider as exc:
+                raise typer.BadParameter(str(exc), param_hint="--provider") from None
+
+            def fetch() -> list[ProviderRun]:
+                return asyncio.run(fetch_all(adapters, settings))
+
+        def fetch_and_report() -> list[ProviderRun]:
+            runs = fetch()
+            out.print(summary_table(runs))  # before storing: seen even if storing fails
+            return runs
+
+        try:
+            stored = take_snapshot(settings, fetch=fetch_and_report)
+        except SnapshotLocked as exc:
+            err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
         out.print(stored_table(stored))
+        runs = stored.runs
         unknown = unknown_gpu_names()
         if unknown:
             names = ", ".join(f"{name!r} x{n}" for name, n in unknown.most_common(8))

@@ -6,8 +6,12 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
 from adapters.collect import ProviderRun, RunStatus
 from adapters.schema import Offer
+from db.models import PriceHistory, Snapshot, SnapshotProvider
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)  # a Monday noon
 
@@ -55,3 +59,12 @@ def failed(provider: str, started_at: datetime = T0, error: str = "HTTP 503") ->
 
 def skipped(provider: str, started_at: datetime = T0) -> ProviderRun:
     return ProviderRun(provider, RunStatus.SKIPPED, started_at, 0.0, error="credential not set")
+
+
+def counts(engine: Engine) -> tuple[int, int, int]:
+    """Rows in ``snapshot``, ``snapshot_provider`` and ``price_history``."""
+    with engine.connect() as c:
+        return tuple(
+            c.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
+            for t in (Snapshot.__table__, SnapshotProvider.__table__, PriceHistory.__table__)
+        )  # type: ignore[return-value]

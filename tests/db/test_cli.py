@@ -14,8 +14,11 @@ from typer.testing import CliRunner
 
 from db.current import load_current_offers
 from db.engine import make_engine
+from db.locks import job_lock
+from db.migrate import upgrade
 from service.cli import app
 from service.settings import get_settings
+from service.snapshots import SNAPSHOT_LOCK
 
 runner = CliRunner()
 
@@ -60,6 +63,27 @@ def test_snapshot_sample_is_stored_then_served(fresh_env: str, tmp_path: Path) -
     plotted = runner.invoke(app, ["history", "--gpu", "H100", "--days", "30", "--plot", str(chart)])
     assert plotted.exit_code == 0, plotted.output
     assert chart.read_bytes().startswith(b"\x89PNG")
+
+
+def test_snapshot_while_another_runner_holds_the_lock_exits_1(fresh_env: str) -> None:
+    upgrade(fresh_env)
+    engine = make_engine(fresh_env)
+    try:
+        with job_lock(engine, SNAPSHOT_LOCK) as held:
+            assert held
+            result = runner.invoke(app, ["snapshot", "--sample"])
+        assert result.exit_code == 1, result.output
+        message = "error: another runner is taking a snapshot now (it holds the snapshot lock)"
+        assert result.stderr.splitlines()[-1] == message
+        assert load_current_offers(engine).latest_snapshot_id is None  # nothing stored
+    finally:
+        engine.dispose()
+
+
+def test_snapshot_of_an_unknown_provider_is_a_usage_error(fresh_env: str) -> None:
+    result = runner.invoke(app, ["snapshot", "--provider", "nope"])
+    assert result.exit_code == 2, result.output
+    assert "unknown provider 'nope'" in result.stderr and "--provider" in result.stderr
 
 
 def test_history_on_an_empty_database_says_so(fresh_env: str) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -51,3 +52,8 @@ def test_sqlite_engine_settings(tmp_path) -> None:
             assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
     finally:
         engine.dispose()
+
+
+def test_an_unsupported_database_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"unsupported database 'mysql'.*SQLite.*PostgreSQL"):
+        make_engine("mysql+pymysql://user@host/db")

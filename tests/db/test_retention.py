@@ -1,24 +1,12 @@
 from __future__ import annotations
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from db.history import offer_price_history
-from db.models import PriceHistory, Snapshot, SnapshotProvider
 from db.retention import prune
 from db.snapshots import store_snapshot
-from service.scheduler import persist_snapshot
-from service.settings import Settings
 
-from .factories import at, offer, ok
-
-
-def counts(engine: Engine) -> tuple[int, int, int]:
-    with engine.connect() as c:
-        return tuple(
-            c.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
-            for t in (Snapshot.__table__, SnapshotProvider.__table__, PriceHistory.__table__)
-        )  # type: ignore[return-value]
+from .factories import at, counts, offer, ok
 
 
 def build(engine: Engine) -> None:
@@ -49,23 +37,3 @@ def test_prune_keeps_open_prices_the_newest_snapshot_and_zero_means_forever(
     assert prune(engine, now=at(days=20), snapshots_days=0, history_days=0).snapshots_deleted == 0
     prune(engine, now=at(days=999), snapshots_days=1, history_days=1)
     assert counts(engine) == (1, 1, 1)  # the newest snapshot and the open price remain
-
-
-def test_prune_runs_after_each_stored_snapshot(engine: Engine, db_url: str, tmp_path) -> None:
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=db_url,
-        retention_snapshots_days=1,
-        retention_history_days=1,
-    )
-    build(engine)
-    when = at(days=40)
-    stored = persist_snapshot(
-        settings,
-        [ok("alpha", [offer(price="4")], when)],
-        started_at=when,
-        finished_at=when,
-        engine=engine,
-    )
-    assert stored.pruned.snapshots_deleted == 3 and stored.pruned.history_deleted == 2
-    assert counts(engine) == (1, 1, 2)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
@@ -14,6 +16,7 @@ from db.locks import job_lock
 from service.digest.schedule import DIGEST_JOB_ID
 from service.scheduler import SNAPSHOT_JOB_ID, build_scheduler, run_snapshot_job
 from service.settings import Settings
+from service.snapshots import SNAPSHOT_LOCK
 
 from .factories import offer, ok
 
@@ -43,7 +46,7 @@ def test_scheduler_without_digests(tmp_path) -> None:
 
 
 def fetch_slowly(started: threading.Event | None = None):
-    def fetch(settings: Settings):
+    def fetch():
         if started is not None:
             started.set()
         time.sleep(1.0)
@@ -76,6 +79,17 @@ def test_two_concurrent_runners_take_exactly_one_snapshot(
     assert run_snapshot_job(settings, fetch=fetch_slowly()) is None
     later = datetime.now(UTC) + timedelta(hours=1)
     assert run_snapshot_job(settings, fetch=fetch_slowly(), now=lambda: later) is not None
+
+
+def test_a_held_lock_is_logged_and_skipped(
+    engine: Engine, db_url: str, tmp_path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = settings_for(db_url, tmp_path)
+    caplog.set_level(logging.INFO, logger="gpuscout.scheduler")
+    with job_lock(engine, SNAPSHOT_LOCK):
+        assert run_snapshot_job(settings, fetch=fetch_slowly(), engine=engine) is None
+    assert "snapshot skipped: another runner is taking a snapshot now" in caplog.text
+    assert load_current_offers(engine).latest_snapshot_id is None
 
 
 def test_job_lock_is_exclusive_and_released(engine: Engine) -> None:

@@ -1,15 +1,18 @@
 """``POST /v1/snapshots``: take a snapshot now (admin token required).
 
-By default the snapshot runs in the background and the answer is 202; with ``wait=true``
-the request waits and answers 200 with each provider's outcome. One snapshot at a time per
-process (409 otherwise); across processes the scheduler's guard applies. When it has been
-stored, this replica's in-memory offers are refreshed before the answer (or the task) ends.
+By default the snapshot runs in the background and the answer is 202 once it holds the
+snapshot lock; with ``wait=true`` the request waits and answers 200 with each provider's
+outcome. One snapshot at a time: 409 when one is running in this process, or when another
+runner (the scheduler, another replica, a ``gpuscout snapshot``) holds the job lock of
+:func:`service.snapshots.take_snapshot`. When it has been stored, this replica's in-memory
+offers are refreshed before the answer (or the task) ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
@@ -18,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from adapters.collect import ProviderRun
 
+from ...snapshots import SnapshotLocked
 from ..app_context import ApiContext
 from ..deps import AdminDep, ContextDep
 
@@ -48,22 +52,47 @@ class SnapshotOut(BaseModel):
     offers_loaded: int | None = None
 
 
-async def run_snapshot(context: ApiContext) -> list[ProviderRun]:
+def _nothing() -> None:
+    pass
+
+
+async def run_snapshot(
+    context: ApiContext, on_start: Callable[[], None] = _nothing
+) -> list[ProviderRun]:
     """Take one snapshot, count each provider's outcome, then refresh the state."""
     assert context.snapshot_runner is not None
-    runs = await context.snapshot_runner()
+    runs = await context.snapshot_runner(on_start=on_start)
     for r in runs:
         context.metrics.snapshot_runs.labels(r.provider, r.status.value).inc()
     await run_in_threadpool(context.refresh_state)
     return runs
 
 
-async def _background(context: ApiContext) -> None:
+def _settle(started: asyncio.Future[None], error: SnapshotLocked | None = None) -> None:
+    if started.done():
+        return
+    if error is None:
+        started.set_result(None)
+    else:
+        started.set_exception(error)
+
+
+async def _background(context: ApiContext, started: asyncio.Future[None]) -> None:
+    """Run the snapshot; ``started`` settles once it holds the lock, or fails with
+    :class:`SnapshotLocked` (the request answers 409), or when the run ends early."""
+    loop = asyncio.get_running_loop()
+
+    def on_start() -> None:  # called from the runner's worker thread
+        loop.call_soon_threadsafe(_settle, started)
+
     try:
-        await run_snapshot(context)
+        await run_snapshot(context, on_start)
+    except SnapshotLocked as locked:
+        _settle(started, locked)
     except Exception:  # a background task has no one to answer: log it
         log.exception("snapshot failed")
     finally:
+        _settle(started)
         context.snapshot_lock.release()
 
 
@@ -76,7 +105,7 @@ async def _background(context: ApiContext) -> None:
         200: {"model": SnapshotOut, "description": "with wait=true: the snapshot is stored"},
         401: {"description": "no admin token"},
         403: {"description": "wrong admin token"},
-        409: {"description": "a snapshot is already running in this process"},
+        409: {"description": "a snapshot is already running (here, or another runner's)"},
         503: {"description": "this app cannot take snapshots (no runner configured)"},
     },
 )
@@ -87,15 +116,24 @@ async def take_snapshot(
     if context.snapshot_runner is None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "snapshots are not configured")
     if context.snapshot_lock.locked():
-        raise HTTPException(status.HTTP_409_CONFLICT, "a snapshot is already running")
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, "a snapshot is already running in this process"
+        )
     await context.snapshot_lock.acquire()
     if not query.wait:
-        task = asyncio.get_running_loop().create_task(_background(context))
+        started = asyncio.get_running_loop().create_future()
+        task = asyncio.get_running_loop().create_task(_background(context, started))
         context.background_tasks.add(task)
         task.add_done_callback(context.background_tasks.discard)
+        try:
+            await started
+        except SnapshotLocked as locked:
+            raise HTTPException(status.HTTP_409_CONFLICT, str(locked)) from None
         return SnapshotOut(status="started")
     try:
         runs = await run_snapshot(context)
+    except SnapshotLocked as locked:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(locked)) from None
     finally:
         context.snapshot_lock.release()
     response.status_code = status.HTTP_200_OK

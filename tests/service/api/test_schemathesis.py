@@ -40,7 +40,8 @@ def _app():  # type: ignore[no-untyped-def]
     upgrade(url)
     source = FakeSource(CurrentOffers(sample_offers(), "database", stale_providers=["bolt"]))
 
-    async def runner():  # type: ignore[no-untyped-def]
+    async def runner(*, on_start):  # type: ignore[no-untyped-def]
+        on_start()
         return []
 
     return create_app(

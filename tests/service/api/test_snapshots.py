@@ -1,15 +1,26 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from adapters.collect import ProviderRun, RunStatus
+from db.engine import make_engine
+from db.locks import job_lock
+from db.migrate import upgrade
+from db.models import PriceHistory, Snapshot
+from db.snapshots import store_snapshot
 from service.api import create_app
+from service.api.hooks import default_hooks
 from service.current import CurrentOffers
 from service.settings import Settings
+from service.snapshots import SNAPSHOT_LOCK
 
 from .conftest import ADMIN_TOKEN, FakeSource, offer
 
@@ -19,7 +30,8 @@ AUTH = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 def _app(settings: Settings, source: FakeSource, runs: list[ProviderRun]) -> object:
-    async def runner() -> list[ProviderRun]:
+    async def runner(*, on_start: Callable[[], None]) -> list[ProviderRun]:
+        on_start()
         # "store" the snapshot: the loader now sees the new offers
         source.current = CurrentOffers(
             [o for r in runs for o in r.offers], "database", failed_providers=["gcp"]
@@ -81,6 +93,62 @@ async def test_background_snapshot(settings: Settings, source: FakeSource) -> No
             await asyncio.sleep(0.02)
         after = await c.get("/v1/offers")
         assert [o["provider"] for o in after.json()["offers"]] == ["newco"]
+
+
+async def test_snapshot_takes_the_job_lock_and_prunes(db_url: str, tmp_path: Path) -> None:
+    """The app's own runner (no fake): 409 while another runner holds the snapshot lock,
+    whether the request waits or not; then a stored snapshot prunes by the retention."""
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        data_dir=tmp_path,
+        database_url=db_url,
+        admin_token=ADMIN_TOKEN,  # type: ignore[arg-type]
+        retention_snapshots_days=1,
+        retention_history_days=1,
+    )
+    upgrade(db_url)
+    engine = make_engine(db_url)
+    for days, price in ((30, "1"), (20, "2")):  # two old snapshots; the first price closed
+        when = datetime.now(UTC) - timedelta(days=days)
+        stored = offer(fetched_at=when, price_amount=Decimal(price))
+        old = ProviderRun("acme", RunStatus.OK, when, 0.1, offers=[stored])
+        store_snapshot(engine, [old], started_at=when, finished_at=when)
+    fetched: list[int] = []
+
+    def fetch() -> list[ProviderRun]:
+        fetched.append(1)
+        now = datetime.now(UTC)
+        return [ProviderRun("newco", RunStatus.OK, now, 0.1, [offer(provider="newco")])]
+
+    def count(*where: sa.ColumnElement[bool], table: object = Snapshot.__table__) -> int:
+        with engine.connect() as c:
+            query = sa.select(sa.func.count()).select_from(table).where(*where)  # type: ignore[arg-type]
+            return int(c.execute(query).scalar_one())
+
+    app = create_app(settings, **default_hooks(settings, fetch=fetch))
+    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            with job_lock(engine, SNAPSHOT_LOCK) as held:
+                assert held
+                for path in ("/v1/snapshots?wait=true", "/v1/snapshots"):
+                    r = await c.post(path, headers=AUTH)
+                    assert r.status_code == 409, (path, r.text)
+                    assert "another runner is taking a snapshot now" in r.json()["detail"]
+            assert fetched == [] and count() == 2
+            closed = PriceHistory.valid_to.is_not(None)
+            assert count(closed, table=PriceHistory.__table__) == 1
+
+            r = await c.post("/v1/snapshots?wait=true", headers=AUTH)
+            assert r.status_code == 200, r.text
+            assert [x["provider"] for x in r.json()["runs"]] == ["newco"]
+            assert fetched == [1] and count() == 1  # the two old snapshots were pruned
+            assert count(closed, table=PriceHistory.__table__) == 0
+            offers = (await c.get("/v1/offers")).json()["offers"]
+            assert {o["provider"] for o in offers} == {"acme", "newco"}
+    finally:
+        app.state.context.history.dispose()  # type: ignore[attr-defined]
+        engine.dispose()
 
 
 async def test_without_runner_is_503(client: httpx.AsyncClient) -> None:

@@ -1,0 +1,191 @@
+"""Taking a snapshot: the one way the scheduler, ``gpuscout snapshot`` and ``POST /v1/snapshots``
+fetch every provider and store what they answered.
+
+:func:`take_snapshot` applies the migrations, takes the job lock :data:`SNAPSHOT_LOCK` (a
+PostgreSQL advisory lock or a SQLite lease, see :mod:`db.locks`), fetches inside it, stores
+the snapshot in one transaction (:func:`db.snapshots.store_snapshot`) and prunes by the
+retention settings (:func:`db.retention.prune`). Holding the lock across the fetch means two
+runners, in one process or several, never take a snapshot at the same time.
+
+A runner that finds the lock taken gets :class:`SnapshotLocked` and each caller says so its
+own way: the scheduler logs and skips, the CLI prints one line and exits 1, the API answers
+409. :func:`build_adapters` turns the settings into adapters and raises
+:class:`UnknownProvider` (a plain ``ValueError``) for a name the registry does not hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+
+import httpx
+from sqlalchemy.engine import Engine
+
+from adapters import registry
+from adapters.base import Adapter, RetryPolicy
+from adapters.collect import ProviderRun, collect
+from db.current import latest_snapshot
+from db.engine import make_engine
+from db.locks import job_lock
+from db.migrate import upgrade
+from db.retention import PruneResult, prune
+from db.snapshots import SnapshotSummary, store_snapshot
+
+from .settings import Settings
+
+__all__ = [
+    "SNAPSHOT_LOCK",
+    "USER_AGENT",
+    "Fetch",
+    "SnapshotLocked",
+    "SnapshotRecent",
+    "SnapshotResult",
+    "SnapshotSkipped",
+    "UnknownProvider",
+    "build_adapters",
+    "fetch_adapters",
+    "fetch_providers",
+    "take_snapshot",
+]
+
+#: The name of the job lock every snapshot runner takes (kept from the scheduler's job id,
+#: so a lease or advisory lock of a running older deployment still excludes this one).
+SNAPSHOT_LOCK = "snapshot"
+#: What the providers' servers see of us.
+USER_AGENT = "gpuscout/0.1 (+price comparison)"
+
+#: Returns each provider's run: a live fetch, the replayed sample, or runs given by a test.
+Fetch = Callable[[], Sequence[ProviderRun]]
+
+
+class UnknownProvider(ValueError):
+    """A provider name the registry does not hold."""
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        super().__init__(f"unknown provider {name!r}; known: {', '.join(known)}")
+        self.name = name
+
+
+class SnapshotSkipped(Exception):
+    """No snapshot was taken (nothing was fetched or stored)."""
+
+
+class SnapshotLocked(SnapshotSkipped):
+    """Another runner (the scheduler, a replica, a ``gpuscout snapshot``) holds the lock."""
+
+    def __init__(self) -> None:
+        super().__init__("another runner is taking a snapshot now (it holds the snapshot lock)")
+
+
+class SnapshotRecent(SnapshotSkipped):
+    """A snapshot finished too recently to take another (the scheduler's ``skip_within``)."""
+
+    def __init__(self, finished_at: datetime) -> None:
+        super().__init__(f"one finished at {finished_at.isoformat()}")
+        self.finished_at = finished_at
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SnapshotResult:
+    """What one snapshot fetched, what storing it changed, and what retention pruned."""
+
+    runs: tuple[ProviderRun, ...]
+    summary: SnapshotSummary
+    pruned: PruneResult
+
+
+def build_adapters(settings: Settings, names: Sequence[str] | None = None) -> list[Adapter]:
+    """The adapters ``names`` (default: every registered one not in ``providers_disabled``)
+    with their credentials and retry policy from ``settings``.
+
+    Raises :class:`UnknownProvider` for a name the registry does not hold.
+    """
+    known = registry()
+    for name in names or ():
+        if name not in known:
+            raise UnknownProvider(name, list(known))
+    chosen = names or [n for n in known if n not in settings.providers_disabled]
+    creds = settings.provider_credentials()
+    policy = RetryPolicy(attempts=settings.http_retries, timeout_s=settings.http_timeout_s)
+    return [known[n](creds, policy=policy) for n in chosen]
+
+
+async def fetch_adapters(
+    adapters: Sequence[Adapter],
+    settings: Settings,
+    *,
+    on_done: Callable[[ProviderRun], None] | None = None,
+) -> list[ProviderRun]:
+    """Fetch ``adapters`` concurrently over one HTTP client; ``on_done`` sees each run end."""
+    async with httpx.AsyncClient(
+        headers={"User-Agent": USER_AGENT},
+        timeout=settings.http_timeout_s,
+        follow_redirects=True,
+    ) as client:
+        return await collect(adapters, client, on_done=on_done)
+
+
+def fetch_providers(settings: Settings) -> list[ProviderRun]:
+    """Fetch every enabled provider (blocking: runs its own event loop, so call it from a
+    thread when one is already running)."""
+    return asyncio.run(fetch_adapters(build_adapters(settings), settings))
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def take_snapshot(
+    settings: Settings,
+    *,
+    fetch: Fetch | None = None,
+    engine: Engine | None = None,
+    skip_within: timedelta | None = None,
+    on_start: Callable[[], None] | None = None,
+    now: Callable[[], datetime] = _utc_now,
+) -> SnapshotResult:
+    """Take one snapshot under the job lock: migrate, fetch, store, prune (blocking).
+
+    ``fetch`` defaults to :func:`fetch_providers` over ``settings``; ``engine`` to one on
+    ``settings.database_url`` (disposed at the end). With ``skip_within``, a snapshot that
+    finished less than that long ago makes this one skip (:class:`SnapshotRecent`; the
+    check runs under the lock, so two runners racing take exactly one). ``on_start`` is
+    called once the lock is held, before fetching (the API answers "started" then).
+
+    Raises :class:`SnapshotLocked` when another runner holds the lock. The store is one
+    transaction: an error while storing leaves the previous state as it was.
+    """
+    fetch = fetch or functools.partial(fetch_providers, settings)
+    own = engine is None
+    engine = engine or make_engine(settings.database_url)
+    try:
+        upgrade(engine)  # before the lock: on SQLite the lease is a row of a migrated table
+        # the SQLite lease outlives a killed holder by one interval, as the scheduler's job
+        lease_s = settings.snapshot_interval_minutes * 60
+        with job_lock(engine, SNAPSHOT_LOCK, lease_s=lease_s) as got:
+            if not got:
+                raise SnapshotLocked()
+            if skip_within is not None:
+                with engine.connect() as connection:
+                    latest = latest_snapshot(connection)
+                if latest is not None and now() - latest[1] < skip_within:
+                    raise SnapshotRecent(latest[1])
+            if on_start is not None:
+                on_start()
+            started_at = now()
+            runs = tuple(fetch())
+            finished_at = now()
+            summary = store_snapshot(engine, runs, started_at=started_at, finished_at=finished_at)
+            pruned = prune(
+                engine,
+                now=finished_at,
+                snapshots_days=settings.retention_snapshots_days,
+                history_days=settings.retention_history_days,
+            )
+    finally:
+        if own:
+            engine.dispose()
+    return SnapshotResult(runs, summary, pruned)

@@ -129,6 +129,7 @@ __all__ = [
     "canonical_query",
     "gpu_family_hints",
     "percent_encode",
+    "region_countries",
     "sign_acs3",
 ]
 
@@ -136,54 +137,16 @@ API_VERSION = "2014-05-26"
 SIGNATURE_ALGORITHM = "ACS3-HMAC-SHA256"
 ENDPOINT = "ecs.{region}.aliyuncs.com"
 
-#: Public regions with an ECS endpoint ("Endpoints" page above), without the local regions
-#: (cn-nanjing, cn-fuzhou) and the closed ap-southeast-2. Which of them sell GPU types is not
-#: documented in one place; DescribeAvailableResource answers it at one call per region.
-REGIONS: tuple[str, ...] = (
-    "cn-qingdao",
-    "cn-beijing",
-    "cn-zhangjiakou",
-    "cn-huhehaote",
-    "cn-wulanchabu",
-    "cn-hangzhou",
-    "cn-shanghai",
-    "cn-shenzhen",
-    "cn-heyuan",
-    "cn-guangzhou",
-    "cn-chengdu",
-    "cn-hongkong",
-    "ap-northeast-1",
-    "ap-northeast-2",
-    "ap-southeast-1",
-    "ap-southeast-3",
-    "ap-southeast-5",
-    "ap-southeast-6",
-    "ap-southeast-7",
-    "us-east-1",
-    "us-west-1",
-    "eu-central-1",
-    "eu-west-1",
-    "me-east-1",
-)
 
-#: ISO country of each region, from the region names in the docs ("Germany (Frankfurt)",
-#: "UK (London)", "UAE (Dubai)"...).
-COUNTRIES: Mapping[str, str] = {
-    **{r: "CN" for r in REGIONS if r.startswith("cn-")},
-    "cn-hongkong": "HK",
-    "ap-northeast-1": "JP",
-    "ap-northeast-2": "KR",
-    "ap-southeast-1": "SG",
-    "ap-southeast-3": "MY",
-    "ap-southeast-5": "ID",
-    "ap-southeast-6": "PH",
-    "ap-southeast-7": "TH",
-    "us-east-1": "US",
-    "us-west-1": "US",
-    "eu-central-1": "DE",
-    "eu-west-1": "GB",
-    "me-east-1": "AE",
-}
+@functools.cache
+def region_countries() -> Mapping[str, str]:
+    """Region -> ISO country of the regions asked, read from ``data/alibaba_regions.toml``
+    (why these regions, and the source, there) on first use."""
+    return {row["region"]: row["country"] for row in sourced_rows("alibaba_regions.toml", "region")}
+
+
+#: Regions asked by default, in the data file's order.
+REGIONS: tuple[str, ...] = tuple(region_countries())
 
 #: DescribePrice ``PriceUnit`` values asked, each with ``Period=1``.
 PRICE_UNITS: tuple[str, ...] = ("Hour", "Month", "Year")
@@ -832,7 +795,7 @@ class _OfferBuilder:
         fields: OfferFields = {
             "provider": AlibabaAdapter.name,
             "region": region or None,
-            "country": COUNTRIES.get(region),
+            "country": region_countries().get(region),
             "fetched_at": self.fetched_at,
             "raw_ref": ref,
             **hw,

@@ -104,6 +104,7 @@ __all__ = [
     "GpuFamily",
     "TencentAdapter",
     "gpu_families",
+    "region_countries",
     "tc3_authorization",
     "tc3_canonical_request",
     "tc3_signature",
@@ -122,34 +123,16 @@ CONCURRENT_REQUESTS = 4
 #: Billing modes asked for, in the ``instance-charge-type`` filter's values.
 CHARGE_TYPES: tuple[str, ...] = ("POSTPAID_BY_HOUR", "PREPAID", "SPOTPAID")
 
-#: Region code -> ISO country. The regions are the cities where Tencent's "GPU Computing
-#: Instance" page (https://www.tencentcloud.com/document/product/560/19701) lists GPU zones
-#: (Guangzhou, Shanghai, Nanjing, Beijing, Chengdu, Chongqing, Hong Kong, Singapore, Bangkok,
-#: Jakarta, Seoul, Tokyo, Silicon Valley, Virginia, Frankfurt, Sao Paulo), as region codes of
-#: "Regions and Availability Zones" (https://www.tencentcloud.com/document/product/213/6091)
-#: that DescribeZoneInstanceConfigInfos supports (its Region parameter lists them; Mumbai,
-#: also on the GPU page, is not among them). Finance zones (``*-fsi``) need their own domain
-#: and approval and are left out.
-REGION_COUNTRIES: Mapping[str, str] = {
-    "ap-guangzhou": "CN",
-    "ap-shanghai": "CN",
-    "ap-nanjing": "CN",
-    "ap-beijing": "CN",
-    "ap-chengdu": "CN",
-    "ap-chongqing": "CN",
-    "ap-hongkong": "HK",
-    "ap-singapore": "SG",
-    "ap-bangkok": "TH",
-    "ap-jakarta": "ID",
-    "ap-seoul": "KR",
-    "ap-tokyo": "JP",
-    "na-siliconvalley": "US",
-    "na-ashburn": "US",
-    "eu-frankfurt": "DE",
-    "sa-saopaulo": "BR",
-}
-#: Regions :meth:`TencentAdapter.fetch` queries by default.
-GPU_REGIONS: tuple[str, ...] = tuple(REGION_COUNTRIES)
+
+@functools.cache
+def region_countries() -> Mapping[str, str]:
+    """Region code -> ISO country of the regions asked, read from ``data/tencent_regions.toml``
+    (why these regions, and the sources, there) on first use."""
+    return {row["region"]: row["country"] for row in sourced_rows("tencent_regions.toml", "region")}
+
+
+#: Regions :meth:`TencentAdapter.fetch` queries by default, in the data file's order.
+GPU_REGIONS: tuple[str, ...] = tuple(region_countries())
 
 #: Error codes that say the key is wrong or lacks the permission: the provider fails.
 AUTH_CODE_PREFIXES = ("AuthFailure", "UnauthorizedOperation")
@@ -623,7 +606,7 @@ class _Row:
             "term_variant": zone,
             "instance_name": f"{itype} ({type_name}, {zone})" if type_name else f"{itype} ({zone})",
             "region": region,
-            "country": REGION_COUNTRIES.get(region),
+            "country": region_countries().get(region),
             "fetched_at": self.fetched_at,
             "raw_ref": ref,
             "gpu_count": gpu_count,

@@ -356,9 +356,9 @@ def keep_failures(
 def sourced_rows(filename: str, rows: str) -> list[dict[str, Any]]:
     """The ``[[<rows>]]`` entries of the TOML file ``adapters/data/<filename>``.
 
-    Such a file holds a table written from a provider's documentation: a ``[sources]`` table
-    (key -> where it was read) and entries that each name their ``source`` and ``quote`` what
-    it says. An entry without a known source is a ValueError: every row keeps its source.
+    Such a file holds a table read from a provider's documentation: a ``[sources]`` table (key
+    -> where it was read) and entries that each name their ``source`` (and may ``quote`` it).
+    An entry without a known source is a ValueError: every row keeps its source.
     """
     text = resources.files(__package__ or "adapters").joinpath("data", filename).read_text("utf-8")
     table = tomllib.loads(text)
@@ -366,6 +366,6 @@ def sourced_rows(filename: str, rows: str) -> list[dict[str, Any]]:
     if not isinstance(entries, list):
         raise ValueError(f"{filename}: no [[{rows}]] entries")
     for number, entry in enumerate(entries, start=1):
-        if entry.get("source") not in sources or not entry.get("quote"):
-            raise ValueError(f"{filename}: {rows} {number} needs a known source and a quote")
+        if entry.get("source") not in sources:
+            raise ValueError(f"{filename}: {rows} {number} does not name one of its [sources]")
     return entries

@@ -16,11 +16,13 @@ import respx
 
 from adapters.alibaba import (
     QUERY_KEY,
+    REGIONS,
     AlibabaAdapter,
     GpuFamilyHint,
     canonical_query,
     gpu_family_hints,
     percent_encode,
+    region_countries,
     sign_acs3,
 )
 from adapters.base import (
@@ -866,3 +868,5 @@ def test_declares_itself() -> None:
         "alibaba_access_key_secret",
     )
     assert AlibabaAdapter.regions[0] == "cn-qingdao" and "cn-hangzhou" in AlibabaAdapter.regions
+    assert AlibabaAdapter.regions == REGIONS == tuple(region_countries())
+    assert len(REGIONS) == 24 and region_countries()["eu-west-1"] == "GB"

@@ -36,9 +36,10 @@ in the API references, help.aliyun.com document ids in brackets):
   id (as aws.py does with availability zones); spot instances are billed per second.
 
 GPU form factor. ``GPUSpec`` names the chip only ("NVIDIA V100", "NVIDIA A100"), which the GPU
-catalog cannot place without the form factor (SXM or PCIe). :data:`GPU_FAMILY_HINTS` adds it
+catalog cannot place without the form factor (SXM or PCIe). :func:`gpu_family_hints` adds it
 (and the memory per GPU) for the instance families whose own Alibaba Cloud documentation states
-it; a family not listed there keeps such a GPU without a model rather than get a guessed one.
+it, from ``data/alibaba_gpu_families.toml`` (each row quotes its page); a family not listed
+there keeps such a GPU without a model rather than get a guessed one.
 
 Prices. DescribePrice prices the whole instance as ordered: ``PriceInfo.Price.TradePrice``
 (the transaction price, "equal to the original price minus the discount"; ``OriginalPrice``
@@ -65,22 +66,22 @@ payload, :func:`~adapters.base.failed_calls_payload`) and parse reports it as a 
 record; only when every price call failed does the provider fail.
 
 Payloads: DescribeInstanceTypes and DescribeAvailableResource responses as returned; price
-and spot responses, which do not repeat what was asked, wrapped as
-``{QUERY_KEY: {"Action", "RegionId", "InstanceType", "PriceUnit"}, "response": ...}``.
+and spot responses, which do not repeat what was asked, wrapped by
+:func:`~adapters.units.query_payload` with ``{"Action", "RegionId", "InstanceType",
+"PriceUnit"}``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import hmac
-import logging
 import re
 import urllib.parse
 import uuid
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -93,101 +94,71 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
-    failed_calls_payload,
     read_failed_calls,
     request_json,
 )
+from .calls import (
+    QUERY_KEY,
+    CallFailure,
+    error_code,
+    failure_cause,
+    fresh_retries,
+    http_status,
+    keep_failures,
+    query_payload,
+    read_query_payload,
+    unwrapped_response,
+)
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import PriceBasis, PriceUnit, RentalTerm
-from .units import gib_to_gb, nominal_gpu_memory_gb, positive, to_decimal, whole_count
+from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .tables import sourced_rows
+from .units import (
+    gib_to_gb,
+    lenient_float,
+    nominal_gpu_memory_gb,
+    positive,
+    to_decimal,
+    whole_count,
+)
 
 __all__ = [
     "API_VERSION",
-    "GPU_FAMILY_HINTS",
     "PRICE_UNITS",
     "QUERY_KEY",
     "REGIONS",
     "AlibabaAdapter",
     "GpuFamilyHint",
     "canonical_query",
+    "gpu_family_hints",
     "percent_encode",
+    "region_countries",
     "sign_acs3",
 ]
-
-log = logging.getLogger("gpuscout.adapters.alibaba")
 
 API_VERSION = "2014-05-26"
 SIGNATURE_ALGORITHM = "ACS3-HMAC-SHA256"
 ENDPOINT = "ecs.{region}.aliyuncs.com"
 
-#: Public regions with an ECS endpoint ("Endpoints" page above), without the local regions
-#: (cn-nanjing, cn-fuzhou) and the closed ap-southeast-2. Which of them sell GPU types is not
-#: documented in one place; DescribeAvailableResource answers it at one call per region.
-REGIONS: tuple[str, ...] = (
-    "cn-qingdao",
-    "cn-beijing",
-    "cn-zhangjiakou",
-    "cn-huhehaote",
-    "cn-wulanchabu",
-    "cn-hangzhou",
-    "cn-shanghai",
-    "cn-shenzhen",
-    "cn-heyuan",
-    "cn-guangzhou",
-    "cn-chengdu",
-    "cn-hongkong",
-    "ap-northeast-1",
-    "ap-northeast-2",
-    "ap-southeast-1",
-    "ap-southeast-3",
-    "ap-southeast-5",
-    "ap-southeast-6",
-    "ap-southeast-7",
-    "us-east-1",
-    "us-west-1",
-    "eu-central-1",
-    "eu-west-1",
-    "me-east-1",
-)
 
-#: ISO country of each region, from the region names in the docs ("Germany (Frankfurt)",
-#: "UK (London)", "UAE (Dubai)"...).
-COUNTRIES: Mapping[str, str] = {
-    **{r: "CN" for r in REGIONS if r.startswith("cn-")},
-    "cn-hongkong": "HK",
-    "ap-northeast-1": "JP",
-    "ap-northeast-2": "KR",
-    "ap-southeast-1": "SG",
-    "ap-southeast-3": "MY",
-    "ap-southeast-5": "ID",
-    "ap-southeast-6": "PH",
-    "ap-southeast-7": "TH",
-    "us-east-1": "US",
-    "us-west-1": "US",
-    "eu-central-1": "DE",
-    "eu-west-1": "GB",
-    "me-east-1": "AE",
-}
+@functools.cache
+def region_countries() -> Mapping[str, str]:
+    """Region -> ISO country of the regions asked, read from ``data/alibaba_regions.toml``
+    (why these regions, and the source, there) on first use."""
+    return {row["region"]: row["country"] for row in sourced_rows("alibaba_regions.toml", "region")}
+
+
+#: Regions asked by default, in the data file's order.
+REGIONS: tuple[str, ...] = tuple(region_countries())
 
 #: DescribePrice ``PriceUnit`` values asked, each with ``Period=1``.
 PRICE_UNITS: tuple[str, ...] = ("Hour", "Month", "Year")
 
-#: PriceUnit -> (term, unit of the price, paid before use).
-_TERMS: Mapping[str, tuple[RentalTerm, PriceUnit, bool]] = {
-    "Hour": (RentalTerm.ON_DEMAND, PriceUnit.HOUR, False),
-    "Month": (RentalTerm.COMMIT_1MO, PriceUnit.MONTH, True),
-    "Year": (RentalTerm.COMMIT_1Y, PriceUnit.TERM, True),
+#: PriceUnit -> (term, unit of the price, paid before use, the term in the instance name).
+_TERMS: Mapping[str, tuple[RentalTerm, PriceUnit, bool, str]] = {
+    "Hour": (RentalTerm.ON_DEMAND, PriceUnit.HOUR, False, "pay-as-you-go"),
+    "Month": (RentalTerm.COMMIT_1MO, PriceUnit.MONTH, True, "1-month subscription"),
+    "Year": (RentalTerm.COMMIT_1Y, PriceUnit.TERM, True, "1-year subscription"),
 }
-_TERM_NAMES = {
-    "Hour": "pay-as-you-go",
-    "Month": "1-month subscription",
-    "Year": "1-year subscription",
-}
-
-#: Key of gpuscout's own payloads (lower-case prefix: not an Alibaba response). A price or
-#: spot response is stored under ``"response"`` beside the query that produced it.
-QUERY_KEY = "gpuscout_query"
-RESPONSE_KEY = "response"
 
 #: Calls in flight at once, over all regions (ECS throttles per account, API and region).
 CONCURRENT_CALLS = 8
@@ -201,6 +172,9 @@ SPOT_BILLING_INCREMENT_S = 1
 #: vgn7i-vws, vgn6i-vws", https://help.aliyun.com/en/eci/user-guide/
 #: create-an-instance-by-specifying-the-gpu-type); the API does not say how big the slice is.
 _VGPU_FAMILY = re.compile(r"^ecs\.[sv]gn")
+
+#: One signed ECS call of a fetch: ``(region, action, parameters) -> decoded answer``.
+_Call = Callable[[str, str, Mapping[str, str]], Awaitable[Any]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -216,57 +190,19 @@ class GpuFamilyHint:
     memory_gb: float
 
 
-#: Instance family (``InstanceTypeFamily`` without ``ecs.``) -> the documented GPU. Only families
-#: whose own Alibaba Cloud page states the form factor are listed; each entry quotes it. Sources,
-#: in the AlibabaCloudDocs/ecs repository (the published help-center text, English edition):
-#:
-#: * [GPU-families] ``intl.en-US/Instance/Instance type families/Compute optimized type family
-#:   with GPU/GPU-accelerated compute optimized instance families.md`` @3f6a3016 (code index
-#:   32360205000). A current copy of the help-center page (code index 59137736427) still says
-#:   of gn6v and gn6e "Uses NVIDIA V100 GPUs (SXM2-based)"; it no longer names gn7's GPU.
-#: * [GPU-types] ``.../Compute optimized type family with GPU/GPU-accelerated compute optimized
-#:   instance types.md`` @342402335d (code index 18134731915).
-#: * [Bare-metal] ``intl.en-US/Instance/Instance type families/ECS Bare Metal Instance types/
-#:   Overview.md`` @13c03167 (code index 18190343213).
-#: * [SCC] ``intl.en-US/Instance/Instance type families/Super Computing Cluster instance type
-#:   family/Overview.md`` @4643b3b4 (code index 32594441979); sccgn6e from another version of
-#:   that page (code index 18870655488).
-#:
-#: NVSwitch-connected A100s are SXM4 parts (the PCIe card links at most a pair by an NVLink
-#: bridge). Not listed for want of a statement: gn5 (P100, no form factor given); gn7e, ebmgn7e,
-#: ebmgn7ex (80 GB per GPU, but the pages name neither the GPU nor its form factor); gn8v,
-#: ebmgn8v (NVLink among eight GPUs, GPU model not named). gn6i, gn7i, gn7s, gn8is and their
-#: bare-metal twins need no hint: T4, A10, A30 and L20 come in one form factor.
-GPU_FAMILY_HINTS: Mapping[str, GpuFamilyHint] = {
-    # [GPU-families] gn6v: "Uses NVIDIA V100 GPU computing accelerators (SXM2-based)",
-    # "16 GB HBM2 GPU memory (900 GB/s bandwidth) per GPU"
-    "gn6v": GpuFamilyHint("V100", "SXM2", 16),
-    # [GPU-families] gn6e: "Uses NVIDIA V100 (32 GB NVLink) GPU processors", "Uses NVIDIA V100
-    # GPU computing accelerators (SXM2-based)", "32 GB HBM2 GPU memory (900 GB/s bandwidth)"
-    "gn6e": GpuFamilyHint("V100", "SXM2", 32),
-    # [GPU-types] gn7: "Uses NVIDIA A100 GPUs. NVSwitches are used to establish connections
-    # between NVIDIA A100 GPUs", "40 GB HBM2 memory per GPU"
-    "gn7": GpuFamilyHint("A100", "SXM", 40),
-    # [Bare-metal] ebmgn7: "Uses NVIDIA A100 GPUs. NVSwitches are used to establish connections
-    # between NVIDIA A100 GPUs", "40 GB HBM2 memory per GPU"
-    "ebmgn7": GpuFamilyHint("A100", "SXM", 40),
-    # [Bare-metal] ebmgn6e: "Uses NVIDIA V100 (32 GB NVLink) GPUs", "Uses NVIDIA V100 GPUs
-    # (SXM2-based)", "32 GB HBM2 memory per GPU (900 GB/s bandwidth)"
-    "ebmgn6e": GpuFamilyHint("V100", "SXM2", 32),
-    # [Bare-metal] ebmgn6v: "Uses NVIDIA V100 GPUs (SXM2-based)", "16 GB HBM2 memory per GPU"
-    "ebmgn6v": GpuFamilyHint("V100", "SXM2", 16),
-    # [SCC] sccgn6: "Uses NVIDIA V100 GPU accelerators (SXM2-based)", "16 GB HBM2 GPU memory"
-    "sccgn6": GpuFamilyHint("V100", "SXM2", 16),
-    # [SCC] sccgn6e: "Uses NVIDIA V100 GPUs (SXM2-based)", "32 GB HBM2 GPU memory"
-    "sccgn6e": GpuFamilyHint("V100", "SXM2", 32),
-}
+@functools.cache
+def gpu_family_hints() -> Mapping[str, GpuFamilyHint]:
+    """Instance family (``InstanceTypeFamily`` without ``ecs.``) -> the documented GPU, read
+    from ``data/alibaba_gpu_families.toml`` (sources and quotes there) on first use."""
+    return {
+        row["family"]: GpuFamilyHint(row["gpu_family"], row["form_factor"], row["memory_gb"])
+        for row in sourced_rows("alibaba_gpu_families.toml", "family")
+    }
+
 
 #: Documented and reported memory sizes closer than this fraction are the same size.
 _HINT_MEMORY_TOLERANCE = 0.10
 _NAME_WORD = re.compile(r"[a-z0-9]+")
-_ERROR_CODE = re.compile(r'"Code"\s*:\s*"([^"]+)"')
-_HTTP_STATUS = re.compile(r"^HTTP (\d{3})\b")
-_URL = re.compile(r"https://ecs\.[a-z0-9-]+\.aliyuncs\.com/")
 
 
 # --- signing -----------------------------------------------------------------------------
@@ -343,63 +279,37 @@ def sign_acs3(
 # --- failures ----------------------------------------------------------------------------
 
 
-def _error_cause(reason: str) -> str:
-    """What failed, the same text in every region and without the request id.
+def _transient(exc: BaseException) -> bool:
+    """Worth another attempt: throttled, a server error, a timeout or a network error.
 
-    :func:`~adapters.base.request` reports ``HTTP <status> from <url>: <body excerpt>``; ECS
-    error bodies are ``{"RequestId", "HostId", "Code", "Message", "Recommend"}`` ("Troubleshoot
-    API error codes", https://help.aliyun.com/en/ecs/developer-reference/
-    error-code-error-code-troubleshooting-ideas), so the excerpt holds the ``Code``.
+    ECS error bodies are ``{"RequestId", "HostId", "Code", "Message", "Recommend"}``
+    ("Troubleshoot API error codes", https://help.aliyun.com/en/ecs/developer-reference/
+    error-code-error-code-troubleshooting-ideas), so the failure's body excerpt holds the
+    ``Code``; throttling is an HTTP 400 with code ``Throttling`` (or ``Throttling.User``...).
     """
-    status = _HTTP_STATUS.match(reason)
+    if not isinstance(exc, ProviderError):
+        return False
+    status = http_status(exc.reason)
     if status is None:
-        return _URL.sub("ECS", reason)
-    code = _ERROR_CODE.search(reason)
-    return f"HTTP {status.group(1)} {code.group(1)}" if code else f"HTTP {status.group(1)}"
+        return exc.reason.startswith(("timeout", "network error"))
+    code = error_code(exc.reason) or ""
+    return code.startswith(("Throttling", "ServiceUnavailable")) or status == 429 or status >= 500
 
 
-def _transient(reason: str) -> bool:
-    """Worth another attempt: throttled, a server error, a timeout or a network error."""
-    status = _HTTP_STATUS.match(reason)
-    if status is not None:
-        code = _ERROR_CODE.search(reason)
-        if code is not None and code.group(1).startswith(("Throttling", "ServiceUnavailable")):
-            return True
-        return status.group(1) == "429" or status.group(1).startswith("5")
-    return reason.startswith(("timeout", "network error"))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Failure:
-    """One call that failed after its retries."""
-
-    action: str
-    region: str
-    instance_type: str
-    price_unit: str
-    cause: str
-
-    @property
-    def failed_call(self) -> FailedCall:
-        """The skipped record parse reports: what was asked in the ref, the cause in the reason."""
-        where = "/".join(p for p in (self.region, self.instance_type, self.price_unit) if p)
-        what = f"{self.action} {self.price_unit}".strip()
-        return FailedCall(f"alibaba:{where}", f"{what} failed: {self.cause}")
+def _failure(action: str, reason: str, region: str, itype: str = "", unit: str = "") -> CallFailure:
+    """A call that failed after its retries: what was asked in the ref, the cause in the reason
+    (``HTTP 400 InvalidParameter``: the ECS ``Code``, no request id)."""
+    place = "/".join(p for p in (region, itype, unit) if p)
+    cause = failure_cause(reason)
+    failed = FailedCall(f"alibaba:{place}", f"{f'{action} {unit}'.strip()} failed: {cause}")
+    return CallFailure(failed, cause, place)
 
 
 # --- hardware ----------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Hardware:
-    """What the offers of one instance type share (DescribeInstanceTypes)."""
-
-    gpu_count: int
-    fields: Mapping[str, Any]
-
-
-def _hardware(row: Mapping[str, Any]) -> _Hardware | str:
-    """The hardware of one DescribeInstanceTypes entry, or why it is not priced."""
+def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
+    """The hardware fields of one DescribeInstanceTypes entry, or why it is not priced."""
     family = str(row.get("InstanceTypeFamily") or "")
     if _VGPU_FAMILY.match(family):
         return "vGPU family (a slice of one GPU of unpublished size)"
@@ -410,7 +320,7 @@ def _hardware(row: Mapping[str, Any]) -> _Hardware | str:
     raw_name = str(row.get("GPUSpec") or "").strip()
     if not raw_name:
         return "no GPUSpec"
-    memory_gib = positive(_float(row.get("GPUMemorySize")))
+    memory_gib = positive(lenient_float(row.get("GPUMemorySize")))
     memory = nominal_gpu_memory_gb(memory_gib) if memory_gib else None
     hint = _family_hint(row, raw_name, memory)
     if hint is not None:
@@ -418,20 +328,17 @@ def _hardware(row: Mapping[str, Any]) -> _Hardware | str:
     spec = resolve_gpu_name(
         raw_name, memory_gb=memory, form_factor=hint.form_factor if hint else None
     )
-    ram_gib = positive(_float(row.get("MemorySize")))
+    ram_gib = positive(lenient_float(row.get("MemorySize")))
     processor = str(row.get("PhysicalProcessorModel") or "").strip()
-    return _Hardware(
-        gpu_count=count,
-        fields={
-            "gpu_raw_name": raw_name,
-            **spec_fields(spec),
-            "gpu_count": count,
-            "gpu_memory_gb": memory,
-            "vcpus": positive(_float(row.get("CpuCoreCount"))),
-            "ram_gb": gib_to_gb(ram_gib) if ram_gib else None,
-            "cpu_model": processor or None,
-        },
-    )
+    return {
+        "gpu_raw_name": raw_name,
+        **spec_fields(spec),
+        "gpu_count": count,
+        "gpu_memory_gb": memory,
+        "vcpus": positive(lenient_float(row.get("CpuCoreCount"))),
+        "ram_gb": gib_to_gb(ram_gib) if ram_gib else None,
+        "cpu_model": processor or None,
+    }
 
 
 def _instance_family(row: Mapping[str, Any]) -> str:
@@ -451,7 +358,7 @@ def _family_hint(
     Not applied when ``GPUSpec`` does not name the documented GPU, or when ``GPUMemorySize``
     contradicts the documented memory: the documentation then describes other hardware.
     """
-    hint = GPU_FAMILY_HINTS.get(_instance_family(row))
+    hint = gpu_family_hints().get(_instance_family(row))
     if hint is None or hint.gpu_family.lower() not in _NAME_WORD.findall(raw_name.lower()):
         return None
     if memory_gb is not None and abs(memory_gb - hint.memory_gb) > (
@@ -459,14 +366,6 @@ def _family_hint(
     ):
         return None
     return hint
-
-
-def _float(value: Any) -> float | None:
-    try:
-        dec = to_decimal(value)
-    except ValueError:
-        return None
-    return None if dec is None else float(dec)
 
 
 def _instance_type_rows(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -497,8 +396,7 @@ def _listed_types(payload: Mapping[str, Any]) -> dict[tuple[str, str], bool]:
         if not isinstance(zone, Mapping):
             continue
         region = str(zone.get("RegionId") or "")
-        resources = _list_at(zone, "AvailableResources", "AvailableResource")
-        for resource in resources:
+        for resource in _list_at(zone, "AvailableResources", "AvailableResource"):
             if resource.get("Type") != "InstanceType":
                 continue
             for item in _list_at(resource, "SupportedResources", "SupportedResource"):
@@ -516,12 +414,6 @@ def _list_at(obj: Mapping[str, Any], outer: str, inner: str) -> list[Mapping[str
 
 
 # --- the adapter -------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Credentials:
-    key_id: str
-    secret: str
 
 
 class AlibabaAdapter(Adapter):
@@ -547,14 +439,19 @@ class AlibabaAdapter(Adapter):
 
         A failing DescribeInstanceTypes fails the provider (nothing could be named); a
         failing region or price call only costs its records. If every call after the
-        instance types failed, the provider fails with the commonest cause.
+        instance types failed, the provider fails naming the causes.
         """
         keys = self.require_credentials()
-        creds = _Credentials(keys["alibaba_access_key_id"], keys["alibaba_access_key_secret"])
         if not self.regions:
             raise ProviderError(self.name, "no regions configured")
-        gate = asyncio.Semaphore(self.concurrency)
-        type_pages = await self._instance_types(client, creds, gate)
+        call = functools.partial(
+            self._call,
+            client,
+            keys["alibaba_access_key_id"],
+            keys["alibaba_access_key_secret"],
+            asyncio.Semaphore(self.concurrency),
+        )
+        type_pages = await self._instance_types(call)
         gpu_types = {
             str(row.get("InstanceTypeId") or "")
             for page in type_pages
@@ -562,77 +459,26 @@ class AlibabaAdapter(Adapter):
             if not isinstance(_hardware(row), str)
         }
         gpu_types.discard("")
-        payloads: list[Any] = list(type_pages)
-        failures: list[_Failure] = []
-
-        async def region_types(region: str) -> tuple[Any, list[str]] | _Failure:
-            try:
-                answer = await self._call(
-                    client,
-                    creds,
-                    gate,
-                    region,
-                    "DescribeAvailableResource",
-                    {
-                        "RegionId": region,
-                        "DestinationResource": "InstanceType",
-                        "InstanceChargeType": "PostPaid",
-                        "IoOptimized": "optimized",
-                    },
-                )
-                found = _listed_types(answer) if isinstance(answer, Mapping) else None
-                if found is None:
-                    raise ResponseFormatError(self.name, "DescribeAvailableResource: not an object")
-            except ProviderError as exc:
-                cause = _error_cause(exc.reason)
-                return _Failure("DescribeAvailableResource", region, "", "", cause)
-            return answer, sorted({t for (r, t) in found if r == region and t in gpu_types})
-
-        listed: list[list[str]] = []
-        for outcome in await asyncio.gather(*(region_types(r) for r in self.regions)):
-            if isinstance(outcome, _Failure):
-                failures.append(outcome)
-                listed.append([])
-            else:
-                payloads.append(outcome[0])
-                listed.append(outcome[1])
+        listings = await asyncio.gather(*(self._listing(call, r, gpu_types) for r in self.regions))
+        failures = [o for o in listings if isinstance(o, CallFailure)]
+        listed = [o for o in listings if not isinstance(o, CallFailure)]
         jobs = [
             (region, itype, unit)
-            for region, types in zip(self.regions, listed, strict=True)
+            for region, _, types in listed
             for itype in types
             for unit in (*self.price_units, "")  # "" = spot
         ]
+        outcomes = await asyncio.gather(*(self._priced(call, *job) for job in jobs))
+        failures.extend(o for o in outcomes if isinstance(o, CallFailure))
+        priced = [p for o in outcomes if not isinstance(o, CallFailure) for p in o]
+        calls = len(jobs) + len(self.regions)
+        return [
+            *type_pages,
+            *(answer for _, answer, _ in listed),
+            *keep_failures(self.name, priced, failures, calls=calls, what="calls"),
+        ]
 
-        async def one(region: str, itype: str, unit: str) -> list[Any] | _Failure:
-            action = "DescribePrice" if unit else "DescribeSpotPriceHistory"
-            try:
-                if unit:
-                    return [await self._price(client, creds, gate, region, itype, unit)]
-                return await self._spot(client, creds, gate, region, itype)
-            except ProviderError as exc:
-                return _Failure(action, region, itype, unit, _error_cause(exc.reason))
-
-        outcomes = await asyncio.gather(*(one(*job) for job in jobs))
-        priced = [p for o in outcomes if isinstance(o, list) for p in o]
-        failures.extend(o for o in outcomes if isinstance(o, _Failure))
-        if failures and not priced:
-            causes = Counter(f.cause for f in failures)
-            summary = "; ".join(f"{cause} ({n})" for cause, n in causes.most_common(3))
-            raise ProviderError(self.name, f"all {len(failures)} calls failed: {summary}")
-        payloads.extend(priced)
-        if failures:
-            log.warning(
-                "alibaba: %d of %d calls failed (kept as skipped records)",
-                len(failures),
-                len(jobs) + len(self.regions),
-            )
-            payloads.append(failed_calls_payload([f.failed_call for f in failures]))
-        return payloads
-
-    async def _instance_types(
-        self, client: httpx.AsyncClient, creds: _Credentials, gate: asyncio.Semaphore
-    ) -> list[Any]:
-        region = self.regions[0]
+    async def _instance_types(self, call: _Call) -> list[Any]:
         pages: list[Any] = []
         token = ""
         for _ in range(MAX_PAGES):
@@ -640,13 +486,11 @@ class AlibabaAdapter(Adapter):
             if token:
                 params["NextToken"] = token
             try:
-                page = await self._call(
-                    client, creds, gate, region, "DescribeInstanceTypes", params
-                )
+                page = await call(self.regions[0], "DescribeInstanceTypes", params)
             except ProviderError as exc:
                 raise ProviderError(
                     self.name,
-                    f"DescribeInstanceTypes failed: {_error_cause(exc.reason)} (check "
+                    f"DescribeInstanceTypes failed: {failure_cause(exc.reason)} (check "
                     "GPUSCOUT_ALIBABA_ACCESS_KEY_ID / GPUSCOUT_ALIBABA_ACCESS_KEY_SECRET and "
                     "the key's ecs:Describe* permissions)",
                 ) from None
@@ -659,68 +503,59 @@ class AlibabaAdapter(Adapter):
                 return pages
         raise ProviderError(self.name, f"DescribeInstanceTypes: more than {MAX_PAGES} pages")
 
-    async def _price(
-        self,
-        client: httpx.AsyncClient,
-        creds: _Credentials,
-        gate: asyncio.Semaphore,
-        region: str,
-        itype: str,
-        unit: str,
-    ) -> dict[str, Any]:
-        query = {
+    async def _listing(
+        self, call: _Call, region: str, gpu_types: set[str]
+    ) -> tuple[str, Any, list[str]] | CallFailure:
+        """``(region, answer, GPU types it lists)`` of DescribeAvailableResource."""
+        params = {
             "RegionId": region,
-            "ResourceType": "instance",
-            "InstanceType": itype,
-            "PriceUnit": unit,
-            "Period": "1",
+            "DestinationResource": "InstanceType",
+            "InstanceChargeType": "PostPaid",
+            "IoOptimized": "optimized",
         }
-        response = await self._call(client, creds, gate, region, "DescribePrice", query)
-        return {
-            QUERY_KEY: {
-                "Action": "DescribePrice",
-                "RegionId": region,
-                "InstanceType": itype,
-                "PriceUnit": unit,
-            },
-            RESPONSE_KEY: response,
-        }
+        try:
+            answer = await call(region, "DescribeAvailableResource", params)
+            if not isinstance(answer, Mapping):
+                raise ResponseFormatError(self.name, "DescribeAvailableResource: not an object")
+            found = _listed_types(answer)
+        except ProviderError as exc:
+            return _failure("DescribeAvailableResource", exc.reason, region)
+        return region, answer, sorted({t for (r, t) in found if r == region and t in gpu_types})
 
-    async def _spot(
-        self,
-        client: httpx.AsyncClient,
-        creds: _Credentials,
-        gate: asyncio.Semaphore,
-        region: str,
-        itype: str,
-    ) -> list[Any]:
+    async def _priced(
+        self, call: _Call, region: str, itype: str, unit: str
+    ) -> list[Any] | CallFailure:
+        """The price (``unit``) or spot (``unit`` "") payloads of one type in one region."""
+        action = "DescribePrice" if unit else "DescribeSpotPriceHistory"
+        query = {"Action": action, "RegionId": region, "InstanceType": itype}
+        try:
+            if unit:
+                params = {"RegionId": region, "ResourceType": "instance", "InstanceType": itype}
+                response = await call(region, action, {**params, "PriceUnit": unit, "Period": "1"})
+                return [query_payload({**query, "PriceUnit": unit}, response)]
+            return await self._spot(call, query)
+        except ProviderError as exc:
+            return _failure(action, exc.reason, region, itype, unit)
+
+    async def _spot(self, call: _Call, query: Mapping[str, str]) -> list[Any]:
         """All pages; the type counts whole (a failed later page drops the earlier ones)."""
-        query = {
-            "RegionId": region,
-            "InstanceType": itype,
+        params = {
+            "RegionId": query["RegionId"],
+            "InstanceType": query["InstanceType"],
             "NetworkType": "vpc",
             "OSType": "linux",
         }
         pages: list[Any] = []
         offset = 0
         for _ in range(MAX_PAGES):
-            params = dict(query, Offset=str(offset)) if offset else query
-            page = await self._call(client, creds, gate, region, "DescribeSpotPriceHistory", params)
-            pages.append(
-                {
-                    QUERY_KEY: {
-                        "Action": "DescribeSpotPriceHistory",
-                        "RegionId": region,
-                        "InstanceType": itype,
-                    },
-                    RESPONSE_KEY: page,
-                }
-            )
+            asked = dict(params, Offset=str(offset)) if offset else params
+            page = await call(query["RegionId"], query["Action"], asked)
+            pages.append(query_payload(query, page))
             rows = (
                 _list_at(page, "SpotPrices", "SpotPriceType") if isinstance(page, Mapping) else []
             )
-            following = whole_count(page.get("NextOffset")) if isinstance(page, Mapping) else None
-            if not rows or following is None or following <= offset:
+            following = whole_count(page.get("NextOffset")) if rows else None
+            if following is None or following <= offset:
                 return pages
             offset = following
         raise ProviderError(self.name, f"DescribeSpotPriceHistory: more than {MAX_PAGES} pages")
@@ -728,7 +563,8 @@ class AlibabaAdapter(Adapter):
     async def _call(
         self,
         client: httpx.AsyncClient,
-        creds: _Credentials,
+        key_id: str,
+        secret: str,
         gate: asyncio.Semaphore,
         region: str,
         action: str,
@@ -742,34 +578,29 @@ class AlibabaAdapter(Adapter):
         host = ENDPOINT.format(region=region)
         url = f"https://{host}/?{canonical_query(params)}"
         once = dataclasses.replace(self.policy, attempts=1)
-        attempts = max(1, self.policy.attempts)
-        for attempt in range(1, attempts + 1):
+
+        async def attempt() -> Any:
             headers = sign_acs3(
                 method="POST",
                 host=host,
                 action=action,
                 version=API_VERSION,
                 query=params,
-                access_key_id=creds.key_id,
-                access_key_secret=creds.secret,
+                access_key_id=key_id,
+                access_key_secret=secret,
                 date=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 nonce=uuid.uuid4().hex,
             )
-            try:
-                async with gate:
-                    return await request_json(
-                        client, "POST", url, provider=self.name, policy=once, headers=headers
-                    )
-            except ProviderError as exc:
-                if attempt == attempts or not _transient(exc.reason):
-                    raise
-            wait = self.policy.base_wait_s * 2 ** (attempt - 1)
-            await asyncio.sleep(min(wait, self.policy.max_wait_s))
-        raise AssertionError("unreachable")  # pragma: no cover
+            async with gate:
+                return await request_json(
+                    client, "POST", url, provider=self.name, policy=once, headers=headers
+                )
+
+        return await fresh_retries(self.policy, error=_transient)(attempt)
 
     # parse -------------------------------------------------------------------------------
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        hardware: dict[str, _Hardware] = {}
+        hardware: dict[str, OfferFields] = {}
         rejected: dict[str, str] = {}
         available: dict[tuple[str, str], bool] = {}
         prices: list[tuple[Mapping[str, Any], Any]] = []
@@ -794,29 +625,23 @@ class AlibabaAdapter(Adapter):
             elif "AvailableZones" in payload:
                 available.update(_listed_types(payload))
             elif QUERY_KEY in payload:
-                query = payload[QUERY_KEY]
-                if not isinstance(query, Mapping) or RESPONSE_KEY not in payload:
-                    raise ResponseFormatError(self.name, f"bad {QUERY_KEY} payload")
+                query, response = read_query_payload(payload, self.name)
                 action = query.get("Action")
                 if action == "DescribePrice":
-                    prices.append((query, payload[RESPONSE_KEY]))
+                    prices.append((query, response))
                 elif action == "DescribeSpotPriceHistory":
-                    spots.append((query, payload[RESPONSE_KEY]))
+                    spots.append((query, response))
                 else:
                     raise ResponseFormatError(self.name, f"unknown query action {action!r}")
             elif "PriceInfo" in payload or "SpotPrices" in payload:
-                raise ResponseFormatError(
-                    self.name,
-                    "a price response without its query (instance type, region): "
-                    f"wrap it as {{{QUERY_KEY!r}: ..., {RESPONSE_KEY!r}: ...}}",
-                )
+                raise unwrapped_response(self.name)
             elif "Code" in payload and "Message" in payload:
                 raise ProviderError(self.name, f"API error {payload['Code']}: {payload['Message']}")
             else:
                 keys = ", ".join(sorted(map(str, payload))[:6])
                 raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")
         result = ParseResult()
-        builder = _OfferBuilder(self.name, fetched_at, result, hardware, available)
+        builder = _OfferBuilder(fetched_at, result, hardware, available)
         for itype, reason in sorted(rejected.items()):
             result.skip(reason, f"alibaba:instance-type/{itype}")
         for query, response in prices:
@@ -826,23 +651,14 @@ class AlibabaAdapter(Adapter):
         return result
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class _OfferBuilder:
     """Turns price and spot responses into offers (one per type, region, term, zone)."""
 
-    def __init__(
-        self,
-        provider: str,
-        fetched_at: datetime,
-        result: ParseResult,
-        hardware: Mapping[str, _Hardware],
-        available: Mapping[tuple[str, str], bool],
-    ) -> None:
-        self.provider = provider
-        self.fetched_at = fetched_at
-        self.result = result
-        self.hardware = hardware
-        self.available = available
-        self.seen: set[tuple[str, str, str, str]] = set()
+    fetched_at: datetime
+    result: ParseResult
+    hardware: Mapping[str, OfferFields]
+    available: Mapping[tuple[str, str], bool]
 
     def price(self, query: Mapping[str, Any], response: Any) -> None:
         region = str(query.get("RegionId") or "")
@@ -867,29 +683,28 @@ class _OfferBuilder:
         if not currency:
             self.result.skip("DescribePrice response without Currency", ref)
             return
-        term, price_unit, prepaid = _TERMS[unit]
+        term, price_unit, prepaid, term_name = _TERMS[unit]
+        hourly = unit == "Hour"
         self._add(
             ref,
             hw,
-            offer_id=itype,
-            instance_name=itype if unit == "Hour" else f"{itype} ({_TERM_NAMES[unit]})",
-            region=region,
-            price=amount,
-            currency=currency,
-            unit=price_unit,
-            term=term,
-            prepaid=prepaid,
-            available_now=self.available.get((region, itype)) if unit == "Hour" else None,
+            region,
+            {
+                "offer_id": itype,
+                "instance_name": itype if hourly else f"{itype} ({term_name})",
+                "price_amount": amount,
+                "price_currency": currency,
+                "price_unit": price_unit,
+                "term": term,
+                "prepaid": prepaid,
+                "available_now": self.available.get((region, itype)) if hourly else None,
+            },
         )
 
     def _compute_only(self, price: Mapping[str, Any], ref: str) -> Decimal | None:
         """``TradePrice`` less the system disk's line; ``None`` (skipped) if not itemised."""
-        try:
-            total = to_decimal(price.get("TradePrice"))
-        except ValueError:
-            total = None
+        total = self._decimal(price.get("TradePrice"), "TradePrice", ref)
         if total is None:
-            self.result.skip(f"TradePrice is not a number: {price.get('TradePrice')!r}", ref)
             return None
         lines = _list_at(price, "DetailInfos", "DetailInfo")
         if not lines:
@@ -939,14 +754,8 @@ class _OfferBuilder:
         for (region, itype, zone), (_, raw_price, currency) in sorted(latest.items()):
             ref = f"alibaba:spot/{zone}/{itype}"
             hw = self._hw(itype, ref)
-            if hw is None:
-                continue
-            try:
-                price = to_decimal(raw_price)
-            except ValueError:
-                price = None
-            if price is None:
-                self.result.skip(f"SpotPrice is not a number: {raw_price!r}", ref)
+            price = None if hw is None else self._decimal(raw_price, "SpotPrice", ref)
+            if hw is None or price is None:
                 continue
             if not currency:
                 self.result.skip("DescribeSpotPriceHistory response without Currency", ref)
@@ -954,67 +763,48 @@ class _OfferBuilder:
             self._add(
                 ref,
                 hw,
-                offer_id=itype,
-                term_variant=zone,
-                instance_name=f"{itype} (spot, {zone})",
-                region=region,
-                price=price,
-                currency=currency,
-                unit=PriceUnit.HOUR,
-                term=RentalTerm.INTERRUPTIBLE,
-                prepaid=False,
-                billing_increment_s=SPOT_BILLING_INCREMENT_S,
+                region,
+                {
+                    "offer_id": itype,
+                    "term_variant": zone,
+                    "instance_name": f"{itype} (spot, {zone})",
+                    "price_amount": price,
+                    "price_currency": currency,
+                    "price_unit": PriceUnit.HOUR,
+                    "term": RentalTerm.INTERRUPTIBLE,
+                    "prepaid": False,
+                    "billing_increment_s": SPOT_BILLING_INCREMENT_S,
+                },
             )
 
-    def _hw(self, itype: str, ref: str) -> _Hardware | None:
+    def _hw(self, itype: str, ref: str) -> OfferFields | None:
         hw = self.hardware.get(itype)
         if hw is None:
             self.result.skip("instance type not in DescribeInstanceTypes (hardware unknown)", ref)
         return hw
 
-    def _add(
-        self,
-        ref: str,
-        hw: _Hardware,
-        *,
-        offer_id: str,
-        instance_name: str,
-        region: str,
-        price: Decimal,
-        currency: str,
-        unit: PriceUnit,
-        term: RentalTerm,
-        prepaid: bool,
-        term_variant: str | None = None,
-        available_now: bool | None = None,
-        billing_increment_s: int | None = None,
-    ) -> None:
-        key = (offer_id, region, term.value, term_variant or "")
-        if key in self.seen:
-            self.result.skip("duplicate price for the same instance, region and term", ref)
-            return
-        offer = self.result.add(
-            ref,
-            provider=self.provider,
-            offer_id=offer_id,
-            term_variant=term_variant,
-            instance_name=instance_name,
-            region=region or None,
-            country=COUNTRIES.get(region),
-            fetched_at=self.fetched_at,
-            raw_ref=ref,
-            **hw.fields,
-            price_amount=price,
-            price_currency=currency,
-            price_unit=unit,
-            price_basis=PriceBasis.INSTANCE,
-            term=term,
-            prepaid=prepaid,
-            billing_increment_s=billing_increment_s,
-            available_now=available_now,
-        )
-        if offer is not None:
-            self.seen.add(key)
+    def _decimal(self, raw: Any, name: str, ref: str) -> Decimal | None:
+        try:
+            value = to_decimal(raw)
+        except ValueError:
+            value = None
+        if value is None:
+            self.result.skip(f"{name} is not a number: {raw!r}", ref)
+        return value
+
+    def _add(self, ref: str, hw: OfferFields, region: str, price: OfferFields) -> None:
+        """One offer: the type's hardware in ``region`` at ``price`` (term, amount, name)."""
+        fields: OfferFields = {
+            "provider": AlibabaAdapter.name,
+            "region": region or None,
+            "country": region_countries().get(region),
+            "fetched_at": self.fetched_at,
+            "raw_ref": ref,
+            **hw,
+            "price_basis": PriceBasis.INSTANCE,
+            **price,
+        }
+        self.result.add(ref, **fields)
 
 
 ADAPTER = AlibabaAdapter

@@ -88,17 +88,13 @@ parse reports it as a skipped record; only when every price call failed does the
 fail.
 
 Payloads: the instance-type and availability arrays as returned; each price response, which
-does not repeat what was asked, as ``{QUERY_KEY: {"instance_type", "region"}, "response":
-...}`` (``region`` ``null`` for an unfiltered call).
+does not repeat what was asked, wrapped by :func:`~adapters.units.query_payload` with
+``{"instance_type", "region"}`` (``region`` ``null`` for an unfiltered call).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import logging
-import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -112,11 +108,21 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
-    failed_calls_payload,
     read_failed_calls,
 )
+from .calls import (
+    QUERY_KEY,
+    RESPONSE_KEY,
+    CallFailure,
+    failure_cause,
+    http_status,
+    keep_failures,
+    query_payload,
+    read_query_payload,
+    unwrapped_response,
+)
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import Fabric, GpuFormFactor, PriceBasis, PriceUnit, RentalTerm
+from .schema import Fabric, GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .units import cents_to_units, lenient_float, nominal_gpu_memory_gb, positive, whole_count
 
 __all__ = [
@@ -130,17 +136,10 @@ __all__ = [
     "MithrilAdapter",
 ]
 
-log = logging.getLogger("gpuscout.adapters.mithril")
-
 API_BASE = "https://api.mithril.ai"
 INSTANCE_TYPES_URL = API_BASE + "/v2/instance-types"
 SPOT_AVAILABILITY_URL = API_BASE + "/v2/spot/availability"
 PRICING_URL = API_BASE + "/v2/pricing/current"
-
-#: Key of gpuscout's own payloads (lower-case prefix: not a Mithril response). A price response
-#: is stored under :data:`RESPONSE_KEY` beside the query that produced it.
-QUERY_KEY = "gpuscout_query"
-RESPONSE_KEY = "response"
 
 #: The term reserved prices are offered under (see the module docstring): the schema's shortest
 #: commitment, a length within Mithril's documented 3 hours to 2 weeks.
@@ -165,51 +164,28 @@ _FABRICS: Mapping[str, Fabric] = {
     "ethernet": Fabric.ETHERNET,
 }
 _CPU_VENDORS: Mapping[str, str] = {"intel": "intel", "amd": "amd"}
-_HTTP_STATUS = re.compile(r"^HTTP (\d{3})\b")
-_AUTH_STATUSES = frozenset({"401", "403"})
+#: The listing calls, by the kind :func:`_list_kind` tells from a JSON array.
+_LISTINGS: Mapping[str, str] = {
+    "instance_types": "GET /v2/instance-types",
+    "auctions": "GET /v2/spot/availability",
+}
+_KEY_HINT = " (check GPUSCOUT_MITHRIL_API_KEY)"
 
 
 # --- failures ----------------------------------------------------------------------------
 
 
-def _cause(reason: str) -> str:
-    """What failed, the same text for every instance type (no ids, no response body).
-
-    :func:`~adapters.base.request` reports ``HTTP <status> from <url>: <body>``, ``timeout
-    after <n> attempts: <url>`` or ``network error on <url>: <detail>``.
-    """
-    status = _HTTP_STATUS.match(reason)
-    if status is not None:
-        return f"HTTP {status.group(1)}"
-    if reason.startswith("timeout"):
-        return "timeout"
-    if reason.startswith("network error"):
-        return "network error"
-    if "is not JSON" in reason:
-        return "response is not JSON"
-    return reason
-
-
 def _auth_failure(reason: str) -> bool:
     """The key was rejected: HTTP 401 or 403."""
-    status = _HTTP_STATUS.match(reason)
-    return status is not None and status.group(1) in _AUTH_STATUSES
+    return http_status(reason) in (401, 403)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Failure:
-    """One price call that failed after its retries."""
-
-    instance_type: str
-    region: str  # "" for a call without a region
-    cause: str
-
-    @property
-    def failed_call(self) -> FailedCall:
-        """The skipped record parse reports (the cause alone in the reason, so that it groups)."""
-        return FailedCall(
-            _ref(self.instance_type, self.region or None), f"price call failed: {self.cause}"
-        )
+def _failure(fid: str, region: str | None, reason: str) -> CallFailure:
+    """A price call that failed after its retries (the cause alone in the reason, so that it
+    groups: ``HTTP 503``, ``timeout``..., never the response body)."""
+    cause = failure_cause(reason)
+    ref = _ref(fid, region)
+    return CallFailure(FailedCall(ref, f"price call failed: {cause}"), cause, ref)
 
 
 def _ref(fid: str, region: str | None) -> str:
@@ -217,12 +193,6 @@ def _ref(fid: str, region: str | None) -> str:
 
 
 # --- payload shapes ----------------------------------------------------------------------
-
-
-def _rows(payload: list[Any], what: str) -> list[Mapping[str, Any]]:
-    if not all(isinstance(row, Mapping) for row in payload):
-        raise ResponseFormatError(MithrilAdapter.name, f"{what}: an entry is not an object")
-    return payload
 
 
 def _list_kind(payload: list[Any]) -> str | None:
@@ -242,26 +212,18 @@ def _list_kind(payload: list[Any]) -> str | None:
     )
 
 
-def _instance_type_rows(payload: Any) -> list[Mapping[str, Any]]:
+def _listing_rows(payload: Any, kind: str) -> list[Mapping[str, Any]]:
+    """The entries of a listing of ``kind`` (a key of :data:`_LISTINGS`), shape checked."""
+    what = _LISTINGS[kind]
     if not isinstance(payload, list):
         raise ResponseFormatError(
-            MithrilAdapter.name,
-            f"GET /v2/instance-types: expected a JSON array, got {type(payload).__name__}",
+            MithrilAdapter.name, f"{what}: expected a JSON array, got {type(payload).__name__}"
         )
-    if _list_kind(payload) not in (None, "instance_types"):
-        raise ResponseFormatError(MithrilAdapter.name, "GET /v2/instance-types: not instance types")
-    return _rows(payload, "GET /v2/instance-types")
-
-
-def _auction_rows(payload: Any) -> list[Mapping[str, Any]]:
-    if not isinstance(payload, list):
-        raise ResponseFormatError(
-            MithrilAdapter.name,
-            f"GET /v2/spot/availability: expected a JSON array, got {type(payload).__name__}",
-        )
-    if _list_kind(payload) not in (None, "auctions"):
-        raise ResponseFormatError(MithrilAdapter.name, "GET /v2/spot/availability: not auctions")
-    return _rows(payload, "GET /v2/spot/availability")
+    if _list_kind(payload) not in (None, kind):
+        raise ResponseFormatError(MithrilAdapter.name, f"{what}: not {kind.replace('_', ' ')}")
+    if not all(isinstance(row, Mapping) for row in payload):
+        raise ResponseFormatError(MithrilAdapter.name, f"{what}: an entry is not an object")
+    return payload
 
 
 def _price_jobs(
@@ -287,14 +249,6 @@ def _price_jobs(
 # --- hardware ----------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Hardware:
-    """What the offers of one instance type share (GET /v2/instance-types)."""
-
-    name: str
-    fields: Mapping[str, Any]
-
-
 def _socket_form_factor(socket: str) -> GpuFormFactor | None:
     """The form factor ``gpu_socket`` states ("SXM5" => SXM, "PCIe" => PCIe), else ``None``."""
     lowered = socket.strip().lower()
@@ -305,8 +259,8 @@ def _socket_form_factor(socket: str) -> GpuFormFactor | None:
     return None
 
 
-def _hardware(row: Mapping[str, Any]) -> _Hardware | str:
-    """The hardware of one instance type, or why it is not priced."""
+def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
+    """The fields the offers of one instance type share, or why it is not priced."""
     count = whole_count(row.get("num_gpus"))
     if count is None:
         return f"no GPU (num_gpus {row.get('num_gpus')!r})"
@@ -319,21 +273,18 @@ def _hardware(row: Mapping[str, Any]) -> _Hardware | str:
     spec = resolve_gpu_name(gpu_type, memory_gb=memory_gb, form_factor=form)
     network = str(row.get("network_type") or "").strip().lower()
     cpu = str(row.get("cpu_type") or "").strip().lower()
-    fid = str(row.get("fid") or "")
-    return _Hardware(
-        name=str(row.get("name") or "").strip() or fid,
-        fields={
-            "gpu_raw_name": gpu_type,
-            **spec_fields(spec, form_factor=form),
-            "gpu_count": count,
-            "gpu_memory_gb": memory_gb,
-            "vcpus": positive(lenient_float(row.get("num_cpus"))),
-            "cpu_vendor": _CPU_VENDORS.get(cpu),
-            "ram_gb": positive(lenient_float(row.get("ram_gb"))),
-            "storage_gb": positive(lenient_float(row.get("local_storage_gb"))),
-            "fabric": _FABRICS.get(network),
-        },
-    )
+    return {
+        "instance_name": str(row.get("name") or "").strip() or str(row.get("fid") or ""),
+        "gpu_raw_name": gpu_type,
+        **spec_fields(spec, form_factor=form),
+        "gpu_count": count,
+        "gpu_memory_gb": memory_gb,
+        "vcpus": positive(lenient_float(row.get("num_cpus"))),
+        "cpu_vendor": _CPU_VENDORS.get(cpu),
+        "ram_gb": positive(lenient_float(row.get("ram_gb"))),
+        "storage_gb": positive(lenient_float(row.get("local_storage_gb"))),
+        "fabric": _FABRICS.get(network),
+    }
 
 
 # --- the adapter -------------------------------------------------------------------------
@@ -355,9 +306,9 @@ class MithrilAdapter(Adapter):
         key = self.require_credentials()["mithril_api_key"]
         headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
         types = await self._listing(client, INSTANCE_TYPES_URL, headers)
-        type_rows = _instance_type_rows(types)
+        type_rows = _listing_rows(types, "instance_types")
         auctions = await self._listing(client, SPOT_AVAILABILITY_URL, headers)
-        auction_rows = _auction_rows(auctions)
+        auction_rows = _listing_rows(auctions, "auctions")
         gpu_types = [
             str(row.get("fid") or "")
             for row in type_rows
@@ -366,7 +317,7 @@ class MithrilAdapter(Adapter):
         jobs = _price_jobs(gpu_types, auction_rows)
         gate = asyncio.Semaphore(self.concurrency)
 
-        async def one(fid: str, region: str | None) -> dict[str, Any] | _Failure:
+        async def one(fid: str, region: str | None) -> dict[str, Any] | CallFailure:
             params = {"instance_type": fid} | ({"region": region} if region else {})
             try:
                 async with gate:
@@ -374,28 +325,17 @@ class MithrilAdapter(Adapter):
                         client, PRICING_URL, params=params, headers=headers
                     )
             except ProviderError as exc:
-                return _Failure(fid, region or "", _cause(exc.reason))
-            return {QUERY_KEY: {"instance_type": fid, "region": region}, RESPONSE_KEY: response}
+                return _failure(fid, region, exc.reason)
+            return query_payload({"instance_type": fid, "region": region}, response)
 
         outcomes = await asyncio.gather(*(one(fid, region) for fid, region in jobs))
-        priced = [o for o in outcomes if not isinstance(o, _Failure)]
-        failures = [o for o in outcomes if isinstance(o, _Failure)]
-        if failures and not priced:
-            causes = Counter(f.cause for f in failures)
-            summary = "; ".join(f"{cause} ({n})" for cause, n in causes.most_common(3))
-            hint = " (check GPUSCOUT_MITHRIL_API_KEY)" if any(map(_auth_failure, causes)) else ""
-            raise ProviderError(
-                self.name, f"all {len(failures)} price calls failed: {summary}{hint}"
-            )
-        payloads: list[Any] = [types, auctions, *priced]
-        if failures:
-            log.warning(
-                "mithril: %d of %d price calls failed (kept as skipped records)",
-                len(failures),
-                len(jobs),
-            )
-            payloads.append(failed_calls_payload([f.failed_call for f in failures]))
-        return payloads
+        priced = [o for o in outcomes if not isinstance(o, CallFailure)]
+        failures = [o for o in outcomes if isinstance(o, CallFailure)]
+        hint = _KEY_HINT if any(_auth_failure(f.cause) for f in failures) else ""
+        kept = keep_failures(
+            self.name, priced, failures, calls=len(jobs), what="price calls", hint=hint
+        )
+        return [types, auctions, *kept]
 
     async def _listing(
         self, client: httpx.AsyncClient, url: str, headers: Mapping[str, str]
@@ -405,14 +345,12 @@ class MithrilAdapter(Adapter):
             return await self.get_json(client, url, headers=dict(headers))
         except ProviderError as exc:
             if _auth_failure(exc.reason):
-                raise ProviderError(
-                    self.name, f"{exc.reason} (check GPUSCOUT_MITHRIL_API_KEY)"
-                ) from None
+                raise ProviderError(self.name, exc.reason + _KEY_HINT) from None
             raise
 
     # parse -------------------------------------------------------------------------------
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        hardware: dict[str, _Hardware] = {}
+        hardware: dict[str, OfferFields] = {}
         rejected: dict[str, str] = {}
         prices: list[tuple[Mapping[str, Any], Any]] = []
         failed: list[FailedCall] = []
@@ -421,18 +359,17 @@ class MithrilAdapter(Adapter):
                 failed.extend(calls)
             elif isinstance(payload, list):
                 kind = _list_kind(payload)
-                if kind == "instance_types":
-                    for row in _instance_type_rows(payload):
-                        fid = str(row.get("fid") or "")
-                        hw = _hardware(row) if fid else "instance type without fid"
-                        if isinstance(hw, str):
-                            rejected[fid or repr(row.get("name"))] = hw
-                        else:
-                            hardware[fid] = hw
-                elif kind == "auctions":
-                    _auction_rows(payload)  # shape only: the regions come with the prices
+                rows = _listing_rows(payload, kind) if kind else []
+                for row in rows if kind == "instance_types" else []:
+                    fid = str(row.get("fid") or "")
+                    hw = _hardware(row) if fid else "instance type without fid"
+                    if isinstance(hw, str):
+                        rejected[fid or repr(row.get("name"))] = hw
+                    else:
+                        hardware[fid] = hw
+                # auctions: the shape only; the regions come with the prices
             elif isinstance(payload, Mapping):
-                self._classify(payload, prices)
+                prices.append(self._priced(payload))
             else:
                 raise ResponseFormatError(
                     self.name, f"unexpected payload type {type(payload).__name__}"
@@ -440,83 +377,66 @@ class MithrilAdapter(Adapter):
         result = ParseResult()
         for fid, reason in sorted(rejected.items()):
             result.skip(reason, f"mithril:instance-type/{fid}")
-        seen: set[tuple[str, str | None, RentalTerm]] = set()
         for query, response in prices:
-            self._price(result, query, response, hardware, fetched_at, seen)
+            _offers(result, query, response, hardware, fetched_at)
         result.skip_failed(failed)
         return result
 
-    def _classify(
-        self,
-        payload: Mapping[str, Any],
-        prices: list[tuple[Mapping[str, Any], Any]],
-    ) -> None:
+    def _priced(self, payload: Mapping[str, Any]) -> tuple[Mapping[str, Any], Any]:
+        """``(query, response)`` of a wrapped price response; anything else is an error."""
         if QUERY_KEY in payload:
-            query = payload[QUERY_KEY]
-            if not isinstance(query, Mapping) or RESPONSE_KEY not in payload:
-                raise ResponseFormatError(self.name, f"bad {QUERY_KEY} payload")
+            query, response = read_query_payload(payload, self.name)
+            region = query.get("region")
             if not isinstance(query.get("instance_type"), str) or not (
-                query.get("region") is None or isinstance(query.get("region"), str)
+                region is None or isinstance(region, str)
             ):
                 raise ResponseFormatError(self.name, f"bad {QUERY_KEY}: {dict(query)!r}")
-            prices.append((query, payload[RESPONSE_KEY]))
-        elif _PRICE_KEYS & set(payload):
-            raise ResponseFormatError(
-                self.name,
-                "a price response without its query (instance type, region): "
-                f"wrap it as {{{QUERY_KEY!r}: ..., {RESPONSE_KEY!r}: ...}}",
-            )
-        elif "detail" in payload:  # FastAPI's error body ({"detail": ...})
+            return query, response
+        if _PRICE_KEYS & set(payload):
+            raise unwrapped_response(self.name)
+        if "detail" in payload:  # FastAPI's error body ({"detail": ...})
             raise ProviderError(self.name, f"API error: {payload['detail']!r}"[:300])
-        else:
-            keys = ", ".join(sorted(map(str, payload))[:6])
-            raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")
+        keys = ", ".join(sorted(map(str, payload))[:6])
+        raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")
 
-    def _price(
-        self,
-        result: ParseResult,
-        query: Mapping[str, Any],
-        response: Any,
-        hardware: Mapping[str, _Hardware],
-        fetched_at: datetime,
-        seen: set[tuple[str, str | None, RentalTerm]],
-    ) -> None:
-        """The spot and reserved offers of one price response."""
-        fid = str(query["instance_type"])
-        region = query.get("region") or None
-        ref = _ref(fid, region)
-        hw = hardware.get(fid)
-        if hw is None:
-            result.skip("instance type not in GET /v2/instance-types (hardware unknown)", ref)
-            return
-        if not isinstance(response, Mapping):
-            result.skip("price response is not a JSON object", ref)
-            return
-        for field, term, prepaid in _PRICE_FIELDS:
-            usd = _usd(result, response.get(field), field, ref)
-            if usd is None:
-                continue
-            if (fid, region, term) in seen:
-                result.skip("duplicate price for the same instance type, region and term", ref)
-                continue
-            offer = result.add(
-                ref,
-                provider=self.name,
-                offer_id=fid,
-                instance_name=hw.name,
-                region=region,
-                fetched_at=fetched_at,
-                raw_ref=ref,
-                **hw.fields,
-                price_amount=usd,
-                price_currency="USD",
-                price_unit=PriceUnit.HOUR,
-                price_basis=PriceBasis.INSTANCE,
-                term=term,
-                prepaid=prepaid,
-            )
-            if offer is not None:
-                seen.add((fid, region, term))
+
+def _offers(
+    result: ParseResult,
+    query: Mapping[str, Any],
+    response: Any,
+    hardware: Mapping[str, OfferFields],
+    fetched_at: datetime,
+) -> None:
+    """The spot and reserved offers of one price response."""
+    fid = str(query["instance_type"])
+    region = query.get("region") or None
+    ref = _ref(fid, region)
+    hw = hardware.get(fid)
+    if hw is None:
+        result.skip("instance type not in GET /v2/instance-types (hardware unknown)", ref)
+        return
+    if not isinstance(response, Mapping):
+        result.skip("price response is not a JSON object", ref)
+        return
+    for field, term, prepaid in _PRICE_FIELDS:
+        usd = _usd(result, response.get(field), field, ref)
+        if usd is None:
+            continue
+        fields: OfferFields = {
+            "provider": MithrilAdapter.name,
+            "offer_id": fid,
+            "region": region,
+            "fetched_at": fetched_at,
+            "raw_ref": ref,
+            **hw,
+            "price_amount": usd,
+            "price_currency": "USD",
+            "price_unit": PriceUnit.HOUR,
+            "price_basis": PriceBasis.INSTANCE,
+            "term": term,
+            "prepaid": prepaid,
+        }
+        result.add(ref, **fields)
 
 
 def _usd(result: ParseResult, raw: Any, field: str, ref: str) -> Decimal | None:

@@ -9,7 +9,7 @@ entry is a flat mapping (a YAML list item or a CSV row) whose keys are the
   one configuration at several terms (hourly and monthly, on-demand and spot) share the id,
   so that the pricing engine compares those terms; two entries with the same seller, id,
   region, term, price basis and ``term_variant`` are one offer twice, and the later one is
-  skipped with a reason naming the earlier;
+  skipped (:data:`~adapters.base.DUPLICATE_REASON`, its ref naming the earlier);
 * ``seller`` (required): who rents it out, the offer's ``seller`` (``offer_id`` becomes
   ``"<seller>/<id>"``, since every sheet offer has ``provider="sheet"``);
 * ``source`` (required): where the price comes from (a URL, a quote, a file);
@@ -25,6 +25,8 @@ fields (``os_images``, ``frameworks``) are separated by ``;``.
 HTTP); :meth:`SheetAdapter.parse` is pure over the decoded sheets. A bad entry is skipped
 with a reason naming the file, the entry (YAML ``offers[3]`` / CSV ``row 4``, the line
 number) and the field; a file that is not a sheet at all is a :class:`ResponseFormatError`.
+The rules every provider shares, the price floor and one offer per key, are
+:meth:`ParseResult.add_offer`'s: their reasons are the common ones, the entry is in the ref.
 """
 
 from __future__ import annotations
@@ -42,17 +44,10 @@ import httpx
 import pydantic
 import yaml
 
-from .base import (
-    MIN_USD_PER_GPU_HOUR,
-    Adapter,
-    MissingCredentials,
-    ParseResult,
-    ProviderError,
-    ResponseFormatError,
-)
-from .gpus import resolve_gpu_name
-from .schema import Offer, RentalTerm
-from .units import to_decimal
+from .base import Adapter, MissingCredentials, ParseResult, ProviderError, ResponseFormatError
+from .gpus import resolve_gpu_name, spec_fields
+from .schema import Offer, OfferFields, RentalTerm
+from .units import lenient_float, to_decimal
 
 __all__ = ["SHEET_KEYS", "SheetAdapter"]
 
@@ -128,23 +123,12 @@ class SheetAdapter(Adapter):
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()
-        first_of: dict[str, str] = {}  # offer key -> where its first entry stands
         for payload in payloads:
             for where, entry in _entries(payload):
                 where = _labelled(where, entry)
                 offer = _parse_entry(result, where, entry, fetched_at)
-                if offer is None:
-                    continue
-                earlier = first_of.setdefault(offer.key, where)
-                if earlier == where:
-                    result.offers.append(offer)
-                    continue
-                result.skip(
-                    f"{where}: same seller, id, region, term, price basis and term_variant as"
-                    f" {earlier}: one offer twice (one configuration's terms share an id;"
-                    " different configurations need different ids)",
-                    where,
-                )
+                if offer is not None:
+                    result.add_offer(offer, where)
         return result
 
 
@@ -239,19 +223,14 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
         fetched_at=fetched_at,
         raw_ref=f"sheet:{where}",
         gpu_raw_name=raw_gpu,
-        **_gpu_fields(raw_gpu, fields),
     )
     try:
-        offer = Offer(**fields)
+        offer = Offer.model_validate({**_gpu_fields(raw_gpu, fields), **fields})
     except pydantic.ValidationError as exc:
         result.skip(f"{where}: {_field_error(exc)}", where)
         return None
-    per_gpu = offer.usd_per_gpu_hour
-    if offer.gpu_count == 0 or per_gpu is None:
+    if offer.gpu_count == 0:
         result.skip(f"{where}: field 'gpu_count': a sheet offer needs at least one GPU", where)
-        return None
-    if per_gpu < MIN_USD_PER_GPU_HOUR:
-        result.skip(f"{where}: field 'price_amount': absurd price, {per_gpu} USD/GPU-h", where)
         return None
     if offer.term is RentalTerm.INTERRUPTIBLE and offer.prepaid:
         result.skip(f"{where}: field 'prepaid': an interruptible offer cannot be prepaid", where)
@@ -278,21 +257,16 @@ def _field_error(exc: pydantic.ValidationError) -> str:
     return f"field {loc!r}: {message}"
 
 
-def _gpu_fields(raw: str, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Catalog model and vendor for the sheet's GPU name, helped by its memory and form factor."""
-    memory = fields.get("gpu_memory_gb")
-    try:
-        memory_gb = float(memory) if memory not in (None, "") else None
-    except (TypeError, ValueError):
-        memory_gb = None  # the Offer validation names the bad field
-    form = fields.get("gpu_form_factor")
-    spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=str(form) if form else None)
-    if spec is None:
-        return {}
-    out: dict[str, Any] = {"gpu_model": spec.name, "gpu_vendor": spec.vendor}
-    if not form:
-        out["gpu_form_factor"] = spec.form_factor
-    return out
+def _gpu_fields(raw: str, entry: Mapping[str, Any]) -> OfferFields:
+    """Catalog model, vendor and form factor for the sheet's GPU name, helped by its memory
+    and form factor; a form factor the entry gives is its own (it overrides this one)."""
+    form = entry.get("gpu_form_factor")
+    spec = resolve_gpu_name(
+        raw,
+        memory_gb=lenient_float(entry.get("gpu_memory_gb")),  # Offer names a bad value
+        form_factor=str(form) if form else None,
+    )
+    return spec_fields(spec)
 
 
 ADAPTER = SheetAdapter

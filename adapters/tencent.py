@@ -27,10 +27,11 @@ test fixtures in tests/fixtures/tencent/ are built from these documents):
   other error loses only that region and billing mode: it is kept in a last payload
   (:func:`~adapters.base.failed_calls_payload`) and becomes a skipped record, unless every
   call failed.
-* **GPU model per instance family**: the API names no GPU, so :data:`GPU_FAMILIES` maps the
+* **GPU model per instance family**: the API names no GPU, so :func:`gpu_families` maps the
   ``InstanceFamily`` to the GPU of Tencent's "GPU Computing Instance" page
   (https://www.tencentcloud.com/document/product/560/19701) and, for the rendering families,
-  its "GPU Rendering Instance" page (https://intl.cloud.tencent.com/document/product/560/19700).
+  its "GPU Rendering Instance" page (https://intl.cloud.tencent.com/document/product/560/19700),
+  as ``data/tencent_gpu_families.toml`` records them.
 
 Prices (``ItemPrice``; the China site quotes them in yuan, "单位：元", so the currency is CNY
 unless the setting ``tencent_currency`` says USD (the international site's SDK docs say USD
@@ -61,10 +62,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import hmac
 import json
-import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -81,27 +82,26 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     RetryPolicy,
-    failed_calls_payload,
-    failure_groups,
     read_failed_calls,
 )
+from .calls import CallFailure, fresh_retries, keep_failures
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import PriceBasis, PriceUnit, RentalTerm
-from .units import nominal_gpu_memory_gb, to_decimal, to_float
+from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .tables import sourced_rows
+from .units import lenient_float, nominal_gpu_memory_gb, positive, positive_decimal, to_float
 
 __all__ = [
     "CHARGE_TYPES",
-    "GPU_FAMILIES",
     "GPU_REGIONS",
     "GpuFamily",
     "TencentAdapter",
+    "gpu_families",
+    "region_countries",
     "tc3_authorization",
     "tc3_canonical_request",
     "tc3_signature",
     "tc3_string_to_sign",
 ]
-
-log = logging.getLogger("gpuscout.adapters.tencent")
 
 API_HOST = "cvm.tencentcloudapi.com"
 API_VERSION = "2017-03-12"
@@ -111,40 +111,20 @@ ALGORITHM = "TC3-HMAC-SHA256"
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 #: API calls under way at once (the documented limit is 40 calls a second for this action).
 CONCURRENT_REQUESTS = 4
-#: Region names listed per cause in the failure warning.
-MAX_REGIONS_NAMED = 6
 
 #: Billing modes asked for, in the ``instance-charge-type`` filter's values.
 CHARGE_TYPES: tuple[str, ...] = ("POSTPAID_BY_HOUR", "PREPAID", "SPOTPAID")
 
-#: Region code -> ISO country. The regions are the cities where Tencent's "GPU Computing
-#: Instance" page (https://www.tencentcloud.com/document/product/560/19701) lists GPU zones
-#: (Guangzhou, Shanghai, Nanjing, Beijing, Chengdu, Chongqing, Hong Kong, Singapore, Bangkok,
-#: Jakarta, Seoul, Tokyo, Silicon Valley, Virginia, Frankfurt, Sao Paulo), as region codes of
-#: "Regions and Availability Zones" (https://www.tencentcloud.com/document/product/213/6091)
-#: that DescribeZoneInstanceConfigInfos supports (its Region parameter lists them; Mumbai,
-#: also on the GPU page, is not among them). Finance zones (``*-fsi``) need their own domain
-#: and approval and are left out.
-REGION_COUNTRIES: Mapping[str, str] = {
-    "ap-guangzhou": "CN",
-    "ap-shanghai": "CN",
-    "ap-nanjing": "CN",
-    "ap-beijing": "CN",
-    "ap-chengdu": "CN",
-    "ap-chongqing": "CN",
-    "ap-hongkong": "HK",
-    "ap-singapore": "SG",
-    "ap-bangkok": "TH",
-    "ap-jakarta": "ID",
-    "ap-seoul": "KR",
-    "ap-tokyo": "JP",
-    "na-siliconvalley": "US",
-    "na-ashburn": "US",
-    "eu-frankfurt": "DE",
-    "sa-saopaulo": "BR",
-}
-#: Regions :meth:`TencentAdapter.fetch` queries by default.
-GPU_REGIONS: tuple[str, ...] = tuple(REGION_COUNTRIES)
+
+@functools.cache
+def region_countries() -> Mapping[str, str]:
+    """Region code -> ISO country of the regions asked, read from ``data/tencent_regions.toml``
+    (why these regions, and the sources, there) on first use."""
+    return {row["region"]: row["country"] for row in sourced_rows("tencent_regions.toml", "region")}
+
+
+#: Regions :meth:`TencentAdapter.fetch` queries by default, in the data file's order.
+GPU_REGIONS: tuple[str, ...] = tuple(region_countries())
 
 #: Error codes that say the key is wrong or lacks the permission: the provider fails.
 AUTH_CODE_PREFIXES = ("AuthFailure", "UnauthorizedOperation")
@@ -237,76 +217,34 @@ class GpuFamily:
     memory_gb: float
 
 
-#: ``InstanceFamily`` -> GPU, from "GPU Computing Instance"
-#: (https://www.tencentcloud.com/document/product/560/19701): the overview table's GPU Type
-#: column and each family's "GPU Video Memory" column. The names are the page's own; the
-#: "NVLink" in the V100/A100 names is the page's too (it lists 300 / 600 GB/s NVLink), so the
-#: form factor comes from the name and no extra hint is passed. The rendering families come
-#: from "GPU Rendering Instance" (https://intl.cloud.tencent.com/document/product/560/19700, as
-#: the computing page links it; code index 254298532; Chinese edition "渲染型实例" in
-#: tencentyun/qcloud-documents, product/计算与网络/GPU 云服务器/产品简介/实例类型/渲染型实例.md
-#: @0432c640): their GPUs (T4, A10) come in one form factor. A family missing here keeps its
-#: offers without a GPU model (``TypeName`` as the raw name); no Tencent page found states the
-#: GPU of PNV5b or the HCC families' per-GPU memory (HCCPNV4h: "equipped with A100 GPUs and
-#: supports NVLink and NVSwitch", fabric-manager guide, code index 316572784; 40 or 80 GB not
-#: said), so they stay unmapped.
-GPU_FAMILIES: Mapping[str, GpuFamily] = {
-    "PNV4": GpuFamily("NVIDIA A10", 24),
-    "GT4": GpuFamily("NVIDIA A100 NVLink 40 GB", 40),
-    "GN10Xp": GpuFamily("NVIDIA Tesla V100 NVLink 32 GB", 32),
-    "GN10X": GpuFamily("NVIDIA Tesla V100 NVLink 32 GB", 32),
-    "GN7": GpuFamily("NVIDIA Tesla T4", 16),
-    "GN7vi": GpuFamily("NVIDIA Tesla T4", 16),
-    "GI3X": GpuFamily("NVIDIA Tesla T4", 16),
-    "GN8": GpuFamily("NVIDIA Tesla P40", 24),
-    "GN6": GpuFamily("NVIDIA Tesla P4", 8),
-    "GN6S": GpuFamily("NVIDIA Tesla P4", 8),
-    # Rendering page: "GNV4v | NVIDIA A10"; GNV4v.7XLARGE116 "1 | 1 * 24 GB" (1/4 and 1/2
-    # vGPU types too, "6 GB vGPU", "12 GB vGPU")
-    "GNV4v": GpuFamily("NVIDIA A10", 24),
-    # Rendering page: "GNV4 | NVIDIA A10"; GNV4.3XLARGE44 "1 | 24 GB"
-    "GNV4": GpuFamily("NVIDIA A10", 24),
-    # Rendering page: "GN7vw | NVIDIA Tesla T4"; GN7vw.4XLARGE64 "1 | 1 * 16 GB" (1/4 and 1/2
-    # vGPU types too, "4 GB vGPU", "8 GB vGPU")
-    "GN7vw": GpuFamily("NVIDIA Tesla T4", 16),
-}
-_FAMILIES_FOLDED = {name.casefold(): family for name, family in GPU_FAMILIES.items()}
+@functools.cache
+def gpu_families() -> Mapping[str, GpuFamily]:
+    """``InstanceFamily`` -> GPU, read from ``data/tencent_gpu_families.toml`` (the pages and
+    their words there) on first use."""
+    return {
+        row["family"]: GpuFamily(row["gpu_raw_name"], row["memory_gb"])
+        for row in sourced_rows("tencent_gpu_families.toml", "family")
+    }
+
+
+@functools.cache
+def _families_folded() -> Mapping[str, GpuFamily]:
+    return {name.casefold(): family for name, family in gpu_families().items()}
 
 
 # --- failures ----------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Failure:
-    """Why one region's prices in one billing mode were not fetched."""
-
-    region: str
-    charge_type: str
-    code: str  # Tencent's Response.Error.Code; "" for an HTTP or network failure
-    message: str  # Tencent's message, or what went wrong on the way
-
-    @property
-    def cause(self) -> str:
-        """The same text in every region, so that skipped records and warnings group."""
-        return self.code or self.message
-
-    @property
-    def failed_call(self) -> FailedCall:
-        """The skipped record parse reports: region and billing mode in the ref."""
-        return FailedCall(
-            f"tencent:{self.region}/{self.charge_type}",
-            f"{self.charge_type} prices not fetched: {self.cause}",
-        )
-
-
-def _failure_summary(failures: Sequence[_Failure]) -> str:
-    """``UnsupportedRegion in 2 [ap-x PREPAID, ...]; ...``: the failed calls grouped by cause."""
-    return failure_groups(
-        failures,
-        cause=lambda f: f.cause,
-        place=lambda f: f"{f.region} {f.charge_type}",
-        detail=lambda f: f.message if f.code else "",
-        max_named=MAX_REGIONS_NAMED,
+def _failure(region: str, charge_type: str, code: str, message: str) -> CallFailure:
+    """Why one region's prices in one billing mode were not fetched: Tencent's
+    ``Response.Error.Code`` (the same in every region, so that failures group) and message,
+    or for an HTTP or network failure (``code`` "") what went wrong on the way."""
+    cause = code or message
+    return CallFailure(
+        FailedCall(f"tencent:{region}/{charge_type}", f"{charge_type} prices not fetched: {cause}"),
+        cause,
+        f"{region} {charge_type}",
+        message if code else "",
     )
 
 
@@ -319,6 +257,12 @@ def _api_error(data: Any) -> tuple[str, str] | None:
     if not isinstance(error, Mapping):
         return ("", str(error))
     return (str(error.get("Code") or ""), str(error.get("Message") or "").strip())
+
+
+def _retry_code(data: Any) -> bool:
+    """A Tencent error answer worth another try (rate limit, passing server trouble)."""
+    error = _api_error(data)
+    return error is not None and error[0].startswith(RETRY_CODE_PREFIXES)
 
 
 def _is_auth(code: str) -> bool:
@@ -347,15 +291,8 @@ def _quota_set(data: Any) -> list[Any]:
 def _has_gpu(row: Any) -> bool:
     if not isinstance(row, Mapping):
         return True  # not ours to judge here: parse skips it with a reason
-    counts = (_lenient(row.get("GpuCount")), _lenient(row.get("Gpu")))
+    counts = (lenient_float(row.get("GpuCount")), lenient_float(row.get("Gpu")))
     return any(c is not None and c > 0 for c in counts)
-
-
-def _lenient(value: Any) -> float | None:
-    try:
-        return to_float(value)
-    except ValueError:
-        return None
 
 
 # --- the adapter -------------------------------------------------------------------------
@@ -408,18 +345,18 @@ class TencentAdapter(Adapter):
         creds = self.require_credentials()
         gate = asyncio.Semaphore(CONCURRENT_REQUESTS)
 
-        async def one(region: str, charge_type: str) -> dict[str, Any] | _Failure:
+        async def one(region: str, charge_type: str) -> dict[str, Any] | CallFailure:
             async with gate:
                 try:
                     data = await self._describe(client, creds, region, charge_type)
                 except ProviderError as exc:  # HTTP, network or not-JSON: this call only
-                    return _Failure(region, charge_type, "", exc.reason)
+                    return _failure(region, charge_type, "", exc.reason)
             error = _api_error(data)
             if error is not None:
                 code, message = error
                 if _is_auth(code):
                     raise _auth_error(code, message)
-                return _Failure(region, charge_type, code, message)
+                return _failure(region, charge_type, code, message)
             return _gpu_rows_only(data)
 
         calls = [(r, c) for r in self.regions for c in self.charge_types]
@@ -431,22 +368,11 @@ class TencentAdapter(Adapter):
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-        payloads: list[Any] = [o for o in outcomes if not isinstance(o, _Failure)]
-        failures = [o for o in outcomes if isinstance(o, _Failure)]
-        if failures and not payloads:
-            raise ProviderError(
-                self.name, f"every {ACTION} call failed: {_failure_summary(failures)}"
-            )
-        if failures:
-            log.warning(
-                "tencent: %d of %d %s calls failed, their prices are missing: %s",
-                len(failures),
-                len(calls),
-                ACTION,
-                _failure_summary(failures),
-            )
-            payloads.append(failed_calls_payload([f.failed_call for f in failures]))
-        return payloads
+        payloads = [o for o in outcomes if not isinstance(o, CallFailure)]
+        failures = [o for o in outcomes if isinstance(o, CallFailure)]
+        return keep_failures(
+            self.name, payloads, failures, calls=len(calls), what=f"{ACTION} calls"
+        )
 
     async def _describe(
         self, client: httpx.AsyncClient, creds: Mapping[str, str], region: str, charge_type: str
@@ -456,8 +382,8 @@ class TencentAdapter(Adapter):
             {"Filters": [{"Name": "instance-charge-type", "Values": [charge_type]}]},
             separators=(",", ":"),
         ).encode("utf-8")
-        attempts = max(1, self.policy.attempts)
-        for attempt in range(attempts):
+
+        async def attempt() -> Any:
             timestamp = int(self.clock())
             headers = {
                 "Authorization": tc3_authorization(
@@ -475,21 +401,15 @@ class TencentAdapter(Adapter):
                 "X-TC-Region": region,
                 "X-TC-Timestamp": str(timestamp),
             }
-            data = await self.post_json(
+            return await self.post_json(
                 client, f"https://{self.host}/", content=body, headers=headers
             )
-            error = _api_error(data)
-            if error is None or not error[0].startswith(RETRY_CODE_PREFIXES):
-                return data
-            if attempt + 1 < attempts:
-                wait = self.policy.base_wait_s * 2**attempt
-                await asyncio.sleep(min(wait, self.policy.max_wait_s))
-        return data
+
+        return await fresh_retries(self.policy, result=_retry_code)(attempt)
 
     # decode / parse ----------------------------------------------------------------------
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()
-        seen: set[tuple[str, str, RentalTerm]] = set()
         for payload in payloads:
             if (calls := read_failed_calls(payload, self.name)) is not None:
                 result.skip_failed(calls)
@@ -506,7 +426,7 @@ class TencentAdapter(Adapter):
                 result.skip(f"{ACTION} failed: {code or message}", "tencent:error")
                 continue
             for row in _quota_set(payload):
-                _Row(self.currency, fetched_at, result, seen).parse(row)
+                _Row(self.currency, fetched_at, result).parse(row)
         return result
 
 
@@ -531,20 +451,13 @@ class _Price:
     unit: PriceUnit
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Row:
     """Turns one ``InstanceTypeQuotaItem`` into offers, one per term it prices."""
 
-    def __init__(
-        self,
-        currency: str,
-        fetched_at: datetime,
-        result: ParseResult,
-        seen: set[tuple[str, str, RentalTerm]],
-    ) -> None:
-        self.currency = currency
-        self.fetched_at = fetched_at
-        self.result = result
-        self.seen = seen
+    currency: str
+    fetched_at: datetime
+    result: ParseResult
 
     def parse(self, row: Any) -> None:
         if not isinstance(row, Mapping):
@@ -571,22 +484,16 @@ class _Row:
             return
         fields = self._fields(row, itype, zone, region, gpu_count, fraction, ref)
         for price in prices:
-            key = (itype, zone, price.term)
-            if key in self.seen:
-                self.result.skip("duplicate price for the same type, zone and term", ref)
-                continue
-            offer = self.result.add(
-                ref,
+            priced: OfferFields = {
                 **fields,
-                price_amount=price.amount,
-                price_currency=self.currency,
-                price_unit=price.unit,
-                price_basis=PriceBasis.INSTANCE,
-                term=price.term,
-                prepaid=price.term.is_commitment,
-            )
-            if offer is not None:
-                self.seen.add(key)
+                "price_amount": price.amount,
+                "price_currency": self.currency,
+                "price_unit": price.unit,
+                "price_basis": PriceBasis.INSTANCE,
+                "term": price.term,
+                "prepaid": price.term.is_commitment,
+            }
+            self.result.add(ref, **priced)
 
     def _gpus(self, row: Mapping[str, Any], ref: str) -> tuple[int, float | None] | None:
         """``(gpu_count, gpu_fraction)`` from ``GpuCount`` (physical cards), or None (skipped).
@@ -600,7 +507,7 @@ class _Row:
             self.result.skip(f"GpuCount is not a number: {row.get('GpuCount')!r}", ref)
             return None
         if count is None or count <= 0:
-            gpu = _lenient(row.get("Gpu"))
+            gpu = lenient_float(row.get("Gpu"))
             reason = "no GpuCount (GPU type)" if gpu is not None and gpu > 0 else "no GPU"
             self.result.skip(reason, ref)
             return None
@@ -632,13 +539,13 @@ class _Row:
         if unit not in (None, "HOUR"):
             self.result.skip(f"hourly price with ChargeUnit {unit!r}", ref)
             return []
-        discounted = _positive(raw.get("UnitPriceDiscount"))
+        discounted = positive_decimal(raw.get("UnitPriceDiscount"))
         if charge_type == "SPOTPAID":
             if discounted is None:
                 self.result.skip("no spot price (UnitPriceDiscount)", ref)
                 return []
             return [_Price(RentalTerm.INTERRUPTIBLE, discounted, PriceUnit.HOUR)]
-        price = discounted or _positive(raw.get("UnitPrice"))
+        price = discounted or positive_decimal(raw.get("UnitPrice"))
         if price is None:
             self.result.skip("no hourly price (UnitPriceDiscount / UnitPrice)", ref)
             return []
@@ -651,7 +558,7 @@ class _Row:
             (RentalTerm.COMMIT_1Y, PriceUnit.TERM, "OneYear"),
             (RentalTerm.COMMIT_3Y, PriceUnit.TERM, "ThreeYear"),
         ):
-            amount = _positive(raw.get(f"DiscountPrice{suffix}")) or _positive(
+            amount = positive_decimal(raw.get(f"DiscountPrice{suffix}")) or positive_decimal(
                 raw.get(f"OriginalPrice{suffix}")
             )
             if amount is not None:
@@ -669,13 +576,13 @@ class _Row:
         gpu_count: int,
         fraction: float | None,
         ref: str,
-    ) -> dict[str, Any]:
+    ) -> OfferFields:
         family_name = str(row.get("InstanceFamily") or itype.split(".", 1)[0]).strip()
-        family = GPU_FAMILIES.get(family_name) or _FAMILIES_FOLDED.get(family_name.casefold())
+        family = gpu_families().get(family_name) or _families_folded().get(family_name.casefold())
         type_name = str(row.get("TypeName") or "").strip()
         cpu_type = str(row.get("CpuType") or "").strip()
         status = row.get("Status")
-        gpu: dict[str, Any] = {"gpu_raw_name": type_name or family_name or None}
+        gpu: OfferFields = {"gpu_raw_name": type_name or family_name or None}
         if family is not None:
             board_gb = nominal_gpu_memory_gb(family.memory_gb)
             spec = resolve_gpu_name(family.gpu_raw_name, memory_gb=board_gb)
@@ -691,32 +598,18 @@ class _Row:
             "term_variant": zone,
             "instance_name": f"{itype} ({type_name}, {zone})" if type_name else f"{itype} ({zone})",
             "region": region,
-            "country": REGION_COUNTRIES.get(region),
+            "country": region_countries().get(region),
             "fetched_at": self.fetched_at,
             "raw_ref": ref,
             "gpu_count": gpu_count,
             "gpu_fraction": fraction,
             **gpu,
-            "vcpus": _positive_float(row.get("Cpu")),
-            "ram_gb": _positive_float(row.get("Memory")),  # documented in GB
+            "vcpus": positive(lenient_float(row.get("Cpu"))),
+            "ram_gb": positive(lenient_float(row.get("Memory"))),  # documented in GB
             "cpu_model": cpu_type or None,
             "cpu_vendor": _CPU_VENDORS.get(cpu_type.split(" ", 1)[0].lower()) if cpu_type else None,
             "available_now": {"SELL": True, "SOLD_OUT": False}.get(str(status)),
         }
-
-
-def _positive(value: Any) -> Decimal | None:
-    """A price above zero, else None (Tencent fills prices that do not apply with 0).
-
-    Raises ValueError on garbage.
-    """
-    amount = to_decimal(value)
-    return amount if amount is not None and amount > 0 else None
-
-
-def _positive_float(value: Any) -> float | None:
-    number = _lenient(value)
-    return number if number is not None and number > 0 else None
 
 
 ADAPTER = TencentAdapter

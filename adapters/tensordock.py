@@ -40,8 +40,8 @@ import httpx
 from .base import Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .tables import country_code
 from .units import (
-    country_code,
     gbps_to_mbps,
     lenient_float,
     memory_gb_in_name,

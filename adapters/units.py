@@ -7,21 +7,14 @@ gigabyte the GPU datasheets and cloud price pages use, except where a name says 
 
 from __future__ import annotations
 
-import csv
-import functools
-import io
 import re
 from decimal import Decimal, InvalidOperation
-from importlib import resources
 from typing import Any
 
 from .schema import HOURS_PER_MONTH
 
 __all__ = [
-    "DATA_DIR",
     "cents_to_units",
-    "country_code",
-    "data_rows",
     "gbps_to_mbps",
     "gib_to_gb",
     "google_money_to_decimal",
@@ -33,6 +26,7 @@ __all__ = [
     "per_gb_hour_to_per_gb_month",
     "per_gib_hour_to_per_gb_month",
     "positive",
+    "positive_decimal",
     "positive_quantity",
     "power_of_two_counts",
     "text",
@@ -162,40 +156,19 @@ def positive(value: float | None) -> float | None:
     return value if value is not None and value > 0 else None
 
 
-# --- gpu clouds ---
-# Shared by the GPU-cloud adapters (tensordock, runpod, vultr, hyperstack, cudo, verda): the
-# small readings and tables every one of them wrote again in its own words.
-
-#: Folder of the adapters' data files (tables with a source per row), beside this module.
-DATA_DIR = "data"
+# --- readings shared by several adapters ---------------------------------------------
 
 
-@functools.cache
-def data_rows(filename: str) -> tuple[dict[str, str], ...]:
-    """The rows of ``adapters/data/<filename>`` (CSV with a header), read once per process.
+def positive_decimal(value: Any) -> Decimal | None:
+    """A price above zero, else ``None``: providers fill a price that does not apply with 0.
 
-    Every data file carries a ``source`` column; a row without one is a ValueError naming the
-    file and line, so that no fact enters the tables unsourced.
+    Raises ValueError on garbage, like :func:`to_decimal`.
+
+    >>> positive_decimal("0"), positive_decimal("2.5")
+    (None, Decimal('2.5'))
     """
-    text = resources.files(__package__ or "adapters").joinpath(DATA_DIR, filename).read_text()
-    rows = tuple(csv.DictReader(io.StringIO(text)))
-    for line, row in enumerate(rows, start=2):
-        if not (row.get("source") or "").strip():
-            raise ValueError(f"{DATA_DIR}/{filename} line {line}: no source")
-    return rows
-
-
-@functools.cache
-def _country_codes() -> dict[str, str]:
-    return {row["name"].lower(): row["iso"] for row in data_rows("country_names.csv")}
-
-
-def country_code(name: Any) -> str | None:
-    """ISO 3166-1 alpha-2 code of a country name as providers write it, from
-    ``data/country_names.csv`` (``"United States"``, ``"USA"``, ``"NORWAY"`` -> US, US, NO);
-    ``None`` for a name not there: a country is left empty rather than guessed.
-    """
-    return _country_codes().get(name.strip().lower()) if isinstance(name, str) else None
+    amount = to_decimal(value)
+    return amount if amount is not None and amount > 0 else None
 
 
 def text(value: Any) -> str | None:

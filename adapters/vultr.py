@@ -36,7 +36,8 @@ import httpx
 from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
-from .units import data_rows, mib_to_gb, positive_quantity, to_decimal, to_float, whole_count
+from .tables import data_rows
+from .units import mib_to_gb, positive_quantity, to_decimal, to_float, whole_count
 
 __all__ = ["ADAPTER", "VultrAdapter"]
 

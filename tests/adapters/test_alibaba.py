@@ -15,14 +15,18 @@ import pytest
 import respx
 
 from adapters.alibaba import (
-    GPU_FAMILY_HINTS,
     QUERY_KEY,
+    REGIONS,
     AlibabaAdapter,
+    GpuFamilyHint,
     canonical_query,
+    gpu_family_hints,
     percent_encode,
+    region_countries,
     sign_acs3,
 )
 from adapters.base import (
+    DUPLICATE_REASON,
     FAILED_CALLS_KEY,
     FailedCall,
     MissingCredentials,
@@ -376,8 +380,24 @@ def test_family_hint_is_not_applied_to_other_hardware(changes: dict[str, Any], w
     assert o.gpu_model is None, why
 
 
+def test_family_hints_load_once_from_their_data_file() -> None:
+    hints = gpu_family_hints()
+    assert hints is gpu_family_hints()
+    assert set(hints) == {
+        "gn6v",
+        "gn6e",
+        "gn7",
+        "ebmgn7",
+        "ebmgn6e",
+        "ebmgn6v",
+        "sccgn6",
+        "sccgn6e",
+    }
+    assert hints["gn6e"] == GpuFamilyHint("V100", "SXM2", 32)
+
+
 def test_every_family_hint_resolves_to_its_documented_catalog_model() -> None:
-    for family, hint in GPU_FAMILY_HINTS.items():
+    for family, hint in gpu_family_hints().items():
         spec = resolve_gpu_name(
             f"NVIDIA {hint.gpu_family}", memory_gb=hint.memory_gb, form_factor=hint.form_factor
         )
@@ -438,6 +458,13 @@ def test_bad_price_responses_are_skipped(payload: Any, reason: str) -> None:
     result = parse(load(TYPES), payload)
     assert result.offers == []
     assert list(result.skip_reasons()) == [reason]
+
+
+def test_the_same_price_twice_is_one_offer() -> None:
+    result = parse(load(TYPES), price_payload(load(PRICE)), price_payload(priced("9.00", "0.10")))
+    [o] = result.offers
+    assert o.price_amount == Decimal("11.54")  # the first wins (the recorded one)
+    assert result.skip_reasons() == {DUPLICATE_REASON: 1}
 
 
 def test_spot_keeps_the_latest_price_per_zone() -> None:
@@ -769,7 +796,7 @@ def test_all_price_calls_failing_fails_the_provider() -> None:
         return ecs()(request)
 
     respx.post(HANGZHOU_URL).mock(side_effect=answer)
-    with pytest.raises(ProviderError, match=r"all 8 calls failed: HTTP 403 Forbidden\.RAM \(8\)"):
+    with pytest.raises(ProviderError, match=r"all 8 calls failed: HTTP 403 Forbidden\.RAM in 8 \["):
         fetch()
 
 
@@ -841,3 +868,5 @@ def test_declares_itself() -> None:
         "alibaba_access_key_secret",
     )
     assert AlibabaAdapter.regions[0] == "cn-qingdao" and "cn-hangzhou" in AlibabaAdapter.regions
+    assert AlibabaAdapter.regions == REGIONS == tuple(region_countries())
+    assert len(REGIONS) == 24 and region_countries()["eu-west-1"] == "GB"

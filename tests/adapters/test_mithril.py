@@ -16,6 +16,7 @@ import pytest
 import respx
 
 from adapters.base import (
+    DUPLICATE_REASON,
     FAILED_CALLS_KEY,
     AdapterError,
     FailedCall,
@@ -278,8 +279,8 @@ def test_duplicate_and_non_object_price_responses_are_skipped() -> None:
         Decimal("12.03")
     )
     assert sorted(s.reason for s in result.skipped) == [
-        "duplicate price for the same instance type, region and term",
-        "duplicate price for the same instance type, region and term",
+        DUPLICATE_REASON,
+        DUPLICATE_REASON,
         "price response is not a JSON object",
     ]
 
@@ -492,7 +493,7 @@ def test_price_calls_are_retried_on_429_and_5xx() -> None:
 def test_all_price_calls_failing_fails_the_provider() -> None:
     mock_listings()
     respx.get(PRICING_URL).mock(return_value=httpx.Response(503))
-    with pytest.raises(ProviderError, match=r"all 5 price calls failed: HTTP 503 \(5\)"):
+    with pytest.raises(ProviderError, match=r"all 5 price calls failed: HTTP 503 in 5 \[mithril:"):
         run_fetch(adapter())
 
 

@@ -12,7 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError
+from adapters.base import (
+    DUPLICATE_REASON,
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+)
 from adapters.schema import (
     Cooling,
     Fabric,
@@ -99,8 +104,8 @@ def test_the_same_offer_twice_is_skipped_naming_the_first() -> None:
         (RentalTerm.INTERRUPTIBLE, Decimal(9)),
     ]
     [skipped] = result.skipped
-    assert skipped.reason.startswith("hosts.csv row 3 (id box): same seller, id, region")
-    assert "as hosts.csv row 2 (id box)" in skipped.reason
+    assert skipped.reason == DUPLICATE_REASON
+    assert skipped.ref == "hosts.csv row 3 (id box) (first: hosts.csv row 2 (id box))"
 
 
 def test_per_gpu_spot_price_and_unknown_gpu() -> None:
@@ -175,7 +180,6 @@ def test_csv_rows_with_lists_and_empty_cells() -> None:
         ("b,h,s,H100 SXM,1,,2,RMB,hour,gpu,on_demand,", "field 'price_currency'"),
         ("b,h,s,H100 SXM,1,,2,USD,fortnight,gpu,on_demand,", "field 'price_unit'"),
         ("b,h,s,H100 SXM,0,,2,USD,hour,instance,on_demand,", "field 'gpu_count'"),
-        ("b,h,s,H100 SXM,1,,0.001,USD,hour,gpu,on_demand,", "absurd price"),
         ("b,h,,H100 SXM,1,,2,USD,hour,gpu,on_demand,", "field 'source' is required"),
         ("b,h,s,H100 SXM,1,,2,USD,term,gpu,on_demand,", "field 'price_unit'"),
     ],
@@ -186,6 +190,15 @@ def test_bad_rows_name_file_row_and_field(cells: str, message: str) -> None:
     [skipped] = result.skipped
     assert message in skipped.reason
     assert "hosts.csv row 2" in skipped.reason
+
+
+def test_a_price_below_the_floor_is_skipped_naming_the_row() -> None:
+    cells = "b,h,s,H100 SXM,1,,0.001,USD,hour,gpu,on_demand,"
+    result = parse_bytes((CSV_HEADER + cells + "\n").encode(), "hosts.csv")
+    assert result.offers == []
+    [skipped] = result.skipped
+    assert skipped.reason == "absurd price: 0.00100 USD per GPU-hour (on_demand)"
+    assert skipped.ref == "hosts.csv row 2 (id b)"
 
 
 def test_unknown_key_and_defaults_in_yaml() -> None:

@@ -17,6 +17,7 @@ import pytest
 import respx
 
 from adapters.base import (
+    DUPLICATE_REASON,
     FAILED_CALLS_KEY,
     FailedCall,
     MissingCredentials,
@@ -29,10 +30,11 @@ from adapters.gpus import get_gpu, resolve_gpu_name
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 from adapters.tencent import (
     API_HOST,
-    GPU_FAMILIES,
     GPU_REGIONS,
-    REGION_COUNTRIES,
+    GpuFamily,
     TencentAdapter,
+    gpu_families,
+    region_countries,
     tc3_authorization,
     tc3_canonical_request,
     tc3_signature,
@@ -367,8 +369,16 @@ def test_family_lookup_ignores_case_and_falls_back_to_the_type_prefix() -> None:
     assert o.gpu_model == "T4"
 
 
+def test_families_load_once_from_their_data_file() -> None:
+    families = gpu_families()
+    assert families is gpu_families()
+    assert len(families) == 13
+    assert families["GT4"] == GpuFamily("NVIDIA A100 NVLink 40 GB", 40)
+    assert families["GN7vw"] == GpuFamily("NVIDIA Tesla T4", 16)
+
+
 def test_every_documented_family_resolves_to_the_catalog() -> None:
-    for family, gpu in GPU_FAMILIES.items():
+    for family, gpu in gpu_families().items():
         spec = resolve_gpu_name(gpu.gpu_raw_name, memory_gb=gpu.memory_gb)
         assert spec is not None, family
         assert get_gpu(spec.name) is spec
@@ -419,7 +429,7 @@ def test_prepaid_list_price_is_the_fallback() -> None:
 def test_same_type_zone_and_term_twice_is_one_offer() -> None:
     result = parse(answer(row(), row()))
     assert len(result.offers) == 1
-    assert result.skip_reasons() == {"duplicate price for the same type, zone and term": 1}
+    assert result.skip_reasons() == {DUPLICATE_REASON: 1}
 
 
 def test_non_object_row_is_skipped() -> None:
@@ -508,7 +518,8 @@ def test_truncated_file_is_a_format_error() -> None:
 
 def test_default_regions_and_countries() -> None:
     assert TencentAdapter.regions == GPU_REGIONS
-    assert set(GPU_REGIONS) == set(REGION_COUNTRIES)
+    assert tuple(region_countries()) == GPU_REGIONS
+    assert region_countries()["sa-saopaulo"] == "BR" and len(GPU_REGIONS) == 16
     assert {"ap-guangzhou", "ap-shanghai", "ap-beijing", "ap-singapore", "na-ashburn"} <= set(
         GPU_REGIONS
     )
@@ -673,7 +684,8 @@ def test_fetch_auth_error_fails_the_provider_naming_code_and_message() -> None:
 @respx.mock
 def test_fetch_fails_when_every_call_failed() -> None:
     respx.post(URL).mock(return_value=httpx.Response(200, json=error("UnsupportedRegion", "x")))
-    with pytest.raises(ProviderError, match="every DescribeZoneInstanceConfigInfos call failed"):
+    every = r"all 6 DescribeZoneInstanceConfigInfos calls failed: UnsupportedRegion \(x\) in 6"
+    with pytest.raises(ProviderError, match=every):
         run_fetch(adapter())
 
 

@@ -18,7 +18,7 @@ import adapters
 from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
 from adapters.sample import sample_entries
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType
-from adapters.units import data_rows
+from adapters.tables import data_rows
 from adapters.vultr import METAL_URL, PLANS_URL, VultrAdapter, card_memory_gb
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vultr"

@@ -7,25 +7,40 @@ gigabyte the GPU datasheets and cloud price pages use, except where a name says 
 
 from __future__ import annotations
 
+import csv
+import functools
+import io
+from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
+from importlib import resources
 from typing import Any
 
-from .schema import HOURS_PER_MONTH
+from .base import Adapter, ParseResult, ResponseFormatError
+from .schema import HOURS_PER_MONTH, OfferFields, Vendor
 
 __all__ = [
+    "add_per_region",
     "cents_to_units",
+    "data_rows",
     "gbps_to_mbps",
     "gib_to_gb",
     "google_money_to_decimal",
+    "gpu_vendor",
+    "key_headers",
     "kib_to_gb",
+    "lenient_decimal",
     "lenient_float",
     "mb_to_gb",
     "mbps_to_gbps",
     "mib_to_gb",
     "nominal_gpu_memory_gb",
+    "non_negative",
+    "payload_list",
     "per_gb_hour_to_per_gb_month",
     "per_gib_hour_to_per_gb_month",
     "positive",
+    "region_countries",
+    "text",
     "to_decimal",
     "to_float",
     "whole_count",
@@ -163,3 +178,107 @@ def whole_count(value: Any) -> int | None:
 def positive(value: float | None) -> float | None:
     """``value`` if it is above zero, else ``None`` (a 0 GB disk means "not published")."""
     return value if value is not None and value > 0 else None
+
+
+# --- small clouds ---
+# Shared by the small clouds' adapters (DigitalOcean, Vast.ai, JarvisLabs, Shadeform, Lambda,
+# FluidStack): reading optional payload values, the shape of a list response, the one-key
+# auth headers, offers per region, and the data tables in ``adapters/data/``.
+
+
+def text(value: Any) -> str | None:
+    """A non-empty string, stripped; anything else (``None``, a number, ``"  "``) is ``None``."""
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def non_negative(value: float | None) -> float | None:
+    """``value`` if it is zero or more, else ``None`` (a 0 GB disk is a real figure here)."""
+    return value if value is not None and value >= 0 else None
+
+
+def lenient_decimal(value: Any) -> Decimal | None:
+    """An optional exact amount (a storage or egress price); garbage becomes ``None``."""
+    try:
+        return to_decimal(value)
+    except ValueError:
+        return None
+
+
+def gpu_vendor(name: Any) -> Vendor | None:
+    """The GPU vendor a provider names in a field of its own (``"NVIDIA"``, ``"amd"``).
+
+    Used for a GPU the catalog does not know; any other word is ``None``, not ``OTHER``.
+    """
+    return _GPU_VENDORS.get(name.strip().lower()) if isinstance(name, str) else None
+
+
+_GPU_VENDORS = {v.value: v for v in (Vendor.NVIDIA, Vendor.AMD, Vendor.INTEL)}
+
+
+def payload_list(payload: Any, key: str, provider: str) -> list[Any]:
+    """The list under ``key`` of a JSON-object response (``{"sizes": [...]}``).
+
+    Any other shape is a :class:`~adapters.base.ResponseFormatError` naming what was wrong.
+    """
+    if not isinstance(payload, Mapping):
+        raise ResponseFormatError(provider, f"expected a JSON object, got {type(payload).__name__}")
+    if key not in payload:
+        raise ResponseFormatError(provider, f"response has no '{key}' list")
+    items = payload[key]
+    if not isinstance(items, list):
+        raise ResponseFormatError(provider, f"'{key}' is {type(items).__name__}, not a list")
+    return items
+
+
+def key_headers(
+    adapter: Adapter, header: str = "Authorization", scheme: str = "Bearer"
+) -> dict[str, str]:
+    """JSON request headers carrying the adapter's one required key in ``header``.
+
+    ``scheme`` prefixes the key (``"Bearer <key>"``); ``""`` sends the bare key (Shadeform's
+    ``X-API-KEY``). A key that is not configured raises
+    :class:`~adapters.base.MissingCredentials`, which skips the provider.
+    """
+    [name] = adapter.credential_names
+    key = adapter.require_credentials()[name]
+    return {header: f"{scheme} {key}" if scheme else key, "Accept": "application/json"}
+
+
+def add_per_region(
+    result: ParseResult, ref: str, fields: OfferFields, regions: Sequence[OfferFields]
+) -> None:
+    """Add one offer per region an instance type is listed in (each entry of ``regions`` holds
+    that region's ``region``, ``country``, ``available_now``).
+
+    A type listed in no region is still priced: one region-less offer, ``available_now=False``.
+    """
+    unlisted: OfferFields = {"available_now": False}
+    for region in regions or [unlisted]:
+        merged: OfferFields = {**fields, **region}
+        result.add(ref, **merged)
+
+
+@functools.cache
+def data_rows(filename: str) -> tuple[dict[str, str], ...]:
+    """The rows of a CSV table in ``adapters/data/``, read once; every row names its source.
+
+    A row without a ``source`` is an error naming the file and line: a fact from elsewhere
+    carries where it comes from.
+    """
+    package = __package__ or "adapters"
+    content = resources.files(package).joinpath("data", filename).read_text("utf-8")
+    rows = tuple(csv.DictReader(io.StringIO(content)))
+    for line, row in enumerate(rows, start=2):
+        if not (row.get("source") or "").strip():
+            raise ValueError(f"data/{filename} line {line}: no source")
+    return rows
+
+
+@functools.cache
+def region_countries(provider: str) -> Mapping[str, str]:
+    """``provider``'s region words -> ISO 3166-1 country, from ``data/region_countries.csv``."""
+    return {
+        row["name"]: row["country"]
+        for row in data_rows("region_countries.csv")
+        if row["provider"] == provider
+    }

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from adapters.base import DUPLICATE_REASON, ProviderError, ResponseFormatError, RetryPolicy
 from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
 from adapters.vastai import BUNDLES_URL, SEARCH_LIMIT, VastAiAdapter
 
@@ -25,6 +25,12 @@ FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
 
 def load(name: str) -> Any:
     return json.loads((FIXTURES / name).read_text())
+
+
+def cli_capture() -> dict[str, Any]:
+    """The verbatim CLI capture in the answer it was printed from: the CLI prints the
+    ``offers`` list of the bundles answer, so the envelope is all that differs."""
+    return {"offers": load("offers_cli_raw_rtx4090_2024.verbatim.json")}
 
 
 def parse(*payloads: Any) -> Any:
@@ -102,8 +108,8 @@ def test_interruptible_offer_is_the_min_bid() -> None:
     assert a100.region == "Quebec, CA" and a100.country == "CA"
 
 
-def test_verbatim_cli_capture_is_a_bare_list() -> None:
-    result = parse(load("offers_cli_raw_rtx4090_2024.verbatim.json"))
+def test_verbatim_cli_capture_in_its_envelope() -> None:
+    result = parse(cli_capture())
     assert len(result.offers) == 2
     offer = one(result.offers, "m22990-1x", RentalTerm.ON_DEMAND)
     assert offer.gpu_model == "RTX-4090"
@@ -122,10 +128,18 @@ def test_verbatim_cli_capture_is_a_bare_list() -> None:
 
 
 def test_same_machine_twice_is_one_offer() -> None:
-    raw = load("offers_cli_raw_rtx4090_2024.verbatim.json")
+    raw = cli_capture()
     result = parse(raw, raw)
     assert len(result.offers) == 2
-    assert result.skip_reasons() == {"duplicate offer m22990-1x": 1}
+    # the contract's dedupe: the second listing's on-demand and interruptible offers
+    assert result.skip_reasons() == {DUPLICATE_REASON: 2}
+    assert result.skipped[0].ref == "vastai:offer/11684738 (first: vastai:offer/11684738)"
+
+
+def test_the_cli_bare_list_is_not_the_live_format() -> None:
+    # fetch gets {"offers": [...]}; a bare list is not what the provider answers
+    with pytest.raises(ResponseFormatError, match="expected a JSON object"):
+        parse(load("offers_cli_raw_rtx4090_2024.verbatim.json"))
 
 
 # --- parse: bad input -------------------------------------------------------------------
@@ -148,7 +162,7 @@ def test_truncated_json_is_a_format_error() -> None:
 
 
 def _offer(**changes: Any) -> dict[str, Any]:
-    base = copy.deepcopy(load("offers_cli_raw_rtx4090_2024.verbatim.json")[0])
+    base = copy.deepcopy(cli_capture()["offers"][0])
     base.update(changes)
     return base
 

@@ -39,6 +39,7 @@ __all__ = [
     "per_gb_hour_to_per_gb_month",
     "per_gib_hour_to_per_gb_month",
     "positive",
+    "read_table",
     "region_countries",
     "text",
     "to_decimal",
@@ -260,17 +261,22 @@ def add_per_region(
 
 @functools.cache
 def data_rows(filename: str) -> tuple[dict[str, str], ...]:
-    """The rows of a CSV table in ``adapters/data/``, read once; every row names its source.
-
-    A row without a ``source`` is an error naming the file and line: a fact from elsewhere
-    carries where it comes from.
-    """
+    """The rows of the CSV table ``adapters/data/<filename>``, read once (:func:`read_table`)."""
     package = __package__ or "adapters"
     content = resources.files(package).joinpath("data", filename).read_text("utf-8")
+    return read_table(content, f"data/{filename}")
+
+
+def read_table(content: str, filename: str) -> tuple[dict[str, str], ...]:
+    """The rows of a CSV data table; every row names its ``source``.
+
+    A row without one, or with a cell missing, is a ValueError naming the file and line: a
+    fact from elsewhere carries where it comes from.
+    """
     rows = tuple(csv.DictReader(io.StringIO(content)))
     for line, row in enumerate(rows, start=2):
-        if not (row.get("source") or "").strip():
-            raise ValueError(f"data/{filename} line {line}: no source")
+        if None in row or None in row.values() or not (row.get("source") or "").strip():
+            raise ValueError(f"{filename} line {line}: a cell too many or too few, or no source")
     return rows
 
 

@@ -56,9 +56,9 @@ from .units import (
     non_negative,
     payload_list,
     positive,
+    positive_price,
     region_countries,
     text,
-    to_decimal,
     whole_count,
 )
 
@@ -134,13 +134,8 @@ def _parse_size(result: ParseResult, size: Any, fetched_at: datetime) -> None:
     if gpu_count is None:
         result.skip(f"bad gpu_info.count {gpu_info.get('count')!r}", ref)
         return
-    try:
-        price = to_decimal(size.get("price_hourly"))
-    except ValueError as exc:
-        result.skip(f"bad number: {exc}", ref)
-        return
-    if price is None or price <= 0:
-        result.skip(f"no positive price_hourly ({size.get('price_hourly')!r})", ref)
+    price = positive_price(result, size.get("price_hourly"), "price_hourly", ref)
+    if price is None:
         return
 
     raw_gpu = text(gpu_info.get("model"))

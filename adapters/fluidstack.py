@@ -35,9 +35,9 @@ from .units import (
     add_per_region,
     key_headers,
     nominal_gpu_memory_gb,
+    positive_price,
     region_countries,
     text,
-    to_decimal,
     whole_count,
 )
 
@@ -95,13 +95,8 @@ def _parse_configuration(result: ParseResult, record: Any, fetched_at: datetime)
     if gpu_type is None:
         result.skip("no gpu_type", ref)
         return
-    try:
-        price = to_decimal(record.get("price_per_gpu_hr"))
-    except ValueError as exc:
-        result.skip(f"bad price_per_gpu_hr: {exc}", ref)
-        return
-    if price is None or price <= 0:
-        result.skip(f"no positive price_per_gpu_hr ({record.get('price_per_gpu_hr')!r})", ref)
+    price = positive_price(result, record.get("price_per_gpu_hr"), "price_per_gpu_hr", ref)
+    if price is None:
         return
     counts = record.get("gpu_counts")
     counts = [whole_count(c) for c in counts] if isinstance(counts, list) else []

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 import httpx
@@ -41,8 +40,8 @@ from .units import (
     non_negative,
     payload_list,
     positive,
+    positive_price,
     text,
-    to_decimal,
     whole_count,
 )
 
@@ -92,7 +91,9 @@ class JarvisLabsAdapter(Adapter):
     ) -> None:
         ref = _ref(row)
         spot = term is RentalTerm.INTERRUPTIBLE
-        price = _price(row, "spot_price" if spot else "price_per_hour", result, ref)
+        key = "spot_price" if spot else "price_per_hour"
+        # null spot_price: spot is not sold there (not a broken row)
+        price = positive_price(result, row.get(key), key, ref, required=not spot)
         if price is None:
             return
         gpu_type, region = row["gpu_type"], row["region"]
@@ -178,20 +179,3 @@ def _free_gpus(row: Mapping[str, Any], spot: bool) -> int | None:
         if number is not None:
             return int(number)
     return None
-
-
-def _price(row: Mapping[str, Any], key: str, result: ParseResult, ref: str) -> Decimal | None:
-    """A positive price; null means not offered (spot), garbage or <= 0 is a recorded skip."""
-    try:
-        price = to_decimal(row.get(key))
-    except ValueError as exc:
-        result.skip(f"bad {key}: {exc}", ref)
-        return None
-    if price is None:
-        if key != "spot_price":
-            result.skip(f"no {key}", ref)
-        return None
-    if price <= 0:
-        result.skip(f"non-positive {key} ({price})", ref)
-        return None
-    return price

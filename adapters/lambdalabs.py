@@ -36,6 +36,7 @@ from .units import (
     gib_to_gb,
     key_headers,
     nominal_gpu_memory_gb,
+    positive_price,
     region_countries,
     text,
     to_float,
@@ -94,7 +95,6 @@ def _parse_item(result: ParseResult, type_name: str, item: Any, fetched_at: date
         return
     try:
         gpu_count = int(to_float(specs.get("gpus")) or 0)
-        usd_per_hour = cents_to_units(itype.get("price_cents_per_hour"))
         vcpus = to_float(specs.get("vcpus"))
         memory_gib = to_float(specs.get("memory_gib"))
         storage_gib = to_float(specs.get("storage_gib"))
@@ -104,8 +104,11 @@ def _parse_item(result: ParseResult, type_name: str, item: Any, fetched_at: date
     if gpu_count <= 0:
         result.skip("no GPU (CPU-only instance type)", ref)
         return
-    if usd_per_hour is None or usd_per_hour <= 0:
-        result.skip(f"no usable price: {itype.get('price_cents_per_hour')!r}", ref)
+    cents = itype.get("price_cents_per_hour")
+    usd_per_hour = positive_price(
+        result, cents, "price_cents_per_hour", ref, convert=cents_to_units
+    )
+    if usd_per_hour is None:
         return
 
     fields: OfferFields = {

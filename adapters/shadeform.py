@@ -45,6 +45,7 @@ from .units import (
     non_negative,
     payload_list,
     positive,
+    positive_price,
     text,
     whole_count,
 )
@@ -97,13 +98,10 @@ def _parse_type(result: ParseResult, record: Any, fetched_at: datetime) -> None:
     if gpu_count is None:
         result.skip(f"bad num_gpus {config.get('num_gpus')!r}", ref)
         return
-    try:
-        price = cents_to_units(record.get("hourly_price"))
-    except ValueError as exc:
-        result.skip(f"bad hourly_price: {exc}", ref)
-        return
-    if price is None or price <= 0:
-        result.skip(f"no positive hourly_price ({record.get('hourly_price')!r})", ref)
+    price = positive_price(
+        result, record.get("hourly_price"), "hourly_price", ref, convert=cents_to_units
+    )
+    if price is None:
         return
 
     fields: OfferFields = {

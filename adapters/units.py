@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from typing import Any
@@ -39,6 +39,7 @@ __all__ = [
     "per_gb_hour_to_per_gb_month",
     "per_gib_hour_to_per_gb_month",
     "positive",
+    "positive_price",
     "read_table",
     "region_countries",
     "text",
@@ -288,3 +289,32 @@ def region_countries(provider: str) -> Mapping[str, str]:
         for row in data_rows("region_countries.csv")
         if row["provider"] == provider
     }
+
+
+def positive_price(
+    result: ParseResult,
+    value: Any,
+    name: str,
+    ref: str | None,
+    *,
+    convert: Callable[[Any], Decimal | None] = to_decimal,
+    required: bool = True,
+) -> Decimal | None:
+    """``value`` (the record's ``name`` field) as a positive exact price, else ``None`` with
+    the record skipped and why: ``bad <name>: ...`` for garbage, ``no positive <name>
+    (<value>)`` for a zero, a negative or, when ``required``, a missing one.
+
+    An optional price that is absent (a spot price the provider does not sell) is ``None``
+    without a skip. ``convert`` reads the number (:func:`cents_to_units` for cents).
+    """
+    try:
+        price = convert(value)
+    except ValueError as exc:
+        result.skip(f"bad {name}: {exc}", ref)
+        return None
+    if price is None and not required:
+        return None
+    if price is None or price <= 0:
+        result.skip(f"no positive {name} ({value!r})", ref)
+        return None
+    return price

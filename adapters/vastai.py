@@ -48,8 +48,8 @@ from .units import (
     non_negative,
     payload_list,
     positive,
+    positive_price,
     text,
-    to_decimal,
     whole_count,
 )
 
@@ -114,15 +114,12 @@ class VastAiAdapter(Adapter):
         if gpu_count is None:
             result.skip(f"bad num_gpus {record.get('num_gpus')!r}", ref)
             return
-        try:
-            on_demand = to_decimal(record.get("dph_base"))
-            bid = to_decimal(record.get("min_bid"))
-        except ValueError as exc:
-            result.skip(f"bad price: {exc}", ref)
+        on_demand = positive_price(result, record.get("dph_base"), "dph_base", ref)
+        if on_demand is None:
             return
-        if on_demand is None or on_demand <= 0:
-            result.skip(f"no positive dph_base ({record.get('dph_base')!r})", ref)
-            return
+        # no bid price (null or 0): not sold as interruptible; a bad one skips only the bid
+        min_bid = record.get("min_bid")
+        bid = positive_price(result, min_bid, "min_bid", ref) if min_bid else None
 
         fields: OfferFields = {
             "provider": self.name,
@@ -131,7 +128,7 @@ class VastAiAdapter(Adapter):
             **_common_fields(record, raw_gpu, gpu_count),
         }
         for price, term in ((on_demand, RentalTerm.ON_DEMAND), (bid, RentalTerm.INTERRUPTIBLE)):
-            if price is not None and price > 0:
+            if price is not None:
                 priced: OfferFields = {**fields, "price_amount": price, "term": term}
                 result.add(ref, **priced)
 

@@ -176,9 +176,9 @@ def test_truncated_json_is_a_format_error() -> None:
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [
-        ({"price_per_hour": None}, "no price_per_hour"),
-        ({"price_per_hour": -0.44}, "non-positive price_per_hour"),
-        ({"price_per_hour": 0}, "non-positive price_per_hour"),
+        ({"price_per_hour": None}, "no positive price_per_hour (None)"),
+        ({"price_per_hour": -0.44}, "no positive price_per_hour (-0.44)"),
+        ({"price_per_hour": 0}, "no positive price_per_hour (0)"),
         ({"price_per_hour": "n/a"}, "bad price_per_hour"),
         ({"gpu_type": None}, "row without gpu_type"),
         ({"region": ""}, "row without region"),

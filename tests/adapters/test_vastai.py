@@ -172,7 +172,7 @@ def _offer(**changes: Any) -> dict[str, Any]:
     [
         ({"dph_base": None}, "no positive dph_base"),
         ({"dph_base": -0.5}, "no positive dph_base"),
-        ({"dph_base": "cheap"}, "bad price"),
+        ({"dph_base": "cheap"}, "bad dph_base: not a number"),
         ({"num_gpus": 0}, "bad num_gpus"),
         ({"num_gpus": None}, "bad num_gpus"),
         ({"gpu_name": None}, "no gpu_name"),
@@ -195,9 +195,19 @@ def test_string_numbers_are_read() -> None:
     }
 
 
-def test_missing_bid_gives_only_on_demand() -> None:
-    result = parse({"offers": [_offer(min_bid=None)]})
+@pytest.mark.parametrize("bid", [None, 0])
+def test_missing_bid_gives_only_on_demand(bid: Any) -> None:
+    result = parse({"offers": [_offer(min_bid=bid)]})
     assert [o.term for o in result.offers] == [RentalTerm.ON_DEMAND]
+    assert result.skipped == []
+
+
+@pytest.mark.parametrize(("bid", "reason"), [("n/a", "bad min_bid"), (-0.2, "no positive min_bid")])
+def test_bad_bid_skips_only_the_interruptible_offer(bid: Any, reason: str) -> None:
+    result = parse({"offers": [_offer(min_bid=bid)]})
+    assert [o.term for o in result.offers] == [RentalTerm.ON_DEMAND]
+    [skipped] = result.skipped
+    assert reason in skipped.reason
 
 
 def test_unknown_gpu_is_kept_unmapped() -> None:

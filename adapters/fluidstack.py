@@ -98,9 +98,11 @@ def _parse_configuration(result: ParseResult, record: Any, fetched_at: datetime)
     price = positive_price(result, record.get("price_per_gpu_hr"), "price_per_gpu_hr", ref)
     if price is None:
         return
-    counts = record.get("gpu_counts")
-    counts = [whole_count(c) for c in counts] if isinstance(counts, list) else []
-    if not any(counts):
+    listed_counts = record.get("gpu_counts")
+    counts = (
+        [c for c in map(whole_count, listed_counts) if c] if isinstance(listed_counts, list) else []
+    )
+    if not counts:
         result.skip(f"no usable gpu_counts ({record.get('gpu_counts')!r})", ref)
         return
 
@@ -112,7 +114,7 @@ def _parse_configuration(result: ParseResult, record: Any, fetched_at: datetime)
         for r in (regions if isinstance(regions, list) else [])
         if isinstance(r, str) and r
     ]
-    for count in dict.fromkeys(c for c in counts if c is not None):
+    for count in dict.fromkeys(counts):  # distinct, in order
         fields: OfferFields = {
             "provider": "fluidstack",
             "offer_id": f"{gpu_type}x{count}",

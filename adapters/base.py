@@ -39,6 +39,7 @@ import pydantic
 import tenacity
 
 from .schema import Offer, OfferFields
+from .units import to_decimal
 
 __all__ = [
     "DUPLICATE_REASON",
@@ -53,8 +54,12 @@ __all__ = [
     "ResponseFormatError",
     "RetryPolicy",
     "SkippedRecord",
+    "add_per_region",
     "failed_calls_payload",
     "failure_groups",
+    "key_headers",
+    "payload_list",
+    "positive_price",
     "read_failed_calls",
     "request",
     "request_json",
@@ -478,3 +483,78 @@ class Adapter(abc.ABC):
             return json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ResponseFormatError(self.name, f"{filename} is not JSON: {exc}") from None
+
+
+# --- helpers of the parse step, shared by adapters -----------------------------------
+
+
+def payload_list(payload: Any, key: str, provider: str) -> list[Any]:
+    """The list under ``key`` of a JSON-object response (``{"sizes": [...]}``).
+
+    Any other shape is a :class:`~adapters.base.ResponseFormatError` naming what was wrong.
+    """
+    if not isinstance(payload, Mapping):
+        raise ResponseFormatError(provider, f"expected a JSON object, got {type(payload).__name__}")
+    if key not in payload:
+        raise ResponseFormatError(provider, f"response has no '{key}' list")
+    items = payload[key]
+    if not isinstance(items, list):
+        raise ResponseFormatError(provider, f"'{key}' is {type(items).__name__}, not a list")
+    return items
+
+
+def positive_price(
+    result: ParseResult,
+    value: Any,
+    name: str,
+    ref: str | None,
+    *,
+    convert: Callable[[Any], Decimal | None] = to_decimal,
+    required: bool = True,
+) -> Decimal | None:
+    """``value`` (the record's ``name`` field) as a positive exact price, else ``None`` with
+    the record skipped and why: ``bad <name>: ...`` for garbage, ``no positive <name>
+    (<value>)`` for a zero, a negative or, when ``required``, a missing one.
+
+    An optional price that is absent (a spot price the provider does not sell) is ``None``
+    without a skip. ``convert`` reads the number (:func:`cents_to_units` for cents).
+    """
+    try:
+        price = convert(value)
+    except ValueError as exc:
+        result.skip(f"bad {name}: {exc}", ref)
+        return None
+    if price is None and not required:
+        return None
+    if price is None or price <= 0:
+        result.skip(f"no positive {name} ({value!r})", ref)
+        return None
+    return price
+
+
+def add_per_region(
+    result: ParseResult, ref: str, fields: OfferFields, regions: Sequence[OfferFields]
+) -> None:
+    """Add one offer per region an instance type is listed in (each entry of ``regions`` holds
+    that region's ``region``, ``country``, ``available_now``).
+
+    A type listed in no region is still priced: one region-less offer, ``available_now=False``.
+    """
+    unlisted: OfferFields = {"available_now": False}
+    for region in regions or [unlisted]:
+        merged: OfferFields = {**fields, **region}
+        result.add(ref, **merged)
+
+
+def key_headers(
+    adapter: Adapter, header: str = "Authorization", scheme: str = "Bearer"
+) -> dict[str, str]:
+    """JSON request headers carrying the adapter's one required key in ``header``.
+
+    ``scheme`` prefixes the key (``"Bearer <key>"``); ``""`` sends the bare key (Shadeform's
+    ``X-API-KEY``). A key that is not configured raises
+    :class:`~adapters.base.MissingCredentials`, which skips the provider.
+    """
+    [name] = adapter.credential_names
+    key = adapter.require_credentials()[name]
+    return {header: f"{scheme} {key}" if scheme else key, "Accept": "application/json"}

@@ -7,10 +7,11 @@ offer must point at exactly one catalog row. Providers name the same part in a d
 ``"A100"`` for both the 40 and the 80 GB part). This module therefore:
 
 * loads the catalog from ``gpus_data.csv`` beside it, lazily, on first use;
-* resolves raw names through data tables (:data:`EXACT_ALIASES`, :data:`ALIAS_PATTERNS`) plus the
-  memory and form-factor hints a provider gives, and returns ``None`` rather than guess when a
-  name is unknown or still ambiguous. Unresolved names are counted
-  (:func:`unknown_gpu_names`) and logged once each on the ``gpuscout.gpus`` logger.
+* resolves raw names through the alias tables in ``gpu_aliases.csv`` beside it
+  (:data:`EXACT_ALIASES`, :data:`ALIAS_PATTERNS`) plus the memory and form-factor hints a
+  provider gives, and returns ``None`` rather than guess when a name is unknown or still
+  ambiguous. Unresolved names are counted (:func:`unknown_gpu_names`) and logged once each on
+  the ``gpuscout.gpus`` logger.
 
 Canonical names are short, upper-case and hyphenated: ``<MODEL>[-<FORM>][-<MEMORY>GB]``, with the
 form factor and memory only where the model exists in several of them (``H100-SXM5-80GB``,
@@ -200,54 +201,26 @@ def find_gpus(query: str) -> tuple[GpuSpec, ...]:
 
 
 # --- raw-name resolution: the data -------------------------------------------------------
+#
+# The alias tables are data, in ``gpu_aliases.csv`` beside this module, one row per alias with
+# the source or reason of each. Its ``table`` column says which table a row belongs to:
+#
+# * ``exact``: a whole raw name (lower-cased, trimmed) whose meaning is fixed by one
+#   provider's convention and not by the words in it (GCP accelerator types; GCP SKU
+#   descriptions, "Nvidia Tesla A100 GPU running in Americas", are rewritten to these by
+#   :data:`_GCP_DESCRIPTION`); ``becomes`` is the catalog model;
+# * ``rewrite``: a regular expression applied to the lower-cased raw name before pattern
+#   matching, in file order, to remove what never tells two GPUs apart (vendor and brand words,
+#   instance counts, MIG slice suffixes); ``becomes`` is the replacement, empty for a space;
+# * ``pattern``: a regular expression over the rewritten name, tried in file order (specific
+#   names before the generic ones they contain); ``becomes`` lists the candidate models,
+#   which memory and form-factor hints must narrow to one, or is empty for a known part
+#   without a catalog row (answered "unknown" rather than matched to a sibling).
+#
+# The tables are module constants (:data:`EXACT_ALIASES`, :data:`ALIAS_PATTERNS`), read and
+# compiled once when the module is imported, as the patterns were compiled before.
 
-#: Whole raw names (lower-cased, trimmed) whose meaning is fixed by one provider's convention
-#: and not by the words in them. GCP accelerator types: gpuhunt gcp.py and the GCP GPU docs
-#: (A2 Standard = A100 40GB SXM, A2 Ultra = A100 80GB, A3 = H100 SXM, A3 Ultra = H200 SXM).
-#: GCP SKU descriptions ("Nvidia Tesla A100 GPU running in Americas") are rewritten to these.
-EXACT_ALIASES: dict[str, str] = {
-    "nvidia-tesla-a100": "A100-SXM4-40GB",
-    "nvidia-a100-80gb": "A100-SXM4-80GB",
-    "nvidia-tesla-a100-80gb": "A100-SXM4-80GB",
-    "nvidia-h100-80gb": "H100-SXM5-80GB",
-    "nvidia-h100-mega-80gb": "H100-SXM5-80GB",
-    "nvidia-h100-80gb-mega": "H100-SXM5-80GB",
-    "nvidia-h100-80gb-plus": "H100-SXM5-80GB",
-    "nvidia-h200-141gb": "H200-SXM-141GB",
-    "nvidia-b200": "B200",
-    "nvidia-gb200": "GB200",
-    "nvidia-l4": "L4",
-    "nvidia-tesla-t4": "T4",
-    "nvidia-tesla-p4": "P4",
-    "nvidia-rtx-pro-6000": "RTX-PRO-6000",
-}
-
-#: GCP billing SKU descriptions -> the accelerator type they price.
-_GCP_DESCRIPTION = re.compile(
-    r"^(?:spot preemptible |preemptible )?(?:commitment v\d+: )?nvidia (?P<model>[a-z0-9 ]+?) gpu\b"
-)
-
-#: Rewrites applied to the lower-cased raw name before pattern matching, in order. They remove
-#: what never tells two GPUs apart: vendor and brand words, instance counts, MIG slice suffixes.
-_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), replacement)
-    for pattern, replacement in (
-        # a MIG slice names its parent GPU; the slice itself is the adapter's business
-        (r"\bmig \d+g\.\d+gb\b", " "),
-        # "NVIDIA GH200 480GB": 480 GB is the whole superchip (Grace LPDDR + HBM), not the GPU
-        (r"\bgh200[ _-]480gb\b", "gh200"),
-        (r"[_\-/,;:()\[\].+]", " "),
-        (r"geforce|tesla|nvidia", " "),
-        (r"\b(?:amd|instinct|radeon|intel|habana|oci|compute)\b", " "),
-        (r"\b(?:standard|virtual machines|series|windows|spot|low priority)\b", " "),
-        (r"\b(?:blackwell|server edition|workstation edition|max q|edition)\b", " "),
-        (r"\bgpus?\b", " "),
-        # counts: "8x", "gpu_8x_", "n3-H100x8"
-        (r"\b\d+x\b", " "),
-        (r"(?<=[a-z0-9])x\d{1,2}\b", " "),
-        (r"\s+", " "),
-    )
-)
+_ALIAS_FILE = "gpu_aliases.csv"
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,116 +229,50 @@ class _Alias:
     candidates: tuple[str, ...]  # empty: a known part that has no catalog row
 
 
-def _alias(pattern: str, *candidates: str) -> _Alias:
-    return _Alias(re.compile(pattern), candidates)
+@dataclass(frozen=True, slots=True)
+class _AliasTables:
+    exact: dict[str, str]
+    rewrites: tuple[tuple[re.Pattern[str], str], ...]
+    patterns: tuple[_Alias, ...]
 
 
-def _geforce(number: str, *candidates: str) -> _Alias:
-    """A GeForce number, with or without "RTX", but never its D/Ti/SUPER/S siblings."""
-    return _alias(
-        rf"(?<![a-z0-9])(?:rtx ?)?{number}(?![a-z0-9])(?! ?(?:d|ti|super|s)\b)", *candidates
-    )
+def _load_aliases(text: str) -> _AliasTables:
+    """The alias tables of ``gpu_aliases.csv``; a bad row is a ValueError naming its line."""
+    exact: dict[str, str] = {}
+    rewrites: list[tuple[re.Pattern[str], str]] = []
+    patterns: list[_Alias] = []
+    for line, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
+        try:
+            table, match, becomes = row["table"], row["match"], row["becomes"]
+            if not match or not (row["source"] or "").strip():
+                raise ValueError("match and source are required")
+            if table == "exact":
+                if match != match.strip().lower() or not becomes or match in exact:
+                    raise ValueError(f"exact name {match!r} not lower-case, unmapped or repeated")
+                exact[match] = becomes
+            elif table == "rewrite":
+                rewrites.append((re.compile(match), becomes or " "))
+            elif table == "pattern":
+                patterns.append(_Alias(re.compile(match), tuple(becomes.split())))
+            else:
+                raise ValueError(f"unknown table {table!r}")
+        except (KeyError, TypeError, ValueError, re.error) as exc:
+            raise ValueError(f"{_ALIAS_FILE} line {line}: {exc}") from None
+    return _AliasTables(exact, tuple(rewrites), tuple(patterns))
 
 
-#: Patterns over the normalised name, tried in order; the first match names the candidates,
-#: which memory and form-factor hints must then narrow to exactly one. Specific names (Azure
-#: VM series, "H100 NVL", "3090 Ti") come before the generic ones they contain.
-ALIAS_PATTERNS: tuple[_Alias, ...] = (
-    # known parts without a catalog row: answer "unknown" rather than match a sibling
-    _alias(r"\bvgpu\b"),  # AutoDL virtual slices
-    _alias(r"(?<![a-z0-9])(?:rtx ?)?(?:4090|5090) ?d\b"),  # China-only 4090D / 5090 D
-    _alias(r"\brtx ?6000 ?d\b"),
-    _alias(r"\ba100x\b"),  # A100 converged accelerator (A100 + BlueField)
-    _alias(r"\bv100 fhhl\b"),  # 150 W single-slot V100
-    _alias(r"\brtx ?5000 ?ada\b"),
-    # Azure VM sizes, meter and product names (gpuhunt azure.py; learn.microsoft.com)
-    _alias(r"\bnd\w* ?h100 ?v5\b", "H100-SXM5-80GB"),
-    _alias(r"\bnc\w* ?h100 ?v5\b", "H100-NVL-94GB"),
-    _alias(r"\bnd\w* ?h200 ?v5\b", "H200-SXM-141GB"),
-    _alias(r"\bnd\d*amsr ?a100 ?v4\b|\bndm ?a100 ?v4\b", "A100-SXM4-80GB"),
-    _alias(r"\bnd\d*asr ?(?:a100 ?)?v4\b", "A100-SXM4-40GB"),
-    _alias(r"\bnc\w* ?a100 ?v4\b", "A100-PCIE-80GB"),
-    _alias(r"\b(?:nc|nv)\w* ?a10 ?v[45]\b", "A10"),
-    _alias(r"\bnc\w* ?t4 ?v3\b", "T4"),
-    _alias(r"\bnd40rs ?v2\b", "V100-SXM2-32GB"),
-    _alias(r"\bnc\d+r?s ?v3\b", "V100-PCIE-16GB"),
-    _alias(r"\bnd\w* ?mi300x ?v5\b", "MI300X"),
-    _alias(r"\bnd\w* ?gb200 ?v6\b", "GB200"),
-    _alias(r"\bnd\w* ?gb300 ?v6\b", "GB300"),
-    # Hopper and Blackwell. A bare "H200" is the SXM part: the NVL card always says NVL.
-    _alias(r"\bh100 ?nvl\b", "H100-NVL-94GB"),
-    _alias(r"\bh100\b.*\bhbm3\b", "H100-SXM5-80GB"),  # nvidia-smi: HBM3 = SXM5
-    _alias(r"\bh100\b.*\bhbm2e\b", "H100-PCIE-80GB"),
-    _alias(r"\bh100\b", "H100-SXM5-80GB", "H100-PCIE-80GB"),
-    _alias(r"\bh200 ?nvl\b", "H200-NVL-141GB"),
-    _alias(r"\bh200\b", "H200-SXM-141GB"),
-    _alias(r"\bh800\b", "H800-SXM5-80GB", "H800-PCIE-80GB"),
-    _alias(r"\bh20\b", "H20-96GB"),
-    _alias(r"\bgh200\b", "GH200-96GB"),
-    _alias(r"\bgb200\b", "GB200"),
-    _alias(r"\bgb300\b", "GB300"),
-    _alias(r"\bb100\b", "B100"),
-    _alias(r"\bb200\b", "B200"),
-    _alias(r"\bb300\b", "B300"),
-    # Ampere data centre
-    _alias(r"\ba100\b", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIE-40GB", "A100-PCIE-80GB"),
-    _alias(r"\ba800\b", "A800-SXM4-80GB", "A800-PCIE-80GB", "A800-PCIE-40GB"),
-    _alias(r"\ba10g\b", "A10G"),
-    _alias(r"\ba10\b", "A10"),
-    _alias(r"\ba16\b", "A16"),
-    _alias(r"\ba30\b", "A30"),
-    _alias(r"\ba40\b", "A40"),
-    # Ada / Turing data centre
-    _alias(r"\bl40 ?s\b", "L40S"),
-    _alias(r"\bl40\b", "L40"),
-    _alias(r"\bl20\b", "L20"),
-    _alias(r"\bl4\b", "L4"),
-    _alias(r"\bt4\b", "T4"),
-    # Volta / Pascal
-    _alias(r"\bv100s\b", "V100S-PCIE-32GB"),
-    _alias(r"\bv100 ?sxm3\b", "V100-SXM3-32GB"),
-    _alias(r"\bv100\b", "V100-SXM2-16GB", "V100-SXM2-32GB", "V100-PCIE-16GB", "V100-PCIE-32GB"),
-    _alias(r"\bp100\b", "P100-SXM2-16GB", "P100-PCIE-16GB", "P100-PCIE-12GB"),
-    _alias(r"\bp40\b", "P40"),
-    _alias(r"\bp4\b", "P4"),
-    _alias(r"\btitan ?v\b", "TITAN-V"),
-    # professional cards; a bare "RTX 6000" is the 2018 Quadro (Lambda gpu_1x_rtx6000, 24 GB)
-    _alias(r"\brtx ?pro ?(?:server ?)?6000\b", "RTX-PRO-6000"),
-    _alias(r"\brtx ?6000 ?ada\b", "RTX-6000-ADA"),
-    _alias(r"\brtx ?4000 ?ada\b", "RTX-4000-ADA"),
-    _alias(r"\brtx ?2000 ?ada\b", "RTX-2000-ADA"),
-    _alias(r"\b(?:quadro ?|q ?)?rtx ?6000\b", "QUADRO-RTX-6000"),
-    _alias(r"\b(?:quadro ?|q ?)?rtx ?8000\b", "QUADRO-RTX-8000"),
-    _alias(r"\b(?:quadro ?|q ?)rtx ?5000\b", "QUADRO-RTX-5000"),
-    _alias(r"\b(?:quadro ?|q ?)rtx ?4000\b", "QUADRO-RTX-4000"),
-    _alias(r"(?<![a-z0-9])(?:rtx ?)?a6000\b", "RTX-A6000"),
-    _alias(r"(?<![a-z0-9])(?:rtx ?)?a5000\b", "RTX-A5000"),
-    _alias(r"(?<![a-z0-9])(?:rtx ?)?a4500\b", "RTX-A4500"),
-    _alias(r"(?<![a-z0-9])(?:rtx ?)?a4000\b", "RTX-A4000"),
-    # GeForce
-    _alias(r"(?<![a-z0-9])(?:rtx ?)?3090 ?ti\b", "RTX-3090-TI"),
-    _alias(r"(?<![a-z0-9])(?:rtx ?)?2080 ?ti\b", "RTX-2080-TI"),
-    _alias(r"(?<![a-z0-9])(?:rtx ?)?4070 ?ti\b(?! ?super)", "RTX-4070-TI"),
-    _alias(r"(?<![a-z0-9])(?:rtx ?)?4080 ?(?:super|s)\b", "RTX-4080-SUPER"),
-    _geforce("5090", "RTX-5090"),
-    _geforce("4090", "RTX-4090"),
-    _geforce("4080", "RTX-4080"),
-    _geforce("4070", "RTX-4070"),
-    _geforce("3090", "RTX-3090"),
-    _geforce("3080", "RTX-3080"),
-    _geforce("3070", "RTX-3070"),
-    # AMD Instinct, Intel Gaudi
-    _alias(r"\bmi355x\b", "MI355X"),
-    _alias(r"\bmi350x\b", "MI350X"),
-    _alias(r"\bmi325x\b", "MI325X"),
-    _alias(r"\bmi300x\b", "MI300X"),
-    _alias(r"\bmi300a\b", "MI300A"),
-    _alias(r"\bmi250x\b", "MI250X"),
-    _alias(r"\bmi250\b", "MI250"),
-    _alias(r"\bmi210\b", "MI210"),
-    _alias(r"\bmi100\b", "MI100"),
-    _alias(r"\bgaudi ?2\b|\bhl ?225\w*\b", "GAUDI2"),
-    _alias(r"\bgaudi ?3\b|\bhl ?325\w*\b", "GAUDI3"),
+_ALIASES = _load_aliases(
+    resources.files(__package__ or "adapters").joinpath(_ALIAS_FILE).read_text("utf-8")
+)
+#: Whole raw names -> catalog model, by one provider's convention (``gpu_aliases.csv``).
+EXACT_ALIASES: dict[str, str] = _ALIASES.exact
+#: Patterns over the rewritten name, tried in order; the first match names the candidates.
+ALIAS_PATTERNS: tuple[_Alias, ...] = _ALIASES.patterns
+_REWRITES = _ALIASES.rewrites
+
+#: GCP billing SKU descriptions -> the accelerator type they price.
+_GCP_DESCRIPTION = re.compile(
+    r"^(?:spot preemptible |preemptible )?(?:commitment v\d+: )?nvidia (?P<model>[a-z0-9 ]+?) gpu\b"
 )
 
 _MEMORY_IN_NAME = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?) ?(?:gb|gib|g)\b")

@@ -17,29 +17,31 @@ One ``server_meta`` row is one GPU model in one region for one workload type:
 The same GPU and region appear once per workload type with the same price, so rows are merged
 per (region, GPU): the on-demand offer comes from the VM row (null counts as VM), else the
 container row; spot is sold for containers only, so interruptible offers come from the
-container row's ``spot_price``. Offers are emitted for the powers of two up to ``num_gpus``
-and ``num_gpus`` itself.
+container row's ``spot_price``. A row repeated within one workload type gives the same
+offers again: the contract's dedupe keeps the first. Offers are emitted for the powers of two
+up to ``num_gpus`` and ``num_gpus`` itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError
+from .base import Adapter, ParseResult, key_headers, payload_list, positive_price
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import PriceBasis, PriceUnit, RentalTerm
-from .units import lenient_float, nominal_gpu_memory_gb, positive, to_decimal, whole_count
+from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .units import lenient_float, nominal_gpu_memory_gb, non_negative, positive, text, whole_count
 
 __all__ = ["SERVER_META_URL", "JarvisLabsAdapter", "instance_gpu_counts"]
 
 SERVER_META_URL = "https://backendn.jarvislabs.net/misc/server_meta"
 
-_VM_KINDS = ("vm", None)
+_KINDS = ("vm", "container")
+#: Workload types in the order the on-demand offer is taken from (null is a VM row).
+_ON_DEMAND_KINDS = ("vm", None, "container")
 
 
 class JarvisLabsAdapter(Adapter):
@@ -49,35 +51,25 @@ class JarvisLabsAdapter(Adapter):
     credential_names = ("jarvislabs_api_key",)
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        key = self.require_credentials()["jarvislabs_api_key"]
-        payload = await self.get_json(
-            client, SERVER_META_URL, headers={"Authorization": f"Bearer {key}"}
-        )
-        return [payload]
+        return [await self.get_json(client, SERVER_META_URL, headers=key_headers(self))]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()
-        groups: dict[tuple[str, str], dict[str | None, Mapping[str, Any]]] = {}
+        groups: dict[tuple[str, str], dict[str | None, list[Mapping[str, Any]]]] = {}
         for payload in payloads:
-            for row in _rows(payload):
+            for row in payload_list(payload, "server_meta", self.name):
                 checked = _checked_row(row, result)
                 if checked is None:
                     continue
-                by_kind = groups.setdefault((checked["region"], checked["gpu_type"]), {})
                 kind = checked.get("workload_type")
-                kind = kind if kind in ("vm", "container") else None
-                if kind in by_kind:
-                    result.skip(f"duplicate {kind or 'vm'} row", _ref(checked))
-                    continue
-                by_kind[kind] = checked
+                by_kind = groups.setdefault((checked["region"], checked["gpu_type"]), {})
+                by_kind.setdefault(kind if kind in _KINDS else None, []).append(checked)
         for by_kind in groups.values():
-            on_demand_row = next(
-                (by_kind[k] for k in ("vm", None, "container") if k in by_kind), None
-            )
-            if on_demand_row is not None:
-                self._emit(on_demand_row, RentalTerm.ON_DEMAND, result, fetched_at)
-            if "container" in by_kind:
-                self._emit(by_kind["container"], RentalTerm.INTERRUPTIBLE, result, fetched_at)
+            on_demand = next((by_kind[k] for k in _ON_DEMAND_KINDS if k in by_kind), [])
+            for row in on_demand:
+                self._emit(row, RentalTerm.ON_DEMAND, result, fetched_at)
+            for row in by_kind.get("container", []):
+                self._emit(row, RentalTerm.INTERRUPTIBLE, result, fetched_at)
         return result
 
     def _emit(
@@ -89,13 +81,15 @@ class JarvisLabsAdapter(Adapter):
     ) -> None:
         ref = _ref(row)
         spot = term is RentalTerm.INTERRUPTIBLE
-        price = _price(row, "spot_price" if spot else "price_per_hour", result, ref)
+        key = "spot_price" if spot else "price_per_hour"
+        # null spot_price: spot is not sold there (not a broken row)
+        price = positive_price(result, row.get(key), key, ref, required=not spot)
         if price is None:
             return
         gpu_type, region = row["gpu_type"], row["region"]
         kind = "container" if spot or row.get("workload_type") == "container" else "vm"
-        memory_gb = positive(lenient_float(row.get("vram")))
-        memory_gb = nominal_gpu_memory_gb(memory_gb) if memory_gb else None
+        memory = positive(lenient_float(row.get("vram")))
+        memory_gb = nominal_gpu_memory_gb(memory) if memory else None
         # No form-factor hint: "H100" and "A100-80GB" (80 GB for SXM and PCIe alike) stay
         # unmapped, as no JarvisLabs document found states SXM or PCIe for them. A third-party
         # transcription of jarvislabs.ai/pricing reads "NVIDIA H100 SXM"; unused until
@@ -106,28 +100,28 @@ class JarvisLabsAdapter(Adapter):
         free = _free_gpus(row, spot)
         for count in instance_gpu_counts(whole_count(row.get("num_gpus")) or 1):
             available = free // count if free is not None else None
-            result.add(
-                ref,
-                provider=self.name,
-                offer_id=f"{region}:{gpu_type}:{count}x",
-                instance_name=f"{count}x {gpu_type} ({kind})",
-                region=region,
-                fetched_at=fetched_at,
-                raw_ref=ref,
-                gpu_raw_name=gpu_type,
+            fields: OfferFields = {
+                "provider": self.name,
+                "offer_id": f"{region}:{gpu_type}:{count}x",
+                "instance_name": f"{count}x {gpu_type} ({kind})",
+                "region": region,
+                "fetched_at": fetched_at,
+                "raw_ref": ref,
+                "gpu_raw_name": gpu_type,
                 **spec_fields(spec),
-                gpu_count=count,
-                gpu_memory_gb=memory_gb,
-                vcpus=cpus_per_gpu * count if cpus_per_gpu else None,
-                ram_gb=ram_per_gpu * count if ram_per_gpu else None,
-                price_amount=price,
-                price_currency="USD",
-                price_unit=PriceUnit.HOUR,
-                price_basis=PriceBasis.GPU,
-                term=term,
-                available_count=available,
-                available_now=available > 0 if available is not None else None,
-            )
+                "gpu_count": count,
+                "gpu_memory_gb": memory_gb,
+                "vcpus": cpus_per_gpu * count if cpus_per_gpu else None,
+                "ram_gb": ram_per_gpu * count if ram_per_gpu else None,
+                "price_amount": price,
+                "price_currency": "USD",
+                "price_unit": PriceUnit.HOUR,
+                "price_basis": PriceBasis.GPU,
+                "term": term,
+                "available_count": available,
+                "available_now": available > 0 if available is not None else None,
+            }
+            result.add(ref, **fields)
 
 
 ADAPTER = JarvisLabsAdapter
@@ -146,28 +140,19 @@ def instance_gpu_counts(max_gpus: int) -> list[int]:
     return counts if counts[-1] == max_gpus else [*counts, max_gpus]
 
 
-def _rows(payload: Any) -> list[Any]:
-    if not isinstance(payload, Mapping):
-        raise ResponseFormatError("jarvislabs", f"expected an object, got {type(payload).__name__}")
-    rows = payload.get("server_meta")
-    if not isinstance(rows, list):
-        raise ResponseFormatError("jarvislabs", "'server_meta' is missing or not a list")
-    return rows
-
-
 def _checked_row(row: Any, result: ParseResult) -> dict[str, Any] | None:
     """The row with a usable GPU name and region, or ``None`` (recorded as skipped)."""
     if not isinstance(row, Mapping):
         result.skip("server_meta row is not an object")
         return None
-    gpu_type, region = row.get("gpu_type"), row.get("region")
-    if not isinstance(gpu_type, str) or not gpu_type.strip():
-        result.skip("row without gpu_type", f"jarvislabs:{region}/?")
+    gpu_type, region = text(row.get("gpu_type")), text(row.get("region"))
+    if gpu_type is None:
+        result.skip("row without gpu_type", f"jarvislabs:{row.get('region')}/?")
         return None
-    if not isinstance(region, str) or not region.strip():
+    if region is None:
         result.skip("row without region", f"jarvislabs:?/{gpu_type}")
         return None
-    return {**row, "gpu_type": gpu_type.strip(), "region": region.strip()}
+    return {**row, "gpu_type": gpu_type, "region": region}
 
 
 def _ref(row: Mapping[str, Any]) -> str:
@@ -180,24 +165,7 @@ def _free_gpus(row: Mapping[str, Any], spot: bool) -> int | None:
         ("spot_num_free_devices",) if spot else ("effective_num_free_devices", "num_free_devices")
     )
     for key in keys:
-        number = lenient_float(row.get(key))
-        if number is not None and number >= 0:
+        number = non_negative(lenient_float(row.get(key)))
+        if number is not None:
             return int(number)
     return None
-
-
-def _price(row: Mapping[str, Any], key: str, result: ParseResult, ref: str) -> Decimal | None:
-    """A positive price; null means not offered (spot), garbage or <= 0 is a recorded skip."""
-    try:
-        price = to_decimal(row.get(key))
-    except ValueError as exc:
-        result.skip(f"bad {key}: {exc}", ref)
-        return None
-    if price is None:
-        if key != "spot_price":
-            result.skip(f"no {key}", ref)
-        return None
-    if price <= 0:
-        result.skip(f"non-positive {key} ({price})", ref)
-        return None
-    return price

@@ -13,8 +13,9 @@ spec also allows HTTP Basic with the key as user name. One response, no paginati
 ``price_cents_per_hour`` is an integer in US cents per hour for the whole instance (all its
 GPUs). Lambda publishes one on-demand price per type, the same in every region; there is no
 spot or reserved price in the API. ``regions_with_capacity_available`` lists where the type
-can be launched right now: we emit one offer per such region (``available_now=True``), and
-one region-less offer with ``available_now=False`` for a type sold out everywhere.
+can be launched right now: we emit one offer per such region (``available_now=True``; the
+country from the description's last part, ``data/region_countries.csv``), and one
+region-less offer with ``available_now=False`` for a type sold out everywhere.
 """
 
 from __future__ import annotations
@@ -27,30 +28,22 @@ from typing import Any, ClassVar
 import httpx
 
 from .base import (
-    MIN_USD_PER_GPU_HOUR,
     Adapter,
     ParseResult,
     ProviderError,
     ResponseFormatError,
+    add_per_region,
+    key_headers,
+    positive_price,
 )
-from .gpus import resolve_gpu_name
-from .schema import PriceBasis, PriceUnit, RentalTerm
-from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, to_float
+from .gpus import resolve_gpu_name, spec_fields
+from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .tables import region_countries
+from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, text, to_float
 
 __all__ = ["LambdaAdapter"]
 
 API_URL = "https://cloud.lambda.ai/api/v1/instance-types"
-
-
-#: Country names at the end of Lambda's region descriptions ("Virginia, USA", "Germany").
-_COUNTRY_CODES: Mapping[str, str] = {
-    "USA": "US",
-    "Australia": "AU",
-    "Germany": "DE",
-    "India": "IN",
-    "Israel": "IL",
-    "Japan": "JP",
-}
 
 # "H100 (80 GB SXM5)", "A10 (24 GB PCIe)", "Tesla V100 (16 GB)", "GH200 (96 GB)"
 _GPU_DESCRIPTION = re.compile(r"^\s*(?P<name>.+?)\s*\((?P<gb>\d+(?:\.\d+)?)\s*GB\s*(?P<ff>[^)]*)\)")
@@ -65,13 +58,7 @@ class LambdaAdapter(Adapter):
     credential_names: ClassVar[tuple[str, ...]] = ("lambda_api_key",)
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        key = self.require_credentials()["lambda_api_key"]
-        payload = await self.get_json(
-            client,
-            API_URL,
-            headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
-        )
-        return [payload]
+        return [await self.get_json(client, API_URL, headers=key_headers(self))]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()
@@ -107,7 +94,6 @@ def _parse_item(result: ParseResult, type_name: str, item: Any, fetched_at: date
         return
     try:
         gpu_count = int(to_float(specs.get("gpus")) or 0)
-        usd_per_hour = cents_to_units(itype.get("price_cents_per_hour"))
         vcpus = to_float(specs.get("vcpus"))
         memory_gib = to_float(specs.get("memory_gib"))
         storage_gib = to_float(specs.get("storage_gib"))
@@ -117,19 +103,20 @@ def _parse_item(result: ParseResult, type_name: str, item: Any, fetched_at: date
     if gpu_count <= 0:
         result.skip("no GPU (CPU-only instance type)", ref)
         return
-    if usd_per_hour is None or usd_per_hour <= 0:
-        result.skip(f"no usable price: {itype.get('price_cents_per_hour')!r}", ref)
-        return
-    if usd_per_hour / gpu_count < MIN_USD_PER_GPU_HOUR:
-        result.skip(f"absurd price: {usd_per_hour} USD/h for {gpu_count} GPUs", ref)
+    cents = itype.get("price_cents_per_hour")
+    usd_per_hour = positive_price(
+        result, cents, "price_cents_per_hour", ref, convert=cents_to_units
+    )
+    if usd_per_hour is None:
         return
 
-    fields: dict[str, Any] = {
+    fields: OfferFields = {
         "provider": "lambda",
         "offer_id": str(itype.get("name") or type_name),
-        "instance_name": itype.get("description") or None,
+        "instance_name": text(itype.get("description")),
         "fetched_at": fetched_at,
         "raw_ref": ref,
+        **_gpu_fields(str(itype.get("gpu_description") or "")),
         "gpu_count": gpu_count,
         "vcpus": vcpus or None,
         "ram_gb": gib_to_gb(memory_gib) if memory_gib else None,
@@ -139,24 +126,21 @@ def _parse_item(result: ParseResult, type_name: str, item: Any, fetched_at: date
         "price_unit": PriceUnit.HOUR,
         "price_basis": PriceBasis.INSTANCE,
         "term": RentalTerm.ON_DEMAND,
-        **_gpu_fields(str(itype.get("gpu_description") or "")),
     }
     regions = item.get("regions_with_capacity_available")
-    regions = [r for r in regions if isinstance(r, Mapping)] if isinstance(regions, list) else []
-    if not regions:
-        result.add(ref, **fields, available_now=False)
-        return
-    for region in regions:
-        result.add(
-            ref,
-            **fields,
-            region=str(region.get("name") or "") or None,
-            country=_country(region.get("description")),
-            available_now=True,
-        )
+    listed: list[OfferFields] = [
+        {
+            "region": str(r.get("name") or "") or None,
+            "country": _country(r.get("description")),
+            "available_now": True,
+        }
+        for r in (regions if isinstance(regions, list) else [])
+        if isinstance(r, Mapping)
+    ]
+    add_per_region(result, ref, fields, listed)
 
 
-def _gpu_fields(gpu_description: str) -> dict[str, Any]:
+def _gpu_fields(gpu_description: str) -> OfferFields:
     """GPU model, memory and form factor from Lambda's ``gpu_description``.
 
     The memory in the parentheses is the nominal per-GPU figure ("80 GB"); the word after
@@ -165,32 +149,18 @@ def _gpu_fields(gpu_description: str) -> dict[str, Any]:
     raw = gpu_description.strip()
     match = _GPU_DESCRIPTION.match(raw)
     memory_gb = nominal_gpu_memory_gb(float(match["gb"])) if match else None
-    form_hint = _form_factor_hint(match["ff"]) if match else None
-    fields: dict[str, Any] = {"gpu_raw_name": raw or None, "gpu_memory_gb": memory_gb}
-    if not raw:
-        return fields
-    spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=form_hint)
+    words = match["ff"].lower() if match else ""
+    form_hint = "sxm" if "sxm" in words else "pcie" if "pcie" in words else None
+    spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=form_hint) if raw else None
     if spec is None and match:
         spec = resolve_gpu_name(match["name"], memory_gb=memory_gb, form_factor=form_hint)
-    if spec is not None:
-        fields.update(gpu_model=spec.name, gpu_vendor=spec.vendor, gpu_form_factor=spec.form_factor)
-    return fields
-
-
-def _form_factor_hint(text: str) -> str | None:
-    lowered = text.lower()
-    if "sxm" in lowered:
-        return "sxm"
-    if "pcie" in lowered:
-        return "pcie"
-    return None
+    return {"gpu_raw_name": raw or None, "gpu_memory_gb": memory_gb, **spec_fields(spec)}
 
 
 def _country(description: Any) -> str | None:
     """ISO code from the last comma-separated part of a region description, if known."""
-    if not isinstance(description, str) or not description.strip():
-        return None
-    return _COUNTRY_CODES.get(description.rsplit(",", 1)[-1].strip())
+    last = (text(description) or "").rsplit(",", 1)[-1].strip()
+    return region_countries("lambda").get(last)
 
 
 ADAPTER = LambdaAdapter

@@ -17,8 +17,8 @@ type with its availability. One response, no pagination::
 ``hourly_price`` is an integer in US cents per hour for the whole instance (210 = $2.10/h).
 Each (cloud, cloud instance type, region) is one on-demand offer; ``offer_id`` is
 ``<cloud>:<cloud_instance_type>`` (the underlying cloud's own type name) and ``seller`` the
-cloud. A type with no
-region listed is one region-less offer with ``available_now=False``. The docs' own example
+cloud; a type listed twice gives the contract's duplicates. A type with no region listed is
+one region-less offer with ``available_now=False``. The docs' own example
 is inconsistent (shade type "A6000", ``gpu_type`` "A100", 48 GB): the GPU is resolved from
 ``gpu_type`` with the memory and interconnect as hints, and a contradiction leaves it
 unmapped (``gpu_model=None``) rather than guessed.
@@ -32,16 +32,24 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
+from .base import Adapter, ParseResult, add_per_region, key_headers, payload_list, positive_price
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import GpuFormFactor, GpuInterconnect, PriceBasis, PriceUnit, RentalTerm, Vendor
-from .units import cents_to_units, lenient_float, nominal_gpu_memory_gb, positive
+from .schema import GpuFormFactor, GpuInterconnect, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .units import (
+    cents_to_units,
+    gpu_vendor,
+    lenient_float,
+    nominal_gpu_memory_gb,
+    non_negative,
+    positive,
+    text,
+    whole_count,
+)
 
 __all__ = ["TYPES_URL", "ShadeformAdapter"]
 
 TYPES_URL = "https://api.shadeform.ai/v1/instances/types"
 
-_VENDOR = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD, "intel": Vendor.INTEL}
 _FORM_FACTOR = {"pcie": GpuFormFactor.PCIE, "sxm": GpuFormFactor.SXM}
 
 
@@ -54,81 +62,55 @@ class ShadeformAdapter(Adapter):
     credential_names: ClassVar[tuple[str, ...]] = ("shadeform_api_key",)
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        key = self.require_credentials()["shadeform_api_key"]
-        payload = await self.get_json(
-            client, TYPES_URL, headers={"X-API-KEY": key, "Accept": "application/json"}
-        )
-        return [payload]
+        headers = key_headers(self, "X-API-KEY", scheme="")
+        return [await self.get_json(client, TYPES_URL, headers=headers)]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()
-        seen: set[str] = set()
         for payload in payloads:
-            for record in _instance_types(payload):
-                _parse_type(result, record, seen, fetched_at)
+            for record in payload_list(payload, "instance_types", self.name):
+                _parse_type(result, record, fetched_at)
         return result
 
 
 ADAPTER = ShadeformAdapter
 
 
-def _instance_types(payload: Any) -> list[Any]:
-    if not isinstance(payload, Mapping):
-        raise ResponseFormatError(
-            "shadeform", f"expected a JSON object, got {type(payload).__name__}"
-        )
-    types = payload.get("instance_types")
-    if not isinstance(types, list):
-        raise ResponseFormatError("shadeform", "response has no 'instance_types' list")
-    return types
-
-
-def _parse_type(result: ParseResult, record: Any, seen: set[str], fetched_at: datetime) -> None:
+def _parse_type(result: ParseResult, record: Any, fetched_at: datetime) -> None:
     if not isinstance(record, Mapping):
         result.skip("instance type is not an object")
         return
-    cloud = _text(record.get("cloud"))
-    cloud_type = _text(record.get("cloud_instance_type"))
+    cloud = text(record.get("cloud"))
+    cloud_type = text(record.get("cloud_instance_type"))
     ref = f"shadeform:{cloud}/{cloud_type}"
     if cloud is None or cloud_type is None:
         result.skip("no cloud or cloud_instance_type", ref)
         return
-    offer_id = f"{cloud}:{cloud_type}"
-    if offer_id in seen:
-        result.skip(f"duplicate instance type {offer_id}", ref)
-        return
-    seen.add(offer_id)
     config = record.get("configuration")
     if not isinstance(config, Mapping):
         result.skip("no configuration object", ref)
         return
-    gpu_count = _whole(config.get("num_gpus"))
-    if gpu_count is None or gpu_count < 1:
+    gpu_count = whole_count(config.get("num_gpus"))
+    if gpu_count is None:
         result.skip(f"bad num_gpus {config.get('num_gpus')!r}", ref)
         return
-    try:
-        price = cents_to_units(record.get("hourly_price"))
-    except ValueError as exc:
-        result.skip(f"bad hourly_price: {exc}", ref)
-        return
-    if price is None or price <= 0:
-        result.skip(f"no positive hourly_price ({record.get('hourly_price')!r})", ref)
-        return
-    if price / gpu_count < MIN_USD_PER_GPU_HOUR:
-        result.skip(f"absurd price: {price} USD/h for {gpu_count} GPUs", ref)
+    price = positive_price(
+        result, record.get("hourly_price"), "hourly_price", ref, convert=cents_to_units
+    )
+    if price is None:
         return
 
-    fields: dict[str, Any] = {
+    fields: OfferFields = {
         "provider": "shadeform",
-        "offer_id": offer_id,
+        "offer_id": f"{cloud}:{cloud_type}",
         "seller": cloud,  # the cloud that runs the machine; Shadeform resells it
-        "instance_name": _text(record.get("shade_instance_type")),
+        "instance_name": text(record.get("shade_instance_type")),
         "fetched_at": fetched_at,
         "raw_ref": ref,
         "gpu_count": gpu_count,
         "vcpus": positive(lenient_float(config.get("vcpus"))),
         "ram_gb": positive(lenient_float(config.get("memory_in_gb"))),
-        "storage_gb": _non_negative(lenient_float(config.get("storage_in_gb"))),
+        "storage_gb": non_negative(lenient_float(config.get("storage_in_gb"))),
         "os_images": _os_images(config.get("os_options")),
         "price_amount": price,
         "price_currency": "USD",
@@ -138,33 +120,28 @@ def _parse_type(result: ParseResult, record: Any, seen: set[str], fetched_at: da
         **_gpu_fields(config, gpu_count),
     }
     regions = record.get("availability")
-    regions = [r for r in regions if isinstance(r, Mapping)] if isinstance(regions, list) else []
-    regions = [r for r in regions if _text(r.get("region"))]
-    if not regions:
-        result.add(ref, **fields, available_now=False)
-        return
-    for region in regions:
-        available = region.get("available")
-        result.add(
-            ref,
-            **fields,
-            region=_text(region.get("region")),
-            country=_country(region.get("display_name")),
-            available_now=available if isinstance(available, bool) else None,
-        )
+    listed: list[OfferFields] = [
+        {
+            "region": text(r.get("region")),
+            "country": _country(r.get("display_name")),
+            "available_now": r["available"] if isinstance(r.get("available"), bool) else None,
+        }
+        for r in (regions if isinstance(regions, list) else [])
+        if isinstance(r, Mapping) and text(r.get("region"))
+    ]
+    add_per_region(result, ref, fields, listed)
 
 
-def _gpu_fields(config: Mapping[str, Any], gpu_count: int) -> dict[str, Any]:
+def _gpu_fields(config: Mapping[str, Any], gpu_count: int) -> OfferFields:
     """GPU model, vendor, memory, form factor and interconnect from ``configuration``."""
-    raw = _text(config.get("gpu_type"))
+    raw = text(config.get("gpu_type"))
     memory = positive(lenient_float(config.get("vram_per_gpu_in_gb")))
     memory_gb = nominal_gpu_memory_gb(memory) if memory is not None else None
     form = _FORM_FACTOR.get(str(config.get("interconnect", "")).lower())
     spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=form) if raw else None
-    manufacturer = _VENDOR.get(str(config.get("gpu_manufacturer", "")).lower())
     return {
         "gpu_raw_name": raw,
-        **spec_fields(spec, form_factor=form, vendor=manufacturer),
+        **spec_fields(spec, form_factor=form, vendor=gpu_vendor(config.get("gpu_manufacturer"))),
         "gpu_memory_gb": memory_gb,
         "gpu_interconnect": _interconnect(form, config.get("nvlink"), gpu_count),
     }
@@ -196,22 +173,5 @@ def _os_images(options: Any) -> tuple[str, ...] | None:
 
 def _country(display_name: Any) -> str | None:
     """ISO code at the start of a display name (``"US, Wichita, KS"`` -> ``"US"``)."""
-    if not isinstance(display_name, str):
-        return None
-    head = display_name.split(",", 1)[0].strip()
+    head = (text(display_name) or "").split(",", 1)[0].strip()
     return head.upper() if len(head) == 2 and head.isalpha() else None
-
-
-def _whole(value: Any) -> int | None:
-    number = lenient_float(value)
-    if number is None or number != int(number):
-        return None
-    return int(number)
-
-
-def _non_negative(value: float | None) -> float | None:
-    return value if value is not None and value >= 0 else None
-
-
-def _text(value: Any) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None

@@ -13,10 +13,18 @@ import csv
 import functools
 import io
 import tomllib
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-__all__ = ["DATA_DIR", "country_code", "data_rows", "sourced_rows"]
+__all__ = [
+    "DATA_DIR",
+    "country_code",
+    "data_rows",
+    "read_table",
+    "region_countries",
+    "sourced_rows",
+]
 
 #: Folder of the adapters' data files (tables with a source per row), beside this module.
 DATA_DIR = "data"
@@ -24,18 +32,20 @@ DATA_DIR = "data"
 
 @functools.cache
 def data_rows(filename: str) -> tuple[dict[str, str], ...]:
-    """The rows of ``adapters/data/<filename>`` (CSV with a header), read once per process.
+    """The rows of the CSV table ``adapters/data/<filename>``, read once (:func:`read_table`)."""
+    return read_table(_read(filename), f"{DATA_DIR}/{filename}")
 
-    Every data file carries a ``source`` column; a row without one is a ValueError naming the
-    file and line, so that no fact enters the tables unsourced.
+
+def read_table(content: str, filename: str) -> tuple[dict[str, str], ...]:
+    """The rows of a CSV data table with a header; every row names its ``source``.
+
+    A row without one, or with a cell too many or too few, is a ValueError naming the file and
+    line: a fact from elsewhere carries where it comes from.
     """
-    text = (
-        resources.files(__package__ or "adapters").joinpath(DATA_DIR, filename).read_text("utf-8")
-    )
-    rows = tuple(csv.DictReader(io.StringIO(text)))
+    rows = tuple(csv.DictReader(io.StringIO(content)))
     for line, row in enumerate(rows, start=2):
-        if not (row.get("source") or "").strip():
-            raise ValueError(f"{DATA_DIR}/{filename} line {line}: no source")
+        if None in row or None in row.values() or not (row.get("source") or "").strip():
+            raise ValueError(f"{filename} line {line}: a cell too many or too few, or no source")
     return rows
 
 
@@ -59,10 +69,7 @@ def sourced_rows(filename: str, rows: str) -> list[dict[str, Any]]:
     -> where it was read) and entries that each name their ``source`` (and may ``quote`` it).
     An entry without a known source is a ValueError: every row keeps its source.
     """
-    text = (
-        resources.files(__package__ or "adapters").joinpath(DATA_DIR, filename).read_text("utf-8")
-    )
-    table = tomllib.loads(text)
+    table = tomllib.loads(_read(filename))
     sources, entries = table.get("sources", {}), table.get(rows)
     if not isinstance(entries, list):
         raise ValueError(f"{filename}: no [[{rows}]] entries")
@@ -75,3 +82,13 @@ def sourced_rows(filename: str, rows: str) -> list[dict[str, Any]]:
 def _read(filename: str) -> str:
     path = resources.files(__package__ or "adapters").joinpath(DATA_DIR, filename)
     return path.read_text("utf-8")
+
+
+@functools.cache
+def region_countries(provider: str) -> Mapping[str, str]:
+    """``provider``'s region words -> ISO 3166-1 country, from ``data/region_countries.csv``."""
+    return {
+        row["name"]: row["country"]
+        for row in data_rows("region_countries.csv")
+        if row["provider"] == provider
+    }

@@ -11,13 +11,15 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .schema import HOURS_PER_MONTH
+from .schema import HOURS_PER_MONTH, Vendor
 
 __all__ = [
     "cents_to_units",
     "gbps_to_mbps",
     "gib_to_gb",
     "google_money_to_decimal",
+    "gpu_vendor",
+    "lenient_decimal",
     "lenient_float",
     "memory_gb_in_name",
     "mib_to_gb",
@@ -205,3 +207,22 @@ def power_of_two_counts(high: int, low: int = 1) -> list[int]:
     """
     counts = [2**i for i in range(high.bit_length()) if low <= 2**i <= high]
     return counts if high < low or high in counts else [*counts, high]
+
+
+def lenient_decimal(value: Any) -> Decimal | None:
+    """An optional exact amount (a storage or egress price); garbage becomes ``None``."""
+    try:
+        return to_decimal(value)
+    except ValueError:
+        return None
+
+
+def gpu_vendor(name: Any) -> Vendor | None:
+    """The GPU vendor a provider names in a field of its own (``"NVIDIA"``, ``"amd"``).
+
+    Used for a GPU the catalog does not know; any other word is ``None``, not ``OTHER``.
+    """
+    return _GPU_VENDORS.get(name.strip().lower()) if isinstance(name, str) else None
+
+
+_GPU_VENDORS = {v.value: v for v in (Vendor.NVIDIA, Vendor.AMD, Vendor.INTEL)}

@@ -2,10 +2,12 @@
 
 API: ``POST https://console.vast.ai/api/v0/bundles/`` with a JSON filter body, answered by
 ``{"offers": [...]}`` (official OpenAPI spec, vast-ai/docs
-api-reference/openapi/yaml/search_offers.yaml; ``vastai search offers --raw`` prints the bare
-list, which :meth:`VastAiAdapter.parse` accepts too). No pagination: the body's ``limit``
-caps the answer. An API key is optional for this public search (the spec asks for one; the
-key is sent as ``Authorization: Bearer`` when configured). An invalid key answers HTTP 404.
+api-reference/openapi/yaml/search_offers.yaml). No pagination: the body's ``limit`` caps the
+answer. ``vastai search offers --raw`` prints the ``offers`` list of that same answer
+(vast-ai/vast-cli vastai/cli/commands/offers.py: ``rows = r.json()["offers"]``), so a CLI
+capture is this answer without its envelope. An API key is optional for this public search
+(the spec asks for one; the key is sent as ``Authorization: Bearer`` when configured). An
+invalid key answers HTTP 404.
 
 Each offer is one machine (or a slice of its GPUs) listed by a host. Field meanings, from the
 spec and vast-ai/vast-cli (vastai/cli/commands/offers.py):
@@ -31,15 +33,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name
-from .schema import PriceBasis, PriceUnit, RentalTerm, Vendor
-from .units import mib_to_gb, to_decimal, to_float, whole_count
+from .base import Adapter, ParseResult, payload_list, positive_price
+from .gpus import resolve_gpu_name, spec_fields
+from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .units import (
+    gpu_vendor,
+    lenient_decimal,
+    lenient_float,
+    mib_to_gb,
+    non_negative,
+    positive,
+    text,
+    whole_count,
+)
 
 __all__ = ["BUNDLES_URL", "SEARCH_LIMIT", "VastAiAdapter"]
 
@@ -49,7 +59,6 @@ SEARCH_LIMIT = 3000
 
 _VERIFICATION = {"verified": True, "unverified": False, "deverified": False}
 _HOSTING_DATACENTER = {1: True, 0: False}
-_GPU_ARCH_VENDOR = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD, "intel": Vendor.INTEL}
 _COUNTRY = re.compile(r"(?:^|,\s*)([A-Za-z]{2})$")
 
 
@@ -76,76 +85,56 @@ class VastAiAdapter(Adapter):
     optional_credential_names = ("vastai_api_key",)
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        headers = {}
         key = self.credentials.get("vastai_api_key")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         payload = await self.post_json(client, BUNDLES_URL, json=search_body(), headers=headers)
         return [payload]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
+        """One on-demand and one interruptible offer per listing; a machine's GPU slice
+        listed twice is the contract's duplicate (its offer id names machine and count)."""
         result = ParseResult()
-        seen: set[str] = set()
         for payload in payloads:
-            for record in _offer_records(payload):
-                self._parse_offer(record, result, seen, fetched_at)
+            for record in payload_list(payload, "offers", self.name):
+                self._parse_offer(record, result, fetched_at)
         return result
 
-    def _parse_offer(
-        self, record: Any, result: ParseResult, seen: set[str], fetched_at: datetime
-    ) -> None:
+    def _parse_offer(self, record: Any, result: ParseResult, fetched_at: datetime) -> None:
         if not isinstance(record, Mapping):
             result.skip("offer is not an object")
             return
         ref = f"vastai:offer/{record.get('id', record.get('ask_contract_id'))}"
-        raw_gpu = record.get("gpu_name")
-        if not isinstance(raw_gpu, str) or not raw_gpu.strip():
+        raw_gpu = text(record.get("gpu_name"))
+        if raw_gpu is None:
             result.skip("no gpu_name", ref)
             return
         gpu_count = whole_count(record.get("num_gpus"))
         if gpu_count is None:
             result.skip(f"bad num_gpus {record.get('num_gpus')!r}", ref)
             return
-        try:
-            on_demand = to_decimal(record.get("dph_base"))
-            bid = to_decimal(record.get("min_bid"))
-        except ValueError as exc:
-            result.skip(f"bad price: {exc}", ref)
+        on_demand = positive_price(result, record.get("dph_base"), "dph_base", ref)
+        if on_demand is None:
             return
-        if on_demand is None or on_demand <= 0:
-            result.skip(f"no positive dph_base ({record.get('dph_base')!r})", ref)
-            return
-        offer_id = _offer_id(record, gpu_count)
-        if offer_id in seen:
-            result.skip(f"duplicate offer {offer_id}", ref)
-            return
-        seen.add(offer_id)
+        # no bid price (null or 0): not sold as interruptible; a bad one skips only the bid
+        min_bid = record.get("min_bid")
+        bid = positive_price(result, min_bid, "min_bid", ref) if min_bid else None
 
-        common = _common_fields(record, raw_gpu.strip(), gpu_count)
-        common.update(provider=self.name, offer_id=offer_id, fetched_at=fetched_at, raw_ref=ref)
-        result.add(ref, price_amount=on_demand, term=RentalTerm.ON_DEMAND, **common)
-        if bid is not None and bid > 0:
-            result.add(ref, price_amount=bid, term=RentalTerm.INTERRUPTIBLE, **common)
+        fields: OfferFields = {
+            "provider": self.name,
+            "fetched_at": fetched_at,
+            "raw_ref": ref,
+            **_common_fields(record, raw_gpu, gpu_count),
+        }
+        for price, term in ((on_demand, RentalTerm.ON_DEMAND), (bid, RentalTerm.INTERRUPTIBLE)):
+            if price is not None:
+                priced: OfferFields = {**fields, "price_amount": price, "term": term}
+                result.add(ref, **priced)
 
 
 ADAPTER = VastAiAdapter
 
 
 # --- pure helpers ---------------------------------------------------------------------
-
-
-def _offer_records(payload: Any) -> list[Any]:
-    """The offers of one response: ``{"offers": [...]}`` from the API, or the CLI's bare list."""
-    if isinstance(payload, list):
-        return payload
-    if not isinstance(payload, Mapping):
-        raise ResponseFormatError("vastai", f"expected an object, got {type(payload).__name__}")
-    if "offers" not in payload:
-        raise ResponseFormatError("vastai", "response has no 'offers' key")
-    offers = payload["offers"]
-    if not isinstance(offers, list):
-        raise ResponseFormatError("vastai", f"'offers' is {type(offers).__name__}, not a list")
-    return offers
 
 
 def _offer_id(record: Mapping[str, Any], gpu_count: int) -> str:
@@ -156,65 +145,53 @@ def _offer_id(record: Mapping[str, Any], gpu_count: int) -> str:
     return f"m{machine}-{gpu_count}x"
 
 
-def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> dict[str, Any]:
+def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> OfferFields:
     """Everything but the price and term, shared by the on-demand and interruptible offers."""
-    gpu_mib = _number(record, "gpu_ram")
-    memory_gb = mib_to_gb(gpu_mib) if gpu_mib and gpu_mib > 0 else None
-    spec = resolve_gpu_name(raw_gpu, memory_gb=_nominal_gib(gpu_mib))
-    arch = record.get("gpu_arch")
-    vendor = spec.vendor if spec else _GPU_ARCH_VENDOR.get(str(arch).lower()) if arch else None
-    geolocation = record.get("geolocation")
-    region = geolocation.strip() if isinstance(geolocation, str) and geolocation.strip() else None
-    pcie_gen = _number(record, "pci_gen")
-    storage_cost = _decimal(record, "storage_cost")
-    egress = _decimal(record, "inet_up_cost")
-    cuda = _number(record, "cuda_max_good")
-    driver = record.get("driver_version")
-    cpu_name = record.get("cpu_name")
-    cpu_arch = record.get("cpu_arch")
+    gpu_mib = positive(lenient_float(record.get("gpu_ram")))
+    # matched on GiB, the unit GPU names quote ("80GB" = 81920 MiB)
+    spec = resolve_gpu_name(raw_gpu, memory_gb=gpu_mib / 1024 if gpu_mib else None)
+    region = text(record.get("geolocation"))
+    pcie_gen = lenient_float(record.get("pci_gen"))
+    cuda = positive(lenient_float(record.get("cuda_max_good")))
+    storage_cost = lenient_decimal(record.get("storage_cost"))
+    egress = lenient_decimal(record.get("inet_up_cost"))
     return {
+        "offer_id": _offer_id(record, gpu_count),
         "region": region,
         "country": _country(region),
-        "gpu_model": spec.name if spec else None,
         "gpu_raw_name": raw_gpu,
-        "gpu_vendor": vendor,
+        **spec_fields(spec, vendor=gpu_vendor(record.get("gpu_arch"))),
         "gpu_count": gpu_count,
-        "gpu_memory_gb": memory_gb,
-        "gpu_form_factor": spec.form_factor if spec else None,
-        "gpu_nvlink_gbs": _positive(_number(record, "bw_nvlink")),
+        "gpu_memory_gb": mib_to_gb(gpu_mib) if gpu_mib else None,
+        "gpu_nvlink_gbs": positive(lenient_float(record.get("bw_nvlink"))),
         "gpu_pcie_gen": int(pcie_gen) if pcie_gen and 1 <= pcie_gen <= 7 else None,
-        "cpu_model": cpu_name if isinstance(cpu_name, str) and cpu_name else None,
-        "cpu_arch": cpu_arch if isinstance(cpu_arch, str) and cpu_arch else None,
-        "vcpus": _positive(_number(record, "cpu_cores_effective")),
-        "storage_gb": _non_negative(_number(record, "disk_space")),
+        "cpu_model": text(record.get("cpu_name")),
+        "cpu_arch": text(record.get("cpu_arch")),
+        "vcpus": positive(lenient_float(record.get("cpu_cores_effective"))),
+        "storage_gb": non_negative(lenient_float(record.get("disk_space"))),
         # Vast reports disk_bw in MB/s.
-        "disk_bandwidth_mbps": _positive(_number(record, "disk_bw")),
-        "public_bandwidth_up_mbps": _positive(_number(record, "inet_up")),
-        "public_bandwidth_down_mbps": _positive(_number(record, "inet_down")),
-        "cuda_version": str(cuda) if cuda and cuda > 0 else None,
-        "driver_version": driver if isinstance(driver, str) and driver else None,
+        "disk_bandwidth_mbps": positive(lenient_float(record.get("disk_bw"))),
+        "public_bandwidth_up_mbps": positive(lenient_float(record.get("inet_up"))),
+        "public_bandwidth_down_mbps": positive(lenient_float(record.get("inet_down"))),
+        "cuda_version": str(cuda) if cuda else None,
+        "driver_version": text(record.get("driver_version")),
         "price_currency": "USD",
         "price_unit": PriceUnit.HOUR,
         "price_basis": PriceBasis.INSTANCE,
         "storage_price_per_gb_month": storage_cost if storage_cost and storage_cost >= 0 else None,
         "egress_price_per_gb": egress if egress is not None and egress >= 0 else None,
-        "reliability": _fraction(_number(record, "reliability2") or _number(record, "reliability")),
+        "reliability": _fraction(
+            lenient_float(record.get("reliability2")) or lenient_float(record.get("reliability"))
+        ),
         "verified": _VERIFICATION.get(str(record.get("verification"))),
         "datacenter": _datacenter(record.get("hosting_type")),
         "available_now": _available(record),
     }
 
 
-def _nominal_gib(mib: float | None) -> float | None:
-    """GPU memory in GiB, the unit GPU names quote ("80GB" = 81920 MiB), for name matching."""
-    return mib / 1024 if mib and mib > 0 else None
-
-
 def _country(region: str | None) -> str | None:
     """The ISO code at the end of a geolocation ("Texas, US" -> "US"; "US" -> "US")."""
-    if region is None:
-        return None
-    match = _COUNTRY.search(region)
+    match = _COUNTRY.search(region) if region else None
     return match.group(1).upper() if match else None
 
 
@@ -225,34 +202,11 @@ def _available(record: Mapping[str, Any]) -> bool | None:
     return rentable and rented is not True
 
 
-def _number(record: Mapping[str, Any], key: str) -> float | None:
-    """An optional quantity; garbage becomes ``None`` (one bad field must not drop an offer)."""
-    try:
-        return to_float(record.get(key))
-    except ValueError:
-        return None
-
-
-def _decimal(record: Mapping[str, Any], key: str) -> Decimal | None:
-    try:
-        return to_decimal(record.get(key))
-    except ValueError:
-        return None
-
-
 def _datacenter(hosting_type: Any) -> bool | None:
     """``hosting_type`` 1 is a datacenter host, 0 a consumer one; anything else is unknown."""
     if isinstance(hosting_type, bool) or not isinstance(hosting_type, int):
         return None
     return _HOSTING_DATACENTER.get(hosting_type)
-
-
-def _positive(value: float | None) -> float | None:
-    return value if value is not None and value > 0 else None
-
-
-def _non_negative(value: float | None) -> float | None:
-    return value if value is not None and value >= 0 else None
 
 
 def _fraction(value: float | None) -> float | None:

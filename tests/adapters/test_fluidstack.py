@@ -85,11 +85,18 @@ def test_other_types_and_unavailable_l40() -> None:
     assert len(offers) == 20
 
 
-@pytest.mark.parametrize("price", [None, 0, "-2", "abc", "0.001"])
+@pytest.mark.parametrize("price", [None, 0, "-2", "abc"])
 def test_bad_prices_are_skipped(price: Any) -> None:
     result = parse([record(price_per_gpu_hr=price)])
     assert result.offers == []
     assert len(result.skipped) == 1
+
+
+def test_price_below_the_floor_is_skipped_per_offer() -> None:
+    # the contract's floor judges each offer: 4 counts x 2 regions
+    result = parse([record(price_per_gpu_hr="0.001")])
+    assert result.offers == []
+    assert result.skip_reasons() == {"absurd price: 0.00100 USD per GPU-hour (on_demand)": 8}
 
 
 def test_numeric_price_and_messy_counts() -> None:

@@ -14,7 +14,13 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
+from adapters.base import (
+    DUPLICATE_REASON,
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+)
 from adapters.jarvislabs import SERVER_META_URL, JarvisLabsAdapter, instance_gpu_counts
 from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
 
@@ -170,9 +176,9 @@ def test_truncated_json_is_a_format_error() -> None:
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [
-        ({"price_per_hour": None}, "no price_per_hour"),
-        ({"price_per_hour": -0.44}, "non-positive price_per_hour"),
-        ({"price_per_hour": 0}, "non-positive price_per_hour"),
+        ({"price_per_hour": None}, "no positive price_per_hour (None)"),
+        ({"price_per_hour": -0.44}, "no positive price_per_hour (-0.44)"),
+        ({"price_per_hour": 0}, "no positive price_per_hour (0)"),
         ({"price_per_hour": "n/a"}, "bad price_per_hour"),
         ({"gpu_type": None}, "row without gpu_type"),
         ({"region": ""}, "row without region"),
@@ -207,9 +213,9 @@ def test_absurd_price_is_rejected() -> None:
 
 
 def test_duplicate_rows_are_skipped() -> None:
-    result = parse(rows(l4_vm(num_gpus="1"), l4_vm(num_gpus="1")))
-    assert len(result.offers) == 1
-    assert result.skip_reasons() == {"duplicate vm row": 1}
+    result = parse(rows(l4_vm(num_gpus="1"), l4_vm(num_gpus="1", price_per_hour=9)))
+    assert [o.price_amount for o in result.offers] == [Decimal("0.44")]  # the first wins
+    assert result.skip_reasons() == {DUPLICATE_REASON: 1}
 
 
 # --- fetch -------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import copy
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from adapters.base import DUPLICATE_REASON, ProviderError, ResponseFormatError, RetryPolicy
 from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
 from adapters.vastai import BUNDLES_URL, SEARCH_LIMIT, VastAiAdapter
 
@@ -25,6 +26,12 @@ FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
 
 def load(name: str) -> Any:
     return json.loads((FIXTURES / name).read_text())
+
+
+def cli_capture() -> dict[str, Any]:
+    """The verbatim CLI capture in the answer it was printed from: the CLI prints the
+    ``offers`` list of the bundles answer, so the envelope is all that differs."""
+    return {"offers": load("offers_cli_raw_rtx4090_2024.verbatim.json")}
 
 
 def parse(*payloads: Any) -> Any:
@@ -102,8 +109,8 @@ def test_interruptible_offer_is_the_min_bid() -> None:
     assert a100.region == "Quebec, CA" and a100.country == "CA"
 
 
-def test_verbatim_cli_capture_is_a_bare_list() -> None:
-    result = parse(load("offers_cli_raw_rtx4090_2024.verbatim.json"))
+def test_verbatim_cli_capture_in_its_envelope() -> None:
+    result = parse(cli_capture())
     assert len(result.offers) == 2
     offer = one(result.offers, "m22990-1x", RentalTerm.ON_DEMAND)
     assert offer.gpu_model == "RTX-4090"
@@ -122,10 +129,26 @@ def test_verbatim_cli_capture_is_a_bare_list() -> None:
 
 
 def test_same_machine_twice_is_one_offer() -> None:
-    raw = load("offers_cli_raw_rtx4090_2024.verbatim.json")
+    raw = cli_capture()
     result = parse(raw, raw)
     assert len(result.offers) == 2
-    assert result.skip_reasons() == {"duplicate offer m22990-1x": 1}
+    # the contract's dedupe: the second listing's on-demand and interruptible offers
+    assert result.skip_reasons() == {DUPLICATE_REASON: 2}
+    assert result.skipped[0].ref == "vastai:offer/11684738 (first: vastai:offer/11684738)"
+
+
+def test_the_shipped_sample_is_the_capture_in_the_live_envelope() -> None:
+    # adapters/samples replays through parse: it must be what fetch returns, not the CLI list
+    sample = resources.files("adapters").joinpath(
+        "samples", "vastai", "bundles_rtx4090_2024.cli_raw_in_envelope.json"
+    )
+    assert json.loads(sample.read_text("utf-8")) == cli_capture()
+
+
+def test_the_cli_bare_list_is_not_the_live_format() -> None:
+    # fetch gets {"offers": [...]}; a bare list is not what the provider answers
+    with pytest.raises(ResponseFormatError, match="expected a JSON object"):
+        parse(load("offers_cli_raw_rtx4090_2024.verbatim.json"))
 
 
 # --- parse: bad input -------------------------------------------------------------------
@@ -148,7 +171,7 @@ def test_truncated_json_is_a_format_error() -> None:
 
 
 def _offer(**changes: Any) -> dict[str, Any]:
-    base = copy.deepcopy(load("offers_cli_raw_rtx4090_2024.verbatim.json")[0])
+    base = copy.deepcopy(cli_capture()["offers"][0])
     base.update(changes)
     return base
 
@@ -158,7 +181,7 @@ def _offer(**changes: Any) -> dict[str, Any]:
     [
         ({"dph_base": None}, "no positive dph_base"),
         ({"dph_base": -0.5}, "no positive dph_base"),
-        ({"dph_base": "cheap"}, "bad price"),
+        ({"dph_base": "cheap"}, "bad dph_base: not a number"),
         ({"num_gpus": 0}, "bad num_gpus"),
         ({"num_gpus": None}, "bad num_gpus"),
         ({"gpu_name": None}, "no gpu_name"),
@@ -181,9 +204,19 @@ def test_string_numbers_are_read() -> None:
     }
 
 
-def test_missing_bid_gives_only_on_demand() -> None:
-    result = parse({"offers": [_offer(min_bid=None)]})
+@pytest.mark.parametrize("bid", [None, 0])
+def test_missing_bid_gives_only_on_demand(bid: Any) -> None:
+    result = parse({"offers": [_offer(min_bid=bid)]})
     assert [o.term for o in result.offers] == [RentalTerm.ON_DEMAND]
+    assert result.skipped == []
+
+
+@pytest.mark.parametrize(("bid", "reason"), [("n/a", "bad min_bid"), (-0.2, "no positive min_bid")])
+def test_bad_bid_skips_only_the_interruptible_offer(bid: Any, reason: str) -> None:
+    result = parse({"offers": [_offer(min_bid=bid)]})
+    assert [o.term for o in result.offers] == [RentalTerm.ON_DEMAND]
+    [skipped] = result.skipped
+    assert reason in skipped.reason
 
 
 def test_unknown_gpu_is_kept_unmapped() -> None:

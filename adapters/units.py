@@ -7,15 +7,23 @@ gigabyte the GPU datasheets and cloud price pages use, except where a name says 
 
 from __future__ import annotations
 
+import csv
+import functools
+import io
+import re
 from decimal import Decimal, InvalidOperation
+from importlib import resources
 from typing import Any
 
 from .schema import HOURS_PER_MONTH
 
 __all__ = [
+    "DATA_DIR",
     "cents_to_units",
+    "data_rows",
     "gbps_to_mbps",
     "gib_to_gb",
+    "gpu_share",
     "google_money_to_decimal",
     "kib_to_gb",
     "lenient_float",
@@ -26,6 +34,8 @@ __all__ = [
     "per_gb_hour_to_per_gb_month",
     "per_gib_hour_to_per_gb_month",
     "positive",
+    "price_or_reason",
+    "size_text_to_gb",
     "to_decimal",
     "to_float",
     "whole_count",
@@ -163,3 +173,70 @@ def whole_count(value: Any) -> int | None:
 def positive(value: float | None) -> float | None:
     """``value`` if it is above zero, else ``None`` (a 0 GB disk means "not published")."""
     return value if value is not None and value > 0 else None
+
+
+# --- hyperscalers ---
+# Shared by the AWS, Azure, GCP and OCI adapters. ``DATA_DIR``/``data_rows`` are the same
+# loader the GPU-cloud helpers wrote (their branch): keep one when merging.
+
+#: Folder of the adapters' data files (tables with a source per row), beside this module.
+DATA_DIR = "data"
+
+
+@functools.cache
+def data_rows(filename: str) -> tuple[dict[str, str], ...]:
+    """The rows of ``adapters/data/<filename>`` (CSV with a header), read once per process.
+
+    Every data file carries a ``source`` column; a row without one is a ValueError naming the
+    file and line, so that no fact enters the tables unsourced.
+    """
+    text = resources.files(__package__ or "adapters").joinpath(DATA_DIR, filename).read_text()
+    rows = tuple(csv.DictReader(io.StringIO(text)))
+    for line, row in enumerate(rows, start=2):
+        if not (row.get("source") or "").strip():
+            raise ValueError(f"{DATA_DIR}/{filename} line {line}: no source")
+    return rows
+
+
+def price_or_reason(value: Any) -> Decimal | str:
+    """A raw price as an exact Decimal, or the reason to skip its record.
+
+    >>> price_or_reason("3.673")
+    Decimal('3.673')
+    >>> price_or_reason("abc"), price_or_reason(None)
+    ("price is not a number: 'abc'", 'no price')
+    """
+    try:
+        price = to_decimal(value)
+    except ValueError:
+        return f"price is not a number: {value!r}"
+    return "no price" if price is None else price
+
+
+_SIZE_TEXT = re.compile(r"^\s*([\d.,]+)\s*(GiB|GB|TiB|TB)?\s*$", re.IGNORECASE)
+
+
+def size_text_to_gb(text: str) -> float | None:
+    """A size written with its unit (``"2048 GiB"``, ``"640 GB"``, ``"1 TB"``) in decimal GB;
+    a bare number is GB. ``None`` if absent or not a size (``"NA"``).
+
+    >>> size_text_to_gb("640 GB"), size_text_to_gb("1 TiB"), size_text_to_gb("NA")
+    (640.0, 1099.511627776, None)
+    """
+    match = _SIZE_TEXT.match(text or "")
+    if not match:
+        return None
+    value = float(match.group(1).replace(",", ""))
+    unit = (match.group(2) or "GB").lower()
+    if unit in ("gib", "tib"):
+        return gib_to_gb(value * 1024 if unit == "tib" else value)
+    return value * 1000 if unit == "tb" else value
+
+
+def gpu_share(gpus: float) -> tuple[int, float | None]:
+    """``(gpu_count, gpu_fraction)`` of a GPU count that may be a slice of one GPU.
+
+    >>> gpu_share(8), gpu_share(0.125)
+    ((8, None), (1, 0.125))
+    """
+    return (1, float(gpus)) if gpus < 1 else (int(gpus), None)

@@ -741,7 +741,11 @@ class AwsAdapter(Adapter):
             if (calls := read_failed_calls(payload, self.name)) is not None:
                 failed.extend(calls)
             elif not isinstance(payload, str):
-                raise ResponseFormatError(self.name, f"unexpected payload type {type(payload)}")
+                raise ResponseFormatError(
+                    self.name,
+                    f"unexpected payload type {type(payload).__name__}: parse reads what fetch"
+                    " returns (price-list CSV text, EC2 Query-API XML)",
+                )
             elif (text := payload.lstrip("\ufeff \t\r\n")).startswith("<"):
                 root = _xml_root(text)
                 if _strip_ns(root.tag) == "DescribeInstanceTypesResponse":

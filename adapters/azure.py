@@ -157,18 +157,15 @@ _LOW_PRIORITY = _PriceKind(
 #: Reservations: a price for the whole term. Azure lets the buyer pay it up front or in
 #: monthly instalments of the same total (learn.microsoft.com/azure/cost-management-billing/
 #: reservations/prepare-buy-reservation), so whether it is prepaid is the buyer's choice.
+_TERMS = {"1 year": (RentalTerm.COMMIT_1Y, "1y"), "3 years": (RentalTerm.COMMIT_3Y, "3y")}
 _RESERVATION = {
-    "1 year": _PriceKind(RentalTerm.COMMIT_1Y, PriceUnit.TERM, "reservation", " (1y RI)"),
-    "3 years": _PriceKind(RentalTerm.COMMIT_3Y, PriceUnit.TERM, "reservation", " (3y RI)"),
+    name: _PriceKind(term, PriceUnit.TERM, "reservation", f" ({years} RI)")
+    for name, (term, years) in _TERMS.items()
 }
 #: Savings plans: an hourly rate for a 1- or 3-year hourly spend commitment, billed hourly.
 _SAVINGS_PLAN = {
-    "1 year": _PriceKind(
-        RentalTerm.COMMIT_1Y, PriceUnit.HOUR, "savings-plan", " (1y savings plan)", False
-    ),
-    "3 years": _PriceKind(
-        RentalTerm.COMMIT_3Y, PriceUnit.HOUR, "savings-plan", " (3y savings plan)", False
-    ),
+    name: _PriceKind(term, PriceUnit.HOUR, "savings-plan", f" ({years} savings plan)", False)
+    for name, (term, years) in _TERMS.items()
 }
 
 

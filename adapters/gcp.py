@@ -270,7 +270,6 @@ class _RateTable:
 
     def __init__(self) -> None:
         self.rates: dict[RateKey, Rate] = {}
-        self.gpu_regions: set[tuple[str, str, RentalTerm]] = set()
 
     def add_sku(self, sku: Any, result: ParseResult) -> None:
         if not isinstance(sku, dict):

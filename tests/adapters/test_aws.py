@@ -36,6 +36,7 @@ from adapters.collect import ProviderRun, RunStatus, run_provider
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType, Vendor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "aws"
+SAMPLES = Path(__file__).resolve().parents[2] / "adapters" / "samples" / "aws"
 NOW = datetime(2025, 9, 15, 12, tzinfo=UTC)
 FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
 GPU_CSV = "bulk_index_csv_gpu_rows.reconstructed.csv"
@@ -119,6 +120,11 @@ def test_offers_and_decoys(full: Any) -> None:
         "not shared tenancy": 1,
         "pre-installed software": 1,
     }
+
+
+def test_sample_xml_is_the_tested_fixture() -> None:
+    for name in (SPOT_XML, GPU_INFO_XML):
+        assert (SAMPLES / name).read_bytes() == read(name), name
 
 
 def test_p5_on_demand(full: Any) -> None:
@@ -469,6 +475,8 @@ def test_fetch_without_credentials_streams_price_list_and_skips_spot(
     assert "spot prices skipped: credentials not set" in caplog.text
     result = AwsAdapter().parse(payloads, fetched_at=NOW)
     assert len(result.offers) == 5 and result.skipped == []
+    # the offline sample holds exactly what fetch returns for this price list
+    assert text == (SAMPLES / "bulk_index_csv_gpu_rows.streamed.reconstructed.csv").read_text()
 
 
 def spot_xml(*items: tuple[str | None, ...], token: str = "") -> str:

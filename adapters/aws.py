@@ -896,8 +896,9 @@ class _OfferBuilder:
             for r in (hourly, upfront)
         ]
         reasons = [p for p in parts if isinstance(p, str)]
+        for reason in reasons:  # each broken part is reported
+            self.result.skip(reason, ref)
         if reasons:
-            self.result.skip(reasons[0], ref)
             return
         hourly_price, upfront_price = (Decimal(p) for p in parts)
         if hourly_price < 0 or upfront_price < 0:

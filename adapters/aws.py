@@ -8,12 +8,10 @@ Sources (formats as documented by AWS and recorded in tests/fixtures/aws/):
   ``currentVersionUrl`` (``.../<region>/index.json``; the same path with ``index.csv`` is
   the CSV). A region file is hundreds of MB, so :meth:`AwsAdapter.fetch` streams it line by
   line and keeps only the GPU rows we price (see :func:`_keep_product`). CSV layout: five
-  metadata lines, a header, then one row per SKU x term x price dimension.
-* **Offer file JSON / Price List Query API GetProducts**: the same products and terms as
-  JSON (``products``/``terms``; GetProducts wraps each product as a JSON *string* in
-  ``PriceList``). :meth:`AwsAdapter.parse` reads both, e.g. when replaying recordings.
-* **DescribeSpotPriceHistory** (EC2 Query API, SigV4-signed, XML; the SDK/CLI JSON shape is
-  read too): current spot price per availability zone. Needs the settings
+  metadata lines, a header, then one row per SKU x term x price dimension. Parse applies
+  the same row filter, so a whole region file reads the same as the streamed one.
+* **DescribeSpotPriceHistory** (EC2 Query API, SigV4-signed, XML): current spot price per
+  availability zone. Needs the settings
   ``aws_access_key_id``/``aws_secret_access_key``; without them the spot part is skipped
   with a warning and the public price list is still fetched. Spot is an extra: a region
   whose spot call fails (rejected keys, an opt-in region the account has not enabled, EC2
@@ -21,9 +19,12 @@ Sources (formats as documented by AWS and recorded in tests/fixtures/aws/):
   logged as one warning and kept in the payloads (:func:`~adapters.base.failed_calls_payload`),
   so that :meth:`AwsAdapter.parse` records each failed region as a skipped record with its
   cause.
-* **DescribeInstanceTypes** ``GpuInfo`` (Query-API XML, fetched with the same keys, or the
-  SDK's JSON), when given, names the GPU model and maker; otherwise the model comes from
-  :data:`GPU_FAMILIES`.
+* **DescribeInstanceTypes** ``GpuInfo`` (Query-API XML, fetched with the same keys), when
+  given, names the GPU model and maker; otherwise the model comes from
+  :func:`gpu_families` (``data/aws_gpu_families.csv``).
+
+Parse reads exactly what fetch returns (CSV text, Query-API XML, the failed-calls payload);
+the JSON shapes of the same data (offer file, GetProducts, the SDK's) are not read.
 
 Prices: on-demand and spot are USD per instance-hour. A reserved-instance term has an
 hourly part (unit ``Hrs``) and an optional upfront fee (unit ``Quantity``). No Upfront is
@@ -39,8 +40,8 @@ from __future__ import annotations
 import asyncio
 import csv
 import dataclasses
+import functools
 import io
-import json
 import logging
 import re
 import urllib.parse
@@ -57,7 +58,6 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from .base import (
-    MIN_USD_PER_GPU_HOUR,
     Adapter,
     FailedCall,
     ParseResult,
@@ -70,10 +70,19 @@ from .base import (
     request_stream,
 )
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor, usd_per_hour
-from .units import gib_to_gb, mib_to_gb, to_decimal, to_float
+from .schema import (
+    GpuFormFactor,
+    OfferFields,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    StorageType,
+    Vendor,
+)
+from .tables import data_rows
+from .units import gpu_share, lenient_float, mib_to_gb, price_or_reason, size_text_to_gb, to_float
 
-__all__ = ["GPU_FAMILIES", "AwsAdapter", "GpuFamily"]
+__all__ = ["AwsAdapter", "GpuFamily", "gpu_families"]
 
 log = logging.getLogger("gpuscout.adapters.aws")
 
@@ -108,222 +117,81 @@ class GpuFamily:
     form_factor: GpuFormFactor | None = None
 
 
-#: Instance family -> GPU, from "Accelerated computing instance specifications"
-#: (https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html): the Accelerators column
-#: names the GPU (H100, A100, A10G...). The SXM form factor is inferred only where the docs
-#: say the GPUs are joined by NVLink/NVSwitch (P3, P4, P5, P6). Used when no
-#: DescribeInstanceTypes ``GpuInfo`` is given; the price list itself has no GPU model.
-GPU_FAMILIES: dict[str, GpuFamily] = {
-    "p6-b300": GpuFamily("B300", GpuFormFactor.SXM),
-    "p6-b200": GpuFamily("B200", GpuFormFactor.SXM),
-    "p6e-gb200": GpuFamily("GB200", GpuFormFactor.SUPERCHIP),
-    "p5": GpuFamily("H100", GpuFormFactor.SXM),
-    "p5e": GpuFamily("H200", GpuFormFactor.SXM),
-    "p5en": GpuFamily("H200", GpuFormFactor.SXM),
-    "p4d": GpuFamily("A100", GpuFormFactor.SXM),
-    "p4de": GpuFamily("A100", GpuFormFactor.SXM),
-    "p3": GpuFamily("V100", GpuFormFactor.SXM),
-    "p3dn": GpuFamily("V100", GpuFormFactor.SXM),
-    "g6e": GpuFamily("L40S"),
-    "g6": GpuFamily("L4"),
-    "gr6": GpuFamily("L4"),
-    "g6f": GpuFamily("L4"),  # fractional L4 sizes
-    "gr6f": GpuFamily("L4"),
-    "g5": GpuFamily("A10G"),
-    "g5g": GpuFamily("T4g"),
-    "g4dn": GpuFamily("T4"),
-    "g4ad": GpuFamily("Radeon Pro V520"),
-    "g3": GpuFamily("M60"),
-    "g3s": GpuFamily("M60"),
-}
+@functools.cache
+def gpu_families() -> dict[str, GpuFamily]:
+    """Instance family -> GPU, from ``data/aws_gpu_families.csv``, read once.
+
+    Each row cites "Accelerated computing instance specifications", whose Accelerators
+    column names the GPU (H100, A100, A10G...); the SXM form factor only where the docs say
+    the GPUs are joined by NVLink/NVSwitch (P3, P4, P5, P6). Used when no
+    DescribeInstanceTypes ``GpuInfo`` is given; the price list itself has no GPU model.
+    """
+    return {
+        row["family"]: GpuFamily(
+            row["gpu_raw_name"],
+            GpuFormFactor(row["form_factor"]) if row["form_factor"] else None,
+        )
+        for row in data_rows("aws_gpu_families.csv")
+    }
 
 
-# --- normalised records ------------------------------------------------------------------
+# --- price-list rows ---------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Product:
-    """One price-list product (SKU): an instance type in a region with OS and tenancy."""
+class _Row:
+    """One price-list CSV row: a SKU (instance type in a region with OS and tenancy) and one
+    price dimension of one of its terms, by the CSV's column names."""
 
-    sku: str
-    attrs: Mapping[str, str]  # JSON attribute names (camelCase), CSV columns mapped onto them
+    cells: Mapping[str, str]
 
-    def get(self, name: str) -> str:
-        return str(self.attrs.get(name) or "").strip()
+    def get(self, column: str) -> str:
+        return (self.cells.get(column) or "").strip()
 
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Rate:
-    """One price dimension of one term of one SKU."""
-
-    sku: str
-    term_type: str  # OnDemand | Reserved
-    offer_term_code: str
-    rate_code: str
-    unit: str  # Hrs | Quantity
-    price: str
-    currency: str
-    lease: str = ""  # 1yr | 3yr
-    purchase_option: str = ""  # No Upfront | Partial Upfront | All Upfront
-    offering_class: str = ""  # standard | convertible
+    @property
+    def sku(self) -> str:
+        return self.get("SKU")
 
 
-#: CSV column -> JSON attribute name (the CSV uses Title Case, the JSON camelCase).
-_CSV_TO_ATTR = {
-    "Product Family": "productFamily",
-    "Instance Type": "instanceType",
-    "Region Code": "regionCode",
-    "Location": "location",
-    "vCPU": "vcpu",
-    "Memory": "memory",
-    "Storage": "storage",
-    "Physical Processor": "physicalProcessor",
-    "Tenancy": "tenancy",
-    "Operating System": "operatingSystem",
-    "CapacityStatus": "capacitystatus",
-    "Pre Installed S/W": "preInstalledSw",
-    "MarketOption": "marketoption",
-    "GPU": "gpu",
-    "GPU Memory": "gpuMemory",
-    "License Model": "licenseModel",
-}
-
-
-def _keep_product(p: _Product) -> str | None:
-    """Why a product is not a Linux shared-tenancy GPU instance we price; None to keep it.
+def _keep_product(row: _Row) -> str | None:
+    """Why a row is not a Linux shared-tenancy GPU instance we price; None to keep it.
 
     ``CapacityStatus`` other than ``Used`` marks capacity-reservation rows at the same price;
     ``Pre Installed S/W`` other than ``NA`` adds SQL Server licences.
     """
-    if p.get("productFamily") not in ("Compute Instance", ""):
+    if row.get("Product Family") not in ("Compute Instance", ""):
         return "not a compute instance"
-    if p.get("operatingSystem") != "Linux":
+    if row.get("Operating System") != "Linux":
         return "not Linux"
-    if p.get("tenancy") != "Shared":
+    if row.get("Tenancy") != "Shared":
         return "not shared tenancy"
-    if p.get("capacitystatus") not in ("Used", ""):
+    if row.get("CapacityStatus") not in ("Used", ""):
         return "capacity reservation row"
-    if p.get("preInstalledSw") not in ("NA", ""):
+    if row.get("Pre Installed S/W") not in ("NA", ""):
         return "pre-installed software"
-    if p.get("marketoption") not in ("OnDemand", ""):
+    if row.get("MarketOption") not in ("OnDemand", ""):
         return "not an on-demand market option"
-    gpus = p.get("gpu")
-    try:
-        count = to_float(gpus) if gpus not in ("", "NA") else None
-    except ValueError:
-        count = None
+    count = lenient_float(row.get("GPU"))
     if not count or count <= 0:
         return "no GPU"
     return None
 
 
-# --- decoding payload kinds --------------------------------------------------------------
+# --- decoding what fetch returns: CSV and Query-API XML ---------------------------------
 
 
-def _csv_records(text: str) -> Iterator[tuple[_Product, _Rate]]:
-    """Products and rates of a price-list CSV (metadata lines, header, rows)."""
-    reader = csv.reader(io.StringIO(text))
+def _csv_records(text: str) -> Iterator[_Row]:
+    """The rows of a price-list CSV (metadata lines, header, rows)."""
     header: list[str] | None = None
-    for row in reader:
+    for row in csv.reader(io.StringIO(text)):
         if header is None:
             if row and row[0] == "SKU":
                 header = row
             continue
-        if not row or len(row) != len(header):
-            continue
-        d = dict(zip(header, row, strict=True))
-        attrs = {attr: d.get(col, "") for col, attr in _CSV_TO_ATTR.items()}
-        yield (
-            _Product(d.get("SKU", ""), attrs),
-            _Rate(
-                sku=d.get("SKU", ""),
-                term_type=d.get("TermType", ""),
-                offer_term_code=d.get("OfferTermCode", ""),
-                rate_code=d.get("RateCode", ""),
-                unit=d.get("Unit", ""),
-                price=d.get("PricePerUnit", ""),
-                currency=d.get("Currency", ""),
-                lease=d.get("LeaseContractLength", ""),
-                purchase_option=d.get("PurchaseOption", ""),
-                offering_class=d.get("OfferingClass", ""),
-            ),
-        )
+        if row and len(row) == len(header):
+            yield _Row(dict(zip(header, row, strict=True)))
     if header is None:
         raise ResponseFormatError(AwsAdapter.name, "price-list CSV has no 'SKU' header row")
-
-
-def _json_terms(sku: str, terms: Mapping[str, Any]) -> Iterator[_Rate]:
-    """Rates of one SKU from a JSON ``terms`` object ({OnDemand|Reserved: {code: term}})."""
-    for term_type in ("OnDemand", "Reserved"):
-        by_code = terms.get(term_type) or {}
-        if not isinstance(by_code, Mapping):
-            continue
-        for term in by_code.values():
-            if not isinstance(term, Mapping):
-                continue
-            attrs = term.get("termAttributes") or {}
-            for dim in (term.get("priceDimensions") or {}).values():
-                if not isinstance(dim, Mapping):
-                    continue
-                prices = dim.get("pricePerUnit") or {}
-                for currency, price in prices.items() if isinstance(prices, Mapping) else ():
-                    yield _Rate(
-                        sku=sku,
-                        term_type=term_type,
-                        offer_term_code=str(term.get("offerTermCode") or ""),
-                        rate_code=str(dim.get("rateCode") or ""),
-                        unit=str(dim.get("unit") or ""),
-                        price=str(price),
-                        currency=str(currency),
-                        lease=str(attrs.get("LeaseContractLength") or ""),
-                        purchase_option=str(attrs.get("PurchaseOption") or ""),
-                        offering_class=str(attrs.get("OfferingClass") or ""),
-                    )
-
-
-def _json_product(raw: Any) -> _Product | None:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("attributes"), Mapping):
-        return None
-    attrs = {k: str(v) for k, v in raw["attributes"].items()}
-    attrs["productFamily"] = str(raw.get("productFamily") or "")
-    return _Product(str(raw.get("sku") or ""), attrs)
-
-
-def _offer_file_records(payload: Mapping[str, Any]) -> Iterator[tuple[_Product, _Rate]]:
-    products, terms = payload.get("products"), payload.get("terms")
-    if not isinstance(products, Mapping) or not isinstance(terms, Mapping):
-        raise ResponseFormatError(AwsAdapter.name, "offer file lacks 'products'/'terms' objects")
-    for sku, raw in products.items():
-        product = _json_product(raw)
-        if product is None:
-            continue
-        sku_terms = {
-            t: terms[t][sku]
-            for t in ("OnDemand", "Reserved")
-            if isinstance(terms.get(t), Mapping) and sku in terms[t]
-        }
-        for rate in _json_terms(str(sku), sku_terms):
-            yield product, rate
-
-
-def _get_products_records(payload: Mapping[str, Any]) -> Iterator[tuple[_Product, _Rate]]:
-    """GetProducts: each ``PriceList`` element is a JSON string of {product, terms}."""
-    items = payload.get("PriceList")
-    if not isinstance(items, list):
-        raise ResponseFormatError(AwsAdapter.name, "GetProducts 'PriceList' is not a list")
-    for item in items:
-        try:
-            data = json.loads(item) if isinstance(item, str) else item
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(data, Mapping):
-            continue
-        product = _json_product(data.get("product"))
-        if product is None:
-            continue
-        terms = data.get("terms")
-        for rate in _json_terms(product.sku, terms if isinstance(terms, Mapping) else {}):
-            yield product, rate
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -339,9 +207,8 @@ def _strip_ns(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _xml_spot(text: str) -> tuple[list[_Spot], str]:
+def _xml_spot(root: ET.Element) -> tuple[list[_Spot], str]:
     """Items and ``nextToken`` of a DescribeSpotPriceHistory Query-API XML response."""
-    root = _xml_root(text)
     if _strip_ns(root.tag) != "DescribeSpotPriceHistoryResponse":
         raise ResponseFormatError(AwsAdapter.name, f"unexpected XML response <{root.tag}>")
     items: list[_Spot] = []
@@ -380,6 +247,16 @@ def _xml_text(element: ET.Element | None) -> str:
     return (element.text or "").strip() if element is not None else ""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _GpuInfo:
+    """DescribeInstanceTypes ``GpuInfo``: name, maker, count and per-GPU memory (MiB)."""
+
+    name: str
+    manufacturer: str
+    count: int | None
+    memory_mib: float | None
+
+
 def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _GpuInfo], str]:
     """GpuInfo per instance type and ``nextToken`` of a DescribeInstanceTypes XML response.
 
@@ -406,23 +283,6 @@ def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _GpuInfo], str]:
             _xml_text(g.get("name")), _xml_text(g.get("manufacturer")), count, memory_mib
         )
     return out, _xml_text(top.get("nextToken"))
-
-
-def _json_spot(payload: Mapping[str, Any]) -> list[_Spot]:
-    rows = payload.get("SpotPriceHistory")
-    if not isinstance(rows, list):
-        raise ResponseFormatError(AwsAdapter.name, "'SpotPriceHistory' is not a list")
-    return [
-        _Spot(
-            str(r.get("InstanceType") or ""),
-            str(r.get("AvailabilityZone") or ""),
-            str(r.get("ProductDescription") or ""),
-            "" if r.get("SpotPrice") is None else str(r.get("SpotPrice")),
-            str(r.get("Timestamp") or ""),
-        )
-        for r in rows
-        if isinstance(r, Mapping)
-    ]
 
 
 # --- spot failures -----------------------------------------------------------------------
@@ -519,63 +379,13 @@ def _spot_failure_warning(failures: Sequence[_SpotFailure], regions: int) -> str
     return text + "; on-demand and reserved prices kept"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _GpuInfo:
-    """DescribeInstanceTypes ``GpuInfo``: name, maker, count and per-GPU memory (MiB)."""
+# --- price-list and zone strings --------------------------------------------------------
 
-    name: str
-    manufacturer: str
-    count: int | None
-    memory_mib: float | None
-
-
-def _gpu_infos(payload: Mapping[str, Any]) -> dict[str, _GpuInfo]:
-    rows = payload.get("InstanceTypes")
-    if not isinstance(rows, list):
-        raise ResponseFormatError(AwsAdapter.name, "'InstanceTypes' is not a list")
-    out: dict[str, _GpuInfo] = {}
-    for row in rows:
-        if not isinstance(row, Mapping):
-            continue
-        gpus = (row.get("GpuInfo") or {}).get("Gpus") or []
-        if not gpus or not isinstance(gpus[0], Mapping):
-            continue
-        first = gpus[0]
-        try:
-            count = int(first["Count"]) if first.get("Count") is not None else None
-            mem = to_float((first.get("MemoryInfo") or {}).get("SizeInMiB"))
-        except (TypeError, ValueError):
-            continue
-        out[str(row.get("InstanceType") or "")] = _GpuInfo(
-            str(first.get("Name") or ""), str(first.get("Manufacturer") or ""), count, mem
-        )
-    return out
-
-
-# --- unit helpers ------------------------------------------------------------------------
-
-_QTY_UNIT = re.compile(r"^\s*([\d.,]+)\s*(GiB|GB|TB|TiB)?\s*$", re.IGNORECASE)
 _STORAGE = re.compile(r"^\s*(\d+)\s*x\s*([\d.,]+)\s*(.*)$", re.IGNORECASE)
 _AZ = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
 
 
-def _memory_gb(text: str) -> float | None:
-    """Price-list memory ("2048 GiB", "640 GB") in decimal GB; None if absent or odd."""
-    m = _QTY_UNIT.match(text or "")
-    if not m:
-        return None
-    value = float(m.group(1).replace(",", ""))
-    unit = (m.group(2) or "GB").lower()
-    if unit == "gib":
-        return gib_to_gb(value)
-    if unit == "tib":
-        return gib_to_gb(value * 1024)
-    if unit == "tb":
-        return value * 1000
-    return value
-
-
-def _storage(text: str) -> tuple[float | None, str | None]:
+def _storage(text: str) -> tuple[float | None, StorageType | None]:
     """Instance store ("8 x 3840 SSD", "1 x 250 NVMe SSD") -> (total GB, kind); EBS -> None.
 
     AWS gives instance-store volume sizes in GB.
@@ -585,8 +395,8 @@ def _storage(text: str) -> tuple[float | None, str | None]:
         return None, None
     total = int(m.group(1)) * float(m.group(2).replace(",", ""))
     rest = m.group(3).lower()
-    kind = (
-        "nvme" if "nvme" in rest else "ssd" if "ssd" in rest else "hdd" if "hdd" in rest else None
+    kind = next(
+        (k for k in (StorageType.NVME, StorageType.SSD, StorageType.HDD) if k in rest), None
     )
     return total, kind
 
@@ -616,83 +426,48 @@ _LEASES = {"1yr": RentalTerm.COMMIT_1Y, "3yr": RentalTerm.COMMIT_3Y}
 # --- hardware per instance type ----------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Hardware:
-    """What the offers of one instance type share, from the price list and GpuInfo."""
-
-    gpu_count: int
-    gpu_fraction: float | None
-    gpu_raw_name: str | None
-    gpu_memory_gb: float | None
-    form_factor: GpuFormFactor | None
-    vendor_hint: Vendor | None
-    fields: Mapping[str, Any]  # vcpus, ram_gb, storage_gb, storage_type, cpu_model, cpu_vendor
-
-
-def _hardware(product: _Product, info: _GpuInfo | None) -> _Hardware | str:
-    """Hardware of a product, or the reason it cannot be priced."""
-    itype = product.get("instanceType")
-    try:
-        count = to_float(product.get("gpu"))
-    except ValueError:
-        return f"GPU count is not a number: {product.get('gpu')!r}"
-    if info is not None and info.count:
-        count = float(info.count)
+def _hardware(row: _Row, info: _GpuInfo | None) -> OfferFields | str:
+    """The fields every offer of a row's instance type shares, or why it cannot be priced."""
+    count = float(info.count) if info is not None and info.count else lenient_float(row.get("GPU"))
     if not count or count <= 0:
         return "no GPU"
-    fraction = count if count < 1 else None
-    gpu_count = 1 if fraction is not None else int(count)
+    gpu_count, fraction = gpu_share(count)
     # The price list's "GPU Memory" is the instance total in the datasheet's GB ("640 GB"
     # for 8 H100 80GB); GpuInfo gives MiB per GPU (81920 for an H100, i.e. 85.9 GB), so it
     # is only the fallback, to stay comparable with the GPU catalog's datasheet figures.
-    total_gpu_memory = _memory_gb(product.get("gpuMemory"))
+    total_gpu_memory = size_text_to_gb(row.get("GPU Memory"))
     per_gpu_memory: float | None = None
     if total_gpu_memory:
         per_gpu_memory = total_gpu_memory / gpu_count
     elif info is not None and info.memory_mib:
         per_gpu_memory = mib_to_gb(info.memory_mib)
-    family = GPU_FAMILIES.get(_family(itype))
-    raw_name = (info.name if info and info.name else None) or (family and family.gpu_raw_name)
-    vendor_hint = None
-    if info is not None and info.manufacturer:
-        vendor_hint = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD}.get(info.manufacturer.lower())
-    storage_gb, storage_kind = _storage(product.get("storage"))
-    processor = product.get("physicalProcessor")
-    try:
-        vcpus = to_float(product.get("vcpu"))
-    except ValueError:
-        vcpus = None
-    return _Hardware(
-        gpu_count=gpu_count,
-        gpu_fraction=fraction,
-        gpu_raw_name=raw_name or None,
-        gpu_memory_gb=per_gpu_memory,
-        form_factor=family.form_factor if family else None,
-        vendor_hint=vendor_hint,
-        fields={
-            "vcpus": vcpus or None,
-            "ram_gb": _memory_gb(product.get("memory")),
-            "storage_gb": storage_gb,
-            "storage_type": storage_kind,
-            "cpu_model": processor or None,
-            "cpu_vendor": _cpu_vendor(processor),
-        },
+    family = gpu_families().get(_family(row.get("Instance Type")))
+    form_factor = family.form_factor if family else None
+    raw_name = (info.name if info and info.name else None) or (
+        family.gpu_raw_name if family else None
     )
-
-
-def _gpu_fields(hw: _Hardware) -> dict[str, Any]:
     spec = None
-    if hw.gpu_raw_name:
-        board_memory = hw.gpu_memory_gb
-        if board_memory and hw.gpu_fraction:
-            board_memory = board_memory / hw.gpu_fraction
-        spec = resolve_gpu_name(hw.gpu_raw_name, memory_gb=board_memory, form_factor=hw.form_factor)
+    if raw_name:
+        # A slice's memory is its share; the catalog knows the whole board's.
+        board_memory = per_gpu_memory / fraction if per_gpu_memory and fraction else per_gpu_memory
+        spec = resolve_gpu_name(raw_name, memory_gb=board_memory, form_factor=form_factor)
+    vendor = None
+    if info is not None and info.manufacturer:
+        vendor = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD}.get(info.manufacturer.lower())
+    storage_gb, storage_kind = _storage(row.get("Storage"))
+    processor = row.get("Physical Processor")
     return {
-        "gpu_raw_name": hw.gpu_raw_name,
-        **spec_fields(spec, form_factor=hw.form_factor, vendor=hw.vendor_hint),
-        "gpu_count": hw.gpu_count,
-        "gpu_fraction": hw.gpu_fraction,
-        "gpu_memory_gb": hw.gpu_memory_gb,
+        "gpu_raw_name": raw_name or None,
+        **spec_fields(spec, form_factor=form_factor, vendor=vendor),
+        "gpu_count": gpu_count,
+        "gpu_fraction": fraction,
+        "gpu_memory_gb": per_gpu_memory,
+        "vcpus": lenient_float(row.get("vCPU")) or None,
+        "ram_gb": size_text_to_gb(row.get("Memory")),
+        "storage_gb": storage_gb,
+        "storage_type": storage_kind,
+        "cpu_model": processor or None,
+        "cpu_vendor": _cpu_vendor(processor),
     }
 
 
@@ -782,14 +557,9 @@ class AwsAdapter(Adapter):
                     "Filter.1.Name": "instance-type",
                     **{f"Filter.1.Value.{i}": t for i, t in enumerate(chunk, start=1)},
                 }
-                token = ""
-                for _ in range(MAX_EC2_PAGES):
-                    body = dict(params, NextToken=token) if token else params
-                    text = await self._ec2_query(client, creds, region, body)
-                    pages.append(text)
-                    _, token = _xml_instance_types(_xml_root(text))
-                    if not token:
-                        break
+                pages += await self._ec2_pages(
+                    client, creds, region, params, lambda root: _xml_instance_types(root)[1]
+                )
         except ProviderError as exc:
             log.warning(
                 "aws: DescribeInstanceTypes failed (%s); GPU names from the family table",
@@ -899,15 +669,29 @@ class AwsAdapter(Adapter):
         }
         for i, itype in enumerate(sorted(instance_types), start=1):
             params[f"InstanceType.{i}"] = itype
+        return await self._ec2_pages(client, creds, region, params, lambda root: _xml_spot(root)[1])
+
+    async def _ec2_pages(
+        self,
+        client: httpx.AsyncClient,
+        creds: Credentials,
+        region: str,
+        params: Mapping[str, str],
+        next_token: Callable[[ET.Element], str],
+    ) -> list[str]:
+        """Every page of one EC2 Query-API call, following ``nextToken``; ``next_token``
+        reads it from a page (and raises on a page of the wrong kind)."""
         pages: list[str] = []
         token = ""
         while True:
             if len(pages) >= MAX_EC2_PAGES:
-                raise ProviderError(self.name, f"more than {MAX_EC2_PAGES} spot pages")
+                raise ProviderError(
+                    self.name, f"more than {MAX_EC2_PAGES} {params['Action']} pages"
+                )
             body = dict(params, NextToken=token) if token else params
             text = await self._ec2_query(client, creds, region, body)
             pages.append(text)
-            _, token = _xml_spot(text)
+            token = next_token(_xml_root(text))
             if not token:
                 return pages
 
@@ -942,73 +726,47 @@ class AwsAdapter(Adapter):
         return super().decode(data, filename)
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        records: list[tuple[_Product, _Rate]] = []
+        rows: list[_Row] = []
         spots: list[_Spot] = []
         gpu_info: dict[str, _GpuInfo] = {}
         failed: list[FailedCall] = []
         for payload in payloads:
             if (calls := read_failed_calls(payload, self.name)) is not None:
                 failed.extend(calls)
-            else:
-                self._classify(payload, records, spots, gpu_info)
-        result = ParseResult()
-        builder = _OfferBuilder(self.name, fetched_at, result, gpu_info)
-        builder.price_list(records)
-        builder.spot(spots)
-        result.skip_failed(failed)  # the run reports them: a rejected key must not go unseen
-        return result
-
-    def _classify(
-        self,
-        payload: Any,
-        records: list[tuple[_Product, _Rate]],
-        spots: list[_Spot],
-        gpu_info: dict[str, _GpuInfo],
-    ) -> None:
-        """Tell a payload's kind by its content and collect its records."""
-        if isinstance(payload, bytes):
-            payload = payload.decode("utf-8", errors="replace")
-        if isinstance(payload, str):
-            text = payload.lstrip("\ufeff \t\r\n")
-            if text.startswith("<"):
+            elif not isinstance(payload, str):
+                raise ResponseFormatError(
+                    self.name,
+                    f"unexpected payload type {type(payload).__name__}: parse reads what fetch"
+                    " returns (price-list CSV text, EC2 Query-API XML)",
+                )
+            elif (text := payload.lstrip("\ufeff \t\r\n")).startswith("<"):
                 root = _xml_root(text)
                 if _strip_ns(root.tag) == "DescribeInstanceTypesResponse":
                     gpu_info.update(_xml_instance_types(root)[0])
                 else:
-                    spots.extend(_xml_spot(text)[0])
+                    spots.extend(_xml_spot(root)[0])
             elif text.startswith(('"FormatVersion"', "FormatVersion", '"SKU"')):
-                records.extend(_csv_records(text))
+                rows.extend(_csv_records(text))
             else:
                 raise ResponseFormatError(self.name, "text payload is neither CSV nor XML")
-        elif isinstance(payload, Mapping):
-            if "products" in payload and "terms" in payload:
-                records.extend(_offer_file_records(payload))
-            elif "PriceList" in payload:
-                records.extend(_get_products_records(payload))
-            elif "SpotPriceHistory" in payload:
-                spots.extend(_json_spot(payload))
-            elif "InstanceTypes" in payload:
-                gpu_info.update(_gpu_infos(payload))
-            else:
-                keys = ", ".join(sorted(map(str, payload))[:6])
-                raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")
-        else:
-            raise ResponseFormatError(self.name, f"unexpected payload type {type(payload)}")
+        result = ParseResult()
+        builder = _OfferBuilder(self.name, fetched_at, result, gpu_info)
+        builder.price_list(rows)
+        builder.spot(spots)
+        result.skip_failed(failed)  # the run reports them: a rejected key must not go unseen
+        return result
 
 
 def _csv_row_filter(header: list[str]) -> Callable[[list[str]], bool]:
     """A fast row test for streaming: the product filter plus on-demand/reserved terms."""
-    index = {col: i for i, col in enumerate(header)}
-    cols = {attr: index[col] for col, attr in _CSV_TO_ATTR.items() if col in index}
-    term_col = index.get("TermType")
+    term_col = header.index("TermType") if "TermType" in header else None
 
     def keep(row: list[str]) -> bool:
         if len(row) != len(header):
             return False
         if term_col is not None and row[term_col] not in ("OnDemand", "Reserved"):
             return False
-        product = _Product("", {attr: row[i] for attr, i in cols.items()})
-        return _keep_product(product) is None
+        return _keep_product(_Row(dict(zip(header, row, strict=True)))) is None
 
     return keep
 
@@ -1017,16 +775,17 @@ def _gpu_types_by_region(price_lists: Iterable[str]) -> dict[str, list[str]]:
     """GPU instance types each region prices (from the filtered CSVs), for spot queries."""
     out: dict[str, set[str]] = {}
     for text in price_lists:
-        for product, _ in _csv_records(text):
-            if _keep_product(product) is None:
-                region, itype = product.get("regionCode"), product.get("instanceType")
+        for row in _csv_records(text):
+            if _keep_product(row) is None:
+                region, itype = row.get("Region Code"), row.get("Instance Type")
                 if region and itype:
                     out.setdefault(region, set()).add(itype)
     return {r: sorted(t) for r, t in sorted(out.items())}
 
 
 class _OfferBuilder:
-    """Turns normalised records into offers, one per instance type, region and term."""
+    """Turns price-list rows and spot items into offers, one per instance type, region and
+    term (the contract drops a second record with the same offer key)."""
 
     def __init__(
         self,
@@ -1039,37 +798,35 @@ class _OfferBuilder:
         self.fetched_at = fetched_at
         self.result = result
         self.gpu_info = gpu_info
-        self.hardware_by_type: dict[str, _Hardware] = {}
-        self.seen: set[str] = set()
+        self.hardware_by_type: dict[str, OfferFields] = {}
 
     # price list --------------------------------------------------------------------------
-    def price_list(self, records: Sequence[tuple[_Product, _Rate]]) -> None:
-        products: dict[str, _Product] = {}
-        terms: dict[tuple[str, str, str], list[_Rate]] = {}
-        for product, rate in records:
-            reason = _keep_product(product)
+    def price_list(self, rows: Sequence[_Row]) -> None:
+        products: dict[str, _Row] = {}  # SKU -> its first row (the product's columns)
+        terms: dict[tuple[str, str, str], list[_Row]] = {}
+        for row in rows:
+            reason = _keep_product(row)
             if reason is not None:
-                self.result.skip(reason, f"aws:sku/{product.sku}")
+                self.result.skip(reason, f"aws:sku/{row.sku}")
                 continue
-            products.setdefault(product.sku, product)
-            if rate.term_type not in ("OnDemand", "Reserved"):
-                self.result.skip(f"term type {rate.term_type!r}", f"aws:rate/{rate.rate_code}")
+            products.setdefault(row.sku, row)
+            term_type = row.get("TermType")
+            if term_type not in ("OnDemand", "Reserved"):
+                self.result.skip(f"term type {term_type!r}", f"aws:rate/{row.get('RateCode')}")
                 continue
-            key = (rate.sku, rate.term_type, rate.offer_term_code)
-            terms.setdefault(key, []).append(rate)
+            terms.setdefault((row.sku, term_type, row.get("OfferTermCode")), []).append(row)
         for (sku, term_type, code), rates in terms.items():
             product = products[sku]
             hw = self._hardware(product)
             if isinstance(hw, str):
                 self.result.skip(hw, f"aws:sku/{sku}")
-                continue
-            if term_type == "OnDemand":
+            elif term_type == "OnDemand":
                 self._on_demand(product, hw, rates)
             else:
                 self._reserved(product, hw, code, rates)
 
-    def _hardware(self, product: _Product) -> _Hardware | str:
-        itype = product.get("instanceType")
+    def _hardware(self, product: _Row) -> OfferFields | str:
+        itype = product.get("Instance Type")
         if not itype:
             return "no instance type"
         hw = _hardware(product, self.gpu_info.get(itype))
@@ -1077,55 +834,66 @@ class _OfferBuilder:
             self.hardware_by_type.setdefault(itype, hw)
         return hw
 
-    def _on_demand(self, product: _Product, hw: _Hardware, rates: Sequence[_Rate]) -> None:
-        itype = product.get("instanceType")
+    def _on_demand(self, product: _Row, hw: OfferFields, rates: Sequence[_Row]) -> None:
+        itype = product.get("Instance Type")
         ref = f"aws:sku/{product.sku}"
-        hourly = [r for r in rates if r.unit == "Hrs"]
+        hourly = [r for r in rates if r.get("Unit") == "Hrs"]
         if len(hourly) != 1:
             self.result.skip(f"{len(hourly)} hourly prices in an on-demand term", ref)
             return
-        rate = hourly[0]
-        price = self._decimal(rate.price, ref)
-        if price is None:
+        price = price_or_reason(hourly[0].get("PricePerUnit"))
+        if isinstance(price, str):
+            self.result.skip(price, ref)
             return
         self._add(
             ref,
             hw,
-            offer_id=itype,
-            instance_name=itype,
-            region=product.get("regionCode") or None,
-            price=price,
-            currency=rate.currency,
-            unit=PriceUnit.HOUR,
-            term=RentalTerm.ON_DEMAND,
-            prepaid=False,
-            billing_increment_s=BILLING_INCREMENT_S,
-            min_rental_hours=MIN_RENTAL_HOURS,
+            {
+                "offer_id": itype,
+                "instance_name": itype,
+                "region": product.get("Region Code") or None,
+                "price_amount": price,
+                "price_currency": hourly[0].get("Currency"),
+                "price_unit": PriceUnit.HOUR,
+                "term": RentalTerm.ON_DEMAND,
+                "prepaid": False,
+                "billing_increment_s": BILLING_INCREMENT_S,
+                "min_rental_hours": MIN_RENTAL_HOURS,
+            },
         )
 
-    def _reserved(
-        self, product: _Product, hw: _Hardware, code: str, rates: Sequence[_Rate]
-    ) -> None:
-        itype = product.get("instanceType")
+    def _reserved(self, product: _Row, hw: OfferFields, code: str, rates: Sequence[_Row]) -> None:
+        itype = product.get("Instance Type")
         ref = f"aws:sku/{product.sku}.{code}"
         first = rates[0]
-        term = _LEASES.get(first.lease)
+        lease, option, offering = (
+            first.get("LeaseContractLength"),
+            first.get("PurchaseOption"),
+            first.get("OfferingClass"),
+        )
+        term = _LEASES.get(lease)
         if term is None:
-            self.result.skip(f"unknown lease length {first.lease!r}", ref)
+            self.result.skip(f"unknown lease length {lease!r}", ref)
             return
-        hourly = [r for r in rates if r.unit == "Hrs"]
-        upfront = [r for r in rates if r.unit == "Quantity"]
+        hourly = [r for r in rates if r.get("Unit") == "Hrs"]
+        upfront = [r for r in rates if r.get("Unit") == "Quantity"]
         if len(hourly) > 1 or len(upfront) > 1 or not (hourly or upfront):
             self.result.skip("reserved term without one hourly and/or one upfront part", ref)
             return
-        currencies = {r.currency for r in (*hourly, *upfront)}
+        currencies = {r.get("Currency") for r in (*hourly, *upfront)}
         if len(currencies) != 1:
             self.result.skip(f"mixed currencies {sorted(currencies)}", ref)
             return
-        hourly_price = self._decimal(hourly[0].price, ref) if hourly else Decimal(0)
-        upfront_price = self._decimal(upfront[0].price, ref) if upfront else Decimal(0)
-        if hourly_price is None or upfront_price is None:
+        parts = [
+            price_or_reason(r[0].get("PricePerUnit")) if r else Decimal(0)
+            for r in (hourly, upfront)
+        ]
+        reasons = [p for p in parts if isinstance(p, str)]
+        for reason in reasons:  # each broken part is reported
+            self.result.skip(reason, ref)
+        if reasons:
             return
+        hourly_price, upfront_price = (Decimal(p) for p in parts)
         if hourly_price < 0 or upfront_price < 0:
             self.result.skip("negative reserved price part", ref)
             return
@@ -1134,21 +902,20 @@ class _OfferBuilder:
         else:
             hours = term.commitment_hours or Decimal(0)
             price, unit, prepaid = upfront_price + hourly_price * hours, PriceUnit.TERM, True
-        option = _slug(first.purchase_option) or "unknown"
-        offering = _slug(first.offering_class) or "standard"
         self._add(
             ref,
             hw,
-            offer_id=itype,
-            term_variant=f"{offering}-{option}",
-            instance_name=f"{itype} ({first.lease} {first.offering_class} RI, "
-            f"{first.purchase_option})",
-            region=product.get("regionCode") or None,
-            price=price,
-            currency=first.currency,
-            unit=unit,
-            term=term,
-            prepaid=prepaid,
+            {
+                "offer_id": itype,
+                "term_variant": f"{_slug(offering) or 'standard'}-{_slug(option) or 'unknown'}",
+                "instance_name": f"{itype} ({lease} {offering} RI, {option})",
+                "region": product.get("Region Code") or None,
+                "price_amount": price,
+                "price_currency": first.get("Currency"),
+                "price_unit": unit,
+                "term": term,
+                "prepaid": prepaid,
+            },
         )
 
     # spot --------------------------------------------------------------------------------
@@ -1166,108 +933,45 @@ class _OfferBuilder:
         for (itype, az), s in sorted(latest.items()):
             ref = f"aws:spot/{az}/{itype}"
             region = _region_of_az(az)
+            hw = self.hardware_by_type.get(itype)
+            price = price_or_reason(s.price)
             if region is None:
                 self.result.skip(f"not a regional availability zone: {az!r}", ref)
-                continue
-            hw = self.hardware_by_type.get(itype)
-            if hw is None:
+            elif hw is None:
                 self.result.skip("instance type not in the price list (hardware unknown)", ref)
-                continue
-            price = self._decimal(s.price, ref)
-            if price is None:
-                continue
-            self._add(
-                ref,
-                hw,
-                offer_id=itype,
-                term_variant=az,
-                instance_name=f"{itype} (spot, {az})",
-                region=region,
-                price=price,
-                currency="USD",  # DescribeSpotPriceHistory prices are USD per instance-hour
-                unit=PriceUnit.HOUR,
-                term=RentalTerm.INTERRUPTIBLE,
-                prepaid=False,
-                billing_increment_s=BILLING_INCREMENT_S,
-                min_rental_hours=MIN_RENTAL_HOURS,
-            )
+            elif isinstance(price, str):
+                self.result.skip(price, ref)
+            else:
+                self._add(
+                    ref,
+                    hw,
+                    {
+                        "offer_id": itype,
+                        "term_variant": az,
+                        "instance_name": f"{itype} (spot, {az})",
+                        "region": region,
+                        "price_amount": price,
+                        # DescribeSpotPriceHistory prices are USD per instance-hour
+                        "price_currency": "USD",
+                        "price_unit": PriceUnit.HOUR,
+                        "term": RentalTerm.INTERRUPTIBLE,
+                        "prepaid": False,
+                        "billing_increment_s": BILLING_INCREMENT_S,
+                        "min_rental_hours": MIN_RENTAL_HOURS,
+                    },
+                )
 
-    # shared ------------------------------------------------------------------------------
-    def _decimal(self, raw: str, ref: str) -> Decimal | None:
-        try:
-            value = to_decimal(raw)
-        except ValueError:
-            self.result.skip(f"price is not a number: {raw!r}", ref)
-            return None
-        if value is None:
-            self.result.skip("no price", ref)
-        return value
-
-    def _add(
-        self,
-        ref: str,
-        hw: _Hardware,
-        *,
-        offer_id: str,
-        instance_name: str,
-        region: str | None,
-        term_variant: str | None = None,
-        price: Decimal,
-        currency: str,
-        unit: PriceUnit,
-        term: RentalTerm,
-        prepaid: bool | None,
-        billing_increment_s: int | None = None,
-        min_rental_hours: float | None = None,
-    ) -> None:
-        key = f"{offer_id}|{region}|{term.value}|{term_variant}"
-        if key in self.seen:
-            self.result.skip("duplicate price for the same instance, region and term", ref)
-            return
-        if price > 0 and _too_cheap(price, currency, unit, term, hw):
-            self.result.skip(f"absurd price {price} {currency} for a data-centre GPU", ref)
-            return
-        offer = self.result.add(
-            ref,
-            provider=self.provider,
-            offer_id=offer_id,
-            term_variant=term_variant,
-            instance_name=instance_name,
-            region=region,
-            fetched_at=self.fetched_at,
-            raw_ref=ref,
-            **_gpu_fields(hw),
-            **hw.fields,
-            price_amount=price,
-            price_currency=currency,
-            price_unit=unit,
-            price_basis=PriceBasis.INSTANCE,
-            term=term,
-            prepaid=prepaid,
-            billing_increment_s=billing_increment_s,
-            min_rental_hours=min_rental_hours,
-        )
-        if offer is not None:
-            self.seen.add(key)
-
-
-def _too_cheap(
-    price: Decimal, currency: str, unit: PriceUnit, term: RentalTerm, hw: _Hardware
-) -> bool:
-    """Below :data:`MIN_USD_PER_GPU_HOUR` per GPU-hour (an unknown currency is not judged)."""
-    try:
-        per_hour = usd_per_hour(
-            price_amount=price,
-            price_currency=currency,
-            price_unit=unit,
-            price_basis=PriceBasis.INSTANCE,
-            term=term,
-            gpu_count=hw.gpu_count,
-        )
-    except (KeyError, ValueError):
-        return False
-    gpus = Decimal(str(hw.gpu_fraction if hw.gpu_fraction is not None else hw.gpu_count))
-    return per_hour / gpus < MIN_USD_PER_GPU_HOUR
+    def _add(self, ref: str, hw: OfferFields, term_fields: OfferFields) -> None:
+        """One offer: the instance type's hardware with one price and term."""
+        fields: OfferFields = {
+            "provider": self.provider,
+            "fetched_at": self.fetched_at,
+            "raw_ref": ref,
+            **hw,
+            "price_basis": PriceBasis.INSTANCE,
+            **term_fields,
+        }
+        self.result.add(ref, **fields)
 
 
 ADAPTER = AwsAdapter

@@ -19,7 +19,8 @@ The catalog has **no price per machine type**. It prices components, each SKU fo
 
 A machine price is therefore assembled here, per region and term, as
 ``gpus x GPU rate + vCPUs x core rate + GiB x RAM rate`` (or ``gpus x slice rate``), from
-the machine shapes Google documents (table :data:`MACHINE_SHAPES`, cited there). Prices are
+the machine shapes Google documents (:func:`machine_shapes`: ``data/gcp_machine_types.csv``
+and ``data/gcp_n1_gpu_limits.csv``, each row citing its page). Prices are
 ``tieredRates[].unitPrice`` = ``units`` + ``nanos``/1e9 in ``currencyCode``
 (:func:`adapters.units.google_money_to_decimal`).
 
@@ -31,6 +32,7 @@ discounts, and DWS / sole-tenancy / reservation SKUs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -39,26 +41,21 @@ from typing import Any
 
 import httpx
 
-from .base import (
-    MIN_USD_PER_GPU_HOUR,
-    Adapter,
-    ParseResult,
-    ProviderError,
-    ResponseFormatError,
-)
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import (
     GpuFormFactor,
     GpuInterconnect,
+    OfferFields,
     PriceBasis,
     PriceUnit,
     RentalTerm,
     StorageType,
-    usd_per_hour,
 )
+from .tables import data_rows
 from .units import gib_to_gb, google_money_to_decimal
 
-__all__ = ["ADAPTER", "MACHINE_SHAPES", "GcpAdapter"]
+__all__ = ["ADAPTER", "GcpAdapter", "accelerators", "machine_shapes"]
 
 SERVICE_ID = "6F81-5844-456A"  # Compute Engine
 SKUS_URL = f"https://cloudbilling.googleapis.com/v1/services/{SERVICE_ID}/skus"
@@ -91,61 +88,37 @@ _REJECT_MARKERS = (
     "virtual workstation",
 )
 
-# --- GPUs ----------------------------------------------------------------------------------
+# --- GPUs and machine shapes (data/gcp_*.csv) -----------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Accelerator:
-    """One Compute Engine accelerator type, as Google documents it.
+    """One Compute Engine accelerator type, as Google documents it (``gcp_accelerators.csv``).
 
-    ``memory_gb`` per GPU and the form factor come from
-    https://cloud.google.com/compute/docs/gpus (GPU models table) and
-    https://cloud.google.com/compute/docs/accelerator-optimized-machines.
+    ``sku_label`` matches the GPU SKU's description without prefixes and location; "(1 gpu
+    slice)" marks a bundled per-GPU machine rate.
     """
 
     type_id: str  # the acceleratorType name, e.g. "nvidia-tesla-a100"
-    memory_gb: float
+    memory_gb: float  # per GPU
     form_factor: GpuFormFactor | None
     nvlink: bool  # GPUs of one machine joined by NVLink (A-series: "NVLink full mesh")
+    sku_label: re.Pattern[str]
 
 
-ACCELERATORS: dict[str, Accelerator] = {
-    a.type_id: a
-    for a in (
-        Accelerator("nvidia-tesla-a100", 40, GpuFormFactor.SXM, True),
-        Accelerator("nvidia-a100-80gb", 80, GpuFormFactor.SXM, True),
-        Accelerator("nvidia-h100-80gb", 80, GpuFormFactor.SXM, True),
-        Accelerator("nvidia-h100-mega-80gb", 80, GpuFormFactor.SXM, True),
-        Accelerator("nvidia-h200-141gb", 141, GpuFormFactor.SXM, True),
-        Accelerator("nvidia-b200", 180, GpuFormFactor.SXM, True),
-        Accelerator("nvidia-l4", 24, GpuFormFactor.PCIE, False),
-        Accelerator("nvidia-tesla-t4", 16, GpuFormFactor.PCIE, False),
-        Accelerator("nvidia-tesla-v100", 16, None, False),
-        Accelerator("nvidia-tesla-p100", 16, None, False),
-        Accelerator("nvidia-tesla-p4", 8, GpuFormFactor.PCIE, False),
-    )
-}
-
-#: GPU SKU labels (description without prefixes and location) -> accelerator type.
-#: Labels as they appear in the catalog; "(1 gpu slice)" marks a bundled per-GPU machine rate.
-_GPU_LABELS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), type_id)
-    for pattern, type_id in (
-        (r"nvidia tesla a100 gpu", "nvidia-tesla-a100"),
-        (r"nvidia (?:tesla )?a100 80gb gpu", "nvidia-a100-80gb"),
-        (r"nvidia h100 80gb gpu", "nvidia-h100-80gb"),
-        (r"nvidia h100 (?:80gb mega|mega 80gb) gpu", "nvidia-h100-mega-80gb"),
-        (r"(?:nvidia )?h200 141gb gpu", "nvidia-h200-141gb"),
-        (r"(?:a4 )?nvidia b200 \(1 gpu slice\)", "nvidia-b200"),
-        (r"nvidia l4 gpu", "nvidia-l4"),
-        (r"nvidia tesla t4 gpu", "nvidia-tesla-t4"),
-        (r"nvidia tesla v100 gpu", "nvidia-tesla-v100"),
-        (r"nvidia tesla p100 gpu", "nvidia-tesla-p100"),
-        (r"nvidia tesla p4 gpu", "nvidia-tesla-p4"),
-    )
-)
-
-# --- machine shapes -------------------------------------------------------------------------
+@functools.cache
+def accelerators() -> dict[str, Accelerator]:
+    """Accelerator type -> what Google documents of it, read once from the data file."""
+    return {
+        row["type_id"]: Accelerator(
+            type_id=row["type_id"],
+            memory_gb=float(row["memory_gb"]),
+            form_factor=GpuFormFactor(row["form_factor"]) if row["form_factor"] else None,
+            nvlink=row["nvlink"] == "true",
+            sku_label=re.compile(row["sku_label"], re.IGNORECASE),
+        )
+        for row in data_rows("gcp_accelerators.csv")
+    }
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -168,80 +141,52 @@ class MachineShape:
     spot_only: bool = False
 
 
-def _accelerator_optimized_shapes() -> list[MachineShape]:
-    """A2, A3, A4 and G2 machine types.
-
-    Source: https://cloud.google.com/compute/docs/accelerator-optimized-machines (tables
-    "A2 Standard", "A2 Ultra", "A3 High", "A3 Mega", "A3 Ultra", "A4", "G2"); the A3 High /
-    Mega / Ultra 8-GPU figures (208 vCPU / 1,872 GB, 224 / 2,952) are also what the
-    machineTypes API returns.
-    """
-    s = MachineShape
-    return [
-        # A2 Standard: NVIDIA A100 40GB, 12 vCPUs and 85 GB per GPU.
-        s("a2-highgpu-1g", "nvidia-tesla-a100", 1, 12, 85, "a2"),
-        s("a2-highgpu-2g", "nvidia-tesla-a100", 2, 24, 170, "a2"),
-        s("a2-highgpu-4g", "nvidia-tesla-a100", 4, 48, 340, "a2"),
-        s("a2-highgpu-8g", "nvidia-tesla-a100", 8, 96, 680, "a2"),
-        s("a2-megagpu-16g", "nvidia-tesla-a100", 16, 96, 1360, "a2"),
-        # A2 Ultra: NVIDIA A100 80GB with bundled Local SSD (375 GiB per GPU).
-        s("a2-ultragpu-1g", "nvidia-a100-80gb", 1, 12, 170, "a2", 375),
-        s("a2-ultragpu-2g", "nvidia-a100-80gb", 2, 24, 340, "a2", 750),
-        s("a2-ultragpu-4g", "nvidia-a100-80gb", 4, 48, 680, "a2", 1500),
-        s("a2-ultragpu-8g", "nvidia-a100-80gb", 8, 96, 1360, "a2", 3000),
-        # A3 High: NVIDIA H100 80GB. The 1-, 2- and 4-GPU types are sold only as Spot (or
-        # flex-start) VMs, per the same page.
-        s("a3-highgpu-1g", "nvidia-h100-80gb", 1, 26, 234, "a3", 750, spot_only=True),
-        s("a3-highgpu-2g", "nvidia-h100-80gb", 2, 52, 468, "a3", 1500, spot_only=True),
-        s("a3-highgpu-4g", "nvidia-h100-80gb", 4, 104, 936, "a3", 3000, spot_only=True),
-        s("a3-highgpu-8g", "nvidia-h100-80gb", 8, 208, 1872, "a3", 6000),
-        # A3 Mega: H100 80GB "Mega" (more NICs); vCPU/RAM billed as "A3Plus".
-        s("a3-megagpu-8g", "nvidia-h100-mega-80gb", 8, 208, 1872, "a3plus", 6000),
-        # A3 Ultra: NVIDIA H200 141GB.
-        s("a3-ultragpu-8g", "nvidia-h200-141gb", 8, 224, 2952, "a3ultra", 12000),
-        # A4: NVIDIA B200, billed solely per GPU slice.
-        s("a4-highgpu-8g", "nvidia-b200", 8, 224, 3968, None, 12000),
-        # G2: NVIDIA L4.
-        s("g2-standard-4", "nvidia-l4", 1, 4, 16, "g2"),
-        s("g2-standard-8", "nvidia-l4", 1, 8, 32, "g2"),
-        s("g2-standard-12", "nvidia-l4", 1, 12, 48, "g2"),
-        s("g2-standard-16", "nvidia-l4", 1, 16, 64, "g2"),
-        s("g2-standard-24", "nvidia-l4", 2, 24, 96, "g2"),
-        s("g2-standard-32", "nvidia-l4", 1, 32, 128, "g2"),
-        s("g2-standard-48", "nvidia-l4", 4, 48, 192, "g2"),
-        s("g2-standard-96", "nvidia-l4", 8, 96, 384, "g2"),
-    ]
-
-
 #: n1-standard-N has N vCPUs and 3.75 GB (GiB) per vCPU
 #: (https://cloud.google.com/compute/docs/general-purpose-machines#n1_machine_types).
 _N1_STANDARD_VCPUS = (1, 2, 4, 8, 16, 32, 64, 96)
 _N1_GIB_PER_VCPU = 3.75
 
-#: GPUs that attach to N1 VMs: GPU count -> (max vCPUs, max memory GB) of the VM, from
-#: https://cloud.google.com/compute/docs/gpus (N1 general-purpose table per GPU model).
-_N1_GPU_LIMITS: dict[str, dict[int, tuple[int, float]]] = {
-    "nvidia-tesla-t4": {1: (48, 312), 2: (48, 312), 4: (96, 624)},
-    "nvidia-tesla-v100": {1: (12, 78), 2: (24, 156), 4: (48, 312), 8: (96, 624)},
-    "nvidia-tesla-p100": {1: (16, 104), 2: (32, 208), 4: (64, 208)},
-    "nvidia-tesla-p4": {1: (24, 156), 2: (48, 312), 4: (96, 624)},
-}
-
 
 def _n1_gpu_shapes() -> list[MachineShape]:
-    """Every n1-standard machine each N1-attachable GPU count may be attached to."""
+    """Every n1-standard machine each N1-attachable GPU count may be attached to, within the
+    VM limits (max vCPUs, max memory GB) ``gcp_n1_gpu_limits.csv`` gives per GPU count."""
     shapes = []
-    for accelerator, limits in _N1_GPU_LIMITS.items():
-        for count, (max_vcpus, max_ram) in limits.items():
-            for vcpus in _N1_STANDARD_VCPUS:
-                ram = vcpus * _N1_GIB_PER_VCPU
-                if vcpus <= max_vcpus and ram <= max_ram:
-                    name = f"n1-standard-{vcpus}+{count}x{accelerator}"
-                    shapes.append(MachineShape(name, accelerator, count, vcpus, ram, "n1"))
+    for row in data_rows("gcp_n1_gpu_limits.csv"):
+        accelerator, count = row["accelerator"], int(row["gpu_count"])
+        for vcpus in _N1_STANDARD_VCPUS:
+            ram = vcpus * _N1_GIB_PER_VCPU
+            if vcpus <= int(row["max_vcpus"]) and ram <= float(row["max_ram_gb"]):
+                name = f"n1-standard-{vcpus}+{count}x{accelerator}"
+                shapes.append(MachineShape(name, accelerator, count, vcpus, ram, "n1"))
     return shapes
 
 
-MACHINE_SHAPES: tuple[MachineShape, ...] = tuple(_accelerator_optimized_shapes() + _n1_gpu_shapes())
+@functools.cache
+def machine_shapes() -> tuple[MachineShape, ...]:
+    """The A2, A3, A4 and G2 machine types of ``gcp_machine_types.csv``, then N1 + GPUs."""
+    documented = [
+        MachineShape(
+            name=row["name"],
+            accelerator=row["accelerator"],
+            gpu_count=int(row["gpu_count"]),
+            vcpus=int(row["vcpus"]),
+            ram_gib=int(row["ram_gib"]),  # Google lists whole GB (GiB) per machine type
+            series=row["series"] or None,
+            local_ssd_gib=int(row["local_ssd_gib"]),
+            spot_only=row["spot_only"] == "true",
+        )
+        for row in data_rows("gcp_machine_types.csv")
+    ]
+    return (*documented, *_n1_gpu_shapes())
+
+
+@functools.cache
+def _shapes_by_accelerator() -> dict[str, list[MachineShape]]:
+    out: dict[str, list[MachineShape]] = {}
+    for shape in machine_shapes():
+        out.setdefault(shape.accelerator, []).append(shape)
+    return out
+
 
 # --- SKU classification ---------------------------------------------------------------------
 
@@ -281,9 +226,9 @@ def sku_label(description: str) -> str:
 
 def _component(label: str, resource_group: str) -> tuple[str, str] | None:
     """(kind, name) of a SKU label: ("gpu", accelerator), ("core", series)...; None if other."""
-    for pattern, type_id in _GPU_LABELS:
-        if pattern.fullmatch(label):
-            return ("slice" if "gpu slice" in label.lower() else "gpu"), type_id
+    for accelerator in accelerators().values():
+        if accelerator.sku_label.fullmatch(label):
+            return ("slice" if "gpu slice" in label.lower() else "gpu"), accelerator.type_id
     if resource_group == "GPU" or re.search(r"\bgpu\b", label, re.IGNORECASE):
         return "unknown_gpu", label
     m = _CORE_RAM.match(label)
@@ -326,7 +271,6 @@ class _RateTable:
 
     def __init__(self) -> None:
         self.rates: dict[RateKey, Rate] = {}
-        self.gpu_regions: set[tuple[str, str, RentalTerm]] = set()
 
     def add_sku(self, sku: Any, result: ParseResult) -> None:
         if not isinstance(sku, dict):
@@ -439,28 +383,6 @@ def assemble_machine_price(
     return MachinePrice(amount, gpu.currency, (gpu, core, ram))
 
 
-def _shapes_by_accelerator() -> dict[str, list[MachineShape]]:
-    out: dict[str, list[MachineShape]] = {}
-    for shape in MACHINE_SHAPES:
-        out.setdefault(shape.accelerator, []).append(shape)
-    return out
-
-
-_SHAPES_BY_ACCELERATOR = _shapes_by_accelerator()
-
-
-def _too_cheap(price: MachinePrice, shape: MachineShape, term: RentalTerm) -> bool:
-    usd = usd_per_hour(
-        price_amount=price.amount,
-        price_currency=price.currency,
-        price_unit=PriceUnit.HOUR,
-        price_basis=PriceBasis.INSTANCE,
-        term=term,
-        gpu_count=shape.gpu_count,
-    )
-    return usd / shape.gpu_count < MIN_USD_PER_GPU_HOUR
-
-
 class GcpAdapter(Adapter):
     """Google Cloud GPU machines: A2, A3, A4, G2 and N1+GPU, per region, on-demand, Spot
     and 1-/3-year commitments, from the public Cloud Billing Catalog."""
@@ -506,7 +428,7 @@ class GcpAdapter(Adapter):
         for kind, accelerator, region, term in table.gpu_keys():
             gpu = table.get(kind, accelerator, region, term)
             assert gpu is not None
-            for shape in _SHAPES_BY_ACCELERATOR.get(accelerator, []):
+            for shape in _shapes_by_accelerator().get(accelerator, []):
                 if shape.spot_only and term is not RentalTerm.INTERRUPTIBLE:
                     continue
                 price = assemble_machine_price(shape, gpu, kind, table, region, term)
@@ -531,45 +453,38 @@ class GcpAdapter(Adapter):
         fetched_at: datetime,
     ) -> None:
         ref = "gcp:sku/" + "+".join(r.sku_id for r in price.rates)
-        try:
-            if _too_cheap(price, shape, term):
-                result.skip(f"absurd price {price.amount} {price.currency}/h", ref)
-                return
-        except KeyError as exc:
-            result.skip(str(exc), ref)
-            return
-        accelerator = ACCELERATORS[shape.accelerator]
+        accelerator = accelerators()[shape.accelerator]
         spec = resolve_gpu_name(
             gpu.label, memory_gb=accelerator.memory_gb, form_factor=accelerator.form_factor
         )
-        result.add(
-            ref,
-            provider=self.name,
-            offer_id=shape.name,
-            instance_name=shape.name,
-            region=region,
-            fetched_at=fetched_at,
-            raw_ref=ref,
-            gpu_raw_name=gpu.label,
+        fields: OfferFields = {
+            "provider": self.name,
+            "offer_id": shape.name,
+            "instance_name": shape.name,
+            "region": region,
+            "fetched_at": fetched_at,
+            "raw_ref": ref,
+            "gpu_raw_name": gpu.label,
             **spec_fields(spec, form_factor=accelerator.form_factor),
-            gpu_count=shape.gpu_count,
-            gpu_memory_gb=accelerator.memory_gb,
-            gpu_interconnect=GpuInterconnect.NVLINK if accelerator.nvlink else None,
-            gpu_nvlink_gbs=(spec.nvlink_gbs or None) if spec and accelerator.nvlink else None,
-            vcpus=shape.vcpus,
-            ram_gb=round(gib_to_gb(shape.ram_gib), 3),
-            storage_gb=round(gib_to_gb(shape.local_ssd_gib), 3) if shape.local_ssd_gib else None,
-            storage_type=StorageType.SSD if shape.local_ssd_gib else None,
-            price_amount=price.amount,
-            price_currency=price.currency,
-            price_unit=PriceUnit.HOUR,
-            price_basis=PriceBasis.INSTANCE,
-            term=term,
+            "gpu_count": shape.gpu_count,
+            "gpu_memory_gb": accelerator.memory_gb,
+            "gpu_interconnect": GpuInterconnect.NVLINK if accelerator.nvlink else None,
+            "gpu_nvlink_gbs": (spec.nvlink_gbs or None) if spec and accelerator.nvlink else None,
+            "vcpus": shape.vcpus,
+            "ram_gb": round(gib_to_gb(shape.ram_gib), 3),
+            "storage_gb": round(gib_to_gb(shape.local_ssd_gib), 3) if shape.local_ssd_gib else None,
+            "storage_type": StorageType.SSD if shape.local_ssd_gib else None,
+            "price_amount": price.amount,
+            "price_currency": price.currency,
+            "price_unit": PriceUnit.HOUR,
+            "price_basis": PriceBasis.INSTANCE,
+            "term": term,
             # Per-second billing after a 1-minute minimum for vCPUs, memory and GPUs
             # (https://cloud.google.com/compute/vm-instance-pricing#billingmodel).
-            billing_increment_s=None if term.is_commitment else 1,
-            min_rental_hours=None if term.is_commitment else 1 / 60,
-        )
+            "billing_increment_s": None if term.is_commitment else 1,
+            "min_rental_hours": None if term.is_commitment else 1 / 60,
+        }
+        result.add(ref, **fields)
 
 
 ADAPTER = GcpAdapter

@@ -8,11 +8,10 @@ Sources (no authentication):
   subType.value, products: [{partNumber, qty, type.value (ocpu/memory/disk)}]}]}``;
 * Cost Estimator products: ``.../cloudestimator2/data/products.json``
   ``{"items": [{partNumber, billingModel, pricetype, currencyCodeLocalizations:
-  [{currencyCode, prices: [{model, value}]}]}]}``;
-* (optional, for ``gpuscout parse``) the Price List API
-  ``GET https://apexapps.oracle.com/pls/apex/cetools/api/v1/products/?currencyCode=USD``
-  ``{"lastUpdated", "items": [{partNumber, displayName, metricName, serviceCategory,
-  currencyCodeLocalizations}]}`` (https://docs.oracle.com/en-us/iaas/Content/Billing/Tasks/signingup_topic-Estimating_Costs.htm).
+  [{currencyCode, prices: [{model, value}]}]}]}``. (The Price List API,
+  https://docs.oracle.com/en-us/iaas/Content/Billing/Tasks/signingup_topic-Estimating_Costs.htm,
+  has the same items with a ``displayName``; fetch does not call it, so parse reads no
+  more of it than of products.json.)
 
 For a GPU shape the ``ocpu`` product's part number is the GPU SKU and its price is per GPU
 per hour ("GPU Per Hour" in the price list), CPU and memory included; its ``qty`` is the
@@ -33,16 +32,15 @@ from typing import Any
 
 import httpx
 
-from .base import MIN_USD_PER_GPU_HOUR, Adapter, ParseResult, ResponseFormatError
+from .base import Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, usd_per_hour
-from .units import to_decimal, to_float
+from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .units import lenient_float, positive, to_decimal, to_float
 
 __all__ = ["ADAPTER", "OciAdapter"]
 
 SHAPES_URL = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data/shapes.json"
 PRODUCTS_URL = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data/products.json"
-PRICE_LIST_URL = "https://apexapps.oracle.com/pls/apex/cetools/api/v1/products/"
 
 CURRENCY = "USD"
 PAY_AS_YOU_GO = "PAY_AS_YOU_GO"
@@ -52,9 +50,6 @@ PAY_AS_YOU_GO = "PAY_AS_YOU_GO"
 VCPUS_PER_X86_OCPU = 2
 
 _SHAPE_GPU = re.compile(r"^(?:BM|VM)\.GPU\.(?P<gpu>[A-Za-z0-9-]+)\.(?P<count>\d+)$")
-_DISPLAY_GPU = re.compile(
-    r"^(?:OCI|Oracle Cloud Infrastructure) - Compute - GPU - (?P<gpu>.+)$", re.IGNORECASE
-)
 _VERSION_SUFFIX = re.compile(r"[\s-]+v\d+$", re.IGNORECASE)
 
 #: Bare-metal 8-GPU NVIDIA shapes are HGX boards (SXM with NVLink), per OCI's GPU shape
@@ -63,7 +58,7 @@ _HGX_BARE_METAL_GPUS = frozenset({"A100", "H100", "H200", "B200"})
 
 
 def shape_kind(payload: Any) -> str:
-    """Tell a payload apart by content: "shapes", "products" (either price format)."""
+    """Tell a payload apart by content: "shapes" or "products"."""
     if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
         raise ValueError("not an {'items': [...]} object")
     items = [i for i in payload["items"] if isinstance(i, dict)]
@@ -113,7 +108,6 @@ class OciAdapter(Adapter):
         result = ParseResult()
         shapes: list[Any] = []
         prices: dict[str, Decimal | str] = {}  # part number -> USD/h, or why it has none
-        names: dict[str, str] = {}  # part number -> GPU name from the price list
         for index, payload in enumerate(payloads):
             try:
                 kind = shape_kind(payload)
@@ -122,38 +116,18 @@ class OciAdapter(Adapter):
             if kind == "shapes":
                 shapes.extend(payload["items"])
             else:
-                self._collect_prices(payload["items"], prices, names)
+                _collect_prices(payload["items"], prices)
         if not shapes:
             raise ResponseFormatError(self.name, "no shapes payload (shapes.json) given")
         for shape in shapes:
-            self._add_shape(result, shape, prices, names, fetched_at)
+            self._add_shape(result, shape, prices, fetched_at)
         return result
-
-    @staticmethod
-    def _collect_prices(
-        items: list[Any], prices: dict[str, Decimal | str], names: dict[str, str]
-    ) -> None:
-        for item in items:
-            if not isinstance(item, dict) or not isinstance(item.get("partNumber"), str):
-                continue
-            part = item["partNumber"]
-            display = item.get("displayName")
-            if isinstance(display, str) and (m := _DISPLAY_GPU.match(display.strip())):
-                names.setdefault(part, m["gpu"].strip())
-            try:
-                value = usd_payg_price(item)
-            except ValueError as exc:
-                prices.setdefault(part, f"bad price for {part}: {exc}")
-                continue
-            if value is not None and not isinstance(prices.get(part), Decimal):
-                prices[part] = value
 
     def _add_shape(
         self,
         result: ParseResult,
         shape: Any,
         prices: Mapping[str, Decimal | str],
-        names: Mapping[str, str],
         fetched_at: datetime,
     ) -> None:
         if not isinstance(shape, dict) or not isinstance(shape.get("name"), str):
@@ -179,77 +153,63 @@ class OciAdapter(Adapter):
             result.skip("GPU shape without an ocpu (GPU SKU) product", ref)
             return
         part, ocpus = ocpu
-        price = prices.get(part)
-        if price is None:
-            result.skip(f"no USD pay-as-you-go price for part {part}", ref)
-            return
+        price = prices.get(part, f"no USD pay-as-you-go price for part {part}")
         if isinstance(price, str):
             result.skip(price, ref)
             return
-        if (
-            price <= 0
-            or usd_per_hour(
-                price_amount=price,
-                price_currency=CURRENCY,
-                price_unit=PriceUnit.HOUR,
-                price_basis=PriceBasis.GPU,
-                term=RentalTerm.ON_DEMAND,
-                gpu_count=1,
-            )
-            < MIN_USD_PER_GPU_HOUR
-        ):
-            result.skip(f"absurd price {price} {CURRENCY}/GPU-hour", ref)
-            return
         count = int(gpu_count)
-        raw_gpu = names.get(part) or _gpu_from_shape_name(shape_name)
-        memory_gb = _per_gpu_memory_gb(shape, count)
-        form_factor = (
-            GpuFormFactor.SXM
-            if shape_name.startswith("BM.")
-            and count == 8
-            and raw_gpu is not None
-            and _VERSION_SUFFIX.sub("", raw_gpu).upper() in _HGX_BARE_METAL_GPUS
-            else None
-        )
+        raw_gpu = _gpu_from_shape_name(shape_name)
+        model = _VERSION_SUFFIX.sub("", raw_gpu) if raw_gpu else None
+        hgx = shape_name.startswith("BM.") and count == 8 and model in _HGX_BARE_METAL_GPUS
+        form_factor = GpuFormFactor.SXM if hgx else None
+        total_memory_gb = positive(lenient_float(shape.get("gpuMemoryQty")))  # all GPUs, GB
+        memory_gb = total_memory_gb / count if total_memory_gb else None
         spec = (
-            resolve_gpu_name(
-                _VERSION_SUFFIX.sub("", raw_gpu), memory_gb=memory_gb, form_factor=form_factor
-            )
-            if raw_gpu
-            else None
+            resolve_gpu_name(model, memory_gb=memory_gb, form_factor=form_factor) if model else None
         )
         processor = _value(shape.get("processorType"))
         x86 = processor in ("intel", "amd")
-        try:
-            ram_gb = to_float(shape.get("bundleMemoryQty"))
-        except ValueError:
-            ram_gb = None
-        result.add(
-            ref,
-            provider=self.name,
-            offer_id=shape_name,
-            instance_name=shape_name,
-            region=None,
-            fetched_at=fetched_at,
-            raw_ref=f"{ref}+part/{part}",
-            gpu_raw_name=raw_gpu or shape_name,
+        fields: OfferFields = {
+            "provider": self.name,
+            "offer_id": shape_name,
+            "instance_name": shape_name,
+            "region": None,
+            "fetched_at": fetched_at,
+            "raw_ref": f"{ref}+part/{part}",
+            "gpu_raw_name": raw_gpu or shape_name,
             **spec_fields(spec, form_factor=form_factor),
-            gpu_count=count,
-            gpu_memory_gb=memory_gb,
+            "gpu_count": count,
+            "gpu_memory_gb": memory_gb,
             # OCI's data marks some Intel GPU shapes (A10, A100) as "arm"; an OCPU is one
             # physical core either way, so cores are safe and vCPUs only for x86.
-            cpu_cores=ocpus,
-            vcpus=ocpus * VCPUS_PER_X86_OCPU if x86 and ocpus else None,
-            cpu_vendor=processor if x86 else None,
-            cpu_arch="x86_64" if x86 else None,
-            ram_gb=ram_gb or None,
-            price_amount=price,
-            price_currency=CURRENCY,
-            price_unit=PriceUnit.HOUR,
-            price_basis=PriceBasis.GPU,
-            term=RentalTerm.ON_DEMAND,
-            datacenter=True,
-        )
+            "cpu_cores": ocpus,
+            "vcpus": ocpus * VCPUS_PER_X86_OCPU if x86 and ocpus else None,
+            "cpu_vendor": processor if x86 else None,
+            "cpu_arch": "x86_64" if x86 else None,
+            "ram_gb": lenient_float(shape.get("bundleMemoryQty")) or None,
+            "price_amount": price,
+            "price_currency": CURRENCY,
+            "price_unit": PriceUnit.HOUR,
+            "price_basis": PriceBasis.GPU,
+            "term": RentalTerm.ON_DEMAND,
+            "datacenter": True,
+        }
+        result.add(ref, **fields)
+
+
+def _collect_prices(items: list[Any], prices: dict[str, Decimal | str]) -> None:
+    """USD pay-as-you-go price per part number; a bad one keeps its reason (first one wins)."""
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("partNumber"), str):
+            continue
+        part = item["partNumber"]
+        try:
+            value = usd_payg_price(item)
+        except ValueError as exc:
+            prices.setdefault(part, f"bad price for {part}: {exc}")
+            continue
+        if value is not None and not isinstance(prices.get(part), Decimal):
+            prices[part] = value
 
 
 def _value(field: Any) -> str | None:
@@ -267,11 +227,7 @@ def _ocpu_product(shape: Mapping[str, Any]) -> tuple[str, float | None] | None:
         part = product.get("partNumber")
         if not isinstance(part, str) or not part:
             return None
-        try:
-            qty = to_float(product.get("qty"))
-        except ValueError:
-            qty = None
-        return part, (qty if qty and qty > 0 else None)
+        return part, positive(lenient_float(product.get("qty")))
     return None
 
 
@@ -279,17 +235,6 @@ def _gpu_from_shape_name(shape_name: str) -> str | None:
     """ "BM.GPU.H100.8" -> "H100"; None for names without a GPU model (BM.GPU4.8)."""
     m = _SHAPE_GPU.match(shape_name)
     return m["gpu"] if m else None
-
-
-def _per_gpu_memory_gb(shape: Mapping[str, Any], gpu_count: int) -> float | None:
-    """``gpuMemoryQty`` is the shape's total GPU memory in GB."""
-    try:
-        total = to_float(shape.get("gpuMemoryQty"))
-    except ValueError:
-        return None
-    if not total or total <= 0:
-        return None
-    return total / gpu_count
 
 
 ADAPTER = OciAdapter

@@ -18,6 +18,7 @@ __all__ = [
     "gbps_to_mbps",
     "gib_to_gb",
     "google_money_to_decimal",
+    "gpu_share",
     "gpu_vendor",
     "lenient_decimal",
     "lenient_float",
@@ -31,6 +32,8 @@ __all__ = [
     "positive_decimal",
     "positive_quantity",
     "power_of_two_counts",
+    "price_or_reason",
+    "size_text_to_gb",
     "text",
     "to_decimal",
     "to_float",
@@ -226,3 +229,47 @@ def gpu_vendor(name: Any) -> Vendor | None:
 
 
 _GPU_VENDORS = {v.value: v for v in (Vendor.NVIDIA, Vendor.AMD, Vendor.INTEL)}
+
+
+def price_or_reason(value: Any) -> Decimal | str:
+    """A raw price as an exact Decimal, or the reason to skip its record.
+
+    >>> price_or_reason("3.673")
+    Decimal('3.673')
+    >>> price_or_reason("abc"), price_or_reason(None)
+    ("price is not a number: 'abc'", 'no price')
+    """
+    try:
+        price = to_decimal(value)
+    except ValueError:
+        return f"price is not a number: {value!r}"
+    return "no price" if price is None else price
+
+
+_SIZE_TEXT = re.compile(r"^\s*([\d.,]+)\s*(GiB|GB|TiB|TB)?\s*$", re.IGNORECASE)
+
+
+def size_text_to_gb(text: str) -> float | None:
+    """A size written with its unit (``"2048 GiB"``, ``"640 GB"``, ``"1 TB"``) in decimal GB;
+    a bare number is GB. ``None`` if absent or not a size (``"NA"``).
+
+    >>> size_text_to_gb("640 GB"), size_text_to_gb("1 TiB"), size_text_to_gb("NA")
+    (640.0, 1099.511627776, None)
+    """
+    match = _SIZE_TEXT.match(text or "")
+    if not match:
+        return None
+    value = float(match.group(1).replace(",", ""))
+    unit = (match.group(2) or "GB").lower()
+    if unit in ("gib", "tib"):
+        return gib_to_gb(value * 1024 if unit == "tib" else value)
+    return value * 1000 if unit == "tb" else value
+
+
+def gpu_share(gpus: float) -> tuple[int, float | None]:
+    """``(gpu_count, gpu_fraction)`` of a GPU count that may be a slice of one GPU.
+
+    >>> gpu_share(8), gpu_share(0.125)
+    ((8, None), (1, 0.125))
+    """
+    return (1, float(gpus)) if gpus < 1 else (int(gpus), None)

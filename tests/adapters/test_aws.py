@@ -1,4 +1,4 @@
-"""AWS EC2 adapter: price list (CSV/JSON/GetProducts) and spot, parsed and fetched via respx."""
+"""AWS EC2 adapter: price-list CSV, spot and GpuInfo XML, parsed and fetched via respx."""
 
 from __future__ import annotations
 
@@ -16,7 +16,14 @@ import httpx
 import pytest
 import respx
 
-from adapters.aws import PRICING_BASE, REGION_INDEX_URL, AwsAdapter
+from adapters.aws import (
+    MAX_EC2_PAGES,
+    PRICING_BASE,
+    REGION_INDEX_URL,
+    AwsAdapter,
+    GpuFamily,
+    gpu_families,
+)
 from adapters.base import (
     FAILED_CALLS_KEY,
     FailedCall,
@@ -29,9 +36,12 @@ from adapters.collect import ProviderRun, RunStatus, run_provider
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType, Vendor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "aws"
+SAMPLES = Path(__file__).resolve().parents[2] / "adapters" / "samples" / "aws"
 NOW = datetime(2025, 9, 15, 12, tzinfo=UTC)
 FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
 GPU_CSV = "bulk_index_csv_gpu_rows.reconstructed.csv"
+SPOT_XML = "spot_price_history_gpu_all_zones.query_api.reconstructed.xml"
+GPU_INFO_XML = "describe_instance_types_gpuinfo.query_api.reconstructed.xml"
 Q = Decimal("0.000001")
 
 
@@ -88,13 +98,7 @@ def csv_with(*rows: str) -> str:
 
 @pytest.fixture(scope="module")
 def full() -> Any:
-    return parse(
-        *decoded(
-            GPU_CSV,
-            "spot_price_history_gpu.reconstructed.json",
-            "describe_instance_types_gpuinfo.reconstructed.json",
-        )
-    )
+    return parse(*decoded(GPU_CSV, SPOT_XML, GPU_INFO_XML))
 
 
 def test_offers_and_decoys(full: Any) -> None:
@@ -116,6 +120,11 @@ def test_offers_and_decoys(full: Any) -> None:
         "not shared tenancy": 1,
         "pre-installed software": 1,
     }
+
+
+def test_sample_xml_is_the_tested_fixture() -> None:
+    for name in (SPOT_XML, GPU_INFO_XML):
+        assert (SAMPLES / name).read_bytes() == read(name), name
 
 
 def test_p5_on_demand(full: Any) -> None:
@@ -172,6 +181,16 @@ def test_p4d_model_from_the_family_table_without_gpuinfo(full: Any) -> None:
     assert o.gpu_memory_gb == 40
 
 
+def test_family_table_loads_with_a_source_per_row() -> None:
+    families = gpu_families()
+    assert len(families) == 21
+    assert families["p5"] == GpuFamily("H100", GpuFormFactor.SXM)
+    assert families["p6e-gb200"] == GpuFamily("GB200", GpuFormFactor.SUPERCHIP)
+    assert families["g4ad"] == GpuFamily("Radeon Pro V520")
+    assert families["g6f"] == GpuFamily("L4")  # fractional L4 sizes
+    assert gpu_families() is families  # read once
+
+
 def test_spot_offers_per_availability_zone(full: Any) -> None:
     offers = by_id(full)
     a = offers[("p5.48xlarge:spot:us-east-1a", "us-east-1")]
@@ -185,20 +204,35 @@ def test_spot_offers_per_availability_zone(full: Any) -> None:
     assert a.usd_per_hour == Decimal("25.600000")
 
 
-def test_json_offer_file_and_get_products_match_the_csv() -> None:
-    csv_result = parse(*decoded(GPU_CSV))
-    on_demand = {
-        k: o.price_amount for k, o in by_id(csv_result).items() if o.term is RentalTerm.ON_DEMAND
-    }
-    for name in (
+@pytest.mark.parametrize(
+    "name",
+    [
         "offer_file_us-east-1_gpu_excerpt.reconstructed.json",
         "pricing_get_products_response.reconstructed.json",
-    ):
-        result = parse(*decoded(name))
-        assert {k: o.price_amount for k, o in by_id(result).items()} == on_demand, name
-        assert result.skipped == []
-        p5 = by_id(result)[("p5.48xlarge", "us-east-1")]
-        assert (p5.gpu_model, p5.gpu_count, p5.vcpus) == ("H100-SXM5-80GB", 8, 192)
+        "spot_price_history_gpu.reconstructed.json",
+        "describe_instance_types_gpuinfo.reconstructed.json",
+        "spot_price_history.awscli_example.verbatim.json",
+    ],
+)
+def test_json_shapes_fetch_never_returns_are_refused(name: str) -> None:
+    """The offer file, GetProducts and the SDK's JSON carry the same data as the CSV and XML
+    fetch returns; parse reads only what fetch returns, and says so instead of guessing."""
+    with pytest.raises(ResponseFormatError, match="unexpected payload type"):
+        parse(*decoded(GPU_CSV, name))
+
+
+def test_json_gpuinfo_and_spot_match_their_xml() -> None:
+    """The XML fixtures carry the records of the SDK-JSON ones, element for element."""
+    spot = json.loads(read("spot_price_history_gpu.reconstructed.json"))["SpotPriceHistory"]
+    offers = by_id(parse(*decoded(GPU_CSV, SPOT_XML)))
+    for s in spot:
+        o = offers[(f"{s['InstanceType']}:spot:{s['AvailabilityZone']}", "us-east-1")]
+        assert o.price_amount == Decimal(s["SpotPrice"])
+    infos = json.loads(read("describe_instance_types_gpuinfo.reconstructed.json"))["InstanceTypes"]
+    offers = by_id(parse(*decoded(GPU_CSV, GPU_INFO_XML)))
+    for info in infos:
+        gpu = info["GpuInfo"]["Gpus"][0]
+        assert offers[(info["InstanceType"], "us-east-1")].gpu_raw_name == gpu["Name"]
 
 
 def test_spot_query_api_xml() -> None:
@@ -214,12 +248,12 @@ def test_spot_query_api_xml() -> None:
 
 
 def test_verbatim_price_list_excerpt_has_no_linux_gpu_rows() -> None:
-    result = parse(
-        *decoded(
-            "bulk_index_csv_sample_2025-09.verbatim.csv",
-            "spot_price_history.awscli_example.verbatim.json",
-        )
+    # the m1.xlarge spot prices of the AWS CLI example (spot_price_history.awscli_example)
+    cli_example = spot_xml(
+        ("m1.xlarge", "us-west-1a", "0.080000", "Linux/UNIX (Amazon VPC)"),
+        ("m1.xlarge", "us-west-1c", "0.080000", "Linux/UNIX (Amazon VPC)"),
     )
+    result = parse(*decoded("bulk_index_csv_sample_2025-09.verbatim.csv"), cli_example)
     assert result.offers == []
     reasons = result.skip_reasons()
     assert reasons["not Linux"] == 41  # Windows, RHEL, SUSE, Ubuntu Pro rows
@@ -296,7 +330,7 @@ def test_reserved_with_two_hourly_parts_is_skipped() -> None:
         ({"PricePerUnit": ""}, "no price"),
         ({"PricePerUnit": "-1.0"}, "invalid price_amount"),
         ({"PricePerUnit": "0.0000000000"}, "invalid price_amount"),
-        ({"PricePerUnit": "0.0010000000"}, "absurd price 0.0010000000 USD"),
+        ({"PricePerUnit": "0.0010000000"}, "absurd price: 0.000125 USD per GPU-hour"),
         ({"GPU": "0"}, "no GPU"),
         ({"GPU": "eight"}, "no GPU"),
         ({"Currency": "XYZ"}, "invalid price_currency"),
@@ -335,20 +369,13 @@ def test_family_not_in_table_keeps_count_without_a_name() -> None:
 
 
 def test_bad_spot_records_are_skipped() -> None:
-    spot = {
-        "SpotPriceHistory": [
-            {"AvailabilityZone": "us-east-1a", "InstanceType": "p5.48xlarge",
-             "ProductDescription": "Linux/UNIX", "SpotPrice": None, "Timestamp": "2025-09-15"},
-            {"AvailabilityZone": "us-east-1b", "InstanceType": "p5.48xlarge",
-             "ProductDescription": "Linux/UNIX", "SpotPrice": "-2", "Timestamp": "2025-09-15"},
-            {"AvailabilityZone": "us-east-1c", "InstanceType": "p5.48xlarge",
-             "ProductDescription": "Windows", "SpotPrice": "30", "Timestamp": "2025-09-15"},
-            {"AvailabilityZone": "weird", "InstanceType": "p5.48xlarge",
-             "ProductDescription": "Linux/UNIX", "SpotPrice": "30", "Timestamp": "2025-09-15"},
-            {"AvailabilityZone": "us-east-1d", "InstanceType": "p5.48xlarge",
-             "ProductDescription": "Linux/UNIX", "SpotPrice": "20.5", "Timestamp": "2025-09-15"},
-        ]
-    }  # fmt: skip
+    spot = spot_xml(
+        ("p5.48xlarge", "us-east-1a", None),
+        ("p5.48xlarge", "us-east-1b", "-2"),
+        ("p5.48xlarge", "us-east-1c", "30", "Windows"),
+        ("p5.48xlarge", "weird", "30"),
+        ("p5.48xlarge", "us-east-1d", "20.5"),
+    )
     result = parse(*decoded(GPU_CSV), spot)
     spot_offers = [o for o in result.offers if o.term is RentalTerm.INTERRUPTIBLE]
     assert [label(o) for o in spot_offers] == ["p5.48xlarge:spot:us-east-1d"]
@@ -448,15 +475,20 @@ def test_fetch_without_credentials_streams_price_list_and_skips_spot(
     assert "spot prices skipped: credentials not set" in caplog.text
     result = AwsAdapter().parse(payloads, fetched_at=NOW)
     assert len(result.offers) == 5 and result.skipped == []
+    # the offline sample holds exactly what fetch returns for this price list
+    assert text == (SAMPLES / "bulk_index_csv_gpu_rows.streamed.reconstructed.csv").read_text()
 
 
-def spot_xml(*items: tuple[str, str, str], token: str = "") -> str:
+def spot_xml(*items: tuple[str | None, ...], token: str = "") -> str:
+    """A DescribeSpotPriceHistory page of (instance type, AZ, price[, product]) items; a
+    price of None leaves the element out."""
     body = "".join(
-        f"<item><instanceType>{t}</instanceType><productDescription>Linux/UNIX"
-        f"</productDescription><spotPrice>{p}</spotPrice>"
-        f"<timestamp>2025-09-15T12:00:00.000Z</timestamp>"
+        f"<item><instanceType>{t}</instanceType><productDescription>"
+        f"{rest[0] if rest else 'Linux/UNIX'}</productDescription>"
+        + ("" if p is None else f"<spotPrice>{p}</spotPrice>")
+        + f"<timestamp>2025-09-15T12:00:00.000Z</timestamp>"
         f"<availabilityZone>{az}</availabilityZone></item>"
-        for t, az, p in items
+        for t, az, p, *rest in items
     )
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -539,6 +571,20 @@ def test_fetch_spot_is_signed_and_paginated() -> None:
         "A100-SXM4-40GB",
         Vendor.NVIDIA,
     )
+
+
+@respx.mock
+def test_spot_pages_stop_at_the_page_limit() -> None:
+    """A token that never ends fails that region's spot prices, not the provider."""
+    mock_price_list()
+    endless = spot_xml(("p5.48xlarge", "us-east-1a", "25.6"), token="again")
+    respx.post(EC2_URL).mock(
+        side_effect=ec2_dispatch([httpx.Response(200, text=endless)] * MAX_EC2_PAGES)
+    )
+    payloads = fetch(CREDS)
+    reason = f"spot prices not fetched: more than {MAX_EC2_PAGES} DescribeSpotPriceHistory pages"
+    assert payloads[-1] == failed_calls_payload([FailedCall("aws:spot/us-east-1", reason)])
+    assert payloads[1:-1] == [INSTANCE_TYPES_XML]  # the region's pages are all dropped
 
 
 def test_instance_types_xml_is_parsed() -> None:

@@ -7,6 +7,7 @@ import copy
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,8 @@ import httpx
 import pytest
 import respx
 
-from adapters.azure import API_URL, GPU_SIZES, AzureAdapter, azure_gpu_size
-from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from adapters.azure import API_URL, AzureAdapter, azure_gpu_size, gpu_sizes
+from adapters.base import DUPLICATE_REASON, ProviderError, ResponseFormatError, RetryPolicy
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "azure"
@@ -166,7 +167,7 @@ def test_duplicate_pages_do_not_duplicate_offers() -> None:
     result = parse(first, load("retail_prices_gpu_page.reconstructed.json"))
     keys = [o.key for o in result.offers]
     assert len(keys) == len(set(keys)) == 10
-    assert result.skip_reasons()["duplicate meter for the same size, region and term"] == 4
+    assert result.skip_reasons()[DUPLICATE_REASON] == 4
 
 
 # --- parse: the verbatim doc examples (non-GPU sizes, Windows, EUR) ----------------------
@@ -198,7 +199,7 @@ def test_currency_is_kept_exact() -> None:
         ({"retailPrice": "abc"}, "price is not a number: 'abc'"),
         ({"retailPrice": -1.0}, "invalid price_amount: Input should be greater than 0"),
         ({"retailPrice": 0}, "invalid price_amount: Input should be greater than 0"),
-        ({"retailPrice": 0.001}, "absurd price 0.001 USD for a data-centre GPU"),
+        ({"retailPrice": 0.001}, "absurd price: 0.00100 USD per GPU-hour (on_demand)"),
         ({"armSkuName": "Standard_NX99ads_Z9_v9"}, "not a known GPU VM size"),
         ({"armSkuName": ""}, "not a known GPU VM size: (none)"),
         ({"type": "Reservation", "reservationTerm": "5 Years"}, "unknown reservationTerm"),
@@ -260,13 +261,21 @@ def test_truncated_json_is_a_response_format_error() -> None:
         AzureAdapter().decode(data, "page.json")
 
 
-def test_size_table_is_consistent() -> None:
-    for size, spec in GPU_SIZES.items():
+def test_size_table_loads_with_a_source_per_row() -> None:
+    sizes = gpu_sizes()
+    assert len(sizes) == 41
+    for size, spec in sizes.items():
         assert size.startswith("Standard_N"), size
         assert spec.vcpus > 0 and spec.ram > 0 and spec.gpu_memory_gb > 0, size
+        assert spec.ram_unit in ("GB", "GiB"), size
         assert spec.gpus > 0 and (spec.gpus < 1 or spec.gpus.denominator == 1), size
-        assert spec.doc.startswith("https://learn.microsoft.com/"), size
-    assert azure_gpu_size("standard_nd96isr_h100_v5") is GPU_SIZES["Standard_ND96isr_H100_v5"]
+        assert spec.source.startswith("https://learn.microsoft.com/"), size
+    h100 = sizes["Standard_ND96isr_H100_v5"]
+    assert (h100.vcpus, h100.gpus, h100.gpu_memory_gb) == (96, 8, 80)
+    assert h100.form_factor is GpuFormFactor.SXM
+    assert sizes["Standard_NV6ads_A10_v5"].gpus == Fraction(1, 6)
+    assert azure_gpu_size("standard_nd96isr_h100_v5") is h100
+    assert gpu_sizes() is sizes  # read once
 
 
 # --- fetch -------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 import respx
 
 from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.gcp import SKUS_URL, GcpAdapter, sku_label
+from adapters.gcp import SKUS_URL, GcpAdapter, accelerators, machine_shapes, sku_label
 from adapters.schema import GpuFormFactor, GpuInterconnect, PriceBasis, PriceUnit, RentalTerm
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gcp"
@@ -203,6 +203,32 @@ def test_sku_label_strips_prefixes_and_location() -> None:
         "A4 Nvidia B200 (1 gpu slice)"
     )
     assert sku_label("Commitment v1: A2 Cpu in Americas for 3 Years") == "A2 Cpu"
+
+
+def test_machine_data_files_load_with_the_documented_rows() -> None:
+    shapes = {s.name: s for s in machine_shapes()}
+    assert len(shapes) == 103  # 24 documented A2/A3/A4/G2 types + 79 N1 + GPU combinations
+    assert sum(not name.startswith("n1-") for name in shapes) == 24
+    a3 = shapes["a3-highgpu-8g"]
+    assert (a3.accelerator, a3.gpu_count, a3.vcpus, a3.ram_gib) == (
+        "nvidia-h100-80gb",
+        8,
+        208,
+        1872,
+    )
+    assert (a3.series, a3.local_ssd_gib, a3.spot_only) == ("a3", 6000, False)
+    assert shapes["a3-highgpu-1g"].spot_only
+    assert shapes["a4-highgpu-8g"].series is None  # billed per GPU slice only
+    assert shapes["n1-standard-96+4xnvidia-tesla-t4"].ram_gib == 360
+    assert "n1-standard-64+1xnvidia-tesla-t4" not in shapes  # over the 1-GPU T4 vCPU limit
+    found = accelerators()
+    assert len(found) == 11
+    assert {s.accelerator for s in shapes.values()} <= set(found)
+    b200 = found["nvidia-b200"]
+    assert (b200.memory_gb, b200.form_factor, b200.nvlink) == (180, GpuFormFactor.SXM, True)
+    assert b200.sku_label.fullmatch("A4 Nvidia B200 (1 gpu slice)")
+    assert found["nvidia-tesla-v100"].form_factor is None
+    assert machine_shapes() is machine_shapes()  # read once
 
 
 # --- parse: bad records and bad responses ------------------------------------------------------

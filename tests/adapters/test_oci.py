@@ -70,11 +70,13 @@ def test_gpu_shapes_priced_per_gpu() -> None:
     assert not any(o.term is RentalTerm.INTERRUPTIBLE for o in result.offers)
 
 
-def test_price_list_api_prices_shapes_and_names_gpus() -> None:
+def test_price_list_api_items_read_as_products() -> None:
+    """The Price List API's items have the products' fields: they price shapes the same."""
     result = parse(load(SHAPES), load(PRICE_LIST))
     offers = {o.offer_id: o for o in result.offers}
     assert offers["BM.GPU.H100.8"].usd_per_hour == Decimal("80")
-    assert offers["VM.GPU.A10.1"].gpu_raw_name == "A10"  # from "OCI - Compute - GPU - A10"
+    assert offers["VM.GPU.A10.1"].usd_per_hour == Decimal("2")
+    assert offers["VM.GPU.A10.1"].gpu_raw_name == "A10"  # from the shape name
 
 
 def test_missing_and_bad_prices_are_skipped() -> None:
@@ -87,7 +89,11 @@ def test_missing_and_bad_prices_are_skipped() -> None:
     assert result.offers == []
     reasons = result.skip_reasons()
     assert reasons["bad price for B98415: not a number: 'ten'"] == 1
-    assert reasons["absurd price -2 USD/GPU-hour"] == 1
+    assert reasons["invalid price_amount: Input should be greater than 0"] == 1
+
+    a10["currencyCodeLocalizations"][0]["prices"][0]["value"] = "0.005"  # per GPU-hour
+    result = parse(load(SHAPES), products)
+    assert result.skip_reasons()["absurd price: 0.00500 USD per GPU-hour (on_demand)"] == 1
 
     result = parse(load(SHAPES), {"items": []})
     assert result.skip_reasons()["no USD pay-as-you-go price for part B98415"] == 1

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
+from adapters import tables
 from adapters.base import (
     MissingCredentials,
     ParseResult,
@@ -110,3 +112,14 @@ def test_region_countries_file_loads_with_a_source_per_row() -> None:
 def test_a_table_row_without_source_or_cells_is_an_error(row: str) -> None:
     with pytest.raises(ValueError, match="t.csv line 3"):
         read_table(f"provider,name,country,source\nlambda,India,IN,src\n{row}\n", "t.csv")
+
+
+DATA = Path(tables.__file__).parent / tables.DATA_DIR
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.csv")))
+def test_every_data_file_loads_with_a_source_per_row(name: str) -> None:
+    rows = data_rows(name)
+    assert rows, name
+    assert all(row["source"].strip() for row in rows), name
+    assert data_rows(name) is rows  # read once

@@ -38,6 +38,7 @@ import httpx
 import pydantic
 import tenacity
 
+from .fabrics import fabric_fields
 from .schema import Offer, OfferFields
 from .units import to_decimal
 
@@ -220,6 +221,10 @@ class ParseResult:
     def add(self, ref: str | None = None, /, **fields: Unpack[OfferFields]) -> Offer | None:
         """Build an Offer from ``fields`` and keep it, or skip the record with its reason.
 
+        The cluster fabric its provider documents for the offer's instance type
+        (:func:`adapters.fabrics.fabric_fields`) fills ``fabric``, ``fabric_gbps`` and
+        ``multi_node`` where the adapter left them unset: what an API states wins.
+
         Skipped: a record that fails validation (the reason names the field), a price below
         :data:`MIN_USD_PER_GPU_HOUR`, and a record whose :attr:`Offer.key` an earlier one in
         this result already has (the first wins: providers list one configuration once, and
@@ -231,6 +236,11 @@ class ParseResult:
             raise TypeError(
                 f"ParseResult.add: unknown Offer field(s): {', '.join(sorted(unknown))}"
             )
+        provider, offer_id = fields.get("provider"), fields.get("offer_id")
+        if isinstance(provider, str) and isinstance(offer_id, str):
+            for key, value in fabric_fields(provider, offer_id).items():
+                if fields.get(key) is None:
+                    fields[key] = value  # type: ignore[literal-required]
         try:
             offer = Offer(**fields)
         except pydantic.ValidationError as exc:

@@ -3,8 +3,8 @@
 Almost no provider API says which network joins its GPU nodes, yet a multi-node job is priced
 wrongly without it: 8x A100 over 400 Gbps InfiniBand and 8x A100 over a 25 Gbps VPC are not the
 same rental. The hyperscalers do document it per instance family (AWS EFA, Azure ND-series
-InfiniBand, GCP A3/A4 GPU NICs, OCI RDMA cluster networks), so ``fabrics.csv`` beside this
-module holds one row per provider and instance type pattern:
+InfiniBand, GCP A3/A4 GPU NICs, OCI RDMA cluster networks), so ``data/fabrics.csv`` holds one
+row per provider and instance type pattern:
 
 * ``provider``: the adapter's ``name`` (``aws``, ``azure``, ``gcp``, ``oci`` ...);
 * ``match``: an anchored regular expression (``^...$``) over the name the adapter gives the
@@ -22,9 +22,10 @@ inter-instance traffic ("enhances the performance of inter-instance communicatio
 critical for scaling AI/ML and HPC applications", docs.aws.amazon.com/AWSEC2/latest/UserGuide/
 efa.html). GCP's A3 High and A3 Mega carry GPU traffic over GPUDirect-TCPX/TCPXO, which is TCP
 over Ethernet, hence ``ethernet``; their figure is the page's "Max total bandwidth" of the node.
-Where an adapter's API states the fabric itself (AWS ``DescribeInstanceTypes``
-``NetworkInfo``, Mithril ``network_type``, Cudo ``networkType``), the API wins and this table
-is the fallback.
+The contract applies the table to every offer (:meth:`adapters.base.ParseResult.add`): where
+an adapter's API states the fabric itself (AWS ``DescribeInstanceTypes`` ``NetworkInfo``,
+Mithril ``network_type``, Cudo ``networkType``), the API's fields win and this table only fills
+what the adapter left unset.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from .schema import Fabric, OfferFields
 
 __all__ = ["FabricRow", "fabric_fields", "fabric_rows", "load_fabric_rows"]
 
-_DATA_FILE = "fabrics.csv"
+_DATA_FILE = "data/fabrics.csv"
 _COLUMNS = ("provider", "match", "fabric", "fabric_gbps", "multi_node", "source", "quote")
 _BOOLEANS = {"true": True, "false": False, "": None}
 
@@ -135,7 +136,13 @@ def fabric_fields(provider: str, name: str) -> OfferFields:
     >>> fabric_fields("azure", "Standard_NC24ads_A100_v4")
     {}
     """
+    return dict(_documented(provider, name))  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=4096)
+def _documented(provider: str, name: str) -> tuple[tuple[str, object], ...]:
+    """The first matching row's fields (cached: one provider lists a name in many regions)."""
     for row in _rows_of(provider):
         if row.matches(name):
-            return row.fields()
-    return {}
+            return tuple(row.fields().items())
+    return ()

@@ -25,7 +25,7 @@ from adapters.base import (
     failed_calls_payload,
     read_failed_calls,
 )
-from adapters.schema import Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from adapters.schema import Fabric, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm
 
 URL = "https://api.example.test/v1/prices"
 FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
@@ -305,3 +305,21 @@ def test_a_malformed_failed_calls_record_is_a_format_error_naming_the_provider(
 def test_offer_fields_name_every_offer_field_and_nothing_else() -> None:
     """The TypedDict mypy checks adapters against is the schema, field for field."""
     assert set(OfferFields.__annotations__) == set(Offer.model_fields)
+
+
+def test_parse_result_add_fills_the_documented_fabric_unless_the_adapter_states_one() -> None:
+    result = ParseResult()
+    documented = result.add("aws:p5", **_fields(provider="aws", offer_id="p5.48xlarge"))
+    assert documented is not None
+    assert (documented.fabric, documented.fabric_gbps, documented.multi_node) == (
+        Fabric.EFA,
+        3200.0,
+        True,
+    )
+    stated = result.add(
+        "aws:p5-eu",
+        **_fields(provider="aws", offer_id="p5.48xlarge", region="eu", fabric_gbps=1600.0),
+    )
+    assert stated is not None and stated.fabric_gbps == 1600.0 and stated.fabric is Fabric.EFA
+    plain = result.add("aws:g6", **_fields(provider="aws", offer_id="g6.xlarge"))
+    assert plain is not None and plain.fabric is None and plain.multi_node is None

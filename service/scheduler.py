@@ -35,6 +35,7 @@ from db.migrate import upgrade
 from db.retention import PruneResult, prune
 from db.snapshots import SnapshotSummary, store_snapshot
 
+from .fx import fx_table
 from .settings import Settings
 
 __all__ = [
@@ -98,7 +99,13 @@ def persist_snapshot(
     engine = engine or make_engine(settings.database_url)
     try:
         upgrade(engine)
-        summary = store_snapshot(engine, runs, started_at=started_at, finished_at=finished_at)
+        summary = store_snapshot(
+            engine,
+            runs,
+            started_at=started_at,
+            finished_at=finished_at,
+            fx=fx_table(settings),
+        )
         pruned = prune(
             engine,
             now=finished_at,

@@ -57,11 +57,11 @@ class StateCollector(Collector):
             loaded.add_metric([], state.frame.height)
             if state.current.snapshot_at is not None:
                 age.add_metric([state.current.source], state.age_s(state.current.snapshot_at))
-            for p in state.providers:
+            for p in state.current.providers.values():
                 offers.add_metric([p.provider], p.offer_count)
-                outcome.add_metric([p.provider, p.outcome], 1)
-                if p.last_fetch_at is not None:
-                    fetch_age.add_metric([p.provider], state.age_s(p.last_fetch_at))
+                outcome.add_metric([p.provider, p.outcome.value], 1)
+                if p.fetched_at is not None:
+                    fetch_age.add_metric([p.provider], state.age_s(p.fetched_at))
         yield from (loaded, age, offers, outcome, fetch_age)
 
 

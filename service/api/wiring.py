@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from adapters.collect import ProviderRun, collect
 
 from ..current import load_current
+from ..fx import fx_table
 from ..settings import Settings
 
 __all__ = ["default_wiring"]
@@ -54,8 +55,11 @@ def default_wiring(settings: Settings) -> dict[str, Any]:
         ) as client:
             runs = await collect(adapters, client)
         finished_at = datetime.now(UTC)
+        fx = fx_table(settings)
         await run_in_threadpool(
-            lambda: store_snapshot(engine, runs, started_at=started_at, finished_at=finished_at)
+            lambda: store_snapshot(
+                engine, runs, started_at=started_at, finished_at=finished_at, fx=fx
+            )
         )
         return runs
 

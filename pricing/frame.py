@@ -237,6 +237,12 @@ def _prices(keys: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
     ``Offer.usd_per_hour``) that a float expression would not reproduce to the last bit.
     """
     texts, currencies, units, bases, terms, counts = (keys[c].to_list() for c in _PRICE_FIELDS)
+    unknown = set(currencies) - fx.units_per_usd.keys()
+    if unknown:
+        raise ValueError(
+            f"the FX table of {fx.as_of} ({fx.source}) has no rate for "
+            f"{', '.join(sorted(unknown))}: offers priced in it cannot be compared in USD"
+        )
     quantum, unit_of, basis_of, term_of = USD_QUANTUM, _UNITS, _BASES, _TERMS
     usd = [
         float(

@@ -6,8 +6,11 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from sqlalchemy.engine import Engine
+
 from adapters.collect import ProviderRun, RunStatus
-from adapters.schema import Offer
+from adapters.schema import Offer, default_fx
+from db.current import CurrentState, load_current_offers
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)  # a Monday noon
 
@@ -55,3 +58,8 @@ def failed(provider: str, started_at: datetime = T0, error: str = "HTTP 503") ->
 
 def skipped(provider: str, started_at: datetime = T0) -> ProviderRun:
     return ProviderRun(provider, RunStatus.SKIPPED, started_at, 0.0, error="credential not set")
+
+
+def current(engine: Engine, now: datetime | None = None) -> CurrentState:
+    """The current state as stored, priced with the shipped FX table."""
+    return load_current_offers(engine, fx=default_fx(), now=now)

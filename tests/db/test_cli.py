@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from db.current import load_current_offers
 from db.engine import make_engine
 from service.cli import app
 from service.settings import get_settings
+
+from .factories import current
 
 runner = CliRunner()
 
@@ -40,10 +41,10 @@ def test_snapshot_sample_is_stored_then_served(fresh_env: str, tmp_path: Path) -
     assert "stored snapshot 1" in result.stdout, result.output
     engine = make_engine(fresh_env)
     try:
-        state = load_current_offers(engine)
+        state = current(engine)
     finally:
         engine.dispose()
-    assert state.offers and state.latest_snapshot_id == 1
+    assert state.frame.height and state.snapshot_id == 1
 
     again = runner.invoke(app, ["snapshot", "--sample"])
     assert "stored snapshot 2" in again.stdout, again.output

@@ -9,13 +9,12 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
-from db.current import load_current_offers
 from db.locks import job_lock
 from service.digest.schedule import DIGEST_JOB_ID
 from service.scheduler import SNAPSHOT_JOB_ID, build_scheduler, run_snapshot_job
 from service.settings import Settings
 
-from .factories import offer, ok
+from .factories import current, offer, ok
 
 
 def settings_for(db_url: str, tmp_path, **extra) -> Settings:
@@ -71,7 +70,7 @@ def test_two_concurrent_runners_take_exactly_one_snapshot(
         t.join(30)
     taken = [r for r in results if r is not None]
     assert len(results) == 2 and len(taken) == 1
-    assert load_current_offers(engine).latest_snapshot_id == 1
+    assert current(engine).snapshot_id == 1
     # the lock is free again, but a snapshot that recent makes the next runner skip
     assert run_snapshot_job(settings, fetch=fetch_slowly()) is None
     later = datetime.now(UTC) + timedelta(hours=1)

@@ -8,10 +8,9 @@ import pytest
 
 from adapters.collect import ProviderRun, RunStatus
 from service.api import create_app
-from service.current import CurrentOffers
 from service.settings import Settings
 
-from .conftest import ADMIN_TOKEN, FakeSource, offer
+from .conftest import ADMIN_TOKEN, FakeSource, database_state, failed, offer
 
 pytestmark = pytest.mark.anyio
 
@@ -21,9 +20,7 @@ AUTH = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 def _app(settings: Settings, source: FakeSource, runs: list[ProviderRun]) -> object:
     async def runner() -> list[ProviderRun]:
         # "store" the snapshot: the loader now sees the new offers
-        source.current = CurrentOffers(
-            [o for r in runs for o in r.offers], "database", failed_providers=["gcp"]
-        )
+        source.current = database_state([o for r in runs for o in r.offers], failed("gcp"))
         return runs
 
     return create_app(settings, offers_loader=source, snapshot_runner=runner)

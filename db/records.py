@@ -104,9 +104,7 @@ def usd_per_gpu_hour(usd_per_hour: Decimal, gpus: float) -> float | None:
     return float(usd_per_hour) / gpus if gpus > 0 else None
 
 
-def decode_offers(
-    rows: Iterable[tuple[str, datetime]], fx: FxTable | None = None
-) -> list[Offer]:
+def decode_offers(rows: Iterable[tuple[str, datetime]], fx: FxTable | None = None) -> list[Offer]:
     """Offers from ``(record, fetched_at)`` pairs, validated in one call; they convert with
     ``fx`` (``None``: the shipped table)."""
     iso: dict[datetime, str] = {}

@@ -33,6 +33,7 @@ from adapters.collect import ProviderRun, RunStatus
 from adapters.schema import FxTable, Offer
 from pricing.frame import offers_to_frame, records_to_frame
 
+from .engine import driver_rows, placeholders
 from .models import CurrentOffer, ProviderStatus, Snapshot
 
 __all__ = [
@@ -179,27 +180,18 @@ def load_current_offers(
         )
         for row in connection.execute(sa.select(_status)).mappings()
     )
-    # fetched_at as the driver returns it, converted once per distinct value: offers of one
-    # run share theirs, so converting per row would repeat the same work 100k times
-    raw_time = sa.type_coerce(_current.c.fetched_at, sa.types.NullType())
-    query = sa.select(_current.c.provider, _current.c.record, raw_time).order_by(
-        _current.c.offer_key
-    )
+    statement = f"SELECT provider, record, fetched_at FROM {_current.name}"
     if providers is not None:
-        query = query.where(_current.c.provider.in_(providers))
-    names, records, times = list(zip(*connection.execute(query).all(), strict=True)) or [(), (), ()]
-    rows = pl.DataFrame(
-        {
-            "provider": pl.Series(names, dtype=pl.String),
-            "record": pl.Series(records, dtype=pl.String),
-            "fetched_at": pl.Series(_epoch_us(times, connection), dtype=pl.Int64).cast(
-                pl.Datetime("us", "UTC")
-            ),
-        }
+        statement += f" WHERE provider IN ({placeholders(connection, len(providers))})"
+    rows = (
+        driver_rows(connection, statement + " ORDER BY offer_key", tuple(providers or ()))
+        if providers is None or providers
+        else []
     )
+    names, records, times = list(zip(*rows, strict=True)) or [(), (), ()]
     latest = latest_snapshot(connection)
     return CurrentState(
-        frame=records_to_frame(_with_provider_times(rows, states), fx),
+        frame=records_to_frame(records, _fetched_at(names, times, states, connection), fx),
         providers=states,
         source="database",
         fx=fx,
@@ -214,40 +206,38 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def _epoch_us(values: Sequence[object], connection: Connection) -> list[int | None]:
-    """Stored ``fetched_at`` values (as the driver returns them) as UTC epoch microseconds."""
+def _fetched_at(
+    providers: Sequence[str],
+    stored: Sequence[object],
+    states: Mapping[str, ProviderState],
+    connection: Connection,
+) -> pl.Series:
+    """Each row's ``fetched_at`` from the stored values as the driver returns them; a row
+    without one (the usual case) has its provider's.
+
+    Each distinct value is converted once: the offers of one run share theirs, so
+    converting per row would repeat the same work 100k times.
+    """
     dialect = connection.dialect
-    impl = _current.c.fetched_at.type.dialect_impl(dialect)
-    process = impl.result_processor(dialect, None) or (lambda value: value)
-    memo: dict[object, int | None] = {None: None}
-    out: list[int | None] = []
-    for value in values:
+    process = _current.c.fetched_at.type.dialect_impl(dialect).result_processor(dialect, None)
+    memo: dict[object, int] = {}
+    for name, p in states.items():
+        if p.fetched_at is not None:
+            memo[(None, name)] = (p.fetched_at - _EPOCH) // _MICROSECOND
+    out: list[int] = []
+    for provider, value in zip(providers, stored, strict=True):
+        key = (None, provider) if value is None else value
         try:
-            out.append(memo[value])
+            out.append(memo[key])
         except KeyError:
-            when = cast(datetime, process(value))  # not None: None is in the memo
-            memo[value] = (when - _EPOCH) // _MICROSECOND
-            out.append(memo[value])
-    return out
-
-
-def _with_provider_times(rows: pl.DataFrame, states: Mapping[str, ProviderState]) -> pl.DataFrame:
-    """``fetched_at`` filled with the provider's where the row has none (the usual case)."""
-    times = {name: p.fetched_at for name, p in states.items() if p.fetched_at is not None}
-    filled = rows.with_columns(
-        pl.col("fetched_at").fill_null(
-            pl.col("provider").replace_strict(
-                times, default=None, return_dtype=rows.schema["fetched_at"]
-            )
-        )
-    )
-    missing = filled.filter(pl.col("fetched_at").is_null())["provider"].unique().sort()
-    if len(missing):
-        raise ValueError(
-            "stored offers without a fetch time (no provider_status row): "
-            + ", ".join(missing.to_list())
-        )
-    return filled
+            if value is None:
+                raise ValueError(
+                    f"stored offers of {provider!r} have no fetch time (no provider_status row)"
+                ) from None
+            when = cast(datetime, process(value) if process is not None else value)
+            memo[key] = (when - _EPOCH) // _MICROSECOND
+            out.append(memo[key])
+    return pl.Series("fetched_at", out, dtype=pl.Int64).cast(pl.Datetime("us", "UTC"))
 
 
 def _stale_note(states: Mapping[str, ProviderState], now: datetime) -> str | None:

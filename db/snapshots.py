@@ -40,7 +40,7 @@ from adapters.schema import (
     usd_per_hour,
 )
 
-from .engine import Target, transaction
+from .engine import Target, driver_rows, placeholders, transaction
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
 from .records import gc_paused, hash64, record_jsons
 
@@ -314,25 +314,6 @@ def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-def _placeholders(connection: Connection, count: int) -> str:
-    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    return ", ".join([mark] * count)
-
-
-def _driver_rows(connection: Connection, statement: str, params: tuple[Any, ...]) -> list[Any]:
-    """Rows of a plain SQL query (``?`` placeholders) as the driver's tuples."""
-    if connection.dialect.paramstyle != "qmark":
-        statement = statement.replace("?", "%s")
-    driver = connection.connection.driver_connection
-    assert driver is not None
-    cursor = driver.cursor()
-    try:
-        cursor.execute(statement, params)
-        return cursor.fetchall()
-    finally:
-        cursor.close()
-
-
 def _bulk_insert(
     connection: Connection, table: sa.Table, columns: Sequence[str], rows: list[tuple[Any, ...]]
 ) -> None:
@@ -356,7 +337,7 @@ def _bulk_insert(
         return
     statement = (
         f"INSERT INTO {table.name} ({', '.join(columns)}) "
-        f"VALUES ({_placeholders(connection, len(columns))})"
+        f"VALUES ({placeholders(connection, len(columns))})"
     )
     cursor = driver.cursor()
     try:
@@ -492,7 +473,7 @@ def _store_offers(
     """Replace the current offers of a successful run and record the price changes."""
     provider, at = run.provider, run.started_at
     columns = _Columns(connection, fx)
-    stored = _driver_rows(
+    stored = driver_rows(
         connection,
         f"SELECT offer_key, price_hash, record_hash, fetched_at FROM {_current.name}"
         " WHERE provider = ?",

@@ -16,7 +16,9 @@ and derive the rest in :func:`_derive`: ``gpus``, ``commitment_hours``, the exac
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from decimal import Decimal
 
 import polars as pl
@@ -114,8 +116,8 @@ _FIELDS: dict[str, pl.DataType] = {
     for name, dtype in OFFER_SCHEMA.items()
     if name not in _DERIVED
 }
-#: What :func:`records_to_frame` decodes from each record (``fetched_at`` is a column).
-_RECORD_DTYPE = pl.Struct({k: v for k, v in _FIELDS.items() if k != "fetched_at"})
+#: What :func:`records_to_frame` reads from each record (``fetched_at`` is not in it).
+_RECORD_SCHEMA = {k: v for k, v in _FIELDS.items() if k != "fetched_at"}
 #: The fields a price in USD per hour depends on.
 _PRICE_FIELDS = ("price_amount", "price_currency", "price_unit", "price_basis", "term", "gpu_count")
 _COMMITMENT_HOURS = {
@@ -190,18 +192,28 @@ def offers_to_frame(offers: Iterable[Offer], fx: FxTable | None = None) -> pl.Da
     return _derive(fields, fx or default_fx())
 
 
-def records_to_frame(records: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
+def records_to_frame(
+    records: Sequence[str], fetched_at: pl.Series | Sequence[datetime], fx: FxTable
+) -> pl.DataFrame:
     """The frame of stored offers: the same as :func:`offers_to_frame` of those offers.
 
-    ``records`` has a ``record`` column, each the JSON text of an offer's fields (as
-    :func:`db.records.record_json` writes them: enums by value, the price as decimal text,
-    ``None`` fields left out; fields the frame does not hold are ignored), and the offer's
-    ``fetched_at``. Polars decodes them all at once, with the known types.
+    Each of ``records`` is the JSON text of an offer's fields, as
+    :func:`db.records.record_json` writes them (enums by value, the price as decimal text,
+    ``None`` fields left out; fields the frame does not hold are ignored), and
+    ``fetched_at`` the offers' fetch times, in the same order. Polars parses them all at
+    once as newline-delimited JSON with the known types: no ``Offer`` per row.
     """
-    fields = records.select(
-        pl.col("record").str.json_decode(_RECORD_DTYPE).struct.unnest(),
-        pl.col("fetched_at").cast(_FIELDS["fetched_at"]),
-    ).select(list(_FIELDS))
+    times = pl.Series("fetched_at", fetched_at, dtype=_FIELDS["fetched_at"])
+    if not records:
+        fields = pl.DataFrame(schema=_FIELDS)
+    else:
+        # a record is one line: JSON escapes the newlines inside its strings
+        lines = "\n".join(records).encode()
+        fields = (
+            pl.read_ndjson(io.BytesIO(lines), schema=_RECORD_SCHEMA)
+            .with_columns(times)
+            .select(list(_FIELDS))
+        )
     return _derive(fields, fx)
 
 

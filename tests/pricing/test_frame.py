@@ -52,15 +52,10 @@ def test_empty() -> None:
 # --- the stored-records builder gives the same frame ------------------------------------
 
 
-def _stored(offers: list[Offer]) -> pl.DataFrame:
-    """The offers as the database holds them: record JSON text and ``fetched_at``."""
-    return pl.DataFrame(
-        {
-            "record": [r.decode() for r in record_jsons(offers)],
-            "fetched_at": [o.fetched_at for o in offers],
-        },
-        schema={"record": pl.String(), "fetched_at": pl.Datetime("us", "UTC")},
-    )
+def _stored(offers: list[Offer], fx: FxTable) -> pl.DataFrame:
+    """The frame of the offers as the database holds them: record JSON text, fetch time."""
+    records = [r.decode() for r in record_jsons(offers)]
+    return records_to_frame(records, [o.fetched_at for o in offers], fx)
 
 
 #: A table other than the shipped one, so that a builder ignoring ``fx`` fails.
@@ -152,7 +147,7 @@ def test_stored_records_frame_equals_the_offers_frame(
     if fx is OTHER_FX:  # the other table converts only the currencies it has
         chosen = [o for o in chosen if o.price_currency in fx.units_per_usd]
     expected = offers_to_frame(chosen, fx)
-    assert_frame_equal(records_to_frame(_stored(chosen), fx), expected, check_exact=True)
+    assert_frame_equal(_stored(chosen, fx), expected, check_exact=True)
     assert expected.height == len(chosen) > 3
 
 
@@ -178,8 +173,8 @@ def test_prices_are_exact_and_usd_follows_the_table_passed_in() -> None:
 def test_a_currency_the_table_lacks_is_an_error_naming_it() -> None:
     (cny,) = [o for o in _every_field_kind() if o.price_currency == "CNY"]
     with pytest.raises(ValueError, match="FX table of test .* no rate for CNY"):
-        records_to_frame(_stored([cny]), OTHER_FX)
+        _stored([cny], OTHER_FX)
 
 
 def test_empty_records() -> None:
-    assert_frame_equal(records_to_frame(_stored([]), default_fx()), offers_to_frame([]))
+    assert_frame_equal(_stored([], default_fx()), offers_to_frame([]))

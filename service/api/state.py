@@ -68,7 +68,6 @@ class ApiState:
     """The current state and what the API keeps per snapshot: the ETag base and the cache."""
 
     current: CurrentState
-    loaded_at: datetime
     tag: str  # identifies the snapshot; the base of every ETag
     cache: ResultCache = dataclasses.field(compare=False)
 
@@ -100,7 +99,6 @@ def snapshot_tag(current: CurrentState) -> str:
 def build_state(current: CurrentState, *, cache_entries: int) -> ApiState:
     return ApiState(
         current=current,
-        loaded_at=datetime.now(UTC),
         tag=snapshot_tag(current),
         cache=ResultCache(cache_entries),
     )

@@ -26,6 +26,8 @@ from pydantic import (
     Field,
     NonNegativeInt,
     PositiveInt,
+    PrivateAttr,
+    ValidationInfo,
     computed_field,
     field_validator,
     model_validator,
@@ -49,12 +51,11 @@ __all__ = [
     "RentalTerm",
     "StorageType",
     "Vendor",
-    "active_fx",
     "default_fx",
+    "fx_context",
     "hours_per_price_unit",
     "load_fx",
     "usd_per_hour",
-    "use_fx",
 ]
 
 # --- time units --------------------------------------------------------------------------
@@ -210,24 +211,21 @@ def default_fx() -> FxTable:
     return load_fx(resources.files(package).joinpath("fx_rates.toml").read_text("utf-8"))
 
 
-_active_fx: FxTable | None = None
+#: The key of pydantic's validation context that names the FX table an :class:`Offer`
+#: converts its price with (see :func:`fx_context`).
+FX_CONTEXT_KEY = "fx"
 
 
-def use_fx(table: FxTable | None) -> None:
-    """Convert with ``table`` from now on in this process (``None``: the shipped table).
-
-    The service calls it once at start with the table its settings name
-    (``GPUSCOUT_FX_RATES_FILE``, written by ``gpuscout fx update``); everything that
-    normalises a price reads :func:`active_fx`.
-    """
-    global _active_fx
-    _active_fx = table
+def fx_context(table: FxTable) -> dict[str, Any]:
+    """The validation context that makes an :class:`Offer` convert with ``table``:
+    ``Offer.model_validate(data, context=fx_context(table))``. Without it an offer checks
+    its currency against, and converts with, the shipped table (:func:`default_fx`)."""
+    return {FX_CONTEXT_KEY: table}
 
 
-def active_fx() -> FxTable:
-    """The FX table prices are converted with: the one set by :func:`use_fx`, else the
-    shipped one."""
-    return _active_fx if _active_fx is not None else default_fx()
+def _context_fx(info: ValidationInfo) -> FxTable | None:
+    context = info.context
+    return context.get(FX_CONTEXT_KEY) if isinstance(context, dict) else None
 
 
 def hours_per_price_unit(unit: PriceUnit, term: RentalTerm) -> Decimal:
@@ -264,12 +262,14 @@ def usd_per_hour(
 ) -> Decimal:
     """USD per hour for the whole instance: the one place prices are normalised.
 
+    ``fx`` is the table non-USD prices convert with; ``None``: the shipped one.
+
     >>> usd_per_hour(price_amount=Decimal("2"), price_currency="USD",
     ...     price_unit=PriceUnit.HOUR, price_basis=PriceBasis.GPU,
     ...     term=RentalTerm.ON_DEMAND, gpu_count=8)
     Decimal('16')
     """
-    table = fx or active_fx()
+    table = fx or default_fx()
     usd = table.to_usd(price_amount, price_currency)
     per_hour = usd / hours_per_price_unit(price_unit, term)
     if price_basis is PriceBasis.GPU:
@@ -394,6 +394,10 @@ class Offer(BaseModel):
     available_now: bool | None = None
     available_count: NonNegativeInt | None = None
 
+    #: The FX table :attr:`usd_per_hour` converts with, from the validation context
+    #: (:func:`fx_context`); ``None``: the shipped one. Not a field: never stored.
+    _fx: FxTable | None = PrivateAttr(default=None)
+
     @field_validator("fetched_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
@@ -403,8 +407,8 @@ class Offer(BaseModel):
 
     @field_validator("price_currency")
     @classmethod
-    def _known_currency(cls, value: str) -> str:
-        if value not in active_fx().units_per_usd:
+    def _known_currency(cls, value: str, info: ValidationInfo) -> str:
+        if value not in (_context_fx(info) or default_fx()).units_per_usd:
             raise ValueError(f"unknown currency {value!r} (no FX rate)")
         return value
 
@@ -418,7 +422,7 @@ class Offer(BaseModel):
         return value.upper()
 
     @model_validator(mode="after")
-    def _coherent(self) -> Offer:
+    def _coherent(self, info: ValidationInfo) -> Offer:
         if self.gpu_model is not None and self.gpu_count == 0:
             raise ValueError("gpu_count: 0 GPUs but a gpu_model is set")
         if self.gpu_fraction is not None and self.gpu_count != 1:
@@ -427,13 +431,17 @@ class Offer(BaseModel):
             raise ValueError(f"price_unit: a per-term price needs a commitment, not {self.term}")
         if self.price_basis is PriceBasis.GPU and self.gpu_count == 0:
             raise ValueError("price_basis: a per-GPU price on an offer with 0 GPUs")
+        fx = _context_fx(info)
+        if fx is not None:
+            self._fx = fx
         return self
 
     # derived -----------------------------------------------------------------------------
     @computed_field  # type: ignore[prop-decorator]
     @property
     def usd_per_hour(self) -> Decimal:
-        """Whole-instance USD per hour, from the price fields and the default FX table.
+        """Whole-instance USD per hour, from the price fields and the offer's FX table (the
+        one its validation context named, else the shipped one).
 
         Rounded to a millionth of a dollar so that equal prices compare equal across runs.
         """
@@ -444,7 +452,16 @@ class Offer(BaseModel):
             price_basis=self.price_basis,
             term=self.term,
             gpu_count=self.gpu_count,
+            fx=self._fx,
         ).quantize(USD_QUANTUM)
+
+    def with_fx(self, fx: FxTable) -> Offer:
+        """This offer, its USD figures converted with ``fx`` (its fields unchanged)."""
+        if fx is self._fx:
+            return self
+        copy = self.model_copy()
+        copy._fx = fx
+        return copy
 
     @property
     def gpus(self) -> float:

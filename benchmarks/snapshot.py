@@ -32,7 +32,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from adapters.collect import ProviderRun, RunStatus
-from adapters.schema import Offer
+from adapters.schema import Offer, default_fx
 from db.current import load_current_offers
 from db.engine import make_engine, sqlite_url
 from db.migrate import upgrade
@@ -140,9 +140,9 @@ def bench(label: str, url: str, offers: list[Offer]) -> dict[str, float]:
             f"   history +{summary.history_added} / closed {summary.history_closed}"
         )
     tick = time.perf_counter()
-    state = load_current_offers(engine)
+    state = load_current_offers(engine, fx=default_fx())
     times["load"] = time.perf_counter() - tick
-    print(f"{label:10} {'load':12} {times['load']:6.2f} s   offers {len(state.offers)}")
+    print(f"{label:10} {'load':12} {times['load']:6.2f} s   offers {state.frame.height}")
     engine.dispose()
     return times
 

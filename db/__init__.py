@@ -7,7 +7,7 @@ migrations with :func:`upgrade`, then write with :func:`store_snapshot` and read
 
 from __future__ import annotations
 
-from .current import CurrentState, ProviderState, load_current_offers
+from .current import CurrentState, Outcome, ProviderState, load_current_offers
 from .engine import make_engine, transaction, write_connection
 from .history import (
     PriceChange,
@@ -24,6 +24,7 @@ from .snapshots import ProviderChanges, SnapshotSummary, store_snapshot
 
 __all__ = [
     "CurrentState",
+    "Outcome",
     "PriceChange",
     "PricePoint",
     "ProviderChanges",

@@ -1,76 +1,146 @@
-"""Reading the current offers: the latest good offer set of every provider, with its age.
+"""The current state: the offers to rank now as one polars frame, and each provider's outcome.
 
-A provider whose latest fetch failed (or was skipped) still has its last good offers here,
-flagged ``stale`` with their ``age_s``. Loading is one query over key columns and JSON
-records, parsed in one pydantic call (see :mod:`db.records`).
+:class:`CurrentState` is the one type every reader of "today's offers" works on: the API
+holds one per snapshot, the CLI ranks its frame, the digest frames nothing of its own. Two
+places make one:
+
+* :func:`load_current_offers` from the database: the latest good offer set of every
+  provider, framed straight from the stored records by :func:`pricing.frame.records_to_frame`
+  (no ``Offer`` per row), and the outcome of each provider's latest attempt from
+  ``provider_status``. A provider whose latest fetch failed (or was skipped) still has its
+  last good offers here, and its outcome says ``stale``.
+* :func:`state_from_runs` from provider runs (the offline sample), and
+  :func:`state_from_offers` from offers (tests, benchmarks), framed by
+  :func:`pricing.frame.offers_to_frame`.
+
+Either way prices convert to USD with the FX table passed in, and the state names it.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-from datetime import UTC, datetime
-from typing import cast
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Literal, cast
 
+import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from adapters.collect import RunStatus
-from adapters.schema import Offer
+from adapters.collect import ProviderRun, RunStatus
+from adapters.schema import FxTable, Offer
+from pricing.frame import offers_to_frame, records_to_frame
 
+from .engine import driver_rows, placeholders
 from .models import CurrentOffer, ProviderStatus, Snapshot
-from .records import decode_offers
 
-__all__ = ["CurrentState", "ProviderState", "latest_snapshot", "load_current_offers"]
+__all__ = [
+    "CurrentState",
+    "Outcome",
+    "ProviderState",
+    "Source",
+    "latest_snapshot",
+    "load_current_offers",
+    "state_from_offers",
+    "state_from_runs",
+]
 
 _current = cast(sa.Table, CurrentOffer.__table__)
 _status = cast(sa.Table, ProviderStatus.__table__)
 _snapshot = cast(sa.Table, Snapshot.__table__)
 
+#: Where a state's offers come from: the database, or the offline sample's recorded prices.
+Source = Literal["database", "sample"]
+
+
+class Outcome(enum.StrEnum):
+    """What a user must know about a provider's offers in the current state."""
+
+    OK = "ok"
+    """its latest fetch succeeded: the offers are from it"""
+    STALE = "stale"
+    """its latest fetch failed or was skipped: the offers held are from an earlier one"""
+    FAILED = "failed"
+    """its latest fetch failed and no earlier one succeeded: no offers from it"""
+    SKIPPED = "skipped"
+    """its latest fetch was skipped (e.g. no credentials) and none succeeded before"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ProviderState:
-    """One provider's latest outcome and the age of its stored offers."""
+    """One provider's latest attempt and the offers held from it."""
 
     provider: str
     last_status: RunStatus
-    last_attempt_at: datetime
-    last_success_at: datetime | None
-    last_error: str | None
+    """how its latest attempt ended"""
     offer_count: int
-    """offers stored as current for this provider"""
-    offers_fetched_at: datetime | None
-    age_s: float | None
-    """seconds since the stored offers were fetched (``None``: never fetched)"""
+    """offers held as current for this provider"""
+    fetched_at: datetime | None = None
+    """when the held offers were fetched (``None``: never fetched successfully)"""
+    last_attempt_at: datetime | None = None
+    error: str | None = None
+    """why its latest attempt failed or was skipped"""
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.last_status is RunStatus.OK:
+            return Outcome.OK
+        if self.fetched_at is not None:
+            return Outcome.STALE
+        return Outcome.FAILED if self.last_status is RunStatus.ERROR else Outcome.SKIPPED
 
     @property
     def stale(self) -> bool:
-        """The latest attempt did not succeed: the stored offers are from an earlier run."""
-        return self.last_status is not RunStatus.OK and self.last_success_at is not None
+        """The latest attempt did not succeed: the offers held are from an earlier run."""
+        return self.outcome is Outcome.STALE
+
+    def price_age_s(self, now: datetime) -> float | None:
+        """Seconds from the fetch of the held offers to ``now`` (``None``: never fetched)."""
+        if self.fetched_at is None:
+            return None
+        return max(0.0, (now - self.fetched_at).total_seconds())
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class CurrentState:
-    offers: list[Offer]
-    providers: dict[str, ProviderState]
-    latest_snapshot_id: int | None
-    latest_snapshot_at: datetime | None
-    """when the latest snapshot finished"""
-    now: datetime
+    """The offers to rank now and what a user must know about them.
+
+    ``frame`` has the columns of :data:`pricing.frame.OFFER_SCHEMA` and ``config_id``.
+    Immutable: a newer snapshot makes a new state.
+    """
+
+    frame: pl.DataFrame
+    providers: Mapping[str, ProviderState]
+    """by provider name, in name order"""
+    source: Source
+    fx: FxTable
+    """the table non-USD prices were converted with (its date: ``fx.as_of``)"""
+    loaded_at: datetime
+    note: str | None = None
+    """what the user must be told first: the sample's dates, or which providers are stale"""
+    snapshot_id: int | None = None
+    snapshot_at: datetime | None = None
+    """when the latest snapshot finished (``None``: the sample, or no snapshot yet)"""
+
+    @property
+    def offer_count(self) -> int:
+        return self.frame.height
 
     @property
     def stale_providers(self) -> list[str]:
-        return sorted(p.provider for p in self.providers.values() if p.stale)
+        """Providers whose latest fetch did not succeed but whose earlier offers are held."""
+        return [name for name, p in self.providers.items() if p.stale]
 
     @property
     def failed_providers(self) -> list[str]:
-        """Providers whose latest run ended in an error."""
-        return sorted(
-            p.provider for p in self.providers.values() if p.last_status is RunStatus.ERROR
-        )
+        """Providers whose latest fetch ended in an error (stale ones included)."""
+        return [name for name, p in self.providers.items() if p.last_status is RunStatus.ERROR]
 
-    def age_s(self, offer: Offer) -> float:
-        """Seconds since ``offer`` was fetched."""
-        return (self.now - offer.fetched_at).total_seconds()
+
+def _by_name(states: Iterable[ProviderState]) -> dict[str, ProviderState]:
+    return {p.provider: p for p in sorted(states, key=lambda p: p.provider)}
 
 
 def latest_snapshot(connection: Connection) -> tuple[int, datetime] | None:
@@ -84,47 +154,166 @@ def latest_snapshot(connection: Connection) -> tuple[int, datetime] | None:
 def load_current_offers(
     engine: Engine | Connection,
     *,
+    fx: FxTable,
     providers: list[str] | None = None,
     now: datetime | None = None,
 ) -> CurrentState:
-    """The current offers (ordered by key) and every provider's state, in one read."""
+    """The current offers (ordered by key) and every provider's state, in one read.
+
+    Prices convert to USD with ``fx``. The frame is built from the stored records as they
+    are (see :func:`pricing.frame.records_to_frame`); an offer without its own
+    ``fetched_at`` has its provider's.
+    """
     now = now or datetime.now(UTC)
     if isinstance(engine, Engine):
         with engine.connect() as connection, connection.begin():
-            return load_current_offers(connection, providers=providers, now=now)
+            return load_current_offers(connection, fx=fx, providers=providers, now=now)
     connection = engine
-    states: dict[str, ProviderState] = {}
-    for row in connection.execute(sa.select(_status).order_by(_status.c.provider)).mappings():
-        fetched_at = row["offers_fetched_at"]
-        states[row["provider"]] = ProviderState(
+    states = _by_name(
+        ProviderState(
             provider=row["provider"],
             last_status=RunStatus(row["last_status"]),
-            last_attempt_at=row["last_attempt_at"],
-            last_success_at=row["last_success_at"],
-            last_error=row["last_error"],
             offer_count=row["offer_count"],
-            offers_fetched_at=fetched_at,
-            age_s=None if fetched_at is None else (now - fetched_at).total_seconds(),
+            fetched_at=row["offers_fetched_at"],
+            last_attempt_at=row["last_attempt_at"],
+            error=row["last_error"],
         )
-    query = sa.select(_current.c.provider, _current.c.record, _current.c.fetched_at).order_by(
-        _current.c.offer_key
+        for row in connection.execute(sa.select(_status)).mappings()
     )
+    statement = f"SELECT provider, record, fetched_at FROM {_current.name}"
     if providers is not None:
-        query = query.where(_current.c.provider.in_(providers))
-    rows = connection.execute(query).all()
-    default_at = {
-        name: state.offers_fetched_at
-        for name, state in states.items()
-        if state.offers_fetched_at is not None
-    }
-    offers = decode_offers(
-        (record, fetched_at or default_at[provider]) for provider, record, fetched_at in rows
+        statement += f" WHERE provider IN ({placeholders(connection, len(providers))})"
+    rows = (
+        driver_rows(connection, statement + " ORDER BY offer_key", tuple(providers or ()))
+        if providers is None or providers
+        else []
     )
+    names, records, times = list(zip(*rows, strict=True)) or [(), (), ()]
     latest = latest_snapshot(connection)
     return CurrentState(
-        offers=offers,
+        frame=records_to_frame(records, _fetched_at(names, times, states, connection), fx),
         providers=states,
-        latest_snapshot_id=None if latest is None else latest[0],
-        latest_snapshot_at=None if latest is None else latest[1],
-        now=now,
+        source="database",
+        fx=fx,
+        loaded_at=now,
+        note=_stale_note(states, now),
+        snapshot_id=None if latest is None else latest[0],
+        snapshot_at=None if latest is None else latest[1],
     )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _fetched_at(
+    providers: Sequence[str],
+    stored: Sequence[object],
+    states: Mapping[str, ProviderState],
+    connection: Connection,
+) -> pl.Series:
+    """Each row's ``fetched_at`` from the stored values as the driver returns them; a row
+    without one (the usual case) has its provider's.
+
+    Each distinct value is converted once: the offers of one run share theirs, so
+    converting per row would repeat the same work 100k times.
+    """
+    dialect = connection.dialect
+    process = _current.c.fetched_at.type.dialect_impl(dialect).result_processor(dialect, None)
+    memo: dict[object, int] = {}
+    for name, p in states.items():
+        if p.fetched_at is not None:
+            memo[(None, name)] = (p.fetched_at - _EPOCH) // _MICROSECOND
+    out: list[int] = []
+    for provider, value in zip(providers, stored, strict=True):
+        key = (None, provider) if value is None else value
+        try:
+            out.append(memo[key])
+        except KeyError:
+            if value is None:
+                raise ValueError(
+                    f"stored offers of {provider!r} have no fetch time (no provider_status row)"
+                ) from None
+            when = cast(datetime, process(value) if process is not None else value)
+            memo[key] = (when - _EPOCH) // _MICROSECOND
+            out.append(memo[key])
+    return pl.Series("fetched_at", out, dtype=pl.Int64).cast(pl.Datetime("us", "UTC"))
+
+
+def _stale_note(states: Mapping[str, ProviderState], now: datetime) -> str | None:
+    stale = [p for p in states.values() if p.stale]
+    if not stale:
+        return None
+    ages = ", ".join(f"{p.provider} ({_age(p.price_age_s(now))} old)" for p in stale)
+    return f"last good offers kept for providers failing now: {ages}"
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    hours = seconds / 3600
+    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} d"
+
+
+def state_from_offers(
+    offers: Sequence[Offer],
+    *,
+    fx: FxTable,
+    source: Source,
+    providers: Iterable[ProviderState] = (),
+    note: str | None = None,
+    snapshot_at: datetime | None = None,
+    now: datetime | None = None,
+) -> CurrentState:
+    """A state holding ``offers``, framed with ``fx``.
+
+    ``providers`` are taken as given; every other provider of the offers is ``ok``, with
+    its offer count and newest fetch time.
+    """
+    given = {p.provider: p for p in providers}
+    counts = collections.Counter(o.provider for o in offers)
+    newest: dict[str, datetime] = {}
+    for o in offers:
+        if o.provider not in newest or o.fetched_at > newest[o.provider]:
+            newest[o.provider] = o.fetched_at
+    derived = [
+        ProviderState(name, RunStatus.OK, count, fetched_at=newest[name])
+        for name, count in counts.items()
+        if name not in given
+    ]
+    return CurrentState(
+        frame=offers_to_frame(offers, fx),
+        providers=_by_name([*given.values(), *derived]),
+        source=source,
+        fx=fx,
+        loaded_at=now or datetime.now(UTC),
+        note=note,
+        snapshot_at=snapshot_at,
+    )
+
+
+def state_from_runs(
+    runs: Sequence[ProviderRun],
+    *,
+    fx: FxTable,
+    source: Source,
+    note: str | None = None,
+    now: datetime | None = None,
+) -> CurrentState:
+    """A state holding the offers of the successful ``runs``; each run is its provider's
+    latest attempt (nothing earlier is held)."""
+    states = [
+        ProviderState(
+            provider=run.provider,
+            last_status=run.status,
+            offer_count=run.offer_count,
+            fetched_at=(max((o.fetched_at for o in run.offers), default=run.started_at))
+            if run.status is RunStatus.OK
+            else None,
+            last_attempt_at=run.started_at,
+            error=run.error,
+        )
+        for run in runs
+    ]
+    offers = [o for run in runs if run.status is RunStatus.OK for o in run.offers]
+    return state_from_offers(offers, fx=fx, source=source, providers=states, note=note, now=now)

@@ -25,7 +25,9 @@ __all__ = [
     "SQLITE_BUSY_TIMEOUT_S",
     "SUPPORTED_BACKENDS",
     "Target",
+    "driver_rows",
     "make_engine",
+    "placeholders",
     "sqlite_url",
     "transaction",
     "write_connection",
@@ -131,3 +133,24 @@ def transaction(target: Target) -> Iterator[Connection]:
                 yield target
     else:
         yield target.connection()
+
+
+def placeholders(connection: Connection, count: int) -> str:
+    """``count`` bound-parameter marks in the driver's style, comma-separated."""
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    return ", ".join([mark] * count)
+
+
+def driver_rows(connection: Connection, statement: str, params: tuple[Any, ...]) -> list[Any]:
+    """Rows of a plain SQL query (``?`` placeholders) as the driver's tuples: no row objects
+    and no type processing, for bulk reads that convert their columns themselves."""
+    if connection.dialect.paramstyle != "qmark":
+        statement = statement.replace("?", "%s")
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        cursor.execute(statement, params)
+        return cursor.fetchall()
+    finally:
+        cursor.close()

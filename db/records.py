@@ -2,7 +2,9 @@
 
 The stored record leaves out ``usd_per_hour`` (derived; its own column), ``fetched_at``
 (a column, usually shared by the whole provider run) and every ``None`` field (the model's
-default), which keeps rows small. Reading parses all records of a query in one
+default), which keeps rows small. The current offers are read as a polars frame straight
+from these records (:func:`pricing.frame.records_to_frame`); where ``Offer`` objects are
+needed (the price history), :func:`decode_offers` parses all records of a query in one
 ``validate_json`` call: no per-row ORM objects, no per-row ``json.loads``.
 """
 
@@ -16,7 +18,7 @@ from datetime import datetime
 
 from pydantic import TypeAdapter
 
-from adapters.schema import Offer
+from adapters.schema import FxTable, Offer, fx_context
 
 __all__ = [
     "decode_offers",
@@ -85,8 +87,9 @@ def record_jsons(offers: Sequence[Offer]) -> list[bytes]:
     ]
 
 
-def decode_offers(rows: Iterable[tuple[str, datetime]]) -> list[Offer]:
-    """Offers from ``(record, fetched_at)`` pairs, validated in one call."""
+def decode_offers(rows: Iterable[tuple[str, datetime]], fx: FxTable | None = None) -> list[Offer]:
+    """Offers from ``(record, fetched_at)`` pairs, validated in one call; they convert with
+    ``fx`` (``None``: the shipped table)."""
     iso: dict[datetime, str] = {}
     parts = []
     for record, fetched_at in rows:
@@ -97,4 +100,5 @@ def decode_offers(rows: Iterable[tuple[str, datetime]]) -> list[Offer]:
     if not parts:
         return []
     with gc_paused():
-        return _OFFERS.validate_json("[" + ",".join(parts) + "]")
+        text = "[" + ",".join(parts) + "]"
+        return _OFFERS.validate_json(text, context=None if fx is None else fx_context(fx))

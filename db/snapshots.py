@@ -31,15 +31,16 @@ from sqlalchemy.engine import Connection
 from adapters.collect import ProviderRun, RunStatus
 from adapters.schema import (
     USD_QUANTUM,
+    FxTable,
     Offer,
     PriceBasis,
     PriceUnit,
     RentalTerm,
-    active_fx,
+    default_fx,
     usd_per_hour,
 )
 
-from .engine import Target, transaction
+from .engine import Target, driver_rows, placeholders, transaction
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
 from .records import gc_paused, hash64, record_jsons
 
@@ -148,12 +149,12 @@ def _price(
     basis: PriceBasis,
     term: RentalTerm,
     gpu_count: int,
-    fx_key: tuple[str, str],
+    fx: _FxKey,
 ) -> tuple[int, Decimal, float]:
     """Price hash, ``Offer.usd_per_hour`` and the latter as a float, memoised: prices repeat
     a lot. Equal amounts of different spelling (2.5, 2.50) share an entry: none of the three
-    depends on the spelling. ``fx_key`` (the active FX table's date and source) keeps USD
-    figures of an older table from being reused after the table changes."""
+    depends on the spelling. ``fx`` (the snapshot's FX table, keyed by its rates) keeps USD
+    figures of another table from being reused after the table changes."""
     usd = usd_per_hour(
         price_amount=amount,
         price_currency=currency,
@@ -161,34 +162,35 @@ def _price(
         price_basis=basis,
         term=term,
         gpu_count=gpu_count,
+        fx=fx.table,
     ).quantize(USD_QUANTUM)
     # str.__str__ of a StrEnum member is its value, without Enum's slow ``.value`` lookup
     text = f"{format(amount.normalize(), 'f')}|{currency}|{unit!s}|{basis!s}|{term!s}"
     return hash64(text), usd, float(usd)
 
 
-def _price_of(offer: Offer) -> tuple[int, Decimal, float]:
-    return _price(
-        offer.price_amount,
-        offer.price_currency,
-        offer.price_unit,
-        offer.price_basis,
-        offer.term,
-        offer.gpu_count,
-        _fx_key(),
-    )
+class _FxKey:
+    """An FX table as a memo key: equal for tables with equal rates, date and source."""
 
+    __slots__ = ("_key", "table")
 
-def _fx_key() -> tuple[str, str]:
-    fx = active_fx()
-    return fx.as_of, fx.source
+    def __init__(self, table: FxTable) -> None:
+        self.table = table
+        self._key = (table.as_of, table.source, tuple(sorted(table.units_per_usd.items())))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _FxKey) and other._key == self._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
 
 
 class _Columns:
     """Builds rows of driver-ready values: on SQLite the text SQLAlchemy's column types store
     (decimals, naive UTC datetimes), on PostgreSQL the Python values themselves."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, fx: FxTable) -> None:
+        self.fx = _FxKey(fx)
         dialect = connection.dialect
         self.sqlite = dialect.name == "sqlite"
         self._time: dict[datetime | None, Any] = {None: None}
@@ -197,6 +199,17 @@ class _Columns:
         self._stored_time: dict[Any, datetime | None] = {None: None}
         result = _current.c.fetched_at.type.dialect_impl(dialect).result_processor(dialect, None)
         self._result_time = result or (lambda value: value)
+
+    def price_hash(self, offer: Offer) -> int:
+        return _price(
+            offer.price_amount,
+            offer.price_currency,
+            offer.price_unit,
+            offer.price_basis,
+            offer.term,
+            offer.gpu_count,
+            self.fx,
+        )[0]
 
     def time(self, value: datetime | None) -> Any:
         try:
@@ -235,7 +248,7 @@ class _Columns:
         )
         since = time(valid_from)
         as_str = str.__str__
-        price, fx_key = _price, _fx_key()
+        price, fx_key = _price, self.fx
         current: list[tuple[Any, ...]] = []
         opened: list[tuple[Any, ...]] = []
         add_current, add_opened = current.append, opened.append
@@ -301,25 +314,6 @@ def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-def _placeholders(connection: Connection, count: int) -> str:
-    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    return ", ".join([mark] * count)
-
-
-def _driver_rows(connection: Connection, statement: str, params: tuple[Any, ...]) -> list[Any]:
-    """Rows of a plain SQL query (``?`` placeholders) as the driver's tuples."""
-    if connection.dialect.paramstyle != "qmark":
-        statement = statement.replace("?", "%s")
-    driver = connection.connection.driver_connection
-    assert driver is not None
-    cursor = driver.cursor()
-    try:
-        cursor.execute(statement, params)
-        return cursor.fetchall()
-    finally:
-        cursor.close()
-
-
 def _bulk_insert(
     connection: Connection, table: sa.Table, columns: Sequence[str], rows: list[tuple[Any, ...]]
 ) -> None:
@@ -339,7 +333,7 @@ def _bulk_insert(
         return
     statement = (
         f"INSERT INTO {table.name} ({', '.join(columns)}) "
-        f"VALUES ({_placeholders(connection, len(columns))})"
+        f"VALUES ({placeholders(connection, len(columns))})"
     )
     cursor = driver.cursor()
     try:
@@ -458,12 +452,12 @@ def _keys_held_by_others(connection: Connection, provider: str, keys: Sequence[s
 
 
 def _store_offers(
-    connection: Connection, run: ProviderRun, offers: _Encoded, snapshot_id: int
+    connection: Connection, run: ProviderRun, offers: _Encoded, snapshot_id: int, fx: FxTable
 ) -> ProviderChanges:
     """Replace the current offers of a successful run and record the price changes."""
     provider, at = run.provider, run.started_at
-    columns = _Columns(connection)
-    stored = _driver_rows(
+    columns = _Columns(connection, fx)
+    stored = driver_rows(
         connection,
         f"SELECT offer_key, price_hash, record_hash, fetched_at FROM {_current.name}"
         " WHERE provider = ?",
@@ -481,7 +475,7 @@ def _store_offers(
         # the record holds every price field: an equal record means an equal price
         elif record_hashes[i] != r_hash:
             updated.append(key)
-            if _price_of(all_offers[i])[0] != p_hash:
+            if columns.price_hash(all_offers[i]) != p_hash:
                 repriced.append(key)
         elif fetched[i] != stored_time(fetched_at):
             updated.append(key)
@@ -575,17 +569,27 @@ def store_snapshot(
     *,
     started_at: datetime,
     finished_at: datetime,
+    fx: FxTable | None = None,
 ) -> SnapshotSummary:
     """Store one snapshot in one transaction and say what changed per provider.
 
     ``target`` is an engine (a transaction is opened and committed here), a connection or a
-    session (see :func:`db.engine.transaction`). Times are timezone-aware UTC.
+    session (see :func:`db.engine.transaction`). Times are timezone-aware UTC. The stored
+    USD figures convert with ``fx``: the table the settings select
+    (:func:`service.fx.fx_table`); ``None``: the shipped one.
     """
     runs = _dedupe_runs(runs)
     with gc_paused():
         # Encoding is pure CPU work: do it before the transaction takes the write lock.
         encoded = {run.provider: _Encoded(run) for run in runs if run.status is RunStatus.OK}
-        return _store(target, runs, encoded, started_at=started_at, finished_at=finished_at)
+        return _store(
+            target,
+            runs,
+            encoded,
+            started_at=started_at,
+            finished_at=finished_at,
+            fx=fx or default_fx(),
+        )
 
 
 def _store(
@@ -595,6 +599,7 @@ def _store(
     *,
     started_at: datetime,
     finished_at: datetime,
+    fx: FxTable,
 ) -> SnapshotSummary:
     with transaction(target) as connection:
         snapshot_id = connection.execute(
@@ -611,7 +616,7 @@ def _store(
         changes: list[ProviderChanges] = []
         for run in runs:
             if run.status is RunStatus.OK:
-                change = _store_offers(connection, run, encoded[run.provider], snapshot_id)
+                change = _store_offers(connection, run, encoded[run.provider], snapshot_id, fx)
             else:
                 kept = connection.execute(
                     sa.select(sa.func.count()).where(_current.c.provider == run.provider)

@@ -5,17 +5,35 @@ Decimal in ``price_currency`` per ``price_unit`` and ``price_basis``; the derive
 ``usd_per_hour`` (whole instance) is Float64, good enough to rank by. Enumerations are
 strings, except ``term``, a polars Enum whose order (on-demand first, then interruptible,
 then commitments by length) breaks ties.
+
+Two builders give the same frame (a test holds them equal): :func:`offers_to_frame` from
+:class:`~adapters.schema.Offer` objects (a fetch, the offline sample) and
+:func:`records_to_frame` from stored offer records, the JSON text of an offer's fields,
+decoded by polars without building an ``Offer`` per row. Both read the offer's own fields
+and derive the rest in :func:`_derive`: ``gpus``, ``commitment_hours``, the exact
+``price_amount`` and ``usd_per_hour`` with the FX table passed in.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from decimal import Decimal
 
 import polars as pl
 
 from adapters.gpus import GpuSpec, Precision, catalog
-from adapters.schema import Offer, RentalTerm
+from adapters.schema import (
+    USD_QUANTUM,
+    FxTable,
+    Offer,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    default_fx,
+    usd_per_hour,
+)
 
 from .efficiency import Efficiency, default_efficiency
 
@@ -25,6 +43,7 @@ __all__ = [
     "TERM_DTYPE",
     "catalog_frame",
     "offers_to_frame",
+    "records_to_frame",
     "with_config_id",
 ]
 
@@ -87,13 +106,33 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "available_count": pl.Int64(),
 }
 
+#: Columns computed from an offer's fields rather than read from them.
+_DERIVED = frozenset({"gpus", "commitment_hours", "usd_per_hour"})
+#: The offer fields a frame reads, as they are read: the price as its decimal text (made
+#: exact in :func:`_derive`) and the term as text (made a :data:`TERM_DTYPE` there).
+_FIELDS: dict[str, pl.DataType] = {
+    name: pl.String() if name in ("price_amount", "term") else dtype
+    for name, dtype in OFFER_SCHEMA.items()
+    if name not in _DERIVED
+}
+#: What :func:`records_to_frame` reads from each record (``fetched_at`` is not in it).
+_RECORD_SCHEMA = {k: v for k, v in _FIELDS.items() if k != "fetched_at"}
+#: The fields a price in USD per hour depends on.
+_PRICE_FIELDS = ("price_amount", "price_currency", "price_unit", "price_basis", "term", "gpu_count")
+_COMMITMENT_HOURS = {
+    t.value: None if t.commitment_hours is None else float(t.commitment_hours) for t in RentalTerm
+}
+_UNITS = {u.value: u for u in PriceUnit}
+_BASES = {b.value: b for b in PriceBasis}
+_TERMS = {t.value: t for t in RentalTerm}
+
 
 def _value(x: object) -> object:
     return getattr(x, "value", x)
 
 
 def _row(o: Offer) -> tuple[object, ...]:
-    commitment = o.term.commitment_hours
+    """The :data:`_FIELDS` of one offer."""
     return (
         o.provider,
         o.offer_id,
@@ -107,7 +146,6 @@ def _row(o: Offer) -> tuple[object, ...]:
         _value(o.gpu_vendor),
         o.gpu_count,
         o.gpu_fraction,
-        o.gpus,
         o.gpu_memory_gb,
         _value(o.gpu_form_factor),
         _value(o.gpu_interconnect),
@@ -126,17 +164,15 @@ def _row(o: Offer) -> tuple[object, ...]:
         o.fabric_gbps,
         o.multi_node,
         _value(o.cooling),
-        o.price_amount.quantize(Decimal(1).scaleb(-PRICE_SCALE)),
+        str(o.price_amount),
         o.price_currency,
         o.price_unit.value,
         o.price_basis.value,
         o.term.value,
         o.term_variant,
-        None if commitment is None else float(commitment),
         o.min_rental_hours,
         o.billing_increment_s,
         o.prepaid,
-        float(o.usd_per_hour),
         o.sla_uptime_pct,
         o.reliability,
         o.verified,
@@ -146,11 +182,99 @@ def _row(o: Offer) -> tuple[object, ...]:
     )
 
 
-def offers_to_frame(offers: Iterable[Offer]) -> pl.DataFrame:
-    """One row per offer in :data:`OFFER_SCHEMA`, plus ``config_id`` (:func:`with_config_id`)."""
-    rows = [_row(o) for o in offers]
-    frame = pl.DataFrame(rows, schema=OFFER_SCHEMA, orient="row")
+def offers_to_frame(offers: Iterable[Offer], fx: FxTable | None = None) -> pl.DataFrame:
+    """One row per offer in :data:`OFFER_SCHEMA`, plus ``config_id`` (:func:`with_config_id`).
+
+    ``fx`` is the table non-USD prices convert with (``None``: the shipped one).
+    """
+    fields = pl.DataFrame([_row(o) for o in offers], schema=_FIELDS, orient="row")
+    return _derive(fields, fx or default_fx())
+
+
+def records_to_frame(
+    records: Sequence[str], fetched_at: pl.Series | Sequence[datetime], fx: FxTable
+) -> pl.DataFrame:
+    """The frame of stored offers: the same as :func:`offers_to_frame` of those offers.
+
+    Each of ``records`` is the JSON text of an offer's fields, as
+    :func:`db.records.record_json` writes them (enums by value, the price as decimal text,
+    ``None`` fields left out; fields the frame does not hold are ignored), and
+    ``fetched_at`` the offers' fetch times, in the same order. Polars parses them all at
+    once as newline-delimited JSON with the known types: no ``Offer`` per row.
+    """
+    times = pl.Series("fetched_at", fetched_at, dtype=_FIELDS["fetched_at"])
+    if not records:
+        fields = pl.DataFrame(schema=_FIELDS)
+    else:
+        # a record is one line: JSON escapes the newlines inside its strings
+        lines = "\n".join(records).encode()
+        fields = (
+            pl.read_ndjson(io.BytesIO(lines), schema=_RECORD_SCHEMA)
+            .with_columns(times)
+            .select(list(_FIELDS))
+        )
+    return _derive(fields, fx)
+
+
+def _derive(fields: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
+    """:data:`OFFER_SCHEMA` and ``config_id`` from the :data:`_FIELDS` of some offers."""
+    prices = _prices(fields.select(_PRICE_FIELDS).unique(), fx)
+    frame = fields.join(prices, on=_PRICE_FIELDS, how="left", maintain_order="left").select(
+        pl.col(name)
+        if name not in _DERIVED and name not in ("price_amount", "term")
+        else _DERIVATIONS[name].alias(name)
+        for name in OFFER_SCHEMA
+    )
     return with_config_id(frame)
+
+
+_DERIVATIONS: dict[str, pl.Expr] = {
+    "gpus": pl.coalesce(pl.col("gpu_fraction"), pl.col("gpu_count").cast(pl.Float64)),
+    "commitment_hours": pl.col("term").replace_strict(
+        _COMMITMENT_HOURS, return_dtype=OFFER_SCHEMA["commitment_hours"]
+    ),
+    "price_amount": pl.col("_exact_price"),
+    "term": pl.col("term").cast(TERM_DTYPE),
+    "usd_per_hour": pl.col("_usd_per_hour"),
+}
+
+
+def _prices(keys: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
+    """Per distinct price (:data:`_PRICE_FIELDS`): the exact amount and USD per hour.
+
+    The amount is the decimal text rounded half-even to :data:`PRICE_SCALE` places (what
+    ``Decimal.quantize`` does). USD per hour is computed in Python, on the distinct prices
+    only: it is exact decimal arithmetic (:func:`adapters.schema.usd_per_hour`, rounded like
+    ``Offer.usd_per_hour``) that a float expression would not reproduce to the last bit.
+    """
+    texts, currencies, units, bases, terms, counts = (keys[c].to_list() for c in _PRICE_FIELDS)
+    unknown = set(currencies) - fx.units_per_usd.keys()
+    if unknown:
+        raise ValueError(
+            f"the FX table of {fx.as_of} ({fx.source}) has no rate for "
+            f"{', '.join(sorted(unknown))}: offers priced in it cannot be compared in USD"
+        )
+    quantum, unit_of, basis_of, term_of = USD_QUANTUM, _UNITS, _BASES, _TERMS
+    usd = [
+        float(
+            usd_per_hour(
+                price_amount=Decimal(text),
+                price_currency=currency,
+                price_unit=unit_of[unit],
+                price_basis=basis_of[basis],
+                term=term_of[term],
+                gpu_count=gpu_count,
+                fx=fx,
+            ).quantize(quantum)
+        )
+        for text, currency, unit, basis, term, gpu_count in zip(
+            texts, currencies, units, bases, terms, counts, strict=True
+        )
+    ]
+    return keys.with_columns(
+        pl.col("price_amount").cast(OFFER_SCHEMA["price_amount"]).alias("_exact_price"),
+        pl.Series("_usd_per_hour", usd, dtype=pl.Float64()),
+    )
 
 
 def with_config_id(frame: pl.DataFrame) -> pl.DataFrame:

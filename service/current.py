@@ -2,33 +2,20 @@
 
 Every reader of "today's offers" (CLI, API, digest) goes through :func:`load_current`, so
 the rule "the database when it holds offers, else the bundled sample, and always say which"
-lives in one place.
+lives in one place. Both give a :class:`db.current.CurrentState`, priced with the FX table
+the settings select (read again on every load).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from datetime import datetime
-
-from adapters.collect import RunStatus
 from adapters.sample import replay_sample, sample_entries
-from adapters.schema import Offer
+from adapters.schema import FxTable
+from db.current import CurrentState, state_from_runs
 
+from .fx import fx_table
 from .settings import Settings
 
-__all__ = ["CurrentOffers", "load_current", "load_database", "load_sample"]
-
-
-@dataclasses.dataclass(slots=True)
-class CurrentOffers:
-    """The offers to rank now, and what a user must know about them."""
-
-    offers: list[Offer]
-    source: str  # "database" or "sample"
-    note: str | None = None
-    stale_providers: list[str] = dataclasses.field(default_factory=list)
-    failed_providers: list[str] = dataclasses.field(default_factory=list)
-    snapshot_at: datetime | None = None
+__all__ = ["load_current", "load_database", "load_sample", "sample_note"]
 
 
 def sample_note() -> str:
@@ -36,15 +23,12 @@ def sample_note() -> str:
     return "offline sample: recorded prices, not live (" + ", ".join(dates) + ")"
 
 
-def load_sample() -> CurrentOffers:
+def load_sample(fx: FxTable) -> CurrentState:
     """The bundled recorded responses, replayed through each adapter's parse."""
-    runs = replay_sample()
-    offers = [o for r in runs if r.status is RunStatus.OK for o in r.offers]
-    failed = [r.provider for r in runs if r.status is not RunStatus.OK]
-    return CurrentOffers(offers, "sample", sample_note(), failed_providers=failed)
+    return state_from_runs(replay_sample(), fx=fx, source="sample", note=sample_note())
 
 
-def load_database(settings: Settings) -> CurrentOffers | None:
+def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
     """The stored current offers, or ``None`` when the database holds none (or no schema)."""
     import sqlalchemy as sa
 
@@ -55,43 +39,24 @@ def load_database(settings: Settings) -> CurrentOffers | None:
     try:
         if not sa.inspect(engine).has_table("current_offer"):
             return None
-        state = load_current_offers(engine)
+        state = load_current_offers(engine, fx=fx)
     finally:
         engine.dispose()
-    if not state.offers:
-        return None
-    stale = state.stale_providers
-    note = None
-    if stale:
-        ages = ", ".join(f"{p} ({_age(state.providers[p].age_s)} old)" for p in stale)
-        note = f"last good offers kept for providers failing now: {ages}"
-    return CurrentOffers(
-        state.offers,
-        "database",
-        note,
-        stale_providers=stale,
-        failed_providers=state.failed_providers,
-        snapshot_at=state.latest_snapshot_at,
-    )
+    return None if state.frame.is_empty() else state
 
 
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    hours = seconds / 3600
-    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} d"
-
-
-def load_current(sample: bool = False, settings: Settings | None = None) -> CurrentOffers:
+def load_current(sample: bool = False, settings: Settings | None = None) -> CurrentState:
     """The current offers: the database when it holds offers, else the bundled sample.
 
-    Settings are read even for the sample: their FX table converts its non-USD prices.
+    The FX table is read from the settings even for the sample: it converts its non-USD
+    prices. A named FX file that is missing or broken is a :class:`service.fx.FxError`.
     """
     if settings is None:
         from .settings import get_settings
 
         settings = get_settings()
+    fx = fx_table(settings)
     if sample:
-        return load_sample()
-    stored = load_database(settings)
-    return stored if stored is not None else load_sample()
+        return load_sample(fx)
+    stored = load_database(settings, fx)
+    return stored if stored is not None else load_sample(fx)

@@ -2,9 +2,10 @@
 
 gpuscout ships the ECB euro reference rates of one day (``adapters/fx_rates.toml``).
 ``gpuscout fx update`` downloads the ECB's latest daily rates and writes them, in the same
-TOML form, to ``fx_rates_file`` (or ``data_dir/fx_rates.toml``); every process that reads
-settings then converts with that table (:func:`apply_fx`). Long-running processes (API,
-scheduler) read it at start: restart them after an update.
+TOML form, to ``fx_rates_file`` (or ``data_dir/fx_rates.toml``). Nothing converts with a
+process-wide table: whoever loads or stores offers reads the table the settings select
+(:func:`fx_table`) and passes it on, so the API picks up a new table when it reloads its
+offers and the scheduler with its next snapshot, without a restart.
 
 The ECB daily file (``eurofxref-daily.xml``) is a ``gesmes:Envelope`` holding
 ``<Cube><Cube time="YYYY-MM-DD"><Cube currency="USD" rate="1.1435"/>...</Cube></Cube>``,
@@ -24,16 +25,16 @@ from pathlib import Path
 
 import httpx
 
-from adapters.schema import FxTable, load_fx, use_fx
+from adapters.schema import FxTable, default_fx, load_fx
 
 from .settings import Settings
 
 __all__ = [
     "ECB_DAILY_URL",
     "FxError",
-    "apply_fx",
     "ecb_toml",
     "fx_file",
+    "fx_table",
     "fx_target",
     "run_fx_job",
     "update_fx_file",
@@ -75,13 +76,13 @@ def read_fx_file(path: Path) -> FxTable:
         raise FxError(f"FX rates file {path}: {exc}") from None
 
 
-def apply_fx(settings: Settings) -> FxTable | None:
-    """Convert with the table the settings select from now on; the table, or ``None`` for
-    the shipped one. A named file that is missing or broken is an :class:`FxError`."""
+def fx_table(settings: Settings) -> FxTable:
+    """The table the settings select (read from its file now), else the shipped one.
+
+    A named file that is missing or broken is an :class:`FxError`.
+    """
     path = fx_file(settings)
-    table = read_fx_file(path) if path is not None else None
-    use_fx(table)
-    return table
+    return read_fx_file(path) if path is not None else default_fx()
 
 
 def ecb_toml(xml_text: str, *, source_url: str = ECB_DAILY_URL) -> str:
@@ -145,10 +146,11 @@ def update_fx_file(path: Path, client: httpx.Client, *, url: str = ECB_DAILY_URL
 def run_fx_job(
     settings: Settings, *, client: Callable[[], httpx.Client] | None = None
 ) -> FxTable | None:
-    """The scheduler's FX job: download the ECB's rates and convert with them from now on.
+    """The scheduler's FX job: download the ECB's rates into the file the settings select.
 
-    A failed download is logged and changes nothing: prices keep converting with the table
-    in use, whose date ``gpuscout fx show`` and the answers' notes tell.
+    Every later load or snapshot converts with them (:func:`fx_table`). A failed download is
+    logged and changes nothing: prices keep converting with the table in use, whose date
+    ``gpuscout fx show`` tells.
     """
     path = fx_target(settings)
     make = client or (lambda: httpx.Client(timeout=settings.http_timeout_s, follow_redirects=True))
@@ -158,6 +160,5 @@ def run_fx_job(
     except FxError as exc:
         log.warning("FX rates not updated: %s; %s left as it was", exc, path)
         return None
-    apply_fx(settings)
     log.info("FX rates of %s written to %s and in use", table.as_of, path)
     return table

@@ -236,9 +236,6 @@ PLACEHOLDER_SECRETS = frozenset({"", "changeme", "changethis", "secret", "passwo
 
 @functools.cache
 def get_settings() -> Settings:
-    """The process's settings, read once; applies their FX table (see :mod:`service.fx`)."""
-    from .fx import apply_fx
-
-    settings = Settings()
-    apply_fx(settings)
-    return settings
+    """The process's settings, read once. Reading them sets nothing else: the FX table they
+    select is read where offers are loaded or stored (:func:`service.fx.fx_table`)."""
+    return Settings()

@@ -34,6 +34,7 @@ from db.migrate import upgrade
 from db.retention import PruneResult, prune
 from db.snapshots import SnapshotSummary, store_snapshot
 
+from .fx import fx_table
 from .settings import Settings
 
 __all__ = [
@@ -178,7 +179,9 @@ def take_snapshot(
             started_at = now()
             runs = tuple(fetch())
             finished_at = now()
-            summary = store_snapshot(engine, runs, started_at=started_at, finished_at=finished_at)
+            summary = store_snapshot(
+                engine, runs, started_at=started_at, finished_at=finished_at, fx=fx_table(settings)
+            )
             pruned = prune(
                 engine,
                 now=finished_at,

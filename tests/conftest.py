@@ -39,16 +39,6 @@ def _own_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ["GPUSCOUT_DATA_DIR"] = old
 
 
-@pytest.fixture(autouse=True)
-def _shipped_fx_table() -> Iterator[None]:
-    """Each test starts and ends with the shipped FX table, whatever a test applied."""
-    from adapters.schema import use_fx
-
-    use_fx(None)
-    yield
-    use_fx(None)
-
-
 def pytest_report_header(config: pytest.Config) -> str:
     url = os.environ.get(POSTGRES_URL_ENV)
     return f"postgres: {url}" if url else f"postgres: {POSTGRES_SKIP}"

@@ -27,7 +27,7 @@ from . import routers
 from .app_context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
 from .metrics import ApiMetrics, MetricsMiddleware
 from .offers_cache import OffersFastPath
-from .state import FrameBuilder, OffersLoader, StateHolder
+from .state import OffersLoader, StateHolder
 
 __all__ = ["API_VERSION", "create_app"]
 
@@ -50,17 +50,10 @@ ROUTERS: tuple[str, ...] = (
 GZIP_MIN_BYTES = 1024
 
 
-def _default_frame_builder() -> FrameBuilder:
-    from pricing.frame import offers_to_frame
-
-    return offers_to_frame
-
-
 def create_app(
     settings: Settings | None = None,
     *,
     offers_loader: OffersLoader | None = None,
-    frame_builder: FrameBuilder | None = None,
     snapshot_runner: SnapshotRunner | None = None,
     ready_check: ReadyCheck | None = None,
     snapshot_marker: SnapshotMarker | None = None,
@@ -70,7 +63,8 @@ def create_app(
 
     Without ``offers_loader`` the app is wired to the database of ``settings`` (migrated,
     read through :func:`service.current.load_current`, polled for new snapshots), falling
-    back to the offline sample; every hook given here overrides that wiring.
+    back to the offline sample; every hook given here overrides that wiring. The loader
+    returns a :class:`db.current.CurrentState`, framed and priced with its FX table.
     """
     settings = settings or get_settings()
     hooks: dict[str, Any] = {}
@@ -79,9 +73,7 @@ def create_app(
 
         hooks = default_hooks(settings)
     loader = offers_loader or hooks["offers_loader"]
-    holder = StateHolder(
-        loader, frame_builder or _default_frame_builder(), cache_entries=settings.api_cache_entries
-    )
+    holder = StateHolder(loader, cache_entries=settings.api_cache_entries)
     context = ApiContext(
         settings=settings,
         holder=holder,

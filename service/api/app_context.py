@@ -13,7 +13,6 @@ from typing import Any, Protocol
 
 from adapters.collect import ProviderRun
 
-from ..fx import apply_fx
 from ..settings import Settings
 from .metrics import ApiMetrics
 from .state import ApiState, StateHolder
@@ -54,12 +53,11 @@ class ApiContext:
     def refresh_state(self) -> ApiState:
         """Reload the current offers and swap them in; blocking (call from a thread).
 
-        The FX table is read again first: the scheduler (here or in another process) may
+        The loader reads the FX table again: the scheduler (here or in another process) may
         have downloaded new rates, which the reloaded offers' USD figures then use.
         """
         marker = self._marker()
         try:
-            apply_fx(self.settings)
             state = self.holder.refresh()
         except Exception:
             self.metrics.state_refreshes.labels("error").inc()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -57,11 +58,13 @@ class StateCollector(Collector):
             loaded.add_metric([], state.frame.height)
             if state.current.snapshot_at is not None:
                 age.add_metric([state.current.source], state.age_s(state.current.snapshot_at))
-            for p in state.providers:
+            now = datetime.now(UTC)
+            for p in state.current.providers.values():
                 offers.add_metric([p.provider], p.offer_count)
-                outcome.add_metric([p.provider, p.outcome], 1)
-                if p.last_fetch_at is not None:
-                    fetch_age.add_metric([p.provider], state.age_s(p.last_fetch_at))
+                outcome.add_metric([p.provider, p.outcome.value], 1)
+                price_age_s = p.price_age_s(now)
+                if price_age_s is not None:
+                    fetch_age.add_metric([p.provider], price_age_s)
         yield from (loaded, age, offers, outcome, fetch_age)
 
 

@@ -135,9 +135,11 @@ def register(app: typer.Typer) -> None:
 
         from db.migrate import upgrade
 
+        from ..fx import fx_table
         from ..scheduler import build_scheduler
 
         settings = get_settings()
+        fx_table(settings)  # a broken FX file is one line now, not a failing snapshot later
         upgrade(settings.database_url)
         runner = build_scheduler(settings, scheduler=BlockingScheduler(timezone=UTC))
         err.print(

@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from adapters.schema import active_fx, default_fx
+from adapters.schema import default_fx
 
-from ..settings import Settings, get_settings
+from ..settings import get_settings
 
 __all__ = ["register"]
 
@@ -26,10 +26,10 @@ def register(app: typer.Typer) -> None:
     @fx_app.command("show")
     def show() -> None:
         """The FX table in use: its date and source, and a few rates per USD."""
-        from ..fx import fx_file
+        from ..fx import fx_file, fx_table
 
         settings = get_settings()
-        table = active_fx()
+        table = fx_table(settings)
         path = fx_file(settings)
         typer.echo(f"as of {table.as_of}: {table.source}")
         typer.echo(f"file: {path if path else 'shipped with gpuscout (adapters/fx_rates.toml)'}")
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
             rate = table.units_per_usd.get(code)
             if rate is not None:
                 typer.echo(f"  1 USD = {rate:.4f} {code}")
-        if table is not default_fx():
+        if path is not None:
             shipped = default_fx()
             typer.echo(f"(shipped table: as of {shipped.as_of})")
 
@@ -57,8 +57,7 @@ def register(app: typer.Typer) -> None:
 
         from ..fx import FxError, fx_target, update_fx_file
 
-        # not get_settings(): it applies the FX file, which may not exist before the first update
-        settings = Settings()
+        settings = get_settings()
         path = out or fx_target(settings)
         try:
             with httpx.Client(timeout=settings.http_timeout_s, follow_redirects=True) as client:

@@ -15,12 +15,13 @@ from rich.table import Table
 
 from adapters.gpus import Precision
 from adapters.schema import Fabric, RentalTerm
-from pricing import Job, Requirement, estimate, offers_to_frame, preset, rank
+from db.current import CurrentState
+from pricing import Job, Requirement, estimate, preset, rank
 from pricing.coverage import unidentified_note
 from pricing.display import for_display, provider_label_expr
 from pricing.requirement import preset_names
 
-from ..current import CurrentOffers, load_current
+from ..current import load_current
 from .providers import wide_console
 
 __all__ = ["register"]
@@ -67,7 +68,7 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _load(sample: bool, fmt: OutputFormat) -> CurrentOffers:
+def _load(sample: bool, fmt: OutputFormat) -> CurrentState:
     current = load_current(sample=sample)
     if current.note:
         err.print(f"[yellow]note:[/] {current.note}", highlight=False)
@@ -204,7 +205,7 @@ def offers_command(
         _fail(_validation_message(exc))
     job = _job(hours, gpu_hours, params, tokens, job_gpus)
     current = _load(sample, fmt)
-    frame = offers_to_frame(current.offers)
+    frame = current.frame
     ranked = rank(frame, requirement, job, precision=precision, limit=limit, now=datetime.now(UTC))
     if ranked.is_empty():
         err.print("no offer meets the requirement", highlight=False)
@@ -235,7 +236,7 @@ def estimate_command(
             count,
             params,
             tokens,
-            offers=current.offers,
+            offers=current.frame,
             precision=precision,
             fabric=fabric,
             fabric_gbps_per_gpu=fabric_gbps_per_gpu,

@@ -145,11 +145,15 @@ def register(app: typer.Typer) -> None:
         except AdapterError as exc:
             err.print(f"[red]error:[/] {exc}")
             raise typer.Exit(1) from None
+        from ..fx import fx_table
+
+        fx = fx_table(get_settings())  # USD figures as the snapshot would store them
+        offers = [offer.with_fx(fx) for offer in result.offers]
         if fmt is ParseFormat.JSONL:
-            for offer in result.offers:
+            for offer in offers:
                 sys.stdout.write(json.dumps(offer.to_record(), ensure_ascii=False) + "\n")
         else:
-            Console().print(offers_table(result.offers, title=f"{provider}: {len(result.offers)}"))
+            Console().print(offers_table(offers, title=f"{provider}: {len(offers)}"))
         for reason, count in sorted(result.skip_reasons().items()):
             err.print(f"skipped {count} record(s): {reason}")
 

@@ -72,7 +72,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Serve the REST API; snapshots are scheduled in the same process unless told not."""
+        from ..fx import fx_table
+
         settings = get_settings()
+        fx_table(settings)  # a broken FX file is one line now, not a failing load later
         try:
             migrate(settings)
         except Exception as exc:  # an unreachable database must not hide the sample

@@ -224,7 +224,7 @@ def _age(now: datetime, then: datetime | None) -> str:
 
 def build_digest(
     subscription: SubscriptionView,
-    offers: Sequence[Offer] | pl.DataFrame,
+    offers: pl.DataFrame,
     *,
     changes: WeekOverWeek | None,
     price_index: Sequence[IndexPoint],
@@ -236,9 +236,10 @@ def build_digest(
 ) -> Digest:
     """Render the weekly digest of ``subscription`` as of ``now`` (timezone-aware).
 
-    ``offers`` are today's offers (ranked here with the subscription's requirement and
-    job); ``changes`` the week-over-week changes already filtered by that requirement;
-    ``price_index`` the daily index of the GPU models involved. Pure: no I/O, no clock.
+    ``offers`` are today's offers as a frame (:attr:`db.current.CurrentState.frame`),
+    ranked here with the subscription's requirement and job; ``changes`` the week-over-week
+    changes already filtered by that requirement; ``price_index`` the daily index of the GPU
+    models involved. Pure: no I/O, no clock.
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")

@@ -1,27 +1,31 @@
 """Gathering a digest's inputs (offers, history, links) and turning it into a message.
 
-This is the impure side of :func:`.build.build_digest`: it reads the current offers once per
-run, the week-over-week changes and the price index from the database, signs the
-unsubscribe link, and hands the result to :mod:`.mail`.
+This is the impure side of :func:`.build.build_digest`. Once per run it takes the current
+state (read by the caller, already a frame) and the week-over-week changes from the database
+(framed once); per subscription it ranks those two frames with the subscription's
+requirement, reads the price index, signs the unsubscribe link, and hands the result to
+:mod:`.mail`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from urllib.parse import quote
 
+import polars as pl
 from sqlalchemy.engine import Engine
 
-from adapters.schema import Offer
-from db.history import WeekOverWeek, daily_index, week_over_week
+from adapters.collect import RunStatus
+from adapters.schema import FxTable
+from db.current import CurrentState
+from db.history import PriceChange, WeekOverWeek, daily_index, week_over_week
 from db.subscriptions import SubscriptionRecord
-from pricing import Job, Requirement, rank
+from pricing import Job, Requirement, offers_to_frame, rank
 
-from ..current import CurrentOffers
 from ..settings import Settings
 from .build import Digest, DigestLinks, StaleProvider, SubscriptionView, build_digest
 from .chart import IndexPoint
@@ -30,8 +34,8 @@ from .tokens import Purpose, make_token
 
 __all__ = [
     "DigestComposer",
+    "WeekChanges",
     "confirm_url",
-    "requirement_qualifier",
     "stale_providers",
     "subscription_view",
     "unsubscribe_url",
@@ -82,54 +86,75 @@ def subscription_view(record: SubscriptionRecord) -> SubscriptionView:
     )
 
 
-def stale_providers(current: CurrentOffers) -> list[StaleProvider]:
-    """Stale and failed providers, each with the fetch time of its newest offer held."""
-    newest: dict[str, datetime] = {}
-    for offer in current.offers:
-        if offer.provider not in newest or offer.fetched_at > newest[offer.provider]:
-            newest[offer.provider] = offer.fetched_at
-    names = sorted(set(current.stale_providers) | set(current.failed_providers))
-    return [StaleProvider(name, newest.get(name)) for name in names]
+def stale_providers(current: CurrentState) -> list[StaleProvider]:
+    """Stale and failed providers, each with the fetch time of its offers held and the
+    error of its latest attempt."""
+    return [
+        StaleProvider(name, p.fetched_at, p.error)
+        for name, p in current.providers.items()
+        if p.stale or p.last_status is RunStatus.ERROR
+    ]
 
 
-def requirement_qualifier(view: SubscriptionView, now: datetime) -> Callable[[Offer], bool]:
-    """Whether an offer (possibly gone, possibly old) meets the subscription's requirement.
+@dataclasses.dataclass(frozen=True)
+class WeekChanges:
+    """The week's price changes of every offer, and those offers as one frame whose
+    ``config_id`` is the change's position: ranked, each offer stands alone."""
 
-    Freshness constraints are dropped: a gone offer is old by definition. Answers are cached
-    per offer key, since the history module asks once per offer.
-    """
-    requirement = view.requirement.model_copy(
-        update={"max_price_age_hours": None, "available_now": False}
-    )
+    changes: WeekOverWeek
+    frame: pl.DataFrame
+    keys: tuple[str, ...]
+    """offer key of each frame row"""
 
-    answers: dict[Offer, bool] = {}
+    @classmethod
+    def of(cls, changes: WeekOverWeek, fx: FxTable) -> WeekChanges:
+        every = [*changes.cheaper, *changes.dearer, *changes.new, *changes.gone]
+        frame = offers_to_frame([c.offer for c in every], fx).with_columns(
+            config_id=pl.int_range(pl.len(), dtype=pl.UInt32)
+        )
+        return cls(changes, frame, tuple(c.offer_key for c in every))
 
-    def qualifies(offer: Offer) -> bool:
-        if offer not in answers:
-            answers[offer] = not rank([offer], requirement, view.job, limit=1, now=now).is_empty()
-        return answers[offer]
+    def qualifying(self, view: SubscriptionView, now: datetime) -> WeekOverWeek:
+        """The changes of offers (possibly gone, possibly old) that meet the subscription's
+        requirement. Freshness constraints are dropped: a gone offer is old by definition."""
+        requirement = view.requirement.model_copy(
+            update={"max_price_age_hours": None, "available_now": False}
+        )
+        ranked = rank(self.frame, requirement, view.job, limit=None, now=now)
+        keys = {self.keys[i] for i in ranked.get_column("config_id").to_list()}
 
-    return qualifies
+        def kept(changes: list[PriceChange]) -> list[PriceChange]:
+            return [c for c in changes if c.offer_key in keys]
+
+        wow = self.changes
+        return WeekOverWeek(
+            wow.since, wow.until, kept(wow.cheaper), kept(wow.dearer), kept(wow.new), kept(wow.gone)
+        )
 
 
 @dataclasses.dataclass
 class DigestComposer:
-    """Builds the digests of one run: ``current`` offers are read once, by the caller."""
+    """Builds the digests of one run: the ``current`` state is read once, by the caller, and
+    the week's changes once, here, on first use."""
 
     settings: Settings
-    current: CurrentOffers
+    current: CurrentState
     now: datetime
     engine: Engine | None = None
     """the database with the price history; ``None``: no history (a sample preview)"""
 
-    def inputs(self, view: SubscriptionView) -> tuple[WeekOverWeek | None, list[IndexPoint]]:
+    @functools.cached_property
+    def week(self) -> WeekChanges | None:
         if self.engine is None:
+            return None
+        return WeekChanges.of(week_over_week(self.engine, until=self.now), self.current.fx)
+
+    def inputs(self, view: SubscriptionView) -> tuple[WeekOverWeek | None, list[IndexPoint]]:
+        if self.engine is None or self.week is None:
             return None, []
-        changes = week_over_week(
-            self.engine, until=self.now, qualifies=requirement_qualifier(view, self.now)
-        )
+        changes = self.week.qualifying(view, self.now)
         ranked = rank(
-            self.current.offers,
+            self.current.frame,
             view.requirement,
             view.job,
             limit=self.settings.digest_top_offers,
@@ -153,7 +178,7 @@ class DigestComposer:
         changes, points = self.inputs(view)
         return build_digest(
             view,
-            self.current.offers,
+            self.current.frame,
             changes=changes,
             price_index=points,
             stale_providers=stale_providers(self.current),

@@ -14,9 +14,10 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from db.current import CurrentState
 from db.subscriptions import active_subscriptions
 
-from ..current import CurrentOffers, load_current
+from ..current import load_current
 from ..settings import Settings
 from .compose import DigestComposer
 from .delivery import SendReport, due_week, send_due
@@ -41,7 +42,7 @@ def run_digests(
     *,
     now: datetime | None = None,
     dry_run: bool = False,
-    current: CurrentOffers | None = None,
+    current: CurrentState | None = None,
     transport: Callable[[EmailMessage], int] | None = None,
     holder: str | None = None,
 ) -> SendReport:

@@ -57,6 +57,9 @@ def test_rank_benchmark_prints_ratios() -> None:
 
 
 def test_api_benchmark_serves_and_drives_the_mix() -> None:
-    out = run("api.py", "--offers", "1000", "--seconds", "0.5", "--connections", "2")
+    out = run(
+        "api.py", "--offers", "1000", "--loads", "2", "--seconds", "0.5", "--connections", "2"
+    )
+    assert "load 1000 stored offers into the API state: median" in out
     assert "cold (first request of each query" in out
     assert "non-200: 0" in out

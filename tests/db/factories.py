@@ -10,7 +10,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from adapters.collect import ProviderRun, RunStatus
-from adapters.schema import Offer
+from adapters.schema import Offer, default_fx
+from db.current import CurrentState, load_current_offers
 from db.models import PriceHistory, Snapshot, SnapshotProvider
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)  # a Monday noon
@@ -68,3 +69,8 @@ def counts(engine: Engine) -> tuple[int, int, int]:
             c.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
             for t in (Snapshot.__table__, SnapshotProvider.__table__, PriceHistory.__table__)
         )  # type: ignore[return-value]
+
+
+def current(engine: Engine, now: datetime | None = None) -> CurrentState:
+    """The current state as stored, priced with the shipped FX table."""
+    return load_current_offers(engine, fx=default_fx(), now=now)

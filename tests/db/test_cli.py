@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from db.current import load_current_offers
 from db.engine import make_engine
 from db.locks import job_lock
 from db.migrate import upgrade
 from service.cli import app
 from service.settings import get_settings
 from service.snapshots import SNAPSHOT_LOCK
+
+from .factories import current
 
 runner = CliRunner()
 
@@ -43,10 +44,10 @@ def test_snapshot_sample_is_stored_then_served(fresh_env: str, tmp_path: Path) -
     assert "stored snapshot 1" in result.stdout, result.output
     engine = make_engine(fresh_env)
     try:
-        state = load_current_offers(engine)
+        state = current(engine)
     finally:
         engine.dispose()
-    assert state.offers and state.latest_snapshot_id == 1
+    assert state.frame.height and state.snapshot_id == 1
 
     again = runner.invoke(app, ["snapshot", "--sample"])
     assert "stored snapshot 2" in again.stdout, again.output
@@ -75,7 +76,7 @@ def test_snapshot_while_another_runner_holds_the_lock_exits_1(fresh_env: str) ->
         assert result.exit_code == 1, result.output
         message = "error: another runner is taking a snapshot now (it holds the snapshot lock)"
         assert result.stderr.splitlines()[-1] == message
-        assert load_current_offers(engine).latest_snapshot_id is None  # nothing stored
+        assert current(engine).snapshot_id is None  # nothing stored
     finally:
         engine.dispose()
 

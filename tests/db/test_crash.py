@@ -13,13 +13,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
+from polars.testing import assert_frame_equal
 from sqlalchemy.engine import Engine
 
-from db.current import load_current_offers
 from db.models import Snapshot
 from db.snapshots import store_snapshot
 
-from .factories import T0, at, offer, ok
+from .factories import T0, at, current, offer, ok
 
 CHILD = textwrap.dedent(
     """
@@ -57,7 +57,7 @@ def test_kill_mid_write_keeps_the_previous_state(
         started_at=T0,
         finished_at=T0 + timedelta(minutes=1),
     )
-    before = load_current_offers(engine, now=at(2))
+    before = current(engine, now=at(2))
     marker = tmp_path / "mid-write"
     root = Path(__file__).resolve().parents[2]
     child = subprocess.Popen(
@@ -77,7 +77,9 @@ def test_kill_mid_write_keeps_the_previous_state(
         child.wait(30)
 
     # readable while / after the writer died, and unchanged
-    assert load_current_offers(engine, now=at(2)) == before
+    after = current(engine, now=at(2))
+    assert_frame_equal(after.frame, before.frame)
+    assert after.providers == before.providers and after.snapshot_id == before.snapshot_id
     summary = store_snapshot(
         engine,
         [ok("alpha", [offer(offer_id="a", price="1")], at(3))],
@@ -85,6 +87,6 @@ def test_kill_mid_write_keeps_the_previous_state(
         finished_at=at(3),
     )
     assert (summary.history_added, summary.history_closed) == (1, 2)
-    assert load_current_offers(engine).latest_snapshot_id == summary.snapshot_id
+    assert current(engine).snapshot_id == summary.snapshot_id
     with engine.connect() as c:  # (PostgreSQL may skip an id: sequences are not rolled back)
         assert c.execute(sa.select(sa.func.count()).select_from(Snapshot.__table__)).scalar() == 2

@@ -29,7 +29,7 @@ def test_reads_the_database_and_lists_stale_providers(
     store_snapshot(engine, [failed("alpha", at(2))], started_at=at(2), finished_at=at(2))
     current = load_current(settings=settings)
     assert current.source == "database"
-    assert sorted(o.provider for o in current.offers) == ["alpha", "beta"]
+    assert sorted(current.frame["provider"]) == ["alpha", "beta"]
     assert current.stale_providers == ["alpha"] and current.failed_providers == ["alpha"]
     assert current.snapshot_at == at(2)
     assert current.note is not None and "alpha" in current.note

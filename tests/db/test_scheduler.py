@@ -11,14 +11,13 @@ import pytest
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
-from db.current import load_current_offers
 from db.locks import job_lock
 from service.digest.schedule import DIGEST_JOB_ID
 from service.scheduler import SNAPSHOT_JOB_ID, build_scheduler, run_snapshot_job
 from service.settings import Settings
 from service.snapshots import SNAPSHOT_LOCK
 
-from .factories import offer, ok
+from .factories import current, offer, ok
 
 
 def settings_for(db_url: str, tmp_path, **extra) -> Settings:
@@ -74,7 +73,7 @@ def test_two_concurrent_runners_take_exactly_one_snapshot(
         t.join(30)
     taken = [r for r in results if r is not None]
     assert len(results) == 2 and len(taken) == 1
-    assert load_current_offers(engine).latest_snapshot_id == 1
+    assert current(engine).snapshot_id == 1
     # the lock is free again, but a snapshot that recent makes the next runner skip
     assert run_snapshot_job(settings, fetch=fetch_slowly()) is None
     later = datetime.now(UTC) + timedelta(hours=1)
@@ -89,7 +88,7 @@ def test_a_held_lock_is_logged_and_skipped(
     with job_lock(engine, SNAPSHOT_LOCK):
         assert run_snapshot_job(settings, fetch=fetch_slowly(), engine=engine) is None
     assert "snapshot skipped: another runner is taking a snapshot now" in caplog.text
-    assert load_current_offers(engine).latest_snapshot_id is None
+    assert current(engine).snapshot_id is None
 
 
 def test_job_lock_is_exclusive_and_released(engine: Engine) -> None:

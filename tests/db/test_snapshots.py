@@ -5,21 +5,26 @@ from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
+from polars.testing import assert_frame_equal
 from sqlalchemy.engine import Engine
 
 from adapters.base import SkippedRecord
 from adapters.collect import RunStatus
+from adapters.schema import FxTable
 from db import snapshots
-from db.current import load_current_offers
+from db.current import Outcome
 from db.history import offer_price_history
 from db.models import PriceHistory, Snapshot, SnapshotProvider
 from db.snapshots import store_snapshot
+from pricing.frame import offers_to_frame
 
-from .factories import T0, at, failed, offer, ok, skipped
+from .factories import T0, at, current, failed, offer, ok, skipped
 
 
-def store(engine: Engine, *runs, when=T0):
-    return store_snapshot(engine, runs, started_at=when, finished_at=when + timedelta(minutes=1))
+def store(engine: Engine, *runs, when=T0, fx=None):
+    return store_snapshot(
+        engine, runs, started_at=when, finished_at=when + timedelta(minutes=1), fx=fx
+    )
 
 
 def history_rows(engine: Engine) -> list[tuple]:
@@ -50,11 +55,17 @@ def test_first_snapshot_stores_offers_history_and_outcomes(engine: Engine) -> No
     by = {p.provider: p for p in summary.providers}
     assert by["alpha"].offers_added == 2 and by["beta"].status is RunStatus.ERROR
     assert by["beta"].offers_kept == 0  # nothing stored before: nothing to keep
-    state = load_current_offers(engine, now=at(1))
-    assert [o.offer_id for o in state.offers] == ["a", "b"]
-    assert state.offers == run.offers  # lossless round trip, fetched_at included
-    assert state.latest_snapshot_id == summary.snapshot_id
-    assert state.latest_snapshot_at == T0 + timedelta(minutes=1)
+    state = current(engine, now=at(1))
+    assert state.frame["offer_id"].to_list() == ["a", "b"]
+    # lossless round trip, fetched_at included: the frame the offers themselves give
+    assert_frame_equal(state.frame, offers_to_frame(run.offers), check_exact=True)
+    assert state.source == "database" and state.fx.as_of
+    assert state.snapshot_id == summary.snapshot_id
+    assert state.snapshot_at == T0 + timedelta(minutes=1)
+    outcomes = {name: p.outcome for name, p in state.providers.items()}
+    assert outcomes == {"alpha": Outcome.OK, "beta": Outcome.FAILED, "gamma": Outcome.SKIPPED}
+    assert state.providers["beta"].error == "HTTP 503"
+    assert state.providers["gamma"].error == "credential not set"
     with engine.connect() as c:
         rows = {
             r.provider: r
@@ -78,7 +89,7 @@ def test_unchanged_snapshot_adds_no_history(engine: Engine) -> None:
     assert summary.providers[0].offers_updated == 0
     assert history_rows(engine) == before
     # the current offers carry the new fetch time
-    assert {o.fetched_at for o in load_current_offers(engine).offers} == {at(1)}
+    assert set(current(engine).frame["fetched_at"]) == {at(1)}
 
 
 def test_equal_price_spelled_differently_is_unchanged(engine: Engine) -> None:
@@ -102,7 +113,7 @@ def test_price_change_closes_old_row_and_opens_new(engine: Engine) -> None:
         (Decimal("2.000000"), T0, at(1)),
         (Decimal("1.800000"), at(1), None),
     ]
-    assert load_current_offers(engine).offers[0].price_amount == Decimal("1.80")
+    assert current(engine).frame["price_amount"][0] == Decimal("1.80")
 
 
 def test_raw_price_fields_are_kept_exactly(engine: Engine) -> None:
@@ -129,21 +140,19 @@ def test_raw_price_fields_are_kept_exactly(engine: Engine) -> None:
 
 def test_new_prices_convert_with_the_fx_table_in_use(engine: Engine) -> None:
     """USD figures are memoised per price; a new FX table (``gpuscout fx update``) must not
-    reuse those of the old one."""
-    from adapters.schema import FxTable, use_fx
-
+    reuse those of the old one, nor the old one those of the new."""
     store(engine, ok("alpha", [offer(offer_id="a", price="100", price_currency="EUR")]))
     half = FxTable(
         as_of="test", source="test", units_per_usd={"USD": Decimal(1), "EUR": Decimal(2)}
     )
-    use_fx(half)
-    try:
-        fresh = offer(offer_id="b", price="100", price_currency="EUR")
-        store(engine, ok("alpha", [fresh]), when=at(1))
-        (point,) = offer_price_history(engine, fresh.key)
-    finally:
-        use_fx(None)
+    fresh = offer(offer_id="b", price="100", price_currency="EUR")
+    store(engine, ok("alpha", [fresh]), when=at(1), fx=half)
+    (point,) = offer_price_history(engine, fresh.key)
     assert point.usd_per_hour == Decimal("50.000000")
+    third = offer(offer_id="c", price="100", price_currency="EUR")
+    store(engine, ok("alpha", [fresh, third]), when=at(2))  # the shipped table again
+    (point,) = offer_price_history(engine, third.key)
+    assert point.usd_per_hour == third.usd_per_hour != Decimal("50.000000")
 
 
 def test_offer_that_disappears_is_closed_and_reopens_when_back(engine: Engine) -> None:
@@ -152,7 +161,7 @@ def test_offer_that_disappears_is_closed_and_reopens_when_back(engine: Engine) -
     gone = store(engine, ok("alpha", [a], at(1)), when=at(1))
     assert (gone.history_added, gone.history_closed) == (0, 1)
     assert gone.providers[0].offers_removed == 1
-    assert [o.offer_id for o in load_current_offers(engine).offers] == ["a"]
+    assert current(engine).frame["offer_id"].to_list() == ["a"]
     back = store(engine, ok("alpha", [a, b], at(2)), when=at(2))
     assert (back.history_added, back.history_closed) == (1, 0)
     assert [(p.valid_from, p.valid_to) for p in offer_price_history(engine, b.key)] == [
@@ -167,23 +176,25 @@ def test_failing_provider_keeps_its_last_good_offers_marked_stale(engine: Engine
     assert summary.history_closed == 1  # beta's offer vanished; alpha's stays open
     assert {p.provider: p.offers_kept for p in summary.providers} == {"alpha": 1, "beta": 0}
 
-    state = load_current_offers(engine, now=at(5))
-    assert [o.provider for o in state.offers] == ["alpha"]
+    state = current(engine, now=at(5))
+    assert state.frame["provider"].to_list() == ["alpha"]
     alpha = state.providers["alpha"]
-    assert alpha.stale and alpha.last_status is RunStatus.ERROR
-    assert alpha.last_error == "HTTP 503"
-    assert (alpha.last_success_at, alpha.last_attempt_at) == (T0, at(3))
-    assert alpha.age_s == 5 * 3600
+    assert alpha.stale and alpha.outcome is Outcome.STALE
+    assert alpha.last_status is RunStatus.ERROR and alpha.error == "HTTP 503"
+    assert (alpha.fetched_at, alpha.last_attempt_at) == (T0, at(3))
+    assert alpha.offer_count == 1 and alpha.price_age_s(at(5)) == 5 * 3600
     assert state.stale_providers == ["alpha"] and state.failed_providers == ["alpha"]
     assert not state.providers["beta"].stale
-    assert state.age_s(state.offers[0]) == 5 * 3600
+    assert state.note is not None and "alpha (5.0 h old)" in state.note
 
     store(engine, skipped("alpha", at(4)), when=at(4))  # skipped keeps them too
-    assert len(load_current_offers(engine).offers) == 1
+    state = current(engine)
+    assert state.frame.height == 1 and state.providers["alpha"].outcome is Outcome.STALE
+    assert state.failed_providers == []  # skipped now, not failed
     # a later success replaces them and clears the flag
     store(engine, ok("alpha", [offer("alpha", price="9")], at(6)), when=at(6))
-    state = load_current_offers(engine, now=at(6))
-    assert not state.providers["alpha"].stale and state.offers[0].price_amount == 9
+    state = current(engine, now=at(6))
+    assert not state.providers["alpha"].stale and state.frame["price_amount"][0] == 9
 
 
 def test_per_offer_fetch_time_survives(engine: Engine) -> None:
@@ -191,15 +202,15 @@ def test_per_offer_fetch_time_survives(engine: Engine) -> None:
     run = ok("alpha", [offer(offer_id="y")])
     run.offers.append(early)
     store(engine, run)
-    got = {o.offer_id: o.fetched_at for o in load_current_offers(engine).offers}
-    assert got == {"x": at(-1), "y": T0}
+    frame = current(engine).frame
+    assert dict(zip(frame["offer_id"], frame["fetched_at"], strict=True)) == {"x": at(-1), "y": T0}
 
 
 def test_crash_mid_write_rolls_back_and_next_run_succeeds(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store(engine, ok("alpha", [offer(offer_id="a"), offer(offer_id="b")]))
-    before = (load_current_offers(engine, now=at(1)), history_rows(engine))
+    before = (current(engine, now=at(1)).frame, history_rows(engine))
 
     def boom(*args, **kwargs):
         raise RuntimeError("killed mid-write")
@@ -208,8 +219,9 @@ def test_crash_mid_write_rolls_back_and_next_run_succeeds(
     monkeypatch.setattr(snapshots, "_bulk_insert", boom)
     with pytest.raises(RuntimeError, match="killed mid-write"):
         store(engine, ok("alpha", [offer(offer_id="a", price="1")], at(1)), when=at(1))
-    after = (load_current_offers(engine, now=at(1)), history_rows(engine))
-    assert after == before
+    after = (current(engine, now=at(1)).frame, history_rows(engine))
+    assert_frame_equal(after[0], before[0])
+    assert after[1] == before[1]
     assert count(engine, Snapshot.__table__) == 1
 
     monkeypatch.undo()
@@ -220,8 +232,8 @@ def test_crash_mid_write_rolls_back_and_next_run_succeeds(
 
 def test_repeated_key_keeps_the_last_offer(engine: Engine) -> None:
     store(engine, ok("alpha", [offer(price="2"), offer(price="3")]))
-    (only,) = load_current_offers(engine).offers
-    assert only.price_amount == 3
+    (only,) = current(engine).frame["price_amount"]
+    assert only == 3
 
 
 def test_session_target_joins_the_callers_transaction(engine: Engine) -> None:
@@ -242,8 +254,8 @@ def test_a_key_stored_by_another_run_is_not_taken_over(engine: Engine) -> None:
     store(engine, ok("sheet", [offer("alpha", "x", "5")]))
     summary = store(engine, ok("alpha", [offer("alpha", "x", "4"), offer("alpha", "y")]))
     assert summary.providers[0].offers_added == 1
-    state = load_current_offers(engine)
-    assert sorted((o.offer_id, o.price_amount) for o in state.offers) == [
+    frame = current(engine).frame
+    assert sorted(zip(frame["offer_id"], frame["price_amount"], strict=True)) == [
         ("x", Decimal("5")),
         ("y", Decimal("2.00")),
     ]

@@ -1,9 +1,31 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 
-from adapters.schema import PriceBasis, RentalTerm
-from pricing.frame import OFFER_SCHEMA, offers_to_frame
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from adapters.collect import RunStatus
+from adapters.sample import replay_sample
+from adapters.schema import (
+    Cooling,
+    Fabric,
+    FxTable,
+    GpuFormFactor,
+    GpuInterconnect,
+    Offer,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    StorageType,
+    Vendor,
+    default_fx,
+    fx_context,
+)
+from db.records import record_jsons
+from pricing.frame import OFFER_SCHEMA, PRICE_SCALE, offers_to_frame, records_to_frame
 
 from .factories import make_offer
 
@@ -25,3 +47,134 @@ def test_one_row_per_offer_exact_price_and_config_id() -> None:
 
 def test_empty() -> None:
     assert offers_to_frame([]).height == 0
+
+
+# --- the stored-records builder gives the same frame ------------------------------------
+
+
+def _stored(offers: list[Offer], fx: FxTable) -> pl.DataFrame:
+    """The frame of the offers as the database holds them: record JSON text, fetch time."""
+    records = [r.decode() for r in record_jsons(offers)]
+    return records_to_frame(records, [o.fetched_at for o in offers], fx)
+
+
+#: A table other than the shipped one, so that a builder ignoring ``fx`` fails.
+OTHER_FX = FxTable(
+    as_of="test",
+    source="test",
+    units_per_usd={"USD": Decimal(1), "EUR": Decimal("0.5")},
+)
+
+
+def _every_field_kind() -> list[Offer]:
+    """Offers with every kind of field the frame holds: enums, exact and awkward prices,
+    tuples the frame leaves out, slices, ``None``s, commitments, non-USD currencies."""
+    full = make_offer(
+        seller="coreweave",
+        instance_name="gpu-8x",
+        gpu_raw_name="NVIDIA H100 80GB HBM3",
+        gpu_vendor=Vendor.NVIDIA,
+        gpu_form_factor=GpuFormFactor.SXM,
+        gpu_interconnect=GpuInterconnect.NVLINK,
+        gpu_nvlink_gbs=900.0,
+        cpu_model="Xeon 8480+",
+        cpu_sockets=2,
+        cpu_cores=112.0,
+        vcpus=224.0,
+        ram_gb=2048.0,
+        ram_ecc=True,
+        storage_gb=30720.0,
+        storage_type=StorageType.NVME,
+        public_bandwidth_up_mbps=10000.0,
+        public_bandwidth_down_mbps=10000.0,
+        fabric=Fabric.INFINIBAND,
+        fabric_gbps=3200.0,
+        multi_node=True,
+        cooling=Cooling.LIQUID,
+        os_images=("ubuntu-22.04", "ubuntu-24.04"),
+        frameworks=("pytorch",),
+        price_amount=Decimal("21.123456789012345"),
+        price_basis=PriceBasis.GPU,
+        term_variant="spot-zone-a",
+        min_rental_hours=0.1 + 0.2,
+        billing_increment_s=60,
+        prepaid=False,
+        sla_uptime_pct=99.9,
+        reliability=0.987654321,
+        verified=True,
+        datacenter=True,
+        available_now=False,
+        available_count=3,
+    )
+    return [
+        full,
+        make_offer(offer_id="bare"),
+        make_offer(offer_id="slice", gpu_count=1, gpu_fraction=0.25, price_amount=Decimal("0.1")),
+        make_offer(
+            offer_id="yearly",
+            price_amount=Decimal("1E+5"),
+            price_unit=PriceUnit.TERM,
+            term=RentalTerm.COMMIT_1Y,
+            prepaid=True,
+        ),
+        make_offer(
+            offer_id="monthly-eur",
+            price_amount=Decimal("7123.45"),
+            price_currency="EUR",
+            price_unit=PriceUnit.MONTH,
+            term=RentalTerm.COMMIT_3MO,
+        ),
+        # half-way at the 12th place: rounded to even, like Decimal.quantize
+        make_offer(
+            offer_id="tie-down", price_amount=Decimal("0.0000000000125"), price_currency="CNY"
+        ),
+        make_offer(offer_id="tie-up", price_amount=Decimal("0.0000000000135")),
+        make_offer(offer_id="weekly", price_unit=PriceUnit.WEEK, term=RentalTerm.COMMIT_1W),
+        make_offer(offer_id="daily", price_unit=PriceUnit.DAY, term=RentalTerm.INTERRUPTIBLE),
+    ]
+
+
+def _sample_offers() -> list[Offer]:
+    return [o for run in replay_sample() if run.status is RunStatus.OK for o in run.offers]
+
+
+@pytest.mark.parametrize("fx", [default_fx(), OTHER_FX], ids=["shipped-fx", "other-fx"])
+@pytest.mark.parametrize("offers", [_every_field_kind, _sample_offers], ids=["kinds", "sample"])
+def test_stored_records_frame_equals_the_offers_frame(
+    offers: Callable[[], list[Offer]], fx: FxTable
+) -> None:
+    chosen = offers()
+    if fx is OTHER_FX:  # the other table converts only the currencies it has
+        chosen = [o for o in chosen if o.price_currency in fx.units_per_usd]
+    expected = offers_to_frame(chosen, fx)
+    assert_frame_equal(_stored(chosen, fx), expected, check_exact=True)
+    assert expected.height == len(chosen) > 3
+
+
+def test_prices_are_exact_and_usd_follows_the_table_passed_in() -> None:
+    offers = _every_field_kind()
+    for fx in (default_fx(), OTHER_FX):
+        usable = [o for o in offers if o.price_currency in fx.units_per_usd]
+        frame = offers_to_frame(usable, fx)
+        validated = [
+            Offer.model_validate(o.model_dump(exclude={"usd_per_hour"}), context=fx_context(fx))
+            for o in usable
+        ]
+        assert frame["usd_per_hour"].to_list() == [float(o.usd_per_hour) for o in validated]
+    frame = offers_to_frame(offers)
+    quantum = Decimal(1).scaleb(-PRICE_SCALE)
+    assert frame["price_amount"].to_list() == [o.price_amount.quantize(quantum) for o in offers]
+    assert frame["price_amount"][5] == Decimal("0.000000000012")  # half-even
+    assert frame["price_amount"][6] == Decimal("0.000000000014")
+    assert frame["commitment_hours"].to_list()[3] == 8760.0
+    assert frame["gpus"].to_list()[:3] == [8.0, 8.0, 0.25]
+
+
+def test_a_currency_the_table_lacks_is_an_error_naming_it() -> None:
+    (cny,) = [o for o in _every_field_kind() if o.price_currency == "CNY"]
+    with pytest.raises(ValueError, match="FX table of test .* no rate for CNY"):
+        _stored([cny], OTHER_FX)
+
+
+def test_empty_records() -> None:
+    assert_frame_equal(_stored([], default_fx()), offers_to_frame([]))

@@ -12,11 +12,13 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-from adapters.schema import active_fx, default_fx, load_fx, use_fx
+from adapters.schema import Offer, default_fx, fx_context, load_fx
+from pricing.frame import offers_to_frame
 from service import cli
 from service import settings as settings_module
 from service.cli import app
-from service.fx import ECB_DAILY_URL, FxError, apply_fx, ecb_toml, run_fx_job, update_fx_file
+from service.current import load_current
+from service.fx import ECB_DAILY_URL, FxError, ecb_toml, fx_table, run_fx_job, update_fx_file
 from service.settings import Settings
 from tests.pricing.factories import make_offer
 
@@ -25,9 +27,8 @@ runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
-def shipped_table_afterwards() -> Iterator[None]:
+def fresh_settings_afterwards() -> Iterator[None]:
     yield
-    use_fx(None)
     settings_module.get_settings.cache_clear()
 
 
@@ -80,25 +81,52 @@ def test_update_writes_the_file_and_a_failure_keeps_the_old_one(tmp_path: Path) 
 def test_the_settings_table_converts_prices(tmp_path: Path) -> None:
     offer = make_offer(price_amount=Decimal("100"), price_currency="GBP", gpu_count=1)
     shipped = offer.usd_per_hour
-    assert apply_fx(_settings(tmp_path)) is None  # nothing written yet: the shipped table
+    assert fx_table(_settings(tmp_path)) is default_fx()  # nothing written yet
     (tmp_path / "fx_rates.toml").write_text(ecb_toml(ECB.read_text()))
-    table = apply_fx(_settings(tmp_path))  # data_dir/fx_rates.toml is picked up
-    assert table is not None and active_fx() is table
+    table = fx_table(_settings(tmp_path))  # data_dir/fx_rates.toml is picked up
+    assert table.as_of == "2026-07-09"
     # 100 GBP at 0.85363 GBP and 1.1435 USD per EUR
-    expected = Decimal(100) / (Decimal("0.85363") / Decimal("1.1435"))
-    converted = make_offer(price_amount=Decimal("100"), price_currency="GBP", gpu_count=1)
-    assert converted.usd_per_hour == expected.quantize(Decimal("0.000001")) != shipped
-    use_fx(None)
-    assert active_fx() is default_fx()
+    expected = (Decimal(100) / (Decimal("0.85363") / Decimal("1.1435"))).quantize(
+        Decimal("0.000001")
+    )
+    fields = offer.model_dump(exclude={"usd_per_hour"})
+    converted = Offer.model_validate(fields, context=fx_context(table))
+    assert converted.usd_per_hour == expected != shipped
+    assert offer.with_fx(table).usd_per_hour == expected
+    assert offer.usd_per_hour == shipped  # reading settings changed nothing in the process
+    assert offers_to_frame([offer], table)["usd_per_hour"][0] == float(expected)
+    assert offers_to_frame([offer])["usd_per_hour"][0] == float(shipped)
+
+
+def test_the_current_state_names_its_fx_table(tmp_path: Path) -> None:
+    shipped = (Path(__file__).parents[2] / "adapters" / "fx_rates.toml").read_text()
+    newer = shipped.replace('as_of = "2025-02-28"', 'as_of = "2026-07-10"')
+    (tmp_path / "fx_rates.toml").write_text(newer)
+    current = load_current(sample=True, settings=_settings(tmp_path))
+    assert current.fx.as_of == "2026-07-10"  # the state names the table it was priced with
+    (tmp_path / "fx_rates.toml").write_text(ecb_toml(ECB.read_text()))  # no CNY in it
+    with pytest.raises(ValueError, match="FX table of 2026-07-09 .* no rate for CNY"):
+        load_current(sample=True, settings=_settings(tmp_path))
+
+
+def test_reading_settings_applies_no_fx_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "fx_rates.toml").write_text(ecb_toml(ECB.read_text()))
+    monkeypatch.setenv("GPUSCOUT_DATA_DIR", str(tmp_path))
+    settings_module.get_settings.cache_clear()
+    settings_module.get_settings()
+    offer = make_offer(price_amount=Decimal("100"), price_currency="GBP", gpu_count=1)
+    assert offer.usd_per_hour == offer.with_fx(default_fx()).usd_per_hour
 
 
 def test_a_missing_or_broken_named_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FxError, match="missing.toml"):
-        apply_fx(_settings(tmp_path, fx_rates_file=tmp_path / "missing.toml"))
+        fx_table(_settings(tmp_path, fx_rates_file=tmp_path / "missing.toml"))
     broken = tmp_path / "broken.toml"
     broken.write_text('as_of = "x"\n[per_base]\nEUR = 1\n')
     with pytest.raises(FxError, match="broken.toml: FX file lacks"):
-        apply_fx(_settings(tmp_path, fx_rates_file=broken))
+        fx_table(_settings(tmp_path, fx_rates_file=broken))
 
 
 @respx.mock
@@ -137,13 +165,13 @@ def test_scheduled_job_updates_and_applies_and_survives_a_failure(
     respx.get(ECB_DAILY_URL).mock(return_value=httpx.Response(200, text=ECB.read_text()))
     table = run_fx_job(settings)
     assert table is not None and table.as_of == "2026-07-09"
-    assert active_fx().as_of == "2026-07-09"  # in use at once in this process
+    assert fx_table(settings).as_of == "2026-07-09"  # the next load or snapshot uses it
     assert (tmp_path / "fx_rates.toml").is_file()
     respx.get(ECB_DAILY_URL).mock(side_effect=httpx.ConnectError("no route"))
     with caplog.at_level("WARNING", logger="gpuscout.fx"):
         assert run_fx_job(settings) is None
     assert "FX rates not updated" in caplog.text and "no route" in caplog.text
-    assert active_fx().as_of == "2026-07-09"  # the last good table stays
+    assert fx_table(settings).as_of == "2026-07-09"  # the last good table stays
 
 
 def test_scheduler_runs_the_fx_job_unless_disabled(tmp_path: Path) -> None:

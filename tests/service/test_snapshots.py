@@ -10,7 +10,6 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from adapters.collect import ProviderRun
-from db.current import load_current_offers
 from db.engine import make_engine
 from db.locks import job_lock
 from db.snapshots import store_snapshot
@@ -23,7 +22,7 @@ from service.snapshots import (
     build_adapters,
     take_snapshot,
 )
-from tests.db.factories import at, counts, offer, ok
+from tests.db.factories import at, counts, current, offer, ok
 
 
 def settings_for(db_url: str, tmp_path: Path, **extra: object) -> Settings:
@@ -51,7 +50,7 @@ def test_migrates_an_empty_database_then_stores(db_url: str, tmp_path: Path) -> 
     assert (result.summary.started_at, result.summary.finished_at) == (when, when)
     engine = make_engine(db_url)
     try:
-        assert load_current_offers(engine).latest_snapshot_id == 1
+        assert current(engine).snapshot_id == 1
     finally:
         engine.dispose()
 

@@ -8,9 +8,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from adapters import registry
+from db.current import Outcome
 
 from ..deps import NoQueryDep, SettingsDep, StateDep
-from ..state import ProviderStatus
 
 __all__ = ["ProviderOut", "router"]
 
@@ -33,6 +33,7 @@ class ProviderList(BaseModel):
     source: str
     note: str | None
     snapshot_at: datetime | None
+    fx_as_of: str = Field(description="date of the FX table non-USD prices convert with")
     providers: list[ProviderOut]
 
 
@@ -42,26 +43,22 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
     now = datetime.now(UTC)
     known = registry()
     creds = settings.provider_credentials()
-    by_name: dict[str, ProviderStatus] = {p.provider: p for p in state.providers}
+    current = state.current
     out = []
-    for name in sorted(set(known) | set(by_name)):
-        status = by_name.get(name)
+    for name in sorted(set(known) | set(current.providers)):
+        held = current.providers.get(name)
         cls = known.get(name)
         need = cls.credential_names if cls is not None else ()
         out.append(
             ProviderOut(
                 provider=name,
                 title=cls.title if cls is not None else None,
-                outcome=status.outcome if status else "never_fetched",
-                fresh=status is not None and status.outcome == "ok",
-                offer_count=status.offer_count if status else 0,
-                last_fetch_at=status.last_fetch_at if status else None,
-                price_age_s=(
-                    state.age_s(status.last_fetch_at, now)
-                    if status and status.last_fetch_at
-                    else None
-                ),
-                error=status.error if status else None,
+                outcome=held.outcome.value if held else "never_fetched",
+                fresh=held is not None and held.outcome is Outcome.OK,
+                offer_count=held.offer_count if held else 0,
+                last_fetch_at=held.fetched_at if held else None,
+                price_age_s=held.price_age_s(now) if held else None,
+                error=held.error if held else None,
                 credentials=(
                     "none_needed"
                     if not need
@@ -72,8 +69,9 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
             )
         )
     return ProviderList(
-        source=state.current.source,
-        note=state.current.note,
-        snapshot_at=state.current.snapshot_at,
+        source=current.source,
+        note=current.note,
+        snapshot_at=current.snapshot_at,
+        fx_as_of=current.fx.as_of,
         providers=out,
     )

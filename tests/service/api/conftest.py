@@ -13,9 +13,18 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from adapters.schema import Fabric, GpuFormFactor, Offer, PriceBasis, PriceUnit, RentalTerm
+from adapters.collect import RunStatus
+from adapters.schema import (
+    Fabric,
+    GpuFormFactor,
+    Offer,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    default_fx,
+)
+from db.current import CurrentState, ProviderState, state_from_offers
 from service.api import create_app
-from service.current import CurrentOffers
 from service.settings import Settings
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
@@ -76,14 +85,35 @@ def sample_offers() -> list[Offer]:
     ]
 
 
+def database_state(
+    offers: list[Offer], *providers: ProviderState, snapshot_at: datetime | None = None
+) -> CurrentState:
+    """A state as the database gives it: ``providers`` as given, the others ``ok``."""
+    return state_from_offers(
+        offers, fx=default_fx(), source="database", providers=providers, snapshot_at=snapshot_at
+    )
+
+
+def stale(provider: str, offers: list[Offer]) -> ProviderState:
+    """``provider``'s latest fetch was skipped: its earlier ``offers`` are held."""
+    held = [o for o in offers if o.provider == provider]
+    fetched_at = max(o.fetched_at for o in held)
+    return ProviderState(provider, RunStatus.SKIPPED, len(held), fetched_at, error="no key")
+
+
+def failed(provider: str) -> ProviderState:
+    """``provider``'s latest fetch failed and none succeeded before."""
+    return ProviderState(provider, RunStatus.ERROR, 0, error="HTTP 503")
+
+
 @dataclasses.dataclass
 class FakeSource:
     """What the app's loader returns; tests change it and watch the app refresh."""
 
-    current: CurrentOffers
+    current: CurrentState
     loads: int = 0
 
-    def __call__(self) -> CurrentOffers:
+    def __call__(self) -> CurrentState:
         self.loads += 1
         return self.current
 
@@ -105,14 +135,9 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def source() -> FakeSource:
+    offers = sample_offers()
     return FakeSource(
-        CurrentOffers(
-            sample_offers(),
-            "database",
-            stale_providers=["bolt"],
-            failed_providers=["gcp"],
-            snapshot_at=FETCHED_AT,
-        )
+        database_state(offers, stale("bolt", offers), failed("gcp"), snapshot_at=FETCHED_AT)
     )
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from db.current import CurrentState
 from service.api import create_app
-from service.current import CurrentOffers
 from service.settings import Settings
 
 from .conftest import FakeSource
@@ -34,7 +34,7 @@ async def test_readyz_database_down(settings: Settings, source: FakeSource) -> N
 
 
 async def test_offers_unloadable_is_503_not_500(settings: Settings) -> None:
-    def broken() -> CurrentOffers:
+    def broken() -> CurrentState:
         raise RuntimeError("no such table: current_offer")
 
     app = create_app(settings, offers_loader=broken)

@@ -3,10 +3,12 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from adapters.schema import default_fx
+from db.current import state_from_offers
 from pricing.requirement import Requirement
 from service.api.offers_query import JOB_PARAMS, OffersQuery
 
-from .conftest import FakeSource, error_locs, offer
+from .conftest import FakeSource, database_state, error_locs, offer
 
 pytestmark = pytest.mark.anyio
 
@@ -117,9 +119,7 @@ async def test_refresh_after_snapshot_swaps_state(
     assert source.loads == 1
     again = await client.get("/v1/offers")
     assert source.loads == 1 and again.json() == before.json()  # served from memory
-    source.current = type(source.current)(
-        [offer(provider="newco", offer_id="x", price_amount=1)], "database"
-    )
+    source.current = database_state([offer(provider="newco", offer_id="x", price_amount=1)])
     app.state.context.refresh_state()  # type: ignore[attr-defined]
     after = await client.get("/v1/offers", headers={"If-None-Match": before.headers["etag"]})
     assert after.status_code == 200
@@ -130,7 +130,9 @@ async def test_refresh_after_snapshot_swaps_state(
 async def test_sample_source_is_said(
     app: object, source: FakeSource, client: httpx.AsyncClient
 ) -> None:
-    source.current = type(source.current)([offer()], "sample", note="offline sample: recorded")
+    source.current = state_from_offers(
+        [offer()], fx=default_fx(), source="sample", note="offline sample: recorded"
+    )
     app.state.context.refresh_state()  # type: ignore[attr-defined]
     body = (await client.get("/v1/offers")).json()
     assert body["source"] == "sample" and body["sample"] is True
@@ -146,12 +148,11 @@ def test_every_requirement_and_job_field_is_a_parameter() -> None:
 async def test_offers_left_out_for_an_unknown_gpu_are_named_in_warnings(
     client: httpx.AsyncClient, app: object, source: FakeSource
 ) -> None:
-    source.current = type(source.current)(
+    source.current = database_state(
         [
             offer(provider="newco", offer_id="x"),
             offer(provider="oddco", offer_id="y", gpu_model=None, gpu_raw_name="nvidia_h100"),
-        ],
-        "database",
+        ]
     )
     app.state.context.refresh_state()  # type: ignore[attr-defined]
     body = (await client.get("/v1/offers", params={"gpus": "H100"})).json()

@@ -20,10 +20,9 @@ with warnings.catch_warnings():
 from db.engine import make_engine, sqlite_url
 from db.migrate import upgrade
 from service.api import create_app
-from service.current import CurrentOffers
 from service.settings import Settings
 
-from .conftest import ADMIN_TOKEN, FakeSource, sample_offers
+from .conftest import ADMIN_TOKEN, FakeSource, database_state, sample_offers, stale
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -38,7 +37,8 @@ def _app():  # type: ignore[no-untyped-def]
     tmp = Path(tempfile.mkdtemp(prefix="gpuscout-st-"))
     url = sqlite_url(tmp / "st.db")
     upgrade(url)
-    source = FakeSource(CurrentOffers(sample_offers(), "database", stale_providers=["bolt"]))
+    offers = sample_offers()
+    source = FakeSource(database_state(offers, stale("bolt", offers)))
 
     async def runner(*, on_start):  # type: ignore[no-untyped-def]
         on_start()

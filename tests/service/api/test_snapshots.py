@@ -18,11 +18,10 @@ from db.models import PriceHistory, Snapshot
 from db.snapshots import store_snapshot
 from service.api import create_app
 from service.api.hooks import default_hooks
-from service.current import CurrentOffers
 from service.settings import Settings
 from service.snapshots import SNAPSHOT_LOCK
 
-from .conftest import ADMIN_TOKEN, FakeSource, offer
+from .conftest import ADMIN_TOKEN, FakeSource, database_state, failed, offer
 
 pytestmark = pytest.mark.anyio
 
@@ -33,9 +32,7 @@ def _app(settings: Settings, source: FakeSource, runs: list[ProviderRun]) -> obj
     async def runner(*, on_start: Callable[[], None]) -> list[ProviderRun]:
         on_start()
         # "store" the snapshot: the loader now sees the new offers
-        source.current = CurrentOffers(
-            [o for r in runs for o in r.offers], "database", failed_providers=["gcp"]
-        )
+        source.current = database_state([o for r in runs for o in r.offers], failed("gcp"))
         return runs
 
     return create_app(settings, offers_loader=source, snapshot_runner=runner)

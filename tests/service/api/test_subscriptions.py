@@ -13,11 +13,10 @@ import pytest
 from db.engine import make_engine, sqlite_url
 from db.migrate import upgrade
 from service.api import create_app
-from service.current import CurrentOffers
 from service.settings import Settings
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
 
-from .conftest import FakeSource, sample_offers
+from .conftest import FakeSource, database_state, sample_offers
 
 
 @pytest.fixture
@@ -41,7 +40,7 @@ async def client(
     engine = make_engine(url)
     app = create_app(
         settings,
-        offers_loader=FakeSource(CurrentOffers(sample_offers(), "database")),
+        offers_loader=FakeSource(database_state(sample_offers())),
         history=engine,
     )
     transport = httpx.ASGITransport(app=app)

@@ -10,10 +10,10 @@ from decimal import Decimal
 import pytest
 from typer.testing import CliRunner
 
-from adapters.schema import PriceUnit, RentalTerm
+from adapters.schema import PriceUnit, RentalTerm, default_fx
+from db.current import CurrentState, state_from_offers
 from service.cli import app
 from service.commands import pricing as pricing_cli
-from service.current import CurrentOffers
 from tests.pricing.factories import make_offer
 
 from ...pricing.test_estimate import LLAMA2_7B_GPU_HOURS
@@ -39,8 +39,8 @@ OFFERS = [
 
 @pytest.fixture(autouse=True)
 def fake_current(monkeypatch: pytest.MonkeyPatch) -> None:
-    def load(sample: bool = False) -> CurrentOffers:
-        return CurrentOffers(list(OFFERS), "sample", SAMPLE_NOTE)
+    def load(sample: bool = False) -> CurrentState:
+        return state_from_offers(OFFERS, fx=default_fx(), source="sample", note=SAMPLE_NOTE)
 
     monkeypatch.setattr(pricing_cli, "load_current", load)
 

@@ -12,11 +12,10 @@ from urllib.parse import parse_qs, urlsplit
 from sqlalchemy.engine import Engine
 
 from adapters.collect import ProviderRun, RunStatus
-from adapters.schema import Offer
-from db.current import load_current_offers
+from adapters.schema import Offer, default_fx
+from db.current import CurrentState, load_current_offers
 from db.snapshots import store_snapshot
 from pricing import Job, Requirement
-from service.current import CurrentOffers
 
 #: A Monday, 09:00 UTC: digests for UTC subscribers (Monday 08:00) are due.
 NOW = datetime(2025, 3, 10, 9, 0, tzinfo=UTC)
@@ -68,15 +67,8 @@ def seed_history(engine: Engine) -> None:
     store_snapshot(engine, after, started_at=now, finished_at=now)
 
 
-def current_from_db(engine: Engine) -> CurrentOffers:
-    state = load_current_offers(engine, now=NOW)
-    return CurrentOffers(
-        state.offers,
-        "database",
-        None,
-        stale_providers=state.stale_providers,
-        failed_providers=state.failed_providers,
-    )
+def current_from_db(engine: Engine) -> CurrentState:
+    return load_current_offers(engine, fx=default_fx(), now=NOW)
 
 
 def link_in(message: EmailMessage, path: str) -> str:

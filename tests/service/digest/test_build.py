@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from db.history import PriceChange, WeekOverWeek
+from pricing.frame import offers_to_frame
 from service.digest.build import (
     Digest,
     DigestLinks,
@@ -56,7 +57,7 @@ def _build(name: str = "H100 weekly") -> Digest:
     ]
     return build_digest(
         view,
-        OFFERS,
+        offers_to_frame(OFFERS),
         changes=changes,
         price_index=index,
         stale_providers=[StaleProvider("beta", NOW - timedelta(days=3), "HTTP 503")],

@@ -11,7 +11,7 @@ from email.message import EmailMessage
 import pytest
 from sqlalchemy.engine import Engine
 
-from service.current import CurrentOffers
+from db.current import CurrentState
 from service.digest.delivery import claim_delivery, delivery_row, due_week, mark_sending
 from service.digest.mail import SmtpConfig, new_message_id, parse_sender, send_message
 from service.digest.schedule import run_digests
@@ -32,7 +32,7 @@ class Crash(BaseException):
 @pytest.fixture
 def active(
     settings: Settings, engine: Engine, smtp_server: tuple[RecordingHandler, int]
-) -> tuple[int, CurrentOffers]:
+) -> tuple[int, CurrentState]:
     """One confirmed subscription (the confirmation mail removed from the inbox)."""
     handler, _ = smtp_server
     seed_history(engine)
@@ -53,7 +53,7 @@ def _transport(settings: Settings) -> Callable[[EmailMessage], int]:
 def test_restart_after_claim_before_send_sends_once(
     settings: Settings,
     engine: Engine,
-    active: tuple[int, CurrentOffers],
+    active: tuple[int, CurrentState],
     smtp_server: tuple[RecordingHandler, int],
 ) -> None:
     handler, _ = smtp_server
@@ -102,7 +102,7 @@ def test_restart_after_claim_before_send_sends_once(
 def test_crash_between_sending_and_sent_is_detectable(
     settings: Settings,
     engine: Engine,
-    active: tuple[int, CurrentOffers],
+    active: tuple[int, CurrentState],
     smtp_server: tuple[RecordingHandler, int],
 ) -> None:
     handler, _ = smtp_server
@@ -135,7 +135,7 @@ def test_crash_between_sending_and_sent_is_detectable(
 def test_smtp_refuses_then_accepts(
     settings: Settings,
     engine: Engine,
-    active: tuple[int, CurrentOffers],
+    active: tuple[int, CurrentState],
     smtp_server: tuple[RecordingHandler, int],
 ) -> None:
     handler, _ = smtp_server
@@ -149,7 +149,7 @@ def test_smtp_refuses_then_accepts(
 def test_smtp_failure_leaves_the_week_claimable(
     settings: Settings,
     engine: Engine,
-    active: tuple[int, CurrentOffers],
+    active: tuple[int, CurrentState],
     smtp_server: tuple[RecordingHandler, int],
 ) -> None:
     handler, _ = smtp_server
@@ -176,7 +176,7 @@ def test_smtp_failure_leaves_the_week_claimable(
 def test_concurrent_runs_send_one_digest(
     settings: Settings,
     engine: Engine,
-    active: tuple[int, CurrentOffers],
+    active: tuple[int, CurrentState],
     smtp_server: tuple[RecordingHandler, int],
 ) -> None:
     handler, _ = smtp_server
@@ -203,7 +203,7 @@ def test_concurrent_runs_send_one_digest(
 def test_a_lost_claim_is_not_sent(
     settings: Settings,
     engine: Engine,
-    active: tuple[int, CurrentOffers],
+    active: tuple[int, CurrentState],
 ) -> None:
     sub_id, _ = active
     mid = iter(["<a@x.test>", "<b@x.test>"])

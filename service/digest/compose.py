@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from adapters.schema import Offer
 from db.history import WeekOverWeek, daily_index, week_over_week
 from db.subscriptions import SubscriptionRecord
-from pricing import Job, Requirement, rank
+from pricing import Job, RankOptions, Requirement, rank
 
 from ..current import CurrentOffers
 from ..settings import Settings
@@ -103,10 +103,11 @@ def requirement_qualifier(view: SubscriptionView, now: datetime) -> Callable[[Of
     )
 
     answers: dict[Offer, bool] = {}
+    options = RankOptions(limit=1, now=now)
 
     def qualifies(offer: Offer) -> bool:
         if offer not in answers:
-            answers[offer] = not rank([offer], requirement, view.job, limit=1, now=now).is_empty()
+            answers[offer] = not rank([offer], requirement, view.job, options).is_empty()
         return answers[offer]
 
     return qualifies
@@ -132,8 +133,7 @@ class DigestComposer:
             self.current.offers,
             view.requirement,
             view.job,
-            limit=self.settings.digest_top_offers,
-            now=self.now,
+            RankOptions(limit=self.settings.digest_top_offers, now=self.now),
         )
         series: dict[tuple[str, str], None] = {}
         for model, term in ranked.select("gpu_model", "term").iter_rows():

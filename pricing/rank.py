@@ -6,17 +6,21 @@
    drop out) and filtered by the requirement (offer-only conditions run below the join);
 2. **cost**: nodes, effective TFLOPs (peak x MFU x scaling), hours, job cost and the key,
    USD per effective TFLOP-hour, of every (offer, term) row (:mod:`pricing.expressions`);
-3. **stage one**, the cheapest term of each configuration (``config_id``): the least key
-   over its rows (a group-by on the columns the key needs, nothing else);
-4. **stage two**, the top ``limit`` configurations in the order of :data:`SORT_KEYS` (a
-   partial sort of one row per configuration);
-5. the rows of those configurations only are qualified and costed again with every offer
-   column; each configuration keeps its cheapest row (ties: the earlier term, then the
-   earlier frame row) and its break-even against on-demand;
-6. the total order (:meth:`RankOptions.order`) and the rank.
+3. **stage one**, the cheapest term of each configuration (``config_id``): under the
+   default sort its least key, one group-by over the few columns the key needs; under
+   another sort key (:attr:`RankOptions.sort`) its cheapest row, whose value it is ranked by;
+4. **stage two**, the ids of the top ``limit`` configurations in the order of
+   :meth:`RankOptions.order` (a partial sort of one row per configuration);
+5. each chosen configuration keeps its cheapest row (ties: the earlier term, then the
+   earlier frame row), with every offer column, and gets its break-even against on-demand
+   (a small frame reads them from its cached costed rows, a large one costs the chosen
+   configurations' rows again: see :data:`STREAMING_MIN_ROWS`);
+6. the total order (:meth:`RankOptions.order`, nulls last) and the rank.
 
 The answer equals the full ranking (every configuration's cheapest term, in that order)
-cut to ``limit`` rows, for every ``limit``: stage two picks configurations, never rows.
+cut to ``limit`` rows, for every ``limit``: stage two picks configurations, never rows, so
+term variants of one configuration cannot crowd others out. ``limit=None`` skips stages one
+and two.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "KEY",
     "RESULT_COLUMNS",
     "SORT_KEYS",
+    "STREAMING_MIN_ROWS",
     "RankOptions",
     "SortKey",
     "costed_plan",
@@ -185,9 +190,19 @@ class RankOptions:
         return list(SORT_KEYS) if self.sort == KEY else [self.sort, *SORT_KEYS]
 
 
+#: From this many offer rows :func:`rank` collects with the streaming engine (below it with
+#: the in-memory one) and costs the chosen configurations' rows again instead of caching
+#: every costed row. Measured with ``benchmarks/rank.py`` (polars 2.1): in memory the chain
+#: answers faster up to 300k rows (streaming's start-up costs 1.2-2x there); from 1M rows
+#: streaming is faster where many rows qualify (stage one's group-by runs 1.4-2x slower in
+#: memory), so neither engine wins at every size. The cache saves 10-15% up to 100k rows and
+#: costs about 10% at 1M.
+STREAMING_MIN_ROWS = 500_000
+
+
 def engine_for(offers: pl.DataFrame) -> EngineType:
-    """The polars engine :func:`rank` collects with."""
-    return "in-memory" if offers.height < 500_000 else "auto"
+    """The polars engine :func:`rank` collects with (see :data:`STREAMING_MIN_ROWS`)."""
+    return "in-memory" if offers.height < STREAMING_MIN_ROWS else "streaming"
 
 
 def _as_frame(offers: Iterable[Offer] | pl.DataFrame) -> pl.DataFrame:
@@ -224,8 +239,8 @@ def _build_catalog_table(
 
 
 @dataclasses.dataclass(frozen=True)
-class _Plan:
-    """What every step of the chain reads, resolved once per call."""
+class _Chain:
+    """The steps of the chain and what they read, resolved once per call."""
 
     catalog: pl.LazyFrame
     qualifies: pl.Expr
@@ -243,7 +258,7 @@ class _Plan:
         options: RankOptions,
         *,
         require_fit: bool = True,
-    ) -> _Plan:
+    ) -> _Chain:
         job = job or Job.for_hours(1)
         eff = options.efficiency or default_efficiency()
         now = options.now or datetime.now(UTC)
@@ -305,8 +320,8 @@ def costed_plan(
     not fit in (unless ``require_fit`` is false), and multi-node configurations of offers
     marked ``multi_node=False``. ``options.limit`` and ``options.sort`` do not apply.
     """
-    plan = _Plan.of(requirement, job, options or RankOptions(), require_fit=require_fit)
-    return plan.costed(plan.qualified(_as_frame(offers).lazy()))
+    chain = _Chain.of(requirement, job, options or RankOptions(), require_fit=require_fit)
+    return chain.costed(chain.qualified(_as_frame(offers).lazy()))
 
 
 #: The sort keys of stage two that are not costed columns, as expressions.
@@ -369,27 +384,74 @@ def _peers_summary(qualified: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+#: The costing's columns the answer keeps when the costed rows are cached: with the offer
+#: columns (fetched back by :data:`_ROW`) and the peers' summary, the whole answer.
+_COSTED_COLUMNS = (
+    _ROW, "config_id", "term", "gpu_family", "catalog_memory_gb", "peak_tflops", "mfu", "nodes",
+    "total_gpus", "scaling_intra_node", "scaling_inter_node", "scaling", "effective_tflops",
+    "compute_hours", "wall_clock_hours", "billed_hours", "job_cost_usd", KEY,
+)  # fmt: skip
+
+
+def _chosen_from_cache(
+    chain: _Chain, rows: pl.LazyFrame, options: RankOptions
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The chosen configurations' cheapest rows and peers, read from the costed rows.
+
+    The qualified and the costed rows are cached (narrow: what the costing reads and adds)
+    and shared by both stages and the answer; the wide offer columns join back by row.
+    """
+    qualified = chain.qualified(rows).cache()
+    costed = chain.costed(qualified).cache()
+    if options.limit is not None:
+        top = _top_configurations(costed, options, options.limit)
+        costed = costed.join(top, on="config_id", how="inner")
+        qualified = qualified.join(top, on="config_id", how="inner")
+    best = _cheapest_terms(costed).select(_COSTED_COLUMNS)
+    wide = best.join(rows.drop("config_id", "term"), on=_ROW, how="inner")
+    return wide, _peers_summary(qualified)
+
+
+def _chosen_costed_again(
+    chain: _Chain, rows: pl.LazyFrame, options: RankOptions
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The chosen configurations' cheapest rows and peers, from their rows costed again.
+
+    Caching every costed row of a large frame costs more than costing the rows of
+    ``limit`` configurations twice: stage one reads the costing of every row, the answer
+    qualifies and costs the chosen configurations' rows again, with every offer column.
+    """
+    if options.limit is not None:
+        top = _top_configurations(chain.costed(chain.qualified(rows)), options, options.limit)
+        # cached: the requirement filter then runs on these rows, not pushed below the join
+        # (an inner join on the unique ids: the streaming engine runs it faster than a semi)
+        rows = rows.join(top, on="config_id", how="inner").cache()
+    qualified = chain.qualified(rows).cache()
+    return _cheapest_terms(chain.costed(qualified)), _peers_summary(qualified)
+
+
 def rank_plan(
     offers: Iterable[Offer] | pl.DataFrame,
     requirement: Requirement | None = None,
     job: Job | None = None,
     options: RankOptions | None = None,
 ) -> pl.LazyFrame:
-    """The lazy chain behind :func:`rank` (for ``explain()`` and benchmarks)."""
+    """The lazy chain behind :func:`rank` (for ``explain()`` and benchmarks).
+
+    Frames of :data:`STREAMING_MIN_ROWS` rows or more cost the chosen configurations'
+    rows again (:func:`_chosen_costed_again`), smaller ones cache the costed rows
+    (:func:`_chosen_from_cache`); the answer is the same.
+    """
     options = options or RankOptions()
-    plan = _Plan.of(requirement, job, options)
-    frame = _as_frame(offers).lazy().with_row_index(_ROW)
-    if options.limit is not None:
-        top = _top_configurations(plan.costed(plan.qualified(frame)), options, options.limit)
-        # cached: the requirement filter then runs on these rows, not pushed below the join
-        # (an inner join on the unique ids: the streaming engine runs it faster than a semi)
-        frame = frame.join(top, on="config_id", how="inner").cache()
-    qualified = plan.qualified(frame).cache()
+    chain = _Chain.of(requirement, job, options)
+    frame = _as_frame(offers)
+    rows = frame.lazy().with_row_index(_ROW)
+    large = frame.height >= STREAMING_MIN_ROWS
+    best, peers = (_chosen_costed_again if large else _chosen_from_cache)(chain, rows, options)
     on_commitment = pl.col("commitment_hours").is_not_null()
     on_demand = pl.col("term") == RentalTerm.ON_DEMAND.value
     return (
-        _cheapest_terms(plan.costed(qualified))
-        .join(_peers_summary(qualified), on="config_id", how="left")
+        best.join(peers, on="config_id", how="left")
         .with_columns(
             break_even_hours=pl.when(on_commitment)
             .then(ex.break_even_hours())
@@ -401,9 +463,9 @@ def rank_plan(
             usd_per_gpu_hour=ex.usd_per_gpu_hour(),
             gpu_memory_gb=ex.gpu_memory_gb(),
             total_gpu_memory_gb=ex.total_gpu_memory_gb(),
-            memory_needed_gb=pl.lit(plan.memory_needed_gb, dtype=pl.Float64),
+            memory_needed_gb=pl.lit(chain.memory_needed_gb, dtype=pl.Float64),
             precision=pl.lit(options.precision.value),
-            price_age_hours=ex.price_age_hours(plan.now),
+            price_age_hours=ex.price_age_hours(chain.now),
         )
         .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)

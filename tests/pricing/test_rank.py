@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import random
 from decimal import Decimal
 from typing import Any
@@ -17,6 +18,9 @@ from pricing import RESULT_COLUMNS, Job, RankOptions, Requirement, offers_to_fra
 from pricing.rank import KEY, costed_plan
 
 from .factories import AT_NOW, NOW, make_offer
+
+#: The module itself: the package attribute ``pricing.rank`` is the function.
+rank_module = importlib.import_module("pricing.rank")
 
 ON_DEMAND = make_offer(price_amount=Decimal("2"), gpu_count=1, offer_id="1x")
 MONTHLY = make_offer(
@@ -325,7 +329,13 @@ def _reference(frame: pl.DataFrame, job: Job, sort: str) -> list[tuple[int, str,
     ]
 
 
-def test_top_k_equals_the_full_ranking_cut_for_every_limit() -> None:
+@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
+def test_top_k_equals_the_full_ranking_cut_for_every_limit(
+    large: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both shapes of the chain (see ``STREAMING_MIN_ROWS``), on the same random frames."""
+    if large:
+        monkeypatch.setattr(rank_module, "STREAMING_MIN_ROWS", 0)
     rng = random.Random(11)
     for case in range(40):
         frame = _random_frame(rng)

@@ -33,7 +33,7 @@ import psutil
 
 from adapters.gpus import Precision, catalog
 from adapters.schema import RentalTerm
-from pricing import Job, Requirement, rank
+from pricing import Job, RankOptions, Requirement, rank
 from pricing.expressions import qualifies
 from pricing.frame import OFFER_SCHEMA, catalog_frame
 from pricing.rank import engine_for
@@ -203,6 +203,7 @@ def main() -> None:
     args = parser.parse_args()
     peaks = gpu_peaks()
     job = Job.for_hours(100)
+    options = RankOptions(limit=50, now=NOW)
     print(f"polars {pl.__version__}, {psutil.cpu_count()} CPUs, job: 100 h, top 50")
     header = ("N", "requirement", "rank ms", "base ms", "ratio", "peak RSS MB")
     print("{:>9} {:<20} {:>9} {:>9} {:>6} {:>12}".format(*header))
@@ -214,7 +215,7 @@ def main() -> None:
                 with PeakRss() as rss:
                     ours, base = median_ms(
                         [
-                            lambda f=frame, r=req: rank(f, r, job, limit=50, now=NOW),
+                            lambda f=frame, r=req: rank(f, r, job, options),
                             lambda f=frame, r=req: baseline(f, r, peaks),
                         ],
                         args.repeat,

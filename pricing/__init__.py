@@ -1,14 +1,15 @@
 """Pricing: which offer gives the most useful compute per dollar for a job.
 
-``rank(offers, requirement, job)`` returns a polars frame, one row per configuration with
-its cheapest term, ordered by USD per effective TFLOP-hour.
+``rank(offers, requirement, job, RankOptions(...))`` returns a polars frame, one row per
+configuration with its cheapest term, ordered by USD per effective TFLOP-hour (or another
+:data:`pricing.rank.SortKey`).
 """
 
 from .efficiency import Efficiency, default_efficiency, load_efficiency
 from .estimate import Estimate, estimate
 from .frame import catalog_frame, offers_to_frame
 from .job import Job, JobKind
-from .rank import RESULT_COLUMNS, rank, rank_plan
+from .rank import RESULT_COLUMNS, RankOptions, rank, rank_plan
 from .requirement import PRESETS, Requirement, preset
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "Estimate",
     "Job",
     "JobKind",
+    "RankOptions",
     "Requirement",
     "catalog_frame",
     "default_efficiency",

@@ -21,7 +21,7 @@ from adapters.schema import Fabric, Offer, RentalTerm
 from .efficiency import Efficiency, default_efficiency
 from .frame import OFFER_SCHEMA, with_config_id
 from .job import Job
-from .rank import costed_plan, rank
+from .rank import RankOptions, costed_plan, rank
 from .requirement import Requirement
 
 __all__ = ["REFERENCE_GPUS_PER_NODE", "Estimate", "OfferCost", "estimate"]
@@ -124,15 +124,14 @@ def estimate(
     eff = efficiency or default_efficiency()
     now = now or datetime.now(UTC)
     job = Job.training(params, tokens, gpus=count)
+    options = RankOptions(
+        precision=precision, limit=None, now=now, mfu=mfu, scaling=scaling, efficiency=eff
+    )
     reference = costed_plan(
         _reference_frame(spec.name, count, fabric, fabric_gbps_per_gpu, now),
         None,
         job,
-        precision=precision,
-        now=now,
-        mfu=mfu,
-        scaling=scaling,
-        efficiency=eff,
+        options,
         require_fit=False,
     ).collect()
     if reference.is_empty():
@@ -154,17 +153,9 @@ def estimate(
     if offers is None:
         reason = "no offers given"
     else:
-        ranked = rank(
-            offers,
-            Requirement(gpus=(spec.name,), max_gpus=count),
-            job,
-            precision=precision,
-            limit=None,
-            now=now,
-            mfu=mfu,
-            scaling=scaling,
-            efficiency=eff,
-        ).filter(pl.col("total_gpus") == count)
+        ranked = rank(offers, Requirement(gpus=(spec.name,), max_gpus=count), job, options).filter(
+            pl.col("total_gpus") == count
+        )
         if ranked.is_empty():
             reason = f"no current offer of {spec.name} makes exactly {count} GPUs" + (
                 "" if fits else " (and the training state does not fit in their memory)"

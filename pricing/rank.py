@@ -1,20 +1,35 @@
 """Rank offers by USD per effective TFLOP-hour for a job: one lazy polars chain.
 
-qualify (requirement filter, pushed below the catalog join) -> effective TFLOPs (peak x MFU
-x scaling) -> hours and cost per term -> the cheapest term per configuration -> break-even
-against on-demand -> a total order (key, then provider, offer_id, region, basis, term).
+:func:`rank_plan` builds it, :func:`rank` collects it:
 
-Only the top ``limit x len(RentalTerm)`` rows are kept after costing: a configuration has at
-most one row per term (the offer key is unique per snapshot), so those rows hold the best
-term of every configuration that can make the top ``limit``.
+1. **qualify**: the offers joined to the GPU catalog (GPUs without a peak at the precision
+   drop out) and filtered by the requirement (offer-only conditions run below the join);
+2. **cost**: nodes, effective TFLOPs (peak x MFU x scaling), hours, job cost and the key,
+   USD per effective TFLOP-hour, of every (offer, term) row (:mod:`pricing.expressions`);
+3. **stage one**, the cheapest term of each configuration (``config_id``): under the
+   default sort its least key, one group-by over the few columns the key needs; under
+   another sort key (:attr:`RankOptions.sort`) its cheapest row, whose value it is ranked by;
+4. **stage two**, the ids of the top ``limit`` configurations in the order of
+   :meth:`RankOptions.order` (a partial sort of one row per configuration);
+5. each chosen configuration keeps its cheapest row (ties: the earlier term, then the
+   earlier frame row), with every offer column, and gets its break-even against on-demand
+   (a small frame reads them from its cached costed rows, a large one costs the chosen
+   configurations' rows again: see :data:`STREAMING_MIN_ROWS`);
+6. the total order (:meth:`RankOptions.order`, nulls last) and the rank.
+
+The answer equals the full ranking (every configuration's cheapest term, in that order)
+cut to ``limit`` rows, for every ``limit``: stage two picks configurations, never rows, so
+term variants of one configuration cannot crowd others out. ``limit=None`` skips stages one
+and two.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Literal, get_args
 
 import polars as pl
 
@@ -31,21 +46,33 @@ if TYPE_CHECKING:
     from polars._typing import EngineType
 
 __all__ = [
+    "KEY",
     "RESULT_COLUMNS",
     "SORT_KEYS",
     "STREAMING_MIN_ROWS",
+    "RankOptions",
+    "SortKey",
     "costed_plan",
     "engine_for",
     "rank",
     "rank_plan",
 ]
 
-#: The total order of the result. ``config_id`` (from
+#: The ranking key: what one TFLOP-hour of useful work costs on a configuration's best term.
+KEY: Final = "usd_per_effective_tflop_hour"
+
+#: Result columns an answer may be ordered by (:attr:`RankOptions.sort`).
+SortKey = Literal[
+    "usd_per_effective_tflop_hour", "job_cost_usd", "usd_per_hour", "usd_per_gpu_hour"
+]
+
+#: The total order of the result under the default sort. ``config_id`` (from
 #: :func:`pricing.frame.with_config_id`) follows the lexicographic order of (provider,
 #: offer_id, region, price_basis), so ties on the key break by provider, then offer_id,
-#: then region and basis, then term; sorting by one integer instead of four strings keeps
-#: the top-k cheap.
-SORT_KEYS: tuple[str, ...] = ("usd_per_effective_tflop_hour", "config_id", "term")
+#: then region and basis; sorting by one integer instead of four strings keeps the top-k
+#: cheap. ``term`` never decides (one row per configuration) but keeps the order total
+#: for any frame sorted by these keys.
+SORT_KEYS: tuple[str, ...] = (KEY, "config_id", "term")
 
 #: Columns of :func:`rank`'s result, in order.
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -124,80 +151,86 @@ _CATALOG_COLUMNS = (
     "mfu",
 )
 
-
-#: Internal row number of an offer in its frame: the top rows fetch their wide offer columns
-#: (identity, hardware, price text) back by it, so only the columns the costing reads are
-#: carried through the filter, the catalog join and the top-k.
+#: Row number of an offer in its frame: breaks ties between term variants of one
+#: configuration that cost the same (the earlier row wins), so equal inputs rank alike.
 _ROW = "_offer_row"
-#: How many rows the fast path's cut kept (see :func:`_best_terms`); internal to :func:`rank`.
-_CANDIDATES = "_candidates"
-
-#: What the costing adds to an offer row and :func:`rank_plan` keeps for the top rows; every
-#: other result column is an offer column (fetched back by :data:`_ROW`) or is computed on
-#: the top rows only.
-_COSTED_COLUMNS = (
-    _ROW,
-    "config_id",
-    "term",
-    "gpu_family",
-    "catalog_memory_gb",
-    "peak_tflops",
-    "mfu",
-    "nodes",
-    "total_gpus",
-    "scaling_intra_node",
-    "scaling_inter_node",
-    "scaling",
-    "effective_tflops",
-    "compute_hours",
-    "wall_clock_hours",
-    "billed_hours",
-    "job_cost_usd",
-    "usd_per_effective_tflop_hour",
-)
 
 
-#: Below this many offer rows the in-memory engine answers faster than the streaming one (its
-#: fixed start-up cost dominates small frames); from here on streaming's pipelining wins.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RankOptions:
+    """How to rank, apart from what is asked (requirement) and the job: one value object.
+
+    ``precision``: the arithmetic precision of the job (the peak it is credited with).
+    ``limit``: configurations in the answer (``None``: all). ``sort``: the column the
+    answer is ordered by, then :data:`SORT_KEYS`; each configuration is still represented
+    by its cheapest term by :data:`KEY`. ``now``: the instant prices age against (default:
+    the clock when ranking starts). ``mfu`` and ``scaling`` replace the modelled factors
+    for every offer; ``efficiency`` replaces the whole default table
+    (``pricing/efficiency.toml``).
+    """
+
+    precision: Precision = Precision.BF16
+    limit: int | None = 50
+    sort: SortKey = KEY
+    now: datetime | None = None
+    mfu: float | None = None
+    scaling: float | None = None
+    efficiency: Efficiency | None = None
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be >= 1, not {self.limit}")
+        if self.sort not in get_args(SortKey):
+            raise ValueError(
+                f"sort must be one of {', '.join(get_args(SortKey))}, not {self.sort!r}"
+            )
+
+    def order(self) -> list[str]:
+        """The columns the answer is sorted by (ascending, nulls last): a total order."""
+        return list(SORT_KEYS) if self.sort == KEY else [self.sort, *SORT_KEYS]
+
+
+#: From this many offer rows :func:`rank` collects with the streaming engine (below it with
+#: the in-memory one) and costs the chosen configurations' rows again instead of caching
+#: every costed row. Measured with ``benchmarks/rank.py`` (polars 2.1): in memory the chain
+#: answers faster up to 300k rows (streaming's start-up costs 1.2-2x there); from 1M rows
+#: streaming is faster where many rows qualify (stage one's group-by runs 1.4-2x slower in
+#: memory), so neither engine wins at every size. The cache saves 10-15% up to 100k rows and
+#: costs about 10% at 1M.
 STREAMING_MIN_ROWS = 500_000
 
 
-def engine_for(offers: pl.DataFrame | pl.LazyFrame) -> EngineType:
-    """The polars engine :func:`rank` collects with: in-memory for small frames."""
-    small = isinstance(offers, pl.DataFrame) and offers.height < STREAMING_MIN_ROWS
-    return "in-memory" if small else "auto"
+def engine_for(offers: pl.DataFrame) -> EngineType:
+    """The polars engine :func:`rank` collects with (see :data:`STREAMING_MIN_ROWS`)."""
+    return "in-memory" if offers.height < STREAMING_MIN_ROWS else "streaming"
 
 
-def _as_lazy(offers: Iterable[Offer] | pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
-    if isinstance(offers, pl.LazyFrame):
-        names = offers.collect_schema().names()
-        return offers if "config_id" in names else with_config_id(offers.collect()).lazy()
+def _as_frame(offers: Iterable[Offer] | pl.DataFrame) -> pl.DataFrame:
+    """``offers`` as a frame of :func:`pricing.frame.offers_to_frame` (with ``config_id``)."""
     if isinstance(offers, pl.DataFrame):
-        return (offers if "config_id" in offers.columns else with_config_id(offers)).lazy()
-    return offers_to_frame(offers).lazy()
+        return offers if "config_id" in offers.columns else with_config_id(offers)
+    return offers_to_frame(offers)
 
 
-def _catalog_table(
-    precision: Precision, efficiency: Efficiency, mfu: float | None, catalog: pl.DataFrame | None
-) -> pl.DataFrame:
+def _catalog_table(precision: Precision, efficiency: Efficiency, mfu: float | None) -> pl.DataFrame:
     """Per GPU model with a peak at ``precision``: that peak, the MFU and catalog facts."""
-    if catalog is None and efficiency is default_efficiency():
+    if efficiency is default_efficiency():
         return _default_catalog_table(precision, mfu)
-    return _build_catalog_table(precision, efficiency, mfu, catalog)
+    return _build_catalog_table(precision, efficiency, mfu)
 
 
 @functools.lru_cache(maxsize=32)
 def _default_catalog_table(precision: Precision, mfu: float | None) -> pl.DataFrame:
-    return _build_catalog_table(precision, default_efficiency(), mfu, None)
+    return _build_catalog_table(precision, default_efficiency(), mfu)
 
 
 def _build_catalog_table(
-    precision: Precision, efficiency: Efficiency, mfu: float | None, catalog: pl.DataFrame | None
+    precision: Precision, efficiency: Efficiency, mfu: float | None
 ) -> pl.DataFrame:
-    frame = catalog if catalog is not None else catalog_frame(efficiency=efficiency)
     mfu_expr = ex.mfu(precision, efficiency.low_precision_speedup) if mfu is None else pl.lit(mfu)
     return (
-        frame.lazy()
+        catalog_frame(efficiency=efficiency)
+        .lazy()
         .with_columns(peak_tflops=ex.peak_tflops(precision), mfu=mfu_expr)
         .filter(pl.col("peak_tflops") > 0)
         .select(_CATALOG_COLUMNS)
@@ -205,166 +238,220 @@ def _build_catalog_table(
     )
 
 
-def _qualified(
-    offers: pl.LazyFrame, catalog: pl.DataFrame, requirement: Requirement, now: datetime
-) -> pl.LazyFrame:
-    """Offer rows that meet ``requirement``, with their GPU's catalog columns.
+@dataclasses.dataclass(frozen=True)
+class _Chain:
+    """The steps of the chain and what they read, resolved once per call."""
 
-    The offer-only conditions are pushed below the join; GPUs without a peak drop out.
-    """
-    return offers.join(catalog.lazy(), on="gpu_model", how="inner").filter(
-        ex.qualifies(requirement, now)
-    )
+    catalog: pl.LazyFrame
+    qualifies: pl.Expr
+    job: Job
+    efficiency: Efficiency
+    memory_needed_gb: float | None
+    scaling: float | None
+    now: datetime
 
-
-def _costed(
-    qualified: pl.LazyFrame,
-    job: Job,
-    efficiency: Efficiency,
-    memory_needed: float | None,
-    scaling: float | None,
-) -> pl.LazyFrame:
-    """Effective TFLOPs, hours and cost of every qualified row (see :func:`costed_plan`)."""
-    scaling_expr = ex.scaling() if scaling is None else pl.lit(scaling)
-    plan = (
-        qualified.with_columns(nodes=ex.node_count(job.gpus))
-        .filter((pl.col("nodes") <= 1) | pl.col("multi_node").fill_null(True))
-        .with_columns(
-            total_gpus=ex.total_gpus(),
-            scaling_intra_node=ex.intra_node_scaling(efficiency.scaling),
-            scaling_inter_node=ex.inter_node_scaling(efficiency.scaling),
+    @classmethod
+    def of(
+        cls,
+        requirement: Requirement | None,
+        job: Job | None,
+        options: RankOptions,
+        *,
+        require_fit: bool = True,
+    ) -> _Chain:
+        job = job or Job.for_hours(1)
+        eff = options.efficiency or default_efficiency()
+        now = options.now or datetime.now(UTC)
+        return cls(
+            catalog=_catalog_table(options.precision, eff, options.mfu).lazy(),
+            qualifies=ex.qualifies(requirement or Requirement(), now),
+            job=job,
+            efficiency=eff,
+            memory_needed_gb=job.memory_needed_gb(options.precision, eff) if require_fit else None,
+            scaling=options.scaling,
+            now=now,
         )
-        .with_columns(scaling=scaling_expr)
-        .with_columns(effective_tflops=ex.effective_tflops())
-        .filter(pl.col("effective_tflops") > 0)
-    )
-    if memory_needed is not None:
-        plan = plan.with_columns(total_gpu_memory_gb=ex.total_gpu_memory_gb()).filter(
-            ex.memory_fits(memory_needed, efficiency.memory_usable_fraction)
+
+    def qualified(self, offers: pl.LazyFrame) -> pl.LazyFrame:
+        """Offer rows that meet the requirement, with their GPU's catalog columns."""
+        return offers.join(self.catalog, on="gpu_model", how="inner").filter(self.qualifies)
+
+    def costed(self, qualified: pl.LazyFrame) -> pl.LazyFrame:
+        """Effective TFLOPs, hours and cost of qualified rows (see :func:`costed_plan`)."""
+        eff = self.efficiency
+        scaling = ex.scaling() if self.scaling is None else pl.lit(self.scaling)
+        plan = (
+            qualified.with_columns(nodes=ex.node_count(self.job.gpus))
+            .filter((pl.col("nodes") <= 1) | pl.col("multi_node").fill_null(True))
+            .with_columns(
+                total_gpus=ex.total_gpus(),
+                scaling_intra_node=ex.intra_node_scaling(eff.scaling),
+                scaling_inter_node=ex.inter_node_scaling(eff.scaling),
+            )
+            .with_columns(scaling=scaling)
+            .with_columns(effective_tflops=ex.effective_tflops())
+            .filter(pl.col("effective_tflops") > 0)
         )
-    return (
-        plan.with_columns(compute_hours=ex.compute_hours(job))
-        .with_columns(wall_clock_hours=ex.wall_clock_hours(job.overhead(efficiency)))
-        .with_columns(billed_hours=ex.billed_hours())
-        .with_columns(job_cost_usd=ex.job_cost_usd())
-        .with_columns(usd_per_effective_tflop_hour=ex.usd_per_effective_tflop_hour())
-    )
+        if self.memory_needed_gb is not None:
+            plan = plan.with_columns(total_gpu_memory_gb=ex.total_gpu_memory_gb()).filter(
+                ex.memory_fits(self.memory_needed_gb, eff.memory_usable_fraction)
+            )
+        return (
+            plan.with_columns(compute_hours=ex.compute_hours(self.job))
+            .with_columns(wall_clock_hours=ex.wall_clock_hours(self.job.overhead(eff)))
+            .with_columns(billed_hours=ex.billed_hours())
+            .with_columns(job_cost_usd=ex.job_cost_usd())
+            .with_columns(**{KEY: ex.usd_per_effective_tflop_hour()})
+        )
 
 
 def costed_plan(
-    offers: Iterable[Offer] | pl.DataFrame | pl.LazyFrame,
+    offers: Iterable[Offer] | pl.DataFrame,
     requirement: Requirement | None = None,
     job: Job | None = None,
+    options: RankOptions | None = None,
     *,
-    precision: Precision = Precision.BF16,
-    now: datetime | None = None,
-    mfu: float | None = None,
-    scaling: float | None = None,
-    efficiency: Efficiency | None = None,
-    catalog: pl.DataFrame | None = None,
     require_fit: bool = True,
 ) -> pl.LazyFrame:
     """Every qualifying (offer, term) row with its effective TFLOPs, hours and cost.
 
-    Offers whose GPU is not in the catalog, or has no peak at ``precision``, are dropped:
+    Offers whose GPU is not in the catalog, or has no peak at the precision, are dropped:
     their effective TFLOPs are unknown. Training runs drop configurations the model does
     not fit in (unless ``require_fit`` is false), and multi-node configurations of offers
-    marked ``multi_node=False``.
+    marked ``multi_node=False``. ``options.limit`` and ``options.sort`` do not apply.
     """
-    job = job or Job.for_hours(1)
-    eff = efficiency or default_efficiency()
-    memory_needed = job.memory_needed_gb(precision, eff) if require_fit else None
-    qualified = _qualified(
-        _as_lazy(offers),
-        _catalog_table(precision, eff, mfu, catalog),
-        requirement or Requirement(),
-        now or datetime.now(UTC),
-    )
-    return _costed(qualified, job, eff, memory_needed, scaling)
+    chain = _Chain.of(requirement, job, options or RankOptions(), require_fit=require_fit)
+    return chain.costed(chain.qualified(_as_frame(offers).lazy()))
 
 
-def _best_terms(costed: pl.LazyFrame, limit: int | None) -> pl.LazyFrame:
-    """The cheapest term of each configuration, the ``limit`` cheapest configurations.
+#: The sort keys of stage two that are not costed columns, as expressions.
+_SORT_EXPRESSIONS: dict[str, pl.Expr] = {"usd_per_gpu_hour": ex.usd_per_gpu_hour()}
 
-    Works on the best ``limit x len(RentalTerm)`` rows. Whenever those rows hold at least
-    ``limit`` configurations the answer is exact: every row cheaper than the ``limit``-th
-    configuration's best is among them. So it is when fewer rows than that qualify at all
-    (the cut kept every row): each row carries ``_CANDIDATES``, the number of rows the cut
-    kept, for :func:`rank` to tell. Otherwise :func:`rank` re-runs without the cut.
+
+def _top_configurations(costed: pl.LazyFrame, options: RankOptions, limit: int) -> pl.LazyFrame:
+    """Stages one and two: the ``config_id`` of the top ``limit`` configurations.
+
+    Under the default sort a configuration's place is its least key (one group-by), and
+    ties break by ``config_id``, exactly as in :data:`SORT_KEYS`. Another sort key is read
+    off each configuration's cheapest row, so stage one keeps that row per configuration
+    (the same choice as :func:`_cheapest_terms`) before stage two orders by it.
     """
-    keys = [*SORT_KEYS, _ROW]  # the row breaks ties between variants of one term
-    if limit is None:
-        candidates = costed.with_columns(pl.lit(None, dtype=pl.UInt32).alias(_CANDIDATES))
+    if options.sort == KEY:
+        per_config = costed.group_by("config_id").agg(pl.col(KEY).min())
+        by = [KEY, "config_id"]
     else:
-        candidates = costed.bottom_k(limit * len(RentalTerm), by=keys).with_columns(
-            pl.len().alias(_CANDIDATES)
+        sort_value = _SORT_EXPRESSIONS.get(options.sort, pl.col(options.sort))
+        per_config = _cheapest_terms(
+            costed.select("config_id", "term", _ROW, KEY, sort_value.alias(options.sort))
         )
-    best = candidates.sort(keys).unique(subset=["config_id"], keep="first", maintain_order=True)
-    return best if limit is None else best.head(limit)
+        by = [options.sort, KEY, "config_id"]
+    return per_config.bottom_k(limit, by=by).select("config_id")
 
 
-def _peers_summary(qualified: pl.LazyFrame, chosen: pl.LazyFrame) -> pl.LazyFrame:
-    """Per chosen configuration: its on-demand price and its best commitment's break-even.
+def _cheapest_terms(costed: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per configuration: its least key, then the earlier term, then frame row."""
+    return costed.sort(KEY, "term", _ROW, nulls_last=True).unique(
+        subset="config_id", keep="first", maintain_order=True
+    )
 
-    Reads the qualifying rows of the chosen configurations only (a semi-join on the
-    integer ``config_id``), so the costing is not run twice.
+
+def _peers_summary(qualified: pl.LazyFrame) -> pl.LazyFrame:
+    """Per configuration: its on-demand price and its best commitment's break-even.
+
+    Reads the qualifying rows of every term (before the costing's filters). A commitment
+    breaks even after one period's price over the on-demand hourly price
+    (:func:`pricing.expressions.break_even_hours`); the on-demand price is one per
+    configuration, so the best commitment is the one with the cheapest period.
     """
     on_demand = pl.col("term") == RentalTerm.ON_DEMAND.value
+    period_usd = pl.col("commitment_hours") * pl.col("usd_per_hour")
+    best_hours = pl.col("best_period_usd") / pl.col("on_demand_usd_per_hour")
     return (
-        qualified.select("config_id", "term", "usd_per_hour", "commitment_hours")
-        .join(chosen.select("config_id"), on="config_id", how="semi")
-        .with_columns(
-            on_demand_usd_per_hour=pl.col("usd_per_hour").filter(on_demand).min().over("config_id")
-        )
-        .with_columns(be=ex.break_even_hours())
-        .group_by("config_id")
+        qualified.group_by("config_id")
         .agg(
-            pl.col("on_demand_usd_per_hour").first(),
-            best_commitment_term=pl.when(pl.col("be").min().is_not_null()).then(
-                pl.col("term").sort_by("be", "term", nulls_last=True).first()
-            ),
-            best_commitment_hours=pl.col("be").min(),
+            on_demand_usd_per_hour=pl.col("usd_per_hour").filter(on_demand).min(),
+            best_period_usd=period_usd.min(),
+            best_commitment_term=pl.col("term")
+            .sort_by(period_usd, "term", nulls_last=True)
+            .first(),
+        )
+        .with_columns(best_commitment_hours=best_hours)
+        .with_columns(
+            best_commitment_term=pl.when(pl.col("best_commitment_hours").is_not_null()).then(
+                pl.col("best_commitment_term")
+            )
         )
     )
+
+
+#: The costing's columns the answer keeps when the costed rows are cached: with the offer
+#: columns (fetched back by :data:`_ROW`) and the peers' summary, the whole answer.
+_COSTED_COLUMNS = (
+    _ROW, "config_id", "term", "gpu_family", "catalog_memory_gb", "peak_tflops", "mfu", "nodes",
+    "total_gpus", "scaling_intra_node", "scaling_inter_node", "scaling", "effective_tflops",
+    "compute_hours", "wall_clock_hours", "billed_hours", "job_cost_usd", KEY,
+)  # fmt: skip
+
+
+def _chosen_from_cache(
+    chain: _Chain, rows: pl.LazyFrame, options: RankOptions
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The chosen configurations' cheapest rows and peers, read from the costed rows.
+
+    The qualified and the costed rows are cached (narrow: what the costing reads and adds)
+    and shared by both stages and the answer; the wide offer columns join back by row.
+    """
+    qualified = chain.qualified(rows).cache()
+    costed = chain.costed(qualified).cache()
+    if options.limit is not None:
+        top = _top_configurations(costed, options, options.limit)
+        costed = costed.join(top, on="config_id", how="inner")
+        qualified = qualified.join(top, on="config_id", how="inner")
+    best = _cheapest_terms(costed).select(_COSTED_COLUMNS)
+    wide = best.join(rows.drop("config_id", "term"), on=_ROW, how="inner")
+    return wide, _peers_summary(qualified)
+
+
+def _chosen_costed_again(
+    chain: _Chain, rows: pl.LazyFrame, options: RankOptions
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The chosen configurations' cheapest rows and peers, from their rows costed again.
+
+    Caching every costed row of a large frame costs more than costing the rows of
+    ``limit`` configurations twice: stage one reads the costing of every row, the answer
+    qualifies and costs the chosen configurations' rows again, with every offer column.
+    """
+    if options.limit is not None:
+        top = _top_configurations(chain.costed(chain.qualified(rows)), options, options.limit)
+        # cached: the requirement filter then runs on these rows, not pushed below the join
+        # (an inner join on the unique ids: the streaming engine runs it faster than a semi)
+        rows = rows.join(top, on="config_id", how="inner").cache()
+    qualified = chain.qualified(rows).cache()
+    return _cheapest_terms(chain.costed(qualified)), _peers_summary(qualified)
 
 
 def rank_plan(
-    offers: Iterable[Offer] | pl.DataFrame | pl.LazyFrame,
+    offers: Iterable[Offer] | pl.DataFrame,
     requirement: Requirement | None = None,
     job: Job | None = None,
-    *,
-    precision: Precision = Precision.BF16,
-    limit: int | None = 50,
-    now: datetime | None = None,
-    mfu: float | None = None,
-    scaling: float | None = None,
-    efficiency: Efficiency | None = None,
-    catalog: pl.DataFrame | None = None,
-    with_candidate_count: bool = False,
+    options: RankOptions | None = None,
 ) -> pl.LazyFrame:
-    """The lazy plan behind :func:`rank` (for ``explain()`` and benchmarks).
+    """The lazy chain behind :func:`rank` (for ``explain()`` and benchmarks).
 
-    ``with_candidate_count`` adds the internal ``_candidates`` column :func:`rank` reads to
-    tell whether the fast path's answer is exact.
+    Frames of :data:`STREAMING_MIN_ROWS` rows or more cost the chosen configurations'
+    rows again (:func:`_chosen_costed_again`), smaller ones cache the costed rows
+    (:func:`_chosen_from_cache`); the answer is the same.
     """
-    if limit is not None and limit < 1:
-        raise ValueError(f"limit must be >= 1, not {limit}")
-    now = now or datetime.now(UTC)
-    job = job or Job.for_hours(1)
-    eff = efficiency or default_efficiency()
-    memory_needed = job.memory_needed_gb(precision, eff)
-    offers_ = _as_lazy(offers).with_row_index(_ROW)
-    qualified = _qualified(
-        offers_, _catalog_table(precision, eff, mfu, catalog), requirement or Requirement(), now
-    ).cache()
-    chosen = _best_terms(_costed(qualified, job, eff, memory_needed, scaling), limit).select(
-        *_COSTED_COLUMNS, _CANDIDATES
-    )
+    options = options or RankOptions()
+    chain = _Chain.of(requirement, job, options)
+    frame = _as_frame(offers)
+    rows = frame.lazy().with_row_index(_ROW)
+    large = frame.height >= STREAMING_MIN_ROWS
+    best, peers = (_chosen_costed_again if large else _chosen_from_cache)(chain, rows, options)
     on_commitment = pl.col("commitment_hours").is_not_null()
     on_demand = pl.col("term") == RentalTerm.ON_DEMAND.value
     return (
-        chosen.join(offers_.drop("config_id", "term"), on=_ROW, how="inner")
-        .join(_peers_summary(qualified, chosen), on="config_id", how="left")
+        best.join(peers, on="config_id", how="left")
         .with_columns(
             break_even_hours=pl.when(on_commitment)
             .then(ex.break_even_hours())
@@ -376,63 +463,29 @@ def rank_plan(
             usd_per_gpu_hour=ex.usd_per_gpu_hour(),
             gpu_memory_gb=ex.gpu_memory_gb(),
             total_gpu_memory_gb=ex.total_gpu_memory_gb(),
-            memory_needed_gb=pl.lit(memory_needed, dtype=pl.Float64),
-            precision=pl.lit(precision.value),
-            price_age_hours=ex.price_age_hours(now),
+            memory_needed_gb=pl.lit(chain.memory_needed_gb, dtype=pl.Float64),
+            precision=pl.lit(options.precision.value),
+            price_age_hours=ex.price_age_hours(chain.now),
         )
-        .sort(list(SORT_KEYS))
+        .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)
-        .select(*RESULT_COLUMNS, *([_CANDIDATES] if with_candidate_count else []))
+        .select(RESULT_COLUMNS)
     )
 
 
 def rank(
-    offers: Iterable[Offer] | pl.DataFrame | pl.LazyFrame,
+    offers: Iterable[Offer] | pl.DataFrame,
     requirement: Requirement | None = None,
     job: Job | None = None,
-    *,
-    precision: Precision = Precision.BF16,
-    limit: int | None = 50,
-    now: datetime | None = None,
-    mfu: float | None = None,
-    scaling: float | None = None,
-    efficiency: Efficiency | None = None,
-    catalog: pl.DataFrame | None = None,
+    options: RankOptions | None = None,
 ) -> pl.DataFrame:
-    """The best ``limit`` configurations for ``job`` under ``requirement``, cheapest first.
+    """The best ``options.limit`` configurations for ``job`` under ``requirement``.
 
     ``offers`` may be Offer objects or a frame from :func:`pricing.frame.offers_to_frame`
     (kept in memory by the API). One row per configuration (provider, offer_id, region,
-    price basis) with its cheapest term; columns :data:`RESULT_COLUMNS`. ``mfu`` and
-    ``scaling`` replace the modelled factors for every offer; ``efficiency`` replaces the
-    whole default table (``pricing/efficiency.toml``). The job defaults to one hour.
+    price basis) with its cheapest term; columns :data:`RESULT_COLUMNS`, in the order of
+    :meth:`RankOptions.order`. The job defaults to one hour, the options to
+    :class:`RankOptions`'s defaults.
     """
-    frame = offers if isinstance(offers, pl.DataFrame | pl.LazyFrame) else offers_to_frame(offers)
-
-    def run(candidate_limit: int | None) -> pl.DataFrame:
-        plan = rank_plan(
-            frame,
-            requirement,
-            job,
-            precision=precision,
-            limit=candidate_limit,
-            now=now,
-            mfu=mfu,
-            scaling=scaling,
-            efficiency=efficiency,
-            catalog=catalog,
-            with_candidate_count=True,
-        )
-        return plan.collect(engine=engine_for(frame))
-
-    result = run(limit)
-    if limit is not None and result.height < limit:
-        # The fast path keeps the best ``limit x terms`` rows before picking each
-        # configuration's best; configurations with many term variants (spot zones,
-        # reservation options) can crowd it. Fewer than ``limit`` configurations means it
-        # may have, unless the cut kept every qualifying row (then nothing was cut): rank
-        # every qualifying row otherwise (cheap, since few rows qualify then).
-        kept = result.get_column(_CANDIDATES).cast(pl.Int64).fill_null(-1).max()
-        if result.height and (not isinstance(kept, int) or kept >= limit * len(RentalTerm)):
-            result = run(None).head(limit)
-    return result.drop(_CANDIDATES)
+    frame = _as_frame(offers)
+    return rank_plan(frame, requirement, job, options).collect(engine=engine_for(frame))

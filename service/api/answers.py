@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
 from pricing.coverage import unidentified_note
 from pricing.display import for_display
-from pricing.rank import SORT_KEYS, rank
+from pricing.rank import RankOptions, SortKey, rank
 
 from .answer_schema import GROUPS, TOP_LEVEL
 from .offers_cache import CachedPage, etag_for
@@ -48,21 +48,11 @@ def _shape(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rank(state: ApiState, q: ParsedQuery, now: datetime) -> pl.DataFrame:
-    req, job = q.requirement, q.job
-    if q.sort == "usd_per_effective_tflop_hour":
-        return rank(
-            state.frame, req, job, precision=q.precision, limit=q.limit, now=now,
-            mfu=q.mfu, scaling=q.scaling,
-        )  # fmt: skip
-    every = rank(
-        state.frame, req, job, precision=q.precision, limit=None, now=now,
-        mfu=q.mfu, scaling=q.scaling,
-    )  # fmt: skip
-    return (
-        every.sort([q.sort, *SORT_KEYS], nulls_last=True)
-        .head(q.limit)
-        .with_columns(rank=pl.int_range(1, pl.len() + 1).cast(every.schema["rank"]))
+    sort = cast(SortKey, q.sort)  # validated by the query model (queries.SortKey)
+    options = RankOptions(
+        precision=q.precision, limit=q.limit, sort=sort, now=now, mfu=q.mfu, scaling=q.scaling
     )
+    return rank(state.frame, q.requirement, q.job, options)
 
 
 def warnings_for(state: ApiState) -> list[str]:

@@ -16,7 +16,7 @@ from rich.table import Table
 from adapters.gpus import Precision
 from adapters.schema import Fabric, RentalTerm
 from db.current import CurrentState
-from pricing import Job, Requirement, estimate, preset, rank
+from pricing import Job, RankOptions, Requirement, estimate, preset, rank
 from pricing.coverage import unidentified_note
 from pricing.display import for_display, provider_label_expr
 from pricing.requirement import preset_names
@@ -206,7 +206,8 @@ def offers_command(
     job = _job(hours, gpu_hours, params, tokens, job_gpus)
     current = _load(sample, fmt)
     frame = current.frame
-    ranked = rank(frame, requirement, job, precision=precision, limit=limit, now=datetime.now(UTC))
+    options = RankOptions(precision=precision, limit=limit, now=datetime.now(UTC))
+    ranked = rank(frame, requirement, job, options)
     if ranked.is_empty():
         err.print("no offer meets the requirement", highlight=False)
     left_out = unidentified_note(frame, requirement)

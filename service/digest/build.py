@@ -26,7 +26,7 @@ import polars as pl
 
 from adapters.schema import Offer
 from db.history import PriceChange, WeekOverWeek
-from pricing import Job, Requirement, rank
+from pricing import Job, RankOptions, Requirement, rank
 from pricing.display import provider_label
 
 from .chart import IndexPoint, render_price_chart
@@ -245,7 +245,8 @@ def build_digest(
         raise ValueError("now must be timezone-aware")
     local_now = now.astimezone(ZoneInfo(subscription.time_zone))
     week = iso_week_label(local_now)
-    ranked = rank(offers, subscription.requirement, subscription.job, limit=top, now=now)
+    options = RankOptions(limit=top, now=now)
+    ranked = rank(offers, subscription.requirement, subscription.job, options)
     stale_names = {s.provider for s in stale_providers}
     top_rows = _top_rows(ranked, stale_names)
     name = _one_line(subscription.name, 60)

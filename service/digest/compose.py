@@ -24,7 +24,7 @@ from adapters.schema import FxTable
 from db.current import CurrentState
 from db.history import PriceChange, WeekOverWeek, daily_index, week_over_week
 from db.subscriptions import SubscriptionRecord
-from pricing import Job, Requirement, offers_to_frame, rank
+from pricing import Job, RankOptions, Requirement, offers_to_frame, rank
 
 from ..settings import Settings
 from .build import Digest, DigestLinks, StaleProvider, SubscriptionView, build_digest
@@ -120,7 +120,7 @@ class WeekChanges:
         requirement = view.requirement.model_copy(
             update={"max_price_age_hours": None, "available_now": False}
         )
-        ranked = rank(self.frame, requirement, view.job, limit=None, now=now)
+        ranked = rank(self.frame, requirement, view.job, RankOptions(limit=None, now=now))
         keys = {self.keys[i] for i in ranked.get_column("config_id").to_list()}
 
         def kept(changes: list[PriceChange]) -> list[PriceChange]:
@@ -157,8 +157,7 @@ class DigestComposer:
             self.current.frame,
             view.requirement,
             view.job,
-            limit=self.settings.digest_top_offers,
-            now=self.now,
+            RankOptions(limit=self.settings.digest_top_offers, now=self.now),
         )
         series: dict[tuple[str, str], None] = {}
         for model, term in ranked.select("gpu_model", "term").iter_rows():

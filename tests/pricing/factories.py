@@ -7,9 +7,12 @@ from decimal import Decimal
 from typing import Any
 
 from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
+from pricing.rank import RankOptions
 
 #: The instant every test ranks at.
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+#: The default ranking options at :data:`NOW`.
+AT_NOW = RankOptions(now=NOW)
 
 
 def make_offer(**overrides: Any) -> Offer:

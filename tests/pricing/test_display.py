@@ -9,7 +9,7 @@ import polars as pl
 from pricing import Job, rank
 from pricing.display import DECIMALS, for_display
 
-from .factories import NOW, make_offer
+from .factories import AT_NOW, make_offer
 
 
 def test_rounds_derived_figures_and_keeps_prices_exact() -> None:
@@ -44,7 +44,7 @@ def test_whole_and_tiny_prices_keep_every_significant_digit() -> None:
 
 def test_a_real_ranking_keeps_its_order_and_columns_but_config_id() -> None:
     offers = [make_offer(offer_id=f"box-{i}", price_amount=Decimal(20) + i) for i in range(3)]
-    ranked = rank(offers, job=Job(hours=333), now=NOW)
+    ranked = rank(offers, job=Job(hours=333), options=AT_NOW)
     shown = for_display(ranked)
     assert shown.columns == [c for c in ranked.columns if c != "config_id"]
     assert shown["offer_id"].to_list() == ranked["offer_id"].to_list()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import random
 from decimal import Decimal
 from typing import Any
 
@@ -12,10 +13,11 @@ from polars.testing import assert_frame_equal
 
 from adapters.gpus import Precision
 from adapters.sample import replay_sample
-from adapters.schema import Fabric, PriceBasis, PriceUnit, RentalTerm
-from pricing import RESULT_COLUMNS, Job, Requirement, offers_to_frame, rank
+from adapters.schema import Fabric, Offer, PriceBasis, PriceUnit, RentalTerm
+from pricing import RESULT_COLUMNS, Job, RankOptions, Requirement, offers_to_frame, rank
+from pricing.rank import KEY, costed_plan
 
-from .factories import NOW, make_offer
+from .factories import AT_NOW, NOW, make_offer
 
 #: The module itself: the package attribute ``pricing.rank`` is the function.
 rank_module = importlib.import_module("pricing.rank")
@@ -31,12 +33,12 @@ MONTHLY = make_offer(
 
 
 def test_columns_are_documented() -> None:
-    out = rank([ON_DEMAND], now=NOW)
+    out = rank([ON_DEMAND], options=AT_NOW)
     assert tuple(out.columns) == RESULT_COLUMNS
 
 
 def test_commitment_loses_for_a_short_job() -> None:
-    out = rank([ON_DEMAND, MONTHLY], job=Job.for_hours(100), now=NOW)
+    out = rank([ON_DEMAND, MONTHLY], job=Job.for_hours(100), options=AT_NOW)
     row = out.row(0, named=True)
     assert out.height == 1
     assert row["term"] == "on_demand"
@@ -46,7 +48,7 @@ def test_commitment_loses_for_a_short_job() -> None:
 
 
 def test_commitment_wins_for_a_long_job() -> None:
-    out = rank([ON_DEMAND, MONTHLY], job=Job.for_hours(1000), now=NOW)
+    out = rank([ON_DEMAND, MONTHLY], job=Job.for_hours(1000), options=AT_NOW)
     row = out.row(0, named=True)
     assert row["term"] == "commit_1mo"
     assert row["billed_hours"] == 1460.0
@@ -58,17 +60,17 @@ def test_interruptible_pays_restart_overhead() -> None:
     spot = make_offer(
         price_amount=Decimal("1"), gpu_count=1, offer_id="1x", term=RentalTerm.INTERRUPTIBLE
     )
-    out = rank([spot], job=Job.for_hours(10), now=NOW)
+    out = rank([spot], job=Job.for_hours(10), options=AT_NOW)
     assert out["wall_clock_hours"][0] == pytest.approx(11.5)
     assert out["job_cost_usd"][0] == pytest.approx(11.5)
-    custom = rank([spot], job=Job(hours=10, interruptible_overhead=0.5), now=NOW)
+    custom = rank([spot], job=Job(hours=10, interruptible_overhead=0.5), options=AT_NOW)
     assert custom["job_cost_usd"][0] == pytest.approx(15.0)
 
 
 def test_per_gpu_and_per_instance_prices_compare_equal() -> None:
     per_gpu = make_offer(offer_id="a", price_amount=Decimal("2"), price_basis=PriceBasis.GPU)
     per_instance = make_offer(offer_id="b", price_amount=Decimal("16"))
-    out = rank([per_gpu, per_instance], now=NOW)
+    out = rank([per_gpu, per_instance], options=AT_NOW)
     assert out["usd_per_hour"].to_list() == [16.0, 16.0]
     assert out["usd_per_gpu_hour"].to_list() == [2.0, 2.0]
     # equal keys: ties broken by offer_id
@@ -77,7 +79,7 @@ def test_per_gpu_and_per_instance_prices_compare_equal() -> None:
 
 def test_currency_is_converted_and_kept() -> None:
     eur = make_offer(price_amount=Decimal("10"), price_currency="EUR")
-    out = rank([eur], now=NOW)
+    out = rank([eur], options=AT_NOW)
     assert out["price_currency"][0] == "EUR"
     assert out["price_amount"][0] == Decimal("10")
     assert out["usd_per_hour"][0] == pytest.approx(float(eur.usd_per_hour))
@@ -85,15 +87,15 @@ def test_currency_is_converted_and_kept() -> None:
 
 
 def test_effective_tflops_factors_and_overrides() -> None:
-    out = rank([make_offer()], now=NOW)
+    out = rank([make_offer()], options=AT_NOW)
     row = out.row(0, named=True)
     assert row["peak_tflops"] == 989.5
     assert row["mfu"] == 0.41
     assert row["scaling"] == pytest.approx(0.97)
     assert row["effective_tflops"] == pytest.approx(8 * 989.5 * 0.41 * 0.97)
-    forced = rank([make_offer()], now=NOW, mfu=0.5, scaling=1.0)
+    forced = rank([make_offer()], options=RankOptions(now=NOW, mfu=0.5, scaling=1.0))
     assert forced["effective_tflops"][0] == pytest.approx(8 * 989.5 * 0.5)
-    fp8 = rank([make_offer()], now=NOW, precision=Precision.FP8)
+    fp8 = rank([make_offer()], options=RankOptions(now=NOW, precision=Precision.FP8))
     assert fp8["effective_tflops"][0] == pytest.approx(1.3 * row["effective_tflops"])
 
 
@@ -101,7 +103,7 @@ def test_multi_node_job_uses_fabric() -> None:
     ib = make_offer(offer_id="ib", fabric=Fabric.INFINIBAND, fabric_gbps=3200)
     eth = make_offer(offer_id="eth", fabric=Fabric.ETHERNET, fabric_gbps=100)
     single = make_offer(offer_id="single", multi_node=False)
-    out = rank([ib, eth, single], job=Job.for_hours(10, gpus=16), now=NOW)
+    out = rank([ib, eth, single], job=Job.for_hours(10, gpus=16), options=AT_NOW)
     assert out["offer_id"].to_list() == ["ib", "eth"]
     assert out["nodes"].to_list() == [2, 2]
     assert out["scaling"].to_list() == pytest.approx([0.97 * 0.92, 0.97 * 0.65])
@@ -111,8 +113,8 @@ def test_multi_node_job_uses_fabric() -> None:
 def test_training_job_checks_memory() -> None:
     small = make_offer(offer_id="1x", gpu_count=1, price_amount=Decimal("2"))
     job = Job.training(7e9, 1e9)  # 112 GB of training state
-    assert rank([small], job=job, now=NOW).is_empty()
-    out = rank([make_offer()], job=job, now=NOW)
+    assert rank([small], job=job, options=AT_NOW).is_empty()
+    out = rank([make_offer()], job=job, options=AT_NOW)
     assert out["memory_needed_gb"][0] == 112.0
     assert out["total_gpu_memory_gb"][0] == 640.0
 
@@ -124,14 +126,16 @@ def test_requirement_filters_and_unknowns() -> None:
         make_offer(offer_id="a100", gpu_model="A100-SXM4-80GB", provider="other"),
     ]
     ib = Requirement(fabrics=(Fabric.INFINIBAND,), min_fabric_gbps=400)
-    assert rank(offers, ib, now=NOW)["offer_id"].to_list() == ["ib"]
+    assert rank(offers, ib, options=AT_NOW)["offer_id"].to_list() == ["ib"]
     lax = ib.model_copy(update={"allow_unknown": True})
-    assert set(rank(offers, lax, now=NOW)["offer_id"]) == {"ib", "unknown-fabric", "a100"}
-    assert rank(offers, Requirement(gpus=("A100",)), now=NOW)["offer_id"].to_list() == ["a100"]
+    assert set(rank(offers, lax, options=AT_NOW)["offer_id"]) == {"ib", "unknown-fabric", "a100"}
+    assert rank(offers, Requirement(gpus=("A100",)), options=AT_NOW)["offer_id"].to_list() == [
+        "a100"
+    ]
     excl = Requirement(exclude_providers=("acme",))
-    assert rank(offers, excl, now=NOW)["offer_id"].to_list() == ["a100"]
+    assert rank(offers, excl, options=AT_NOW)["offer_id"].to_list() == ["a100"]
     stale = Requirement(max_price_age_hours=0.5)
-    assert rank(offers, stale, now=NOW).is_empty()
+    assert rank(offers, stale, options=AT_NOW).is_empty()
 
 
 def test_provider_filters_match_the_seller_behind_a_provider_too() -> None:
@@ -142,24 +146,24 @@ def test_provider_filters_match_the_seller_behind_a_provider_too() -> None:
         make_offer(provider="acme"),
     ]
     want = Requirement(providers=("coreweave", "lambda"))
-    got = rank(offers, want, now=NOW)
+    got = rank(offers, want, options=AT_NOW)
     assert set(got["offer_id"]) == {"coreweave/hgx", "lambda:8x", "gpu_8x_h100_sxm5"}
     assert set(got["seller"].to_list()) == {"coreweave", "lambda", None}
-    not_lambda = rank(offers, Requirement(exclude_providers=("lambda",)), now=NOW)
+    not_lambda = rank(offers, Requirement(exclude_providers=("lambda",)), options=AT_NOW)
     assert set(not_lambda["offer_id"]) == {"coreweave/hgx", "8x-h100"}
 
 
 def test_accepts_a_prebuilt_frame_and_limits() -> None:
     offers = [make_offer(offer_id=f"o{i}", price_amount=Decimal(10 + i)) for i in range(5)]
     frame = offers_to_frame(offers)
-    out = rank(frame, limit=3, now=NOW)
+    out = rank(frame, options=RankOptions(limit=3, now=NOW))
     assert out["offer_id"].to_list() == ["o0", "o1", "o2"]
     assert out["rank"].to_list() == [1, 2, 3]
-    assert_frame_equal(out, rank(offers, limit=3, now=NOW))
+    assert_frame_equal(out, rank(offers, options=RankOptions(limit=3, now=NOW)))
 
 
 def test_unknown_gpu_is_not_ranked() -> None:
-    assert rank([make_offer(gpu_model=None, gpu_raw_name="Mystery")], now=NOW).is_empty()
+    assert rank([make_offer(gpu_model=None, gpu_raw_name="Mystery")], options=AT_NOW).is_empty()
 
 
 # --- golden: the Lambda sample (verbatim API response) through the real adapter --------------
@@ -170,7 +174,7 @@ def test_golden_lambda_sample() -> None:
     offers = [o for run in replay_sample(["lambda"]) for o in run.offers]
     assert offers, "the lambda sample should parse"
     job = Job.for_hours(100)
-    out = rank(offers, Requirement(gpus=("H100",)), job, limit=5, now=NOW)
+    out = rank(offers, Requirement(gpus=("H100",)), job, options=RankOptions(limit=5, now=NOW))
     expected = pl.DataFrame(
         {
             "provider": ["lambda"] * 5,
@@ -209,7 +213,9 @@ def test_term_variants_are_one_configuration_and_cannot_crowd_out_others() -> No
     ]
     on_demand = make_offer(offer_id="8x-h100")
     other = make_offer(offer_id="other-8x-h100", price_amount=Decimal("15"))
-    result = rank([*spots, on_demand, other], job=Job(hours=10), limit=2, now=NOW)
+    result = rank(
+        [*spots, on_demand, other], job=Job(hours=10), options=RankOptions(limit=2, now=NOW)
+    )
     assert result["offer_id"].to_list() == ["8x-h100", "other-8x-h100"]
     best = result.row(0, named=True)
     assert best["term"] == "interruptible" and best["term_variant"] == "zone-00"
@@ -222,33 +228,124 @@ def test_equal_variants_rank_deterministically() -> None:
         make_offer(term=RentalTerm.INTERRUPTIBLE, term_variant=v, price_amount=Decimal("9"))
         for v in ("spot", "low-priority")
     ]
-    first = rank(twins, job=Job(hours=10), now=NOW)
-    again = rank(twins, job=Job(hours=10), now=NOW)
+    first = rank(twins, job=Job(hours=10), options=AT_NOW)
+    again = rank(twins, job=Job(hours=10), options=AT_NOW)
     assert first.height == 1
     assert_frame_equal(first, again)
 
 
-def test_fast_path_is_trusted_when_its_cut_kept_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fewer configurations than ``limit`` re-run the ranking only when the fast path's cut
-    may have dropped rows (term variants crowding it), not when few rows qualify."""
-    calls: list[int | None] = []
-    plan = rank_module.rank_plan
-
-    def counting(*args: Any, **kwargs: Any) -> pl.LazyFrame:
-        calls.append(kwargs["limit"])
-        return plan(*args, **kwargs)
-
-    monkeypatch.setattr(rank_module, "rank_plan", counting)
-    few = [make_offer(offer_id=f"box-{i}") for i in range(3)]
-    result = rank(few, job=Job(hours=10), limit=50, now=NOW)
-    assert result.height == 3 and calls == [50]
-    assert result.columns == list(RESULT_COLUMNS)
-
-    calls.clear()
-    kept_by_cut = 2 * len(RentalTerm)  # limit x terms
-    crowded = [
-        make_offer(term=RentalTerm.INTERRUPTIBLE, term_variant=f"zone-{i:02d}")
-        for i in range(kept_by_cut + 1)
+def test_crowding_variants_never_cost_a_configuration_its_place() -> None:
+    """Three configurations with 30 spot zones each, all cheaper than two others: the top
+    five are still five configurations (stage two ranks configurations, not rows)."""
+    crowd = [
+        make_offer(
+            offer_id=f"crowd-{c}",
+            term=RentalTerm.INTERRUPTIBLE,
+            term_variant=f"zone-{i:02d}",
+            price_amount=Decimal("8") + Decimal(i) / 100,
+        )
+        for c in range(3)
+        for i in range(30)
     ]
-    assert rank(crowded, job=Job(hours=10), limit=2, now=NOW).height == 1
-    assert calls == [2, None]  # more variants than the cut kept: ranked again without it
+    others = [make_offer(offer_id=f"other-{c}", price_amount=Decimal(20 + c)) for c in range(2)]
+    result = rank([*crowd, *others], job=Job(hours=10), options=RankOptions(limit=5, now=NOW))
+    assert result["offer_id"].to_list() == [*(f"crowd-{c}" for c in range(3)), "other-0", "other-1"]
+    assert result["term_variant"].to_list() == ["zone-00"] * 3 + [None, None]
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="limit must be >= 1, not 0"):
+        RankOptions(limit=0)
+    with pytest.raises(ValueError, match="sort must be one of"):
+        RankOptions(sort="price")  # type: ignore[arg-type]
+
+
+def test_another_sort_key_orders_the_cheapest_terms() -> None:
+    """``sort`` orders configurations by a column of their cheapest term (by the key),
+    then by the key: a cheaper hourly price on a worse term does not move a configuration."""
+    offers = [
+        make_offer(offer_id="big", price_amount=Decimal("16")),  # 8 GPUs: best per TFLOP
+        make_offer(offer_id="small", gpu_count=1, price_amount=Decimal("2.5")),
+        make_offer(offer_id="small", gpu_count=1, price_amount=Decimal("3"), region="eu-1"),
+    ]
+    by_hour = rank(offers, options=RankOptions(sort="usd_per_hour", now=NOW))
+    assert by_hour["offer_id"].to_list() == ["small", "small", "big"]
+    assert by_hour["usd_per_hour"].to_list() == [2.5, 3.0, 16.0]
+    assert by_hour["rank"].to_list() == [1, 2, 3]
+    by_key = rank(offers, options=AT_NOW)
+    assert by_key["offer_id"].to_list()[0] == "big"
+
+
+# --- the top-k is exact: randomised frames against the full ranking and a reference -----
+_TERMS = (RentalTerm.ON_DEMAND, RentalTerm.INTERRUPTIBLE, RentalTerm.COMMIT_1W)
+_TERM_ORDER = {t.value: i for i, t in enumerate(RentalTerm)}
+
+
+def _random_frame(rng: random.Random) -> pl.DataFrame:
+    """A few configurations with several terms and variants each, prices from a short list
+    (so keys tie within and across configurations); some prices unknown (null)."""
+    offers: dict[str, Offer] = {}
+    for _ in range(rng.randint(1, 40)):
+        offer = make_offer(
+            provider=rng.choice(("a", "b")),
+            offer_id=rng.choice(("x", "y", "z")),
+            region=rng.choice(("r1", "r2", None)),
+            price_basis=rng.choice(tuple(PriceBasis)),
+            gpu_count=rng.choice((1, 8)),
+            term=rng.choice(_TERMS),
+            term_variant=rng.choice((None, "v1", "v2", "v3")),
+            price_amount=Decimal(rng.choice(("2", "3", "16", "24"))),
+        )
+        offers.setdefault(offer.key, offer)
+    frame = offers_to_frame(list(offers.values()))
+    unknown = pl.Series([rng.random() < 0.1 for _ in range(frame.height)])
+    return frame.with_columns(
+        usd_per_hour=pl.when(unknown).then(None).otherwise(pl.col("usd_per_hour"))
+    )
+
+
+def _reference(frame: pl.DataFrame, job: Job, sort: str) -> list[tuple[int, str, str | None]]:
+    """(config_id, term, term_variant) of the full ranking, computed row by row in Python."""
+    costed = costed_plan(frame.with_row_index("row"), job=job, options=AT_NOW)
+    best: dict[int, dict[str, Any]] = {}
+
+    def cheapest(r: dict[str, Any]) -> tuple[object, ...]:
+        key = r[KEY]
+        return (key is None, key or 0.0, _TERM_ORDER[r["term"]], r["row"])
+
+    for r in costed.collect().iter_rows(named=True):
+        if r["config_id"] not in best or cheapest(r) < cheapest(best[r["config_id"]]):
+            best[r["config_id"]] = r
+
+    def order(r: dict[str, Any]) -> tuple[object, ...]:
+        value = r["usd_per_hour"] if sort == "usd_per_gpu_hour" else r[sort]
+        if sort == "usd_per_gpu_hour" and value is not None:
+            value /= r["gpus"]
+        head = () if sort == KEY else (value is None, value or 0.0)
+        return (*head, *cheapest(r)[:2], r["config_id"])
+
+    return [
+        (r["config_id"], r["term"], r["term_variant"]) for r in sorted(best.values(), key=order)
+    ]
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
+def test_top_k_equals_the_full_ranking_cut_for_every_limit(
+    large: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both shapes of the chain (see ``STREAMING_MIN_ROWS``), on the same random frames."""
+    if large:
+        monkeypatch.setattr(rank_module, "STREAMING_MIN_ROWS", 0)
+    rng = random.Random(11)
+    for case in range(40):
+        frame = _random_frame(rng)
+        job = Job.for_hours(rng.choice((1, 100, 1000)))
+        for sort in (KEY, rng.choice(("job_cost_usd", "usd_per_hour", "usd_per_gpu_hour"))):
+            full = rank(frame, job=job, options=RankOptions(limit=None, sort=sort, now=NOW))
+            expected = _reference(frame, job, sort)
+            got = full.select("config_id", "term", "term_variant").rows()
+            assert [(c, str(t), v) for c, t, v in got] == expected, (case, sort)
+            for limit in {1, 2, 3, max(1, full.height - 1), full.height + 1}:
+                options = RankOptions(limit=limit, sort=sort, now=NOW)
+                top = rank(frame, job=job, options=options)
+                assert_frame_equal(top, full.head(limit), check_exact=True)

@@ -11,7 +11,7 @@ import pytest
 from fastapi import FastAPI
 
 from pricing.display import for_display
-from pricing.rank import rank
+from pricing.rank import RankOptions, rank
 from pricing.requirement import Requirement
 from service.api.answer_schema import GROUPS, TOP_LEVEL, OffersPage, RankedOffer
 from service.api.routers.estimate import EstimateAnswer
@@ -99,7 +99,7 @@ async def test_the_answer_holds_every_column_of_the_ranking(
 ) -> None:
     await client.get("/readyz")  # loads the state
     state = app.state.context.holder.state
-    ranked = for_display(rank(state.frame, Requirement(), None, now=datetime.now(UTC)))
+    ranked = for_display(rank(state.frame, Requirement(), None, RankOptions(now=datetime.now(UTC))))
     shaped = set(TOP_LEVEL) | {c for columns in GROUPS.values() for c in columns}
     assert shaped == set(ranked.columns)
 

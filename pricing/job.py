@@ -37,7 +37,8 @@ class Job(BaseModel):
     matters). Without it the job runs on one instance of each offer.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    #: NaN and Infinity are not sizes or bounds (JSON bodies and CLI options can carry them).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     hours: Positive | None = Field(default=None, description="wall-clock hours")
     gpu_hours: Positive | None = Field(default=None, description="GPU-hours of rental")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, FilePath, SecretStr, model_validator
+from pydantic import Field, FilePath, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings", "get_settings"]
@@ -97,6 +97,14 @@ class Settings(BaseSettings):
     api_refresh_s: float = Field(
         30.0, gt=0, description="how often an API replica checks for a newer snapshot"
     )
+    api_max_body_bytes: int = Field(
+        65536, ge=1024, description="largest request body the API reads, in bytes (more: 413)"
+    )
+    api_max_list_items: int = Field(
+        100,
+        ge=1,
+        description="most values one list parameter (gpus, regions, ...) takes (more: 422)",
+    )
 
     # database and snapshots (db/, service/scheduler.py)
     database_url: str = Field(
@@ -164,6 +172,30 @@ class Settings(BaseSettings):
     digest_lease_minutes: float = Field(
         15, gt=0, description="minutes a claimed digest is reserved for the process sending it"
     )
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        """A URL gpuscout cannot open is a configuration error at start, not a traceback later."""
+        if not value:
+            return value
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        from db.engine import SUPPORTED_BACKENDS
+
+        try:
+            backend = make_url(value).get_backend_name()
+        except ArgumentError:
+            raise ValueError(
+                "not a database URL (sqlite:///path or postgresql+psycopg://user@host/db)"
+            ) from None
+        if backend not in SUPPORTED_BACKENDS:
+            raise ValueError(
+                f"unsupported database {backend!r}: gpuscout runs on SQLite (sqlite:///path) "
+                "or PostgreSQL (postgresql+psycopg://user@host/db)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _default_database_url(self) -> Settings:

@@ -22,6 +22,8 @@ from adapters.gpus import Precision
 from pricing.job import Job
 from pricing.requirement import PRESETS, Requirement
 
+from .input_limits import too_many_items
+
 __all__ = [
     "JOB_PARAMS",
     "REQUIREMENT_PARAMS",
@@ -184,11 +186,24 @@ def openapi_parameters() -> list[dict[str, Any]]:
     return out
 
 
-def validate_query(params: Any) -> BaseModel:
-    """Validate a request's query (a multi-dict) into :data:`OffersQuery`; 422 if invalid."""
+def validate_query(params: Any, max_list_items: int | None = None) -> BaseModel:
+    """Validate a request's query (a multi-dict) into :data:`OffersQuery`; 422 if invalid.
+
+    A list parameter with more than ``max_list_items`` values (repeated or comma-separated)
+    is refused before any value is validated (setting ``api_max_list_items``).
+    """
     data: dict[str, Any] = {}
+    too_long = []
     for name in params:
-        data[name] = params.getlist(name) if name in LIST_PARAMS else params.get(name)
+        if name in LIST_PARAMS:
+            values = _split_commas(params.getlist(name))
+            if max_list_items is not None and len(values) > max_list_items:
+                too_long.append(too_many_items(("query", name), len(values), max_list_items))
+            data[name] = values
+        else:
+            data[name] = params.get(name)
+    if too_long:
+        raise RequestValidationError(too_long)
     try:
         return OffersQuery.model_validate(data)
     except ValidationError as exc:

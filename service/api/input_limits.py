@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
     "MAX_ERROR_CHARS",
+    "MAX_ERROR_DEPTH",
     "BodySizeLimit",
     "json_safe",
     "limit_body_lists",
@@ -37,6 +38,8 @@ __all__ = [
 
 #: Longest ``input`` (as JSON) and ``msg`` a 422 error carries; longer ones are cut.
 MAX_ERROR_CHARS = 200
+#: Deepest nesting of an input shown in a 422 error.
+MAX_ERROR_DEPTH = 8
 #: Methods whose body the API reads (the others' bodies are never read).
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
@@ -45,20 +48,25 @@ def _non_finite(value: float) -> str:
     return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
-def json_safe(value: Any) -> Any:
+def json_safe(value: Any, depth: int = 0) -> Any:
     """``value`` with every non-finite float as a string, containers walked; strict JSON.
+
+    Containers nested deeper than :data:`MAX_ERROR_DEPTH` are shown as ``"..."`` (a body
+    can nest as deep as the JSON reader allows; this never recurses that far).
 
     >>> json_safe({"a": [1.0, float("inf")], "b": float("nan")})
     {'a': [1.0, 'Infinity'], 'b': 'NaN'}
     """
     if isinstance(value, float):
         return value if math.isfinite(value) else _non_finite(value)
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [json_safe(v) for v in value]
     if value is None or isinstance(value, (str, int, bool)):
         return value
+    if isinstance(value, (Mapping, list, tuple, set, frozenset)) and depth >= MAX_ERROR_DEPTH:
+        return "..."
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_safe(v, depth + 1) for v in value]
     return str(value)
 
 
@@ -120,16 +128,19 @@ def too_many_items(loc: Iterable[str | int], count: int, limit: int) -> dict[str
     }
 
 
-def _long_lists(node: Any, limit: int, loc: tuple[str | int, ...]) -> Iterator[dict[str, Any]]:
-    if isinstance(node, list):
-        if len(node) > limit:
-            yield too_many_items(loc, len(node), limit)
-            return
-        for i, item in enumerate(node):
-            yield from _long_lists(item, limit, (*loc, i))
-    elif isinstance(node, dict):
-        for key, value in node.items():
-            yield from _long_lists(value, limit, (*loc, str(key)))
+def _long_lists(body: Any, limit: int) -> Iterator[dict[str, Any]]:
+    """Errors for the lists in ``body`` longer than ``limit``, walked without recursion (a
+    body may nest as deep as the JSON reader allows)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(body, ("body",))]
+    while stack:
+        node, loc = stack.pop()
+        if isinstance(node, list):
+            if len(node) > limit:
+                yield too_many_items(loc, len(node), limit)
+                continue
+            stack.extend(((item, (*loc, i)) for i, item in enumerate(node)))
+        elif isinstance(node, dict):
+            stack.extend(((value, (*loc, str(key))) for key, value in node.items()))
 
 
 async def limit_body_lists(request: Request) -> None:
@@ -149,7 +160,7 @@ async def limit_body_lists(request: Request) -> None:
     except ValueError:
         return  # not JSON: the body's own validation says so
     limit = request.app.state.context.settings.api_max_list_items
-    errors = list(_long_lists(body, limit, ("body",)))
+    errors = list(_long_lists(body, limit))
     if errors:
         raise RequestValidationError(errors)
 

@@ -209,15 +209,22 @@ class Settings(BaseSettings):
     def _no_placeholder_secrets(self) -> Settings:
         """Outside development a placeholder secret is an error, not a warning."""
         if self.environment != "development":
-            for name, value in self:
-                if isinstance(value, SecretStr) and (
-                    value.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS
-                ):
-                    raise ValueError(
-                        f"{name}: a placeholder secret is refused when environment="
-                        f"{self.environment!r}; set GPUSCOUT_{name.upper()}"
-                    )
+            for name in self.placeholder_secrets():
+                raise ValueError(
+                    f"{name}: a placeholder secret is refused when environment="
+                    f"{self.environment!r}; set GPUSCOUT_{name.upper()}"
+                )
         return self
+
+    def placeholder_secrets(self) -> list[str]:
+        """Names of the secret settings that hold a placeholder (``changeme``, ...); only
+        possible in development (``gpuscout serve`` warns about them)."""
+        return [
+            name
+            for name, value in self
+            if isinstance(value, SecretStr)
+            and value.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS
+        ]
 
     def provider_credentials(self) -> dict[str, str | None]:
         """The provider credential settings by name, unwrapped, for the adapters.

@@ -47,17 +47,8 @@ JOB_PARAMS: dict[str, str] = {
 }
 REQUIREMENT_PARAMS: tuple[str, ...] = tuple(Requirement.model_fields)
 
-#: Upper bounds on job sizes: beyond them the arithmetic says nothing useful.
-_JOB_LIMITS: dict[str, float] = {
-    "hours": 1e6,
-    "gpu_hours": 1e9,
-    "params": 1e15,
-    "tokens": 1e16,
-    "job_gpus": 1e6,
-    "interruptible_overhead": 10.0,
-    "bytes_per_param": 1e3,
-}
-_NUMBER_LIMIT = 1e12  # any other numeric constraint
+#: Upper bound on a requirement's numbers (the job's own bounds are on :class:`Job`).
+_NUMBER_LIMIT = 1e12
 
 SortKey = Literal[
     "usd_per_effective_tflop_hour", "job_cost_usd", "usd_per_hour", "usd_per_gpu_hour"
@@ -85,9 +76,8 @@ def _query_field(name: str, model: type[BaseModel], source: str) -> tuple[Any, A
     if _is_tuple(annotation):
         (item, _ellipsis) = get_args(annotation)
         return list[item], Field(default_factory=list, description=info.description)  # type: ignore[valid-type]
-    bound = _JOB_LIMITS.get(name, _NUMBER_LIMIT)
-    if _numeric(annotation):
-        annotated: Any = Annotated[annotation, *info.metadata, Field(le=bound)]
+    if _numeric(annotation) and model is Requirement:
+        annotated: Any = Annotated[annotation, *info.metadata, Field(le=_NUMBER_LIMIT)]
         return annotated, Field(default=info.default, description=info.description)
     if info.metadata:
         annotation = Annotated[annotation, *info.metadata]

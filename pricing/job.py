@@ -15,12 +15,22 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from .efficiency import Efficiency, default_efficiency
 
-__all__ = ["FLOPS_PER_PARAM_TOKEN", "Job", "JobKind"]
+__all__ = ["FLOPS_PER_PARAM_TOKEN", "MAX_GPUS", "Job", "JobKind"]
 
 #: Training FLOPs per parameter per token (2 forward + 4 backward).
 FLOPS_PER_PARAM_TOKEN = 6
 
 Positive = Annotated[float, Field(gt=0)]
+
+#: Upper bounds on job sizes: beyond them the arithmetic says nothing useful (and integer
+#: columns overflow). The API's query parameters and the CLI's options inherit them.
+MAX_HOURS = 1e6
+MAX_GPU_HOURS = 1e9
+MAX_PARAMS = 1e15
+MAX_TOKENS = 1e16
+MAX_GPUS = 1_000_000
+MAX_INTERRUPTIBLE_OVERHEAD = 10.0
+MAX_BYTES_PER_PARAM = 1e3
 
 
 class JobKind(StrEnum):
@@ -37,17 +47,29 @@ class Job(BaseModel):
     matters). Without it the job runs on one instance of each offer.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    #: NaN and Infinity are not sizes or bounds (JSON bodies and CLI options can carry them).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    hours: Positive | None = Field(default=None, description="wall-clock hours")
-    gpu_hours: Positive | None = Field(default=None, description="GPU-hours of rental")
-    params: Positive | None = Field(default=None, description="model parameters")
-    tokens: Positive | None = Field(default=None, description="training tokens")
-    gpus: PositiveInt | None = None
-    interruptible_overhead: Annotated[float | None, Field(ge=0)] = Field(
-        default=None, description="extra share of hours on interruptible terms (default: toml)"
+    hours: Annotated[Positive, Field(le=MAX_HOURS)] | None = Field(
+        default=None, description="wall-clock hours"
     )
-    bytes_per_param: Positive | None = Field(
+    gpu_hours: Annotated[Positive, Field(le=MAX_GPU_HOURS)] | None = Field(
+        default=None, description="GPU-hours of rental"
+    )
+    params: Annotated[Positive, Field(le=MAX_PARAMS)] | None = Field(
+        default=None, description="model parameters"
+    )
+    tokens: Annotated[Positive, Field(le=MAX_TOKENS)] | None = Field(
+        default=None, description="training tokens"
+    )
+    gpus: Annotated[PositiveInt, Field(le=MAX_GPUS)] | None = None
+    interruptible_overhead: Annotated[float | None, Field(ge=0, le=MAX_INTERRUPTIBLE_OVERHEAD)] = (
+        Field(
+            default=None,
+            description="extra share of hours on interruptible terms (default: toml)",
+        )
+    )
+    bytes_per_param: Annotated[Positive, Field(le=MAX_BYTES_PER_PARAM)] | None = Field(
         default=None, description="weights + grads + optimizer bytes (default: by precision)"
     )
 

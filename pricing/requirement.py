@@ -26,7 +26,8 @@ Positive = Annotated[float, Field(gt=0)]
 class Requirement(BaseModel):
     """Constraints on offers. Units are in the field names; ``None``/empty = no constraint."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    #: NaN and Infinity are not sizes or bounds (JSON bodies and CLI options can carry them).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     # GPU
     gpus: tuple[str, ...] = Field(

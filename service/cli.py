@@ -2,15 +2,24 @@
 
 Command modules are imported when the CLI starts, never at package import, and build their
 settings, engines and clients inside the command, so ``import service.cli`` is cheap.
+
+Every command runs through :class:`RootGroup`: an invalid setting, a broken database URL
+or database, an unwritable path or an out-of-range number is one ``error:`` line and a
+non-zero exit, never a traceback (the mapping is :mod:`service.commands.errors`).
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
-__all__ = ["app", "main"]
+from .commands.errors import one_line, refuse_non_finite
+
+__all__ = ["RootGroup", "app", "main"]
 
 #: Modules under ``service.commands`` that each expose ``register(app)``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -23,8 +32,36 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fx",
 )
 
+
+class RootGroup(TyperGroup):
+    """The root command: float options refuse NaN/Infinity, and the errors bad input or a
+    broken environment cause are one line (:func:`~service.commands.errors.one_line`)."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            refuse_non_finite(command)
+        return command
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own: usage errors
+            raise
+        except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+                raise  # click's own handling: a closed pipe is not an error to report
+            said = one_line(exc)
+            if said is None:
+                raise
+            message, code = said
+            typer.echo(f"error: {message}", err=True)
+            raise typer.Exit(code) from None
+
+
 app = typer.Typer(
     name="gpuscout",
+    cls=RootGroup,
     help="Where to rent GPU compute for the least money per unit of real work.",
     no_args_is_help=True,
     add_completion=False,
@@ -36,22 +73,5 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    """Run the CLI; a broken configuration is one clear line per problem, not a traceback."""
-    from pydantic import ValidationError
-
-    from .fx import FxError
-
-    try:
-        app()
-    except ValidationError as exc:
-        if exc.title != "Settings":
-            raise
-        for error in exc.errors():
-            name = ".".join(str(p) for p in error["loc"])
-            where = f"GPUSCOUT_{name.upper()}: " if name else ""
-            message = str(error["msg"]).removeprefix("Value error, ")
-            typer.echo(f"error: configuration: {where}{message}", err=True)
-        raise SystemExit(2) from None
-    except FxError as exc:
-        typer.echo(f"error: configuration: {exc}", err=True)
-        raise SystemExit(2) from None
+    """Run the CLI (the ``gpuscout`` entry point)."""
+    app()

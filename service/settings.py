@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, FilePath, SecretStr, model_validator
+from pydantic import Field, FilePath, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings", "get_settings"]
@@ -97,6 +97,14 @@ class Settings(BaseSettings):
     api_refresh_s: float = Field(
         30.0, gt=0, description="how often an API replica checks for a newer snapshot"
     )
+    api_max_body_bytes: int = Field(
+        65536, ge=1024, description="largest request body the API reads, in bytes (more: 413)"
+    )
+    api_max_list_items: int = Field(
+        100,
+        ge=1,
+        description="most values one list parameter (gpus, regions, ...) takes (more: 422)",
+    )
 
     # database and snapshots (db/, service/scheduler.py)
     database_url: str = Field(
@@ -165,6 +173,30 @@ class Settings(BaseSettings):
         15, gt=0, description="minutes a claimed digest is reserved for the process sending it"
     )
 
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        """A URL gpuscout cannot open is a configuration error at start, not a traceback later."""
+        if not value:
+            return value
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        from db.engine import SUPPORTED_BACKENDS
+
+        try:
+            backend = make_url(value).get_backend_name()
+        except ArgumentError:
+            raise ValueError(
+                "not a database URL (sqlite:///path or postgresql+psycopg://user@host/db)"
+            ) from None
+        if backend not in SUPPORTED_BACKENDS:
+            raise ValueError(
+                f"unsupported database {backend!r}: gpuscout runs on SQLite (sqlite:///path) "
+                "or PostgreSQL (postgresql+psycopg://user@host/db)"
+            )
+        return value
+
     @model_validator(mode="after")
     def _default_database_url(self) -> Settings:
         """An empty ``database_url`` means the embedded SQLite file in ``data_dir``."""
@@ -177,15 +209,22 @@ class Settings(BaseSettings):
     def _no_placeholder_secrets(self) -> Settings:
         """Outside development a placeholder secret is an error, not a warning."""
         if self.environment != "development":
-            for name, value in self:
-                if isinstance(value, SecretStr) and (
-                    value.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS
-                ):
-                    raise ValueError(
-                        f"{name}: a placeholder secret is refused when environment="
-                        f"{self.environment!r}; set GPUSCOUT_{name.upper()}"
-                    )
+            for name in self.placeholder_secrets():
+                raise ValueError(
+                    f"{name}: a placeholder secret is refused when environment="
+                    f"{self.environment!r}; set GPUSCOUT_{name.upper()}"
+                )
         return self
+
+    def placeholder_secrets(self) -> list[str]:
+        """Names of the secret settings that hold a placeholder (``changeme``, ...); only
+        possible in development (``gpuscout serve`` warns about them)."""
+        return [
+            name
+            for name, value in self
+            if isinstance(value, SecretStr)
+            and value.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS
+        ]
 
     def provider_credentials(self) -> dict[str, str | None]:
         """The provider credential settings by name, unwrapped, for the adapters.

@@ -7,6 +7,7 @@ Modules, in the order a request meets them:
 - ``app_context``: :class:`ApiContext`, what one app holds, and how it reloads its state.
 - ``state``: the immutable current state (frame, providers, tag) and its holder.
 - ``metrics``: the app's Prometheus registry and the middleware timing every request.
+- ``input_limits``: the body size limit (413), list limits and the bounded, strict-JSON 422.
 - ``offers_cache``: finished ``/v1/offers`` answers by query, their ETag/304 rule, fast path.
 - ``offers_query``: the query parameters of ``/v1/offers``, validated and made canonical.
 - ``answer_schema``: the pydantic models of the answer, the one declaration of its shape.

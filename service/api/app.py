@@ -14,17 +14,21 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
-from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi import Depends, FastAPI, Request, Response, status
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.gzip import GZipMiddleware
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..settings import Settings, get_settings
 from . import routers
 from .app_context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
+from .deps import DATABASE_UNAVAILABLE
+from .input_limits import BodySizeLimit, limit_body_lists, validation_error_response
 from .metrics import ApiMetrics, MetricsMiddleware
 from .offers_cache import OffersFastPath
 from .state import OffersLoader, StateHolder
@@ -105,13 +109,17 @@ def create_app(
         version=f"{API_VERSION}.0",
         summary="GPU rental offers ranked by cost per effective TFLOP-hour.",
         lifespan=lifespan,
+        dependencies=[Depends(limit_body_lists)],
     )
     app.state.context = context
     app.add_exception_handler(StarletteHTTPException, _body_parse_error_is_422)
+    app.add_exception_handler(RequestValidationError, validation_error_response)
+    app.add_exception_handler(SQLAlchemyError, _database_unavailable)
     for module in ROUTERS:
         app.include_router(importlib.import_module(f"{routers.__name__}.{module}").router)
 
     app.add_middleware(OffersFastPath, context=context)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)
     if settings.cors_origins:
         app.add_middleware(
@@ -129,13 +137,23 @@ async def _body_parse_error_is_422(request: Request, exc: Exception) -> Response
     """A body that is not even JSON (bad bytes) is invalid input: 422 like any other."""
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
-        return await request_validation_exception_handler(
+        return await validation_error_response(
             request,
             RequestValidationError(
                 [{"type": "json_invalid", "loc": ("body",), "msg": "body is not valid JSON"}]
             ),
         )
     return await http_exception_handler(request, exc)
+
+
+async def _database_unavailable(request: Request, exc: Exception) -> Response:
+    """Any database error a route meets is a 503 without its details (logged here)."""
+    log.error("database error on %s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        content={"detail": DATABASE_UNAVAILABLE},
+        headers={"Retry-After": "30"},
+    )
 
 
 async def _poll(context: ApiContext) -> None:

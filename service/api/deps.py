@@ -7,6 +7,7 @@ the request.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from typing import Annotated
 
@@ -20,6 +21,8 @@ from .app_context import ApiContext
 from .state import ApiState
 
 __all__ = [
+    "DATABASE_UNAVAILABLE",
+    "OFFERS_UNAVAILABLE",
     "AdminDep",
     "ContextDep",
     "NoQueryDep",
@@ -27,6 +30,14 @@ __all__ = [
     "StateDep",
     "reject_unknown",
 ]
+
+log = logging.getLogger("gpuscout.api")
+
+#: What a client is told when the database fails. The driver's own message names the
+#: driver, host and port (sometimes a user): it goes to the server log only.
+DATABASE_UNAVAILABLE = "the database is unavailable; try again later"
+#: ... and when the current offers cannot be loaded (database down, or holding garbage).
+OFFERS_UNAVAILABLE = "the current offers could not be loaded; try again later"
 
 
 async def get_context(request: Request) -> ApiContext:
@@ -55,8 +66,9 @@ async def current_state(context: ContextDep) -> ApiState:
             try:
                 state = await run_in_threadpool(context.refresh_state)
             except Exception as exc:  # the database is down or holds garbage: say so
+                log.exception("loading the current offers failed")
                 raise HTTPException(
-                    status.HTTP_503_SERVICE_UNAVAILABLE, f"offers not available: {exc}"
+                    status.HTTP_503_SERVICE_UNAVAILABLE, OFFERS_UNAVAILABLE
                 ) from exc
     return state
 

@@ -21,10 +21,24 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 if TYPE_CHECKING:
     from .state import ApiState
 
-__all__ = ["ApiMetrics", "MetricsMiddleware"]
+__all__ = ["METHOD_LABELS", "ApiMetrics", "MetricsMiddleware", "method_label"]
 
 #: Latency buckets in seconds, dense where the API's targets are (10 ms p50, 50 ms p99).
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+#: The ``method`` label's values: the methods of RFC 9110 (and PATCH); any other method a
+#: client invents is counted as ``other``, so clients cannot grow the label set.
+METHOD_LABELS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+)
+
+
+def method_label(method: str) -> str:
+    """``method`` if it is a standard one, else ``"other"``.
+
+    >>> method_label("GET"), method_label("FOO"), method_label("get")
+    ('GET', 'other', 'other')
+    """
+    return method if method in METHOD_LABELS else "other"
 
 
 class StateCollector(Collector):
@@ -75,7 +89,7 @@ class ApiMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "gpuscout_http_requests",
-            "HTTP requests by route template and status",
+            "HTTP requests by method (standard ones, else other), route template and status",
             ["method", "route", "status"],
             registry=self.registry,
         )
@@ -135,6 +149,6 @@ class MetricsMiddleware:
                 or getattr(scope.get("route"), "path", None)
                 or "unmatched"
             )
-            method = scope["method"]
+            method = method_label(scope["method"])
             self.metrics.requests.labels(method, route, str(status)).inc()
             self.metrics.latency.labels(method, route).observe(time.perf_counter() - started)

@@ -22,6 +22,8 @@ from adapters.gpus import Precision
 from pricing.job import Job
 from pricing.requirement import PRESETS, Requirement
 
+from .input_limits import too_many_items
+
 __all__ = [
     "JOB_PARAMS",
     "REQUIREMENT_PARAMS",
@@ -45,17 +47,8 @@ JOB_PARAMS: dict[str, str] = {
 }
 REQUIREMENT_PARAMS: tuple[str, ...] = tuple(Requirement.model_fields)
 
-#: Upper bounds on job sizes: beyond them the arithmetic says nothing useful.
-_JOB_LIMITS: dict[str, float] = {
-    "hours": 1e6,
-    "gpu_hours": 1e9,
-    "params": 1e15,
-    "tokens": 1e16,
-    "job_gpus": 1e6,
-    "interruptible_overhead": 10.0,
-    "bytes_per_param": 1e3,
-}
-_NUMBER_LIMIT = 1e12  # any other numeric constraint
+#: Upper bound on a requirement's numbers (the job's own bounds are on :class:`Job`).
+_NUMBER_LIMIT = 1e12
 
 SortKey = Literal[
     "usd_per_effective_tflop_hour", "job_cost_usd", "usd_per_hour", "usd_per_gpu_hour"
@@ -83,9 +76,8 @@ def _query_field(name: str, model: type[BaseModel], source: str) -> tuple[Any, A
     if _is_tuple(annotation):
         (item, _ellipsis) = get_args(annotation)
         return list[item], Field(default_factory=list, description=info.description)  # type: ignore[valid-type]
-    bound = _JOB_LIMITS.get(name, _NUMBER_LIMIT)
-    if _numeric(annotation):
-        annotated: Any = Annotated[annotation, *info.metadata, Field(le=bound)]
+    if _numeric(annotation) and model is Requirement:
+        annotated: Any = Annotated[annotation, *info.metadata, Field(le=_NUMBER_LIMIT)]
         return annotated, Field(default=info.default, description=info.description)
     if info.metadata:
         annotation = Annotated[annotation, *info.metadata]
@@ -184,11 +176,24 @@ def openapi_parameters() -> list[dict[str, Any]]:
     return out
 
 
-def validate_query(params: Any) -> BaseModel:
-    """Validate a request's query (a multi-dict) into :data:`OffersQuery`; 422 if invalid."""
+def validate_query(params: Any, max_list_items: int | None = None) -> BaseModel:
+    """Validate a request's query (a multi-dict) into :data:`OffersQuery`; 422 if invalid.
+
+    A list parameter with more than ``max_list_items`` values (repeated or comma-separated)
+    is refused before any value is validated (setting ``api_max_list_items``).
+    """
     data: dict[str, Any] = {}
+    too_long = []
     for name in params:
-        data[name] = params.getlist(name) if name in LIST_PARAMS else params.get(name)
+        if name in LIST_PARAMS:
+            values = _split_commas(params.getlist(name))
+            if max_list_items is not None and len(values) > max_list_items:
+                too_long.append(too_many_items(("query", name), len(values), max_list_items))
+            data[name] = values
+        else:
+            data[name] = params.get(name)
+    if too_long:
+        raise RequestValidationError(too_long)
     try:
         return OffersQuery.model_validate(data)
     except ValidationError as exc:

@@ -22,6 +22,9 @@ __all__ = ["register", "stored_table"]
 
 err = Console(stderr=True)
 
+#: Most days ``history --days`` reaches back (ten years; retention keeps two by default).
+MAX_HISTORY_DAYS = 3660
+
 
 def _plot(frame: object, path: Path, title: str) -> None:
     """Draw the daily index (median with the p10-p90 band, and the minimum) to ``path``."""
@@ -78,7 +81,9 @@ def register(app: typer.Typer) -> None:
     @app.command("history")
     def history(
         gpu: Annotated[str, typer.Option("--gpu", help="GPU model or family, e.g. H100")],
-        days: Annotated[int, typer.Option("--days", min=1, help="days back from today")] = 30,
+        days: Annotated[
+            int, typer.Option("--days", min=1, max=MAX_HISTORY_DAYS, help="days back from today")
+        ] = 30,
         term: Annotated[RentalTerm, typer.Option("--term", help="rental term")] = (
             RentalTerm.ON_DEMAND
         ),

@@ -17,6 +17,7 @@ import typer
 from pydantic import ValidationError
 
 from ..settings import Settings, get_settings
+from .errors import validation_message
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -91,7 +92,9 @@ def subscribe_command(
         request = SubscriptionRequest(
             email=email, name=name, time_zone=time_zone, requirement=req, job=job
         )
-    except (ValidationError, KeyError, ValueError) as exc:
+    except ValidationError as exc:
+        _fail(f"invalid subscription: {validation_message(exc)}")
+    except (KeyError, ValueError) as exc:
         _fail(f"invalid subscription: {exc}")
     manager = SubscriptionManager(settings, _engine(settings), smtp_transport(settings))
     try:
@@ -139,7 +142,8 @@ def unsubscribe_command(
 def preview_command(
     out: Annotated[Path, typer.Option("--out", help="HTML file to write")],
     subscription: Annotated[
-        int | None, typer.Option("--subscription", help="id of a stored subscription")
+        int | None,
+        typer.Option("--subscription", min=1, max=2**63 - 1, help="id of a stored subscription"),
     ] = None,
     preset: Annotated[
         str | None, typer.Option(help="no stored subscription: an example with this preset")

@@ -22,11 +22,19 @@ from pricing.display import for_display, provider_label_expr
 from pricing.requirement import preset_names
 
 from ..current import load_current
+from .errors import validation_message
 from .providers import wide_console
 
 __all__ = ["register"]
 
 err = Console(stderr=True)
+
+#: The options of ``offers`` a job field is given by (errors name the option).
+JOB_OPTIONS = {"gpu_hours": "--gpu-hours", "gpus": "--job-gpus"}
+#: Most offers ``offers --limit`` prints.
+MAX_LIMIT = 10_000
+#: Most GPUs ``estimate --count`` prices (as ``POST /v1/estimate``).
+MAX_ESTIMATE_GPUS = 100_000
 
 
 class OutputFormat(StrEnum):
@@ -58,16 +66,6 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
-def _validation_message(exc: ValidationError) -> str:
-    """Each error as ``field: reason`` (model-level reasons name their field themselves)."""
-    parts = []
-    for e in exc.errors():
-        msg = str(e["msg"]).removeprefix("Value error, ")
-        where = ".".join(str(p) for p in e["loc"])
-        parts.append(f"{where}: {msg}" if where else msg)
-    return "; ".join(parts)
-
-
 def _load(sample: bool, fmt: OutputFormat) -> CurrentState:
     current = load_current(sample=sample)
     if current.note:
@@ -92,7 +90,7 @@ def _job(
     try:
         return Job(hours=hours, gpu_hours=gpu_hours, params=params, tokens=tokens, gpus=job_gpus)
     except ValidationError as exc:
-        _fail(_validation_message(exc).replace("gpu_hours", "--gpu-hours"))
+        _fail(validation_message(exc, JOB_OPTIONS))
 
 
 def _fmt(value: Any) -> str:
@@ -178,7 +176,7 @@ def offers_command(
         int | None, typer.Option(help="job: total GPUs (spans several instances)")
     ] = None,
     precision: Annotated[Precision, typer.Option()] = Precision.BF16,
-    limit: Annotated[int, typer.Option(min=1)] = 20,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_LIMIT)] = 20,
     sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
 ) -> None:
@@ -202,7 +200,7 @@ def offers_command(
             fabrics=tuple(fabric or ()),
         )
     except ValidationError as exc:
-        _fail(_validation_message(exc))
+        _fail(validation_message(exc))
     job = _job(hours, gpu_hours, params, tokens, job_gpus)
     current = _load(sample, fmt)
     frame = current.frame
@@ -218,12 +216,12 @@ def offers_command(
 
 def estimate_command(
     gpu: Annotated[str, typer.Option("--gpu", help="canonical GPU model, e.g. A100-SXM4-80GB")],
-    count: Annotated[int, typer.Option(min=1, help="total GPUs")],
+    count: Annotated[int, typer.Option(min=1, max=MAX_ESTIMATE_GPUS, help="total GPUs")],
     params: Annotated[float, typer.Option(help="model parameters, e.g. 7e9")],
     tokens: Annotated[float, typer.Option(help="training tokens, e.g. 2e12")],
     precision: Annotated[Precision, typer.Option()] = Precision.BF16,
     fabric: Annotated[Fabric, typer.Option(help="fabric between nodes")] = Fabric.INFINIBAND,
-    fabric_gbps_per_gpu: Annotated[float, typer.Option(min=0.001)] = 400.0,
+    fabric_gbps_per_gpu: Annotated[float, typer.Option(min=0.001, max=1e5)] = 400.0,
     sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
 ) -> None:
@@ -242,6 +240,8 @@ def estimate_command(
             fabric=fabric,
             fabric_gbps_per_gpu=fabric_gbps_per_gpu,
         )
+    except ValidationError as exc:  # the job's own bounds (--params, --tokens)
+        _fail(validation_message(exc))
     except ValueError as exc:
         _fail(f"--gpu/--precision: {exc}")
     data = result.model_dump(mode="json")

@@ -15,8 +15,9 @@ from typing import Annotated, Any
 import typer
 
 from ..settings import Settings, get_settings
+from .errors import one_line
 
-__all__ = ["get_once", "register"]
+__all__ = ["get_once", "placeholder_warning", "register"]
 
 err = logging.getLogger("gpuscout.serve")
 
@@ -48,6 +49,42 @@ def get_once(path: str, settings: Settings | None = None, app: Any = None) -> tu
     return status, body
 
 
+def placeholder_warning(settings: Settings, host: str) -> tuple[str, bool] | None:
+    """What ``serve`` says about development secrets: ``(message, loud)``, or ``None``.
+
+    Outside development the settings refuse placeholders (``serve`` never starts); in
+    development they are a note on a loopback address and a loud warning on any other,
+    where whoever reaches the port holds the admin token.
+    """
+    names = [n for n in settings.placeholder_secrets() if n in SERVICE_SECRETS]
+    if not names:
+        return None
+    env = ", ".join(f"GPUSCOUT_{n.upper()}" for n in names)
+    if _is_loopback(host):
+        return f"development secrets in use ({env}): fine on {host}, refused in production", False
+    return (
+        f"WARNING: serving on {host} with development placeholder secrets ({env}): anyone "
+        "who reaches this port can use the admin endpoints and forge mail links; set them "
+        "and GPUSCOUT_ENVIRONMENT=production",
+        True,
+    )
+
+
+#: Secrets of the service itself (provider credentials are not placeholders when unset).
+SERVICE_SECRETS = ("admin_token", "token_secret")
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _start_scheduler(settings: Settings) -> Any:
     from ..scheduler import build_scheduler
 
@@ -62,7 +99,9 @@ def register(app: typer.Typer) -> None:
         host: Annotated[
             str | None, typer.Option(help="address to bind (GPUSCOUT_API_HOST)")
         ] = None,
-        port: Annotated[int | None, typer.Option(help="port to bind (GPUSCOUT_API_PORT)")] = None,
+        port: Annotated[
+            int | None, typer.Option(min=1, max=65535, help="port to bind (GPUSCOUT_API_PORT)")
+        ] = None,
         no_scheduler: Annotated[
             bool, typer.Option("--no-scheduler", help="serve only; snapshots run elsewhere")
         ] = False,
@@ -72,14 +111,18 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Serve the REST API; snapshots are scheduled in the same process unless told not."""
+        from sqlalchemy.exc import SQLAlchemyError
+
         from ..fx import fx_table
 
         settings = get_settings()
         fx_table(settings)  # a broken FX file is one line now, not a failing load later
         try:
             migrate(settings)
-        except Exception as exc:  # an unreachable database must not hide the sample
-            typer.secho(f"migrations not applied: {exc}", err=True, fg="yellow")
+        except SQLAlchemyError as exc:  # an unreachable database: /readyz and the log say so
+            said = one_line(exc)
+            message = said[0] if said is not None else str(exc)
+            typer.secho(f"migrations not applied: {message}", err=True, fg="yellow")
         if get is not None:
             status, body = get_once(get, settings)
             try:
@@ -97,6 +140,10 @@ def register(app: typer.Typer) -> None:
 
         bind_host = host or settings.api_host
         bind_port = port if port is not None else settings.api_port
+        warning = placeholder_warning(settings, bind_host)
+        if warning is not None:
+            message, loud = warning
+            typer.secho(message, err=True, fg="red" if loud else "yellow", bold=loud)
         api = create_app(settings)
         scheduler = None if no_scheduler else _start_scheduler(settings)
         shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host

@@ -32,3 +32,29 @@ def test_every_adapter_credential_is_a_setting() -> None:
     for cls in registry().values():
         for name in cls.credential_names:
             assert name in creds, (cls.name, name)
+
+
+def test_an_unusable_database_url_is_a_configuration_error() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    for url, reason in (
+        ("garbage", "not a database URL"),
+        ("mysql://u@h/db", "unsupported database 'mysql'"),
+    ):
+        with pytest.raises(ValidationError, match=reason) as info:
+            Settings(_env_file=None, database_url=url)  # type: ignore[call-arg]
+        assert info.value.errors()[0]["loc"] == ("database_url",)
+    for url in ("sqlite:///x.db", "postgresql+psycopg://u@h/db"):
+        assert Settings(_env_file=None, database_url=url).database_url == url  # type: ignore[call-arg]
+
+
+def test_placeholder_secrets_are_named() -> None:
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.placeholder_secrets() == ["admin_token", "token_secret"]
+    real = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        admin_token="an-admin-token-of-some-length",  # type: ignore[arg-type]
+        token_secret="a-token-secret-of-some-length",  # type: ignore[arg-type]
+    )
+    assert real.placeholder_secrets() == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.concurrency import run_in_threadpool
 
@@ -77,7 +78,14 @@ class EstimateAnswer(Provenance):
     offers: list[RankedOffer] = Field(default_factory=list)
 
 
-@router.post("", response_model=EstimateAnswer)
+@router.post(
+    "",
+    response_model=EstimateAnswer,
+    responses={
+        413: {"description": "the body is larger than the api_max_body_bytes setting"},
+        503: {"description": "the current offers could not be loaded"},
+    },
+)
 async def post_estimate(body: EstimateRequest, state: StateDep) -> EstimateAnswer:
     """Estimate the training run; see the module doc for the two modes."""
     now = time_bucket()
@@ -85,25 +93,40 @@ async def post_estimate(body: EstimateRequest, state: StateDep) -> EstimateAnswe
     head = {name: header[name] for name in Provenance.model_fields}
     if body.gpu_model is not None:
         assert body.gpu_count is not None
-        result = await run_in_threadpool(
-            lambda: estimate(
-                body.gpu_model or "",
-                body.gpu_count or 1,
-                body.params,
-                body.tokens,
-                offers=state.frame,
-                precision=body.precision,
-                fabric=body.fabric,
-                fabric_gbps_per_gpu=body.fabric_gbps_per_gpu,
-                mfu=body.mfu,
-                scaling=body.scaling,
+        try:
+            result = await run_in_threadpool(
+                lambda: estimate(
+                    body.gpu_model or "",
+                    body.gpu_count or 1,
+                    body.params,
+                    body.tokens,
+                    offers=state.frame,
+                    precision=body.precision,
+                    fabric=body.fabric,
+                    fabric_gbps_per_gpu=body.fabric_gbps_per_gpu,
+                    mfu=body.mfu,
+                    scaling=body.scaling,
+                )
             )
-        )
+        except ValueError as exc:  # e.g. no published peak of this GPU at this precision
+            raise RequestValidationError(
+                [
+                    {
+                        "type": "value_error",
+                        "loc": ("body", "precision"),
+                        "msg": f"gpu_model {body.gpu_model!r} at precision "
+                        f"{body.precision.value!r}: {exc}",
+                        "input": body.precision.value,
+                    }
+                ]
+            ) from None
         return EstimateAnswer(mode="model", estimate=result, **head)
     try:
         job = Job.training(body.params, body.tokens, gpus=body.gpu_count)
-    except ValidationError as exc:  # bounds above make this unreachable; keep it a 422
-        raise ValueError(str(exc)) from None
+    except ValidationError as exc:  # the bounds above make this unreachable; still a 422
+        raise RequestValidationError(
+            [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        ) from None
     parsed = ParsedQuery(
         requirement=body.requirement or Requirement(),
         job=job,

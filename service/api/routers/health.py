@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from ..deps import ContextDep, NoQueryDep, current_state
+from ..deps import DATABASE_UNAVAILABLE, ContextDep, NoQueryDep, current_state
 
 __all__ = ["router"]
+
+log = logging.getLogger("gpuscout.api")
 
 router = APIRouter(tags=["health"], dependencies=[NoQueryDep])
 
@@ -41,10 +45,9 @@ async def readyz(context: ContextDep) -> Ready:
     if context.ready_check is not None:
         try:
             await run_in_threadpool(context.ready_check)
-        except Exception as exc:
-            raise HTTPException(
-                status.HTTP_503_SERVICE_UNAVAILABLE, f"database unreachable: {exc}"
-            ) from exc
+        except Exception as exc:  # the detail names driver, host, port: the log only
+            log.error("readiness: database unreachable: %s", exc)
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, DATABASE_UNAVAILABLE) from exc
         database = "ok"
     state = await current_state(context)
     return Ready(

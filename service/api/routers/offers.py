@@ -57,7 +57,9 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
     failed, since their offers may be missing or old.
     """
     now = time_bucket()
-    query = validate_query(request.query_params)  # 422 names the parameter
+    query = validate_query(  # 422 names the parameter
+        request.query_params, context.settings.api_max_list_items
+    )
     key = canonical_key(query)
     page = state.cache.get((key, now))
     client_etags = if_none_match(request.scope)

@@ -68,7 +68,7 @@ async def run_snapshot(
     return runs
 
 
-def _settle(started: asyncio.Future[None], error: SnapshotLocked | None = None) -> None:
+def _settle(started: asyncio.Future[None], error: Exception | None = None) -> None:
     if started.done():
         return
     if error is None:
@@ -79,7 +79,8 @@ def _settle(started: asyncio.Future[None], error: SnapshotLocked | None = None) 
 
 async def _background(context: ApiContext, started: asyncio.Future[None]) -> None:
     """Run the snapshot; ``started`` settles once it holds the lock, or fails with
-    :class:`SnapshotLocked` (the request answers 409), or when the run ends early."""
+    :class:`SnapshotLocked` (the request answers 409) or with the error that stopped the run
+    before it held the lock (a database error: 503), or when the run ends early."""
     loop = asyncio.get_running_loop()
 
     def on_start() -> None:  # called from the runner's worker thread
@@ -89,8 +90,9 @@ async def _background(context: ApiContext, started: asyncio.Future[None]) -> Non
         await run_snapshot(context, on_start)
     except SnapshotLocked as locked:
         _settle(started, locked)
-    except Exception:  # a background task has no one to answer: log it
+    except Exception as exc:  # once started, a background task has no one to answer: log it
         log.exception("snapshot failed")
+        _settle(started, exc)
     finally:
         _settle(started)
         context.snapshot_lock.release()
@@ -106,7 +108,7 @@ async def _background(context: ApiContext, started: asyncio.Future[None]) -> Non
         401: {"description": "no admin token"},
         403: {"description": "wrong admin token"},
         409: {"description": "a snapshot is already running (here, or another runner's)"},
-        503: {"description": "this app cannot take snapshots (no runner configured)"},
+        503: {"description": "no runner configured, or the database is unavailable"},
     },
 )
 async def take_snapshot(

@@ -55,3 +55,35 @@ async def test_invalid_body_is_422(client: httpx.AsyncClient, payload: dict, fie
 async def test_unknown_query_parameter(client: httpx.AsyncClient) -> None:
     r = await client.post("/v1/estimate?fast=1", json={"params": 1e9, "tokens": 1e9})
     assert error_locs(r) == [["query", "fast"]]
+
+
+async def test_every_gpu_and_precision_is_an_answer_never_a_500(
+    client: httpx.AsyncClient,
+) -> None:
+    """All 539 catalog GPU x precision pairs: 200, or a 422 naming the pair (212 of them
+    have no published peak at that precision and answered 500)."""
+    from adapters.gpus import Precision, catalog
+
+    answered: dict[int, int] = {}
+    for spec in catalog():
+        for precision in Precision:
+            r = await client.post(
+                "/v1/estimate",
+                json={
+                    "params": 1e9,
+                    "tokens": 1e10,
+                    "gpu_model": spec.name,
+                    "gpu_count": 8,
+                    "precision": precision.value,
+                },
+            )
+            answered[r.status_code] = answered.get(r.status_code, 0) + 1
+            if spec.peak_tflops(precision) is None:
+                assert r.status_code == 422, (spec.name, precision, r.text)
+                (error,) = r.json()["detail"]
+                assert error["loc"] == ["body", "precision"]
+                assert spec.name in error["msg"] and precision.value in error["msg"]
+            else:
+                assert r.status_code == 200, (spec.name, precision, r.text)
+    assert sum(answered.values()) == len(catalog()) * len(Precision)
+    assert answered.get(422, 0) > 0 and answered.get(200, 0) > 0

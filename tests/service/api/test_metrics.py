@@ -30,3 +30,17 @@ async def test_registries_are_per_app(client: httpx.AsyncClient, settings, sourc
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
         text = (await c.get("/metrics")).text
     assert 'route="/healthz"' not in text
+
+
+async def test_invented_methods_are_one_label(client: httpx.AsyncClient) -> None:
+    """A client cannot grow the label set: only standard methods are labels."""
+    for method in ("FOO", "BAR-1", "get", "X" * 50):
+        await client.request(method, "/v1/offers")
+    text = (await client.get("/metrics")).text
+    methods = {
+        line.split('method="', 1)[1].split('"', 1)[0]
+        for line in text.splitlines()
+        if line.startswith("gpuscout_http_requests_total{")
+    }
+    assert "other" in methods
+    assert methods <= {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "other"}

@@ -39,3 +39,53 @@ def test_get_error_exits_1() -> None:
     result = CliRunner().invoke(app, ["serve", "--get", "/v1/offers?nope=1"])
     assert result.exit_code == 1
     assert "nope" in result.stdout
+
+
+@pytest.fixture
+def no_server(embedded: None, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``uvicorn.run`` records the host instead of serving; no scheduler is started."""
+    import uvicorn
+
+    started: list[str] = []
+    monkeypatch.setattr(uvicorn, "run", lambda _app, host, **_kw: started.append(host))
+    return started
+
+
+def test_placeholder_secrets_outside_development_refuse_to_start(
+    no_server: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUSCOUT_ENVIRONMENT", "production")
+    monkeypatch.setenv("GPUSCOUT_TOKEN_SECRET", "a-real-token-secret-0123456789")
+    result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
+    assert result.exit_code == 2 and no_server == []
+    assert "Traceback" not in result.output
+    (line,) = [s for s in result.output.splitlines() if s.strip()]
+    assert line.startswith("error: configuration: admin_token: a placeholder secret is refused")
+    assert line.endswith("set GPUSCOUT_ADMIN_TOKEN")
+
+
+def test_placeholder_secrets_on_a_public_address_warn_loudly(no_server: list[str]) -> None:
+    result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--host", "0.0.0.0"])
+    assert result.exit_code == 0, result.output
+    assert no_server == ["0.0.0.0"]
+    (warning,) = [s for s in result.output.splitlines() if "placeholder" in s]
+    assert warning.startswith("WARNING: serving on 0.0.0.0")
+    assert "GPUSCOUT_ADMIN_TOKEN" in warning and "GPUSCOUT_TOKEN_SECRET" in warning
+
+
+def test_placeholder_secrets_on_loopback_are_a_note(no_server: list[str]) -> None:
+    result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--host", "127.0.0.1"])
+    assert result.exit_code == 0 and no_server == ["127.0.0.1"]
+    assert "WARNING" not in result.output
+    assert "development secrets in use (GPUSCOUT_ADMIN_TOKEN" in result.output
+
+
+def test_real_secrets_start_without_a_word(
+    no_server: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUSCOUT_ENVIRONMENT", "production")
+    monkeypatch.setenv("GPUSCOUT_ADMIN_TOKEN", "a-real-admin-token-0123456789")
+    monkeypatch.setenv("GPUSCOUT_TOKEN_SECRET", "a-real-token-secret-0123456789")
+    result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--host", "0.0.0.0"])
+    assert result.exit_code == 0 and no_server == ["0.0.0.0"]
+    assert "secret" not in result.output.lower()

@@ -540,9 +540,10 @@ def _comparable_tflops(candidates: tuple[GpuSpec, ...]) -> tuple[float, ...] | N
 
 def conservative_variant(candidates: tuple[GpuSpec, ...]) -> GpuSpec | None:
     """Of variants that differ only in form factor (one memory size), the slower one, marked
-    ``variant_assumed``: the one no faster than every other in dense BF16 (else FP16) TFLOPs
-    and in memory bandwidth, by the catalog's figures. ``None`` when the memory sizes differ,
-    a figure is missing, or no variant is the slower on both counts.
+    ``variant_assumed``: the one no faster than every other in dense BF16 (else FP16) TFLOPs,
+    in memory bandwidth and in NVLink bandwidth (none counts as 0), by the catalog's figures.
+    ``None`` when the memory sizes differ, a figure is missing, or no variant is the slower
+    on every count.
 
     >>> conservative_variant(find_gpus("H100")[:2]).name
     'H100-PCIE-80GB'
@@ -553,13 +554,14 @@ def conservative_variant(candidates: tuple[GpuSpec, ...]) -> GpuSpec | None:
     if first.memory_gb is None or not all(_same_memory(c, first.memory_gb) for c in candidates):
         return None
     tflops = _comparable_tflops(candidates)
-    bandwidths = [c.mem_bandwidth_gbs for c in candidates]
-    if tflops is None or any(b is None for b in bandwidths):
+    if tflops is None or any(c.mem_bandwidth_gbs is None for c in candidates):
         return None
-    for i, spec in enumerate(candidates):
-        if all(tflops[i] <= t for t in tflops) and all(
-            (bandwidths[i] or 0.0) <= (b or 0.0) for b in bandwidths
-        ):
+    counts = [
+        (t, c.mem_bandwidth_gbs or 0.0, c.nvlink_gbs or 0.0)
+        for t, c in zip(tflops, candidates, strict=True)
+    ]
+    for spec, mine in zip(candidates, counts, strict=True):
+        if all(all(a <= b for a, b in zip(mine, other, strict=True)) for other in counts):
             return dataclasses.replace(spec, variant_assumed=True)
     return None
 

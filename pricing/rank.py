@@ -67,6 +67,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "gpu_memory_gb",
     "total_gpu_memory_gb",
     "gpu_form_factor",
+    "form_factor_stated",
     "gpu_interconnect",
     "fabric",
     "fabric_gbps",
@@ -89,6 +90,9 @@ RESULT_COLUMNS: tuple[str, ...] = (
     # effective TFLOPs
     "precision",
     "peak_tflops",
+    "peak_basis",
+    "peak_precision",
+    "peak_note",
     "mfu",
     "scaling_intra_node",
     "scaling_inter_node",
@@ -113,14 +117,20 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "config_id",
 )
 
+#: How each row's peak was had (see :func:`pricing.frame.catalog_frame`): carried from the
+#: catalog table to the result so every output can say "derived" or "ranked at FP16".
+_FIGURE_COLUMNS = ("peak_basis", "peak_precision", "peak_note")
+
 _CATALOG_COLUMNS = (
     "gpu_model",
     "gpu_family",
     "catalog_form_factor",
     "catalog_memory_gb",
+    "form_factor_varies",
     "pcie_no_p2p",
     "tflops_bf16",
     "peak_tflops",
+    *_FIGURE_COLUMNS,
     "mfu",
 )
 
@@ -141,7 +151,9 @@ _COSTED_COLUMNS = (
     "term",
     "gpu_family",
     "catalog_memory_gb",
+    "form_factor_varies",
     "peak_tflops",
+    *_FIGURE_COLUMNS,
     "mfu",
     "nodes",
     "total_gpus",
@@ -198,7 +210,13 @@ def _build_catalog_table(
     mfu_expr = ex.mfu(precision, efficiency.low_precision_speedup) if mfu is None else pl.lit(mfu)
     return (
         frame.lazy()
-        .with_columns(peak_tflops=ex.peak_tflops(precision), mfu=mfu_expr)
+        .with_columns(
+            peak_tflops=ex.peak_tflops(precision),
+            peak_basis=ex.peak_basis(precision),
+            peak_precision=ex.peak_precision(precision),
+            peak_note=ex.peak_note(precision),
+            mfu=mfu_expr,
+        )
         .filter(pl.col("peak_tflops") > 0)
         .select(_CATALOG_COLUMNS)
         .collect()
@@ -266,10 +284,11 @@ def costed_plan(
 ) -> pl.LazyFrame:
     """Every qualifying (offer, term) row with its effective TFLOPs, hours and cost.
 
-    Offers whose GPU is not in the catalog, or has no peak at ``precision``, are dropped:
-    their effective TFLOPs are unknown. Training runs drop configurations the model does
-    not fit in (unless ``require_fit`` is false), and multi-node configurations of offers
-    marked ``multi_node=False``.
+    Offers whose GPU is not in the catalog, or has no figure to rank by (datasheet, derived
+    or fallback, see :meth:`adapters.gpus.GpuSpec.figure`), are dropped: their effective
+    TFLOPs are unknown; :mod:`pricing.coverage` names them. Training runs drop
+    configurations the model does not fit in (unless ``require_fit`` is false), and
+    multi-node configurations of offers marked ``multi_node=False``.
     """
     job = job or Job.for_hours(1)
     eff = efficiency or default_efficiency()
@@ -379,6 +398,7 @@ def rank_plan(
             memory_needed_gb=pl.lit(memory_needed, dtype=pl.Float64),
             precision=pl.lit(precision.value),
             price_age_hours=ex.price_age_hours(now),
+            form_factor_stated=ex.form_factor_stated(),
         )
         .sort(list(SORT_KEYS))
         .with_row_index("rank", offset=1)

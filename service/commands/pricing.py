@@ -16,7 +16,7 @@ from rich.table import Table
 from adapters.gpus import Precision
 from adapters.schema import Fabric, RentalTerm
 from pricing import Job, Requirement, estimate, offers_to_frame, preset, rank
-from pricing.coverage import unidentified_note
+from pricing.coverage import left_out_note
 from pricing.display import for_display, provider_label_expr
 from pricing.requirement import preset_names
 
@@ -134,6 +134,26 @@ def _print_table(frame: pl.DataFrame, title: str) -> None:
         for rank, text in frame.select("rank", "break_even").iter_rows():
             if text:
                 console.print(f"  #{rank}: {text}", highlight=False)
+    for rank, text in frame.select("rank", caveat=_caveat_expr(frame)).iter_rows():
+        if text:
+            console.print(f"  #{rank}: [yellow]{text}[/]", highlight=False)
+
+
+def _caveat_expr(frame: pl.DataFrame) -> pl.Expr:
+    """What a row's figures rest on, in words: "form factor not stated (ranked as the slower
+    H100-PCIE-80GB)", "ranked at FP16: no BF16 figure"; null when nothing needs saying."""
+    parts: list[pl.Expr] = []
+    if "form_factor_stated" in frame.columns:
+        parts.append(
+            pl.when(~pl.col("form_factor_stated")).then(
+                pl.format("form factor not stated (ranked as the slower {})", pl.col("gpu_model"))
+            )
+        )
+    if "peak_note" in frame.columns:
+        parts.append(pl.col("peak_note"))
+    if not parts:
+        return pl.lit(None, dtype=pl.String)
+    return pl.concat_str(parts, separator="; ", ignore_nulls=True).replace("", None)
 
 
 def _emit(frame: pl.DataFrame, fmt: OutputFormat, title: str) -> None:
@@ -208,7 +228,7 @@ def offers_command(
     ranked = rank(frame, requirement, job, precision=precision, limit=limit, now=datetime.now(UTC))
     if ranked.is_empty():
         err.print("no offer meets the requirement", highlight=False)
-    left_out = unidentified_note(frame, requirement)
+    left_out = left_out_note(frame, requirement, precision=precision)
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)
     _emit(ranked, fmt, f"offers ({current.source})")

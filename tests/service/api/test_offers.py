@@ -156,6 +156,15 @@ async def test_offers_left_out_for_an_unknown_gpu_are_named_in_warnings(
     app.state.context.refresh_state()  # type: ignore[attr-defined]
     body = (await client.get("/v1/offers", params={"gpus": "H100"})).json()
     assert [o["provider"] for o in body["offers"]] == ["newco"]
-    assert any("'nvidia_h100' (oddco, 1)" in w for w in body["warnings"])
+    assert any("'nvidia_h100' (oddco, 1: GPU not identified)" in w for w in body["warnings"])
+    assert body["left_out"] == [
+        {
+            "provider": "oddco",
+            "gpu_raw_name": "nvidia_h100",
+            "gpu_model": None,
+            "reason": "GPU not identified",
+            "offers": 1,
+        }
+    ]
     other = (await client.get("/v1/offers", params={"gpus": "A100"})).json()
     assert not any("not ranked" in w for w in other["warnings"])

@@ -116,10 +116,13 @@ def _print_table(frame: pl.DataFrame, title: str) -> None:
     """A compact table; the break-even of each row's chosen term is listed beneath it."""
     console = wide_console()
     table = Table(title=title, header_style="bold")
+    caveat = _caveat_expr(frame)
+    label = pl.format("{}× {}", _count_label(pl.col("total_gpus")), pl.col("gpu_model"))
     labelled = frame.with_columns(
-        pl.format("{}× {}", _count_label(pl.col("total_gpus")), pl.col("gpu_model")).alias(
-            "gpus_label"
-        )
+        pl.when(caveat.is_not_null())
+        .then(pl.concat_str([label, pl.lit(" *")]))
+        .otherwise(label)
+        .alias("gpus_label")
     )
     if "seller" in labelled.columns:
         labelled = labelled.with_columns(provider=provider_label_expr())
@@ -134,9 +137,9 @@ def _print_table(frame: pl.DataFrame, title: str) -> None:
         for rank, text in frame.select("rank", "break_even").iter_rows():
             if text:
                 console.print(f"  #{rank}: {text}", highlight=False)
-    for rank, text in frame.select("rank", caveat=_caveat_expr(frame)).iter_rows():
+    for rank, text in frame.select("rank", caveat).iter_rows():
         if text:
-            console.print(f"  #{rank}: [yellow]{text}[/]", highlight=False)
+            console.print(f"  #{rank} *: [yellow]{text}[/]", highlight=False)
 
 
 def _caveat_expr(frame: pl.DataFrame) -> pl.Expr:

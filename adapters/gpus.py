@@ -23,6 +23,18 @@ form factor and memory only where the model exists in several of them (``H100-SX
 All TFLOPS figures are DENSE (NVIDIA's sparse tensor figures halved) peak rates per GPU; INT8 is
 in TOPS. GeForce BF16/FP16 figures are the FP32-accumulate tensor rate. An empty cell means the
 part lacks the precision or no source was found: it is never filled in by inference.
+
+The ranking needs a figure at the precision a job runs at even where a datasheet lacks one.
+:meth:`GpuSpec.figure` answers with a :class:`Figure` that says how it was had: from the
+datasheet; ``derived`` by a rule of ``gpu_figure_rules.csv`` beside this module (each rule with
+its text and its sources, e.g. "Ampere and later run BF16 at the FP16 rate"); or, where no rule
+applies, a visible ``fallback`` to the nearest wider precision that has a figure
+(:data:`FALLBACK_PRECISIONS`: a V100 asked for BF16 is ranked at its FP16 tensor rate).
+
+A family name whose variant the provider does not state (``"H100"`` with 80 GB, SXM or PCIe)
+resolves to the family's slower variant, by the catalog's own figures
+(:func:`conservative_variant`), marked ``variant_assumed``; :func:`spec_fields` then leaves the
+offer's form factor unset, since the provider did not state it.
 """
 
 from __future__ import annotations
@@ -44,9 +56,15 @@ from adapters.schema import GpuFormFactor, OfferFields, Vendor
 __all__ = [
     "ALIAS_PATTERNS",
     "EXACT_ALIASES",
+    "FALLBACK_PRECISIONS",
+    "FIGURE_RULES",
+    "Figure",
+    "FigureBasis",
+    "FigureRule",
     "GpuSpec",
     "Precision",
     "catalog",
+    "conservative_variant",
     "find_gpus",
     "get_gpu",
     "resolve_gpu_name",
@@ -77,6 +95,66 @@ class Precision(StrEnum):
     INT8 = "int8"
 
 
+class FigureBasis(StrEnum):
+    """How a figure of :meth:`GpuSpec.figure` was had."""
+
+    DATASHEET = "datasheet"  # the catalog row's sourced figure at the requested precision
+    DERIVED = "derived"  # from another sourced figure by a rule of gpu_figure_rules.csv
+    FALLBACK = "fallback"  # the figure at another (wider) precision: the job runs at that one
+
+
+#: Where a GPU without a figure at a precision is ranked instead, nearest first: only wider
+#: precisions a job can actually run at (a part without BF16 trains in FP16 mixed precision,
+#: one without FP8 at BF16), never a narrower one. FP32 and FP64 have no fallback.
+FALLBACK_PRECISIONS: dict[Precision, tuple[Precision, ...]] = {
+    Precision.BF16: (Precision.FP16, Precision.TF32, Precision.FP32),
+    Precision.FP16: (Precision.BF16, Precision.TF32, Precision.FP32),
+    Precision.FP8: (Precision.BF16, Precision.FP16, Precision.TF32, Precision.FP32),
+    Precision.INT8: (Precision.BF16, Precision.FP16, Precision.TF32, Precision.FP32),
+    Precision.TF32: (Precision.FP32,),
+    Precision.FP32: (),
+    Precision.FP64: (),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FigureRule:
+    """One row of ``gpu_figure_rules.csv``: ``precision = factor x from_precision`` on the
+    listed architectures, with its text and its sources."""
+
+    rule: str
+    precision: Precision
+    from_precision: Precision
+    factor: float
+    architectures: frozenset[str]
+    text: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """A peak figure for ranking, and how it was had.
+
+    ``precision`` is the precision the figure is at (the requested one, or the fallback's);
+    ``rule`` the derivation rule, if any (a fallback figure may itself be derived).
+    """
+
+    tflops: float
+    precision: Precision
+    basis: FigureBasis
+    rule: FigureRule | None = None
+
+    def note(self, requested: Precision) -> str | None:
+        """What a ranking shows beside the figure; ``None`` for a datasheet figure."""
+        derived = f"derived by rule {self.rule.rule}: {self.rule.text}" if self.rule else None
+        if self.basis is FigureBasis.FALLBACK:
+            text = f"ranked at {self.precision.name}: no {Precision(requested).name} figure"
+            return f"{text} ({self.precision.name} figure {derived})" if derived else text
+        if self.basis is FigureBasis.DERIVED:
+            return f"{Precision(requested).name} figure {derived}"
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class GpuSpec:
     """One catalog row: datasheet figures for one GPU model, per GPU.
@@ -90,6 +168,7 @@ class GpuSpec:
     family: str
     vendor: Vendor
     form_factor: GpuFormFactor
+    architecture: str
     memory_gb: float | None
     memory_type: str | None
     mem_bandwidth_gbs: float | None
@@ -104,11 +183,41 @@ class GpuSpec:
     nvlink_gbs: float | None
     release_year: int | None
     source: str
+    #: True when a raw name left the variant unstated and this is the family's slower one
+    #: (:func:`conservative_variant`); never read from the CSV.
+    variant_assumed: bool = dataclasses.field(default=False, compare=False)
 
     def peak_tflops(self, precision: Precision) -> float | None:
         """Dense peak TFLOPS (TOPS for INT8) at ``precision``; ``None`` if absent or unsourced."""
         value: float | None = getattr(self, f"tflops_{Precision(precision).value}")
         return value
+
+    def derived_figure(self, precision: Precision) -> Figure | None:
+        """The datasheet figure at ``precision``, else one derived by the first rule of
+        :data:`FIGURE_RULES` that applies to this part (rules read datasheet figures only)."""
+        precision = Precision(precision)
+        sourced = self.peak_tflops(precision)
+        if sourced is not None:
+            return Figure(sourced, precision, FigureBasis.DATASHEET)
+        for rule in FIGURE_RULES:
+            base = self.peak_tflops(rule.from_precision)
+            if rule.precision is precision and base and self.architecture in rule.architectures:
+                return Figure(round(base * rule.factor, 4), precision, FigureBasis.DERIVED, rule)
+        return None
+
+    def figure(self, precision: Precision) -> Figure | None:
+        """The figure to rank this part at for a job at ``precision``, and how it was had:
+        :meth:`derived_figure`, else the first of :data:`FALLBACK_PRECISIONS` that has one;
+        ``None`` when the part has no figure to rank by."""
+        precision = Precision(precision)
+        found = self.derived_figure(precision)
+        if found is not None:
+            return found
+        for wider in FALLBACK_PRECISIONS[precision]:
+            other = self.derived_figure(wider)
+            if other is not None:
+                return dataclasses.replace(other, basis=FigureBasis.FALLBACK)
+        return None
 
 
 # --- loading -----------------------------------------------------------------------------
@@ -116,6 +225,8 @@ class GpuSpec:
 _FLOAT_FIELDS = frozenset(
     f.name for f in dataclasses.fields(GpuSpec) if f.type in ("float | None",)
 )
+#: The fields a CSV row holds (``variant_assumed`` is set by resolution, never read).
+_CSV_FIELDS = tuple(f for f in dataclasses.fields(GpuSpec) if f.name != "variant_assumed")
 
 
 def _optional_float(text: str) -> float | None:
@@ -126,7 +237,7 @@ def _optional_float(text: str) -> float | None:
 def _parse_row(row: dict[str, str], line: int) -> GpuSpec:
     try:
         values: dict[str, object] = {}
-        for field in dataclasses.fields(GpuSpec):
+        for field in _CSV_FIELDS:
             raw = row[field.name]
             if field.name in _FLOAT_FIELDS:
                 values[field.name] = _optional_float(raw)
@@ -143,8 +254,10 @@ def _parse_row(row: dict[str, str], line: int) -> GpuSpec:
         spec = GpuSpec(**values)  # type: ignore[arg-type]
     except (KeyError, ValueError) as exc:
         raise ValueError(f"{_DATA_FILE} line {line}: {exc}") from None
-    if not spec.name or not spec.family or not spec.source:
-        raise ValueError(f"{_DATA_FILE} line {line}: name, family and source are required")
+    if not spec.name or not spec.family or not spec.source or not spec.architecture:
+        raise ValueError(
+            f"{_DATA_FILE} line {line}: name, family, architecture and source are required"
+        )
     return spec
 
 
@@ -165,6 +278,39 @@ def catalog() -> tuple[GpuSpec, ...]:
     """Every GPU model in the catalog, in file order; read from ``gpus_data.csv`` on first use."""
     package = __package__ or "adapters"
     return _load(resources.files(package).joinpath(_DATA_FILE).read_text("utf-8"))
+
+
+_RULES_FILE = "gpu_figure_rules.csv"
+
+
+def _load_rules(text: str) -> tuple[FigureRule, ...]:
+    """The rules of ``gpu_figure_rules.csv``; a bad row is a ValueError naming its line."""
+    rules: list[FigureRule] = []
+    for line, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
+        try:
+            rule = FigureRule(
+                rule=row["rule"].strip(),
+                precision=Precision(row["precision"].strip()),
+                from_precision=Precision(row["from_precision"].strip()),
+                factor=float(row["factor"]),
+                architectures=frozenset(row["architectures"].split()),
+                text=row["text"].strip(),
+                source=row["source"].strip(),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{_RULES_FILE} line {line}: {exc}") from None
+        if not (rule.rule and rule.text and rule.source and rule.architectures):
+            raise ValueError(f"{_RULES_FILE} line {line}: rule, text, source and architectures")
+        if rule.factor <= 0 or rule.precision is rule.from_precision:
+            raise ValueError(f"{_RULES_FILE} line {line}: a rule maps one precision to another")
+        rules.append(rule)
+    return tuple(rules)
+
+
+#: The derivation rules, in file order (the first that applies wins).
+FIGURE_RULES: tuple[FigureRule, ...] = _load_rules(
+    resources.files(__package__ or "adapters").joinpath(_RULES_FILE).read_text("utf-8")
+)
 
 
 @functools.cache
@@ -370,13 +516,54 @@ def _narrow(
     memory_gbs: tuple[float | None, ...],
     form_factors: tuple[GpuFormFactor | None, ...],
 ) -> GpuSpec | None:
+    """The one candidate the hints leave; with several left that differ only in their
+    (unstated) form factor, the slower one marked assumed; else ``None``."""
     for memory in memory_gbs:
         if memory is not None:
             candidates = tuple(c for c in candidates if _same_memory(c, memory))
-    for form in form_factors:
-        if form is not None:
-            candidates = tuple(c for c in candidates if c.form_factor is form)
-    return candidates[0] if len(candidates) == 1 else None
+    stated = [form for form in form_factors if form is not None]
+    for form in stated:
+        candidates = tuple(c for c in candidates if c.form_factor is form)
+    if len(candidates) == 1:
+        return candidates[0]
+    return conservative_variant(candidates) if len(candidates) > 1 and not stated else None
+
+
+def _comparable_tflops(candidates: tuple[GpuSpec, ...]) -> tuple[float, ...] | None:
+    """Each candidate's dense BF16 figure (datasheet or derived), else each one's FP16."""
+    for precision in (Precision.BF16, Precision.FP16):
+        figures = [c.derived_figure(precision) for c in candidates]
+        if all(f is not None for f in figures):
+            return tuple(f.tflops for f in figures if f is not None)
+    return None
+
+
+def conservative_variant(candidates: tuple[GpuSpec, ...]) -> GpuSpec | None:
+    """Of variants that differ only in form factor (one memory size), the slower one, marked
+    ``variant_assumed``: the one no faster than every other in dense BF16 (else FP16) TFLOPs,
+    in memory bandwidth and in NVLink bandwidth (none counts as 0), by the catalog's figures.
+    ``None`` when the memory sizes differ, a figure is missing, or no variant is the slower
+    on every count.
+
+    >>> conservative_variant(find_gpus("H100")[:2]).name
+    'H100-PCIE-80GB'
+    """
+    if len(candidates) < 2 or len({c.form_factor for c in candidates}) < 2:
+        return None
+    first = candidates[0]
+    if first.memory_gb is None or not all(_same_memory(c, first.memory_gb) for c in candidates):
+        return None
+    tflops = _comparable_tflops(candidates)
+    if tflops is None or any(c.mem_bandwidth_gbs is None for c in candidates):
+        return None
+    counts = [
+        (t, c.mem_bandwidth_gbs or 0.0, c.nvlink_gbs or 0.0)
+        for t, c in zip(tflops, candidates, strict=True)
+    ]
+    for spec, mine in zip(candidates, counts, strict=True):
+        if all(all(a <= b for a, b in zip(mine, other, strict=True)) for other in counts):
+            return dataclasses.replace(spec, variant_assumed=True)
+    return None
 
 
 def _candidates(raw: str, text: str) -> tuple[GpuSpec, ...] | None:
@@ -404,12 +591,15 @@ def spec_fields(
     ``gpu_form_factor``; all ``None`` for an unknown GPU.
 
     ``form_factor`` is what the provider states (it wins over the catalog's); ``vendor`` is the
-    provider's word for an unknown GPU (the catalog's wins when the model is known).
+    provider's word for an unknown GPU (the catalog's wins when the model is known). A spec
+    whose variant was assumed (:func:`conservative_variant`) names the slower variant but
+    leaves the form factor unset: the provider did not state it, and nothing is invented.
     """
+    from_catalog = spec.form_factor if spec and not spec.variant_assumed else None
     return {
         "gpu_model": spec.name if spec else None,
         "gpu_vendor": spec.vendor if spec else vendor,
-        "gpu_form_factor": form_factor or (spec.form_factor if spec else None),
+        "gpu_form_factor": form_factor or from_catalog,
     }
 
 
@@ -424,7 +614,9 @@ def resolve_gpu_name(
     ``memory_gb`` (GB per GPU; values above 2048 are taken as MiB) and ``form_factor`` (enum or
     text such as ``"SXM5"``/``"PCIe"``) narrow names that several models share, as do memory and
     form-factor words inside the name itself. A hint that contradicts the name gives ``None``:
-    a wrong model would mis-rank an offer, an unmapped one is only left out.
+    a wrong model would mis-rank an offer, an unmapped one is only left out. A family name
+    whose form factor nothing states (``"H100"``, ``"Tesla V100 (16 GB)"``) gives the slower
+    variant marked ``variant_assumed`` (:func:`conservative_variant`).
     """
     spec = get_gpu(raw)
     if spec is not None:

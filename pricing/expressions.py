@@ -44,6 +44,8 @@ __all__ = [
     "break_even_text",
     "compute_hours",
     "effective_tflops",
+    "form_factor",
+    "form_factor_stated",
     "gpu_memory_gb",
     "inter_node_scaling",
     "intra_node_scaling",
@@ -51,6 +53,9 @@ __all__ = [
     "memory_fits",
     "mfu",
     "node_count",
+    "peak_basis",
+    "peak_note",
+    "peak_precision",
     "peak_tflops",
     "price_age_hours",
     "qualifies",
@@ -105,8 +110,40 @@ def total_gpu_memory_gb() -> pl.Expr:
 
 # --- effective TFLOPs --------------------------------------------------------------------
 def peak_tflops(precision: Precision) -> pl.Expr:
-    """Dense peak TFLOPs of one whole GPU at ``precision`` (from the catalog)."""
+    """Dense peak TFLOPs of one whole GPU for a job at ``precision`` (from the catalog: the
+    datasheet's, derived by a rule, or a fallback's; see :func:`peak_basis`)."""
     return pl.col(f"tflops_{precision.value}")
+
+
+def peak_basis(precision: Precision) -> pl.Expr:
+    """How :func:`peak_tflops` was had: ``datasheet``, ``derived`` (a rule) or ``fallback``."""
+    return pl.col(f"tflops_{precision.value}_basis")
+
+
+def peak_precision(precision: Precision) -> pl.Expr:
+    """The precision :func:`peak_tflops` is at (a fallback's differs from ``precision``)."""
+    return pl.col(f"tflops_{precision.value}_precision")
+
+
+def peak_note(precision: Precision) -> pl.Expr:
+    """What to show beside the figure ("ranked at FP16: no BF16 figure", "BF16 figure
+    derived by rule ..."); null for a datasheet figure."""
+    return pl.col(f"tflops_{precision.value}_note")
+
+
+def form_factor_stated() -> pl.Expr:
+    """False where the offer does not state a form factor its GPU family needs: the model is
+    the family's slower variant, assumed ("form factor not stated"). Needs
+    ``form_factor_varies`` (from the catalog)."""
+    return pl.col("gpu_form_factor").is_not_null() | ~pl.col("form_factor_varies").fill_null(False)
+
+
+def form_factor() -> pl.Expr:
+    """The offer's form factor, else its model's in the catalog; unknown (null) where the
+    variant was assumed (:func:`form_factor_stated`), so a form-factor requirement does not
+    take the assumption for a fact."""
+    known = pl.coalesce(pl.col("gpu_form_factor"), pl.col("catalog_form_factor"))
+    return pl.when(form_factor_stated()).then(known)
 
 
 def mfu(precision: Precision, low_precision_speedup: float) -> pl.Expr:
@@ -325,7 +362,8 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
     """True for rows that meet every constraint of ``req`` at ``now``.
 
     Offer columns only, except memory per GPU and form factor, which fall back to the
-    catalog (``catalog_memory_gb``, ``catalog_form_factor``).
+    catalog (``catalog_memory_gb``, and :func:`form_factor`, which reads
+    ``catalog_form_factor`` and ``form_factor_varies``).
     """
     u = req.allow_unknown
     conds: list[pl.Expr] = [pl.col("term").is_in([t.value for t in req.allowed_terms()])]
@@ -341,8 +379,7 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
         total = gpu_memory_gb() * pl.col("gpu_count").cast(pl.Float64)
         conds.append(_known(total >= req.min_total_gpu_memory_gb, u))
     if req.form_factors:
-        form = pl.coalesce(pl.col("gpu_form_factor"), pl.col("catalog_form_factor"))
-        conds.append(_known(form.is_in([f.value for f in req.form_factors]), u))
+        conds.append(_known(form_factor().is_in([f.value for f in req.form_factors]), u))
     if req.nvlink is not None:
         linked = _nvlinked() | (pl.col("gpu_interconnect") == GpuInterconnect.NVLINK_BRIDGE.value)
         conds.append(_known(linked == req.nvlink, u))

@@ -288,26 +288,40 @@ def with_config_id(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(config_id=keyed.rank("dense").cast(pl.UInt32))
 
 
-def _spec_row(spec: GpuSpec, eff: Efficiency) -> dict[str, object]:
+def _spec_row(spec: GpuSpec, eff: Efficiency, varies: set[str]) -> dict[str, object]:
     row: dict[str, object] = {
         "gpu_model": spec.name,
         "gpu_family": spec.family,
         "catalog_vendor": spec.vendor.value,
         "catalog_form_factor": spec.form_factor.value,
         "catalog_memory_gb": spec.memory_gb,
+        "form_factor_varies": spec.family in varies,
         "mfu_bf16": eff.mfu_bf16(spec.family),
         "pcie_no_p2p": spec.family in eff.scaling.pcie_no_p2p_families
         or spec.name in eff.scaling.pcie_no_p2p_families,
     }
     for p in Precision:
-        row[f"tflops_{p.value}"] = spec.peak_tflops(p)
+        figure = spec.figure(p)
+        row[f"tflops_{p.value}"] = figure.tflops if figure else None
+        row[f"tflops_{p.value}_basis"] = figure.basis.value if figure else None
+        row[f"tflops_{p.value}_precision"] = figure.precision.value if figure else None
+        row[f"tflops_{p.value}_note"] = figure.note(p) if figure else None
     return row
 
 
 def catalog_frame(
     specs: Sequence[GpuSpec] | None = None, efficiency: Efficiency | None = None
 ) -> pl.DataFrame:
-    """One row per GPU model: family, peaks per precision, default BF16 MFU, P2P flag."""
+    """One row per GPU model: family, figures per precision, default BF16 MFU, P2P flag.
+
+    ``tflops_<p>`` is the figure a job at precision ``p`` is ranked at (:meth:`GpuSpec.figure`:
+    the datasheet's, one derived by a documented rule, or a fallback to a wider precision);
+    ``tflops_<p>_basis`` says which (``datasheet``/``derived``/``fallback``),
+    ``tflops_<p>_precision`` the precision the figure is at and ``tflops_<p>_note`` the words
+    a ranking shows (null for a datasheet figure). ``form_factor_varies``: the model's family
+    exists in several form factors, so an offer that does not state one is not known to be
+    this model's (its variant was assumed, see :func:`adapters.gpus.conservative_variant`).
+    """
     eff = efficiency or default_efficiency()
     schema: dict[str, pl.DataType] = {
         "gpu_model": pl.String(),
@@ -315,9 +329,20 @@ def catalog_frame(
         "catalog_vendor": pl.String(),
         "catalog_form_factor": pl.String(),
         "catalog_memory_gb": pl.Float64(),
+        "form_factor_varies": pl.Boolean(),
         "mfu_bf16": pl.Float64(),
         "pcie_no_p2p": pl.Boolean(),
-        **{f"tflops_{p.value}": pl.Float64() for p in Precision},
     }
-    rows = [_spec_row(s, eff) for s in (specs if specs is not None else catalog())]
+    for p in Precision:
+        schema[f"tflops_{p.value}"] = pl.Float64()
+        schema[f"tflops_{p.value}_basis"] = pl.String()
+        schema[f"tflops_{p.value}_precision"] = pl.String()
+        schema[f"tflops_{p.value}_note"] = pl.String()
+    every = tuple(catalog())
+    chosen = specs if specs is not None else every
+    forms: dict[str, set[str]] = {}
+    for s in (*every, *chosen):
+        forms.setdefault(s.family, set()).add(s.form_factor.value)
+    varies = {family for family, seen in forms.items() if len(seen) > 1}
+    rows = [_spec_row(s, eff, varies) for s in chosen]
     return pl.DataFrame(rows, schema=schema)

@@ -94,6 +94,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "gpu_memory_gb",
     "total_gpu_memory_gb",
     "gpu_form_factor",
+    "form_factor_stated",
     "gpu_interconnect",
     "fabric",
     "fabric_gbps",
@@ -116,6 +117,9 @@ RESULT_COLUMNS: tuple[str, ...] = (
     # effective TFLOPs
     "precision",
     "peak_tflops",
+    "peak_basis",
+    "peak_precision",
+    "peak_note",
     "mfu",
     "scaling_intra_node",
     "scaling_inter_node",
@@ -140,14 +144,20 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "config_id",
 )
 
+#: How each row's peak was had (see :func:`pricing.frame.catalog_frame`): carried from the
+#: catalog table to the result so every output can say "derived" or "ranked at FP16".
+_FIGURE_COLUMNS = ("peak_basis", "peak_precision", "peak_note")
+
 _CATALOG_COLUMNS = (
     "gpu_model",
     "gpu_family",
     "catalog_form_factor",
     "catalog_memory_gb",
+    "form_factor_varies",
     "pcie_no_p2p",
     "tflops_bf16",
     "peak_tflops",
+    *_FIGURE_COLUMNS,
     "mfu",
 )
 
@@ -231,7 +241,13 @@ def _build_catalog_table(
     return (
         catalog_frame(efficiency=efficiency)
         .lazy()
-        .with_columns(peak_tflops=ex.peak_tflops(precision), mfu=mfu_expr)
+        .with_columns(
+            peak_tflops=ex.peak_tflops(precision),
+            peak_basis=ex.peak_basis(precision),
+            peak_precision=ex.peak_precision(precision),
+            peak_note=ex.peak_note(precision),
+            mfu=mfu_expr,
+        )
         .filter(pl.col("peak_tflops") > 0)
         .select(_CATALOG_COLUMNS)
         .collect()
@@ -315,10 +331,12 @@ def costed_plan(
 ) -> pl.LazyFrame:
     """Every qualifying (offer, term) row with its effective TFLOPs, hours and cost.
 
-    Offers whose GPU is not in the catalog, or has no peak at the precision, are dropped:
-    their effective TFLOPs are unknown. Training runs drop configurations the model does
-    not fit in (unless ``require_fit`` is false), and multi-node configurations of offers
-    marked ``multi_node=False``. ``options.limit`` and ``options.sort`` do not apply.
+    Offers whose GPU is not in the catalog, or has no figure to rank by (datasheet, derived
+    or fallback, see :meth:`adapters.gpus.GpuSpec.figure`), are dropped: their effective
+    TFLOPs are unknown; :mod:`pricing.coverage` names them. Training runs drop
+    configurations the model does not fit in (unless ``require_fit`` is false), and
+    multi-node configurations of offers marked ``multi_node=False``. ``options.limit`` and
+    ``options.sort`` do not apply.
     """
     chain = _Chain.of(requirement, job, options or RankOptions(), require_fit=require_fit)
     return chain.costed(chain.qualified(_as_frame(offers).lazy()))
@@ -387,7 +405,8 @@ def _peers_summary(qualified: pl.LazyFrame) -> pl.LazyFrame:
 #: The costing's columns the answer keeps when the costed rows are cached: with the offer
 #: columns (fetched back by :data:`_ROW`) and the peers' summary, the whole answer.
 _COSTED_COLUMNS = (
-    _ROW, "config_id", "term", "gpu_family", "catalog_memory_gb", "peak_tflops", "mfu", "nodes",
+    _ROW, "config_id", "term", "gpu_family", "catalog_memory_gb", "form_factor_varies",
+    "peak_tflops", *_FIGURE_COLUMNS, "mfu", "nodes",
     "total_gpus", "scaling_intra_node", "scaling_inter_node", "scaling", "effective_tflops",
     "compute_hours", "wall_clock_hours", "billed_hours", "job_cost_usd", KEY,
 )  # fmt: skip
@@ -466,6 +485,7 @@ def rank_plan(
             memory_needed_gb=pl.lit(chain.memory_needed_gb, dtype=pl.Float64),
             precision=pl.lit(options.precision.value),
             price_age_hours=ex.price_age_hours(chain.now),
+            form_factor_stated=ex.form_factor_stated(),
         )
         .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)

@@ -18,6 +18,7 @@ __all__ = [
     "TOP_LEVEL",
     "Hardware",
     "JobCost",
+    "LeftOut",
     "OffersPage",
     "Performance",
     "Price",
@@ -41,7 +42,11 @@ class Hardware(_Answer):
     total_gpus: float
     gpu_memory_gb: float | None
     total_gpu_memory_gb: float | None
-    gpu_form_factor: str | None
+    gpu_form_factor: str | None = Field(description="as the provider states it; null: not stated")
+    form_factor_stated: bool = Field(
+        description="false: the provider names a family (H100) without its form factor; ranked"
+        " as the slower variant named in gpu_model, and left out by a form-factor requirement"
+    )
     gpu_interconnect: str | None
     fabric: str | None
     fabric_gbps: float | None
@@ -74,6 +79,15 @@ class Price(_Answer):
 class Performance(_Answer):
     precision: str
     peak_tflops: float = Field(description="dense peak per GPU at the precision")
+    peak_basis: str = Field(
+        description="datasheet | derived (by a documented rule) | fallback (the figure at"
+        " peak_precision: the GPU has none at the requested precision)"
+    )
+    peak_precision: str = Field(description="the precision peak_tflops is at")
+    peak_note: str | None = Field(
+        description='what the figure rests on, e.g. "ranked at FP16: no BF16 figure";'
+        " null for a datasheet figure"
+    )
     mfu: float
     scaling_intra_node: float
     scaling_inter_node: float
@@ -123,11 +137,25 @@ class Provenance(_Answer):
     warnings: list[str]
 
 
+class LeftOut(_Answer):
+    """Offers the query wants that the ranking cannot rank, grouped, with the reason."""
+
+    provider: str
+    gpu_raw_name: str | None
+    gpu_model: str | None
+    reason: str = Field(
+        description="GPU not identified | GPU model not in the catalog"
+        " | no TFLOPs figure at this or a wider precision"
+    )
+    offers: int
+
+
 class OffersPage(Provenance):
     snapshot_at: datetime | None
     generated_at: datetime
     stale_providers: list[str] = Field(description="last fetch failed; older offers shown")
     failed_providers: list[str] = Field(description="no offers from them; some may be hidden")
+    left_out: list[LeftOut] = Field(description="every wanted offer not ranked, and why")
     query: dict[str, object] = Field(description="the query in canonical form")
     count: int
     offers: list[RankedOffer]

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import polars as pl
 
-from pricing.coverage import unidentified_note
+from pricing.coverage import left_out, left_out_note
 from pricing.display import for_display
 from pricing.rank import RankOptions, SortKey, rank
 
@@ -97,11 +97,12 @@ def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
     """Rank, shape and serialize one answer (blocking: run in a worker thread)."""
     offers = ranked_offers(state, q, now)
     header = page_header(state, now)
-    left_out = unidentified_note(state.frame, q.requirement, now)
-    if left_out:
-        header["warnings"] = [*header["warnings"], left_out]
+    note = left_out_note(state.frame, q.requirement, now, precision=q.precision)
+    if note:
+        header["warnings"] = [*header["warnings"], note]
     body = {
         **header,
+        "left_out": left_out(state.frame, q.requirement, now, precision=q.precision).to_dicts(),
         "query": json.loads(q.key),
         "count": len(offers),
         "offers": offers,

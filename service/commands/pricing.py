@@ -17,7 +17,7 @@ from adapters.gpus import Precision
 from adapters.schema import Fabric, RentalTerm
 from db.current import CurrentState
 from pricing import Job, RankOptions, Requirement, estimate, preset, rank
-from pricing.coverage import unidentified_note
+from pricing.coverage import left_out_note
 from pricing.display import for_display, provider_label_expr
 from pricing.requirement import preset_names
 
@@ -115,10 +115,13 @@ def _print_table(frame: pl.DataFrame, title: str) -> None:
     """A compact table; the break-even of each row's chosen term is listed beneath it."""
     console = wide_console()
     table = Table(title=title, header_style="bold")
+    caveat = _caveat_expr(frame)
+    label = pl.format("{}× {}", _count_label(pl.col("total_gpus")), pl.col("gpu_model"))
     labelled = frame.with_columns(
-        pl.format("{}× {}", _count_label(pl.col("total_gpus")), pl.col("gpu_model")).alias(
-            "gpus_label"
-        )
+        pl.when(caveat.is_not_null())
+        .then(pl.concat_str([label, pl.lit(" *")]))
+        .otherwise(label)
+        .alias("gpus_label")
     )
     if "seller" in labelled.columns:
         labelled = labelled.with_columns(provider=provider_label_expr())
@@ -133,6 +136,26 @@ def _print_table(frame: pl.DataFrame, title: str) -> None:
         for rank, text in frame.select("rank", "break_even").iter_rows():
             if text:
                 console.print(f"  #{rank}: {text}", highlight=False)
+    for rank, text in frame.select("rank", caveat).iter_rows():
+        if text:
+            console.print(f"  #{rank} *: [yellow]{text}[/]", highlight=False)
+
+
+def _caveat_expr(frame: pl.DataFrame) -> pl.Expr:
+    """What a row's figures rest on, in words: "form factor not stated (ranked as the slower
+    H100-PCIE-80GB)", "ranked at FP16: no BF16 figure"; null when nothing needs saying."""
+    parts: list[pl.Expr] = []
+    if "form_factor_stated" in frame.columns:
+        parts.append(
+            pl.when(~pl.col("form_factor_stated")).then(
+                pl.format("form factor not stated (ranked as the slower {})", pl.col("gpu_model"))
+            )
+        )
+    if "peak_note" in frame.columns:
+        parts.append(pl.col("peak_note"))
+    if not parts:
+        return pl.lit(None, dtype=pl.String)
+    return pl.concat_str(parts, separator="; ", ignore_nulls=True).replace("", None)
 
 
 def _emit(frame: pl.DataFrame, fmt: OutputFormat, title: str) -> None:
@@ -208,7 +231,7 @@ def offers_command(
     ranked = rank(frame, requirement, job, options)
     if ranked.is_empty():
         err.print("no offer meets the requirement", highlight=False)
-    left_out = unidentified_note(frame, requirement)
+    left_out = left_out_note(frame, requirement, precision=precision)
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)
     _emit(ranked, fmt, f"offers ({current.source})")

@@ -358,14 +358,17 @@ def test_family_falls_back_to_the_instance_type_prefix() -> None:
         ("ecs.gn99-c8g1.2xlarge", "ecs.gn99", "NVIDIA V100", 16),
     ],
 )
-def test_undocumented_families_stay_unmapped(
+def test_undocumented_families_get_the_slower_variant_without_a_form_factor(
     itype: str, family: str, gpu_spec: str, memory: int
 ) -> None:
+    """#13: a family name without its form factor is ranked as the slower (PCIe) variant,
+    the form factor left unstated, never the documented families' SXM."""
     o = _offer_of_type(
         InstanceTypeId=itype, InstanceTypeFamily=family, GPUSpec=gpu_spec, GPUMemorySize=memory
     )
     assert (o.gpu_raw_name, o.gpu_memory_gb) == (gpu_spec, memory)
-    assert (o.gpu_model, o.gpu_form_factor) == (None, None)
+    assert o.gpu_model is not None and "PCIE" in o.gpu_model
+    assert o.gpu_form_factor is None
 
 
 @pytest.mark.parametrize(
@@ -377,7 +380,8 @@ def test_undocumented_families_stay_unmapped(
 )
 def test_family_hint_is_not_applied_to_other_hardware(changes: dict[str, Any], why: str) -> None:
     o = _offer_of_type(**changes)
-    assert o.gpu_model is None, why
+    # not the hint's V100 SXM2 16 GB: the stated name's slower variant, form factor unstated
+    assert o.gpu_model != "V100-SXM2-16GB" and o.gpu_form_factor is None, why
 
 
 def test_family_hints_load_once_from_their_data_file() -> None:

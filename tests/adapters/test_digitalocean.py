@@ -68,9 +68,10 @@ def test_mi300x_droplet_field_by_field() -> None:
     assert o.raw_ref == "digitalocean:size/gpu-mi300x8-1536gb"
 
 
-def test_h100_without_form_factor_is_kept_unmapped() -> None:
+def test_h100_without_form_factor_is_the_slower_variant_form_factor_unstated() -> None:
     o = next(o for o in parse(recorded()).offers if o.offer_id == "gpu-h100x8-640gb")
-    assert o.gpu_model is None  # SXM or PCIe is not published: not guessed
+    # SXM or PCIe is not published: ranked as the slower PCIe part, the form factor not stated
+    assert (o.gpu_model, o.gpu_form_factor) == ("H100-PCIE-80GB", None)
     assert o.gpu_raw_name == "nvidia_h100"
     assert o.gpu_memory_gb == 80
     assert o.price_amount == Decimal("23.92")
@@ -80,14 +81,14 @@ def test_h100_without_form_factor_is_kept_unmapped() -> None:
 @pytest.mark.parametrize(
     ("slug", "count", "vram_gib"), [("gpu-h100x1-80gb", 1, 80), ("gpu-h100x8-640gb", 8, 640)]
 )
-def test_nvidia_h100_sizes_stay_unranked(slug: str, count: int, vram_gib: int) -> None:
+def test_nvidia_h100_sizes_state_no_form_factor(slug: str, count: int, vram_gib: int) -> None:
     # No DigitalOcean document found that says SXM or PCIe for its H100 Droplets, and the size
     # record carries nothing that tells them apart (80 GB each): no form-factor hint is passed.
     vram = {"amount": vram_gib, "unit": "gib"}
     record = size(slug=slug, gpu_info={"count": count, "vram": vram, "model": "nvidia_h100"})
     [o] = parse({"sizes": [record]}).offers
     assert o.gpu_raw_name == "nvidia_h100" and o.gpu_memory_gb == 80
-    assert (o.gpu_model, o.gpu_vendor, o.gpu_form_factor) == (None, None, None)
+    assert (o.gpu_model, o.gpu_vendor, o.gpu_form_factor) == ("H100-PCIE-80GB", "nvidia", None)
 
 
 def test_cpu_sizes_are_not_offers_nor_skips() -> None:

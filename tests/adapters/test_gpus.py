@@ -25,13 +25,14 @@ RAW_NAMES = Path(__file__).with_name("gpu_raw_names.csv")
 HOPPER_FAMILIES = {"H100", "H200", "H800", "GH200"}
 
 
-def _raw_names() -> list[tuple[str, float | None, str | None, str]]:
+def _raw_names() -> list[tuple[str, float | None, str | None, bool, str]]:
     with RAW_NAMES.open(encoding="utf-8", newline="") as handle:
         return [
             (
                 row["raw"],
                 float(row["memory_gb"]) if row["memory_gb"] else None,
                 row["expected"] or None,
+                row["assumed"] == "yes",
                 row["seen_in"],
             )
             for row in csv.DictReader(handle)
@@ -42,9 +43,15 @@ def test_public_names() -> None:
     assert set(gpus.__all__) == {
         "ALIAS_PATTERNS",
         "EXACT_ALIASES",
+        "FALLBACK_PRECISIONS",
+        "FIGURE_RULES",
+        "Figure",
+        "FigureBasis",
+        "FigureRule",
         "GpuSpec",
         "Precision",
         "catalog",
+        "conservative_variant",
         "find_gpus",
         "get_gpu",
         "resolve_gpu_name",
@@ -192,8 +199,8 @@ def test_find_gpus() -> None:
 
 
 def test_loader_rejects_bad_rows() -> None:
-    header = ",".join(f.name for f in dataclasses.fields(GpuSpec))
-    row = "X,X,nvidia,sxm,80,HBM3,1,1,1,1,1,1,1,1,1,,2020,src"
+    header = ",".join(f.name for f in dataclasses.fields(GpuSpec) if f.name != "variant_assumed")
+    row = "X,X,nvidia,sxm,hopper,80,HBM3,1,1,1,1,1,1,1,1,1,,2020,src"
     with pytest.raises(ValueError, match="duplicate"):
         gpus._load(f"{header}\n{row}\n{row}\n")
     with pytest.raises(ValueError, match="line 2"):
@@ -208,7 +215,7 @@ def test_loader_rejects_bad_rows() -> None:
 def test_raw_name_table_is_large_and_covers_providers() -> None:
     rows = _raw_names()
     assert len(rows) >= 100
-    seen = " ".join(r[3] for r in rows).lower()
+    seen = " ".join(r[4] for r in rows).lower()
     for provider in (
         "vastai",
         "runpod",
@@ -227,20 +234,21 @@ def test_raw_name_table_is_large_and_covers_providers() -> None:
         "shadeform",
     ):
         assert provider in seen, provider
-    for _, _, expected, _ in rows:
+    for _, _, expected, _, _ in rows:
         assert expected is None or get_gpu(expected) is not None, expected
 
 
 @pytest.mark.parametrize(
-    ("raw", "memory_gb", "expected", "seen_in"),
+    ("raw", "memory_gb", "expected", "assumed", "seen_in"),
     _raw_names(),
     ids=lambda v: str(v) if not isinstance(v, float) else f"{v:g}",
 )
 def test_resolve_raw_names(
-    raw: str, memory_gb: float | None, expected: str | None, seen_in: str
+    raw: str, memory_gb: float | None, expected: str | None, assumed: bool, seen_in: str
 ) -> None:
     spec = resolve_gpu_name(raw, memory_gb=memory_gb)
     assert (spec.name if spec else None) == expected, seen_in
+    assert (spec is not None and spec.variant_assumed) is assumed, seen_in
 
 
 @pytest.mark.parametrize(
@@ -269,6 +277,177 @@ def test_form_factor_hints(
 def test_bad_form_factor_hint_is_an_error() -> None:
     with pytest.raises(ValueError, match="form factor"):
         resolve_gpu_name("H100", form_factor="socket")
+
+
+# --- an unstated form factor: the family's slower variant, assumed ------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "memory_gb", "slower"),
+    [
+        ("nvidia_h100", 80, "H100-PCIE-80GB"),  # DigitalOcean gpu_info model
+        ("H100", None, "H100-PCIE-80GB"),  # JarvisLabs gpu_type: the one H100 memory size
+        ("A100-80GB", 80, "A100-PCIE-80GB"),  # JarvisLabs: same TFLOPs, less bandwidth
+        ("NVIDIA_A100", 80, "A100-PCIE-80GB"),  # Vultr cloud GPU
+        ("Tesla V100 (16 GB)", None, "V100-PCIE-16GB"),  # Lambda: 112 vs 125 TFLOPs FP16
+        ("1x Tesla V100 16GB", None, "V100-PCIE-16GB"),  # Verda
+        ("A100", 40, "A100-PCIE-40GB"),  # equal figures but no NVLink: the PCIe card
+    ],
+)
+def test_unstated_form_factor_gives_the_slower_variant(
+    raw: str, memory_gb: float | None, slower: str
+) -> None:
+    spec = resolve_gpu_name(raw, memory_gb=memory_gb)
+    assert spec is not None and spec.name == slower and spec.variant_assumed
+    assert get_gpu(slower) == spec  # the catalog's row, only marked
+    fields = gpus.spec_fields(spec)
+    assert fields["gpu_model"] == slower and fields["gpu_form_factor"] is None
+    # stated by the provider, the form factor is kept
+    assert gpus.spec_fields(spec, form_factor=GpuFormFactor.SXM)["gpu_form_factor"] is (
+        GpuFormFactor.SXM
+    )
+
+
+def test_the_slower_variant_comes_from_the_catalog_figures() -> None:
+    sxm, pcie = get_gpu("H100-SXM5-80GB"), get_gpu("H100-PCIE-80GB")
+    assert sxm and pcie
+    assert gpus.conservative_variant((sxm, pcie)) == pcie
+    faster_pcie = dataclasses.replace(pcie, tflops_bf16=2000.0)
+    # faster in TFLOPs, slower in bandwidth: neither is the slower on every count
+    assert gpus.conservative_variant((sxm, faster_pcie)) is None
+    # different memory sizes are not variants of one offer
+    assert gpus.conservative_variant((sxm, dataclasses.replace(pcie, memory_gb=40.0))) is None
+    assert gpus.conservative_variant((sxm,)) is None
+
+
+def test_memory_left_unstated_is_not_guessed() -> None:
+    assert resolve_gpu_name("A100") is None  # 40 or 80 GB
+    assert resolve_gpu_name("H800", memory_gb=80) is None  # no figures for the PCIe part
+
+
+# --- figures: datasheet, derived by a rule, or a visible fallback -------------------------
+
+
+def test_every_rule_has_text_sources_and_maps_one_precision_to_another() -> None:
+    assert {r.rule for r in gpus.FIGURE_RULES} == {
+        "bf16-at-fp16-rate",
+        "fp8-twice-bf16",
+        "bf16-half-fp8",
+    }
+    for rule in gpus.FIGURE_RULES:
+        assert rule.text and rule.source and rule.architectures
+        assert rule.precision is not rule.from_precision
+
+
+@pytest.mark.parametrize(
+    ("rule", "holds_on"),
+    [
+        # every catalog part of those architectures with both figures bears the rule out
+        ("bf16-at-fp16-rate", ("A100-SXM4-80GB", "A40", "L40S", "H100-SXM5-80GB", "B200")),
+        ("fp8-twice-bf16", ("H100-SXM5-80GB", "L40S", "L4", "B200", "RTX-4090", "RTX-PRO-6000")),
+        ("bf16-half-fp8", ("H100-PCIE-80GB", "L40", "GB200")),
+    ],
+)
+def test_each_rule_holds_where_the_datasheet_gives_both_figures(
+    rule: str, holds_on: tuple[str, ...]
+) -> None:
+    (found,) = [r for r in gpus.FIGURE_RULES if r.rule == rule]
+    checked = set()
+    for spec in catalog():
+        target, base = spec.peak_tflops(found.precision), spec.peak_tflops(found.from_precision)
+        if spec.architecture in found.architectures and target and base:
+            # within 3%: datasheets round (L40S: FP8 733 against BF16 362.05)
+            assert target == pytest.approx(found.factor * base, rel=0.03), spec.name
+            checked.add(spec.name)
+    assert checked >= set(holds_on)
+
+
+@pytest.mark.parametrize(
+    ("name", "precision", "tflops", "at", "basis", "rule"),
+    [
+        ("A100-SXM4-80GB", Precision.BF16, 312, Precision.BF16, "datasheet", None),
+        ("A16", Precision.BF16, 17.9, Precision.BF16, "derived", "bf16-at-fp16-rate"),
+        ("RTX-A4000", Precision.BF16, 76.7, Precision.BF16, "derived", "bf16-at-fp16-rate"),
+        ("RTX-6000-ADA", Precision.BF16, 364.25, Precision.BF16, "derived", "bf16-half-fp8"),
+        ("H20-96GB", Precision.FP8, 296, Precision.FP8, "derived", "fp8-twice-bf16"),
+        ("L20", Precision.FP8, 239, Precision.FP8, "derived", "fp8-twice-bf16"),
+        ("H100-NVL-94GB", Precision.FP8, 1671, Precision.FP8, "derived", "fp8-twice-bf16"),
+        # Volta and Turing have no BF16: ranked at their FP16 tensor rate, visibly
+        ("V100-SXM2-32GB", Precision.BF16, 125, Precision.FP16, "fallback", None),
+        ("T4", Precision.BF16, 65, Precision.FP16, "fallback", None),
+        # Ampere has no FP8: ranked at BF16
+        ("A100-SXM4-80GB", Precision.FP8, 312, Precision.BF16, "fallback", None),
+        # no tensor figure sourced at all: ranked at FP32, visibly
+        ("A10G", Precision.BF16, 31.5, Precision.FP32, "fallback", None),
+        ("RTX-A5000", Precision.BF16, 27.8, Precision.FP32, "fallback", None),
+        # a fallback's own figure may be derived (A16: no FP8, BF16 derived from FP16)
+        ("A16", Precision.FP8, 17.9, Precision.BF16, "fallback", "bf16-at-fp16-rate"),
+    ],
+)
+def test_figure_says_how_it_was_had(
+    name: str,
+    precision: Precision,
+    tflops: float,
+    at: Precision,
+    basis: str,
+    rule: str | None,
+) -> None:
+    spec = get_gpu(name)
+    assert spec is not None
+    figure = spec.figure(precision)
+    assert figure is not None
+    assert figure.tflops == pytest.approx(tflops)
+    assert (figure.precision, figure.basis.value) == (at, basis)
+    assert (figure.rule.rule if figure.rule else None) == rule
+    note = figure.note(precision)
+    if basis == "datasheet":
+        assert note is None
+    elif basis == "fallback":
+        assert note is not None
+        assert note.startswith(f"ranked at {at.name}: no {precision.name} figure")
+    else:
+        assert note is not None and rule is not None and rule in note
+
+
+def test_no_figure_at_all_is_none_and_datasheet_cells_are_not_filled() -> None:
+    h800 = get_gpu("H800-PCIE-80GB")
+    assert h800 is not None and h800.figure(Precision.BF16) is None
+    a16 = get_gpu("A16")
+    assert a16 is not None and a16.tflops_bf16 is None  # derived figures stay out of the row
+    fp64 = get_gpu("A16")
+    assert fp64 is not None and fp64.figure(Precision.FP64) is None  # no fallback to narrower
+
+
+def test_rules_loader_rejects_bad_rows() -> None:
+    header = "rule,precision,from_precision,factor,architectures,text,source"
+    with pytest.raises(ValueError, match="line 2"):
+        gpus._load_rules(f"{header}\nr,bf16,fp99,1,ampere,t,s\n")
+    with pytest.raises(ValueError, match="one precision to another"):
+        gpus._load_rules(f"{header}\nr,bf16,bf16,1,ampere,t,s\n")
+    with pytest.raises(ValueError, match="source"):
+        gpus._load_rules(f"{header}\nr,bf16,fp16,1,ampere,t,\n")
+
+
+# --- the models #13 added ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "memory_gb", "expected"),
+    [
+        ("A100X", None, "A100X"),
+        ("NVIDIA GeForce RTX 5080", 16, "RTX-5080"),
+        ("RTX 5080", None, "RTX-5080"),
+        ("NVIDIA RTX PRO 4500 Blackwell", 32, "RTX-PRO-4500"),
+        ("RTX PRO 4500 Blackwell Server Edition", None, "RTX-PRO-4500"),
+        ("NVIDIA RTX PRO 5000 Blackwell", 48, "RTX-PRO-5000-48GB"),
+        ("RTX PRO 5000 72GB", None, "RTX-PRO-5000-72GB"),
+        ("RTX PRO 5000", None, None),  # 48 or 72 GB
+    ],
+)
+def test_new_models_resolve(raw: str, memory_gb: float | None, expected: str | None) -> None:
+    spec = resolve_gpu_name(raw, memory_gb=memory_gb)
+    assert (spec.name if spec else None) == expected
+    assert spec is None or spec.source
 
 
 def test_canonical_names_resolve_to_themselves() -> None:

@@ -127,15 +127,17 @@ def test_gpu_names() -> None:
     assert pro.ram_gb == 1280 and pro.usd_per_hour == Decimal("15.120000")
     spaced = one(offers, "india-noida-01:RTX PRO 6000:1x", RentalTerm.ON_DEMAND)
     assert spaced.gpu_model == "RTX-PRO-6000"
-    # "A100-80GB" and "H100" do not say SXM or PCIe: kept, unmapped
+    # "A100-80GB" and "H100" do not say SXM or PCIe: the slower variant, form factor unstated
     a100 = one(offers, "india-noida-01:A100-80GB:4x", RentalTerm.ON_DEMAND)
-    assert a100.gpu_model is None and a100.gpu_raw_name == "A100-80GB"
+    assert a100.gpu_model == "A100-PCIE-80GB" and a100.gpu_raw_name == "A100-80GB"
+    assert a100.gpu_form_factor is None
     assert a100.gpu_memory_gb == 80
 
 
-def test_a100_80gb_and_h100_stay_unranked_in_every_offer() -> None:
+def test_a100_80gb_and_h100_are_the_slower_variants_in_every_offer() -> None:
     # No JarvisLabs document found that states the form factor of these two, and the rows
-    # carry only vram (80 GB for SXM and PCIe alike): no hint is passed, nothing is guessed.
+    # carry only vram (80 GB for SXM and PCIe alike): no hint is passed, so each is ranked as
+    # its family's slower (PCIe) variant and its form factor stays unstated (#13).
     offers = [o for o in parse(meta()).offers if o.gpu_raw_name in ("A100-80GB", "H100")]
     assert {(o.gpu_raw_name, o.region) for o in offers} == {
         ("A100-80GB", "india-noida-01"),
@@ -143,8 +145,9 @@ def test_a100_80gb_and_h100_stay_unranked_in_every_offer() -> None:
         ("H100", "unknown-region"),
     }
     assert len(offers) == 3 + 1 + 1  # A100: 1/2/4x on demand; H100: 1x in each region
+    slower = {"A100-80GB": "A100-PCIE-80GB", "H100": "H100-PCIE-80GB"}
     for o in offers:
-        assert (o.gpu_model, o.gpu_vendor, o.gpu_form_factor) == (None, None, None)
+        assert (o.gpu_model, o.gpu_form_factor) == (slower[o.gpu_raw_name or ""], None)
         assert o.gpu_memory_gb == 80
 
 

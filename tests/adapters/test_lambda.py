@@ -85,12 +85,17 @@ def test_sold_out_type_is_one_unavailable_regionless_offer() -> None:
     assert offers[0].price_amount == Decimal("1.49")
 
 
-def test_unknown_gpu_is_kept_without_model_and_cpu_type_skipped() -> None:
+def test_v100_without_form_factor_is_the_slower_variant_and_cpu_type_skipped() -> None:
     result = parse(recorded())
     v100 = next(o for o in result.offers if o.offer_id == "gpu_8x_v100")
     assert v100.gpu_raw_name == "Tesla V100 (16 GB)"
-    # "(16 GB)" has no SXM2/PCIe word and no Lambda page found states one: not guessed
-    assert (v100.gpu_model, v100.gpu_vendor, v100.gpu_form_factor) == (None, None, None)
+    # "(16 GB)" has no SXM2/PCIe word and no Lambda page found states one: ranked as the
+    # slower PCIe part, the form factor left unstated (#13)
+    assert (v100.gpu_model, v100.gpu_vendor, v100.gpu_form_factor) == (
+        "V100-PCIE-16GB",
+        "nvidia",
+        None,
+    )
     assert v100.gpu_memory_gb == 16
     assert v100.gpu_count == 8
     assert [s.ref for s in result.skipped] == ["lambda:instance-type/cpu_4x_general"]

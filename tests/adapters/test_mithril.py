@@ -234,8 +234,9 @@ def test_regionless_price_and_pcie_socket() -> None:
 def test_a_socket_that_states_no_form_factor_gives_no_hint(socket: Any) -> None:
     types = one_type(gpu_type="A100", gpu_socket=socket)
     o = parse(types, priced(load(PRICE))).offers[0]
-    # A100 80 GB exists as SXM4 and PCIe: without a stated form factor it is not guessed
-    assert (o.gpu_model, o.gpu_form_factor, o.gpu_vendor) == (None, None, None)
+    # A100 80 GB exists as SXM4 and PCIe: without a stated form factor it is ranked as the
+    # slower PCIe part and its form factor stays unstated (#13)
+    assert (o.gpu_model, o.gpu_form_factor, o.gpu_vendor) == ("A100-PCIE-80GB", None, "nvidia")
     assert o.gpu_raw_name == "A100"
     assert o.gpu_memory_gb == 80
 

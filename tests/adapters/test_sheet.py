@@ -161,7 +161,8 @@ def test_csv_rows_with_lists_and_empty_cells() -> None:
     assert box1.offer_id == "my-host/box-1"
     assert box1.os_images == ("Ubuntu 22.04 LTS", "Rocky Linux 9")
     assert box1.price_amount == Decimal("95.84")
-    assert box1.gpu_model is None  # "A100-80G" without a form factor is ambiguous
+    # "A100-80G" without a form factor: the slower variant, the form factor unstated (#13)
+    assert (box1.gpu_model, box1.gpu_form_factor) == ("A100-PCIE-80GB", None)
     assert box2.gpu_model == "H100-SXM5-80GB" and box2.term is RentalTerm.COMMIT_1Y
     assert box2.os_images is None
 

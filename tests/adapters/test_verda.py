@@ -90,11 +90,12 @@ def test_total_vram_is_divided_per_gpu_and_spot_is_placed_by_location() -> None:
     assert spot.usd_per_gpu_hour == Decimal("0.35")
 
 
-def test_v100_local_nvme_and_unknown_gpu_kept() -> None:
+def test_v100_local_nvme_and_unstated_form_factor() -> None:
     offers = offers_of(recorded("instance_types.gpuhunt_fixture.verbatim.json"))
     [od] = one(offers, "1V100.6V", RentalTerm.ON_DEMAND)
     assert od.gpu_raw_name == "Tesla V100 16GB"
-    assert od.gpu_model is None
+    # SXM2 or PCIe not stated: the slower PCIe part, the form factor left unset (#13)
+    assert (od.gpu_model, od.gpu_form_factor) == ("V100-PCIE-16GB", None)
     assert od.storage_gb == 225
     assert od.storage_type is StorageType.NVME
     assert od.price_amount == Decimal("0.89")

@@ -45,7 +45,8 @@ def test_verbatim_cloud_gpu_plans_and_slices() -> None:
     assert len(offers) == 3
     slice_ = offers[("vcg-a100-1c-6g-4vram", "ewr", RentalTerm.ON_DEMAND)]
     assert slice_.gpu_raw_name == "NVIDIA_A100"
-    assert slice_.gpu_model is None  # "A100" 80 GB without a form factor: not guessed
+    # "A100" 80 GB without a form factor: the slower PCIe part, form factor unstated (#13)
+    assert (slice_.gpu_model, slice_.gpu_form_factor) == ("A100-PCIE-80GB", None)
     assert (slice_.gpu_count, slice_.gpu_fraction, slice_.gpu_memory_gb) == (1, 0.05, 4)
     assert slice_.vcpus == 1
     assert slice_.ram_gb == pytest.approx(6.442, abs=0.001)  # 6144 MiB
@@ -100,9 +101,10 @@ def test_reconstructed_all_types_locations_and_preemptible() -> None:
     assert ("vcg-l40s-16c-180g-48vram", "ewr", RentalTerm.INTERRUPTIBLE) not in offers
 
 
-def test_cloud_gpu_a100_and_h100_plans_stay_unranked() -> None:
+def test_cloud_gpu_a100_and_h100_plans_are_the_slower_variants() -> None:
     # No Vultr document found that states SXM or PCIe for Cloud GPU (vcg) A100/H100 plans, and
-    # the plan record (id, gpu_type, gpu_vram_gb) does not tell them apart: nothing is guessed.
+    # the plan record (id, gpu_type, gpu_vram_gb) does not tell them apart: each is ranked as
+    # its family's slower (PCIe) part and its form factor stays unstated (#13).
     vcg = parse(load("plans_vcg.gpuhunt_fixture.verbatim.json")).offers
     every = parse(load("plans_type_all.reconstructed.json")).offers
     offers = [o for o in vcg + every if o.gpu_raw_name in ("NVIDIA_A100", "NVIDIA_H100")]
@@ -112,8 +114,9 @@ def test_cloud_gpu_a100_and_h100_plans_stay_unranked() -> None:
         "vcg-a100-12c-120g-80vram",
         "vcg-h100-8c-240g-80vram",
     }
+    slower = {"NVIDIA_A100": "A100-PCIE-80GB", "NVIDIA_H100": "H100-PCIE-80GB"}
     for o in offers:
-        assert (o.gpu_model, o.gpu_vendor, o.gpu_form_factor) == (None, None, None)
+        assert (o.gpu_model, o.gpu_form_factor) == (slower[o.gpu_raw_name or ""], None)
     # the catalog does know the other Cloud GPU types of the same listing
     assert {o.gpu_model for o in every if o.gpu_raw_name not in ("NVIDIA_A100", "NVIDIA_H100")} == {
         "A16",

@@ -1,13 +1,17 @@
-"""unidentified(): the offers a ranking leaves out because their GPU is unknown."""
+"""left_out(): every offer a query wants that the ranking cannot rank, with its reason."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import polars as pl
 
-from pricing import Requirement, offers_to_frame
-from pricing.coverage import unidentified, unidentified_note
+from adapters.collect import RunStatus
+from adapters.gpus import Precision
+from adapters.sample import replay_sample
+from pricing import RankOptions, Requirement, offers_to_frame, rank
+from pricing.coverage import NO_FIGURE, NOT_IN_CATALOG, UNIDENTIFIED, left_out, left_out_note
 
 from .factories import NOW, make_offer
 
@@ -27,25 +31,65 @@ def _frame() -> pl.DataFrame:
     )  # fmt: skip
 
 
+def _reasons(frame: pl.DataFrame, req: Requirement | None = None) -> list[tuple[object, ...]]:
+    return left_out(frame, req, NOW).select("provider", "gpu_raw_name", "reason", "offers").rows()
+
+
 def test_lists_unidentified_offers_a_requirement_would_want() -> None:
-    left = unidentified(_frame(), Requirement(gpus=("H100",)), NOW)
-    assert left.rows() == [("do", "nvidia_h100", 2)]
-    everything = unidentified(_frame(), None, NOW)
-    assert everything.rows() == [("do", "nvidia_h100", 2), ("jl", "A100-80GB", 1)]
+    assert _reasons(_frame(), Requirement(gpus=("H100",))) == [
+        ("do", "nvidia_h100", UNIDENTIFIED, 2)
+    ]
+    assert _reasons(_frame()) == [
+        ("do", "nvidia_h100", UNIDENTIFIED, 2),
+        ("jl", "A100-80GB", UNIDENTIFIED, 1),
+    ]
 
 
 def test_other_constraints_apply_as_in_the_ranking() -> None:
     eight = Requirement(gpus=("H100",), min_gpus=8)
-    assert unidentified(_frame(), eight, NOW).rows() == [("do", "nvidia_h100", 1)]
-    assert unidentified(_frame(), Requirement(exclude_providers=("do",)), NOW).rows() == [
-        ("jl", "A100-80GB", 1)
+    assert _reasons(_frame(), eight) == [("do", "nvidia_h100", UNIDENTIFIED, 1)]
+    assert _reasons(_frame(), Requirement(exclude_providers=("do",))) == [
+        ("jl", "A100-80GB", UNIDENTIFIED, 1)
     ]
-    assert unidentified(_frame(), Requirement(gpus=("MI300X",)), NOW).is_empty()
+    assert left_out(_frame(), Requirement(gpus=("MI300X",)), NOW).is_empty()
 
 
-def test_note_for_people() -> None:
-    note = unidentified_note(_frame(), Requirement(gpus=("h-100",)), NOW)
-    assert note is not None
-    assert note.startswith("2 offer(s) not ranked, GPU not identified")
-    assert "'nvidia_h100' (do, 2)" in note
-    assert unidentified_note(_frame(), Requirement(gpus=("B200",)), NOW) is None
+def test_a_catalog_model_without_any_figure_is_named_with_its_reason() -> None:
+    frame = offers_to_frame(
+        [
+            make_offer(offer_id="h800", gpu_model="H800-PCIE-80GB", gpu_raw_name="H800 PCIe"),
+            make_offer(offer_id="old", gpu_model="K80", gpu_raw_name="Tesla K80"),
+        ]
+    )
+    assert _reasons(frame) == [
+        ("acme", "H800 PCIe", NO_FIGURE, 1),
+        ("acme", "Tesla K80", NOT_IN_CATALOG, 1),
+    ]
+    assert rank(frame, options=RankOptions(now=NOW)).is_empty()  # the ranking leaves both out
+
+
+def test_note_names_every_offer_and_its_reason() -> None:
+    note = left_out_note(_frame(), Requirement(gpus=("h-100",)), NOW)
+    assert note == f"2 offer(s) not ranked: 'nvidia_h100' (do, 2: {UNIDENTIFIED})"
+    assert left_out_note(_frame(), Requirement(gpus=("B200",)), NOW) is None
+    everything = left_out_note(_frame(), None, NOW)
+    assert everything is not None
+    assert "'nvidia_h100' (do, 2: " in everything and "'A100-80GB' (jl, 1: " in everything
+
+
+def test_on_the_sample_every_unranked_offer_is_named_and_at_most_5_percent_stay_unranked() -> None:
+    """#13's bar: an unfiltered query on the offline sample ranks all but <= 5% of the offers
+    with an identified GPU, and its note names every offer it leaves out."""
+    runs = replay_sample()
+    frame = offers_to_frame(o for r in runs if r.status is RunStatus.OK for o in r.offers)
+    now = datetime.now(UTC)
+    for precision in (Precision.BF16, Precision.FP8):
+        options = RankOptions(limit=None, now=now, precision=precision)
+        ranked = set(rank(frame, options=options)["config_id"])
+        unranked = frame.filter(~pl.col("config_id").is_in(sorted(ranked)))
+        identified = frame.filter(pl.col("gpu_model").is_not_null())
+        stay = unranked.filter(pl.col("gpu_model").is_not_null())
+        assert stay.height <= 0.05 * identified.height, stay
+        listed = left_out(frame, None, now, precision=precision)
+        assert int(listed["offers"].sum()) == unranked.height
+        assert set(listed["gpu_raw_name"]) == set(unranked["gpu_raw_name"])

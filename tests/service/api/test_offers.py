@@ -157,6 +157,48 @@ async def test_offers_left_out_for_an_unknown_gpu_are_named_in_warnings(
     app.state.context.refresh_state()  # type: ignore[attr-defined]
     body = (await client.get("/v1/offers", params={"gpus": "H100"})).json()
     assert [o["provider"] for o in body["offers"]] == ["newco"]
-    assert any("'nvidia_h100' (oddco, 1)" in w for w in body["warnings"])
+    assert any("'nvidia_h100' (oddco, 1: GPU not identified)" in w for w in body["warnings"])
+    assert body["left_out"] == [
+        {
+            "provider": "oddco",
+            "gpu_raw_name": "nvidia_h100",
+            "gpu_model": None,
+            "reason": "GPU not identified",
+            "offers": 1,
+        }
+    ]
     other = (await client.get("/v1/offers", params={"gpus": "A100"})).json()
     assert not any("not ranked" in w for w in other["warnings"])
+
+
+async def test_answer_flags_an_unstated_form_factor_and_a_fallback_figure(
+    client: httpx.AsyncClient, app: object, source: FakeSource
+) -> None:
+    """#13: every output says "form factor not stated" and how a figure was had."""
+    source.current = database_state(
+        [
+            offer(
+                provider="doco",
+                offer_id="h",
+                gpu_model="H100-PCIE-80GB",
+                gpu_raw_name="H100",
+                gpu_form_factor=None,
+            ),
+            offer(provider="old", offer_id="v", gpu_model="V100-SXM2-32GB", gpu_memory_gb=32),
+        ]
+    )
+    app.state.context.refresh_state()  # type: ignore[attr-defined]
+    body = (await client.get("/v1/offers")).json()
+    by = {o["provider"]: o for o in body["offers"]}
+    assert by["doco"]["hardware"]["form_factor_stated"] is False
+    assert by["doco"]["hardware"]["gpu_form_factor"] is None
+    assert by["doco"]["performance"]["peak_basis"] == "datasheet"
+    assert by["old"]["performance"]["peak_precision"] == "fp16"
+    assert by["old"]["performance"]["peak_note"] == "ranked at FP16: no BF16 figure"
+    assert body["left_out"] == []
+    # a form-factor requirement does not take the assumed PCIe for a fact
+    pcie = (await client.get("/v1/offers", params={"form_factors": "pcie"})).json()
+    assert pcie["query"]["form_factors"] == ["pcie"]
+    assert {o["provider"] for o in pcie["offers"]} == set()  # the V100 is SXM, the H100 unknown
+    sxm = (await client.get("/v1/offers", params={"form_factors": "sxm"})).json()
+    assert {o["provider"] for o in sxm["offers"]} == {"old"}

@@ -14,6 +14,7 @@ from adapters.schema import PriceUnit, RentalTerm, default_fx
 from db.current import CurrentState, state_from_offers
 from service.cli import app
 from service.commands import pricing as pricing_cli
+from service.current import load_current
 from tests.pricing.factories import make_offer
 
 from ...pricing.test_estimate import LLAMA2_7B_GPU_HOURS
@@ -148,3 +149,36 @@ def test_table_names_the_seller_behind_a_provider() -> None:
     assert result.exit_code == 0, result.output
     assert "coreweave (sheet)" in result.stdout
     assert "a100" in result.stdout and "acme" not in result.stdout
+
+
+def test_sample_h100_query_lists_the_offers_whose_form_factor_is_not_stated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """#13: DigitalOcean's and JarvisLabs' H100s (SXM or PCIe not stated) are ranked as the
+    slower PCIe part, flagged in the JSON and in the table."""
+    monkeypatch.setattr(pricing_cli, "load_current", load_current)
+    result = runner.invoke(
+        app, ["offers", "--sample", "--gpu", "H100", "--limit", "50", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    unstated = {(r["provider"], r["gpu_model"]) for r in rows if not r["form_factor_stated"]}
+    assert unstated == {("digitalocean", "H100-PCIE-80GB"), ("jarvislabs", "H100-PCIE-80GB")}
+    for r in rows:
+        assert r["form_factor_stated"] is (r["gpu_form_factor"] is not None)
+    table = runner.invoke(app, ["offers", "--sample", "--gpu", "H100", "--limit", "50"])
+    assert table.exit_code == 0, table.output
+    assert "form factor not stated (ranked as the slower H100-PCIE-80GB)" in table.stdout
+
+
+def test_sample_query_shows_fallback_figures_and_names_every_offer_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pricing_cli, "load_current", load_current)
+    result = runner.invoke(app, ["offers", "--sample", "--limit", "200", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    v100 = [r for r in rows if r["gpu_model"] == "V100-SXM2-32GB"]
+    assert v100 and v100[0]["peak_basis"] == "fallback" and v100[0]["peak_precision"] == "fp16"
+    assert v100[0]["peak_note"] == "ranked at FP16: no BF16 figure"
+    assert "1 offer(s) not ranked: 'ecs.gn7e" in result.stderr

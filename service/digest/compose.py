@@ -8,7 +8,6 @@ unsubscribe link, and hands the result to :mod:`.mail`.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
@@ -19,13 +18,14 @@ from sqlalchemy.engine import Engine
 from adapters.schema import Offer
 from db.history import WeekOverWeek, daily_index, week_over_week
 from db.subscriptions import SubscriptionRecord
-from pricing import Job, Requirement, rank
+from pricing import rank
 
 from ..current import CurrentOffers
 from ..settings import Settings
 from .build import Digest, DigestLinks, StaleProvider, SubscriptionView, build_digest
 from .chart import IndexPoint
 from .mail import build_digest_message, parse_sender
+from .saved_search import load_search
 from .tokens import Purpose, make_token
 
 __all__ = [
@@ -72,12 +72,15 @@ def unsubscribe_url(
 
 
 def subscription_view(record: SubscriptionRecord) -> SubscriptionView:
+    """What the digest needs of ``record``; :class:`.saved_search.CorruptSubscription` if its
+    stored search does not validate."""
+    requirement, job = load_search(record)
     return SubscriptionView(
         id=record.id,
         name=record.name,
         email=record.email,
-        requirement=Requirement.model_validate(json.loads(record.requirement_json)),
-        job=Job.model_validate(json.loads(record.job_json)),
+        requirement=requirement,
+        job=job,
         time_zone=record.time_zone,
     )
 

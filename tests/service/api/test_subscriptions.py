@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from db.engine import make_engine, sqlite_url
+from db.subscriptions import get_subscription
 from db.migrate import upgrade
 from service.api import create_app
 from service.current import CurrentOffers
@@ -80,8 +81,20 @@ async def test_double_opt_in_and_one_click_unsubscribe(
     # a forged or altered token does nothing
     forged = _path(confirm.group(0))[:-2] + "xx"
     assert (await client.get(forged)).status_code == 400
-    response = await client.get(_path(confirm.group(0)))
+    assert (await client.post(forged)).status_code == 400
+    # a GET (a mail scanner prefetching the link) shows a button and confirms nothing
+    for _ in range(2):
+        page = await client.get(_path(confirm.group(0)))
+        assert page.status_code == 200 and "confirmed" not in page.text
+        assert 'method="post"' in page.text and ">Confirm</button>" in page.text
+    manager = client._transport.app.state.subscriptions  # type: ignore[attr-defined]
+    stored = get_subscription(manager.engine, subscription_id)
+    assert stored is not None and stored.status.value == "pending"
+    # the button posts to the same URL: that confirms
+    response = await client.post(_path(confirm.group(0)))
     assert response.status_code == 200 and "confirmed" in response.text
+    stored = get_subscription(manager.engine, subscription_id)
+    assert stored is not None and stored.status.value == "active"
 
     # unsubscribe: GET shows a button and changes nothing; POST (RFC 8058) unsubscribes
     from service.digest.compose import unsubscribe_url
@@ -98,6 +111,10 @@ async def test_double_opt_in_and_one_click_unsubscribe(
     assert done.status_code == 200 and "Unsubscribed" in done.text
     # confirming again does not resurrect it
     assert (await client.get(_path(confirm.group(0)))).status_code == 409
+    assert (await client.post(_path(confirm.group(0)))).status_code == 409
+    for action in ("confirm", "unsubscribe"):
+        other = await client.put(f"/v1/subscriptions/{action}?token=x")
+        assert other.status_code == 405 and other.headers["Allow"] == "GET, POST"
 
 
 @pytest.mark.anyio

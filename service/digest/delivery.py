@@ -37,8 +37,8 @@ What a crash or restart does, by where it happens:
   Message-ID (Gmail, most IMAP clients' threading) show one, and the flag says so in the
   database. This window is one local UPDATE wide.
 * a transient SMTP failure (a 4xx, a dropped connection; after the retries inside one run)
-  marks the row ``failed`` with the error and a ``retry_at`` that backs off (30 min, 1 h,
-  2 h, ... at most 8 h): the week's digest is not dropped, a later run claims it again
+  marks the row ``failed`` with the error and a ``retry_at`` that backs off (the next run,
+  then 2, 4, at most 8 hours later): the week's digest is not dropped, a later run claims it again
   (same Message-ID). A permanent refusal of the message (every recipient 5xx, or a 5xx to
   its data) marks it ``refused``: final, never retried, the error kept.
 
@@ -105,9 +105,12 @@ _delivery = cast(sa.Table, DigestDelivery.__table__)
 _subscription = cast(sa.Table, Subscription.__table__)
 
 #: The first wait before a failed delivery is claimed again; it doubles per attempt.
-RETRY_FIRST = timedelta(minutes=30)
+RETRY_FIRST = timedelta(hours=1)
 #: The longest wait between two attempts of one delivery.
 RETRY_MAX = timedelta(hours=8)
+#: Taken off each wait: a failure is recorded a little after its run started, and the hourly
+#: job's run at the hour the wait ends should still take the row.
+RETRY_MARGIN = timedelta(minutes=5)
 #: Final states: no run claims the row again.
 _FINAL = (DeliveryStatus.SENT.value, DeliveryStatus.REFUSED.value)
 #: States in which a holder is working on the row.
@@ -115,12 +118,13 @@ _HELD = (DeliveryStatus.CLAIMED.value, DeliveryStatus.SENDING.value)
 
 
 def retry_delay(attempts: int) -> timedelta:
-    """How long a delivery that failed on its ``attempts``-th claim waits for the next one.
+    """How long a delivery that failed on its ``attempts``-th claim waits for the next one:
+    with the hourly job, the next attempts come 1, 2, 4 and then every 8 hours later.
 
     >>> [str(retry_delay(n)) for n in (1, 2, 3, 6)]
-    ['0:30:00', '1:00:00', '2:00:00', '8:00:00']
+    ['0:55:00', '1:55:00', '3:55:00', '7:55:00']
     """
-    return min(RETRY_FIRST * 2 ** max(0, min(attempts, 16) - 1), RETRY_MAX)
+    return min(RETRY_FIRST * 2 ** max(0, min(attempts, 16) - 1), RETRY_MAX) - RETRY_MARGIN
 
 
 def run_clock(start: datetime) -> Callable[[], datetime]:

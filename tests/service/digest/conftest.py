@@ -23,8 +23,9 @@ TOKEN_SECRET = "test-token-secret-0123456789abcdef"
 
 class RecordingHandler:
     """Stores every accepted message; answers ``refuse_reply`` (451 unless set) to the next
-    ``refuse`` DATA commands, 550 to RCPT for the addresses in ``unknown``, and takes
-    ``delay_s`` seconds over each DATA (a slow server)."""
+    ``refuse`` DATA commands and 550 to RCPT for the addresses in ``unknown``. The next
+    ``hold`` DATA commands wait (``held`` is set) until ``release`` is set: a server slow to
+    answer one message while it serves others."""
 
     def __init__(self) -> None:
         self.messages: list[EmailMessage] = []
@@ -33,7 +34,9 @@ class RecordingHandler:
         self.refused = 0
         self.refuse_reply = "451 4.3.0 Try again later"
         self.unknown: set[str] = set()
-        self.delay_s = 0.0
+        self.hold = 0
+        self.held = threading.Event()
+        self.release = threading.Event()
         self.lock = threading.Lock()
 
     async def handle_RCPT(
@@ -45,8 +48,12 @@ class RecordingHandler:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
+        with self.lock:
+            wait, self.hold = self.hold > 0, max(0, self.hold - 1)
+        if wait:
+            self.held.set()
+            while not self.release.is_set():  # the server's event loop serves others meanwhile
+                await asyncio.sleep(0.02)
         with self.lock:
             if self.refuse:
                 self.refuse -= 1

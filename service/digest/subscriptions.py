@@ -47,7 +47,7 @@ from .mail import (
 from .saved_search import dump_search, storable
 from .tokens import InvalidToken, Purpose, TokenClaims, read_token
 
-__all__ = ["SubscribeRateLimited", "SubscriptionManager", "SubscriptionRequest", "valid_time_zone"]
+__all__ = ["SubscriptionManager", "SubscriptionRequest", "valid_time_zone"]
 
 NAME_MAX_CHARS = 100
 

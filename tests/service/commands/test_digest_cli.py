@@ -4,18 +4,16 @@ end of the run."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from db.engine import make_engine, sqlite_url
 from db.migrate import upgrade
-from db.subscriptions import Subscription, SubscriptionStatus
 from service.cli import app
 from service.settings import get_settings
+from tests.service.digest.helpers import insert_active
 
 
 @pytest.fixture
@@ -35,24 +33,8 @@ def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 def _active(url: str, email: str, requirement_json: str) -> int:
     engine = make_engine(url)
-    table = Subscription.__table__
     try:
-        with engine.begin() as connection:
-            return int(
-                connection.execute(
-                    sa.insert(table)
-                    .values(
-                        email=email,
-                        name="weekly",
-                        time_zone="UTC",
-                        requirement=requirement_json,
-                        job='{"hours": 10.0}',
-                        status=SubscriptionStatus.ACTIVE.value,
-                        created_at=datetime.now(UTC),
-                    )
-                    .returning(table.c.id)
-                ).scalar_one()
-            )
+        return insert_active(engine, email, requirement_json, '{"hours": 10.0}')
     finally:
         engine.dispose()
 

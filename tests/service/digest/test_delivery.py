@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 
 from service.current import CurrentOffers
 from service.digest.delivery import (
+    Claim,
     SendReport,
     claim_delivery,
     delivery_row,
@@ -375,31 +376,39 @@ def test_a_transient_failure_is_retried_with_backoff(
     assert report.sent == 1 and len(handler.messages) == 1
 
 
-def test_a_lost_lease_is_reported_and_the_new_holder_is_not_overwritten(
-    settings: Settings, engine: Engine, active: tuple[int, CurrentOffers]
-) -> None:
-    sub_id, _ = active
-    mid = iter(["<a@x.test>", "<b@x.test>", "<c@x.test>"])
+LATER = NOW + LEASE * 2
+
+
+def _taken_over(engine: Engine, sub_id: int) -> tuple[Claim, Claim]:
+    """p1 claims and begins sending, stalls past its lease, and p2 takes the row over
+    (flagged: p1's copy may have gone out). Returns both claims."""
+    mid = iter(["<a@x.test>", "<b@x.test>"])
     first = claim_delivery(
         engine, sub_id, WEEK, holder="p1", now=NOW, lease=LEASE, message_id=lambda: next(mid)
     )
     assert first is not None and mark_sending(engine, first, now=NOW, lease=LEASE)
-    # p1 stalls past its lease; p2 takes the row over (it may have been sent: flagged)
-    later = NOW + LEASE * 2
     second = claim_delivery(
-        engine, sub_id, WEEK, holder="p2", now=later, lease=LEASE, message_id=lambda: next(mid)
+        engine, sub_id, WEEK, holder="p2", now=LATER, lease=LEASE, message_id=lambda: next(mid)
     )
     assert second is not None and second.possible_duplicate
+    return first, second
+
+
+def test_a_lost_lease_is_reported_and_the_new_holder_is_not_overwritten(
+    settings: Settings, engine: Engine, active: tuple[int, CurrentOffers]
+) -> None:
+    sub_id, _ = active
+    first, second = _taken_over(engine, sub_id)
     # p1's send did go through: it says the lease was lost, and settles the week so that
     # p2, which has not begun sending, does not send a second copy
-    assert not mark_sent(engine, first, now=later)
-    assert not mark_sending(engine, second, now=later, lease=LEASE)
+    assert not mark_sent(engine, first, now=LATER)
+    assert not mark_sending(engine, second, now=LATER, lease=LEASE)
     row = delivery_row(engine, sub_id, WEEK)
     assert row is not None and row["status"] == "sent" and "lease was lost" in row["last_error"]
     # a failure reported by a holder that lost the row changes nothing
-    assert not mark_failed(engine, first, "451 late", now=later)
-    assert not mark_failed(engine, second, "451 late", now=later)
-    assert not renew_lease(engine, second, now=later, lease=LEASE)
+    assert not mark_failed(engine, first, "451 late", now=LATER)
+    assert not mark_failed(engine, second, "451 late", now=LATER)
+    assert not renew_lease(engine, second, now=LATER, lease=LEASE)
     row = delivery_row(engine, sub_id, WEEK)
     assert row is not None and row["status"] == "sent"
 
@@ -408,17 +417,9 @@ def test_a_holder_whose_row_is_being_sent_by_another_keeps_its_hands_off(
     settings: Settings, engine: Engine, active: tuple[int, CurrentOffers]
 ) -> None:
     sub_id, _ = active
-    mid = iter(["<a@x.test>", "<b@x.test>"])
-    first = claim_delivery(
-        engine, sub_id, WEEK, holder="p1", now=NOW, lease=LEASE, message_id=lambda: next(mid)
-    )
-    assert first is not None and mark_sending(engine, first, now=NOW, lease=LEASE)
-    later = NOW + LEASE * 2
-    second = claim_delivery(
-        engine, sub_id, WEEK, holder="p2", now=later, lease=LEASE, message_id=lambda: next(mid)
-    )
-    assert second is not None and mark_sending(engine, second, now=later, lease=LEASE)
-    assert not mark_sent(engine, first, now=later)  # p2 is sending: its record stands
+    first, second = _taken_over(engine, sub_id)
+    assert mark_sending(engine, second, now=LATER, lease=LEASE)
+    assert not mark_sent(engine, first, now=LATER)  # p2 is sending: its record stands
     row = delivery_row(engine, sub_id, WEEK)
     assert row is not None and (row["status"], row["claimed_by"]) == ("sending", "p2")
-    assert mark_sent(engine, second, now=later)
+    assert mark_sent(engine, second, now=LATER)

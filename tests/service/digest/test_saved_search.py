@@ -7,18 +7,26 @@ import json
 from datetime import timedelta
 
 import pytest
-import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
-from db.subscriptions import Subscription, SubscriptionStatus, get_subscription
+from db.subscriptions import SubscriptionStatus, get_subscription
 from service.digest.saved_search import CorruptSubscription, dump_search, load_search
 from service.digest.schedule import run_digests, smtp_transport
 from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
 from service.settings import Settings
 
 from .conftest import RecordingHandler
-from .helpers import JOB, NOW, REQUIREMENT, current_from_db, link_in, seed_history, token_of
+from .helpers import (
+    JOB,
+    NOW,
+    REQUIREMENT,
+    current_from_db,
+    insert_active,
+    link_in,
+    seed_history,
+    token_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -51,26 +59,6 @@ def test_what_is_stored_reads_back_as_given() -> None:
     assert json.loads(job_json) == {"hours": 100.0}
 
 
-def _insert(engine: Engine, email: str, requirement_json: str, job_json: str = "{}") -> int:
-    table = Subscription.__table__
-    with engine.begin() as connection:
-        return int(
-            connection.execute(
-                sa.insert(table)
-                .values(
-                    email=email,
-                    name="old",
-                    time_zone="UTC",
-                    requirement=requirement_json,
-                    job=job_json,
-                    status=SubscriptionStatus.ACTIVE.value,
-                    created_at=NOW - timedelta(days=30),
-                )
-                .returning(table.c.id)
-            ).scalar_one()
-        )
-
-
 CORRUPT = {
     # what the code before #14 stored for max_usd_per_hour=Infinity: the constraint lost
     "null": ('{"gpus": ["H100"], "max_usd_per_hour": null}', '{"hours": 100.0}'),
@@ -84,7 +72,9 @@ CORRUPT = {
 @pytest.mark.parametrize("case", list(CORRUPT))
 def test_load_search_names_the_problem(engine: Engine, case: str) -> None:
     requirement_json, job_json = CORRUPT[case]
-    record = get_subscription(engine, _insert(engine, "x@example.com", requirement_json, job_json))
+    record = get_subscription(
+        engine, insert_active(engine, "x@example.com", requirement_json, job_json)
+    )
     assert record is not None
     with pytest.raises(CorruptSubscription, match=f"subscription {record.id}: ") as caught:
         load_search(record)
@@ -104,7 +94,7 @@ def test_a_corrupt_subscription_is_reported_marked_and_skipped_not_fatal(
     )
     manager.confirm(token_of(link_in(handler.messages.pop(), "/v1/subscriptions/confirm")))
     bad = {
-        case: _insert(engine, f"bad{i}@example.com", *CORRUPT[case])
+        case: insert_active(engine, f"bad{i}@example.com", *CORRUPT[case])
         for i, case in enumerate(CORRUPT)
     }
 

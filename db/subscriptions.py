@@ -242,10 +242,23 @@ def _use_quotas(connection: Connection, quotas: Sequence[Quota], now: datetime) 
             frees_at = recent[-1] + quota.window  # when the window holds one use fewer
             raise QuotaExceeded(quota, max(1, math.ceil((frees_at - now).total_seconds())))
     if quotas:
-        horizon = now - QUOTA_MAX_WINDOW  # uses no window can see any more
-        connection.execute(sa.delete(_quota_use).where(u.at <= horizon))
-        connection.execute(sa.delete(_quota).where(_quota.c.used_at <= horizon))
+        _prune_quotas(connection, now - QUOTA_MAX_WINDOW)
         connection.execute(sa.insert(_quota_use), [{"key": q.key, "at": now} for q in quotas])
+
+
+def _prune_quotas(connection: Connection, horizon: datetime) -> None:
+    """Delete uses and lock rows older than ``horizon`` (no window sees them any more).
+
+    Rows another transaction holds are skipped (``FOR UPDATE SKIP LOCKED``; SQLite has one
+    writer at a time and no row locks): a request holding an old key's row while it waits
+    for a key this one holds would otherwise deadlock with this very delete.
+    """
+    for table, key, at in (
+        (_quota_use, _quota_use.c.id, _quota_use.c.at),
+        (_quota, _quota.c.key, _quota.c.used_at),
+    ):
+        stale = sa.select(key).where(at <= horizon).with_for_update(skip_locked=True)
+        connection.execute(sa.delete(table).where(key.in_(stale.scalar_subquery())))
 
 
 def create_subscription(

@@ -7,8 +7,12 @@ import threading
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from db.engine import make_engine
+from db.migrate import upgrade
+from db.subscriptions import QUOTA_MAX_WINDOW, MailQuota, MailQuotaUse
 from service.digest.limits import (
     SubscribeRateLimited,
     address_limit_key,
@@ -178,3 +182,50 @@ def test_concurrent_requests_pass_exactly_the_limit(
     assert errors == []
     assert (len(accepted), len(refused)) == (limit, 20 - limit)
     assert len(handler.messages) == limit
+
+
+def _old_key(connection: sa.Connection, key: str) -> None:
+    long_ago = NOW - QUOTA_MAX_WINDOW - timedelta(hours=1)
+    connection.execute(sa.insert(MailQuota.__table__).values(key=key, used_at=long_ago))
+    connection.execute(sa.insert(MailQuotaUse.__table__).values(key=key, at=long_ago))
+
+
+def test_uses_no_window_sees_are_pruned(settings: Settings, engine: Engine) -> None:
+    with engine.begin() as connection:
+        _old_key(connection, "address:old")
+    manager = SubscriptionManager(settings, engine, lambda _m: 1, clock=lambda: NOW)
+    manager.subscribe(_request("ada@example.com"), client="198.51.100.1")
+    with engine.connect() as connection:
+        keys = set(connection.execute(sa.select(MailQuota.__table__.c.key)).scalars())
+        uses = list(connection.execute(sa.select(MailQuotaUse.__table__.c.key)).scalars())
+    assert "address:old" not in keys and "address:old" not in uses
+    assert len(keys) == len(uses) == 3  # this request's address, client and global
+
+
+@pytest.mark.postgres
+def test_pruning_skips_a_row_another_request_holds(pg_url: str) -> None:
+    """A request holding an old key's row (waiting for ``global``, say) must not make this
+    one's prune wait for it: that would be a deadlock."""
+    upgrade(pg_url)
+    engine = make_engine(pg_url)
+    try:
+        with engine.begin() as connection:
+            _old_key(connection, "address:held")
+        settings = Settings(_env_file=None, database_url=pg_url)  # type: ignore[call-arg]
+        manager = SubscriptionManager(settings, engine, lambda _m: 1, clock=lambda: NOW)
+        with engine.connect() as holder, holder.begin():
+            holder.execute(
+                sa.select(MailQuota.__table__)
+                .where(MailQuota.__table__.c.key == "address:held")
+                .with_for_update()
+            )
+            done = threading.Event()
+            worker = threading.Thread(
+                target=lambda: (manager.subscribe(_request("ada@example.com")), done.set())
+            )
+            worker.start()
+            finished = done.wait(10)
+        worker.join()
+        assert finished, "the prune waited for a row another transaction held"
+    finally:
+        engine.dispose()

@@ -37,10 +37,12 @@ What a crash or restart does, by where it happens:
   Message-ID (Gmail, most IMAP clients' threading) show one, and the flag says so in the
   database. This window is one local UPDATE wide.
 * a transient SMTP failure (a 4xx, a dropped connection; after the retries inside one run)
-  marks the row ``failed`` with the error and a ``retry_at`` that backs off (the next run,
-  then 2, 4, at most 8 hours later): the week's digest is not dropped, a later run claims it again
-  (same Message-ID). A permanent refusal of the message (every recipient 5xx, or a 5xx to
-  its data) marks it ``refused``: final, never retried, the error kept.
+  marks the row ``failed`` with the error and a ``retry_at`` that backs off (the next
+  hourly run, then 2, 4, at most 8 hours later): the week's digest is not dropped, a later
+  run claims it again (same Message-ID). A permanent refusal of the message (every
+  recipient 5xx, or a 5xx to its data) marks it ``refused``: final, never retried, the
+  error kept. A 5xx to the session (AUTH, MAIL FROM) is configuration, not this message's
+  fault: retried like a 4xx.
 
 Several scheduler processes can run this at once: the unique (subscription_id, week) row
 is the arbiter; a process that finds it claimed by a live lease (or row-locked by another
@@ -314,9 +316,10 @@ def mark_sent(engine: Engine, claim: Claim, *, now: datetime) -> bool:
     """Record "the SMTP server accepted it"; False if the lease was lost meanwhile.
 
     Held: the row becomes ``sent``, final. Lost (another process took the row over after
-    this lease ran out): the new holder's record is not overwritten, with one exception
-    that prevents a second copy: if it has not begun sending (``claimed``), the row is
-    settled as ``sent`` now, so its :func:`mark_sending` fails. Either way it is logged.
+    this lease ran out): the new holder's record is not overwritten while it may be
+    sending a copy; if no copy is in flight (``claimed``, not begun, or ``failed``, to be
+    retried) the row is settled as ``sent`` now, so that no second copy goes out. Either
+    way it is logged.
     """
     d = _delivery.c
     done = {"status": DeliveryStatus.SENT.value, "sent_at": now, "lease_expires_at": None}
@@ -330,7 +333,10 @@ def mark_sent(engine: Engine, claim: Claim, *, now: datetime) -> bool:
             return True
         settled = connection.execute(
             sa.update(_delivery)
-            .where(d.id == claim.delivery_id, d.status == DeliveryStatus.CLAIMED.value)
+            .where(
+                d.id == claim.delivery_id,
+                d.status.in_([DeliveryStatus.CLAIMED.value, DeliveryStatus.FAILED.value]),
+            )
             .values(
                 **done,
                 last_error=f"{now.isoformat()} sent by {claim.holder} after its lease was lost",
@@ -341,7 +347,7 @@ def mark_sent(engine: Engine, claim: Claim, *, now: datetime) -> bool:
         claim.message_id,
         claim.subscription_id,
         claim.week,
-        "; the row's new holder had not sent it yet and will not"
+        "; the row's new holder had no copy in flight and will send none"
         if settled
         else "; another process holds the row (a second copy, same Message-ID, is possible)",
     )

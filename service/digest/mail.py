@@ -2,10 +2,11 @@
 
 Messages are :class:`email.message.EmailMessage` with the default policy. That policy refuses
 a raw CR or LF in a header value, but it *decodes* RFC 2047 encoded words while parsing a
-value and, on CPython 3.11.7 and 3.12.1 (before ``verify_generated_headers``), folds the
-decoded text back out as is: ``=?utf-8?b?eA0KUmVwbHktVG86IGFAZXZpbC5leGFtcGxl?=`` in a subject,
-a display name or even an address's local part writes a real ``Reply-To:`` line. So no text
-reaches a header raw, on any Python:
+value, and some releases (CPython 3.11.7 and 3.12.1 among them; newer ones refuse with
+``verify_generated_headers``) fold the decoded text back out as is:
+``=?utf-8?b?eA0KUmVwbHktVG86IGFAZXZpbC5leGFtcGxl?=`` in a subject, a display name or even an
+address's local part writes a real ``Reply-To:`` line. So no text reaches a header raw, on
+any Python:
 
 * :func:`header_text` refuses control characters and breaks the encoded-word opener ``=?``
   (``= ?``) in every unstructured value (the subject, the sender's display name);

@@ -9,6 +9,7 @@ names it needs in ``credential_names``.
 from __future__ import annotations
 
 import functools
+import ipaddress
 import os
 from pathlib import Path
 from typing import Literal
@@ -163,6 +164,17 @@ class Settings(BaseSettings):
     subscriptions_per_address_per_day: int = Field(
         5, ge=1, description="confirmation mails one address can be sent in 24 h (then 429)"
     )
+    subscriptions_per_client_per_hour: int = Field(
+        10, ge=1, description="subscription requests one client (IP, IPv6 /64) can make an hour"
+    )
+    subscriptions_per_hour: int = Field(
+        100, ge=1, description="confirmation mails gpuscout sends in all per hour (then 429)"
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="reverse proxies (IPs or CIDR networks, JSON list) whose X-Forwarded-For "
+        "names the client; none = the connection's peer is the client",
+    )
     digest_weekday: int = Field(
         1, ge=1, le=7, description="ISO weekday the digest goes out (1 = Monday), local time"
     )
@@ -196,6 +208,17 @@ class Settings(BaseSettings):
                 "or PostgreSQL (postgresql+psycopg://user@host/db)"
             )
         return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_networks(cls, value: list[str]) -> list[str]:
+        """Each entry an IP address or network, so a typo is an error at start-up."""
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"not an IP address or network: {entry!r}") from None
+        return [entry.strip() for entry in value]
 
     @model_validator(mode="after")
     def _default_database_url(self) -> Settings:

@@ -211,7 +211,7 @@ def send_command(
         typer.echo(line)
     typer.echo(
         f"{report.sent} sent, {report.failed} failed, {report.count('would_send')} would send, "
-        f"{report.count('skipped')} skipped"
+        f"{report.count('skipped')} skipped, {report.count('invalid')} invalid"
     )
     if report.failed:
         sys.exit(1)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from urllib.parse import quote
@@ -24,12 +23,13 @@ from adapters.schema import FxTable
 from db.current import CurrentState
 from db.history import PriceChange, WeekOverWeek, daily_index, week_over_week
 from db.subscriptions import SubscriptionRecord
-from pricing import Job, RankOptions, Requirement, offers_to_frame, rank
+from pricing import RankOptions, offers_to_frame, rank
 
 from ..settings import Settings
 from .build import Digest, DigestLinks, StaleProvider, SubscriptionView, build_digest
 from .chart import IndexPoint
 from .mail import build_digest_message, parse_sender
+from .saved_search import load_search
 from .tokens import Purpose, make_token
 
 __all__ = [
@@ -76,12 +76,15 @@ def unsubscribe_url(
 
 
 def subscription_view(record: SubscriptionRecord) -> SubscriptionView:
+    """What the digest needs of ``record``; :class:`.saved_search.CorruptSubscription` if its
+    stored search does not validate."""
+    requirement, job = load_search(record)
     return SubscriptionView(
         id=record.id,
         name=record.name,
         email=record.email,
-        requirement=Requirement.model_validate(json.loads(record.requirement_json)),
-        job=Job.model_validate(json.loads(record.job_json)),
+        requirement=requirement,
+        job=job,
         time_zone=record.time_zone,
     )
 

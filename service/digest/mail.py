@@ -1,8 +1,19 @@
 """Mail assembly and the SMTP path.
 
-Messages are :class:`email.message.EmailMessage` with the default policy, which refuses
-CR or LF in any header value; every value that reaches a header is checked here first as
-well (:func:`safe_header`), so a name, an address or a subject can never add a header.
+Messages are :class:`email.message.EmailMessage` with the default policy. That policy refuses
+a raw CR or LF in a header value, but it *decodes* RFC 2047 encoded words while parsing a
+value, and some releases (CPython 3.11.7 and 3.12.1 among them; newer ones refuse with
+``verify_generated_headers``) fold the decoded text back out as is:
+``=?utf-8?b?eA0KUmVwbHktVG86IGFAZXZpbC5leGFtcGxl?=`` in a subject, a display name or even an
+address's local part writes a real ``Reply-To:`` line. So no text reaches a header raw, on
+any Python:
+
+* :func:`header_text` refuses control characters and breaks the encoded-word opener ``=?``
+  (``= ?``) in every unstructured value (the subject, the sender's display name);
+* :func:`normalize_address` refuses an address holding ``=?`` (valid atext, never needed);
+* the subscriber's name never goes into an address header (``To`` is the bare address);
+* :func:`verified` serializes each finished message and parses the bytes back: a header
+  the generator wrote that we did not set is :class:`HeaderInjectionError`, not a mail.
 
 A digest is ``multipart/alternative``: ``text/plain``, then ``multipart/related`` holding the
 ``text/html`` and the chart (``image/png``, referenced from the HTML as ``cid:``). It carries
@@ -12,7 +23,9 @@ sending, so that a resend after a crash reuses it (see :mod:`.delivery`).
 
 Sending retries transient failures (4xx replies, dropped or refused connections) with
 exponential backoff (tenacity); a permanent failure (5xx) is raised at once. Either way the
-caller gets :class:`SmtpSendError`, saying how many attempts were made.
+caller gets :class:`SmtpSendError`, saying how many attempts were made and whether the
+server refused *this message* for good (:func:`is_permanent_refusal`: a 5xx to its
+recipient or its data), which no later attempt can change.
 """
 
 from __future__ import annotations
@@ -25,8 +38,10 @@ import ssl
 import time
 from collections.abc import Callable
 from datetime import datetime
+from email import errors, policy
 from email.headerregistry import Address
 from email.message import EmailMessage
+from email.parser import BytesHeaderParser
 from email.utils import format_datetime, make_msgid, parseaddr
 from typing import Any
 
@@ -49,17 +64,22 @@ __all__ = [
     "SmtpSendError",
     "build_confirmation_message",
     "build_digest_message",
+    "header_text",
+    "is_permanent_refusal",
     "is_transient",
     "new_message_id",
     "normalize_address",
     "parse_sender",
     "safe_header",
     "send_message",
+    "verified",
 ]
 
 log = logging.getLogger("gpuscout.digest.mail")
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: The opener of an RFC 2047 encoded word (``=?charset?B|Q?text?=``).
+_ENCODED_WORD = "=?"
 
 
 class HeaderInjectionError(ValueError):
@@ -73,10 +93,14 @@ class InvalidAddressError(ValueError):
 class SmtpSendError(RuntimeError):
     """The message could not be handed to the SMTP server."""
 
-    def __init__(self, message: str, *, attempts: int, transient: bool) -> None:
+    def __init__(
+        self, message: str, *, attempts: int, transient: bool, permanent: bool = False
+    ) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.transient = transient
+        self.permanent = permanent
+        """the server refused this message for good (5xx to RCPT or DATA): do not retry"""
         self.record: Any = None  # what was stored before the send failed, if anything
 
 
@@ -85,6 +109,40 @@ def safe_header(value: str, *, field: str = "header") -> str:
     if _CONTROL.search(value):
         raise HeaderInjectionError(f"{field}: control characters are not allowed")
     return value
+
+
+def header_text(value: str, *, field: str = "header") -> str:
+    """``value`` for an unstructured header (Subject, a display name): control characters
+    refused (:func:`safe_header`), and every ``=?`` written ``= ?``, so no decoder (the email
+    package's own while folding, or the reader's) turns typed text into other characters.
+
+    >>> header_text("=?utf-8?b?eA0KUmVwbHktVG86IGFAZXZpbC5leGFtcGxl?=")
+    '= ?utf-8?b?eA0KUmVwbHktVG86IGFAZXZpbC5leGFtcGxl?='
+    """
+    return safe_header(value, field=field).replace(_ENCODED_WORD, "= ?")
+
+
+def verified(message: EmailMessage) -> EmailMessage:
+    """``message`` if its serialized form parses back to exactly the headers it was given.
+
+    The last line of defence against header injection whatever the Python version: the
+    generator's output is what the SMTP server and the reader see, so that is what is
+    checked. Newer Pythons refuse such a header themselves (``HeaderWriteError``, a
+    ``MessageError``); both become :class:`HeaderInjectionError`.
+    """
+    try:
+        raw = message.as_bytes()
+    except errors.MessageError as exc:
+        raise HeaderInjectionError(f"a header could not be written safely: {exc}") from None
+    parsed = BytesHeaderParser(policy=policy.default).parsebytes(raw)
+    given = [name.lower() for name in message.keys()]  # noqa: SIM118 - the header names
+    written = [name.lower() for name in parsed.keys()]  # noqa: SIM118
+    if written != given:
+        extra = sorted(set(written) - set(given))
+        raise HeaderInjectionError(
+            "a header value wrote header(s) of its own: " + (", ".join(extra) or "reordered")
+        )
+    return message
 
 
 def normalize_address(email: str, *, local_domains: bool = False) -> str:
@@ -97,6 +155,8 @@ def normalize_address(email: str, *, local_domains: bool = False) -> str:
     """
     if not isinstance(email, str) or _CONTROL.search(email) or len(email) > 320:
         raise InvalidAddressError("not a valid email address")
+    if _ENCODED_WORD in email:
+        raise InvalidAddressError("not a valid email address: '=?' is not allowed in it")
     try:
         result = validate_email(
             email.strip(),
@@ -113,6 +173,7 @@ def parse_sender(value: str) -> Address:
     """``mail_from`` (``Name <addr>`` or ``addr``) as a header address, validated."""
     safe_header(value, field="mail_from")
     display_name, addr = parseaddr(value)
+    display_name = header_text(display_name, field="mail_from")
     if not addr:
         raise InvalidAddressError(f"mail_from is not an address: {value!r}")
     username, _, domain = addr.rpartition("@")
@@ -137,7 +198,7 @@ def _base(
     message = EmailMessage()
     message["From"] = sender
     message["To"] = Address(username=username, domain=domain)
-    message["Subject"] = safe_header(subject, field="subject")
+    message["Subject"] = header_text(subject, field="subject")
     message["Date"] = format_datetime(date)
     message["Message-ID"] = safe_header(message_id, field="message_id")
     message["Auto-Submitted"] = "auto-generated"
@@ -181,7 +242,7 @@ def build_digest_message(
         filename="price-index.png",
         disposition="inline",
     )
-    return message
+    return verified(message)
 
 
 def build_confirmation_message(
@@ -202,7 +263,7 @@ def build_confirmation_message(
     )
     message.set_content(confirmation.text, subtype="plain", charset="utf-8")
     message.add_alternative(confirmation.html, subtype="html", charset="utf-8")
-    return message
+    return verified(message)
 
 
 # --- SMTP -----------------------------------------------------------------------------------
@@ -249,6 +310,21 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, smtplib.SMTPResponseException):
         return 400 <= exc.smtp_code < 500
     return isinstance(exc, (smtplib.SMTPServerDisconnected, OSError))
+
+
+def is_permanent_refusal(exc: BaseException) -> bool:
+    """The server refused *this message* for good: every recipient 5xx, or a 5xx to DATA.
+
+    A 5xx to the session instead (HELO, AUTH, MAIL FROM, the greeting) is a configuration
+    problem that every message meets and that an operator fixes: not this message's fault,
+    so not permanent for it. ``SMTPSenderRefused`` and ``SMTPAuthenticationError`` are
+    ``SMTPResponseException`` too and stay retryable.
+    """
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return bool(exc.recipients) and all(
+            500 <= code < 600 for code, _ in exc.recipients.values()
+        )
+    return isinstance(exc, smtplib.SMTPDataError) and 500 <= exc.smtp_code < 600
 
 
 def _send_once(message: EmailMessage, config: SmtpConfig, envelope_from: str, to: str) -> None:
@@ -314,5 +390,6 @@ def send_message(
             f"SMTP failed after {attempts} attempt(s): {exc}",
             attempts=attempts,
             transient=is_transient(exc),
+            permanent=is_permanent_refusal(exc),
         ) from exc
     return attempts

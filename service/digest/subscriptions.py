@@ -3,36 +3,37 @@
 A subscription is created ``pending`` and a confirmation link goes to the address; no
 digest goes out until that link is followed. Links carry signed, expiring tokens
 (:mod:`.tokens`); a token that is forged, altered, expired, made for another purpose or for
-another address does nothing.
+another address does nothing. How many confirmation mails a request may cause is limited
+per address, per client and in all (:mod:`.limits`), atomically with storing it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from sqlalchemy.engine import Engine
 
 from db.subscriptions import (
+    QuotaExceeded,
     SubscriptionRecord,
     SubscriptionStatus,
     activate_subscription,
     create_subscription,
     end_subscription,
     get_subscription,
-    subscription_times,
 )
 from pricing import Job, Requirement
 
 from ..settings import Settings
 from .build import build_confirmation
 from .compose import confirm_url, subscription_view
+from .limits import SubscribeRateLimited, subscribe_quotas
 from .mail import (
     HeaderInjectionError,
     InvalidAddressError,
@@ -43,29 +44,12 @@ from .mail import (
     parse_sender,
     safe_header,
 )
+from .saved_search import dump_search, storable
 from .tokens import InvalidToken, Purpose, TokenClaims, read_token
 
-__all__ = ["SubscribeRateLimited", "SubscriptionManager", "SubscriptionRequest", "valid_time_zone"]
+__all__ = ["SubscriptionManager", "SubscriptionRequest", "valid_time_zone"]
 
 NAME_MAX_CHARS = 100
-#: The window of ``Settings.subscriptions_per_address_per_day``.
-RATE_WINDOW = timedelta(days=1)
-
-
-class SubscribeRateLimited(Exception):
-    """Too many subscriptions for one address lately; nothing was stored or sent.
-
-    Every subscription mails a confirmation link to the address given, so without a limit
-    anyone could flood a stranger's inbox through gpuscout. The count lives in the
-    database, so it holds across API replicas.
-    """
-
-    def __init__(self, email: str, limit: int, retry_after_s: int) -> None:
-        self.retry_after_s = retry_after_s
-        super().__init__(
-            f"{email}: already {limit} subscription request(s) in the last 24 hours;"
-            f" try again in {retry_after_s} s"
-        )
 
 
 def valid_time_zone(name: str) -> str:
@@ -117,6 +101,14 @@ class SubscriptionRequest(BaseModel):
     def _zone(cls, value: str) -> str:
         return valid_time_zone(value)
 
+    @field_validator("requirement", "job")
+    @classmethod
+    def _storable(cls, value: Requirement | Job, info: ValidationInfo) -> Requirement | Job:
+        """Stored as given or refused: Infinity or NaN would be stored as null, and the
+        constraint would vanish."""
+        storable(value, str(info.field_name))
+        return value
+
 
 Transport = Callable[[EmailMessage], int]
 
@@ -128,28 +120,33 @@ class SubscriptionManager:
     transport: Transport
     clock: Callable[[], datetime] = dataclasses.field(default=lambda: datetime.now(UTC))
 
-    def subscribe(self, request: SubscriptionRequest) -> SubscriptionRecord:
+    def subscribe(
+        self, request: SubscriptionRequest, *, client: str | None = None
+    ) -> SubscriptionRecord:
         """Store a pending subscription and send its confirmation link.
 
-        :class:`SubscribeRateLimited` (nothing stored, nothing sent) once the address has had
-        ``subscriptions_per_address_per_day`` requests in the last 24 hours.
+        :class:`SubscribeRateLimited` (nothing stored, nothing sent) once a quota is used
+        up: the address's, the ``client``'s (the request's client address; ``None`` from the
+        CLI) or the global one (:func:`.limits.subscribe_quotas`).
         """
         now = self.clock()
-        limit = self.settings.subscriptions_per_address_per_day
-        recent = subscription_times(self.engine, request.email, now - RATE_WINDOW)
-        if len(recent) >= limit:
-            frees_at = recent[-limit] + RATE_WINDOW  # when the window holds one fewer
-            wait_s = max(1, math.ceil((frees_at - now).total_seconds()))
-            raise SubscribeRateLimited(request.email, limit, wait_s)
-        record = create_subscription(
-            self.engine,
-            email=request.email,
-            name=request.name,
-            time_zone=request.time_zone,
-            requirement_json=request.requirement.model_dump_json(exclude_defaults=True),
-            job_json=request.job.model_dump_json(exclude_none=True),
-            now=now,
-        )
+        requirement_json, job_json = dump_search(request.requirement, request.job)
+        try:
+            record = create_subscription(
+                self.engine,
+                email=request.email,
+                name=request.name,
+                time_zone=request.time_zone,
+                requirement_json=requirement_json,
+                job_json=job_json,
+                now=now,
+                quotas=subscribe_quotas(self.settings, request.email, client),
+            )
+        except QuotaExceeded as exc:
+            quota = exc.quota
+            kind = quota.key.split(":", 1)[0]
+            who = {"address": request.email, "client": "this client"}.get(kind, "gpuscout")
+            raise SubscribeRateLimited(who, quota.limit, quota.window, exc.retry_after_s) from None
         try:
             self.send_confirmation(record)
         except SmtpSendError as exc:
@@ -185,6 +182,11 @@ class SubscriptionManager:
         if record is None or not claims.matches(record.email):
             raise InvalidToken("invalid link")
         return record
+
+    def check_confirm(self, token: str) -> SubscriptionRecord:
+        """The subscription a confirmation token names, changing nothing (for the GET page:
+        mail scanners fetch the links in a mail, so only the page's button confirms)."""
+        return self._claims(token, Purpose.CONFIRM, self.settings.token_max_age_days)
 
     def confirm(self, token: str) -> SubscriptionRecord:
         """pending -> active; an unsubscribed subscription stays unsubscribed."""

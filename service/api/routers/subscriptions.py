@@ -1,12 +1,14 @@
 """``/v1/subscriptions``: the weekly email digest's double opt-in and one-click unsubscribe.
 
 * ``POST /v1/subscriptions`` stores a *pending* subscription and mails a confirmation link
-  (202). Nothing else is sent to the address until the link is followed.
-* ``GET /v1/subscriptions/confirm?token=`` activates it (a small HTML page answers).
-* ``GET /v1/subscriptions/unsubscribe?token=`` shows a page with one button (mail scanners
-  fetch links, so a GET changes nothing); ``POST`` to the same URL unsubscribes, which is
-  also what a mail client's one-click unsubscribe does (RFC 8058, body
-  ``List-Unsubscribe=One-Click``).
+  (202). Nothing else is sent to the address until the link is followed. Limits per address,
+  per client and in all answer 429 with ``Retry-After`` (:mod:`service.digest.limits`).
+* ``GET /v1/subscriptions/confirm?token=`` shows a page with one button; ``POST`` to the
+  same URL (the button) activates the subscription. Mail scanners and link previews fetch
+  every link in a mail, so no GET changes anything.
+* ``GET /v1/subscriptions/unsubscribe?token=`` shows a page with one button; ``POST`` to the
+  same URL unsubscribes, which is also what a mail client's one-click unsubscribe does
+  (RFC 8058: ``List-Unsubscribe-Post: List-Unsubscribe=One-Click``, a POST with that body).
 
 A forged, altered, expired or misdirected token does nothing and answers 400.
 """
@@ -102,22 +104,33 @@ def _token_error(exc: Exception) -> HTMLResponse:
     response_model=SubscriptionAccepted,
     responses={
         429: {
-            "description": "too many requests for this address in 24 hours (Retry-After)",
+            "description": "too many requests for this address, from this client or in all"
+            " (Retry-After)",
             "content": {"application/json": {}},
         }
     },
 )
-def subscribe(body: SubscriptionRequest, manager: ManagerDep) -> SubscriptionAccepted | Response:
+def subscribe(
+    request: Request, body: SubscriptionRequest, manager: ManagerDep, settings: SettingsDep
+) -> SubscriptionAccepted | Response:
     """Store a pending subscription and mail the confirmation link to the address.
 
     An address gets at most ``subscriptions_per_address_per_day`` confirmation mails in
-    24 hours; beyond that the answer is 429 with ``Retry-After`` and nothing is sent.
+    24 hours, a client (its IP address; behind ``trusted_proxies`` the one they forward)
+    ``subscriptions_per_client_per_hour`` requests an hour, and gpuscout sends at most
+    ``subscriptions_per_hour`` in all; beyond that the answer is 429 with ``Retry-After``
+    and nothing is stored or sent.
     """
+    from service.digest.limits import SubscribeRateLimited, client_address
     from service.digest.mail import SmtpSendError
-    from service.digest.subscriptions import SubscribeRateLimited
 
+    client = client_address(
+        request.client.host if request.client else None,
+        request.headers.get("x-forwarded-for"),
+        settings.trusted_proxies,
+    )
     try:
-        record = manager.subscribe(body)
+        record = manager.subscribe(body, client=client)
         sent, detail = True, "a confirmation link was sent to the address"
     except SubscribeRateLimited as exc:
         return JSONResponse(
@@ -139,21 +152,52 @@ def subscribe(body: SubscriptionRequest, manager: ManagerDep) -> SubscriptionAcc
 
 
 @router.get("/confirm", response_class=HTMLResponse, responses=_PAGE_RESPONSES)
+async def confirm_page(request: Request, token: TokenQuery, manager: ManagerDep) -> HTMLResponse:
+    """A page with one button; the GET itself changes nothing (mail scanners fetch links)."""
+    return await _confirm(request, token, manager, act=False)
+
+
+@router.post("/confirm", response_class=HTMLResponse, responses=_PAGE_RESPONSES)
 async def confirm(request: Request, token: TokenQuery, manager: ManagerDep) -> HTMLResponse:
-    """Confirm a subscription (double opt-in)."""
+    """Confirm a subscription (double opt-in): what the page's button posts."""
+    return await _confirm(request, token, manager, act=True)
+
+
+async def _confirm(request: Request, token: str, manager: Any, *, act: bool) -> HTMLResponse:
     from service.digest.tokens import TokenError
 
     reject_unknown(request, _TOKEN_ONLY)
     try:
-        record = await run_in_threadpool(manager.confirm, token)
+        record = await run_in_threadpool(manager.confirm if act else manager.check_confirm, token)
     except TokenError as exc:
         return _token_error(exc)
-    if record.status.value != "active":
+    name, email = html.escape(record.name), html.escape(record.email)
+    state = record.status.value
+    if state not in ("pending", "active"):
         return _page("This subscription has ended", "<p>Nothing was changed.</p>", 409)
+    if state == "active":
+        return _page(
+            "Subscription confirmed",
+            f"<p>The weekly digest <strong>{name}</strong> will be sent to {email}. Every "
+            "digest has a one-click unsubscribe link.</p>",
+        )
     return _page(
-        "Subscription confirmed",
-        f"<p>The weekly digest <strong>{html.escape(record.name)}</strong> will be sent to "
-        f"{html.escape(record.email)}. Every digest has a one-click unsubscribe link.</p>",
+        "Confirm your subscription",
+        f"<p>Send the weekly digest <strong>{name}</strong> to {email}?</p>"
+        + _button(request, "Confirm"),
+    )
+
+
+def _button(request: Request, label: str, hidden: dict[str, str] | None = None) -> str:
+    """A form posting back to this very URL (token included), one button."""
+    action = html.escape(str(request.url), quote=True)
+    fields = "".join(
+        f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
+        for k, v in (hidden or {}).items()
+    )
+    return (
+        f'<form method="post" action="{action}">{fields}'
+        f'<button type="submit" style="padding:8px 16px;">{label}</button></form>'
     )
 
 
@@ -173,11 +217,16 @@ async def unsubscribe(request: Request, token: TokenQuery, manager: ManagerDep) 
 
 
 @router.api_route(
+    "/confirm",
+    methods=["DELETE", "OPTIONS", "PATCH", "PUT"],
+    include_in_schema=False,
+)
+@router.api_route(
     "/unsubscribe",
     methods=["DELETE", "OPTIONS", "PATCH", "PUT"],
     include_in_schema=False,
 )
-async def unsubscribe_other_methods() -> Response:
+async def link_other_methods() -> Response:
     """405 naming both methods (Starlette would name only the first route's)."""
     return Response(status_code=405, headers={"Allow": "GET, POST"})
 
@@ -198,11 +247,8 @@ async def _unsubscribe(request: Request, token: str, manager: Any, *, act: bool)
             "Unsubscribed",
             f"<p>No more digests named <strong>{name}</strong> will be sent to {email}.</p>",
         )
-    action = html.escape(str(request.url), quote=True)
     return _page(
         "Unsubscribe",
         f"<p>Stop the weekly digest <strong>{name}</strong> to {email}?</p>"
-        f'<form method="post" action="{action}">'
-        '<input type="hidden" name="List-Unsubscribe" value="One-Click">'
-        '<button type="submit" style="padding:8px 16px;">Unsubscribe</button></form>',
+        + _button(request, "Unsubscribe", {"List-Unsubscribe": "One-Click"}),
     )

@@ -55,6 +55,7 @@ REQUESTS: dict[tuple[str, str], tuple[dict[str, object], bool]] = {
     ),
     # a forged token is refused before the database is asked: 400 either way
     ("GET", "/v1/subscriptions/confirm"): ({"url": "/v1/subscriptions/confirm?token=x"}, False),
+    ("POST", "/v1/subscriptions/confirm"): ({"url": "/v1/subscriptions/confirm?token=x"}, False),
     (
         "GET",
         "/v1/subscriptions/unsubscribe",

@@ -84,6 +84,7 @@ def test_api_conforms(case: schemathesis.Case) -> None:
 VALID_BODIES: dict[str, dict[str, Any]] = {
     "/v1/estimate": {"params": 1e9, "tokens": 1e10},
     "/v1/subscriptions": {"email": "a@example.org", "name": "weekly", "job": {"hours": 10}},
+    "/v1/subscriptions/confirm": {},
     "/v1/subscriptions/unsubscribe": {},
     "/v1/snapshots": {},
 }

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -12,6 +14,7 @@ import pytest
 
 from db.engine import make_engine, sqlite_url
 from db.migrate import upgrade
+from db.subscriptions import get_subscription
 from service.api import create_app
 from service.settings import Settings
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
@@ -19,11 +22,11 @@ from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa:
 from .conftest import FakeSource, database_state, sample_offers
 
 
-@pytest.fixture
-async def client(
-    tmp_path: Path,
-    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+@contextlib.asynccontextmanager
+async def _client(
+    tmp_path: Path, smtp_port: int, *, peer: str = "127.0.0.1", **overrides: Any
 ) -> AsyncIterator[httpx.AsyncClient]:
+    """The app on a fresh SQLite file; requests come from ``peer``."""
     url = sqlite_url(tmp_path / "api.db")
     upgrade(url)
     settings = Settings(
@@ -31,11 +34,12 @@ async def client(
         data_dir=tmp_path,
         database_url=url,
         smtp_host="127.0.0.1",
-        smtp_port=smtp_server[1],
+        smtp_port=smtp_port,
         smtp_security="none",
         mail_from="gpuscout <digest@gpuscout.test>",
         public_base_url="https://gpuscout.test",
         token_secret="api-test-secret-0123456789",  # type: ignore[arg-type]
+        **overrides,
     )
     engine = make_engine(url)
     app = create_app(
@@ -43,10 +47,19 @@ async def client(
         offers_loader=FakeSource(database_state(sample_offers())),
         history=engine,
     )
-    transport = httpx.ASGITransport(app=app)
+    transport = httpx.ASGITransport(app=app, client=(peer, 40000))
     async with httpx.AsyncClient(transport=transport, base_url="http://gpuscout") as c:
         yield c
     engine.dispose()
+
+
+@pytest.fixture
+async def client(
+    tmp_path: Path,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> AsyncIterator[httpx.AsyncClient]:
+    async with _client(tmp_path, smtp_server[1]) as c:
+        yield c
 
 
 def _path(link: str) -> str:
@@ -79,8 +92,20 @@ async def test_double_opt_in_and_one_click_unsubscribe(
     # a forged or altered token does nothing
     forged = _path(confirm.group(0))[:-2] + "xx"
     assert (await client.get(forged)).status_code == 400
-    response = await client.get(_path(confirm.group(0)))
+    assert (await client.post(forged)).status_code == 400
+    # a GET (a mail scanner prefetching the link) shows a button and confirms nothing
+    for _ in range(2):
+        page = await client.get(_path(confirm.group(0)))
+        assert page.status_code == 200 and "confirmed" not in page.text
+        assert 'method="post"' in page.text and ">Confirm</button>" in page.text
+    manager = client._transport.app.state.subscriptions  # type: ignore[attr-defined]
+    stored = get_subscription(manager.engine, subscription_id)
+    assert stored is not None and stored.status.value == "pending"
+    # the button posts to the same URL: that confirms
+    response = await client.post(_path(confirm.group(0)))
     assert response.status_code == 200 and "confirmed" in response.text
+    stored = get_subscription(manager.engine, subscription_id)
+    assert stored is not None and stored.status.value == "active"
 
     # unsubscribe: GET shows a button and changes nothing; POST (RFC 8058) unsubscribes
     from service.digest.compose import unsubscribe_url
@@ -97,6 +122,10 @@ async def test_double_opt_in_and_one_click_unsubscribe(
     assert done.status_code == 200 and "Unsubscribed" in done.text
     # confirming again does not resurrect it
     assert (await client.get(_path(confirm.group(0)))).status_code == 409
+    assert (await client.post(_path(confirm.group(0)))).status_code == 409
+    for action in ("confirm", "unsubscribe"):
+        other = await client.put(f"/v1/subscriptions/{action}?token=x")
+        assert other.status_code == 405 and other.headers["Allow"] == "GET, POST"
 
 
 @pytest.mark.anyio
@@ -125,3 +154,84 @@ async def test_too_many_requests_for_one_address_are_429_and_send_nothing(
     assert "ada@example.com" in refused.json()["detail"]
     assert 0 < int(refused.headers["Retry-After"]) <= 24 * 3600
     assert len(handler.messages) == limit
+
+
+@pytest.mark.anyio
+async def test_the_per_client_limit_counts_the_peer_or_what_a_trusted_proxy_forwarded(
+    tmp_path: Path,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    handler, port = smtp_server
+
+    async def post(c: httpx.AsyncClient, i: int, forwarded: str | None = None) -> httpx.Response:
+        headers = {"X-Forwarded-For": forwarded} if forwarded else {}
+        body = {"email": f"a{i}@example.com", "name": "x"}
+        return await c.post("/v1/subscriptions", json=body, headers=headers)
+
+    # no trusted proxy: a forged X-Forwarded-For does not make a new client
+    async with _client(
+        tmp_path / "direct", port, peer="203.0.113.9", subscriptions_per_client_per_hour=2
+    ) as c:
+        assert (await post(c, 1, "198.51.100.1")).status_code == 202
+        assert (await post(c, 2, "198.51.100.2")).status_code == 202
+        refused = await post(c, 3, "198.51.100.3")
+        assert refused.status_code == 429
+        assert refused.json()["detail"].startswith("this client: already 2")
+        assert 0 < int(refused.headers["Retry-After"]) <= 3600
+    # behind a trusted proxy: each forwarded client has its own count
+    async with _client(
+        tmp_path / "proxied",
+        port,
+        peer="10.0.0.2",
+        subscriptions_per_client_per_hour=2,
+        trusted_proxies=["10.0.0.0/8"],
+    ) as c:
+        for i in range(2):
+            assert (await post(c, 10 + i, "198.51.100.1")).status_code == 202
+        assert (await post(c, 12, "198.51.100.1")).status_code == 429
+        assert (await post(c, 13, "6.6.6.6, 198.51.100.1")).status_code == 429  # spoof
+        assert (await post(c, 14, "198.51.100.2")).status_code == 202
+    assert len(handler.messages) == 5
+
+
+@pytest.mark.anyio
+async def test_the_global_limit_is_429_with_retry_after(
+    tmp_path: Path,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    handler, port = smtp_server
+    async with _client(tmp_path, port, subscriptions_per_hour=2) as c:
+        for i in range(2):
+            body = {"email": f"g{i}@example.com", "name": "x"}
+            assert (await c.post("/v1/subscriptions", json=body)).status_code == 202
+        body = {"email": "g9@example.com", "name": "x"}
+        refused = await c.post("/v1/subscriptions", json=body)
+    assert refused.status_code == 429 and refused.json()["detail"].startswith("gpuscout:")
+    assert 0 < int(refused.headers["Retry-After"]) <= 3600
+    assert len(handler.messages) == 2
+
+
+@pytest.mark.anyio
+async def test_a_non_finite_number_in_the_saved_search_is_422_naming_the_field(
+    client: httpx.AsyncClient,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    """Stored, it would have become null: a constraint silently gone. A bare ``Infinity``
+    token is refused the same way, with a 422 that names the field."""
+    handler, _ = smtp_server
+    for section, field, value in (
+        ("requirement", "max_usd_per_hour", "Infinity"),
+        ("requirement", "max_usd_per_gpu_hour", "inf"),
+        ("job", "hours", "Infinity"),
+    ):
+        body = {"email": "ada@example.com", "name": "x", section: {field: value}}
+        response = await client.post("/v1/subscriptions", json=body)
+        assert response.status_code == 422, response.text
+        (error,) = response.json()["detail"]
+        assert error["loc"] == ["body", section, field] and "finite" in error["msg"]
+    bare = b'{"email": "ada@example.com", "name": "x", "job": {"hours": Infinity}}'
+    response = await client.post(
+        "/v1/subscriptions", content=bare, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422, response.text
+    assert handler.messages == []

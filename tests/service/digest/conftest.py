@@ -1,8 +1,9 @@
-"""Fixtures of the digest tests: a real SMTP server (aiosmtpd on 127.0.0.1, a free port),
-a fresh migrated SQLite database per test, and settings pointing at both."""
+"""Fixtures of the digest tests: a real SMTP server (aiosmtpd on 127.0.0.1, a free port,
+SMTPUTF8 offered), a fresh migrated database per test, and settings pointing at both."""
 
 from __future__ import annotations
 
+import asyncio
 import email
 import socket
 import threading
@@ -21,21 +22,43 @@ TOKEN_SECRET = "test-token-secret-0123456789abcdef"
 
 
 class RecordingHandler:
-    """Stores every accepted message; answers 451 to the next ``refuse`` DATA commands."""
+    """Stores every accepted message; answers ``refuse_reply`` (451 unless set) to the next
+    ``refuse`` DATA commands and 550 to RCPT for the addresses in ``unknown``. The next
+    ``hold`` DATA commands wait (``held`` is set) until ``release`` is set: a server slow to
+    answer one message while it serves others."""
 
     def __init__(self) -> None:
         self.messages: list[EmailMessage] = []
         self.envelopes: list[tuple[str, list[str]]] = []
         self.refuse = 0
         self.refused = 0
+        self.refuse_reply = "451 4.3.0 Try again later"
+        self.unknown: set[str] = set()
+        self.hold = 0
+        self.held = threading.Event()
+        self.release = threading.Event()
         self.lock = threading.Lock()
 
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: Any
+    ) -> str:
+        if address in self.unknown:
+            return "550 5.1.1 No such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        with self.lock:
+            wait, self.hold = self.hold > 0, max(0, self.hold - 1)
+        if wait:
+            self.held.set()
+            while not self.release.is_set():  # the server's event loop serves others meanwhile
+                await asyncio.sleep(0.02)
         with self.lock:
             if self.refuse:
                 self.refuse -= 1
                 self.refused += 1
-                return "451 4.3.0 Try again later"
+                return self.refuse_reply
             message = email.message_from_bytes(envelope.content, policy=policy.default)
             assert isinstance(message, EmailMessage)
             self.messages.append(message)
@@ -57,7 +80,9 @@ def smtp_server() -> Iterator[tuple[RecordingHandler, int]]:
         from aiosmtpd.controller import Controller
 
         handler = RecordingHandler()
-        controller = Controller(handler, hostname="127.0.0.1", port=_free_port())
+        controller = Controller(
+            handler, hostname="127.0.0.1", port=_free_port(), enable_SMTPUTF8=True
+        )
         controller.start()
     try:
         yield handler, controller.port

@@ -9,12 +9,14 @@ from email.message import EmailMessage
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from adapters.collect import ProviderRun, RunStatus
 from adapters.schema import Offer, default_fx
 from db.current import CurrentState, load_current_offers
 from db.snapshots import store_snapshot
+from db.subscriptions import Subscription, SubscriptionStatus
 from pricing import Job, Requirement
 
 #: A Monday, 09:00 UTC: digests for UTC subscribers (Monday 08:00) are due.
@@ -83,3 +85,25 @@ def link_in(message: EmailMessage, path: str) -> str:
 
 def token_of(link: str) -> str:
     return parse_qs(urlsplit(link).query)["token"][0]
+
+
+def insert_active(engine: Engine, email: str, requirement_json: str, job_json: str) -> int:
+    """An active subscription stored as is, bypassing validation: a row written by hand or
+    by an older version."""
+    table = Subscription.__table__
+    with engine.begin() as connection:
+        return int(
+            connection.execute(
+                sa.insert(table)
+                .values(
+                    email=email,
+                    name="old",
+                    time_zone="UTC",
+                    requirement=requirement_json,
+                    job=job_json,
+                    status=SubscriptionStatus.ACTIVE.value,
+                    created_at=NOW - timedelta(days=30),
+                )
+                .returning(table.c.id)
+            ).scalar_one()
+        )

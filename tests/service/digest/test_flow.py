@@ -8,12 +8,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.engine import Engine
 
+from service.digest.limits import SubscribeRateLimited
 from service.digest.schedule import run_digests, smtp_transport
-from service.digest.subscriptions import (
-    SubscribeRateLimited,
-    SubscriptionManager,
-    SubscriptionRequest,
-)
+from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
 from service.settings import Settings
 
 from .conftest import RecordingHandler

@@ -1,0 +1,50 @@
+"""``gpuscout digest send``: a corrupt stored subscription is one line of the report, not the
+end of the run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from db.engine import make_engine, sqlite_url
+from db.migrate import upgrade
+from service.cli import app
+from service.settings import get_settings
+from tests.service.digest.helpers import insert_active
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    monkeypatch.setenv("GPUSCOUT_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("GPUSCOUT_DATABASE_URL", raising=False)
+    # due all week from Monday 00:00, whenever the test runs
+    monkeypatch.setenv("GPUSCOUT_DIGEST_WEEKDAY", "1")
+    monkeypatch.setenv("GPUSCOUT_DIGEST_HOUR", "0")
+    get_settings.cache_clear()
+    url = sqlite_url(tmp_path / "gpuscout.db")
+    upgrade(url)
+    yield url
+    get_settings.cache_clear()
+
+
+def _active(url: str, email: str, requirement_json: str) -> int:
+    engine = make_engine(url)
+    try:
+        return insert_active(engine, email, requirement_json, '{"hours": 10.0}')
+    finally:
+        engine.dispose()
+
+
+def test_send_dry_run_reports_a_corrupt_subscription_and_goes_on(database: str) -> None:
+    good = _active(database, "ada@example.com", '{"gpus": ["H100"]}')
+    bad = _active(database, "eve@example.com", '{"gpus": ["H100"], "max_usd_per_hour": null}')
+    result = CliRunner().invoke(app, ["digest", "send", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert f"subscription {good} " in result.stdout and "would_send" in result.stdout
+    line = next(x for x in result.stdout.splitlines() if x.startswith(f"subscription {bad} "))
+    assert "invalid (requirement.max_usd_per_hour: stored as null" in line
+    assert result.stdout.rstrip().endswith("1 would send, 0 skipped, 1 invalid")

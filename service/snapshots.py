@@ -29,6 +29,7 @@ from adapters.base import Adapter, RetryPolicy
 from adapters.collect import ProviderRun, collect
 from db.current import latest_snapshot
 from db.engine import make_engine
+from db.guard import OfferGuard
 from db.locks import job_lock
 from db.migrate import upgrade
 from db.retention import PruneResult, prune
@@ -48,6 +49,7 @@ __all__ = [
     "build_adapters",
     "fetch_adapters",
     "fetch_providers",
+    "offer_guard",
     "take_snapshot",
 ]
 
@@ -99,7 +101,8 @@ class SnapshotResult:
 
 def build_adapters(settings: Settings, names: Sequence[str] | None = None) -> list[Adapter]:
     """The adapters ``names`` (default: every registered one not in ``providers_disabled``)
-    with their credentials and retry policy from ``settings``.
+    with their credentials, retry policy and base URL (``<provider>_base_url``, when set)
+    from ``settings``.
 
     Raises :class:`UnknownProvider` for a name the registry does not hold.
     """
@@ -110,7 +113,8 @@ def build_adapters(settings: Settings, names: Sequence[str] | None = None) -> li
     chosen = names or [n for n in known if n not in settings.providers_disabled]
     creds = settings.provider_credentials()
     policy = RetryPolicy(attempts=settings.http_retries, timeout_s=settings.http_timeout_s)
-    return [known[n](creds, policy=policy) for n in chosen]
+    urls = settings.provider_base_urls()
+    return [known[n](creds, policy=policy, base_url=urls.get(n)) for n in chosen]
 
 
 async def fetch_adapters(
@@ -119,13 +123,25 @@ async def fetch_adapters(
     *,
     on_done: Callable[[ProviderRun], None] | None = None,
 ) -> list[ProviderRun]:
-    """Fetch ``adapters`` concurrently over one HTTP client; ``on_done`` sees each run end."""
+    """Fetch ``adapters`` concurrently over one HTTP client, each within
+    ``provider_deadline_s``; ``on_done`` sees each run end."""
     async with httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
         timeout=settings.http_timeout_s,
         follow_redirects=True,
     ) as client:
-        return await collect(adapters, client, on_done=on_done)
+        return await collect(
+            adapters, client, deadline_s=settings.provider_deadline_s, on_done=on_done
+        )
+
+
+def offer_guard(settings: Settings) -> OfferGuard:
+    """The plausibility guard's thresholds (``snapshot_guard_*``), see :mod:`db.guard`."""
+    return OfferGuard(
+        drop_share=settings.snapshot_guard_drop_share,
+        min_count=settings.snapshot_guard_min_count,
+        skipped_share=settings.snapshot_guard_skipped_share,
+    )
 
 
 def fetch_providers(settings: Settings) -> list[ProviderRun]:
@@ -178,7 +194,13 @@ def take_snapshot(
             started_at = now()
             runs = tuple(fetch())
             finished_at = now()
-            summary = store_snapshot(engine, runs, started_at=started_at, finished_at=finished_at)
+            summary = store_snapshot(
+                engine,
+                runs,
+                started_at=started_at,
+                finished_at=finished_at,
+                guard=offer_guard(settings),
+            )
             pruned = prune(
                 engine,
                 now=finished_at,

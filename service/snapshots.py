@@ -7,6 +7,12 @@ the snapshot in one transaction (:func:`db.snapshots.store_snapshot`) and prunes
 retention settings (:func:`db.retention.prune`). Holding the lock across the fetch means two
 runners, in one process or several, never take a snapshot at the same time.
 
+Each attempt is recorded as it starts (:mod:`db.runs`): a row ``running``, renewed with the
+SQLite lease every third of ``snapshot_lease_s`` and finished ``ok`` or ``failed``. A
+snapshot killed mid-way leaves its row running and, on SQLite, a lease that expires within
+``snapshot_lease_s`` (PostgreSQL's advisory lock goes with the dead session at once): the
+next runner marks the row ``aborted`` and reports it (:attr:`SnapshotResult.aborted`).
+
 A runner that finds the lock taken gets :class:`SnapshotLocked` and each caller says so its
 own way: the scheduler logs and skips, the CLI prints one line and exits 1, the API answers
 409. :func:`build_adapters` turns the settings into adapters and raises
@@ -18,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -30,9 +37,10 @@ from adapters.collect import ProviderRun, collect
 from db.current import latest_snapshot
 from db.engine import make_engine
 from db.guard import OfferGuard
-from db.locks import job_lock
+from db.locks import job_lock, periodic
 from db.migrate import upgrade
 from db.retention import PruneResult, prune
+from db.runs import RunRecord, abort_left_running, beat, finish_run, run_holder, start_run
 from db.snapshots import SnapshotSummary, store_snapshot
 
 from .settings import Settings
@@ -52,6 +60,8 @@ __all__ = [
     "offer_guard",
     "take_snapshot",
 ]
+
+log = logging.getLogger("gpuscout.snapshots")
 
 #: The name of the job lock every snapshot runner takes (kept from the scheduler's job id,
 #: so a lease or advisory lock of a running older deployment still excludes this one).
@@ -92,11 +102,13 @@ class SnapshotRecent(SnapshotSkipped):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SnapshotResult:
-    """What one snapshot fetched, what storing it changed, and what retention pruned."""
+    """What one snapshot fetched, what storing it changed, and what retention pruned;
+    ``aborted``: earlier snapshots found left running by a dead process (now marked so)."""
 
     runs: tuple[ProviderRun, ...]
     summary: SnapshotSummary
     pruned: PruneResult
+    aborted: tuple[RunRecord, ...] = ()
 
 
 def build_adapters(settings: Settings, names: Sequence[str] | None = None) -> list[Adapter]:
@@ -172,42 +184,66 @@ def take_snapshot(
     called once the lock is held, before fetching (the API answers "started" then).
 
     Raises :class:`SnapshotLocked` when another runner holds the lock. The store is one
-    transaction: an error while storing leaves the previous state as it was.
+    transaction: an error while storing leaves the previous state as it was. Every attempt
+    past the lock (and the skip check) is recorded in :mod:`db.runs`, a failed one with its
+    error; runs left running by a dead process are marked aborted, logged and returned.
     """
     fetch = fetch or functools.partial(fetch_providers, settings)
     own = engine is None
     engine = engine or make_engine(settings.database_url)
+    lease_s = settings.snapshot_lease_s
     try:
         upgrade(engine)  # before the lock: on SQLite the lease is a row of a migrated table
-        # the SQLite lease outlives a killed holder by one interval, as the scheduler's job
-        lease_s = settings.snapshot_interval_minutes * 60
-        with job_lock(engine, SNAPSHOT_LOCK, lease_s=lease_s) as got:
+        with job_lock(engine, SNAPSHOT_LOCK, lease_s=lease_s, renew_every_s=lease_s / 3) as got:
             if not got:
                 raise SnapshotLocked()
+            aborted = tuple(abort_left_running(engine, at=now()))
+            for run in aborted:
+                log.warning("%s", run.describe())
             if skip_within is not None:
                 with engine.connect() as connection:
                     latest = latest_snapshot(connection)
                 if latest is not None and now() - latest[1] < skip_within:
                     raise SnapshotRecent(latest[1])
-            if on_start is not None:
-                on_start()
             started_at = now()
-            runs = tuple(fetch())
-            finished_at = now()
-            summary = store_snapshot(
-                engine,
-                runs,
-                started_at=started_at,
-                finished_at=finished_at,
-                guard=offer_guard(settings),
-            )
-            pruned = prune(
-                engine,
-                now=finished_at,
-                snapshots_days=settings.retention_snapshots_days,
-                history_days=settings.retention_history_days,
-            )
+            run_id = start_run(engine, at=started_at, holder=run_holder())
+            heartbeat = functools.partial(_beat, engine, run_id, now)
+            try:
+                with periodic(lease_s / 3, heartbeat, name="snapshot heartbeat"):
+                    if on_start is not None:
+                        on_start()
+                    runs = tuple(fetch())
+                    finished_at = now()
+                    summary = store_snapshot(
+                        engine,
+                        runs,
+                        started_at=started_at,
+                        finished_at=finished_at,
+                        guard=offer_guard(settings),
+                    )
+                    pruned = prune(
+                        engine,
+                        now=finished_at,
+                        snapshots_days=settings.retention_snapshots_days,
+                        history_days=settings.retention_history_days,
+                    )
+            except BaseException as exc:
+                _finish_failed(engine, run_id, now(), exc)
+                raise
+            finish_run(engine, run_id, at=now(), snapshot_id=summary.snapshot_id)
     finally:
         if own:
             engine.dispose()
-    return SnapshotResult(runs, summary, pruned)
+    return SnapshotResult(runs, summary, pruned, aborted)
+
+
+def _beat(engine: Engine, run_id: int, now: Callable[[], datetime]) -> None:
+    beat(engine, run_id, at=now())
+
+
+def _finish_failed(engine: Engine, run_id: int, at: datetime, exc: BaseException) -> None:
+    """Record a snapshot that raised; a failure to record it must not hide ``exc``."""
+    try:
+        finish_run(engine, run_id, at=at, error=f"{type(exc).__name__}: {exc}"[:2000])
+    except Exception:
+        log.exception("snapshot run %d: could not record its failure", run_id)

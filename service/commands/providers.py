@@ -204,7 +204,13 @@ def register(app: typer.Typer) -> None:
                 f"{names}",
                 highlight=False,
             )
-        failed = sum(r.status is RunStatus.ERROR for r in runs)
+        for change in stored.summary.providers:
+            if change.guarded:
+                err.print(
+                    f"[yellow]{change.provider}: {change.error}[/]", highlight=False, soft_wrap=True
+                )
+        # a run the plausibility guard stored as failed counts as failed
+        failed = sum(p.status is RunStatus.ERROR for p in stored.summary.providers)
         if failed:
             err.print(f"[red]{failed} of {len(runs)} provider(s) failed[/]")
             if not any(r.status is RunStatus.OK for r in runs):

@@ -230,9 +230,10 @@ class ParseResult:
         """Build an Offer from ``fields`` and keep it, or skip the record with its reason.
 
         Skipped: a record that fails validation (the reason names the field), a price below
-        :data:`MIN_USD_PER_GPU_HOUR` or above :data:`MAX_USD_PER_GPU_HOUR`, and a record whose :attr:`Offer.key` an earlier one in
-        this result already has (the first wins: providers list one configuration once, and
-        a second listing is an echo, not a second machine). An unknown field name is a bug
+        :data:`MIN_USD_PER_GPU_HOUR` or above :data:`MAX_USD_PER_GPU_HOUR`, and a record
+        whose :attr:`Offer.key` an earlier one in this result already has (the first wins:
+        providers list one configuration once, and a second listing is an echo, not a second
+        machine). An unknown field name is a bug
         in the adapter, not bad data: :class:`TypeError`.
         """
         unknown = fields.keys() - _OFFER_FIELDS

@@ -62,7 +62,8 @@ class FluidStackAdapter(Adapter):
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = key_headers(self, "api-key", scheme="")
-        return [await self.get_json(client, self.url("/list_available_configurations"), headers=headers)]
+        url = self.url("/list_available_configurations")
+        return [await self.get_json(client, url, headers=headers)]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()

@@ -53,7 +53,8 @@ class JarvisLabsAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        return [await self.get_json(client, self.url("/misc/server_meta"), headers=key_headers(self))]
+        url = self.url("/misc/server_meta")
+        return [await self.get_json(client, url, headers=key_headers(self))]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()

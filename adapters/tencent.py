@@ -408,9 +408,7 @@ class TencentAdapter(Adapter):
                 "X-TC-Region": region,
                 "X-TC-Timestamp": str(timestamp),
             }
-            return await self.post_json(
-                client, self.url("/"), content=body, headers=headers
-            )
+            return await self.post_json(client, self.url("/"), content=body, headers=headers)
 
         return await fresh_retries(self.policy, result=_retry_code)(attempt)
 

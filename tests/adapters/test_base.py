@@ -197,7 +197,7 @@ def test_parse_result_add_applies_the_price_ceiling_per_gpu() -> None:
     assert result.add("ex:dear", **_fields(price_amount=Decimal("200"))) is not None
     assert result.add("ex:absurd", **_fields(price_amount=Decimal("1e9"), region="eu")) is None
     assert result.skipped[0].reason.startswith("absurd price: 500000000")
-    assert base.MAX_USD_PER_GPU_HOUR == Decimal("100")
+    assert Decimal("100") == base.MAX_USD_PER_GPU_HOUR
 
 
 def test_parse_result_add_offer_follows_the_same_rules() -> None:
@@ -350,4 +350,6 @@ def test_every_url_is_built_on_the_base_url_which_a_setting_replaces() -> None:
     assert default.url("/prices", region="eu") == "https://api.eu.example.test/v1/prices"
     local = _Regional(base_url="http://127.0.0.1:8080/bound")
     assert local.url("/prices", region="eu") == "http://127.0.0.1:8080/bound/prices"
-    assert type(local).base_url == "https://api.{region}.example.test/v1/"  # the class keeps its own
+    assert (
+        type(local).base_url == "https://api.{region}.example.test/v1/"
+    )  # the class keeps its own

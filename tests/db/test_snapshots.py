@@ -11,9 +11,9 @@ from adapters.base import SkippedRecord
 from adapters.collect import RunStatus
 from db import snapshots
 from db.current import load_current_offers
+from db.guard import SUSPECT_PREFIX, OfferGuard
 from db.history import offer_price_history
 from db.models import PriceHistory, Snapshot, SnapshotProvider
-from db.guard import SUSPECT_PREFIX, OfferGuard
 from db.snapshots import store_snapshot
 
 from .factories import T0, at, failed, offer, ok, skipped

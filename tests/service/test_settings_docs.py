@@ -70,5 +70,7 @@ def test_every_http_adapter_has_a_documented_base_url_setting(name: str) -> None
 
 
 def test_only_http_adapters_have_base_url_settings() -> None:
-    settings = {n.removesuffix("_base_url") for n in Settings.model_fields if n.endswith("_base_url")}
+    settings = {
+        n.removesuffix("_base_url") for n in Settings.model_fields if n.endswith("_base_url")
+    }
     assert settings - {"public"} == set(_http_adapters())

@@ -117,18 +117,8 @@ def finish_run(
         )
 
 
-def _record(row: sa.Row[tuple[object, ...]] | sa.RowMapping) -> RunRecord:
-    m = row._mapping if isinstance(row, sa.Row) else row
-    return RunRecord(
-        id=m["id"],
-        status=m["status"],
-        holder=m["holder"],
-        started_at=m["started_at"],
-        heartbeat_at=m["heartbeat_at"],
-        finished_at=m["finished_at"],
-        snapshot_id=m["snapshot_id"],
-        error=m["error"],
-    )
+def _record(row: sa.RowMapping) -> RunRecord:
+    return RunRecord(**{field.name: row[field.name] for field in dataclasses.fields(RunRecord)})
 
 
 def _aborted_error(heartbeat_at: datetime) -> str:

@@ -103,7 +103,11 @@ class SnapshotRecent(SnapshotSkipped):
 @dataclasses.dataclass(frozen=True, slots=True)
 class SnapshotResult:
     """What one snapshot fetched, what storing it changed, and what retention pruned;
-    ``aborted``: earlier snapshots found left running by a dead process (now marked so)."""
+    ``aborted``: earlier snapshots found left running by a dead process (now marked so).
+
+    ``runs`` are as stored: a run the plausibility guard found suspect is an error run with
+    the guard's verdict (and no offers), as the database records it.
+    """
 
     runs: tuple[ProviderRun, ...]
     summary: SnapshotSummary
@@ -234,7 +238,18 @@ def take_snapshot(
     finally:
         if own:
             engine.dispose()
-    return SnapshotResult(runs, summary, pruned, aborted)
+    return SnapshotResult(_as_stored(runs, summary), summary, pruned, aborted)
+
+
+def _as_stored(runs: Sequence[ProviderRun], summary: SnapshotSummary) -> tuple[ProviderRun, ...]:
+    """``runs`` with each one the guard stored as failed turned into that error run."""
+    guarded = {c.provider: c for c in summary.providers if c.guarded}
+    return tuple(
+        dataclasses.replace(run, status=change.status, error=change.error, offers=[])
+        if (change := guarded.get(run.provider)) is not None
+        else run
+        for run in runs
+    )
 
 
 def _beat(engine: Engine, run_id: int, now: Callable[[], datetime]) -> None:

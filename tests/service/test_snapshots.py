@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from adapters.collect import ProviderRun
+from adapters.collect import ProviderRun, RunStatus
 from db.current import load_current_offers
 from db.engine import make_engine
 from db.locks import job_lock
@@ -186,6 +186,8 @@ def test_the_guard_thresholds_come_from_the_settings(db_url: str, tmp_path: Path
     result = take_snapshot(strict, fetch=Recorder([ok("alpha", many[:25], at(1))]))
     (change,) = result.summary.providers
     assert change.guarded and "offer count fell from 30 to 25" in (change.error or "")
+    (run,) = result.runs  # as stored: what the API and the scheduler's metrics report
+    assert (run.status, run.error, run.offers) == (RunStatus.ERROR, change.error, [])
     lenient = settings_for(db_url, tmp_path)  # 5 fewer is neither > 50% nor > 20 offers
     (change,) = take_snapshot(
         lenient, fetch=Recorder([ok("alpha", many[:25], at(2))])

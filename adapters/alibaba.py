@@ -426,6 +426,8 @@ class AlibabaAdapter(Adapter):
         "alibaba_access_key_id",
         "alibaba_access_key_secret",
     )
+    #: The regional ECS endpoint; ``{region}`` is the call's region.
+    base_url = "https://" + ENDPOINT
     #: Regions asked (override to narrow a run); the first also answers DescribeInstanceTypes.
     regions: ClassVar[tuple[str, ...]] = REGIONS
     #: DescribePrice price units asked for every instance type and region.
@@ -575,8 +577,9 @@ class AlibabaAdapter(Adapter):
         Each attempt is one :func:`request_json` without its own retries, signed afresh
         with a new nonce and date (a resent request would repeat the nonce).
         """
-        host = ENDPOINT.format(region=region)
-        url = f"https://{host}/?{canonical_query(params)}"
+        base = self.url("/", region=region)
+        host = urllib.parse.urlsplit(base).netloc
+        url = f"{base}?{canonical_query(params)}"
         once = dataclasses.replace(self.policy, attempts=1)
 
         async def attempt() -> Any:

@@ -86,8 +86,13 @@ __all__ = ["AwsAdapter", "GpuFamily", "gpu_families"]
 
 log = logging.getLogger("gpuscout.adapters.aws")
 
-PRICING_BASE = "https://pricing.us-east-1.amazonaws.com"
-REGION_INDEX_URL = PRICING_BASE + "/offers/v1.0/aws/AmazonEC2/current/region_index.json"
+#: AWS's endpoint pattern, ``https://<service>.<region>.amazonaws.com`` (the adapter's base URL).
+ENDPOINT = "https://{service}.{region}.amazonaws.com"
+#: The price list's endpoint (``service`` and ``region`` of :data:`ENDPOINT`).
+PRICING = {"service": "pricing", "region": "us-east-1"}
+PRICING_BASE = ENDPOINT.format(**PRICING)
+REGION_INDEX_PATH = "/offers/v1.0/aws/AmazonEC2/current/region_index.json"
+REGION_INDEX_URL = PRICING_BASE + REGION_INDEX_PATH
 EC2_API_VERSION = "2016-11-15"
 #: Regions not rentable with an ordinary account (GovCloud needs a separate one).
 EXCLUDED_REGION_PREFIXES = ("us-gov-",)
@@ -488,6 +493,7 @@ class AwsAdapter(Adapter):
     )
     #: Restrict to these regions (None = every region in the region index).
     regions: ClassVar[tuple[str, ...] | None] = None
+    base_url = ENDPOINT
 
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
@@ -498,7 +504,7 @@ class AwsAdapter(Adapter):
         (:func:`~adapters.base.failed_calls_payload`), and the price lists are returned all
         the same.
         """
-        index = await self.get_json(client, REGION_INDEX_URL)
+        index = await self.get_json(client, self.url(REGION_INDEX_PATH, **PRICING))
         csv_urls = self._region_csv_urls(index)
         gate = asyncio.Semaphore(CONCURRENT_DOWNLOADS)
 
@@ -581,7 +587,7 @@ class AwsAdapter(Adapter):
             path = entry.get("currentVersionUrl") if isinstance(entry, Mapping) else None
             if not isinstance(path, str) or not path.endswith("index.json"):
                 raise ResponseFormatError(self.name, f"region {code!r} has no currentVersionUrl")
-            urls[code] = PRICING_BASE + path[: -len("index.json")] + "index.csv"
+            urls[code] = self.url(path[: -len("index.json")] + "index.csv", **PRICING)
         return urls
 
     async def _stream_gpu_rows(self, client: httpx.AsyncClient, url: str) -> str:
@@ -699,7 +705,7 @@ class AwsAdapter(Adapter):
         self, client: httpx.AsyncClient, creds: Credentials, region: str, params: Mapping[str, str]
     ) -> str:
         """POST one EC2 Query API call, signed with SigV4 (service ``ec2``)."""
-        url = f"https://ec2.{region}.amazonaws.com/"
+        url = self.url("/", service="ec2", region=region)
         body = urllib.parse.urlencode(params).encode()
         headers = {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
         signed = AWSRequest(method="POST", url=url, data=body, headers=headers)

@@ -49,7 +49,8 @@ __all__ = ["AzureAdapter", "AzureGpuSize", "azure_gpu_size", "gpu_sizes"]
 
 log = logging.getLogger("gpuscout.adapters.azure")
 
-API_URL = "https://prices.azure.com/api/retail/prices"
+API_BASE = "https://prices.azure.com/api"
+API_URL = API_BASE + "/retail/prices"
 API_VERSION = "2023-01-01-preview"
 #: OData filter: Linux and Windows VM meters of the N families (every Azure GPU family is
 #: NC, ND, NG, NV or NCC). ``contains(...) eq false`` is the documented way to exclude.
@@ -228,6 +229,7 @@ class AzureAdapter(Adapter):
     title: ClassVar[str] = "Microsoft Azure"
     source_url: ClassVar[str] = API_URL
     credential_names: ClassVar[tuple[str, ...]] = ()
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         """Every page of GPU VM meters, following ``NextPageLink`` until it is null.
@@ -235,7 +237,7 @@ class AzureAdapter(Adapter):
         Stops too on a page without items (a 2023 incident returned a link past the end).
         """
         pages: list[Any] = []
-        url: str | None = API_URL
+        url: str | None = self.url("/retail/prices")
         params: dict[str, str] | None = {
             "api-version": API_VERSION,
             "$filter": API_FILTER,

@@ -45,6 +45,7 @@ from .units import to_decimal
 __all__ = [
     "DUPLICATE_REASON",
     "FAILED_CALLS_KEY",
+    "MAX_USD_PER_GPU_HOUR",
     "MIN_USD_PER_GPU_HOUR",
     "Adapter",
     "AdapterError",
@@ -102,6 +103,14 @@ class ResponseFormatError(ProviderError):
 #: Below this a GPU-hour is a data error, not a bargain (the cheapest real GPU rentals cost
 #: cents per hour): such a record is skipped, whatever the provider.
 MIN_USD_PER_GPU_HOUR = Decimal("0.01")
+
+#: Above this a GPU-hour is a data error too (a price in cents read as dollars, a missing
+#: decimal point, a placeholder like 1e9). The dearest real GPU-hours cost tens of dollars at
+#: most: AWS's p5.48xlarge (8x H100) was listed at $98.32 an hour on demand, $12.29 per
+#: GPU-hour ("H100 GPU Instance Pricing On AWS", The Next Platform, 2023-07-27), about the
+#: top of the big clouds' on-demand lists. 100 leaves eight times that for dearer GPUs and
+#: short terms, and still stops a price a hundred times too high.
+MAX_USD_PER_GPU_HOUR = Decimal("100")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -226,9 +235,10 @@ class ParseResult:
         ``multi_node`` where the adapter left them unset: what an API states wins.
 
         Skipped: a record that fails validation (the reason names the field), a price below
-        :data:`MIN_USD_PER_GPU_HOUR`, and a record whose :attr:`Offer.key` an earlier one in
-        this result already has (the first wins: providers list one configuration once, and
-        a second listing is an echo, not a second machine). An unknown field name is a bug
+        :data:`MIN_USD_PER_GPU_HOUR` or above :data:`MAX_USD_PER_GPU_HOUR`, and a record
+        whose :attr:`Offer.key` an earlier one in this result already has (the first wins:
+        providers list one configuration once, and a second listing is an echo, not a second
+        machine). An unknown field name is a bug
         in the adapter, not bad data: :class:`TypeError`.
         """
         unknown = fields.keys() - _OFFER_FIELDS
@@ -251,9 +261,9 @@ class ParseResult:
         return self.add_offer(offer, ref)
 
     def add_offer(self, offer: Offer, ref: str | None = None) -> Offer | None:
-        """Keep an already validated ``offer`` under the same floor and duplicate rules."""
+        """Keep an already validated ``offer`` under the same price bounds and duplicate rules."""
         per_gpu = offer.usd_per_gpu_hour
-        if per_gpu is not None and per_gpu < MIN_USD_PER_GPU_HOUR:
+        if per_gpu is not None and not MIN_USD_PER_GPU_HOUR <= per_gpu <= MAX_USD_PER_GPU_HOUR:
             self.skip(f"absurd price: {per_gpu} USD per GPU-hour ({offer.term.value})", ref)
             return None
         key = offer.key
@@ -271,7 +281,13 @@ class ParseResult:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Retries for one request: on 429, 5xx and transport errors, honouring ``Retry-After``."""
+    """Retries for one request: on 429, 5xx and transport errors, honouring ``Retry-After``.
+
+    ``timeout_s`` bounds each attempt of :func:`request` as a whole, answer and body (httpx's
+    own timeouts are per read, which a server sending a byte every few seconds never trips);
+    a streamed body (:func:`request_stream`, a long download) is bounded per read only, and
+    by the provider's deadline (:func:`adapters.collect.run_provider`).
+    """
 
     attempts: int = 4
     base_wait_s: float = 1.0
@@ -365,7 +381,13 @@ async def request(
     kwargs.setdefault("timeout", policy.timeout_s)
 
     async def once() -> httpx.Response:
-        response = await client.request(method, url, **kwargs)
+        try:
+            async with asyncio.timeout(policy.timeout_s):
+                response = await client.request(method, url, **kwargs)
+        except TimeoutError:  # the whole attempt took too long: a timeout like httpx's own
+            raise httpx.ReadTimeout(
+                f"no complete answer within {policy.timeout_s:g} s", request=None
+            ) from None
         if response.status_code in RETRY_STATUS:
             raise _Retryable(response)
         return response
@@ -450,15 +472,32 @@ class Adapter(abc.ABC):
     credential_names: ClassVar[tuple[str, ...]] = ()
     #: Settings used when set, but not required (a public catalogue works without them).
     optional_credential_names: ClassVar[tuple[str, ...]] = ()
+    #: Base URL of the provider's API, as its module documents it: every URL the adapter
+    #: calls is built on it (:meth:`url`), so that one setting, ``GPUSCOUT_<NAME>_BASE_URL``
+    #: (passed as ``base_url``), points the adapter elsewhere: a proxy, a mirror, a local
+    #: test server. Placeholders (``{region}``) mark the parts of a regional host that
+    #: :meth:`url` fills in; a replacement without them serves every region at one address.
+    #: ``""``: the adapter makes no HTTP call.
+    base_url: str = ""
 
     def __init__(
         self,
         credentials: Mapping[str, str | None] | None = None,
         *,
         policy: RetryPolicy | None = None,
+        base_url: str | None = None,
     ) -> None:
         self.credentials = dict(credentials or {})
         self.policy = policy or RetryPolicy()
+        self.base_url = (base_url or type(self).base_url).rstrip("/")
+
+    def url(self, path: str = "", **parts: str) -> str:
+        """``path`` (``"/v2/sizes"``; ``""`` for the base itself) on this adapter's base URL,
+        its placeholders filled from ``parts`` (``region="us-east-1"``).
+
+        A next-page link the provider gives as a full URL is followed as it is.
+        """
+        return self.base_url.format(**parts) + path
 
     def require_credentials(self) -> dict[str, str]:
         """The configured credentials, or :class:`MissingCredentials` naming the gap."""

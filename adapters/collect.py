@@ -3,6 +3,15 @@
 A provider's failure is data, not an exception: every run ends with one
 :class:`ProviderRun` per provider, ``ok``, ``error`` (with the reason) or ``skipped``
 (missing credentials). One provider failing never fails the others.
+
+:func:`provider_error` is the one place that turns an exception from one provider's fetch
+or parse into that provider's error: an :class:`~adapters.base.AdapterError` keeps its
+reason; anything else (an adapter bug, a payload that breaks an assumption, such as a
+``decimal.InvalidOperation`` from a number given as text) becomes ``<Type>: <message>``,
+logged with its traceback. Only cancellation, ``KeyboardInterrupt`` and ``SystemExit``
+(``BaseException`` outside ``Exception``) pass through. A fetch also has a wall-clock
+deadline (``deadline_s``): a server that drips a byte every few seconds beats every
+per-read timeout, not the deadline.
 """
 
 from __future__ import annotations
@@ -10,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -20,7 +30,17 @@ import httpx
 from .base import Adapter, AdapterError, MissingCredentials, SkippedRecord
 from .schema import Offer
 
-__all__ = ["ProviderRun", "RunStatus", "collect", "parse_payloads", "run_provider"]
+__all__ = [
+    "ProviderRun",
+    "RunStatus",
+    "collect",
+    "deadline_error",
+    "parse_payloads",
+    "provider_error",
+    "run_provider",
+]
+
+log = logging.getLogger("gpuscout.adapters")
 
 
 class RunStatus(enum.StrEnum):
@@ -46,6 +66,32 @@ class ProviderRun:
         return len(self.offers)
 
 
+def provider_error(provider: str, exc: Exception, *, step: str) -> str:
+    """The error text of ``provider``'s run for ``exc``, raised in its ``step`` (fetch or
+    parse).
+
+    An :class:`~adapters.base.AdapterError` is an expected failure: its reason, no
+    traceback. Any other exception is a bug or a payload nobody foresaw: logged with its
+    traceback (to be fixed), and reported as ``<Type>: <message>`` so that the run says what
+    broke.
+    """
+    if isinstance(exc, AdapterError):
+        return getattr(exc, "reason", None) or str(exc)
+    log.error("%s: unexpected %s in %s", provider, type(exc).__name__, step, exc_info=exc)
+    return f"{type(exc).__name__} in {step}: {exc}"
+
+
+def deadline_error(deadline_s: float) -> str:
+    """The error of a fetch that had not finished when its deadline passed."""
+    return f"deadline: no complete answer within {deadline_s:g} s (provider_deadline_s)"
+
+
+def _error_run(provider: str, started_at: datetime, started: float, error: str) -> ProviderRun:
+    return ProviderRun(
+        provider, RunStatus.ERROR, started_at, time.perf_counter() - started, error=error
+    )
+
+
 def parse_payloads(
     adapter: Adapter, payloads: Sequence[Any], *, fetched_at: datetime
 ) -> ProviderRun:
@@ -53,14 +99,9 @@ def parse_payloads(
     started = time.perf_counter()
     try:
         result = adapter.parse(payloads, fetched_at=fetched_at)
-    except AdapterError as exc:
-        return ProviderRun(
-            adapter.name,
-            RunStatus.ERROR,
-            fetched_at,
-            time.perf_counter() - started,
-            error=getattr(exc, "reason", str(exc)),
-        )
+    except Exception as exc:  # one provider's failure is its run's error
+        error = provider_error(adapter.name, exc, step="parse")
+        return _error_run(adapter.name, fetched_at, started, error)
     return ProviderRun(
         adapter.name,
         RunStatus.OK,
@@ -75,13 +116,20 @@ async def run_provider(
     adapter: Adapter,
     client: httpx.AsyncClient,
     *,
+    deadline_s: float | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> ProviderRun:
-    """Fetch and parse one provider; every failure is reported in the run, never raised."""
+    """Fetch and parse one provider; every failure is reported in the run, never raised.
+
+    ``deadline_s`` bounds the whole fetch (every request, retry and wait of it); ``None``
+    sets no bound.
+    """
     started_at = now()
     started = time.perf_counter()
+    deadline = asyncio.timeout(deadline_s)
     try:
-        payloads = await adapter.fetch(client)
+        async with deadline:
+            payloads = await adapter.fetch(client)
     except MissingCredentials as exc:
         return ProviderRun(
             adapter.name,
@@ -90,23 +138,17 @@ async def run_provider(
             time.perf_counter() - started,
             error=str(exc),
         )
-    except AdapterError as exc:
-        return ProviderRun(
-            adapter.name,
-            RunStatus.ERROR,
-            started_at,
-            time.perf_counter() - started,
-            error=getattr(exc, "reason", str(exc)),
+    except TimeoutError as exc:
+        # the deadline's expiry, or a TimeoutError of the adapter's own
+        error = (
+            deadline_error(deadline_s)
+            if deadline_s is not None and deadline.expired()
+            else provider_error(adapter.name, exc, step="fetch")
         )
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-        # An adapter bug or an unexpected payload must not take the snapshot down.
-        return ProviderRun(
-            adapter.name,
-            RunStatus.ERROR,
-            started_at,
-            time.perf_counter() - started,
-            error=f"{type(exc).__name__}: {exc}",
-        )
+        return _error_run(adapter.name, started_at, started, error)
+    except Exception as exc:  # one provider's failure is its run's error
+        error = provider_error(adapter.name, exc, step="fetch")
+        return _error_run(adapter.name, started_at, started, error)
     run = parse_payloads(adapter, payloads, fetched_at=started_at)
     run.duration_s = time.perf_counter() - started
     return run
@@ -116,14 +158,19 @@ async def collect(
     adapters: Iterable[Adapter],
     client: httpx.AsyncClient,
     *,
+    deadline_s: float | None = None,
     on_done: Callable[[ProviderRun], None] | None = None,
 ) -> list[ProviderRun]:
-    """Run every adapter concurrently: the total time is that of the slowest provider."""
+    """Run every adapter concurrently: the total time is that of the slowest provider, at
+    most ``deadline_s`` (per provider) plus its parse."""
 
     async def one(adapter: Adapter) -> ProviderRun:
-        run = await run_provider(adapter, client)
+        run = await run_provider(adapter, client, deadline_s=deadline_s)
         if on_done is not None:
-            on_done(run)
+            try:
+                on_done(run)
+            except Exception:  # a progress display must not lose the run
+                log.exception("%s: on_done callback failed", adapter.name)
         return run
 
     return list(await asyncio.gather(*(one(a) for a in adapters)))

@@ -81,6 +81,7 @@ class CudoAdapter(Adapter):
     #: "no auth needed for this catalog call"; other endpoints take a Bearer key).
     credential_names = ()
     optional_credential_names = ("cudo_api_key",)
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.credentials.get("cudo_api_key")
@@ -92,7 +93,7 @@ class CudoAdapter(Adapter):
             paths.append("/machine-types")
         else:
             log.info("cudo: no GPUSCOUT_CUDO_API_KEY, bare-metal machines not fetched")
-        return [await self.get_json(client, f"{API_BASE}{path}", headers=headers) for path in paths]
+        return [await self.get_json(client, self.url(path), headers=headers) for path in paths]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()

@@ -60,7 +60,8 @@ from .units import (
 
 __all__ = ["SIZES_URL", "DigitalOceanAdapter"]
 
-SIZES_URL = "https://api.digitalocean.com/v2/sizes"
+API_BASE = "https://api.digitalocean.com/v2"
+SIZES_URL = API_BASE + "/sizes"
 #: The documented maximum page size of the v2 API.
 PER_PAGE = 200
 #: A guard against a ``links.pages.next`` that never ends.
@@ -77,11 +78,12 @@ class DigitalOceanAdapter(Adapter):
     title: ClassVar[str] = "DigitalOcean"
     source_url: ClassVar[str] = SIZES_URL
     credential_names: ClassVar[tuple[str, ...]] = ("digitalocean_token",)
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = key_headers(self)
         pages: list[Any] = []
-        url: str | None = SIZES_URL
+        url: str | None = self.url("/sizes")
         params: dict[str, Any] | None = {"per_page": PER_PAGE}
         while url is not None and len(pages) < MAX_PAGES:
             page = await self.get_json(client, url, headers=headers, params=params)

@@ -44,7 +44,8 @@ from .units import nominal_gpu_memory_gb, text, whole_count
 
 __all__ = ["CONFIGURATIONS_URL", "FluidStackAdapter"]
 
-CONFIGURATIONS_URL = "https://platform.fluidstack.io/list_available_configurations"
+API_BASE = "https://platform.fluidstack.io"
+CONFIGURATIONS_URL = API_BASE + "/list_available_configurations"
 
 #: Per-GPU memory at the end of a ``gpu_type`` (``H100_SXM5_80GB``).
 _MEMORY_IN_NAME = re.compile(r"_(\d+)GB$", re.IGNORECASE)
@@ -57,10 +58,12 @@ class FluidStackAdapter(Adapter):
     title: ClassVar[str] = "FluidStack"
     source_url: ClassVar[str] = CONFIGURATIONS_URL
     credential_names: ClassVar[tuple[str, ...]] = ("fluidstack_api_key",)
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = key_headers(self, "api-key", scheme="")
-        return [await self.get_json(client, CONFIGURATIONS_URL, headers=headers)]
+        url = self.url("/list_available_configurations")
+        return [await self.get_json(client, url, headers=headers)]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()

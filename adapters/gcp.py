@@ -58,7 +58,9 @@ from .units import gib_to_gb, google_money_to_decimal
 __all__ = ["ADAPTER", "GcpAdapter", "accelerators", "machine_shapes"]
 
 SERVICE_ID = "6F81-5844-456A"  # Compute Engine
-SKUS_URL = f"https://cloudbilling.googleapis.com/v1/services/{SERVICE_ID}/skus"
+API_BASE = "https://cloudbilling.googleapis.com/v1"
+SKUS_PATH = f"/services/{SERVICE_ID}/skus"
+SKUS_URL = API_BASE + SKUS_PATH
 #: The API's maximum page size (services.skus.list reference).
 PAGE_SIZE = 5000
 #: A guard against a server that never stops handing out page tokens.
@@ -391,6 +393,7 @@ class GcpAdapter(Adapter):
     title = "Google Cloud"
     source_url = SKUS_URL
     credential_names = ("gcp_api_key",)
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.require_credentials()["gcp_api_key"]
@@ -401,7 +404,7 @@ class GcpAdapter(Adapter):
             params = {"key": key, "currencyCode": "USD", "pageSize": str(PAGE_SIZE)}
             if token:
                 params["pageToken"] = token
-            page = await self.get_json(client, SKUS_URL, params=params)
+            page = await self.get_json(client, self.url(SKUS_PATH), params=params)
             if not isinstance(page, dict) or not isinstance(page.get("skus", []), list):
                 raise ResponseFormatError(self.name, "SKU page is not {'skus': [...]}")
             pages.append(page)

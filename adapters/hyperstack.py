@@ -70,12 +70,13 @@ class HyperstackAdapter(Adapter):
     title = "Hyperstack"
     source_url = API_BASE
     credential_names = ("hyperstack_api_key",)
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.require_credentials()["hyperstack_api_key"]
         headers = {"api_key": key, "Accept": "application/json"}
         payloads = []
-        for url in (FLAVORS_URL, PRICEBOOK_URL):
+        for url in (self.url("/core/flavors"), self.url("/pricebook")):
             payloads.append(await self.get_json(client, url, headers=headers))
         return payloads
 

@@ -37,7 +37,8 @@ from .units import lenient_float, nominal_gpu_memory_gb, non_negative, positive,
 
 __all__ = ["SERVER_META_URL", "JarvisLabsAdapter", "instance_gpu_counts"]
 
-SERVER_META_URL = "https://backendn.jarvislabs.net/misc/server_meta"
+API_BASE = "https://backendn.jarvislabs.net"
+SERVER_META_URL = API_BASE + "/misc/server_meta"
 
 _KINDS = ("vm", "container")
 #: Workload types in the order the on-demand offer is taken from (null is a VM row).
@@ -49,9 +50,11 @@ class JarvisLabsAdapter(Adapter):
     title = "JarvisLabs"
     source_url = SERVER_META_URL
     credential_names = ("jarvislabs_api_key",)
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        return [await self.get_json(client, SERVER_META_URL, headers=key_headers(self))]
+        url = self.url("/misc/server_meta")
+        return [await self.get_json(client, url, headers=key_headers(self))]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()

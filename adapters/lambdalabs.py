@@ -43,7 +43,8 @@ from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, text, to_fl
 
 __all__ = ["LambdaAdapter"]
 
-API_URL = "https://cloud.lambda.ai/api/v1/instance-types"
+API_BASE = "https://cloud.lambda.ai/api/v1"
+API_URL = API_BASE + "/instance-types"
 
 # "H100 (80 GB SXM5)", "A10 (24 GB PCIe)", "Tesla V100 (16 GB)", "GH200 (96 GB)"
 _GPU_DESCRIPTION = re.compile(r"^\s*(?P<name>.+?)\s*\((?P<gb>\d+(?:\.\d+)?)\s*GB\s*(?P<ff>[^)]*)\)")
@@ -56,9 +57,10 @@ class LambdaAdapter(Adapter):
     title: ClassVar[str] = "Lambda"
     source_url: ClassVar[str] = API_URL
     credential_names: ClassVar[tuple[str, ...]] = ("lambda_api_key",)
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        return [await self.get_json(client, API_URL, headers=key_headers(self))]
+        return [await self.get_json(client, self.url("/instance-types"), headers=key_headers(self))]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()

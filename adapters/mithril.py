@@ -297,6 +297,7 @@ class MithrilAdapter(Adapter):
     title: ClassVar[str] = "Mithril (formerly Foundry)"
     source_url: ClassVar[str] = PRICING_URL
     credential_names: ClassVar[tuple[str, ...]] = ("mithril_api_key",)
+    base_url = API_BASE
     #: Price calls in flight at once.
     concurrency: ClassVar[int] = CONCURRENT_CALLS
 
@@ -305,9 +306,9 @@ class MithrilAdapter(Adapter):
         """Instance types and auctions, then the current prices per GPU type and region."""
         key = self.require_credentials()["mithril_api_key"]
         headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
-        types = await self._listing(client, INSTANCE_TYPES_URL, headers)
+        types = await self._listing(client, self.url("/v2/instance-types"), headers)
         type_rows = _listing_rows(types, "instance_types")
-        auctions = await self._listing(client, SPOT_AVAILABILITY_URL, headers)
+        auctions = await self._listing(client, self.url("/v2/spot/availability"), headers)
         auction_rows = _listing_rows(auctions, "auctions")
         gpu_types = [
             str(row.get("fid") or "")
@@ -316,13 +317,14 @@ class MithrilAdapter(Adapter):
         ]
         jobs = _price_jobs(gpu_types, auction_rows)
         gate = asyncio.Semaphore(self.concurrency)
+        pricing_url = self.url("/v2/pricing/current")
 
         async def one(fid: str, region: str | None) -> dict[str, Any] | CallFailure:
             params = {"instance_type": fid} | ({"region": region} if region else {})
             try:
                 async with gate:
                     response = await self.get_json(
-                        client, PRICING_URL, params=params, headers=headers
+                        client, pricing_url, params=params, headers=headers
                     )
             except ProviderError as exc:
                 return _failure(fid, region, exc.reason)

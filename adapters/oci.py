@@ -39,8 +39,9 @@ from .units import lenient_float, positive, to_decimal, to_float
 
 __all__ = ["ADAPTER", "OciAdapter"]
 
-SHAPES_URL = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data/shapes.json"
-PRODUCTS_URL = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data/products.json"
+API_BASE = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data"
+SHAPES_URL = API_BASE + "/shapes.json"
+PRODUCTS_URL = API_BASE + "/products.json"
 
 CURRENCY = "USD"
 PAY_AS_YOU_GO = "PAY_AS_YOU_GO"
@@ -94,10 +95,11 @@ class OciAdapter(Adapter):
     title = "Oracle Cloud Infrastructure"
     source_url = SHAPES_URL
     credential_names = ()
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         payloads = []
-        for url in (SHAPES_URL, PRODUCTS_URL):
+        for url in (self.url("/shapes.json"), self.url("/products.json")):
             payload = await self.get_json(client, url)
             if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
                 raise ResponseFormatError(self.name, f"{url} did not return {{'items': [...]}}")

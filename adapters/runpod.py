@@ -47,7 +47,8 @@ __all__ = [
     "datacenter_country",
 ]
 
-GRAPHQL_URL = "https://api.runpod.io/graphql"
+API_BASE = "https://api.runpod.io"
+GRAPHQL_URL = API_BASE + "/graphql"
 
 _LOWEST_PRICE_FIELDS = "uninterruptablePrice minimumBidPrice minVcpu minMemory stockStatus"
 
@@ -94,6 +95,7 @@ class RunPodAdapter(Adapter):
     source_url = GRAPHQL_URL
     credential_names = ()
     optional_credential_names = ("runpod_api_key",)
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = {}
@@ -101,7 +103,7 @@ class RunPodAdapter(Adapter):
         if key:
             headers["Authorization"] = f"Bearer {key}"
         payload = await self.post_json(
-            client, GRAPHQL_URL, json={"query": GPU_TYPES_QUERY}, headers=headers
+            client, self.url("/graphql"), json={"query": GPU_TYPES_QUERY}, headers=headers
         )
         _raise_graphql_errors(payload)
         return [payload]

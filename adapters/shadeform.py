@@ -48,7 +48,8 @@ from .units import (
 
 __all__ = ["TYPES_URL", "ShadeformAdapter"]
 
-TYPES_URL = "https://api.shadeform.ai/v1/instances/types"
+API_BASE = "https://api.shadeform.ai/v1"
+TYPES_URL = API_BASE + "/instances/types"
 
 _FORM_FACTOR = {"pcie": GpuFormFactor.PCIE, "sxm": GpuFormFactor.SXM}
 
@@ -60,10 +61,11 @@ class ShadeformAdapter(Adapter):
     title: ClassVar[str] = "Shadeform"
     source_url: ClassVar[str] = TYPES_URL
     credential_names: ClassVar[tuple[str, ...]] = ("shadeform_api_key",)
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = key_headers(self, "X-API-KEY", scheme="")
-        return [await self.get_json(client, TYPES_URL, headers=headers)]
+        return [await self.get_json(client, self.url("/instances/types"), headers=headers)]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()

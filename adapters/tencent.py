@@ -68,6 +68,7 @@ import hmac
 import json
 import re
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -311,10 +312,10 @@ class TencentAdapter(Adapter):
     regions: ClassVar[tuple[str, ...]] = GPU_REGIONS
     #: Billing modes asked, as ``instance-charge-type`` filter values.
     charge_types: ClassVar[tuple[str, ...]] = CHARGE_TYPES
-    #: API host: the China site's. Prices come in the account's currency, which the API does
-    #: not name: yuan on the China site (the default), US dollars on the international
+    #: API base: the China site's host. Prices come in the account's currency, which the API
+    #: does not name: yuan on the China site (the default), US dollars on the international
     #: site; the setting ``tencent_currency`` says which.
-    host: ClassVar[str] = API_HOST
+    base_url = f"https://{API_HOST}"
     default_currency: ClassVar[str] = "CNY"
 
     def __init__(
@@ -322,9 +323,10 @@ class TencentAdapter(Adapter):
         credentials: Mapping[str, str | None] | None = None,
         *,
         policy: RetryPolicy | None = None,
+        base_url: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        super().__init__(credentials, policy=policy)
+        super().__init__(credentials, policy=policy, base_url=base_url)
         #: The request timestamp source (signatures older than five minutes are refused).
         self.clock = clock
         currency = (self.credentials.get("tencent_currency") or self.default_currency).upper()
@@ -332,6 +334,11 @@ class TencentAdapter(Adapter):
             raise ValueError(f"tencent_currency: CNY or USD, not {currency!r}")
         #: The currency every price of this account is in.
         self.currency = currency
+
+    @property
+    def host(self) -> str:
+        """The host every call goes to and is signed for: that of :attr:`base_url`."""
+        return urllib.parse.urlsplit(self.url()).netloc
 
     # fetch ---------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
@@ -401,9 +408,7 @@ class TencentAdapter(Adapter):
                 "X-TC-Region": region,
                 "X-TC-Timestamp": str(timestamp),
             }
-            return await self.post_json(
-                client, f"https://{self.host}/", content=body, headers=headers
-            )
+            return await self.post_json(client, self.url("/"), content=body, headers=headers)
 
         return await fresh_retries(self.policy, result=_retry_code)(attempt)
 

@@ -65,13 +65,14 @@ class TensorDockAdapter(Adapter):
     title = "TensorDock"
     source_url = API_URL
     credential_names = ("tensordock_api_token",)
+    base_url = API_URL
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         token = self.require_credentials()["tensordock_api_token"]
         headers = {"Authorization": f"Bearer {token}"}
         payloads = []
         for path in ("locations", "hostnodes"):
-            payloads.append(await self.get_json(client, f"{API_URL}/{path}", headers=headers))
+            payloads.append(await self.get_json(client, self.url(f"/{path}"), headers=headers))
         return payloads
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:

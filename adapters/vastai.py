@@ -53,7 +53,8 @@ from .units import (
 
 __all__ = ["BUNDLES_URL", "SEARCH_LIMIT", "VastAiAdapter"]
 
-BUNDLES_URL = "https://console.vast.ai/api/v0/bundles/"
+API_BASE = "https://console.vast.ai/api/v0"
+BUNDLES_URL = API_BASE + "/bundles/"
 #: Offers per search; the API has no pagination (gpuhunt uses the same cap).
 SEARCH_LIMIT = 3000
 
@@ -83,11 +84,14 @@ class VastAiAdapter(Adapter):
     source_url = BUNDLES_URL
     credential_names = ()
     optional_credential_names = ("vastai_api_key",)
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.credentials.get("vastai_api_key")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        payload = await self.post_json(client, BUNDLES_URL, json=search_body(), headers=headers)
+        payload = await self.post_json(
+            client, self.url("/bundles/"), json=search_body(), headers=headers
+        )
         return [payload]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:

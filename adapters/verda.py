@@ -51,12 +51,13 @@ class VerdaAdapter(Adapter):
     title = "Verda (formerly DataCrunch)"
     source_url = API_BASE
     credential_names = ("verda_client_id", "verda_client_secret")
+    base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         creds = self.require_credentials()
         token = await self.post_json(
             client,
-            f"{API_BASE}/oauth2/token",
+            self.url("/oauth2/token"),
             json={
                 "grant_type": "client_credentials",
                 "client_id": creds["verda_client_id"],
@@ -70,7 +71,7 @@ class VerdaAdapter(Adapter):
 
         async def get(path: str, **params: str) -> Any:
             return await self.get_json(
-                client, f"{API_BASE}{path}", headers=headers, params=params or None
+                client, self.url(path), headers=headers, params=params or None
             )
 
         payloads: list[Any] = [await get("/instance-types"), await get("/locations")]

@@ -104,6 +104,7 @@ class VultrAdapter(Adapter):
     source_url = API
     credential_names = ()  # plan listings are public
     optional_credential_names = ("vultr_api_key",)
+    base_url = API
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = {}
@@ -112,8 +113,8 @@ class VultrAdapter(Adapter):
             headers["Authorization"] = f"Bearer {key}"
         pages: list[Any] = []
         for url, params, list_key in (
-            (PLANS_URL, {"type": "vcg", "per_page": str(PER_PAGE)}, "plans"),
-            (METAL_URL, {"per_page": str(PER_PAGE)}, "plans_metal"),
+            (self.url("/plans"), {"type": "vcg", "per_page": str(PER_PAGE)}, "plans"),
+            (self.url("/plans-metal"), {"per_page": str(PER_PAGE)}, "plans_metal"),
         ):
             pages.extend(await self._fetch_all(client, url, params, list_key, headers))
         return pages

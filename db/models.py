@@ -4,6 +4,9 @@
 Layout::
 
     snapshot            one run over all providers: started_at, finished_at, totals
+    snapshot_run        every attempt to take a snapshot, written when it starts: running,
+                        then ok (its snapshot id) | failed (its error) | aborted (its
+                        process died: left running, found by the next runner)
     snapshot_provider   per snapshot and provider: status ok|error|skipped, error, offer and
                         skipped-record counts, duration_s, history rows added and closed
     provider_status     per provider, the latest outcome: last attempt and last success,
@@ -38,6 +41,7 @@ __all__ = [
     "ProviderStatus",
     "Snapshot",
     "SnapshotProvider",
+    "SnapshotRun",
 ]
 
 #: A 64-bit id that is still SQLite's auto-incrementing ``INTEGER PRIMARY KEY``.
@@ -65,6 +69,23 @@ class Snapshot(Base):
     offer_count: Mapped[int] = mapped_column(sa.Integer, comment="offers fetched in this run")
     history_added: Mapped[int] = mapped_column(sa.Integer)
     history_closed: Mapped[int] = mapped_column(sa.Integer)
+
+
+class SnapshotRun(Base):
+    __tablename__ = "snapshot_run"
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    status: Mapped[str] = mapped_column(
+        sa.String(16), index=True, comment="running | ok | failed | aborted"
+    )
+    holder: Mapped[str] = mapped_column(sa.String(128), comment="host:pid of the runner")
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+    heartbeat_at: Mapped[datetime] = mapped_column(
+        UtcDateTime, comment="renewed while running: a stale one means the runner died"
+    )
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    snapshot_id: Mapped[int | None] = mapped_column(sa.Integer, comment="the snapshot it stored")
+    error: Mapped[str | None] = mapped_column(sa.Text)
 
 
 class SnapshotProvider(Base):

@@ -13,12 +13,13 @@ from typing import cast
 import sqlalchemy as sa
 
 from .engine import Target, transaction
-from .models import PriceHistory, Snapshot
+from .models import PriceHistory, Snapshot, SnapshotRun
 
 __all__ = ["PruneResult", "prune"]
 
 _snapshot = cast(sa.Table, Snapshot.__table__)
 _history = cast(sa.Table, PriceHistory.__table__)
+_run = cast(sa.Table, SnapshotRun.__table__)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -35,7 +36,8 @@ def prune(
     history_days: int,
 ) -> PruneResult:
     """Delete snapshots finished more than ``snapshots_days`` before ``now`` (with their
-    per-provider rows) and price rows closed more than ``history_days`` before ``now``."""
+    per-provider rows, and the finished records of snapshot attempts as old) and price rows
+    closed more than ``history_days`` before ``now``."""
     snapshots = history = 0
     with transaction(target) as connection:
         if snapshots_days > 0:
@@ -46,6 +48,12 @@ def prune(
                     _snapshot.c.id != newest,
                 )
             ).rowcount
+            connection.execute(
+                sa.delete(_run).where(
+                    _run.c.finished_at.is_not(None),
+                    _run.c.finished_at < now - timedelta(days=snapshots_days),
+                )
+            )
         if history_days > 0:
             history = connection.execute(
                 sa.delete(_history).where(

@@ -2,7 +2,9 @@
 
 For each provider of the run:
 
-* ``ok``: its current offers are replaced by the fetched set, and the price history gets
+* ``ok``: unless the plausibility guard finds it suspect (:mod:`db.guard`: no offers, a
+  large drop, most records skipped; then it is stored as ``error`` naming the guard, and
+  treated as below), its current offers are replaced by the fetched set, and the price history gets
   a row only where a price changed: a new offer or a new price opens a row
   (``valid_from`` = the run's start), a changed or vanished offer's open row is closed
   (``valid_to`` = the run's start). An unchanged price writes nothing, so history grows with
@@ -41,6 +43,7 @@ from adapters.schema import (
 )
 
 from .engine import Target, driver_rows, placeholders, transaction
+from .guard import OfferGuard
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
 from .records import gc_paused, hash64, record_jsons
 
@@ -76,6 +79,9 @@ class ProviderChanges:
     error: str | None = None
     offers_kept: int = 0
     """offers of an earlier run kept as current because this run failed or was skipped"""
+    guarded: bool = False
+    """the run answered ok but failed the plausibility guard (:mod:`db.guard`): stored as
+    ``error`` with the guard's verdict as its error, its earlier offers kept"""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -570,13 +576,16 @@ def store_snapshot(
     started_at: datetime,
     finished_at: datetime,
     fx: FxTable | None = None,
+    guard: OfferGuard | None = None,
 ) -> SnapshotSummary:
     """Store one snapshot in one transaction and say what changed per provider.
 
     ``target`` is an engine (a transaction is opened and committed here), a connection or a
     session (see :func:`db.engine.transaction`). Times are timezone-aware UTC. The stored
     USD figures convert with ``fx``: the table the settings select
-    (:func:`service.fx.fx_table`); ``None``: the shipped one.
+    (:func:`service.fx.fx_table`); ``None``: the shipped one. ``guard``
+    holds the plausibility thresholds an ok run must pass to replace its provider's offers
+    (default: :class:`~db.guard.OfferGuard`'s).
     """
     runs = _dedupe_runs(runs)
     with gc_paused():
@@ -589,7 +598,26 @@ def store_snapshot(
             started_at=started_at,
             finished_at=finished_at,
             fx=fx or default_fx(),
+            guard=guard or OfferGuard(),
         )
+
+
+def _guarded(
+    connection: Connection, run: ProviderRun, offers: _Encoded | None, guard: OfferGuard
+) -> tuple[ProviderRun, int]:
+    """``run`` as it is stored (an ok run the guard finds suspect becomes an error run), and
+    the number of offers its provider has stored now."""
+    stored = connection.execute(
+        sa.select(sa.func.count()).where(_current.c.provider == run.provider)
+    ).scalar_one()
+    if run.status is RunStatus.OK and offers is not None:
+        verdict = guard.verdict(
+            offer_count=len(offers.index), skipped=run.skipped, stored_count=stored
+        )
+        if verdict is not None:
+            log.warning("%s: %s", run.provider, verdict)
+            run = dataclasses.replace(run, status=RunStatus.ERROR, error=verdict)
+    return run, stored
 
 
 def _store(
@@ -600,6 +628,7 @@ def _store(
     started_at: datetime,
     finished_at: datetime,
     fx: FxTable,
+    guard: OfferGuard,
 ) -> SnapshotSummary:
     with transaction(target) as connection:
         snapshot_id = connection.execute(
@@ -614,15 +643,18 @@ def _store(
             .returning(_snapshot.c.id)
         ).scalar_one()
         changes: list[ProviderChanges] = []
-        for run in runs:
+        for fetched in runs:
+            run, stored = _guarded(connection, fetched, encoded.get(fetched.provider), guard)
             if run.status is RunStatus.OK:
                 change = _store_offers(connection, run, encoded[run.provider], snapshot_id, fx)
             else:
-                kept = connection.execute(
-                    sa.select(sa.func.count()).where(_current.c.provider == run.provider)
-                ).scalar_one()
                 change = ProviderChanges(
-                    run.provider, run.status, 0, error=run.error, offers_kept=kept
+                    run.provider,
+                    run.status,
+                    0,
+                    error=run.error,
+                    offers_kept=stored,
+                    guarded=run is not fetched,
                 )
             _upsert_status(connection, run, change, snapshot_id)
             changes.append(change)
@@ -634,8 +666,8 @@ def _store(
                     {
                         "snapshot_id": snapshot_id,
                         "provider": run.provider,
-                        "status": run.status.value,
-                        "error": run.error,
+                        "status": change.status.value,
+                        "error": change.error,
                         "started_at": run.started_at,
                         "duration_s": run.duration_s,
                         "offer_count": change.offer_count,

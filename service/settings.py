@@ -15,10 +15,17 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, FilePath, SecretStr, field_validator, model_validator
+from pydantic import Field, FilePath, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings", "get_settings"]
+
+
+_BASE_URL_SUFFIX = "_base_url"
+_BASE_URL = (
+    "base URL of the provider's API, every call built on it (a proxy, a mirror, a local test"
+    " server); none = the documented one shown"
+)
 
 
 def _default_data_dir() -> Path:
@@ -36,7 +43,20 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=_default_data_dir, description="where SQLite lives")
 
     # provider HTTP
-    http_timeout_s: float = Field(30.0, gt=0, description="per-request timeout for providers")
+    http_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="timeout of one provider request, answer and body (a streamed download:"
+        " per read)",
+    )
+    provider_deadline_s: float = Field(
+        600.0,
+        gt=0,
+        description="wall-clock limit of one provider's whole fetch (every request, retry and"
+        " wait); past it the provider fails and keeps its earlier offers. Longer than the"
+        " slowest healthy fetch (AWS streams one price list of hundreds of MB per region),"
+        " far shorter than the snapshot interval",
+    )
     http_retries: int = Field(4, ge=1, le=10, description="attempts per provider request")
     providers_disabled: list[str] = Field(
         default_factory=list, description="provider names not to fetch (JSON list)"
@@ -80,6 +100,27 @@ class Settings(BaseSettings):
     price_sheet_paths: list[Path] = Field(
         default_factory=list, description="price-sheet files read by the `sheet` adapter"
     )
+
+    # provider API base URLs (None = the adapter's documented default, `Adapter.base_url`)
+    lambda_base_url: str | None = Field(None, description=_BASE_URL)
+    verda_base_url: str | None = Field(None, description=_BASE_URL)
+    cudo_base_url: str | None = Field(None, description=_BASE_URL)
+    azure_base_url: str | None = Field(None, description=_BASE_URL)
+    aws_base_url: str | None = Field(None, description=_BASE_URL)
+    gcp_base_url: str | None = Field(None, description=_BASE_URL)
+    oci_base_url: str | None = Field(None, description=_BASE_URL)
+    vultr_base_url: str | None = Field(None, description=_BASE_URL)
+    vastai_base_url: str | None = Field(None, description=_BASE_URL)
+    runpod_base_url: str | None = Field(None, description=_BASE_URL)
+    tensordock_base_url: str | None = Field(None, description=_BASE_URL)
+    jarvislabs_base_url: str | None = Field(None, description=_BASE_URL)
+    digitalocean_base_url: str | None = Field(None, description=_BASE_URL)
+    hyperstack_base_url: str | None = Field(None, description=_BASE_URL)
+    shadeform_base_url: str | None = Field(None, description=_BASE_URL)
+    fluidstack_base_url: str | None = Field(None, description=_BASE_URL)
+    tencent_base_url: str | None = Field(None, description=_BASE_URL)
+    alibaba_base_url: str | None = Field(None, description=_BASE_URL)
+    mithril_base_url: str | None = Field(None, description=_BASE_URL)
 
     # REST API (service/api)
     admin_token: SecretStr = Field(
@@ -130,6 +171,33 @@ class Settings(BaseSettings):
     )
     retention_history_days: int = Field(
         730, ge=0, description="days closed price-history rows are kept; 0 = forever"
+    )
+    snapshot_lease_s: float = Field(
+        60,
+        gt=0,
+        description="seconds the SQLite snapshot lease lasts unrenewed (renewed every third"
+        " of it while a snapshot runs): how long a killed snapshot blocks the next one",
+    )
+    snapshot_guard_drop_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="an ok provider run whose offer count falls by more than this share of"
+        " its stored offers (and by more than snapshot_guard_min_count) is stored as failed,"
+        " its earlier offers kept; 1 = never",
+    )
+    snapshot_guard_min_count: int = Field(
+        20,
+        ge=0,
+        description="the drop and skipped guards need more than this many lost offers or"
+        " skipped records (a provider of a handful of types may lose a few)",
+    )
+    snapshot_guard_skipped_share: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="an ok provider run that skipped more than this share of the records it"
+        " read (and more than snapshot_guard_min_count) is stored as failed; 1 = never",
     )
 
     # weekly email digest (service/digest)
@@ -220,6 +288,19 @@ class Settings(BaseSettings):
                 raise ValueError(f"not an IP address or network: {entry!r}") from None
         return [entry.strip() for entry in value]
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _http_base_url(cls, value: object, info: ValidationInfo) -> object:
+        """A base URL (a provider's, the public one) is an absolute http(s) URL."""
+        if (
+            info.field_name
+            and info.field_name.endswith("_base_url")
+            and isinstance(value, str)
+            and not value.startswith(("http://", "https://"))
+        ):
+            raise ValueError(f"not an http(s) URL: {value!r}")
+        return value
+
     @model_validator(mode="after")
     def _default_database_url(self) -> Settings:
         """An empty ``database_url`` means the embedded SQLite file in ``data_dir``."""
@@ -249,6 +330,14 @@ class Settings(BaseSettings):
             and value.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS
         ]
 
+    def provider_base_urls(self) -> dict[str, str]:
+        """The base URLs set for providers (``<provider>_base_url``), by provider name."""
+        return {
+            name.removesuffix(_BASE_URL_SUFFIX): value
+            for name, value in self
+            if name in _PROVIDER_BASE_URL_FIELDS and isinstance(value, str) and value
+        }
+
     def provider_credentials(self) -> dict[str, str | None]:
         """The provider credential settings by name, unwrapped, for the adapters.
 
@@ -260,7 +349,10 @@ class Settings(BaseSettings):
             "price_sheet_paths": os.pathsep.join(str(p) for p in self.price_sheet_paths) or None
         }
         for name, value in self:
-            if name.split("_", 1)[0] not in _CREDENTIAL_PREFIXES:
+            if (
+                name.split("_", 1)[0] not in _CREDENTIAL_PREFIXES
+                or name in _PROVIDER_BASE_URL_FIELDS
+            ):
                 continue
             if isinstance(value, SecretStr):
                 out[name] = value.get_secret_value()
@@ -291,6 +383,11 @@ _CREDENTIAL_PREFIXES = frozenset(
     ]
 )
 
+
+#: The ``<provider>_base_url`` settings (those described as a provider's base URL).
+_PROVIDER_BASE_URL_FIELDS = frozenset(
+    name for name, field in Settings.model_fields.items() if field.description == _BASE_URL
+)
 
 #: Secret values that mean "not set" (refused outside development).
 PLACEHOLDER_SECRETS = frozenset({"", "changeme", "changethis", "secret", "password", "admin"})

@@ -7,6 +7,12 @@ the snapshot in one transaction (:func:`db.snapshots.store_snapshot`) and prunes
 retention settings (:func:`db.retention.prune`). Holding the lock across the fetch means two
 runners, in one process or several, never take a snapshot at the same time.
 
+Each attempt is recorded as it starts (:mod:`db.runs`): a row ``running``, renewed with the
+SQLite lease every third of ``snapshot_lease_s`` and finished ``ok`` or ``failed``. A
+snapshot killed mid-way leaves its row running and, on SQLite, a lease that expires within
+``snapshot_lease_s`` (PostgreSQL's advisory lock goes with the dead session at once): the
+next runner marks the row ``aborted`` and reports it (:attr:`SnapshotResult.aborted`).
+
 A runner that finds the lock taken gets :class:`SnapshotLocked` and each caller says so its
 own way: the scheduler logs and skips, the CLI prints one line and exits 1, the API answers
 409. :func:`build_adapters` turns the settings into adapters and raises
@@ -18,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -29,9 +36,11 @@ from adapters.base import Adapter, RetryPolicy
 from adapters.collect import ProviderRun, collect
 from db.current import latest_snapshot
 from db.engine import make_engine
-from db.locks import job_lock
+from db.guard import OfferGuard
+from db.locks import job_lock, periodic
 from db.migrate import upgrade
 from db.retention import PruneResult, prune
+from db.runs import RunRecord, abort_left_running, beat, finish_run, run_holder, start_run
 from db.snapshots import SnapshotSummary, store_snapshot
 
 from .fx import fx_table
@@ -49,8 +58,11 @@ __all__ = [
     "build_adapters",
     "fetch_adapters",
     "fetch_providers",
+    "offer_guard",
     "take_snapshot",
 ]
+
+log = logging.getLogger("gpuscout.snapshots")
 
 #: The name of the job lock every snapshot runner takes (kept from the scheduler's job id,
 #: so a lease or advisory lock of a running older deployment still excludes this one).
@@ -91,16 +103,23 @@ class SnapshotRecent(SnapshotSkipped):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SnapshotResult:
-    """What one snapshot fetched, what storing it changed, and what retention pruned."""
+    """What one snapshot fetched, what storing it changed, and what retention pruned;
+    ``aborted``: earlier snapshots found left running by a dead process (now marked so).
+
+    ``runs`` are as stored: a run the plausibility guard found suspect is an error run with
+    the guard's verdict (and no offers), as the database records it.
+    """
 
     runs: tuple[ProviderRun, ...]
     summary: SnapshotSummary
     pruned: PruneResult
+    aborted: tuple[RunRecord, ...] = ()
 
 
 def build_adapters(settings: Settings, names: Sequence[str] | None = None) -> list[Adapter]:
     """The adapters ``names`` (default: every registered one not in ``providers_disabled``)
-    with their credentials and retry policy from ``settings``.
+    with their credentials, retry policy and base URL (``<provider>_base_url``, when set)
+    from ``settings``.
 
     Raises :class:`UnknownProvider` for a name the registry does not hold.
     """
@@ -111,7 +130,8 @@ def build_adapters(settings: Settings, names: Sequence[str] | None = None) -> li
     chosen = names or [n for n in known if n not in settings.providers_disabled]
     creds = settings.provider_credentials()
     policy = RetryPolicy(attempts=settings.http_retries, timeout_s=settings.http_timeout_s)
-    return [known[n](creds, policy=policy) for n in chosen]
+    urls = settings.provider_base_urls()
+    return [known[n](creds, policy=policy, base_url=urls.get(n)) for n in chosen]
 
 
 async def fetch_adapters(
@@ -120,13 +140,25 @@ async def fetch_adapters(
     *,
     on_done: Callable[[ProviderRun], None] | None = None,
 ) -> list[ProviderRun]:
-    """Fetch ``adapters`` concurrently over one HTTP client; ``on_done`` sees each run end."""
+    """Fetch ``adapters`` concurrently over one HTTP client, each within
+    ``provider_deadline_s``; ``on_done`` sees each run end."""
     async with httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
         timeout=settings.http_timeout_s,
         follow_redirects=True,
     ) as client:
-        return await collect(adapters, client, on_done=on_done)
+        return await collect(
+            adapters, client, deadline_s=settings.provider_deadline_s, on_done=on_done
+        )
+
+
+def offer_guard(settings: Settings) -> OfferGuard:
+    """The plausibility guard's thresholds (``snapshot_guard_*``), see :mod:`db.guard`."""
+    return OfferGuard(
+        drop_share=settings.snapshot_guard_drop_share,
+        min_count=settings.snapshot_guard_min_count,
+        skipped_share=settings.snapshot_guard_skipped_share,
+    )
 
 
 def fetch_providers(settings: Settings) -> list[ProviderRun]:
@@ -157,38 +189,78 @@ def take_snapshot(
     called once the lock is held, before fetching (the API answers "started" then).
 
     Raises :class:`SnapshotLocked` when another runner holds the lock. The store is one
-    transaction: an error while storing leaves the previous state as it was.
+    transaction: an error while storing leaves the previous state as it was. Every attempt
+    past the lock (and the skip check) is recorded in :mod:`db.runs`, a failed one with its
+    error; runs left running by a dead process are marked aborted, logged and returned.
     """
     fetch = fetch or functools.partial(fetch_providers, settings)
     own = engine is None
     engine = engine or make_engine(settings.database_url)
+    lease_s = settings.snapshot_lease_s
     try:
         upgrade(engine)  # before the lock: on SQLite the lease is a row of a migrated table
-        # the SQLite lease outlives a killed holder by one interval, as the scheduler's job
-        lease_s = settings.snapshot_interval_minutes * 60
-        with job_lock(engine, SNAPSHOT_LOCK, lease_s=lease_s) as got:
+        with job_lock(engine, SNAPSHOT_LOCK, lease_s=lease_s, renew_every_s=lease_s / 3) as got:
             if not got:
                 raise SnapshotLocked()
+            aborted = tuple(abort_left_running(engine, at=now()))
+            for run in aborted:
+                log.warning("%s", run.describe())
             if skip_within is not None:
                 with engine.connect() as connection:
                     latest = latest_snapshot(connection)
                 if latest is not None and now() - latest[1] < skip_within:
                     raise SnapshotRecent(latest[1])
-            if on_start is not None:
-                on_start()
             started_at = now()
-            runs = tuple(fetch())
-            finished_at = now()
-            summary = store_snapshot(
-                engine, runs, started_at=started_at, finished_at=finished_at, fx=fx_table(settings)
-            )
-            pruned = prune(
-                engine,
-                now=finished_at,
-                snapshots_days=settings.retention_snapshots_days,
-                history_days=settings.retention_history_days,
-            )
+            run_id = start_run(engine, at=started_at, holder=run_holder())
+            heartbeat = functools.partial(_beat, engine, run_id, now)
+            try:
+                with periodic(lease_s / 3, heartbeat, name="snapshot heartbeat"):
+                    if on_start is not None:
+                        on_start()
+                    runs = tuple(fetch())
+                    finished_at = now()
+                    summary = store_snapshot(
+                        engine,
+                        runs,
+                        started_at=started_at,
+                        finished_at=finished_at,
+                        guard=offer_guard(settings),
+                        fx=fx_table(settings),
+                    )
+                    pruned = prune(
+                        engine,
+                        now=finished_at,
+                        snapshots_days=settings.retention_snapshots_days,
+                        history_days=settings.retention_history_days,
+                    )
+            except BaseException as exc:
+                _finish_failed(engine, run_id, now(), exc)
+                raise
+            finish_run(engine, run_id, at=now(), snapshot_id=summary.snapshot_id)
     finally:
         if own:
             engine.dispose()
-    return SnapshotResult(runs, summary, pruned)
+    return SnapshotResult(_as_stored(runs, summary), summary, pruned, aborted)
+
+
+def _as_stored(runs: Sequence[ProviderRun], summary: SnapshotSummary) -> tuple[ProviderRun, ...]:
+    """``runs`` with each one the guard stored as failed turned into that error run."""
+    guarded = {c.provider: c for c in summary.providers if c.guarded}
+    return tuple(
+        dataclasses.replace(run, status=change.status, error=change.error, offers=[])
+        if (change := guarded.get(run.provider)) is not None
+        else run
+        for run in runs
+    )
+
+
+def _beat(engine: Engine, run_id: int, now: Callable[[], datetime]) -> None:
+    beat(engine, run_id, at=now())
+
+
+def _finish_failed(engine: Engine, run_id: int, at: datetime, exc: BaseException) -> None:
+    """Record a snapshot that raised; a failure to record it must not hide ``exc``."""
+    try:
+        finish_run(engine, run_id, at=at, error=f"{type(exc).__name__}: {exc}"[:2000])
+    except Exception:
+        log.exception("snapshot run %d: could not record its failure", run_id)

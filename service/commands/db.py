@@ -156,7 +156,10 @@ def register(app: typer.Typer) -> None:
 
 
 def stored_table(stored: SnapshotResult) -> Table:
-    """What a stored snapshot changed, per provider (printed by ``gpuscout snapshot``)."""
+    """What a stored snapshot changed, per provider (printed by ``gpuscout snapshot``); a
+    run the plausibility guard stored as failed is ``suspect``, with the guard's verdict."""
+    from db.guard import SUSPECT_PREFIX
+
     summary = stored.summary
     table = Table(
         title=f"stored snapshot {summary.snapshot_id}: {summary.offer_count} offers, "
@@ -166,17 +169,23 @@ def stored_table(stored: SnapshotResult) -> Table:
             f"{stored.pruned.history_deleted} old price row(s)"
         ),
     )
-    for col in ("provider", "outcome", "current", "new", "gone", "repriced", "history +/-"):
-        table.add_column(col, justify="left" if col in ("provider", "outcome") else "right")
+    guarded = any(p.guarded for p in summary.providers)
+    columns = ("provider", "outcome", "current", "new", "gone", "repriced", "history +/-")
+    for col in (*columns, "guard") if guarded else columns:
+        table.add_column(col, justify="right" if col in columns[2:] else "left")
     for p in sorted(summary.providers, key=lambda p: p.provider):
         failed = p.status.value != "ok"
-        table.add_row(
+        outcome = "suspect" if p.guarded else p.status.value
+        row = [
             p.provider,
-            p.status.value + (f" ({p.offers_kept} earlier offers kept)" if p.offers_kept else ""),
+            outcome + (f" ({p.offers_kept} earlier offers kept)" if p.offers_kept else ""),
             str(p.offers_kept) if failed else str(p.offer_count),
             str(p.offers_added),
             str(p.offers_removed),
             str(p.prices_changed),
             f"+{p.history_added} / -{p.history_closed}",
-        )
+        ]
+        if guarded:
+            row.append((p.error or "").removeprefix(SUSPECT_PREFIX) if p.guarded else "")
+        table.add_row(*row)
     return table

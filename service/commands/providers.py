@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -110,18 +110,82 @@ def _credential_state(cls: type[Adapter], creds: dict[str, str | None]) -> str:
     return state
 
 
+def _stored_state(settings: Settings) -> tuple[dict[str, Any], list[Any]] | None:
+    """Each provider's latest stored outcome and the recent snapshot runs, if the
+    database exists (nothing is created or migrated here); ``None`` if there is none."""
+    import sqlalchemy as sa
+
+    from db.engine import make_engine
+    from db.models import ProviderStatus
+    from db.runs import recent_runs
+
+    url = sa.engine.make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and not (url.database and Path(url.database).exists()):
+        return None
+    engine = make_engine(url)
+    try:
+        tables = set(sa.inspect(engine).get_table_names())
+        if "provider_status" not in tables:
+            return None
+        with engine.connect() as connection:
+            status = {
+                row.provider: row
+                for row in connection.execute(sa.select(ProviderStatus.__table__)).all()
+            }
+            runs = (
+                recent_runs(
+                    connection, now=datetime.now(UTC), stale_after_s=settings.snapshot_lease_s
+                )
+                if "snapshot_run" in tables
+                else []
+            )
+        return status, runs
+    finally:
+        engine.dispose()
+
+
+def _print_runs(runs: list[Any]) -> None:
+    """The latest snapshot run, and every aborted one among the recent runs."""
+    for i, run in enumerate(runs):
+        if i == 0 or run.status == "aborted":
+            style = {"aborted": "red", "failed": "red", "running": "yellow"}.get(run.status)
+            line = ("last " if i == 0 else "") + run.describe()
+            err.print(f"[{style}]{line}[/]" if style else line, highlight=False, soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("providers")
     def providers() -> None:
-        """List the registered providers and whether their credentials are set."""
-        creds = get_settings().provider_credentials()
+        """List the registered providers, whether their credentials are set and, once
+        snapshots are stored, each one's latest outcome and the latest snapshot run."""
+        import sqlalchemy.exc
+
+        settings = get_settings()
+        creds = settings.provider_credentials()
+        try:
+            stored = _stored_state(settings)
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            err.print(f"[yellow]database not read: {type(exc).__name__}[/]", highlight=False)
+            stored = None
+        status, runs = stored or ({}, [])
         table = Table(title="providers")
-        for col in ("name", "provider", "credentials", "source"):
+        columns = ["name", "provider", "credentials", "source"]
+        if stored is not None:
+            columns += ["last run", "offers", "error"]
+        for col in columns:
             table.add_column(col)
         for name, cls in registry().items():
-            state = _credential_state(cls, creds)
-            table.add_row(name, cls.title, state, cls.source_url)
+            row = [name, cls.title, _credential_state(cls, creds), cls.source_url]
+            if stored is not None:
+                last = status.get(name)
+                row += (
+                    [last.last_status, str(last.offer_count), last.last_error or ""]
+                    if last is not None
+                    else ["", "", ""]
+                )
+            table.add_row(*row)
         wide_console().print(table)
+        _print_runs(runs)
 
     @app.command("parse")
     def parse(
@@ -198,6 +262,8 @@ def register(app: typer.Typer) -> None:
         except SnapshotLocked as exc:
             err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
+        for aborted in stored.aborted:
+            err.print(f"[red]{aborted.describe()}[/]", highlight=False, soft_wrap=True)
         out.print(stored_table(stored))
         runs = stored.runs
         unknown = unknown_gpu_names()
@@ -208,7 +274,13 @@ def register(app: typer.Typer) -> None:
                 f"{names}",
                 highlight=False,
             )
-        failed = sum(r.status is RunStatus.ERROR for r in runs)
+        for change in stored.summary.providers:
+            if change.guarded:
+                err.print(
+                    f"[yellow]{change.provider}: {change.error}[/]", highlight=False, soft_wrap=True
+                )
+        # a run the plausibility guard stored as failed counts as failed
+        failed = sum(p.status is RunStatus.ERROR for p in stored.summary.providers)
         if failed:
             err.print(f"[red]{failed} of {len(runs)} provider(s) failed[/]")
             if not any(r.status is RunStatus.OK for r in runs):

@@ -90,6 +90,31 @@ def test_timeout_is_a_provider_error() -> None:
         call()
 
 
+def test_an_attempt_is_bounded_as_a_whole_so_a_slow_drip_cannot_beat_it() -> None:
+    """httpx's timeouts are per read: a body trickling a byte every few seconds never trips
+    them. ``RetryPolicy.timeout_s`` bounds the whole attempt, and each attempt is retried."""
+    attempts: list[float] = []
+
+    async def drip() -> Any:
+        for _ in range(100):
+            yield b" "
+            await asyncio.sleep(0.05)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        attempts.append(asyncio.get_running_loop().time())
+        return httpx.Response(200, content=drip())
+
+    async def go() -> Any:
+        transport = httpx.MockTransport(answer)
+        async with httpx.AsyncClient(transport=transport) as client:
+            policy = RetryPolicy(attempts=2, base_wait_s=0, max_wait_s=0, timeout_s=0.3)
+            return await base.request_json(client, "GET", URL, provider="ex", policy=policy)
+
+    with pytest.raises(ProviderError, match="timeout after 2 attempts"):
+        asyncio.run(go())
+    assert len(attempts) == 2
+
+
 @respx.mock
 def test_network_error_is_a_provider_error() -> None:
     respx.get(URL).mock(side_effect=httpx.ConnectError("no route"))
@@ -164,6 +189,15 @@ def test_parse_result_add_applies_the_price_floor_per_gpu() -> None:
     assert result.add("ex:cheap", **_fields(price_amount=Decimal("0.01"))) is None
     assert result.skipped[0].reason.startswith("absurd price: 0.005")
     assert result.add("ex:ok", **_fields(price_amount=Decimal("0.02"))) is not None
+
+
+def test_parse_result_add_applies_the_price_ceiling_per_gpu() -> None:
+    result = ParseResult()
+    # 2 GPUs: 200 USD/h is 100 per GPU-hour, the ceiling; a cent more is a data error
+    assert result.add("ex:dear", **_fields(price_amount=Decimal("200"))) is not None
+    assert result.add("ex:absurd", **_fields(price_amount=Decimal("1e9"), region="eu")) is None
+    assert result.skipped[0].reason.startswith("absurd price: 500000000")
+    assert Decimal("100") == base.MAX_USD_PER_GPU_HOUR
 
 
 def test_parse_result_add_offer_follows_the_same_rules() -> None:
@@ -323,3 +357,17 @@ def test_parse_result_add_fills_the_documented_fabric_unless_the_adapter_states_
     assert stated is not None and stated.fabric_gbps == 1600.0 and stated.fabric is Fabric.EFA
     plain = result.add("aws:g6", **_fields(provider="aws", offer_id="g6.xlarge"))
     assert plain is not None and plain.fabric is None and plain.multi_node is None
+
+
+class _Regional(_Bound):
+    base_url = "https://api.{region}.example.test/v1/"
+
+
+def test_every_url_is_built_on_the_base_url_which_a_setting_replaces() -> None:
+    default = _Regional()
+    assert default.url("/prices", region="eu") == "https://api.eu.example.test/v1/prices"
+    local = _Regional(base_url="http://127.0.0.1:8080/bound")
+    assert local.url("/prices", region="eu") == "http://127.0.0.1:8080/bound/prices"
+    assert (
+        type(local).base_url == "https://api.{region}.example.test/v1/"
+    )  # the class keeps its own

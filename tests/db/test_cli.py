@@ -3,6 +3,7 @@ data directory (the CLI side of the persistence issue; run on both databases).""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -12,10 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from adapters.sample import replay_sample
 from db.engine import make_engine
 from db.locks import job_lock
 from db.migrate import upgrade
 from service.cli import app
+from service.commands import providers as providers_command
 from service.settings import get_settings
 from service.snapshots import SNAPSHOT_LOCK
 
@@ -107,3 +110,29 @@ def test_db_upgrade_runs_from_any_directory(fresh_env: str, tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert "database at revision" in done.stderr
+
+
+def test_snapshot_says_when_the_guard_kept_a_providers_last_good_offers(
+    fresh_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = runner.invoke(app, ["snapshot", "--sample"])
+    assert first.exit_code == 0, first.output
+    sampled = replay_sample()
+    emptied = [dataclasses.replace(r, offers=[]) if r.provider == "lambda" else r for r in sampled]
+    monkeypatch.setattr(providers_command, "replay_sample", lambda names=None: emptied)
+    second = runner.invoke(app, ["snapshot", "--sample"])
+    assert second.exit_code == 1, second.output  # a suspect run counts as failed
+    assert "suspect (36 earlier offers kept)" in second.stdout
+    assert "lambda: suspect answer, last good offers kept: 0 offers (36 stored)" in second.stderr
+    assert f"1 of {len(sampled)} provider(s) failed" in second.stderr
+
+    listed = runner.invoke(app, ["providers"])
+    assert listed.exit_code == 0, listed.output
+    assert "suspect answer" in listed.stdout  # the provider's stored error
+    assert "last snapshot run 2" in listed.stderr and ": ok, stored snapshot 2" in listed.stderr
+
+
+def test_providers_without_a_database_lists_the_registry_only(fresh_env: str) -> None:
+    result = runner.invoke(app, ["providers"])
+    assert result.exit_code == 0, result.output
+    assert "lambda" in result.stdout and "last run" not in result.stdout

@@ -16,6 +16,7 @@ TABLES = {
     "provider_status",
     "snapshot",
     "snapshot_provider",
+    "snapshot_run",
 }
 
 

@@ -13,6 +13,7 @@ from adapters.collect import RunStatus
 from adapters.schema import FxTable
 from db import snapshots
 from db.current import Outcome
+from db.guard import SUSPECT_PREFIX, OfferGuard
 from db.history import offer_price_history
 from db.models import PriceHistory, Snapshot, SnapshotProvider
 from db.snapshots import store_snapshot
@@ -172,12 +173,17 @@ def test_offer_that_disappears_is_closed_and_reopens_when_back(engine: Engine) -
 
 def test_failing_provider_keeps_its_last_good_offers_marked_stale(engine: Engine) -> None:
     store(engine, ok("alpha", [offer("alpha")]), ok("beta", [offer("beta")]))
-    summary = store(engine, failed("alpha", at(3)), ok("beta", [], at(3)), when=at(3))
-    assert summary.history_closed == 1  # beta's offer vanished; alpha's stays open
+    moved = offer("beta", offer_id="o2")
+    summary = store(engine, failed("alpha", at(3)), ok("beta", [moved], at(3)), when=at(3))
+    assert summary.history_closed == 1  # beta's first offer vanished; alpha's stays open
     assert {p.provider: p.offers_kept for p in summary.providers} == {"alpha": 1, "beta": 0}
 
     state = current(engine, now=at(5))
-    assert state.frame["provider"].to_list() == ["alpha"]
+    frame = state.frame
+    assert list(zip(frame["provider"], frame["offer_id"], strict=True)) == [
+        ("alpha", "o1"),
+        ("beta", "o2"),
+    ]
     alpha = state.providers["alpha"]
     assert alpha.stale and alpha.outcome is Outcome.STALE
     assert alpha.last_status is RunStatus.ERROR and alpha.error == "HTTP 503"
@@ -189,7 +195,7 @@ def test_failing_provider_keeps_its_last_good_offers_marked_stale(engine: Engine
 
     store(engine, skipped("alpha", at(4)), when=at(4))  # skipped keeps them too
     state = current(engine)
-    assert state.frame.height == 1 and state.providers["alpha"].outcome is Outcome.STALE
+    assert state.frame.height == 2 and state.providers["alpha"].outcome is Outcome.STALE
     assert state.failed_providers == []  # skipped now, not failed
     # a later success replaces them and clears the flag
     store(engine, ok("alpha", [offer("alpha", price="9")], at(6)), when=at(6))
@@ -259,3 +265,79 @@ def test_a_key_stored_by_another_run_is_not_taken_over(engine: Engine) -> None:
         ("x", Decimal("5")),
         ("y", Decimal("2.00")),
     ]
+
+
+# --- the plausibility guard (db/guard.py): a suspect ok run keeps the last good offers ----
+
+
+def _many(provider: str, n: int, price: str = "2.00") -> list:
+    return [offer(provider, offer_id=f"o{i}", price=price) for i in range(n)]
+
+
+def _suspect(engine: Engine, run, when=at(1)):
+    summary = store(engine, run, when=when)
+    (change,) = summary.providers
+    state = current(engine, now=when)
+    return change, state.providers[run.provider], state
+
+
+@pytest.mark.parametrize("answer", ["empty list", "all records rejected"])
+def test_an_ok_run_without_offers_keeps_the_last_good_ones(engine: Engine, answer: str) -> None:
+    """An empty list, or records all rejected (prices of 0...), is not "the provider has
+    nothing": stored as a failed run naming the guard, the stored offers stay (stale)."""
+    store(engine, ok("alpha", _many("alpha", 3)))
+    run = ok("alpha", [], at(1))
+    if answer == "all records rejected":
+        run.skipped = [SkippedRecord("no positive price (0)", f"alpha:o{i}") for i in range(3)]
+    change, status, state = _suspect(engine, run)
+    assert change.guarded and change.status is RunStatus.ERROR and change.offers_kept == 3
+    assert change.error is not None and change.error.startswith(SUSPECT_PREFIX)
+    assert "0 offers (3 stored)" in change.error
+    if answer == "all records rejected":
+        assert change.error.endswith("; skipped: 3 x no positive price (0)")
+    assert state.frame.height == 3 and status.stale
+    assert status.last_status is RunStatus.ERROR and status.error == change.error
+    assert status.fetched_at == T0 and status.offer_count == 3
+    assert history_rows(engine)[0][3] is None  # the price rows stay open
+    with engine.connect() as c:
+        row = c.execute(
+            sa.select(SnapshotProvider.__table__.c.status, SnapshotProvider.__table__.c.error)
+            .order_by(SnapshotProvider.__table__.c.snapshot_id.desc())
+            .limit(1)
+        ).one()
+    assert tuple(row) == ("error", change.error)
+
+
+def test_a_large_drop_is_suspect_a_small_one_is_not(engine: Engine) -> None:
+    store(engine, ok("alpha", _many("alpha", 100)))
+    change, status, state = _suspect(engine, ok("alpha", _many("alpha", 40), at(1)))
+    assert change.guarded and state.frame.height == 100 and status.stale
+    assert "offer count fell from 100 to 40 (-60%" in (change.error or "")
+    # a fall by half of the stored count, or by no more than min_count offers, is taken
+    change, status, state = _suspect(engine, ok("alpha", _many("alpha", 50), at(2)), when=at(2))
+    assert not change.guarded and change.status is RunStatus.OK and state.frame.height == 50
+    change, _, state = _suspect(engine, ok("alpha", _many("alpha", 30), at(3)), when=at(3))
+    assert not change.guarded and state.frame.height == 30  # 20 fewer: not more than 20
+
+
+def test_mostly_skipped_records_are_suspect_even_for_a_new_provider(engine: Engine) -> None:
+    run = ok("alpha", _many("alpha", 2), at(1))
+    run.skipped = [SkippedRecord("bad price: 'n/a'", f"alpha:x{i}") for i in range(30)]
+    change, status, state = _suspect(engine, run)
+    assert change.guarded and state.frame.is_empty()
+    assert "30 of 32 records skipped (94%; guard: more than 90%)" in (change.error or "")
+    assert status.last_status is RunStatus.ERROR and status.fetched_at is None
+
+
+def test_the_thresholds_are_the_callers(engine: Engine) -> None:
+    store(engine, ok("alpha", _many("alpha", 100)))
+    lenient = OfferGuard(drop_share=1.0)
+    summary = store_snapshot(
+        engine,
+        [ok("alpha", _many("alpha", 5), at(1))],
+        started_at=at(1),
+        finished_at=at(1),
+        guard=lenient,
+    )
+    assert not summary.providers[0].guarded
+    assert current(engine).frame.height == 5

@@ -48,3 +48,29 @@ def test_readme_names_every_adapter_credential() -> None:
 def test_readme_lists_every_adapter() -> None:
     text = (ROOT / "README.md").read_text("utf-8")
     assert [n for n in registry() if f"| `{n}` |" not in text] == []
+
+
+def _http_adapters() -> list[str]:
+    return [name for name, cls in registry().items() if cls.base_url]
+
+
+@pytest.mark.parametrize("name", _http_adapters())
+def test_every_http_adapter_has_a_documented_base_url_setting(name: str) -> None:
+    """``GPUSCOUT_<NAME>_BASE_URL`` points the adapter elsewhere; .env.example shows the
+    documented default it replaces."""
+    setting = f"{name}_base_url"
+    assert setting in Settings.model_fields
+    default = registry()[name].base_url
+    line = f"GPUSCOUT_{setting.upper()}="
+    before = _env_example().split(line, 1)[0].rstrip().splitlines()
+    assert before[-2].endswith(f"default {default}"), before[-2]
+    assert Settings(**{setting: "http://127.0.0.1:9/x"}).provider_base_urls() == {
+        name: "http://127.0.0.1:9/x"
+    }
+
+
+def test_only_http_adapters_have_base_url_settings() -> None:
+    settings = {
+        n.removesuffix("_base_url") for n in Settings.model_fields if n.endswith("_base_url")
+    }
+    assert settings - {"public"} == set(_http_adapters())

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from adapters.collect import ProviderRun
+from adapters.collect import ProviderRun, RunStatus
 from db.engine import make_engine
 from db.locks import job_lock
+from db.runs import recent_runs
 from db.snapshots import store_snapshot
 from service.settings import Settings
 from service.snapshots import (
@@ -134,3 +135,60 @@ def test_build_adapters_from_settings(tmp_path: Path) -> None:
     with pytest.raises(UnknownProvider, match=r"unknown provider 'nope'; known: .*lambda"):
         build_adapters(settings, ["lambda", "nope"])
     assert issubclass(UnknownProvider, ValueError)
+
+
+def test_build_adapters_points_each_adapter_at_its_base_url_setting(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path,
+        lambda_base_url="http://127.0.0.1:9/lambda",
+        http_timeout_s=7,
+        http_retries=2,
+    )
+    by = {a.name: a for a in build_adapters(settings, ["lambda", "vastai", "aws"])}
+    assert by["lambda"].url("/instance-types") == "http://127.0.0.1:9/lambda/instance-types"
+    assert by["vastai"].url("/bundles/") == "https://console.vast.ai/api/v0/bundles/"
+    assert by["aws"].url("/", service="ec2", region="eu-west-1") == (
+        "https://ec2.eu-west-1.amazonaws.com/"
+    )
+    assert (by["lambda"].policy.timeout_s, by["lambda"].policy.attempts) == (7, 2)
+
+
+def test_each_attempt_is_recorded_and_a_failed_one_names_its_error(
+    db_url: str, tmp_path: Path
+) -> None:
+    settings = settings_for(db_url, tmp_path)
+
+    def broken() -> list[ProviderRun]:
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        take_snapshot(settings, fetch=broken)
+    result = take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
+    assert result.aborted == ()  # the failed one finished as failed: not left running
+    engine = make_engine(db_url)
+    try:
+        recorded = recent_runs(engine, now=at(days=9999), stale_after_s=60)
+    finally:
+        engine.dispose()
+    assert [(r.status, r.error, r.snapshot_id) for r in recorded] == [
+        ("ok", None, result.summary.snapshot_id),
+        ("failed", "RuntimeError: disk on fire", None),
+    ]
+
+
+def test_the_guard_thresholds_come_from_the_settings(db_url: str, tmp_path: Path) -> None:
+    many = [offer(offer_id=f"o{i}") for i in range(30)]
+    take_snapshot(settings_for(db_url, tmp_path), fetch=Recorder([ok("alpha", many)]))
+    strict = settings_for(
+        db_url, tmp_path, snapshot_guard_min_count=0, snapshot_guard_drop_share=0.1
+    )
+    result = take_snapshot(strict, fetch=Recorder([ok("alpha", many[:25], at(1))]))
+    (change,) = result.summary.providers
+    assert change.guarded and "offer count fell from 30 to 25" in (change.error or "")
+    (run,) = result.runs  # as stored: what the API and the scheduler's metrics report
+    assert (run.status, run.error, run.offers) == (RunStatus.ERROR, change.error, [])
+    lenient = settings_for(db_url, tmp_path)  # 5 fewer is neither > 50% nor > 20 offers
+    (change,) = take_snapshot(
+        lenient, fetch=Recorder([ok("alpha", many[:25], at(2))])
+    ).summary.providers
+    assert not change.guarded and change.offer_count == 25

@@ -149,7 +149,9 @@ def register(app: typer.Typer) -> None:
         shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host
         typer.echo(f"gpuscout API on http://{shown}:{bind_port}/v1/offers (docs: /docs)")
         try:
-            uvicorn.run(api, host=bind_host, port=bind_port, log_level="info")
+            # One setting decides whom X-Forwarded-For is believed from: the mail limits read
+            # it themselves behind `trusted_proxies`, so uvicorn must not rewrite the client.
+            uvicorn.run(api, host=bind_host, port=bind_port, log_level="info", proxy_headers=False)
         finally:
             if scheduler is not None:
                 scheduler.shutdown(wait=False)

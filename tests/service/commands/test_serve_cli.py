@@ -89,3 +89,17 @@ def test_real_secrets_start_without_a_word(
     result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--host", "0.0.0.0"])
     assert result.exit_code == 0 and no_server == ["0.0.0.0"]
     assert "secret" not in result.output.lower()
+
+
+def test_serve_leaves_forwarded_headers_to_the_trusted_proxies_setting(
+    embedded: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn would rewrite the client from X-Forwarded-For whenever the peer is 127.0.0.1;
+    only ``GPUSCOUT_TRUSTED_PROXIES`` may decide that (the mail limits count per client)."""
+    import uvicorn
+
+    seen: list[dict[str, object]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda _app, **kw: seen.append(kw))
+    result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
+    assert result.exit_code == 0, result.output
+    assert seen and seen[0]["proxy_headers"] is False

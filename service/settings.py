@@ -133,6 +133,18 @@ class Settings(BaseSettings):
     api_host: str = Field("127.0.0.1", description="address `gpuscout serve` binds")
     api_port: int = Field(8000, ge=1, le=65535, description="port `gpuscout serve` binds")
     cache_max_age_s: int = Field(60, ge=0, description="Cache-Control max-age of API responses")
+    api_access_log: bool = Field(
+        False,
+        description="log every request (uvicorn's access log); off by default: /metrics counts"
+        " requests per route, and a log line per cached answer costs more than the answer",
+    )
+    api_workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="API worker processes `gpuscout serve` starts on one machine (the API is"
+        " stateless over the shared database; the scheduler stays in the parent process)",
+    )
     api_cache_entries: int = Field(
         2048, ge=0, description="ranked results cached per snapshot (LRU by normalized query)"
     )

@@ -10,12 +10,15 @@ import asyncio
 import json
 import logging
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..settings import Settings, get_settings
 from .errors import one_line
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 __all__ = ["get_once", "placeholder_warning", "register"]
 
@@ -109,6 +112,10 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--get", metavar="PATH", help="run one GET through the app, print it"),
         ] = None,
+        workers: Annotated[
+            int | None,
+            typer.Option(min=1, max=64, help="API worker processes (GPUSCOUT_API_WORKERS)"),
+        ] = None,
     ) -> None:
         """Serve the REST API; snapshots are scheduled in the same process unless told not."""
         from sqlalchemy.exc import SQLAlchemyError
@@ -144,14 +151,26 @@ def register(app: typer.Typer) -> None:
         if warning is not None:
             message, loud = warning
             typer.secho(message, err=True, fg="red" if loud else "yellow", bold=loud)
-        api = create_app(settings)
+        processes = workers if workers is not None else settings.api_workers
+        # Several workers each build their own app from the settings (uvicorn imports the
+        # factory in every process); one worker serves the app built here.
+        api: str | FastAPI = "service.api.app:create_app" if processes > 1 else create_app(settings)
         scheduler = None if no_scheduler else _start_scheduler(settings)
         shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host
         typer.echo(f"gpuscout API on http://{shown}:{bind_port}/v1/offers (docs: /docs)")
         try:
             # One setting decides whom X-Forwarded-For is believed from: the mail limits read
             # it themselves behind `trusted_proxies`, so uvicorn must not rewrite the client.
-            uvicorn.run(api, host=bind_host, port=bind_port, log_level="info", proxy_headers=False)
+            uvicorn.run(
+                api,
+                host=bind_host,
+                port=bind_port,
+                log_level="info",
+                access_log=settings.api_access_log,
+                proxy_headers=False,
+                workers=processes if processes > 1 else None,
+                factory=processes > 1,
+            )
         finally:
             if scheduler is not None:
                 scheduler.shutdown(wait=False)

@@ -103,3 +103,22 @@ def test_serve_leaves_forwarded_headers_to_the_trusted_proxies_setting(
     result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
     assert result.exit_code == 0, result.output
     assert seen and seen[0]["proxy_headers"] is False
+
+
+def test_several_workers_serve_the_app_factory_and_the_access_log_follows_its_setting(
+    embedded: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    seen: list[tuple[object, dict[str, object]]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app_, **kw: seen.append((app_, kw)))
+    monkeypatch.setenv("GPUSCOUT_API_ACCESS_LOG", "true")
+    get_settings.cache_clear()
+    result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    target, kw = seen[0]
+    assert target == "service.api.app:create_app"
+    assert (kw["workers"], kw["factory"], kw["access_log"]) == (2, True, True)
+    result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
+    target, kw = seen[1]
+    assert not isinstance(target, str) and kw["workers"] is None and kw["factory"] is False

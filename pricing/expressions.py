@@ -28,10 +28,10 @@ import polars as pl
 
 from adapters.gpus import Precision
 from adapters.schema import (
+    HOURS_PER_MONTH,
     Fabric,
     GpuFormFactor,
     GpuInterconnect,
-    HOURS_PER_MONTH,
     RentalTerm,
 )
 

@@ -48,13 +48,13 @@ minus the discount") include the system disk, itemised in ``DetailInfos.DetailIn
 the total minus the ``systemDisk`` line's; a response without that breakdown, or with another
 paid line (image, bandwidth, data disk), is skipped rather than guessed. The offer is the
 list price (``OriginalPrice``): TradePrice is after the discounts DescribePrice applies (the
-promotion rules in ``PriceInfo.Rules``, a contract discount when ``IsContractPromotion``),
-which may be the calling account's own. Where TradePrice differs, it is a second offer with
-``term_variant="account price"`` (:data:`~adapters.base.ACCOUNT_PRICE_VARIANT`), so an answer
-ranked on it says so. The currency is kept as returned:
-``CNY`` on the China site (aliyun.com), ``USD`` on the international site. The image is the
-default Linux one ("if you do not specify ImageId, the price of a Linux image is queried")
-and the system disk the type's default category, since it is subtracted anyway.
+promotion rules in ``PriceInfo.Rules``), which may be the calling account's own. Where
+TradePrice differs, it is a second offer with ``term_variant="account price"``
+(:data:`~adapters.base.ACCOUNT_PRICE_VARIANT`), so an answer ranked on it says so. The
+currency is kept as returned: ``CNY`` on the China site (aliyun.com), ``USD`` on the
+international site. The image is the default Linux one ("if you do not specify ImageId,
+the price of a Linux image is queried") and the system disk the type's default category,
+since it is subtracted anyway.
 
 Many calls: a few per instance type and region, so calls go through one concurrency gate
 (:attr:`AlibabaAdapter.concurrency`). Every attempt is signed afresh: the V3 signature

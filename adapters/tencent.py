@@ -42,10 +42,10 @@ for the same fields); the API itself sends no currency, and nothing is converted
   ``ItemPrice``); where ``UnitPriceDiscount`` ("每小时折扣价", the hourly discounted price
   after ``Discount``, 100 meaning none: what the calling account is quoted) differs, a second
   offer at it whose ``term_variant`` says "account price"
-  (:data:`~adapters.base.ACCOUNT_PRICE_VARIANT`). ``ChargeUnit`` must be ``HOUR``. Where
-  Tencent returns step prices
-  (``UnitPriceSecondStep``...), this is the price of the first 96 hours; the cheaper later
-  steps are not modelled.
+  (:data:`~adapters.base.ACCOUNT_PRICE_VARIANT`; its ``term_variant`` is
+  ``"<zone> (account price)"``). ``ChargeUnit`` must be ``HOUR``. Where Tencent returns step
+  prices (``UnitPriceSecondStep``...), this is the price of the first 96 hours; the cheaper
+  later steps are not modelled.
 * ``SPOTPAID`` -> interruptible, per instance-hour: ``UnitPriceDiscount`` only (``UnitPrice``
   is the undiscounted list price, not a spot price).
 * ``PREPAID`` -> ``OriginalPrice`` (list; ``DiscountPrice`` where it differs, as an
@@ -59,7 +59,8 @@ for the same fields); the API itself sends no currency, and nothing is converted
 
 One offer per instance type, zone and term: ``offer_id`` is the instance type, ``region``
 the zone's region and ``term_variant`` the zone, so the hourly, monthly, yearly and spot
-prices of one type in one zone differ only in their term. A zero or missing price is no
+prices of one type in one zone differ only in their term (and an account price in its
+variant). A zero or missing price is no
 price (Tencent fills fields that do not apply with 0).
 """
 

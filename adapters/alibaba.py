@@ -41,17 +41,20 @@ catalog cannot place without the form factor (SXM or PCIe). :func:`gpu_family_hi
 it, from ``data/alibaba_gpu_families.toml`` (each row quotes its page); a family not listed
 there keeps such a GPU without a model rather than get a guessed one.
 
-Prices. DescribePrice prices the whole instance as ordered: ``PriceInfo.Price.TradePrice``
-(the transaction price, "equal to the original price minus the discount"; ``OriginalPrice``
-is the list price) includes the system disk, itemised in ``DetailInfos.DetailInfo[]``
+Prices. DescribePrice prices the whole instance as ordered: ``PriceInfo.Price.OriginalPrice``
+(the list price) and ``TradePrice`` (the transaction price, "equal to the original price
+minus the discount") include the system disk, itemised in ``DetailInfos.DetailInfo[]``
 (``Resource`` ``instanceType``, ``systemDisk``...). gpuscout keeps the compute-only price:
-``TradePrice`` minus the ``systemDisk`` line's ``TradePrice``; a response without that
-breakdown, or with another paid line (image, bandwidth, data disk), is skipped rather than
-guessed. TradePrice is after the discounts DescribePrice applies (the promotion rules in
-``PriceInfo.Rules``, which may be the calling account's own). The currency is kept as returned:
-``CNY`` on the China site (aliyun.com), ``USD`` on the international site. The image is the
-default Linux one ("if you do not specify ImageId, the price of a Linux image is queried")
-and the system disk the type's default category, since it is subtracted anyway.
+the total minus the ``systemDisk`` line's; a response without that breakdown, or with another
+paid line (image, bandwidth, data disk), is skipped rather than guessed. The offer is the
+list price (``OriginalPrice``): TradePrice is after the discounts DescribePrice applies (the
+promotion rules in ``PriceInfo.Rules``), which may be the calling account's own. Where
+TradePrice differs, it is a second offer with ``term_variant="account price"``
+(:data:`~adapters.base.ACCOUNT_PRICE_VARIANT`), so an answer ranked on it says so. The
+currency is kept as returned: ``CNY`` on the China site (aliyun.com), ``USD`` on the
+international site. The image is the default Linux one ("if you do not specify ImageId,
+the price of a Linux image is queried") and the system disk the type's default category,
+since it is subtracted anyway.
 
 Many calls: a few per instance type and region, so calls go through one concurrency gate
 (:attr:`AlibabaAdapter.concurrency`). Every attempt is signed afresh: the V3 signature
@@ -89,6 +92,7 @@ from typing import Any, ClassVar
 import httpx
 
 from .base import (
+    ACCOUNT_PRICE_VARIANT,
     Adapter,
     FailedCall,
     ParseResult,
@@ -679,34 +683,35 @@ class _OfferBuilder:
         if not isinstance(price, Mapping):
             self.result.skip("DescribePrice response without PriceInfo.Price", ref)
             return
-        amount = self._compute_only(price, ref)
+        listed = self._compute_only(price, ref, "OriginalPrice")
         currency = str(price.get("Currency") or "")
-        if amount is None:
+        if listed is None:
             return
         if not currency:
             self.result.skip("DescribePrice response without Currency", ref)
             return
         term, price_unit, prepaid, term_name = _TERMS[unit]
         hourly = unit == "Hour"
-        self._add(
-            ref,
-            hw,
-            region,
-            {
-                "offer_id": itype,
-                "instance_name": itype if hourly else f"{itype} ({term_name})",
-                "price_amount": amount,
-                "price_currency": currency,
-                "price_unit": price_unit,
-                "term": term,
-                "prepaid": prepaid,
-                "available_now": self.available.get((region, itype)) if hourly else None,
-            },
-        )
+        offer: OfferFields = {
+            "offer_id": itype,
+            "instance_name": itype if hourly else f"{itype} ({term_name})",
+            "price_amount": listed,
+            "price_currency": currency,
+            "price_unit": price_unit,
+            "term": term,
+            "prepaid": prepaid,
+            "available_now": self.available.get((region, itype)) if hourly else None,
+        }
+        self._add(ref, hw, region, offer)
+        traded = self._compute_only(price, ref, "TradePrice")
+        if traded is not None and traded != listed:
+            account: OfferFields = {"price_amount": traded, "term_variant": ACCOUNT_PRICE_VARIANT}
+            self._add(ref, hw, region, offer | account)
 
-    def _compute_only(self, price: Mapping[str, Any], ref: str) -> Decimal | None:
-        """``TradePrice`` less the system disk's line; ``None`` (skipped) if not itemised."""
-        total = self._decimal(price.get("TradePrice"), "TradePrice", ref)
+    def _compute_only(self, price: Mapping[str, Any], ref: str, key: str) -> Decimal | None:
+        """``key`` (``OriginalPrice`` or ``TradePrice``) less the system disk's line;
+        ``None`` (skipped) if not itemised."""
+        total = self._decimal(price.get(key), key, ref)
         if total is None:
             return None
         lines = _list_at(price, "DetailInfos", "DetailInfo")
@@ -717,9 +722,9 @@ class _OfferBuilder:
         for line in lines:
             resource = str(line.get("Resource") or "").lower()
             try:
-                trade = to_decimal(line.get("TradePrice")) or Decimal(0)
+                trade = to_decimal(line.get(key)) or Decimal(0)
             except ValueError:
-                self.result.skip(f"DetailInfo {resource!r} TradePrice is not a number", ref)
+                self.result.skip(f"DetailInfo {resource!r} {key} is not a number", ref)
                 return None
             if resource == "systemdisk":
                 disk += trade

@@ -21,7 +21,9 @@ Sources (formats as documented by AWS and recorded in tests/fixtures/aws/):
   cause.
 * **DescribeInstanceTypes** ``GpuInfo`` (Query-API XML, fetched with the same keys), when
   given, names the GPU model and maker; otherwise the model comes from
-  :func:`gpu_families` (``data/aws_gpu_families.csv``).
+  :func:`gpu_families` (``data/aws_gpu_families.csv``). Its ``NetworkInfo`` states EFA and
+  the network cards' bandwidth: the offer's fabric (:func:`_xml_fabric`), which wins over
+  the documented-fabric table ``data/fabrics.csv``.
 
 Parse reads exactly what fetch returns (CSV text, Query-API XML, the failed-calls payload);
 the JSON shapes of the same data (offer file, GetProducts, the SDK's) are not read.
@@ -71,6 +73,7 @@ from .base import (
 )
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import (
+    Fabric,
     GpuFormFactor,
     OfferFields,
     PriceBasis,
@@ -253,22 +256,52 @@ def _xml_text(element: ET.Element | None) -> str:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _GpuInfo:
-    """DescribeInstanceTypes ``GpuInfo``: name, maker, count and per-GPU memory (MiB)."""
+class _TypeInfo:
+    """DescribeInstanceTypes of one GPU type: ``GpuInfo`` (name, maker, count and per-GPU
+    memory in MiB) and the fabric its ``NetworkInfo`` states (:func:`_xml_fabric`)."""
 
     name: str
     manufacturer: str
     count: int | None
     memory_mib: float | None
+    fabric: OfferFields = dataclasses.field(default_factory=lambda: OfferFields())
 
 
-def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _GpuInfo], str]:
+def _xml_fabric(network: ET.Element | None) -> OfferFields:
+    """The cluster fabric a DescribeInstanceTypes ``networkInfo`` states.
+
+    ``networkInfo/efaSupported`` true: ``fabric=efa`` and ``multi_node`` (EFA exists for
+    inter-instance traffic, see :mod:`adapters.fabrics`), ``fabric_gbps`` the sum of
+    ``networkCards/item/peakBandwidthInGbps`` (a p5.48xlarge: 32 cards, 3200 Gbps). EC2 API
+    reference: API_NetworkInfo (``efaSupported``, ``efaInfo``, ``networkCards``,
+    ``maximumNetworkCards``), API_NetworkCardInfo (``peakBandwidthInGbps``), API_EfaInfo
+    (``maximumEfaInterfaces``). Without EFA the API states no cluster fabric (an ENA VPC
+    network is not one), so nothing is set and ``data/fabrics.csv`` may fill it; a card
+    without a number leaves ``fabric_gbps`` unset rather than undercounted.
+    """
+    if network is None:
+        return {}
+    fields = _xml_fields(network)
+    if _xml_text(fields.get("efaSupported")).lower() != "true":
+        return {}
+    out: OfferFields = {"fabric": Fabric.EFA, "multi_node": True}
+    cards = fields.get("networkCards")
+    peaks = [
+        to_float(_xml_text(_xml_fields(card).get("peakBandwidthInGbps")))
+        for card in (cards if cards is not None else ())
+    ]
+    if peaks and all(p is not None and p > 0 for p in peaks):
+        out["fabric_gbps"] = sum(p for p in peaks if p is not None)
+    return out
+
+
+def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _TypeInfo], str]:
     """GpuInfo per instance type and ``nextToken`` of a DescribeInstanceTypes XML response.
 
     Shape (EC2 Query API): ``instanceTypeSet/item/{instanceType, gpuInfo/gpus/item/{name,
-    manufacturer, count, memoryInfo/sizeInMiB}}``.
+    manufacturer, count, memoryInfo/sizeInMiB}, networkInfo}``.
     """
-    out: dict[str, _GpuInfo] = {}
+    out: dict[str, _TypeInfo] = {}
     top = _xml_fields(root)
     for item in top.get("instanceTypeSet", ()):
         fields = _xml_fields(item)
@@ -282,10 +315,11 @@ def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _GpuInfo], str]:
         try:
             count = int(_xml_text(g.get("count"))) if _xml_text(g.get("count")) else None
             memory_mib = to_float(_xml_text(memory))
+            fabric = _xml_fabric(fields.get("networkInfo"))
         except ValueError:
             continue
-        out[_xml_text(fields.get("instanceType"))] = _GpuInfo(
-            _xml_text(g.get("name")), _xml_text(g.get("manufacturer")), count, memory_mib
+        out[_xml_text(fields.get("instanceType"))] = _TypeInfo(
+            _xml_text(g.get("name")), _xml_text(g.get("manufacturer")), count, memory_mib, fabric
         )
     return out, _xml_text(top.get("nextToken"))
 
@@ -431,7 +465,7 @@ _LEASES = {"1yr": RentalTerm.COMMIT_1Y, "3yr": RentalTerm.COMMIT_3Y}
 # --- hardware per instance type ----------------------------------------------------------
 
 
-def _hardware(row: _Row, info: _GpuInfo | None) -> OfferFields | str:
+def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
     """The fields every offer of a row's instance type shares, or why it cannot be priced."""
     count = float(info.count) if info is not None and info.count else lenient_float(row.get("GPU"))
     if not count or count <= 0:
@@ -473,6 +507,7 @@ def _hardware(row: _Row, info: _GpuInfo | None) -> OfferFields | str:
         "storage_type": storage_kind,
         "cpu_model": processor or None,
         "cpu_vendor": _cpu_vendor(processor),
+        **(info.fabric if info is not None else {}),
     }
 
 
@@ -734,7 +769,7 @@ class AwsAdapter(Adapter):
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         rows: list[_Row] = []
         spots: list[_Spot] = []
-        gpu_info: dict[str, _GpuInfo] = {}
+        gpu_info: dict[str, _TypeInfo] = {}
         failed: list[FailedCall] = []
         for payload in payloads:
             if (calls := read_failed_calls(payload, self.name)) is not None:
@@ -798,7 +833,7 @@ class _OfferBuilder:
         provider: str,
         fetched_at: datetime,
         result: ParseResult,
-        gpu_info: Mapping[str, _GpuInfo],
+        gpu_info: Mapping[str, _TypeInfo],
     ) -> None:
         self.provider = provider
         self.fetched_at = fetched_at

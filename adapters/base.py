@@ -43,6 +43,7 @@ from .schema import Offer, OfferFields
 from .units import to_decimal
 
 __all__ = [
+    "ACCOUNT_PRICE_VARIANT",
     "DUPLICATE_REASON",
     "FAILED_CALLS_KEY",
     "MAX_USD_PER_GPU_HOUR",
@@ -111,6 +112,14 @@ MIN_USD_PER_GPU_HOUR = Decimal("0.01")
 #: top of the big clouds' on-demand lists. 100 leaves eight times that for dearer GPUs and
 #: short terms, and still stops a price a hundred times too high.
 MAX_USD_PER_GPU_HOUR = Decimal("100")
+
+#: ``term_variant`` of an offer priced at what the calling account is quoted, where the
+#: provider's answer shows it differs from the list price (Alibaba DescribePrice
+#: ``TradePrice`` vs ``OriginalPrice``, Tencent ``UnitPriceDiscount``/``DiscountPrice`` vs
+#: ``UnitPrice``/``OriginalPrice``, Hyperstack ``value`` vs ``original_value``): a negotiated
+#: or promotional price another account may not get. The list-price offer is emitted beside
+#: it, so the answer names which one it ranked.
+ACCOUNT_PRICE_VARIANT = "account price"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -22,7 +22,10 @@ basis: some GPU model has flavors of n1 < n2 GPUs priced in the ratio n2/n1 (who
 equal (per GPU). Without such a pair, flavor-named prices are skipped, not guessed.
 
 ``value`` is what the key's account pays (``discount_applied`` marks an account discount;
-``original_value`` is the list price); we use ``value`` and fall back to ``original_value``.
+``original_value`` is the list price). The offer is priced at the list price,
+``original_value``, else ``value``; where ``value`` differs from it, a second offer at
+``value`` carries ``term_variant="account price"``
+(:data:`~adapters.base.ACCOUNT_PRICE_VARIANT`): another key may not be quoted it.
 Only on-demand prices are read; GPU memory comes from the model name when it carries it
 (``H100-80G-PCIe``), else it is left empty.
 """
@@ -38,7 +41,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
+from .base import ACCOUNT_PRICE_VARIANT, Adapter, ParseResult, ProviderError, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import country_code
@@ -83,10 +86,11 @@ class HyperstackAdapter(Adapter):
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         groups: list[Any] = []
         prices: dict[str, Decimal] = {}
+        account_prices: dict[str, Decimal] = {}
         price_problems: dict[str, str] = {}
         for payload in payloads:
             if _is_pricebook(payload):
-                _read_pricebook(payload, prices, price_problems)
+                _read_pricebook(payload, prices, price_problems, account_prices)
             else:
                 groups.extend(_flavor_groups(payload))
         if not groups:
@@ -95,9 +99,18 @@ class HyperstackAdapter(Adapter):
         flavor_basis = _flavor_price_basis(flavors, prices)
         result = ParseResult()
         for group_gpu, flavor in flavors:
-            _parse_flavor(
+            offers = _parse_flavor(
                 result, group_gpu, flavor, prices, price_problems, flavor_basis, fetched_at
             )
+            if offers is not None:
+                ref, fields, key = offers
+                result.add(ref, **fields)
+                if key in account_prices:
+                    account: OfferFields = {
+                        "price_amount": account_prices[key],
+                        "term_variant": ACCOUNT_PRICE_VARIANT,
+                    }
+                    result.add(ref, **(fields | account))
         return result
 
 
@@ -113,16 +126,19 @@ def _is_pricebook(payload: Any) -> bool:
 
 
 def _read_pricebook(
-    payload: list[Any], prices: dict[str, Decimal], problems: dict[str, str]
+    payload: list[Any],
+    prices: dict[str, Decimal],
+    problems: dict[str, str],
+    account_prices: dict[str, Decimal],
 ) -> None:
-    """Name -> USD per hour; unusable entries are remembered with their reason."""
+    """Name -> list USD per hour (and the account's, where it differs); unusable entries are
+    remembered with their reason."""
     for entry in payload:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
             continue  # not a priced item; nothing to attach a reason to
         name = entry["name"]
-        raw = entry.get("value")
-        if raw is None or raw == "":
-            raw = entry.get("original_value")
+        listed, paid = entry.get("original_value"), entry.get("value")
+        raw = listed if listed not in (None, "") else paid
         try:
             value = to_decimal(raw)
         except ValueError:
@@ -132,6 +148,12 @@ def _read_pricebook(
             problems[name] = f"no positive pricebook value ({raw!r})"
             continue
         prices[name] = value
+        try:
+            account = to_decimal(paid) if raw is listed else None
+        except ValueError:
+            account = None
+        if account is not None and 0 < account != value:
+            account_prices[name] = account
 
 
 def _flavor_groups(payload: Any) -> list[Any]:
@@ -204,29 +226,31 @@ def _parse_flavor(
     price_problems: Mapping[str, str],
     flavor_basis: PriceBasis | None,
     fetched_at: datetime,
-) -> None:
-    """One flavor's offer; a flavor listed twice in a region is the contract's duplicate."""
+) -> tuple[str, OfferFields, str] | None:
+    """One flavor's offer fields at the list price, with its ref and the pricebook name that
+    priced it; None (a skip recorded, or a CPU flavor) for none. A flavor listed twice in a
+    region is the contract's duplicate."""
     if not isinstance(flavor, Mapping):
         result.skip("flavor (or flavor group) is not an object")
-        return
+        return None
     name = flavor.get("name")
     region = text(flavor.get("region_name"))
     ref = f"hyperstack:flavor/{flavor.get('id')}"
     if not isinstance(name, str) or not name:
         result.skip("flavor without a name", ref)
-        return
+        return None
     gpu_count = _count(flavor)
     raw_gpu = text(flavor.get("gpu")) or text(group_gpu)
     if gpu_count is None:
         result.skip(f"bad gpu_count {flavor.get('gpu_count')!r}", ref)
-        return
+        return None
     if gpu_count == 0 or raw_gpu is None:
-        return  # a CPU flavor: not an offer
+        return None  # a CPU flavor: not an offer
     priced = _price(name, raw_gpu, prices, flavor_basis)
     if isinstance(priced, str):
         result.skip(price_problems.get(raw_gpu) or price_problems.get(name) or priced, ref)
-        return
-    price, basis = priced
+        return None
+    key, price, basis = priced
     memory_gb = memory_gb_in_name(_MEMORY_IN_NAME, raw_gpu)
     spec = resolve_gpu_name(raw_gpu, memory_gb=memory_gb)
     disks = (non_negative(lenient_float(flavor.get(k))) for k in ("disk", "ephemeral"))
@@ -254,7 +278,7 @@ def _parse_flavor(
         "term": RentalTerm.ON_DEMAND,
         "available_now": stock if isinstance(stock, bool) else None,
     }
-    result.add(ref, **fields)
+    return ref, fields, key
 
 
 def _price(
@@ -262,14 +286,14 @@ def _price(
     gpu: str,
     prices: Mapping[str, Decimal],
     flavor_basis: PriceBasis | None,
-) -> tuple[Decimal, PriceBasis] | str:
-    """The flavor's price and its basis, or the reason there is none."""
+) -> tuple[str, Decimal, PriceBasis] | str:
+    """The pricebook name that prices the flavor, its price and basis, or why there is none."""
     if gpu in prices:
-        return prices[gpu], PriceBasis.GPU
+        return gpu, prices[gpu], PriceBasis.GPU
     if flavor_name in prices:
         if flavor_basis is None:
             return "pricebook prices flavors but their basis (VM or GPU) is not proven"
-        return prices[flavor_name], flavor_basis
+        return flavor_name, prices[flavor_name], flavor_basis
     return f"no pricebook entry for {gpu!r} or {flavor_name!r}"
 
 

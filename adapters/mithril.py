@@ -29,17 +29,28 @@ from the setting ``mithril_api_key``. Calls used:
   parameter is optional) and its offers have no region.
 
 Units. The ``*_cents`` figures are US cents per instance-hour, for the whole instance. The
-auction is priced per instance: "Bid limit price ($/instance/hr)" and "Price paid
+API reference settles it (Mithril Compute API OpenAPI, "Mithril Compute API" 1.0.0, as
+archived at api-evangelist/mithril @ 37e5c31e75b69753379df4c4bf640eee274a2cdd :
+openapi/_original/mithril-compute-openapi-original.json): every price in it is attached to an
+instance or an instance type, never to a GPU. ``CreateBidRequest`` and ``BidModel`` carry one
+``limit_price`` ("$25.60") beside ``instance_quantity`` (4), so a bid for 4 instances states
+one price per instance; ``AuctionModel`` names its price ``last_instance_price``;
+``InstancePricingEvent.price_cents`` is "a price period in the history of an instance"
+(``GET /v2/instances/pricing/history``: "the pricing history of a specific instance");
+``HistoricalPriceSeriesModel`` is "prices for one instance type in one region"; and
+``CurrentPricesResponse`` answers for an ``instance_type`` fid, with no GPU count anywhere
+in it. An ``8x H100`` instance type's cents are thus the price of the 8-GPU instance. The
+documentation pages agree, except one: "Bid limit price ($/instance/hr)" and "Price paid
 ($/instance/hr)" in the example tables of "Spot auction mechanics"; the spot-bids page asks
 for "a per-instance limit price"; Mithril's CLI documents ``limit_price`` as "max
 $/hour/instance" (https://docs.mithril.ai/mithril-cli/task-yaml/infra). The reservation's
 "Reserved Unit Price (in $/hr)" is read the same way (its Return Credit, quoted alike in $/hr,
 accrues "based on the number of instances returned"), and the pricing call prices an instance
-type, not a GPU. The "Compute
-overview" page says in passing that a spot order states the "maximum price per GPU-hour"; the
-pages that define the auction say per instance, and so does SkyPilot's Mithril catalog
-fetcher, which reads the cents as the instance's hourly price (skypilot-org/skypilot @
-161a59fc9bac7b093f6b632ac68b1cab9bbee843 : sky/catalog/data_fetchers/fetch_mithril.py,
+type, not a GPU. The "Compute overview" page says in passing that a spot order states the
+"maximum price per GPU-hour"; the API reference and the pages that define the auction say per
+instance, and so does SkyPilot's Mithril catalog fetcher, which reads the cents as the
+instance's hourly price (skypilot-org/skypilot @ 161a59fc9bac7b093f6b632ac68b1cab9bbee843 :
+sky/catalog/data_fetchers/fetch_mithril.py,
 ``fetch_instance_pricing``: ``minimum_price_cents / 100.0`` as both its ``Price`` and
 ``SpotPrice`` columns). Offers are therefore ``price_basis=instance``, USD, per hour, the
 cents divided by 100 exactly.

@@ -18,8 +18,17 @@ per hour ("GPU Per Hour" in the price list), CPU and memory included; its ``qty`
 shape's OCPU count. Offers here are therefore priced per GPU (``price_basis=gpu``), the
 ``PAY_AS_YOU_GO`` USD value. Prices are global: offers carry no region.
 
-Not emitted: preemptible prices (the data has only ``allowPreemptible``, no preemptible
-price) and commitments (the only ``COMMIT`` rows are VMware nodes, not GPU shapes).
+Preemptible capacity has no price of its own in the data: a shape says whether it may run
+preemptible (``allowPreemptible``), and Oracle prices it at a fixed share of on-demand:
+"Preemptible capacity costs 50% less than on-demand capacity"
+(https://docs.oracle.com/en-us/iaas/Content/Compute/Concepts/preemptible.htm, "Billing";
+"Always 50% off your on-demand instance rates", blogs.oracle.com/cloud-infrastructure/
+announcing-ga-of-oracle-preemptible-instances-vm-shapes). So a shape with
+``allowPreemptible: true`` also gets an interruptible offer at :data:`PREEMPTIBLE_SHARE` of
+its pay-as-you-go price, except bare-metal shapes ("Preemptible capacity does not support
+bare metal instances", same docs page).
+
+Not emitted: commitments (the only ``COMMIT`` rows are VMware nodes, not GPU shapes).
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .units import lenient_float, positive, to_decimal, to_float
 
-__all__ = ["ADAPTER", "OciAdapter"]
+__all__ = ["ADAPTER", "PREEMPTIBLE_SHARE", "OciAdapter"]
 
 API_BASE = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data"
 SHAPES_URL = API_BASE + "/shapes.json"
@@ -45,6 +54,9 @@ PRODUCTS_URL = API_BASE + "/products.json"
 
 CURRENCY = "USD"
 PAY_AS_YOU_GO = "PAY_AS_YOU_GO"
+#: Preemptible price / on-demand price: "costs 50% less than on-demand capacity" (OCI docs,
+#: Compute/Concepts/preemptible.htm, "Billing"; see the module docstring).
+PREEMPTIBLE_SHARE = Decimal("0.5")
 
 #: An x86 OCPU is one physical core with hyper-threading = 2 vCPUs; an Arm (Ampere) OCPU
 #: is 1 vCPU (https://docs.oracle.com/en-us/iaas/Content/Compute/References/computeshapes.htm).
@@ -197,6 +209,23 @@ class OciAdapter(Adapter):
             "datacenter": True,
         }
         result.add(ref, **fields)
+        if price > 0 and shape.get("allowPreemptible") is True and not _bare_metal(shape):
+            result.add(
+                ref,
+                **(
+                    fields
+                    | {
+                        "price_amount": price * PREEMPTIBLE_SHARE,
+                        "term": RentalTerm.INTERRUPTIBLE,
+                        "term_variant": "preemptible",
+                    }
+                ),
+            )
+
+
+def _bare_metal(shape: Mapping[str, Any]) -> bool:
+    """A bare-metal shape (``shapeType`` ``bm``, or a ``BM.`` name): never preemptible."""
+    return _value(shape.get("shapeType")) == "bm" or str(shape.get("name")).startswith("BM.")
 
 
 def _collect_prices(items: list[Any], prices: dict[str, Decimal | str]) -> None:

@@ -23,6 +23,14 @@ powers of two up to that ceiling and the ceiling itself. vCPUs and RAM are only 
 ``secureLowestPrice`` / ``communityLowestPrice``), so only 1-GPU offers carry them; its
 ``stockStatus`` (High/Medium/Low, null = none) gives ``available_now``. MIG slices ("... MIG
 1g.24gb") are offered as one GPU fraction (slice memory / full GPU memory).
+
+``lowestPrice`` also prices that 1-GPU machine (runpod/docs sdks/graphql/manage-pods.mdx,
+"Get GPU type details": ``lowestPrice(input: {gpuCount: 1}) { uninterruptablePrice }``):
+``uninterruptablePrice`` (USD per GPU-hour on demand) is the 1-GPU on-demand offer of a cloud
+without a list price, and ``minimumBidPrice`` (per GPU-hour, null without spot capacity) an
+interruptible 1-GPU offer with ``term_variant="minimum bid"``. An unaliased ``lowestPrice``
+(the query the docs, runpod-python and SkyPilot send, without ``secureCloud``) belongs to the
+type's only cloud; for a type in both clouds its bid is an ``any-cloud`` offer.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
 from .units import positive_quantity, power_of_two_counts, to_decimal, whole_count
 
 __all__ = [
+    "BID_VARIANT",
     "GPU_TYPES_QUERY",
     "GRAPHQL_URL",
     "RunPodAdapter",
@@ -49,6 +58,9 @@ __all__ = [
 
 API_BASE = "https://api.runpod.io"
 GRAPHQL_URL = API_BASE + "/graphql"
+
+#: ``term_variant`` of an interruptible offer priced at the minimum bid (:func:`_bid_fields`).
+BID_VARIANT = "minimum bid"
 
 _LOWEST_PRICE_FIELDS = "uninterruptablePrice minimumBidPrice minVcpu minMemory stockStatus"
 
@@ -190,18 +202,32 @@ def _offers_of(
         if record.get(f"{cloud}Cloud") is False:
             continue
         counts = [1] if is_slice else _cloud_counts(record, cloud)
-        lowest = record.get(f"{cloud}LowestPrice")
-        lowest = lowest if isinstance(lowest, Mapping) else {}
+        lowest = _cloud_quote(record, cloud)
+        in_cloud: OfferFields = {"datacenter": cloud == "secure"}
         for term, price_key in (
             (RentalTerm.ON_DEMAND, f"{cloud}Price"),
             (RentalTerm.INTERRUPTIBLE, f"{cloud}SpotPrice"),
         ):
             price = _price(record, price_key, result, ref)
+            if price is None and term is RentalTerm.ON_DEMAND:
+                # no list price: the 1-GPU quote's on-demand price, for 1 GPU only
+                price = _price(lowest, "uninterruptablePrice", result, ref)
+                if price is not None:
+                    yield offer(cloud, 1, term, price) | _lowest_fields(lowest, 1) | in_cloud
+                continue
             if price is None:
                 continue
             for count in counts:
-                in_cloud: OfferFields = {"datacenter": cloud == "secure"}
                 yield offer(cloud, count, term, price) | _lowest_fields(lowest, count) | in_cloud
+        bid = _price(lowest, "minimumBidPrice", result, ref)
+        if bid is not None:
+            yield offer(cloud, 1, RentalTerm.INTERRUPTIBLE, bid) | _bid_fields(lowest) | in_cloud
+    quote = record.get("lowestPrice")
+    if isinstance(quote, Mapping) and _quote_cloud(record) is None:
+        # a quote for whichever cloud is cheapest: its bid, cloud unknown
+        bid = _price(quote, "minimumBidPrice", result, ref)
+        if bid is not None:
+            yield offer("any-cloud", 1, RentalTerm.INTERRUPTIBLE, bid) | _bid_fields(quote)
     plan_counts = [1] if is_slice else _cloud_counts(record, None)
     for price_key, term in _COMMITMENTS:
         price = _price(record, price_key, result, ref)
@@ -264,6 +290,35 @@ def _lowest_fields(lowest: Mapping[str, Any], count: int) -> OfferFields:
         "ram_gb": positive_quantity(lowest.get("minMemory")),
         "available_now": available,
     }
+
+
+def _quote_cloud(record: Mapping[str, Any]) -> str | None:
+    """The cloud an unaliased ``lowestPrice`` quote is for: the only one the type is
+    offered in (``secureCloud``/``communityCloud``); None when both may be."""
+    offered = [c for c in _CLOUDS if record.get(f"{c}Cloud") is not False]
+    return offered[0] if len(offered) == 1 else None
+
+
+def _cloud_quote(record: Mapping[str, Any], cloud: str) -> Mapping[str, Any]:
+    """The ``lowestPrice`` quote of one cloud: its alias (``secureLowestPrice``), else an
+    unaliased ``lowestPrice`` when the type is offered in that cloud only; else empty."""
+    quote = record.get(f"{cloud}LowestPrice")
+    if not isinstance(quote, Mapping) and _quote_cloud(record) == cloud:
+        quote = record.get("lowestPrice")
+    return quote if isinstance(quote, Mapping) else {}
+
+
+def _bid_fields(quote: Mapping[str, Any]) -> OfferFields:
+    """An interruptible offer from ``lowestPrice.minimumBidPrice``, labelled a bid.
+
+    RunPod's spot pods are rented by bidding per GPU-hour (``runpodctl start pod --bid``:
+    "bid per gpu for spot price", docs.runpod.io/runpodctl/reference/runpodctl_start_pod);
+    ``minimumBidPrice`` is the lowest bid the quote's 1-GPU machine accepts now (runpod-python
+    ``get_gpu`` docs example: ``minimumBidPrice`` 1.158 beside ``uninterruptablePrice`` 1.89
+    for an A100 80GB PCIe). A higher bid may be needed later and an outbid pod stops: the
+    variant says it is a bid, not a list price.
+    """
+    return _lowest_fields(quote, 1) | {"term_variant": BID_VARIANT}
 
 
 def _cloud_counts(record: Mapping[str, Any], cloud: str | None) -> list[int]:

@@ -379,6 +379,14 @@ class Offer(BaseModel):
     ] = None
     min_rental_hours: NonNegativeFloat | None = None
     billing_increment_s: PositiveInt | None = None
+    billing_cap_hours_per_month: Annotated[
+        PositiveFloat | None,
+        Field(
+            description="hours of the hourly price billed at most in one calendar month: the"
+            " monthly price cap of hourly billing (Vultr bills GPU instances up to 730 h and"
+            " bare metal up to 672 h a month); None: no cap"
+        ),
+    ] = None
     prepaid: bool | None = None
     storage_price_per_gb_month: Annotated[Decimal | None, Field(ge=0)] = None
     egress_price_per_gb: Annotated[Decimal | None, Field(ge=0)] = None
@@ -561,6 +569,7 @@ class OfferFields(TypedDict, total=False):
     term_variant: str | None
     min_rental_hours: float | None
     billing_increment_s: int | None
+    billing_cap_hours_per_month: float | None
     prepaid: bool | None
     storage_price_per_gb_month: Decimal | None
     egress_price_per_gb: Decimal | None

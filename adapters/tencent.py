@@ -37,24 +37,30 @@ Prices (``ItemPrice``; the China site quotes them in yuan, "单位：元", so th
 unless the setting ``tencent_currency`` says USD (the international site's SDK docs say USD
 for the same fields); the API itself sends no currency, and nothing is converted here):
 
-* ``POSTPAID_BY_HOUR`` -> on-demand, per instance-hour: ``UnitPriceDiscount`` (the price after
-  the discount shown in ``Discount``, what the account pays), else ``UnitPrice`` (list
-  price); ``ChargeUnit`` must be ``HOUR``. Where Tencent returns step prices
-  (``UnitPriceSecondStep``...), this is the price of the first 96 hours; the cheaper later
-  steps are not modelled.
+* ``POSTPAID_BY_HOUR`` -> on-demand, per instance-hour, at ``UnitPrice`` (the list price:
+  "每小时原价", the hourly original price, in the field docs of Tencent's SDKs for
+  ``ItemPrice``); where ``UnitPriceDiscount`` ("每小时折扣价", the hourly discounted price
+  after ``Discount``, 100 meaning none: what the calling account is quoted) differs, a second
+  offer at it whose ``term_variant`` says "account price"
+  (:data:`~adapters.base.ACCOUNT_PRICE_VARIANT`; its ``term_variant`` is
+  ``"<zone> (account price)"``). ``ChargeUnit`` must be ``HOUR``. Where Tencent returns step
+  prices (``UnitPriceSecondStep``...), this is the price of the first 96 hours; the cheaper
+  later steps are not modelled.
 * ``SPOTPAID`` -> interruptible, per instance-hour: ``UnitPriceDiscount`` only (``UnitPrice``
   is the undiscounted list price, not a spot price).
-* ``PREPAID`` -> ``DiscountPrice`` (else ``OriginalPrice``) per month, as
+* ``PREPAID`` -> ``OriginalPrice`` (list; ``DiscountPrice`` where it differs, as an
+  "account price" offer, like the hourly ones) per month, as
   :data:`~adapters.schema.RentalTerm.COMMIT_1MO` (``prepaid``). The field is "the total
   prepaid cost" without a period of its own; Tencent's example answer (``OriginalPrice`` 59,
-  ``OriginalPriceOneYear`` 708 = 12 x 59) shows it is one month. ``DiscountPriceOneYear`` and
-  ``DiscountPriceThreeYear`` (else the ``OriginalPrice...`` ones) are whole-term prices of
+  ``OriginalPriceOneYear`` 708 = 12 x 59) shows it is one month. ``OriginalPriceOneYear`` and
+  ``OriginalPriceThreeYear`` (and the ``DiscountPrice...`` ones alike) are whole-term prices of
   one and three years (:data:`~adapters.schema.PriceUnit.TERM`); five years has no term
   here and is dropped.
 
 One offer per instance type, zone and term: ``offer_id`` is the instance type, ``region``
 the zone's region and ``term_variant`` the zone, so the hourly, monthly, yearly and spot
-prices of one type in one zone differ only in their term. A zero or missing price is no
+prices of one type in one zone differ only in their term (and an account price in its
+variant). A zero or missing price is no
 price (Tencent fills fields that do not apply with 0).
 """
 
@@ -77,6 +83,7 @@ from typing import Any, ClassVar
 import httpx
 
 from .base import (
+    ACCOUNT_PRICE_VARIANT,
     Adapter,
     FailedCall,
     ParseResult,
@@ -454,6 +461,24 @@ class _Price:
     term: RentalTerm
     amount: Decimal
     unit: PriceUnit
+    #: the price quoted to the calling account where it differs from the list price
+    account: bool = False
+
+
+def _list_and_account(
+    term: RentalTerm, unit: PriceUnit, listed: Decimal | None, quoted: Decimal | None
+) -> list[_Price]:
+    """The list price, and the account's quote where it differs (marked): both, one or none.
+
+    Without a list price the quote is the only figure and stays unmarked, as before a
+    discount can be told apart from it.
+    """
+    if listed is None:
+        return [] if quoted is None else [_Price(term, quoted, unit)]
+    prices = [_Price(term, listed, unit)]
+    if quoted is not None and quoted != listed:
+        prices.append(_Price(term, quoted, unit, account=True))
+    return prices
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -498,6 +523,8 @@ class _Row:
                 "term": price.term,
                 "prepaid": price.term.is_commitment,
             }
+            if price.account:
+                priced["term_variant"] = f"{zone} ({ACCOUNT_PRICE_VARIANT})"
             self.result.add(ref, **priced)
 
     def _gpus(self, row: Mapping[str, Any], ref: str) -> tuple[int, float | None] | None:
@@ -550,11 +577,14 @@ class _Row:
                 self.result.skip("no spot price (UnitPriceDiscount)", ref)
                 return []
             return [_Price(RentalTerm.INTERRUPTIBLE, discounted, PriceUnit.HOUR)]
-        price = discounted or positive_decimal(raw.get("UnitPrice"))
-        if price is None:
-            self.result.skip("no hourly price (UnitPriceDiscount / UnitPrice)", ref)
-            return []
-        return [_Price(RentalTerm.ON_DEMAND, price, PriceUnit.HOUR)]
+        listed = positive_decimal(raw.get("UnitPrice"))
+        return _list_and_account(
+            RentalTerm.ON_DEMAND, PriceUnit.HOUR, listed, discounted
+        ) or self._none("no hourly price (UnitPriceDiscount / UnitPrice)", ref)
+
+    def _none(self, reason: str, ref: str) -> list[_Price]:
+        self.result.skip(reason, ref)
+        return []
 
     def _prepaid(self, raw: Mapping[str, Any], ref: str) -> list[_Price]:
         prices = []
@@ -563,11 +593,9 @@ class _Row:
             (RentalTerm.COMMIT_1Y, PriceUnit.TERM, "OneYear"),
             (RentalTerm.COMMIT_3Y, PriceUnit.TERM, "ThreeYear"),
         ):
-            amount = positive_decimal(raw.get(f"DiscountPrice{suffix}")) or positive_decimal(
-                raw.get(f"OriginalPrice{suffix}")
-            )
-            if amount is not None:
-                prices.append(_Price(term, amount, unit))
+            listed = positive_decimal(raw.get(f"OriginalPrice{suffix}"))
+            discounted = positive_decimal(raw.get(f"DiscountPrice{suffix}"))
+            prices.extend(_list_and_account(term, unit, listed, discounted))
         if not prices:
             self.result.skip("no prepaid price (DiscountPrice / OriginalPrice)", ref)
         return prices

@@ -19,7 +19,20 @@ VRAM, so a plan with less VRAM than one card is a slice (``gpu_fraction``), e.g.
 ``vcg-a100-1c-6g-4vram`` = 4 GB of an 80 GB A100 = 1/20. Bare-metal plans have no GPU
 fields at all; the GPU count and model are in the id (``vbm-112c-2048gb-8-h100-gpu``).
 Prices: ``hourly_cost`` (USD per hour) when given, else ``monthly_cost`` (USD per month);
-the ``*_preemptible`` prices are separate interruptible offers. One offer per location.
+the ``*_preemptible`` prices are separate interruptible offers. One offer per location and
+term, and only for the terms the plan can be deployed with: ``deploy_ondemand`` and
+``deploy_preemptible`` (``false``: none of that term in any of its ``locations``).
+``location_cost`` maps a location to the prices that differ there (``monthly_cost``,
+``hourly_cost``, ``monthly_cost_preemptible``, ``hourly_cost_preemptible``, the
+``PlanLocationCost`` of vultr/govultr @ d81a12fb0f081fe43461ec812ecce7a1ee61fbad : plans.go);
+a price it does not name is the plan's.
+
+Vultr bills hourly up to the monthly price ("GPU Instances: billed up to 730 hours per
+month ... all other server types (including ... Bare Metal): billed up to 672 hours",
+https://docs.vultr.com/support/platform/billing/how-am-i-billed-for-my-servers): so an offer
+with both prices carries ``billing_cap_hours_per_month = monthly / hourly`` (the verbatim 8x
+H100 bare-metal plan: 16074.24 / 23.92 = 672 h), which the pricing engine applies; the
+minimum billing unit is one hour (``billing_increment_s = 3600``, same page).
 """
 
 from __future__ import annotations
@@ -47,6 +60,8 @@ METAL_URL = f"{API}/plans-metal"
 PER_PAGE = 500
 MAX_PAGES = 50
 CURRENCY = "USD"
+#: "The minimum billing unit is one hour" (Vultr's billing page, module docstring).
+BILLING_INCREMENT_S = 3600
 
 
 @functools.cache
@@ -251,35 +266,74 @@ class VultrAdapter(Adapter):
         if not isinstance(locations, list) or not any(isinstance(x, str) for x in locations):
             result.skip("plan not deployable in any location", ref)
             return
-        terms = [(RentalTerm.ON_DEMAND, "hourly_cost", "monthly_cost")]
+        overrides = plan.get("location_cost")
+        if overrides is not None and not isinstance(overrides, dict):
+            result.skip(f"location_cost is not an object: {overrides!r}", ref)
+            return
+        terms = []
+        if plan.get("deploy_ondemand") is not False:
+            terms.append((RentalTerm.ON_DEMAND, "hourly_cost", "monthly_cost"))
         if plan.get("deploy_preemptible") is not False:
             terms.append(
                 (RentalTerm.INTERRUPTIBLE, "hourly_cost_preemptible", "monthly_cost_preemptible")
             )
-        for term, hourly_key, monthly_key in terms:
-            price = _plan_price(plan, hourly_key, monthly_key)
-            if price is None and term is RentalTerm.INTERRUPTIBLE:
-                continue  # no preemptible option for this plan
-            if isinstance(price, str) or price is None:
-                result.skip(price or "plan without a price", ref)
+        if not terms:
+            result.skip("plan deployable neither on demand nor preemptible", ref)
+            return
+        base: OfferFields = hardware | {
+            "provider": self.name,
+            "offer_id": str(plan["id"]),
+            "instance_name": str(plan["id"]),
+            "fetched_at": fetched_at,
+            "raw_ref": ref,
+            "price_currency": CURRENCY,
+            "price_basis": PriceBasis.INSTANCE,
+            "billing_increment_s": BILLING_INCREMENT_S,
+            "datacenter": True,
+        }
+        problems: dict[str, None] = {}  # each reason once per plan, in order
+        for location in locations:
+            if not isinstance(location, str) or not location:
                 continue
-            amount, unit = price
-            offer: OfferFields = hardware | {
-                "provider": self.name,
-                "offer_id": str(plan["id"]),
-                "instance_name": str(plan["id"]),
-                "fetched_at": fetched_at,
-                "raw_ref": ref,
-                "price_amount": amount,
-                "price_currency": CURRENCY,
-                "price_unit": unit,
-                "price_basis": PriceBasis.INSTANCE,
-                "term": term,
-                "datacenter": True,
-            }
-            for location in locations:
-                if isinstance(location, str) and location:
-                    result.add(ref, **(offer | {"region": location}))
+            override = (overrides or {}).get(location)
+            if override is not None and not isinstance(override, dict):
+                problems[f"location_cost of {location} is not an object"] = None
+                continue
+            prices = {**plan, **(override or {})}
+            for term, hourly_key, monthly_key in terms:
+                price = _plan_price(prices, hourly_key, monthly_key)
+                if price is None and term is RentalTerm.INTERRUPTIBLE:
+                    continue  # no preemptible option for this plan
+                if isinstance(price, str) or price is None:
+                    problems[price or "plan without a price"] = None
+                    continue
+                amount, unit = price
+                offer: OfferFields = base | {
+                    "region": location,
+                    "price_amount": amount,
+                    "price_unit": unit,
+                    "term": term,
+                    "billing_cap_hours_per_month": _cap_hours(prices, hourly_key, monthly_key),
+                }
+                result.add(ref, **offer)
+        for reason in problems:
+            result.skip(reason, ref)
+
+
+def _cap_hours(prices: Mapping[str, Any], hourly_key: str, monthly_key: str) -> float | None:
+    """Hours a month after which the hourly price reaches the monthly one: the cap of
+    Vultr's hourly billing (None unless both prices are positive numbers).
+
+    >>> _cap_hours({"hourly_cost": 23.92, "monthly_cost": 16074.24}, "hourly_cost", "monthly_cost")
+    672.0
+    """
+    try:
+        hourly, monthly = to_decimal(prices.get(hourly_key)), to_decimal(prices.get(monthly_key))
+    except ValueError:
+        return None
+    if hourly is None or monthly is None or hourly <= 0 or monthly <= 0:
+        return None
+    return float(monthly / hourly)
 
 
 def _plan_price(

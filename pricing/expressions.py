@@ -11,7 +11,7 @@ The model, in one place:
 * ``compute_hours``: the job's hours, GPU-hours / total GPUs, or FLOPs / effective FLOP/s
 * ``wall_clock_hours = compute_hours x (1 + restart overhead)`` on interruptible terms
 * ``billed_hours``: whole commitment periods; else the minimum rental, rounded up to the
-  billing increment
+  billing increment, capped per month where hourly billing stops at a monthly price
 * ``job_cost_usd = billed_hours x usd_per_hour x nodes``
 * ``usd_per_effective_tflop_hour = job_cost_usd / (effective_tflops x compute_hours)``:
   what one TFLOP-hour of useful work costs, billing waste and restarts included
@@ -28,6 +28,7 @@ import polars as pl
 
 from adapters.gpus import Precision
 from adapters.schema import (
+    HOURS_PER_MONTH,
     Fabric,
     GpuFormFactor,
     GpuInterconnect,
@@ -52,6 +53,7 @@ __all__ = [
     "job_cost_usd",
     "memory_fits",
     "mfu",
+    "monthly_capped_hours",
     "node_count",
     "peak_basis",
     "peak_note",
@@ -253,7 +255,8 @@ def billed_hours() -> pl.Expr:
 
     A commitment bills whole periods (a 1-month commitment for 100 h bills 730 h). Otherwise
     the minimum rental applies and the hours round up to the billing increment; an unknown
-    increment is taken as per-second (no rounding).
+    increment is taken as per-second (no rounding); then the monthly cap applies
+    (:func:`monthly_capped_hours`).
     """
     wall = pl.col("wall_clock_hours")
     period = pl.col("commitment_hours")
@@ -261,7 +264,33 @@ def billed_hours() -> pl.Expr:
     step = pl.col("billing_increment_s").cast(pl.Float64) / SECONDS_PER_HOUR
     metered = pl.when(step.is_null()).then(floor).otherwise(_round_up(floor, step))
     periods = _round_up(wall, period).clip(lower_bound=period)
-    return pl.when(period.is_not_null()).then(pl.max_horizontal(periods, floor)).otherwise(metered)
+    capped = monthly_capped_hours(metered, pl.col("billing_cap_hours_per_month"))
+    return pl.when(period.is_not_null()).then(pl.max_horizontal(periods, floor)).otherwise(capped)
+
+
+def monthly_capped_hours(metered: pl.Expr, cap_hours: pl.Expr) -> pl.Expr:
+    """``metered`` hours under a monthly price cap of ``cap_hours`` a calendar month.
+
+    A provider that bills hourly "up to the monthly price" (Vultr: GPU instances up to 730 h,
+    bare metal up to 672 h a month, docs.vultr.com/support/platform/billing/
+    how-am-i-billed-for-my-servers) bills each month at most ``cap_hours``. The job is taken
+    to start with a month (of :data:`~adapters.schema.HOURS_PER_MONTH` hours): whole months
+    bill ``min(730, cap)`` each, the rest ``min(rest, cap)``. A job that straddles two
+    calendar months can bill more (each month's part is capped on its own). A null cap:
+    ``metered`` unchanged.
+
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"h": [730.0, 1000.0, 100.0], "cap": [672.0, 672.0, None]})
+    >>> frame.select(monthly_capped_hours(pl.col("h"), pl.col("cap")))["h"].to_list()
+    [672.0, 942.0, 100.0]
+    """
+    month = float(HOURS_PER_MONTH)
+    months = (metered / month + _EPS).floor()
+    rest = (metered - months * month).clip(lower_bound=0.0)
+    capped = months * pl.min_horizontal(cap_hours, pl.lit(month)) + pl.min_horizontal(
+        rest, cap_hours
+    )
+    return pl.when(cap_hours.is_null()).then(metered).otherwise(capped)
 
 
 def job_cost_usd() -> pl.Expr:

@@ -114,6 +114,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "usd_per_gpu_hour",
     "min_rental_hours",
     "billing_increment_s",
+    "billing_cap_hours_per_month",
     # effective TFLOPs
     "precision",
     "peak_tflops",

@@ -71,6 +71,10 @@ class Price(_Answer):
     usd_per_gpu_hour: float | None
     min_rental_hours: float | None
     billing_increment_s: int | None
+    billing_cap_hours_per_month: float | None = Field(
+        description="hourly billing stops at this many hours a calendar month (the monthly"
+        " price cap); null: no cap"
+    )
     on_demand_usd_per_hour: float | None
     break_even_hours: float | None
     break_even: str | None = Field(description="why this term, against on-demand")

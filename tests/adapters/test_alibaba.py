@@ -26,6 +26,7 @@ from adapters.alibaba import (
     sign_acs3,
 )
 from adapters.base import (
+    ACCOUNT_PRICE_VARIANT,
     DUPLICATE_REASON,
     FAILED_CALLS_KEY,
     FailedCall,
@@ -76,7 +77,8 @@ def priced(trade: str, disk: str, *, original: str | None = None) -> dict[str, A
     price["DiscountPrice"] = float(Decimal(original or trade) - Decimal(trade))
     instance_line, disk_line = price["DetailInfos"]["DetailInfo"]
     instance_line["TradePrice"] = float(Decimal(trade) - Decimal(disk))
-    disk_line["TradePrice"] = float(disk)
+    instance_line["OriginalPrice"] = float(Decimal(original or trade) - Decimal(disk))
+    disk_line["TradePrice"] = disk_line["OriginalPrice"] = float(disk)
     return response
 
 
@@ -260,11 +262,24 @@ def test_month_and_year_are_terms_of_the_same_configuration() -> None:
     assert month.usd_per_hour < hourly and year.usd_per_hour < month.usd_per_hour
 
 
-def test_trade_price_after_discount_not_the_original_price() -> None:
+def test_list_price_is_the_offer_and_the_trade_price_an_account_price() -> None:
+    """DescribePrice: ``OriginalPrice`` is the list price, ``TradePrice`` "the original price
+    minus the discount" (the calling account's promotions or contract): the list price is the
+    offer, a differing trade price a second offer labelled "account price"."""
     response = priced("10.57", "0.03", original="11.57")
     assert response["PriceInfo"]["Price"]["DiscountPrice"] == 1.0
-    (o,) = parse(load(TYPES), price_payload(response)).offers
-    assert o.price_amount == Decimal("10.54")
+    listed, quoted = parse(load(TYPES), price_payload(response)).offers
+    assert (listed.price_amount, listed.term_variant) == (Decimal("11.54"), None)
+    assert (quoted.price_amount, quoted.term_variant) == (Decimal("10.54"), ACCOUNT_PRICE_VARIANT)
+    assert quoted.term is listed.term is RentalTerm.ON_DEMAND and quoted.key != listed.key
+
+
+def test_bad_trade_price_keeps_the_list_price() -> None:
+    response = priced("10.57", "0.03", original="11.57")
+    response["PriceInfo"]["Price"]["TradePrice"] = "n/a"
+    result = parse(load(TYPES), price_payload(response))
+    assert [(o.price_amount, o.term_variant) for o in result.offers] == [(Decimal("11.54"), None)]
+    assert list(result.skip_reasons()) == ["TradePrice is not a number: 'n/a'"]
 
 
 def test_usd_account_keeps_its_currency() -> None:
@@ -424,9 +439,9 @@ def _with_paid_line() -> Any:
     return response
 
 
-def _bad_trade_price() -> Any:
+def _bad_list_price() -> Any:
     response = load(PRICE)
-    response["PriceInfo"]["Price"]["TradePrice"] = "n/a"
+    response["PriceInfo"]["Price"]["OriginalPrice"] = "n/a"
     return response
 
 
@@ -444,7 +459,7 @@ def _no_currency() -> Any:
             "no DetailInfos breakdown: the system disk share is unknown",
         ),
         (price_payload(_with_paid_line()), "price includes a paid 'bandwidth' line"),
-        (price_payload(_bad_trade_price()), "TradePrice is not a number: 'n/a'"),
+        (price_payload(_bad_list_price()), "OriginalPrice is not a number: 'n/a'"),
         (price_payload(_no_currency()), "DescribePrice response without Currency"),
         (price_payload({"RequestId": "x"}), "DescribePrice response without PriceInfo.Price"),
         (

@@ -33,7 +33,15 @@ from adapters.base import (
     failed_calls_payload,
 )
 from adapters.collect import ProviderRun, RunStatus, run_provider
-from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType, Vendor
+from adapters.schema import (
+    Fabric,
+    GpuFormFactor,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    StorageType,
+    Vendor,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "aws"
 SAMPLES = Path(__file__).resolve().parents[2] / "adapters" / "samples" / "aws"
@@ -936,3 +944,32 @@ def test_spot_failures_replay_from_a_recording() -> None:
         ),
         ("aws:spot/us-west-2", "spot prices not fetched: timeout after 3 attempts: EC2"),
     ]
+
+
+def test_fabric_from_describe_instance_types_network_info() -> None:
+    """NetworkInfo (EC2 API reference API_NetworkInfo / API_NetworkCardInfo / API_EfaInfo):
+    efaSupported -> EFA, multi-node, the cards' summed peakBandwidthInGbps."""
+    offers = by_id(parse(*decoded(GPU_CSV, GPU_INFO_XML)))
+    p5, p4d = offers[("p5.48xlarge", "us-east-1")], offers[("p4d.24xlarge", "us-east-1")]
+    assert (p5.fabric, p5.fabric_gbps, p5.multi_node) == (Fabric.EFA, 3200, True)  # 32 x 100
+    assert (p4d.fabric, p4d.fabric_gbps, p4d.multi_node) == (Fabric.EFA, 400, True)  # 4 x 100
+    g5 = offers[("g5.xlarge", "us-east-1")]
+    # efaSupported false: no cluster fabric stated, and fabrics.csv has no g5.xlarge row
+    assert (g5.fabric, g5.fabric_gbps, g5.multi_node) == (None, None, None)
+
+
+def test_fabric_the_api_states_wins_over_the_documented_table() -> None:
+    xml = read(GPU_INFO_XML).decode()
+    p4d_at = xml.index("<instanceType>p4d.24xlarge")
+    head, p4d = xml[:p4d_at], xml[p4d_at:]
+    halved = p4d.replace(
+        "<peakBandwidthInGbps>100.0</peakBandwidthInGbps>",
+        "<peakBandwidthInGbps>50.0</peakBandwidthInGbps>",
+    )
+    unknown = p4d.replace("<peakBandwidthInGbps>100.0</peakBandwidthInGbps>", "", 1)
+    adapter = AwsAdapter()
+    for text, gbps in ((halved, 200), (unknown, 400)):
+        payload = adapter.decode((head + text).encode(), GPU_INFO_XML)
+        o = by_id(parse(*decoded(GPU_CSV), payload))[("p4d.24xlarge", "us-east-1")]
+        # 4 x 50 from the API; a card without a figure: the table's 400 ("4x 100 Gigabit")
+        assert (o.fabric, o.fabric_gbps, o.multi_node) == (Fabric.EFA, gbps, True)

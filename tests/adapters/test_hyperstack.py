@@ -15,6 +15,7 @@ import pytest
 import respx
 
 from adapters.base import (
+    ACCOUNT_PRICE_VARIANT,
     DUPLICATE_REASON,
     MissingCredentials,
     ProviderError,
@@ -119,7 +120,7 @@ def test_flavor_keyed_pricebook_basis_is_proven_by_a_1_vs_8_pair() -> None:
 
 def test_flavor_keyed_equal_pair_means_per_gpu() -> None:
     prices = flavor_prices()
-    prices[2]["value"] = "1.90"  # n3-H100x8 priced like n3-H100x1
+    prices[2].update(value="1.90", original_value="1.90")  # n3-H100x8 priced like n3-H100x1
     o = by(parse(flavors(), prices).offers, "n3-H100x8")
     assert o.price_basis is PriceBasis.GPU
     assert o.usd_per_hour == Decimal("15.2")
@@ -151,10 +152,23 @@ def test_bad_prices_are_skipped(value: Any) -> None:
     assert [s.ref for s in result.skipped] == ["hyperstack:flavor/201"]
 
 
-def test_original_value_is_the_fallback() -> None:
+def test_list_price_is_the_offer_and_an_account_discount_a_labelled_variant() -> None:
+    """The pricebook's ``original_value`` is the list price, ``value`` what the key's
+    account pays (``discount_applied``, Hyperstack's pricebook fields): the list price is the
+    offer, the account's a second offer labelled "account price"."""
     prices = gpu_prices()
     prices[2].update(value=None, original_value="1.10")
     assert by(parse(flavors(), prices).offers, "n2-L40x1").price_amount == Decimal("1.10")
+    prices[2].update(value="0.90", original_value="1.00", discount_applied=True)
+    l40 = [o for o in parse(flavors(), prices).offers if o.offer_id == "n2-L40x1"]
+    assert [(o.price_amount, o.term_variant) for o in l40] == [
+        (Decimal("1.00"), None),
+        (Decimal("0.90"), ACCOUNT_PRICE_VARIANT),
+    ]
+    assert l40[0].key != l40[1].key and l40[1].term is RentalTerm.ON_DEMAND
+    prices[2].update(value="1.00", original_value=None)  # no list price: value, unlabelled
+    l40 = [o for o in parse(flavors(), prices).offers if o.offer_id == "n2-L40x1"]
+    assert [(o.price_amount, o.term_variant) for o in l40] == [(Decimal("1.00"), None)]
 
 
 def test_unknown_gpu_is_kept_and_strings_read() -> None:

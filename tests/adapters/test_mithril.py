@@ -154,6 +154,8 @@ def test_one_spot_and_one_reserved_offer_per_type_and_region() -> None:
 
 
 def test_spot_is_the_current_spot_price_per_instance_hour() -> None:
+    # per instance, as the API reference prices bids, auctions and instances (see the
+    # module docstring): 8 H100s at $12.03 an hour are $1.50375 per GPU-hour
     o = offer(full(), H100X8, "us-central5-a", RentalTerm.INTERRUPTIBLE)
     assert o.price_amount == Decimal("12.03")  # spot_price_cents 1203, exactly
     assert o.price_currency == "USD"

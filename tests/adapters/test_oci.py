@@ -40,7 +40,7 @@ def parse(*payloads: Any) -> Any:
 def test_gpu_shapes_priced_per_gpu() -> None:
     result = parse(load(CPU_SHAPES), load(SHAPES), load(PRODUCTS))
     assert result.skipped == []
-    offers = {o.offer_id: o for o in result.offers}
+    offers = {o.offer_id: o for o in result.offers if o.term is RentalTerm.ON_DEMAND}
     assert set(offers) == {"BM.GPU.H100.8", "VM.GPU.A10.1"}  # CPU shapes are not offers
 
     h100 = offers["BM.GPU.H100.8"]
@@ -67,13 +67,28 @@ def test_gpu_shapes_priced_per_gpu() -> None:
     assert a10.vcpus is None and a10.cpu_vendor is None  # data says "arm": not trusted
     assert a10.ram_gb == 240
     assert a10.usd_per_hour == Decimal("2")
-    assert not any(o.term is RentalTerm.INTERRUPTIBLE for o in result.offers)
+    # allowPreemptible: the A10 VM also runs preemptible, at half the on-demand price (OCI
+    # docs: "Preemptible capacity costs 50% less"); the H100 bare metal does not
+    [spot] = [o for o in result.offers if o.term is RentalTerm.INTERRUPTIBLE]
+    assert (spot.offer_id, spot.term_variant) == ("VM.GPU.A10.1", "preemptible")
+    assert spot.price_amount == Decimal("1.0") and spot.price_basis is PriceBasis.GPU
+    assert spot.usd_per_hour == Decimal("1")
+    assert spot.gpu_model == a10.gpu_model and spot.ram_gb == a10.ram_gb
+
+
+def test_preemptible_only_where_allowed_and_never_on_bare_metal() -> None:
+    shapes = copy.deepcopy(load(SHAPES))
+    by_name = {s["name"]: s for s in shapes["items"]}
+    by_name["BM.GPU.H100.8"]["allowPreemptible"] = True  # data against the docs: not offered
+    by_name["VM.GPU.A10.1"]["allowPreemptible"] = False
+    result = parse(shapes, load(PRODUCTS))
+    assert {o.term for o in result.offers} == {RentalTerm.ON_DEMAND}
 
 
 def test_price_list_api_items_read_as_products() -> None:
     """The Price List API's items have the products' fields: they price shapes the same."""
     result = parse(load(SHAPES), load(PRICE_LIST))
-    offers = {o.offer_id: o for o in result.offers}
+    offers = {o.offer_id: o for o in result.offers if o.term is RentalTerm.ON_DEMAND}
     assert offers["BM.GPU.H100.8"].usd_per_hour == Decimal("80")
     assert offers["VM.GPU.A10.1"].usd_per_hour == Decimal("2")
     assert offers["VM.GPU.A10.1"].gpu_raw_name == "A10"  # from the shape name
@@ -121,7 +136,7 @@ def test_string_numbers_nulls_and_unknown_gpus() -> None:
     shapes["items"].append({"name": "BM.GPU.H.8", "gpuQty": 8, "hidden": True, "products": []})
     shapes["items"].append("junk")
     result = parse(shapes, load(PRODUCTS))
-    offers = {o.offer_id: o for o in result.offers}
+    offers = {o.offer_id: o for o in result.offers if o.term is RentalTerm.ON_DEMAND}
     assert offers["BM.GPU.H100.8"].vcpus == 224
     assert offers["VM.GPU.A10.1"].gpu_memory_gb is None
     unknown = offers["BM.GPU.X9.4"]
@@ -176,7 +191,7 @@ def test_fetch_reads_shapes_and_products_without_auth() -> None:
     assert payloads == [load(SHAPES), load(PRODUCTS)]
     assert shapes_route.call_count == 2
     assert "authorization" not in shapes_route.calls[-1].request.headers
-    assert len(OciAdapter().parse(payloads, fetched_at=NOW).offers) == 2
+    assert len(OciAdapter().parse(payloads, fetched_at=NOW).offers) == 3  # A10 preemptible
 
 
 @respx.mock

@@ -16,6 +16,7 @@ import respx
 
 from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
 from adapters.runpod import (
+    BID_VARIANT,
     GPU_TYPES_QUERY,
     GRAPHQL_URL,
     RunPodAdapter,
@@ -205,8 +206,53 @@ def test_docs_list_without_prices_gives_no_offers() -> None:
     result = parse(load("graphql_gpuTypes_list.docs.verbatim.json"))
     assert result.offers == []
     assert result.skip_reasons() == {"no price in any cloud or term": 3}
-    detail = parse(load("graphql_gpuType_detail_rtx3090.docs.verbatim.json"))
-    assert detail.offers == []
+
+
+def test_docs_detail_lowest_price_is_the_on_demand_price_of_its_only_cloud() -> None:
+    # the docs' "Get GPU type details" answer: no list price, lowestPrice.uninterruptablePrice
+    # 0.3 for 1 GPU, and the type is in Community Cloud only
+    [offer] = parse(load("graphql_gpuType_detail_rtx3090.docs.verbatim.json")).offers
+    assert offer.offer_id == "NVIDIA GeForce RTX 3090:community:1x"
+    assert (offer.term, offer.term_variant) == (RentalTerm.ON_DEMAND, None)
+    assert offer.price_amount == Decimal("0.3") and offer.price_basis is PriceBasis.GPU
+    assert offer.gpu_count == 1 and offer.datacenter is False
+
+
+def test_minimum_bid_price_is_an_interruptible_offer_labelled_a_bid() -> None:
+    # runpod-python docs, get_gpu("NVIDIA A100 80GB PCIe"): minimumBidPrice 1.158, in both
+    # clouds, an unaliased quote: a bid of either cloud
+    offers = parse(wrap(load("sdk_get_gpu_a100.docs.verbatim.json"))).offers
+    [bid] = [o for o in offers if o.term_variant == BID_VARIANT]
+    assert bid.offer_id == "NVIDIA A100 80GB PCIe:any-cloud:1x"
+    assert bid.term is RentalTerm.INTERRUPTIBLE and bid.price_amount == Decimal("1.158")
+    assert bid.price_basis is PriceBasis.GPU and bid.gpu_count == 1
+    assert bid.datacenter is None
+    # per cloud under the adapter's aliases: one bid per cloud, beside the listed spot price
+    record = gpu_type(H100)
+    lowest = record.pop("lowestPrice")
+    record["secureLowestPrice"] = {**lowest, "minimumBidPrice": 1.49}
+    record["communityLowestPrice"] = {**lowest, "minimumBidPrice": None}
+    offers = parse(wrap(record)).offers
+    bids = [o for o in offers if o.term_variant == BID_VARIANT]
+    assert [(o.offer_id, o.price_amount, o.datacenter) for o in bids] == [
+        (f"{H100}:secure:1x", Decimal("1.49"), True)
+    ]
+    assert bids[0].vcpus == 20 and bids[0].available_now is True
+    [spot] = [
+        o
+        for o in offers
+        if o.offer_id == f"{H100}:secure:1x"
+        and o.term is RentalTerm.INTERRUPTIBLE
+        and o.term_variant is None
+    ]
+    assert spot.price_amount == Decimal("1.75")  # secureSpotPrice, a listed spot price
+    # the reconstructed listing: types in both clouds with a bid in their quote
+    listing = parse(pricing()).offers
+    any_cloud = {o.offer_id: o.price_amount for o in listing if o.term_variant == BID_VARIANT}
+    assert any_cloud == {
+        "NVIDIA A100-SXM4-80GB:any-cloud:1x": Decimal("0.79"),
+        "NVIDIA GeForce RTX 4090:any-cloud:1x": Decimal("0.2"),
+    }
 
 
 # --- parse: bad input -------------------------------------------------------------------
@@ -237,6 +283,7 @@ def test_bad_prices_are_skipped_with_reasons() -> None:
         communityPrice=-0.34,
         secureSpotPrice=None,
         communitySpotPrice="0.2",
+        lowestPrice=None,  # no quote: only the list prices
     )
     result = parse(wrap(record))
     terms = {(o.offer_id.split(":")[1], o.term) for o in result.offers}

@@ -17,6 +17,7 @@ import pytest
 import respx
 
 from adapters.base import (
+    ACCOUNT_PRICE_VARIANT,
     DUPLICATE_REASON,
     FAILED_CALLS_KEY,
     FailedCall,
@@ -230,16 +231,25 @@ def test_terms_of_one_configuration_differ_only_in_term() -> None:
     assert terms == {
         RentalTerm.ON_DEMAND: (Decimal("8.68"), PriceUnit.HOUR, False),
         RentalTerm.COMMIT_1MO: (Decimal("4050.0"), PriceUnit.MONTH, True),
-        RentalTerm.COMMIT_1Y: (Decimal("40338.0"), PriceUnit.TERM, True),
-        RentalTerm.COMMIT_3Y: (Decimal("87480.0"), PriceUnit.TERM, True),
+        # the list prices (OriginalPrice*); the discounted ones are "account price" variants
+        RentalTerm.COMMIT_1Y: (Decimal("48600.0"), PriceUnit.TERM, True),
+        RentalTerm.COMMIT_3Y: (Decimal("145800.0"), PriceUnit.TERM, True),
         RentalTerm.INTERRUPTIBLE: (Decimal("1.74"), PriceUnit.HOUR, False),
     }
     assert {o.region for o in same} == {"ap-guangzhou"}
     assert len({o.key for o in same}) == len(same)
-    # the discounted prices (DiscountPrice*, UnitPriceDiscount) are kept, not the list prices
-    hourly = terms[RentalTerm.ON_DEMAND][0]
-    assert terms[RentalTerm.COMMIT_1MO][0] / 730 < hourly
-    assert terms[RentalTerm.COMMIT_3Y][0] / (3 * 8760) < terms[RentalTerm.COMMIT_1Y][0] / 8760
+    quoted = [
+        o
+        for o in result.offers
+        if (o.offer_id, o.term_variant) == ("GN7.2XLARGE32", "ap-guangzhou-3 (account price)")
+    ]
+    account = {o.term: o.price_amount for o in quoted}
+    # DiscountPrice* differs from OriginalPrice* only for the long terms of this row
+    assert account == {
+        RentalTerm.COMMIT_1Y: Decimal("40338.0"),
+        RentalTerm.COMMIT_3Y: Decimal("87480.0"),
+    }
+    assert account[RentalTerm.COMMIT_3Y] / 3 < account[RentalTerm.COMMIT_1Y]
 
 
 def test_each_zone_is_its_own_variant_and_keys_are_unique() -> None:
@@ -251,7 +261,7 @@ def test_each_zone_is_its_own_variant_and_keys_are_unique() -> None:
     }
     assert zones == {"ap-guangzhou-3", "ap-guangzhou-6"}
     keys = [o.key for o in result.offers]
-    assert len(keys) == len(set(keys)) == 10
+    assert len(keys) == len(set(keys)) == 10 + 3  # + 3 account-price variants
 
 
 def test_vgpu_slice_is_a_fraction_of_one_t4() -> None:
@@ -283,10 +293,15 @@ def test_a100_sold_out_is_kept_unavailable() -> None:
     ]
 
 
-def test_discounted_hourly_price_wins_over_list_price() -> None:
-    o = offer(recorded(), "PNV4.7XLARGE116", "ap-guangzhou-7", RentalTerm.ON_DEMAND)
-    assert o.price_amount == Decimal("11.52")  # UnitPriceDiscount, not UnitPrice 12.8
+def test_discounted_hourly_price_is_an_account_price_beside_the_list_price() -> None:
+    result = recorded()
+    o = offer(result, "PNV4.7XLARGE116", "ap-guangzhou-7", RentalTerm.ON_DEMAND)
+    assert o.price_amount == Decimal("12.8")  # UnitPrice, the list price
     assert o.gpu_model == "A10"
+    zone = f"ap-guangzhou-7 ({ACCOUNT_PRICE_VARIANT})"
+    quoted = offer(result, "PNV4.7XLARGE116", zone, RentalTerm.ON_DEMAND)
+    assert quoted.price_amount == Decimal("11.52")  # UnitPriceDiscount (Discount 90)
+    assert quoted.key != o.key and quoted.region == o.region
 
 
 def test_cpu_only_rows_are_skipped() -> None:
@@ -462,7 +477,7 @@ def test_auth_error_answer_is_a_provider_error_naming_code_and_message(code: str
 def test_other_error_answer_is_a_skipped_record() -> None:
     result = parse(error("UnsupportedRegion"), load(POSTPAID))
     assert result.skip_reasons()["DescribeZoneInstanceConfigInfos failed: UnsupportedRegion"] == 1
-    assert len(result.offers) == 5
+    assert len(result.offers) == 5 + 1  # + PNV4's account price
 
 
 def test_failures_payload_becomes_grouped_skipped_records() -> None:
@@ -616,7 +631,7 @@ def test_fetch_signs_every_call_and_asks_each_region_and_billing_mode() -> None:
     }
     assert len(payloads) == 6
     result = TencentAdapter().parse(payloads, fetched_at=NOW)
-    assert len(result.offers) == 20  # the same fixture answered for both regions
+    assert len(result.offers) == 2 * 13  # the same fixture answered for both regions
     assert result.skipped == []  # the CPU-only row was dropped in fetch
 
 
@@ -666,7 +681,7 @@ def test_fetch_region_error_loses_only_that_region(caplog: pytest.LogCaptureFixt
         "SPOTPAID prices not fetched: InvalidParameterValue": 1,
         f"PREPAID prices not fetched: HTTP 500 from {URL} after 3 attempts": 1,
     }
-    assert len(result.offers) == 10 + 5  # ap-guangzhou whole, ap-tokyo on-demand only
+    assert len(result.offers) == 13 + 6  # ap-guangzhou whole, ap-tokyo on-demand only
 
 
 @respx.mock

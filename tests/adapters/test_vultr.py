@@ -95,7 +95,7 @@ def test_reconstructed_all_types_locations_and_preemptible() -> None:
     assert all(o.gpu_model == "L40S" and o.gpu_count == 1 for o in l40s)
     a16 = offers[("vcg-a16-2c-16g-4vram", "ord", RentalTerm.ON_DEMAND)]
     assert (a16.gpu_model, a16.gpu_fraction) == ("A16", 0.25)
-    h100_spot = offers[("vcg-h100-8c-240g-80vram", "sea", RentalTerm.INTERRUPTIBLE)]
+    h100_spot = offers[("vcg-h100-8c-240g-80vram", "ewr", RentalTerm.INTERRUPTIBLE)]
     assert h100_spot.price_amount == Decimal("2.39")
     # deploy_preemptible false: no interruptible offer even though the term exists elsewhere
     assert ("vcg-l40s-16c-180g-48vram", "ewr", RentalTerm.INTERRUPTIBLE) not in offers
@@ -274,3 +274,61 @@ def test_fetch_rejects_a_cursor_loop_and_a_wrong_envelope() -> None:
     respx.get(PLANS_URL).mock(return_value=httpx.Response(200, json={"error": "x"}))
     with pytest.raises(ResponseFormatError, match="'plans' list"):
         fetch(VultrAdapter(policy=FAST))
+
+
+def test_location_cost_overrides_the_plan_prices_where_it_names_a_location() -> None:
+    # location_cost {location: {monthly_cost, hourly_cost, *_preemptible}}: govultr's
+    # PlanLocationCost; the fixture's "sea" override of the H100 plan
+    offers = by_key(parse(load("plans_type_all.reconstructed.json")))
+    ewr = offers[("vcg-h100-8c-240g-80vram", "ewr", RentalTerm.ON_DEMAND)]
+    sea = offers[("vcg-h100-8c-240g-80vram", "sea", RentalTerm.ON_DEMAND)]
+    sea_spot = offers[("vcg-h100-8c-240g-80vram", "sea", RentalTerm.INTERRUPTIBLE)]
+    assert ewr.price_amount == Decimal("2.99")
+    assert sea.price_amount == Decimal("2.56")
+    assert sea_spot.price_amount == Decimal("2.05")
+    # the cap follows the prices of the location: monthly / hourly
+    assert ewr.billing_cap_hours_per_month == pytest.approx(1740 / 2.99)
+    assert sea.billing_cap_hours_per_month == pytest.approx(1869 / 2.56)
+    assert sea_spot.billing_cap_hours_per_month == pytest.approx(1496.4 / 2.05)
+    assert ewr.billing_increment_s == 3600  # "the minimum billing unit is one hour"
+
+
+def test_deploy_ondemand_false_offers_only_the_preemptible_term() -> None:
+    offers = by_key(parse(load("plans_type_all.reconstructed.json")))
+    duo = {k: o for k, o in offers.items() if k[0] == "vcg-l40s-32c-375g-96vram"}
+    assert sorted(duo) == [
+        ("vcg-l40s-32c-375g-96vram", "ewr", RentalTerm.INTERRUPTIBLE),
+        ("vcg-l40s-32c-375g-96vram", "lax", RentalTerm.INTERRUPTIBLE),
+    ]
+    assert all(o.gpu_count == 2 and o.price_amount == Decimal("2.68") for o in duo.values())
+
+
+def test_no_deployable_term_or_bad_location_cost_is_a_skip() -> None:
+    plans = copy.deepcopy(load("plans_type_all.reconstructed.json"))
+    items = {p["id"]: p for p in plans["plans"]}
+    items["vcg-l40s-32c-375g-96vram"]["deploy_preemptible"] = False
+    items["vcg-h100-8c-240g-80vram"]["location_cost"] = {"sea": 3.1}
+    items["vcg-mi300x-8c-256g-192vram"]["location_cost"] = [1]
+    result = parse(plans)
+    reasons = result.skip_reasons()
+    assert reasons["plan deployable neither on demand nor preemptible"] == 1
+    assert reasons["location_cost of sea is not an object"] == 1
+    assert reasons["location_cost is not an object: [1]"] == 1
+    ids = {(o.offer_id, o.region) for o in result.offers}
+    assert ("vcg-h100-8c-240g-80vram", "ewr") in ids
+    assert ("vcg-h100-8c-240g-80vram", "sea") not in ids
+
+
+def test_bare_metal_month_is_capped_at_672_hours() -> None:
+    """The issue's 8x H100 bare-metal plan (gpuhunt's verbatim capture): $23.92/h, billed at
+    most $16,074.24 = 672 h a month; ranked, a 730 h job costs the monthly price."""
+    from pricing.job import Job
+    from pricing.rank import RankOptions, rank
+    from pricing.requirement import Requirement
+
+    result = parse(load("plans_metal.gpuhunt_fixture.verbatim.json"))
+    h100 = by_key(result)[("vbm-112c-2048gb-8-h100-gpu", "sea", RentalTerm.ON_DEMAND)]
+    assert h100.billing_cap_hours_per_month == 672
+    ranked = rank([h100], Requirement(), Job.for_hours(730), RankOptions(now=NOW))
+    assert ranked["billed_hours"].to_list() == [672]
+    assert ranked["job_cost_usd"].to_list() == [pytest.approx(16074.24)]

@@ -23,8 +23,10 @@ def test_billed_hours_min_rental_and_increments() -> None:
         "min_rental_hours": [None, 10.0, None, None, None, None],
         "billing_increment_s": [3600, 3600, 60, None, 3600, 3600],
         "commitment_hours": [None] * 6,
+        "billing_cap_hours_per_month": [None] * 6,
     }
-    got = _eval(frame, ex.billed_hours(), {"commitment_hours": pl.Float64})
+    schema = {"commitment_hours": pl.Float64, "billing_cap_hours_per_month": pl.Float64}
+    got = _eval(frame, ex.billed_hours(), schema)
     # 1.5 h per hour -> 2; minimum 10 h; 90.6 min per minute -> 91 min; per second; exact.
     assert got == pytest.approx([2.0, 10.0, 91 / 60, 1.234, 100.0, 1.0])
 
@@ -35,10 +37,38 @@ def test_billed_hours_whole_commitment_periods() -> None:
         "min_rental_hours": [None] * 4,
         "billing_increment_s": [None] * 4,
         "commitment_hours": [730.0, 2190.0, 730.0, 730.0],
+        "billing_cap_hours_per_month": [672.0] * 4,
     }
     got = _eval(frame, ex.billed_hours(), {"min_rental_hours": pl.Float64})
-    # 1-month for 100 h bills 730; 3-month for 1000 h bills 2190; 800 h needs two months.
+    # 1-month for 100 h bills 730; 3-month for 1000 h bills 2190; 800 h needs two months;
+    # a monthly cap of hourly billing does not shorten a commitment.
     assert got == [730.0, 2190.0, 1460.0, 730.0]
+
+
+def test_billed_hours_monthly_cap() -> None:
+    """Vultr bills bare metal hourly up to 672 h a month (its monthly price): the issue's
+    730 h job on the 8x H100 machine ($23.92/h, $16,074.24/month, gpuhunt's verbatim plan)
+    bills 672 h = $16,074.24, not 730 h = $17,461.60."""
+    frame = {
+        "wall_clock_hours": [730.0, 100.0, 1000.0, 2000.0, 730.0, 700.5],
+        "min_rental_hours": [None] * 6,
+        "billing_increment_s": [3600] * 6,
+        "commitment_hours": [None] * 6,
+        "billing_cap_hours_per_month": [672.0, 672.0, 672.0, 672.0, 740.0, None],
+    }
+    schema = {
+        "min_rental_hours": pl.Float64,
+        "commitment_hours": pl.Float64,
+        "billing_cap_hours_per_month": pl.Float64,
+    }
+    got = _eval(frame, ex.billed_hours(), schema)
+    # under the cap; one month + 270 h; two months + 540 h (1344 + 540); a cap above a
+    # month's hours never binds a whole month; no cap: rounded up to the hour only
+    assert got == pytest.approx([672.0, 100.0, 942.0, 1884.0, 730.0, 701.0])
+    cost = _eval(
+        {"billed_hours": [got[0]], "usd_per_hour": [23.92], "nodes": [1]}, ex.job_cost_usd()
+    )
+    assert cost == pytest.approx([16074.24])
 
 
 def test_wall_clock_adds_restart_overhead_on_interruptible_only() -> None:

@@ -140,7 +140,7 @@ def test_effective_tflops_and_cost_per_tflop_hour() -> None:
             "peak_tflops": [989.5],
             "mfu": [0.41],
             "scaling": [0.97],
-            "job_cost_usd": [160.0],
+            "all_in_cost_usd": [160.0],  # the key divides the whole bill
             "compute_hours": [10.0],
         }
     )

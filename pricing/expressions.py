@@ -379,9 +379,9 @@ def caveats(egress_gb: float | None) -> pl.Expr:
                 *shown,
             )
         ),
-        pl.when((_further_billed_gb() > 0) & pl.col("storage_usd_per_gb_hour").is_null()).then(
-            pl.lit("disk beyond the included not priced")
-        ),
+        pl.when(
+            (_billed_gb(pl.col("job_storage_gb")) > 0) & pl.col("storage_usd_per_gb_hour").is_null()
+        ).then(pl.lit("disk beyond the included not priced")),
     ]
     if egress_gb:
         notes.append(

@@ -57,7 +57,13 @@ from .units import (
     whole_count,
 )
 
-__all__ = ["BUNDLES_URL", "SEARCH_LIMIT", "VAST_HOURS_PER_MONTH", "VastAiAdapter", "storage_per_gb_month"]
+__all__ = [
+    "BUNDLES_URL",
+    "SEARCH_LIMIT",
+    "VAST_HOURS_PER_MONTH",
+    "VastAiAdapter",
+    "storage_per_gb_month",
+]
 
 API_BASE = "https://console.vast.ai/api/v0"
 BUNDLES_URL = API_BASE + "/bundles/"
@@ -156,7 +162,6 @@ def storage_per_gb_month(storage_cost: Decimal) -> Decimal:
     Decimal('0.73')
     """
     return storage_cost / VAST_HOURS_PER_MONTH * HOURS_PER_MONTH
-
 
 
 def _offer_id(record: Mapping[str, Any], gpu_count: int) -> str:

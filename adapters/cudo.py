@@ -138,6 +138,7 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime
         min_memory_gib = to_float(item.get("minMemoryGib")) or 1.0
         max_vcpu_per_gib = _bound(item.get("maxVcpuPerMemoryGib"))
         gpu_memory = to_float(item.get("gpuMemoryGib"))
+        max_storage_gib = to_float(item.get("maxStorageGibFree"))
         storage_price = _price(item.get("minStorageGibPriceHr"))
         ipv4_price = _price(item.get("ipv4PriceHr"))
         terms = _vm_term_prices(item)
@@ -159,6 +160,8 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime
         "storage_price_per_gb_month": (
             per_gib_hour_to_per_gb_month(storage_price) if storage_price is not None else None
         ),
+        # the most disk one VM can be given now; none of it is included
+        "storage_gb": gib_to_gb(max_storage_gib) if max_storage_gib else None,
         "storage_included_gb": 0.0,
         "boot_disk_min_gb": provider_disk("cudo").boot_disk_min_gb,
         "ipv4_price_per_hour": ipv4_price if ipv4_price is not None and ipv4_price >= 0 else None,

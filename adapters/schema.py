@@ -336,7 +336,13 @@ class Offer(BaseModel):
     # memory and storage
     ram_gb: PositiveFloat | None = None
     ram_ecc: bool | None = None
-    storage_gb: NonNegativeFloat | None = None
+    storage_gb: Annotated[
+        NonNegativeFloat | None,
+        Field(
+            description="the disk the configuration has, or the most it can be given where disk"
+            " is allocated apart (see storage_included_gb for what the price includes)"
+        ),
+    ] = None
     storage_type: StorageType | None = None
     disk_bandwidth_mbps: PositiveFloat | None = None
 

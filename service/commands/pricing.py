@@ -145,14 +145,15 @@ def _print_table(frame: pl.DataFrame, title: str) -> None:
             if text:
                 console.print(f"  #{rank}: {text}", highlight=False)
     if all(c in frame.columns for c, _ in _COST_PARTS):
-        for row in frame.select("rank", *(c for c, _ in _COST_PARTS)).iter_rows(named=True):
-            if any(row[c] for c, _ in _COST_PARTS[1:]):
-                parts = " + ".join(
-                    f"{name} ${_fmt(row[c])}"
-                    for c, name in _COST_PARTS
-                    if row[c] or c == "job_cost_usd"
-                )
-                console.print(f"  #{row['rank']} $: {parts}", highlight=False)
+        costs = frame.select("rank", *(c for c, _ in _COST_PARTS))
+        for rank, compute, *extras in costs.iter_rows():
+            if any(extras):
+                parts = [f"compute ${_fmt(compute)}"] + [
+                    f"{name} ${_fmt(value)}"
+                    for (_, name), value in zip(_COST_PARTS[1:], extras, strict=True)
+                    if value
+                ]
+                console.print(f"  #{rank} $: {' + '.join(parts)}", highlight=False)
     for rank, text in frame.select("rank", caveat).iter_rows():
         if text:
             console.print(f"  #{rank} *: [yellow]{text}[/]", highlight=False)

@@ -17,8 +17,12 @@ How VM offers are built (our rule, stated here because Cudo has no instance size
 GPU family and each GPU count 1..``maxGpuFree`` we price the **smallest VM Cudo allows** with
 that many GPUs: ``vcpus = max(minVcpu, gpus × minVcpuPerGpu)`` and the least whole GiB of
 RAM the vCPU-per-GiB bounds allow (at least ``minMemoryGib``). That is the price floor of
-the configuration; more vCPUs or RAM cost their unit prices on top. Disk is not in the
-hourly price (it is given per GB-month in ``storage_price_per_gb_month``), nor is the IPv4.
+the configuration; more vCPUs or RAM cost their unit prices on top (the ranking flags a VM
+too small to run a job). Disk is not in the hourly price and none is included
+(``storage_included_gb = 0``): every GiB is billed at ``minStorageGibPriceHr``, given per
+GB-month in ``storage_price_per_gb_month``, and a VM needs its boot disk
+(``boot_disk_min_gb``, from ``data/provider_disks.csv``). Nor is the public IPv4 that makes
+the VM reachable: ``ipv4PriceHr`` per hour, in ``ipv4_price_per_hour``.
 
 Commitment terms (enum of the "purchase a commitment" API page): NONE, 1_MONTH, 3_MONTHS,
 6_MONTHS, 12_MONTHS, 24_MONTHS, 36_MONTHS, 60_MONTHS; 24 and 60 months have no
@@ -39,6 +43,7 @@ import httpx
 from .base import Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import Fabric, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .tables import provider_disk
 from .units import (
     gib_to_gb,
     nominal_gpu_memory_gb,
@@ -133,7 +138,9 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime
         min_memory_gib = to_float(item.get("minMemoryGib")) or 1.0
         max_vcpu_per_gib = _bound(item.get("maxVcpuPerMemoryGib"))
         gpu_memory = to_float(item.get("gpuMemoryGib"))
+        max_storage_gib = to_float(item.get("maxStorageGibFree"))
         storage_price = _price(item.get("minStorageGibPriceHr"))
+        ipv4_price = _price(item.get("ipv4PriceHr"))
         terms = _vm_term_prices(item)
     except ValueError as exc:
         result.skip(f"bad number: {exc}", ref)
@@ -153,6 +160,11 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime
         "storage_price_per_gb_month": (
             per_gib_hour_to_per_gb_month(storage_price) if storage_price is not None else None
         ),
+        # the most disk one VM can be given now; none of it is included
+        "storage_gb": gib_to_gb(max_storage_gib) if max_storage_gib else None,
+        "storage_included_gb": 0.0,
+        "boot_disk_min_gb": provider_disk("cudo").boot_disk_min_gb,
+        "ipv4_price_per_hour": ipv4_price if ipv4_price is not None and ipv4_price >= 0 else None,
     }
     counts = range(1, max_gpus + 1) if max_gpus > 0 else range(1, 2)
     for commitment, unit_prices in terms:
@@ -254,6 +266,8 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any], fetched_at: 
         "cpu_cores": cores or None,
         "ram_gb": gib_to_gb(memory_gib) if memory_gib else None,
         "storage_gb": gib_to_gb(disks * disk_gib) if disks and disk_gib else None,
+        # a bare-metal format comes with its disks
+        "storage_included_gb": gib_to_gb(disks * disk_gib) if disks and disk_gib else None,
         "fabric": _FABRICS.get(str(item.get("networkType") or "").lower()),
         "price_currency": "USD",
         "price_unit": PriceUnit.HOUR,

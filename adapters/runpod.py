@@ -17,6 +17,10 @@ Prices are USD per GPU per hour (``price_basis=gpu``):
   cloud, so those offers leave ``datacenter`` unset;
 * ``clusterPrice``: Instant Clusters (multi-node), per GPU-hour, in ``nodeGroupDatacenters``.
 
+Disk is billed apart and not in this API: the container disk (the OS, 20 GB unless told)
+and the volume disk at the documented $0.10 per GB-month while the pod runs
+(``data/provider_disks.csv``).
+
 A pod may hold 1 to ``maxGpuCount{Secure,Community}Cloud`` GPUs; offers are emitted for the
 powers of two up to that ceiling and the ceiling itself. vCPUs and RAM are only published by
 ``lowestPrice`` (for the GPU count asked, here 1, per cloud through GraphQL aliases
@@ -46,6 +50,7 @@ import httpx
 from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
 from .gpus import GpuSpec, resolve_gpu_name, spec_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
+from .tables import provider_disk
 from .units import positive_quantity, power_of_two_counts, to_decimal, whole_count
 
 __all__ = [
@@ -133,6 +138,7 @@ class RunPodAdapter(Adapter):
                     "provider": self.name,
                     "fetched_at": fetched_at,
                     "raw_ref": ref,
+                    **_disk_fields(),
                 }
                 offers = list(_offers_of(record, base, result))
                 for fields in offers:
@@ -171,6 +177,18 @@ def _gpu_type_records(payload: Any) -> list[Any]:
     if not isinstance(records, list):
         raise ResponseFormatError("runpod", "'data.gpuTypes' is missing or not a list")
     return records
+
+
+def _disk_fields() -> OfferFields:
+    """A pod's disk, which the GraphQL API does not price: the documented $/GB-month of the
+    container and volume disks, none included, and the container disk every pod is created
+    with (``data/provider_disks.csv``)."""
+    disk = provider_disk("runpod")
+    return {
+        "storage_price_per_gb_month": disk.storage_price_per_gb_month,
+        "storage_included_gb": 0.0,
+        "boot_disk_min_gb": disk.boot_disk_min_gb,
+    }
 
 
 def _offers_of(

@@ -336,7 +336,13 @@ class Offer(BaseModel):
     # memory and storage
     ram_gb: PositiveFloat | None = None
     ram_ecc: bool | None = None
-    storage_gb: NonNegativeFloat | None = None
+    storage_gb: Annotated[
+        NonNegativeFloat | None,
+        Field(
+            description="the disk the configuration has, or the most it can be given where disk"
+            " is allocated apart (see storage_included_gb for what the price includes)"
+        ),
+    ] = None
     storage_type: StorageType | None = None
     disk_bandwidth_mbps: PositiveFloat | None = None
 
@@ -388,8 +394,43 @@ class Offer(BaseModel):
         ),
     ] = None
     prepaid: bool | None = None
-    storage_price_per_gb_month: Annotated[Decimal | None, Field(ge=0)] = None
-    egress_price_per_gb: Annotated[Decimal | None, Field(ge=0)] = None
+    storage_price_per_gb_month: Annotated[
+        Decimal | None,
+        Field(
+            ge=0,
+            description="disk allocated beyond storage_included_gb, in price_currency per GB"
+            " per month of 730 hours (HOURS_PER_MONTH); an adapter whose provider counts"
+            " another month converts; None: not sold apart, or not published",
+        ),
+    ] = None
+    storage_included_gb: Annotated[
+        NonNegativeFloat | None,
+        Field(
+            description="disk GB the compute price includes (0: every GB is billed at"
+            " storage_price_per_gb_month); None: not stated, taken as storage_gb where no"
+            " storage price is published, else 0"
+        ),
+    ] = None
+    boot_disk_min_gb: Annotated[
+        NonNegativeFloat | None,
+        Field(
+            description="the least disk GB a configuration can be created with (its boot disk,"
+            " a provider's minimum storage): allocated whatever the job asks, billed at"
+            " storage_price_per_gb_month beyond storage_included_gb; None: none required"
+        ),
+    ] = None
+    ipv4_price_per_hour: Annotated[
+        Decimal | None,
+        Field(
+            ge=0,
+            description="a public IPv4 address the configuration needs to be reached, billed"
+            " apart, in price_currency per hour; None: included or not billed apart",
+        ),
+    ] = None
+    egress_price_per_gb: Annotated[
+        Decimal | None,
+        Field(ge=0, description="data sent out, in price_currency per GB; None: not published"),
+    ] = None
 
     # service
     support_tier: str | None = None
@@ -572,6 +613,9 @@ class OfferFields(TypedDict, total=False):
     billing_cap_hours_per_month: float | None
     prepaid: bool | None
     storage_price_per_gb_month: Decimal | None
+    storage_included_gb: float | None
+    boot_disk_min_gb: float | None
+    ipv4_price_per_hour: Decimal | None
     egress_price_per_gb: Decimal | None
     support_tier: str | None
     sla_uptime_pct: float | None

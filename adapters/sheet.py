@@ -209,7 +209,7 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
     fields = {k: v for k, v in entry.items() if k not in EXTRA_KEYS}
     try:
         fields["price_amount"] = to_decimal(entry["price_amount"])
-        for key in ("storage_price_per_gb_month", "egress_price_per_gb"):
+        for key in ("storage_price_per_gb_month", "ipv4_price_per_hour", "egress_price_per_gb"):
             if key in fields:
                 fields[key] = to_decimal(fields[key])
     except ValueError as exc:

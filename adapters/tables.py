@@ -10,17 +10,21 @@ fact enters the tables unsourced.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 import tomllib
 from collections.abc import Mapping
+from decimal import Decimal
 from importlib import resources
 from typing import Any
 
 __all__ = [
     "DATA_DIR",
+    "ProviderDisk",
     "country_code",
     "data_rows",
+    "provider_disk",
     "read_table",
     "region_countries",
     "sourced_rows",
@@ -92,3 +96,27 @@ def region_countries(provider: str) -> Mapping[str, str]:
         for row in data_rows("region_countries.csv")
         if row["provider"] == provider
     }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProviderDisk:
+    """What a provider's instances need of disk, from ``data/provider_disks.csv``: the least
+    disk one is created with (GB), and a storage price the API does not publish (USD per
+    GB-month), each ``None`` where the table leaves it empty."""
+
+    boot_disk_min_gb: float | None
+    storage_price_per_gb_month: Decimal | None
+
+
+@functools.cache
+def provider_disk(provider: str) -> ProviderDisk:
+    """``provider``'s row of ``data/provider_disks.csv``; a KeyError names a provider that has
+    none (an adapter that reads this table has a row)."""
+    for row in data_rows("provider_disks.csv"):
+        if row["provider"] == provider:
+            gb, price = row["boot_disk_min_gb"].strip(), row["storage_price_per_gb_month"].strip()
+            return ProviderDisk(
+                boot_disk_min_gb=float(gb) if gb else None,
+                storage_price_per_gb_month=Decimal(price) if price else None,
+            )
+    raise KeyError(f"data/provider_disks.csv has no row for {provider!r}")

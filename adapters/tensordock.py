@@ -16,7 +16,9 @@ TensorDock lets the renter pick vCPUs and RAM, so there is no fixed shape. The o
 are one configuration per GPU count (powers of two up to ``max_count``, and ``max_count``):
 the location's vCPU and RAM ceilings shared out per GPU, priced with the add-on rates, as a
 whole-instance hourly price. Storage stays apart as ``storage_price_per_gb_month`` (the
-hourly rate times 730 h), with ``storage_gb`` the per-GPU share of ``max_storage_gb``.
+hourly rate times 730 h), with ``storage_gb`` the per-GPU share of ``max_storage_gb``; none
+is included, and a VM is created with at least 100 GB (``boot_disk_min_gb``, from
+``data/provider_disks.csv``).
 Without add-on rates an offer keeps the bare per-GPU price (``price_basis=gpu``).
 
 Hostnodes add live stock: ``available_resources.gpus[].availableCount`` summed per location
@@ -40,7 +42,7 @@ import httpx
 from .base import Adapter, ParseResult, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
-from .tables import country_code
+from .tables import country_code, provider_disk
 from .units import (
     gbps_to_mbps,
     lenient_float,
@@ -333,6 +335,7 @@ def _gpu_offers(site: _Site, gpu: _Gpu, fetched_at: datetime) -> Iterator[OfferF
     spec = resolve_gpu_name(gpu.v0_name, memory_gb=memory_gb)
     storage_rate = gpu.rates.per_storage_gb
     storage_month = per_gb_hour_to_per_gb_month(storage_rate) if storage_rate is not None else None
+    min_storage_gb = provider_disk("tensordock").boot_disk_min_gb
     for count in power_of_two_counts(gpu.max_count):
         vcpus = _share(gpu.max_vcpus, count, gpu.max_count)
         ram_gb = _share(gpu.max_ram_gb, count, gpu.max_count)
@@ -369,6 +372,8 @@ def _gpu_offers(site: _Site, gpu: _Gpu, fetched_at: datetime) -> Iterator[OfferF
             "price_basis": PriceBasis.INSTANCE if priced else PriceBasis.GPU,
             "term": RentalTerm.ON_DEMAND,
             "storage_price_per_gb_month": storage_month,
+            "storage_included_gb": 0.0,
+            "boot_disk_min_gb": min_storage_gb,
             "available_count": available,
             "available_now": available > 0 if available is not None else None,
         }

@@ -14,7 +14,11 @@ spec and vast-ai/vast-cli (vastai/cli/commands/offers.py):
 
 * ``dph_base``: USD per hour for the whole offer (all ``num_gpus``), compute only;
   ``dph_total`` adds the storage of the search's ``allocated_storage``, which we do not
-  fold in: storage is priced apart, ``storage_cost`` in USD per GB-month;
+  fold in: storage is priced apart, ``storage_cost`` in USD per GB per 30-day month (the
+  verbatim answer's ``storage_total_cost`` is ``allocated_storage x storage_cost / 720``,
+  and ``dph_total - dph_base`` that), given here per 730-hour month
+  (:func:`storage_per_gb_month`). No disk is included: an instance is billed for the disk
+  it is created with, 10 GB unless told (``boot_disk_min_gb``, ``data/provider_disks.csv``);
 * ``min_bid``: the lowest interruptible ("bid") price, USD per hour for the whole offer;
 * ``gpu_ram``: per-GPU memory as nvidia-smi reports it (MiB, though the spec says MB:
   24564 for an RTX 4090);
@@ -33,13 +37,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import httpx
 
 from .base import Adapter, ParseResult, payload_list, positive_price
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .schema import HOURS_PER_MONTH, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .tables import provider_disk
 from .units import (
     gpu_vendor,
     lenient_decimal,
@@ -51,7 +57,13 @@ from .units import (
     whole_count,
 )
 
-__all__ = ["BUNDLES_URL", "SEARCH_LIMIT", "VastAiAdapter"]
+__all__ = [
+    "BUNDLES_URL",
+    "SEARCH_LIMIT",
+    "VAST_HOURS_PER_MONTH",
+    "VastAiAdapter",
+    "storage_per_gb_month",
+]
 
 API_BASE = "https://console.vast.ai/api/v0"
 BUNDLES_URL = API_BASE + "/bundles/"
@@ -138,7 +150,18 @@ class VastAiAdapter(Adapter):
 ADAPTER = VastAiAdapter
 
 
+#: Hours of the month Vast's ``storage_cost`` is quoted per (30 days; see the module).
+VAST_HOURS_PER_MONTH = Decimal(720)
+
+
 # --- pure helpers ---------------------------------------------------------------------
+def storage_per_gb_month(storage_cost: Decimal) -> Decimal:
+    """Vast's ``storage_cost`` (USD per GB per 30-day month) per 730-hour month, the schema's.
+
+    >>> storage_per_gb_month(Decimal("0.72"))
+    Decimal('0.73')
+    """
+    return storage_cost / VAST_HOURS_PER_MONTH * HOURS_PER_MONTH
 
 
 def _offer_id(record: Mapping[str, Any], gpu_count: int) -> str:
@@ -182,7 +205,11 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         "price_currency": "USD",
         "price_unit": PriceUnit.HOUR,
         "price_basis": PriceBasis.INSTANCE,
-        "storage_price_per_gb_month": storage_cost if storage_cost and storage_cost >= 0 else None,
+        "storage_price_per_gb_month": (
+            storage_per_gb_month(storage_cost) if storage_cost and storage_cost >= 0 else None
+        ),
+        "storage_included_gb": 0.0,
+        "boot_disk_min_gb": provider_disk("vastai").boot_disk_min_gb,
         "egress_price_per_gb": egress if egress is not None and egress >= 0 else None,
         "reliability": _fraction(
             lenient_float(record.get("reliability2")) or lenient_float(record.get("reliability"))

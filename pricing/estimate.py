@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.gpus import Precision, get_gpu
 from adapters.schema import Fabric, Offer, RentalTerm
@@ -45,7 +45,11 @@ class OfferCost(BaseModel):
     effective_tflops: float
     wall_clock_hours: float
     billed_hours: float
-    job_cost_usd: float
+    job_cost_usd: float = Field(description="compute: billed hours x price x nodes")
+    required_extras_usd: float = Field(description="boot disk beyond the included, public IPv4")
+    storage_cost_usd: float = Field(description="the run's further disk")
+    all_in_cost_usd: float = Field(description="the whole bill: compute + extras + disk")
+    caveats: str | None = Field(description="what the cost does not say; null: nothing")
     break_even: str | None
 
 
@@ -70,7 +74,7 @@ class Estimate(BaseModel):
     memory_available_gb: float | None
     memory_fits: bool
     assumptions: str
-    cost_usd: float | None
+    cost_usd: float | None = Field(description="the cheapest offer's all-in cost")
     offer: OfferCost | None
     cost_reason: str | None
 
@@ -162,7 +166,7 @@ def estimate(
             )
         else:
             best = ranked.row(0, named=True)
-            cost = float(best["job_cost_usd"])
+            cost = float(best["all_in_cost_usd"])
             offer = OfferCost(
                 provider=best["provider"],
                 offer_id=best["offer_id"],
@@ -174,7 +178,11 @@ def estimate(
                 effective_tflops=best["effective_tflops"],
                 wall_clock_hours=best["wall_clock_hours"],
                 billed_hours=best["billed_hours"],
-                job_cost_usd=cost,
+                job_cost_usd=best["job_cost_usd"],
+                required_extras_usd=best["required_extras_usd"],
+                storage_cost_usd=best["storage_cost_usd"],
+                all_in_cost_usd=cost,
+                caveats=best["caveats"],
                 break_even=best["break_even"],
             )
     return Estimate(

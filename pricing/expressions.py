@@ -13,8 +13,11 @@ The model, in one place:
 * ``billed_hours``: whole commitment periods; else the minimum rental, rounded up to the
   billing increment, capped per month where hourly billing stops at a monthly price
 * ``job_cost_usd = billed_hours x usd_per_hour x nodes``
-* ``usd_per_effective_tflop_hour = job_cost_usd / (effective_tflops x compute_hours)``:
-  what one TFLOP-hour of useful work costs, billing waste and restarts included
+* ``all_in_cost_usd = job_cost_usd + required_extras_usd + storage_cost_usd +
+  egress_cost_usd``: compute, then what the configuration cannot run without (its boot disk
+  beyond the included disk, a public IPv4), the job's further disk and its egress
+* ``usd_per_effective_tflop_hour = all_in_cost_usd / (effective_tflops x compute_hours)``:
+  what one TFLOP-hour of useful work costs, billing waste, extras and restarts included
 """
 
 from __future__ import annotations
@@ -40,17 +43,24 @@ from .job import Job, JobKind
 from .requirement import Requirement
 
 __all__ = [
+    "RUNNABLE_MIN_RAM_GB_PER_GPU",
+    "RUNNABLE_MIN_VCPUS_PER_GPU",
+    "all_in_cost_usd",
     "billed_hours",
     "break_even_hours",
     "break_even_text",
+    "caveats",
     "compute_hours",
     "effective_tflops",
+    "egress_cost_usd",
     "form_factor",
     "form_factor_stated",
     "gpu_memory_gb",
+    "included_storage_gb",
     "inter_node_scaling",
     "intra_node_scaling",
     "job_cost_usd",
+    "job_storage_gb",
     "memory_fits",
     "mfu",
     "monthly_capped_hours",
@@ -61,7 +71,9 @@ __all__ = [
     "peak_tflops",
     "price_age_hours",
     "qualifies",
+    "required_extras_usd",
     "scaling",
+    "storage_cost_usd",
     "total_gpu_memory_gb",
     "total_gpus",
     "usd_per_effective_tflop_hour",
@@ -298,14 +310,125 @@ def job_cost_usd() -> pl.Expr:
     return pl.col("billed_hours") * pl.col("usd_per_hour") * pl.col("nodes")
 
 
+# --- extras: disk, IPv4, egress ----------------------------------------------------------
+#: [assumption] The least a GPU server is taken to run a job with: 2 vCPUs and 8 GB of RAM per
+#: GPU. No provider publishes such a floor; ours sits well below the smallest GPU instances
+#: the hyperscalers sell (AWS g4dn.xlarge: 4 vCPUs and 16 GiB for one T4; Azure NC4as T4 v3:
+#: 4 vCPUs and 28 GiB) and above what feeds a GPU nothing (Cudo composes VMs down to 1 vCPU
+#: and 1 GiB). Offers below it are flagged (:func:`caveats`), and left out by the
+#: requirement's ``min_vcpus_per_gpu`` / ``min_ram_gb_per_gpu``.
+RUNNABLE_MIN_VCPUS_PER_GPU = 2.0
+RUNNABLE_MIN_RAM_GB_PER_GPU = 8.0
+
+
+def included_storage_gb() -> pl.Expr:
+    """Disk GB the compute price includes: as stated, else ``storage_gb`` where no storage
+    price is published (the disk comes with the machine), else 0 (every GB is billed)."""
+    stated = pl.col("storage_included_gb")
+    unpriced = pl.when(pl.col("storage_usd_per_gb_hour").is_null()).then(pl.col("storage_gb"))
+    return pl.coalesce(stated, unpriced, pl.lit(0.0))
+
+
+def job_storage_gb(storage_gb: float | None) -> pl.Expr:
+    """Disk GB per instance the job runs with: ``storage_gb`` (the job's, else the
+    requirement's ``min_storage_gb``), else the included disk; at least ``boot_disk_min_gb``."""
+    chosen = included_storage_gb() if storage_gb is None else pl.lit(float(storage_gb))
+    return pl.max_horizontal(chosen, pl.col("boot_disk_min_gb").fill_null(0.0))
+
+
+def _billed_gb(gb: pl.Expr) -> pl.Expr:
+    """GB of ``gb`` beyond the included disk."""
+    return (gb - included_storage_gb()).clip(lower_bound=0.0)
+
+
+def _boot_billed_gb() -> pl.Expr:
+    return _billed_gb(pl.col("boot_disk_min_gb").fill_null(0.0))
+
+
+def _further_billed_gb() -> pl.Expr:
+    """GB of the job's disk billed beyond the included disk and the boot disk. Needs
+    ``job_storage_gb``."""
+    return (_billed_gb(pl.col("job_storage_gb")) - _boot_billed_gb()).clip(lower_bound=0.0)
+
+
+def _over_billed_hours(usd_per_hour: pl.Expr) -> pl.Expr:
+    return usd_per_hour * pl.col("billed_hours") * pl.col("nodes")
+
+
+def required_extras_usd() -> pl.Expr:
+    """What each instance cannot run without, over the billed hours: its boot disk beyond the
+    included disk at the storage price, and a public IPv4. Needs ``billed_hours`` and
+    ``nodes``; an unpublished price counts 0 (nothing is known to be billed)."""
+    disk = _boot_billed_gb() * pl.col("storage_usd_per_gb_hour").fill_null(0.0)
+    return _over_billed_hours(disk + pl.col("ipv4_usd_per_hour").fill_null(0.0))
+
+
+def storage_cost_usd() -> pl.Expr:
+    """The job's disk beyond the included disk and the boot disk, at the storage price over
+    the billed hours. Needs ``job_storage_gb``, ``billed_hours``, ``nodes``; no published
+    price counts 0 and is said in :func:`caveats`."""
+    per_hour = _further_billed_gb() * pl.col("storage_usd_per_gb_hour").fill_null(0.0)
+    return _over_billed_hours(per_hour)
+
+
+def egress_cost_usd(egress_gb: float | None) -> pl.Expr:
+    """The job's ``egress_gb`` at the offer's egress price (no price: 0, see :func:`caveats`)."""
+    return pl.lit(float(egress_gb or 0.0)) * pl.col("egress_usd_per_gb").fill_null(0.0)
+
+
+def all_in_cost_usd() -> pl.Expr:
+    """Compute plus required extras plus storage plus egress: the job's whole bill."""
+    return (
+        pl.col("job_cost_usd")
+        + pl.col("required_extras_usd")
+        + pl.col("storage_cost_usd")
+        + pl.col("egress_cost_usd")
+    )
+
+
+def _per_gpu(column: str) -> pl.Expr:
+    return pl.col(column) / pl.col("gpus")
+
+
+def caveats(egress_gb: float | None) -> pl.Expr:
+    """What the cost does not say, in words, ``; ``-joined; null when nothing: a
+    configuration below :data:`RUNNABLE_MIN_VCPUS_PER_GPU` / :data:`RUNNABLE_MIN_RAM_GB_PER_GPU`,
+    disk or egress the job needs with no published price. Needs ``job_storage_gb``."""
+    vcpus, ram = _per_gpu("vcpus"), _per_gpu("ram_gb")
+    small = (vcpus < RUNNABLE_MIN_VCPUS_PER_GPU) | (ram < RUNNABLE_MIN_RAM_GB_PER_GPU)
+    shown = [
+        pl.when(x.is_not_null()).then(x.round(2).cast(pl.String)).otherwise(pl.lit("?"))
+        for x in (vcpus, ram)
+    ]
+    notes = [
+        pl.when(small.fill_null(False)).then(
+            pl.format(
+                "below a runnable GPU server: {} vCPU and {} GB RAM per GPU (taken as at"
+                f" least {RUNNABLE_MIN_VCPUS_PER_GPU:g} and {RUNNABLE_MIN_RAM_GB_PER_GPU:g})",
+                *shown,
+            )
+        ),
+        pl.when(
+            (_billed_gb(pl.col("job_storage_gb")) > 0) & pl.col("storage_usd_per_gb_hour").is_null()
+        ).then(pl.lit("disk beyond the included not priced")),
+    ]
+    if egress_gb:
+        notes.append(
+            pl.when(pl.col("egress_usd_per_gb").is_null()).then(pl.lit("egress not priced"))
+        )
+    joined = pl.concat_str(notes, separator="; ", ignore_nulls=True)
+    return pl.when(joined != "").then(joined)
+
+
 def usd_per_gpu_hour() -> pl.Expr:
     """Whole-instance price over its GPUs (a slice: over its fraction)."""
     return pl.col("usd_per_hour") / pl.col("gpus")
 
 
 def usd_per_effective_tflop_hour() -> pl.Expr:
-    """USD per effective TFLOP-hour of useful work: the ranking key."""
-    return pl.col("job_cost_usd") / (pl.col("effective_tflops") * pl.col("compute_hours"))
+    """USD of the whole bill per effective TFLOP-hour of useful work: the ranking key.
+    Needs ``all_in_cost_usd``."""
+    return pl.col("all_in_cost_usd") / (pl.col("effective_tflops") * pl.col("compute_hours"))
 
 
 def memory_fits(memory_needed_gb: float | None, usable_fraction: float) -> pl.Expr:
@@ -417,8 +540,12 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
         conds.append(_known(cores >= req.min_cpu_cores, u))
     if req.min_vcpus is not None:
         conds.append(_known(pl.col("vcpus") >= req.min_vcpus, u))
+    if req.min_vcpus_per_gpu is not None:
+        conds.append(_known(_per_gpu("vcpus") >= req.min_vcpus_per_gpu, u))
     if req.min_ram_gb is not None:
         conds.append(_known(pl.col("ram_gb") >= req.min_ram_gb, u))
+    if req.min_ram_gb_per_gpu is not None:
+        conds.append(_known(_per_gpu("ram_gb") >= req.min_ram_gb_per_gpu, u))
     if req.ram_ecc is not None:
         conds.append(_known(pl.col("ram_ecc") == req.ram_ecc, u))
     if req.min_storage_gb is not None:

@@ -25,6 +25,7 @@ import polars as pl
 
 from adapters.gpus import GpuSpec, Precision, catalog
 from adapters.schema import (
+    HOURS_PER_MONTH,
     USD_QUANTUM,
     FxTable,
     Offer,
@@ -81,6 +82,8 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "ram_ecc": pl.Boolean(),
     "storage_gb": pl.Float64(),
     "storage_type": pl.String(),
+    "storage_included_gb": pl.Float64(),
+    "boot_disk_min_gb": pl.Float64(),
     "public_bandwidth_up_mbps": pl.Float64(),
     "public_bandwidth_down_mbps": pl.Float64(),
     "fabric": pl.String(),
@@ -99,6 +102,9 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "billing_cap_hours_per_month": pl.Float64(),
     "prepaid": pl.Boolean(),
     "usd_per_hour": pl.Float64(),
+    "storage_usd_per_gb_hour": pl.Float64(),
+    "ipv4_usd_per_hour": pl.Float64(),
+    "egress_usd_per_gb": pl.Float64(),
     "sla_uptime_pct": pl.Float64(),
     "reliability": pl.Float64(),
     "verified": pl.Boolean(),
@@ -107,15 +113,26 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "available_count": pl.Int64(),
 }
 
+#: The prices of extras (disk, a public IPv4, egress) as the offer gives them, in its
+#: ``price_currency``, and the USD column :func:`_derive` makes of each: disk per GB-hour
+#: (the month is :data:`~adapters.schema.HOURS_PER_MONTH` hours), IPv4 per hour, egress per GB.
+_EXTRA_PRICES: dict[str, tuple[str, float]] = {
+    "storage_price_per_gb_month": ("storage_usd_per_gb_hour", float(HOURS_PER_MONTH)),
+    "ipv4_price_per_hour": ("ipv4_usd_per_hour", 1.0),
+    "egress_price_per_gb": ("egress_usd_per_gb", 1.0),
+}
 #: Columns computed from an offer's fields rather than read from them.
-_DERIVED = frozenset({"gpus", "commitment_hours", "usd_per_hour"})
-#: The offer fields a frame reads, as they are read: the price as its decimal text (made
-#: exact in :func:`_derive`) and the term as text (made a :data:`TERM_DTYPE` there).
+_DERIVED = frozenset(
+    {"gpus", "commitment_hours", "usd_per_hour", *(c for c, _ in _EXTRA_PRICES.values())}
+)
+#: The offer fields a frame reads, as they are read: the prices as their decimal text (made
+#: exact, or USD floats, in :func:`_derive`) and the term as text (made a
+#: :data:`TERM_DTYPE` there).
 _FIELDS: dict[str, pl.DataType] = {
     name: pl.String() if name in ("price_amount", "term") else dtype
     for name, dtype in OFFER_SCHEMA.items()
     if name not in _DERIVED
-}
+} | {name: pl.String() for name in _EXTRA_PRICES}
 #: What :func:`records_to_frame` reads from each record (``fetched_at`` is not in it).
 _RECORD_SCHEMA = {k: v for k, v in _FIELDS.items() if k != "fetched_at"}
 #: The fields a price in USD per hour depends on.
@@ -159,6 +176,8 @@ def _row(o: Offer) -> tuple[object, ...]:
         o.ram_ecc,
         o.storage_gb,
         _value(o.storage_type),
+        o.storage_included_gb,
+        o.boot_disk_min_gb,
         o.public_bandwidth_up_mbps,
         o.public_bandwidth_down_mbps,
         _value(o.fabric),
@@ -181,7 +200,10 @@ def _row(o: Offer) -> tuple[object, ...]:
         o.datacenter,
         o.available_now,
         o.available_count,
-    )
+        *(None if p is None else str(p) for p in (
+            o.storage_price_per_gb_month, o.ipv4_price_per_hour, o.egress_price_per_gb
+        )),
+    )  # fmt: skip
 
 
 def offers_to_frame(offers: Iterable[Offer], fx: FxTable | None = None) -> pl.DataFrame:
@@ -221,13 +243,29 @@ def records_to_frame(
 def _derive(fields: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
     """:data:`OFFER_SCHEMA` and ``config_id`` from the :data:`_FIELDS` of some offers."""
     prices = _prices(fields.select(_PRICE_FIELDS).unique(), fx)
+    derivations = _DERIVATIONS | _extra_prices_usd(fx)
     frame = fields.join(prices, on=_PRICE_FIELDS, how="left", maintain_order="left").select(
         pl.col(name)
         if name not in _DERIVED and name not in ("price_amount", "term")
-        else _DERIVATIONS[name].alias(name)
+        else derivations[name].alias(name)
         for name in OFFER_SCHEMA
     )
     return with_config_id(frame)
+
+
+def _extra_prices_usd(fx: FxTable) -> dict[str, pl.Expr]:
+    """The USD columns of :data:`_EXTRA_PRICES`: each price (decimal text in the offer's
+    currency, whose rate :func:`_prices` has checked) over its period, converted with ``fx``.
+    Floats, as ``usd_per_hour``: they rank and add up, the offer keeps the exact price."""
+    usd_per_unit = pl.col("price_currency").replace_strict(
+        {c: float(1 / rate) for c, rate in fx.units_per_usd.items()},
+        default=None,
+        return_dtype=pl.Float64,
+    )
+    return {
+        column: pl.col(name).cast(pl.Float64) * usd_per_unit / hours
+        for name, (column, hours) in _EXTRA_PRICES.items()
+    }
 
 
 _DERIVATIONS: dict[str, pl.Expr] = {

@@ -31,6 +31,8 @@ MAX_TOKENS = 1e16
 MAX_GPUS = 1_000_000
 MAX_INTERRUPTIBLE_OVERHEAD = 10.0
 MAX_BYTES_PER_PARAM = 1e3
+MAX_STORAGE_GB = 1e7
+MAX_EGRESS_GB = 1e9
 
 
 class JobKind(StrEnum):
@@ -71,6 +73,14 @@ class Job(BaseModel):
     )
     bytes_per_param: Annotated[Positive, Field(le=MAX_BYTES_PER_PARAM)] | None = Field(
         default=None, description="weights + grads + optimizer bytes (default: by precision)"
+    )
+    storage_gb: Annotated[float | None, Field(ge=0, le=MAX_STORAGE_GB)] = Field(
+        default=None,
+        description="disk GB per instance for the job (default: the requirement's"
+        " min_storage_gb, else the offer's included disk), at least the offer's boot disk",
+    )
+    egress_gb: Annotated[float | None, Field(ge=0, le=MAX_EGRESS_GB)] = Field(
+        default=None, description="GB the job sends out (billed at the offer's egress price)"
     )
 
     @model_validator(mode="after")

@@ -4,8 +4,10 @@
 
 1. **qualify**: the offers joined to the GPU catalog (GPUs without a peak at the precision
    drop out) and filtered by the requirement (offer-only conditions run below the join);
-2. **cost**: nodes, effective TFLOPs (peak x MFU x scaling), hours, job cost and the key,
-   USD per effective TFLOP-hour, of every (offer, term) row (:mod:`pricing.expressions`);
+2. **cost**: nodes, effective TFLOPs (peak x MFU x scaling), hours, the compute cost, the
+   required extras (boot disk, IPv4), the job's disk and egress, the all-in cost and the key,
+   USD of the all-in cost per effective TFLOP-hour, of every (offer, term) row
+   (:mod:`pricing.expressions`);
 3. **stage one**, the cheapest term of each configuration (``config_id``): under the
    default sort its least key, one group-by over the few columns the key needs; under
    another sort key (:attr:`RankOptions.sort`) its cheapest row, whose value it is ranked by;
@@ -63,7 +65,11 @@ KEY: Final = "usd_per_effective_tflop_hour"
 
 #: Result columns an answer may be ordered by (:attr:`RankOptions.sort`).
 SortKey = Literal[
-    "usd_per_effective_tflop_hour", "job_cost_usd", "usd_per_hour", "usd_per_gpu_hour"
+    "usd_per_effective_tflop_hour",
+    "all_in_cost_usd",
+    "job_cost_usd",
+    "usd_per_hour",
+    "usd_per_gpu_hour",
 ]
 
 #: The total order of the result under the default sort. ``config_id`` (from
@@ -103,6 +109,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "ram_gb",
     "storage_gb",
     "storage_type",
+    "storage_included_gb",
+    "boot_disk_min_gb",
     # price and the chosen term
     "term",
     "term_variant",
@@ -115,6 +123,9 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "min_rental_hours",
     "billing_increment_s",
     "billing_cap_hours_per_month",
+    "storage_usd_per_gb_hour",
+    "ipv4_usd_per_hour",
+    "egress_usd_per_gb",
     # effective TFLOPs
     "precision",
     "peak_tflops",
@@ -131,7 +142,13 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "wall_clock_hours",
     "billed_hours",
     "job_cost_usd",
+    "job_storage_gb",
+    "required_extras_usd",
+    "storage_cost_usd",
+    "egress_cost_usd",
+    "all_in_cost_usd",
     "usd_per_effective_tflop_hour",
+    "caveats",
     "memory_needed_gb",
     "on_demand_usd_per_hour",
     "break_even_hours",
@@ -266,6 +283,8 @@ class _Chain:
     memory_needed_gb: float | None
     scaling: float | None
     now: datetime
+    #: Disk GB per instance the job asks: the job's, else the requirement's minimum.
+    storage_gb: float | None
 
     @classmethod
     def of(
@@ -287,6 +306,9 @@ class _Chain:
             memory_needed_gb=job.memory_needed_gb(options.precision, eff) if require_fit else None,
             scaling=options.scaling,
             now=now,
+            storage_gb=job.storage_gb
+            if job.storage_gb is not None
+            else (requirement.min_storage_gb if requirement is not None else None),
         )
 
     def qualified(self, offers: pl.LazyFrame) -> pl.LazyFrame:
@@ -317,7 +339,15 @@ class _Chain:
             plan.with_columns(compute_hours=ex.compute_hours(self.job))
             .with_columns(wall_clock_hours=ex.wall_clock_hours(self.job.overhead(eff)))
             .with_columns(billed_hours=ex.billed_hours())
-            .with_columns(job_cost_usd=ex.job_cost_usd())
+            .with_columns(
+                job_cost_usd=ex.job_cost_usd(), job_storage_gb=ex.job_storage_gb(self.storage_gb)
+            )
+            .with_columns(
+                required_extras_usd=ex.required_extras_usd(),
+                storage_cost_usd=ex.storage_cost_usd(),
+                egress_cost_usd=ex.egress_cost_usd(self.job.egress_gb),
+            )
+            .with_columns(all_in_cost_usd=ex.all_in_cost_usd())
             .with_columns(**{KEY: ex.usd_per_effective_tflop_hour()})
         )
 
@@ -409,7 +439,8 @@ _COSTED_COLUMNS = (
     _ROW, "config_id", "term", "gpu_family", "catalog_memory_gb", "form_factor_varies",
     "peak_tflops", *_FIGURE_COLUMNS, "mfu", "nodes",
     "total_gpus", "scaling_intra_node", "scaling_inter_node", "scaling", "effective_tflops",
-    "compute_hours", "wall_clock_hours", "billed_hours", "job_cost_usd", KEY,
+    "compute_hours", "wall_clock_hours", "billed_hours", "job_cost_usd", "job_storage_gb",
+    "required_extras_usd", "storage_cost_usd", "egress_cost_usd", "all_in_cost_usd", KEY,
 )  # fmt: skip
 
 
@@ -487,6 +518,7 @@ def rank_plan(
             precision=pl.lit(options.precision.value),
             price_age_hours=ex.price_age_hours(chain.now),
             form_factor_stated=ex.form_factor_stated(),
+            caveats=ex.caveats(chain.job.egress_gb),
         )
         .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)

@@ -47,7 +47,16 @@ class Requirement(BaseModel):
         description="physical cores; where only vCPUs are published, vcpus / 2 (2 threads/core)",
     )
     min_vcpus: Positive | None = None
+    min_vcpus_per_gpu: Positive | None = Field(
+        default=None,
+        description="vCPUs per GPU (a slice counts as its fraction); the ranking flags"
+        " offers below 2 whatever this says",
+    )
     min_ram_gb: Positive | None = None
+    min_ram_gb_per_gpu: Positive | None = Field(
+        default=None,
+        description="GB of RAM per GPU; the ranking flags offers below 8 whatever this says",
+    )
     ram_ecc: bool | None = None
     min_storage_gb: Positive | None = None
     storage_types: tuple[StorageType, ...] = ()

@@ -55,6 +55,12 @@ class Hardware(_Answer):
     ram_gb: float | None
     storage_gb: float | None
     storage_type: str | None
+    storage_included_gb: float | None = Field(
+        description="disk GB the compute price includes; null: not stated"
+    )
+    boot_disk_min_gb: float | None = Field(
+        description="the least disk GB the configuration can be created with; null: none"
+    )
 
 
 class Price(_Answer):
@@ -75,6 +81,13 @@ class Price(_Answer):
         description="hourly billing stops at this many hours a calendar month (the monthly"
         " price cap); null: no cap"
     )
+    storage_usd_per_gb_hour: float | None = Field(
+        description="disk beyond the included, per GB-hour; null: not priced apart"
+    )
+    ipv4_usd_per_hour: float | None = Field(
+        description="a public IPv4 the configuration needs, billed apart; null: not billed apart"
+    )
+    egress_usd_per_gb: float | None = Field(description="data sent out; null: not published")
     on_demand_usd_per_hour: float | None
     break_even_hours: float | None
     break_even: str | None = Field(description="why this term, against on-demand")
@@ -103,8 +116,29 @@ class JobCost(_Answer):
     compute_hours: float | None
     wall_clock_hours: float | None
     billed_hours: float | None
-    job_cost_usd: float | None
-    usd_per_effective_tflop_hour: float | None
+    job_cost_usd: float | None = Field(description="compute: billed hours x price x nodes")
+    job_storage_gb: float | None = Field(
+        description="disk GB per instance the job runs with (asked, else included; at least"
+        " the boot disk)"
+    )
+    required_extras_usd: float | None = Field(
+        description="what the configuration cannot run without: boot disk beyond the included"
+        " disk, a public IPv4, over the billed hours"
+    )
+    storage_cost_usd: float | None = Field(
+        description="the job's further disk beyond the included disk and the boot disk"
+    )
+    egress_cost_usd: float | None = Field(description="the job's egress GB at the egress price")
+    all_in_cost_usd: float | None = Field(
+        description="job_cost_usd + required_extras_usd + storage_cost_usd + egress_cost_usd"
+    )
+    usd_per_effective_tflop_hour: float | None = Field(
+        description="all_in_cost_usd per effective TFLOP-hour: the ranking key"
+    )
+    caveats: str | None = Field(
+        description="what the cost does not say (a configuration below 2 vCPU or 8 GB RAM per"
+        " GPU, disk or egress without a published price); null: nothing"
+    )
     memory_needed_gb: float | None
 
 

@@ -44,6 +44,8 @@ JOB_PARAMS: dict[str, str] = {
     "job_gpus": "gpus",
     "interruptible_overhead": "interruptible_overhead",
     "bytes_per_param": "bytes_per_param",
+    "job_storage_gb": "storage_gb",
+    "egress_gb": "egress_gb",
 }
 REQUIREMENT_PARAMS: tuple[str, ...] = tuple(Requirement.model_fields)
 
@@ -51,7 +53,11 @@ REQUIREMENT_PARAMS: tuple[str, ...] = tuple(Requirement.model_fields)
 _NUMBER_LIMIT = 1e12
 
 SortKey = Literal[
-    "usd_per_effective_tflop_hour", "job_cost_usd", "usd_per_hour", "usd_per_gpu_hour"
+    "usd_per_effective_tflop_hour",
+    "all_in_cost_usd",
+    "job_cost_usd",
+    "usd_per_hour",
+    "usd_per_gpu_hour",
 ]
 PresetName = Literal[tuple(PRESETS)]  # type: ignore[valid-type]
 

@@ -57,7 +57,15 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("effective_tflops", "eff. TFLOPs"),
     ("usd_per_effective_tflop_hour", "$/eff. TFLOP-h"),
     ("wall_clock_hours", "wall h"),
-    ("job_cost_usd", "job $"),
+    ("all_in_cost_usd", "job $ all-in"),
+)
+
+#: The parts of the all-in cost, named beneath the table where any beyond compute is billed.
+_COST_PARTS: tuple[tuple[str, str], ...] = (
+    ("job_cost_usd", "compute"),
+    ("required_extras_usd", "boot disk and IPv4"),
+    ("storage_cost_usd", "disk"),
+    ("egress_cost_usd", "egress"),
 )
 
 
@@ -136,6 +144,16 @@ def _print_table(frame: pl.DataFrame, title: str) -> None:
         for rank, text in frame.select("rank", "break_even").iter_rows():
             if text:
                 console.print(f"  #{rank}: {text}", highlight=False)
+    if all(c in frame.columns for c, _ in _COST_PARTS):
+        costs = frame.select("rank", *(c for c, _ in _COST_PARTS))
+        for rank, compute, *extras in costs.iter_rows():
+            if any(extras):
+                parts = [f"compute ${_fmt(compute)}"] + [
+                    f"{name} ${_fmt(value)}"
+                    for (_, name), value in zip(_COST_PARTS[1:], extras, strict=True)
+                    if value
+                ]
+                console.print(f"  #{rank} $: {' + '.join(parts)}", highlight=False)
     for rank, text in frame.select("rank", caveat).iter_rows():
         if text:
             console.print(f"  #{rank} *: [yellow]{text}[/]", highlight=False)
@@ -153,6 +171,8 @@ def _caveat_expr(frame: pl.DataFrame) -> pl.Expr:
         )
     if "peak_note" in frame.columns:
         parts.append(pl.col("peak_note"))
+    if "caveats" in frame.columns:
+        parts.append(pl.col("caveats"))
     if not parts:
         return pl.lit(None, dtype=pl.String)
     return pl.concat_str(parts, separator="; ", ignore_nulls=True).replace("", None)

@@ -206,6 +206,8 @@ def _top_rows(ranked: pl.DataFrame, stale: set[str]) -> list[dict[str, Any]]:
                 "usd_per_hour": r["usd_per_hour"],
                 "usd_per_effective_tflop_hour": r["usd_per_effective_tflop_hour"],
                 "job_cost_usd": r["job_cost_usd"],
+                "all_in_cost_usd": r["all_in_cost_usd"],
+                "caveats": r["caveats"],
                 "stale": r["provider"] in stale,
             }
         )

@@ -58,7 +58,10 @@ def test_verbatim_vm_family_composed_per_gpu_count() -> None:
     assert o.price_unit is PriceUnit.HOUR
     assert o.price_basis is PriceBasis.INSTANCE
     assert o.usd_per_hour == Decimal("0.525500")
-    assert o.storage_gb is None
+    assert o.storage_gb == pytest.approx(1170 * 1.073741824)  # maxStorageGibFree
+    assert o.storage_included_gb == 0
+    assert o.boot_disk_min_gb == pytest.approx(107.3741824)  # 100 GiB
+    assert o.ipv4_price_per_hour == Decimal("0.003500")
     assert o.storage_price_per_gb_month == Decimal("0.07274561")
     assert o.available_now is True
     assert len(offers) == 5 + 4

@@ -99,6 +99,9 @@ def test_secure_on_demand_h100_field_by_field() -> None:
     assert offer.gpu_count == 8
     assert offer.gpu_memory_gb == 80
     assert offer.region is None  # list prices are not per location
+    # disk is not in the API: the documented $0.10/GB-month, the 20 GB container disk
+    assert offer.storage_price_per_gb_month == Decimal("0.10")
+    assert offer.storage_included_gb == 0 and offer.boot_disk_min_gb == 20
     assert offer.datacenter is True
     assert offer.price_amount == Decimal("2.69")
     assert offer.price_currency == "USD"

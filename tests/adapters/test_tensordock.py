@@ -98,6 +98,7 @@ def test_h100_vm_field_by_field() -> None:
     assert one.term is RentalTerm.ON_DEMAND
     assert one.usd_per_hour == Decimal("2.322000")
     assert one.storage_price_per_gb_month == Decimal("0.03650")  # 0.00005 x 730
+    assert one.storage_included_gb == 0 and one.boot_disk_min_gb == 100  # minimum storage
     assert one.available_count is None  # no hostnodes fetched
     eight = offers[f"{AUSTIN}:h100-sxm5-80gb:8x"]
     assert (eight.vcpus, eight.ram_gb, eight.storage_gb) == (128, 300, 1000)

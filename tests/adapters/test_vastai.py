@@ -87,7 +87,9 @@ def test_h100_datacenter_offer_field_by_field() -> None:
     assert h100.price_basis is PriceBasis.INSTANCE
     assert h100.usd_per_hour == Decimal("16.000000")
     assert h100.usd_per_gpu_hour == Decimal("2")
-    assert h100.storage_price_per_gb_month == Decimal("0.4266666666666667")
+    # storage_cost per 30-day month, given per 730-hour month
+    assert h100.storage_price_per_gb_month == Decimal("0.4266666666666667") / 720 * 730
+    assert h100.storage_included_gb == 0 and h100.boot_disk_min_gb == 10
     assert h100.egress_price_per_gb == Decimal("0.005")
     assert h100.reliability == pytest.approx(0.9981)
     assert h100.verified is True and h100.datacenter is True
@@ -120,7 +122,7 @@ def test_verbatim_cli_capture_in_its_envelope() -> None:
     assert offer.storage_gb == pytest.approx(1607.875)
     assert offer.price_amount == Decimal("0.24666666666666665")
     assert offer.usd_per_hour == Decimal("0.246667")
-    assert offer.storage_price_per_gb_month == Decimal("0.0013333333333333335")
+    assert offer.storage_price_per_gb_month == Decimal("0.0013333333333333335") / 720 * 730
     assert offer.country == "CN"
     assert offer.gpu_nvlink_gbs is None  # bw_nvlink 0.0 means none
     assert offer.egress_price_per_gb == Decimal("0.0")

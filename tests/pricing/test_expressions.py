@@ -170,7 +170,7 @@ def test_effective_tflops_and_cost_per_tflop_hour() -> None:
             "peak_tflops": [989.5],
             "mfu": [0.41],
             "scaling": [0.97],
-            "job_cost_usd": [160.0],
+            "all_in_cost_usd": [160.0],  # the key divides the whole bill
             "compute_hours": [10.0],
         }
     )
@@ -196,3 +196,97 @@ def test_break_even_hours() -> None:
     }
     got = pl.Series(_eval(frame, ex.break_even_hours()), dtype=pl.Float64)
     assert_series_equal(got, pl.Series([438.0, None]), check_names=False)
+
+
+# --- the all-in cost ---------------------------------------------------------------------
+_DISK_SCHEMA = {
+    "storage_gb": pl.Float64,
+    "storage_included_gb": pl.Float64,
+    "boot_disk_min_gb": pl.Float64,
+    "storage_usd_per_gb_hour": pl.Float64,
+    "ipv4_usd_per_hour": pl.Float64,
+    "egress_usd_per_gb": pl.Float64,
+}
+
+
+def _disks() -> pl.DataFrame:
+    """Four offers: disk all billed with a boot disk and an IPv4 (a Cudo VM); 50 GB
+    included, then billed; a machine with its disks and no price (a hyperscaler); nothing
+    said at all."""
+    return pl.DataFrame(
+        {
+            "storage_gb": [None, 500.0, 2000.0, None],
+            "storage_included_gb": [0.0, 50.0, None, None],
+            "boot_disk_min_gb": [100.0, 20.0, None, None],
+            "storage_usd_per_gb_hour": [0.0002, 0.0001, None, None],
+            "ipv4_usd_per_hour": [0.005, None, None, None],
+            "egress_usd_per_gb": [0.01, None, None, None],
+            "billed_hours": [10.0] * 4,
+            "nodes": [2, 1, 1, 1],
+            "job_cost_usd": [1.0] * 4,
+        },
+        schema_overrides=_DISK_SCHEMA,
+    )
+
+
+def _costed(frame: pl.DataFrame, storage_gb: float | None, egress_gb: float | None) -> pl.DataFrame:
+    return (
+        frame.with_columns(job_storage_gb=ex.job_storage_gb(storage_gb))
+        .with_columns(
+            required_extras_usd=ex.required_extras_usd(),
+            storage_cost_usd=ex.storage_cost_usd(),
+            egress_cost_usd=ex.egress_cost_usd(egress_gb),
+        )
+        .with_columns(all_in_cost_usd=ex.all_in_cost_usd())
+    )
+
+
+def test_included_disk_stated_else_the_machine_disk_when_unpriced_else_none() -> None:
+    assert _eval(_disks().to_dict(as_series=False), ex.included_storage_gb(), _DISK_SCHEMA) == [
+        0.0,
+        50.0,
+        2000.0,
+        0.0,
+    ]
+
+
+def test_default_job_disk_is_the_included_disk_at_least_the_boot_disk() -> None:
+    out = _costed(_disks(), None, None)
+    assert out["job_storage_gb"].to_list() == [100.0, 50.0, 2000.0, 0.0]
+    # boot disk x price + IPv4, over 10 h, on 2 nodes; the 20 GB boot disk fits in 50 GB
+    assert out["required_extras_usd"].to_list() == pytest.approx(
+        [(100 * 0.0002 + 0.005) * 10 * 2, 0.0, 0.0, 0.0]
+    )
+    assert out["storage_cost_usd"].to_list() == [0.0] * 4
+    assert out["all_in_cost_usd"].to_list() == pytest.approx([1.5, 1.0, 1.0, 1.0])
+
+
+def test_asked_disk_beyond_the_boot_disk_and_included_disk_is_storage() -> None:
+    out = _costed(_disks(), 300.0, 1000.0)
+    assert out["job_storage_gb"].to_list() == [300.0] * 4
+    # 200 GB beyond the boot disk; 250 GB beyond the included 50; none priced beyond
+    assert out["storage_cost_usd"].to_list() == pytest.approx(
+        [200 * 0.0002 * 10 * 2, 250 * 0.0001 * 10, 0.0, 0.0]
+    )
+    assert out["egress_cost_usd"].to_list() == pytest.approx([10.0, 0.0, 0.0, 0.0])
+    extras = out["required_extras_usd"].to_list()
+    assert out["all_in_cost_usd"].to_list() == pytest.approx(
+        [1.0 + extras[0] + 0.8 + 10.0, 1.25, 1.0, 1.0]
+    )
+
+
+def test_caveats_name_a_too_small_machine_and_unpriced_disk_or_egress() -> None:
+    frame = _costed(_disks(), 300.0, 1000.0).with_columns(
+        vcpus=pl.Series([1.0, 16.0, 8.0, None]),
+        ram_gb=pl.Series([1.073741824, 64.0, 4.0, None]),
+        gpus=pl.Series([1.0, 2.0, 1.0, 1.0]),
+    )
+    got = frame.select(c=ex.caveats(1000.0))["c"].to_list()
+    assert got == [
+        "below a runnable GPU server: 1.0 vCPU and 1.07 GB RAM per GPU (taken as at least 2 and 8)",
+        "egress not priced",
+        "below a runnable GPU server: 8.0 vCPU and 4.0 GB RAM per GPU (taken as at least 2"
+        " and 8); egress not priced",
+        "disk beyond the included not priced; egress not priced",
+    ]
+    assert frame.select(c=ex.caveats(None))["c"].to_list()[1] is None

@@ -99,6 +99,11 @@ def _every_field_kind() -> list[Offer]:
         min_rental_hours=0.1 + 0.2,
         billing_increment_s=60,
         prepaid=False,
+        storage_price_per_gb_month=Decimal("0.0727456116"),
+        storage_included_gb=0.0,
+        boot_disk_min_gb=107.3741824,
+        ipv4_price_per_hour=Decimal("0.0055"),
+        egress_price_per_gb=Decimal("0.01"),
         sla_uptime_pct=99.9,
         reliability=0.987654321,
         verified=True,
@@ -121,6 +126,8 @@ def _every_field_kind() -> list[Offer]:
             offer_id="monthly-eur",
             price_amount=Decimal("7123.45"),
             price_currency="EUR",
+            storage_price_per_gb_month=Decimal("0.08"),  # EUR: converted like the price
+            ipv4_price_per_hour=Decimal("0"),
             price_unit=PriceUnit.MONTH,
             term=RentalTerm.COMMIT_3MO,
         ),
@@ -168,6 +175,19 @@ def test_prices_are_exact_and_usd_follows_the_table_passed_in() -> None:
     assert frame["price_amount"][6] == Decimal("0.000000000014")
     assert frame["commitment_hours"].to_list()[3] == 8760.0
     assert frame["gpus"].to_list()[:3] == [8.0, 8.0, 0.25]
+
+
+def test_extras_become_usd_per_gb_hour_per_hour_and_per_gb() -> None:
+    full, bare, *_ = _every_field_kind()
+    (eur,) = [o for o in _every_field_kind() if o.offer_id == "monthly-eur"]
+    frame = offers_to_frame([full, bare, eur], OTHER_FX)  # 1 USD = 0.5 EUR
+    assert frame["storage_usd_per_gb_hour"].to_list() == pytest.approx(
+        [0.0727456116 / 730, None, 0.08 / 0.5 / 730], nan_ok=True
+    )
+    assert frame["ipv4_usd_per_hour"].to_list() == [0.0055, None, 0.0]
+    assert frame["egress_usd_per_gb"].to_list() == [0.01, None, None]
+    assert frame["storage_included_gb"].to_list() == [0.0, None, None]
+    assert frame["boot_disk_min_gb"].to_list() == [107.3741824, None, None]
 
 
 def test_a_currency_the_table_lacks_is_an_error_naming_it() -> None:

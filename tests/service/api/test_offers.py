@@ -202,3 +202,44 @@ async def test_answer_flags_an_unstated_form_factor_and_a_fallback_figure(
     assert {o["provider"] for o in pcie["offers"]} == set()  # the V100 is SXM, the H100 unknown
     sxm = (await client.get("/v1/offers", params={"form_factors": "sxm"})).json()
     assert {o["provider"] for o in sxm["offers"]} == {"old"}
+
+
+async def test_job_disk_and_egress_are_billed_apart_and_rank_by_the_all_in_cost(
+    client: httpx.AsyncClient, app: object, source: FakeSource
+) -> None:
+    from decimal import Decimal
+
+    vm = offer(
+        provider="diskco",
+        offer_id="1x",
+        gpu_count=1,
+        vcpus=1.0,
+        ram_gb=1.0,
+        price_amount=Decimal("1"),
+        storage_price_per_gb_month=Decimal("7.3"),  # 0.01 per GB-hour
+        storage_included_gb=0.0,
+        boot_disk_min_gb=10.0,
+        ipv4_price_per_hour=Decimal("0.5"),
+        egress_price_per_gb=Decimal("0.02"),
+    )
+    source.current = database_state(
+        [vm, offer(provider="plain", offer_id="1x", gpu_count=1, price_amount=Decimal("1.2"))]
+    )
+    app.state.context.refresh_state()  # type: ignore[attr-defined]
+    r = await client.get("/v1/offers", params={"hours": 10, "job_storage_gb": 50, "egress_gb": 100})
+    assert r.status_code == 200, r.text
+    offers = r.json()["offers"]
+    assert [o["provider"] for o in offers] == ["plain", "diskco"]  # 12 < 10 + 6 + 4 + 2
+    job, price = offers[1]["job"], offers[1]["price"]
+    assert job["job_cost_usd"] == 10.0
+    assert job["job_storage_gb"] == 50.0
+    assert job["required_extras_usd"] == pytest.approx(10 * (10 * 0.01 + 0.5))
+    assert job["storage_cost_usd"] == pytest.approx(10 * 40 * 0.01)
+    assert job["egress_cost_usd"] == pytest.approx(2.0)
+    assert job["all_in_cost_usd"] == pytest.approx(22.0)
+    assert job["caveats"].startswith("below a runnable GPU server")
+    assert price["ipv4_usd_per_hour"] == 0.5 and price["egress_usd_per_gb"] == 0.02
+    assert offers[1]["hardware"]["boot_disk_min_gb"] == 10.0
+    # the plain offer says nothing of disk or egress: its bill is compute only, and it says so
+    assert offers[0]["job"]["all_in_cost_usd"] == 12.0
+    assert offers[0]["job"]["caveats"] == "disk beyond the included not priced; egress not priced"

@@ -1,0 +1,164 @@
+"""The all-in cost recomputed from recorded provider payloads, field by field: compute, the
+required extras (boot disk, public IPv4), the job's further disk and egress, for Vast.ai,
+Cudo, TensorDock and RunPod, and the sample's too-small Cudo VM flagged, not silently first."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from adapters.cudo import CudoAdapter
+from adapters.runpod import RunPodAdapter
+from adapters.sample import replay_sample
+from adapters.schema import Offer, RentalTerm
+from adapters.tensordock import TensorDockAdapter
+from adapters.vastai import VastAiAdapter
+from pricing import Job, RankOptions, Requirement, rank
+from pricing.rank import costed_plan
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+NOW = datetime(2026, 7, 1, tzinfo=UTC)
+GB_PER_GIB = 2**30 / 1e9
+ON_DEMAND = Requirement(terms=(RentalTerm.ON_DEMAND,))
+
+
+def load(path: str) -> Any:
+    return json.loads((FIXTURES / path).read_text())
+
+
+def costed(offers: list[Offer], job: Job, **where: object) -> dict[str, Any]:
+    """The one on-demand costed row of ``offers`` matching ``where``."""
+    frame = costed_plan(offers, ON_DEMAND, job, RankOptions(now=NOW)).collect()
+    rows = frame.filter(*(pl.col(k) == v for k, v in where.items())).to_dicts()
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def test_vastai_disk_is_the_searched_storage_total_cost_and_egress_inet_up_cost() -> None:
+    [record] = load("vastai/offers_cli_raw_rtx4090_2024.verbatim.json")
+    offers = VastAiAdapter().parse([{"offers": [record]}], fetched_at=NOW).offers
+    row = costed(offers, Job(hours=10, storage_gb=50, egress_gb=200), gpu_count=1)
+    # usd_per_hour is kept to a millionth of a dollar (adapters.schema.USD_QUANTUM)
+    assert row["job_cost_usd"] == pytest.approx(10 * record["dph_base"], abs=10 * 5e-7)
+    # the search priced allocated_storage = 5 GB: storage_total_cost per hour for 5 GB, the
+    # dph_total - dph_base difference; 50 GB is ten times that, 10 GB of it the instance's
+    # disk (required), 40 GB further disk
+    per_gb_hour = record["storage_total_cost"] / 5
+    assert record["dph_total"] - record["dph_base"] == pytest.approx(5 * per_gb_hour)
+    assert row["required_extras_usd"] == pytest.approx(10 * 10 * per_gb_hour)
+    assert row["storage_cost_usd"] == pytest.approx(40 * 10 * per_gb_hour)
+    assert row["egress_cost_usd"] == 200 * record["inet_up_cost"] == 0.0
+    extras = row["all_in_cost_usd"] - row["job_cost_usd"]
+    assert extras == pytest.approx(50 * 10 * per_gb_hour)
+
+
+def test_vastai_egress_at_inet_up_cost() -> None:
+    payload = load("vastai/bundles_response.reconstructed.json")
+    [record] = [r for r in payload["offers"] if r.get("inet_up_cost")][:1]
+    offers = VastAiAdapter().parse([{"offers": [record]}], fetched_at=NOW).offers
+    row = costed(offers, Job(hours=1, egress_gb=1000), gpu_count=record["num_gpus"])
+    assert row["egress_cost_usd"] == pytest.approx(1000 * record["inet_up_cost"])
+    month_per_gb = record["storage_cost"] / 720  # Vast's storage_cost: per 30-day month
+    assert row["required_extras_usd"] == pytest.approx(10 * month_per_gb)  # the 10 GB disk
+
+
+def test_cudo_vm_bills_boot_disk_ipv4_and_further_disk_per_gib_hour() -> None:
+    [rtx3080, _] = load("cudo/vms_machine_types.gpuhunt_fixture.verbatim.json")["machineTypes"]
+    offers = CudoAdapter().parse([{"machineTypes": [rtx3080]}], fetched_at=NOW).offers
+    unit = {k: float(rtx3080[k]["value"]) for k in rtx3080 if k.endswith("PriceHr")}
+    row = costed(offers, Job(hours=10, storage_gb=500), gpu_count=1)
+    # the smallest VM Cudo composes: 1 vCPU, 1 GiB, 1 GPU
+    compute = unit["vcpuPriceHr"] + unit["memoryGibPriceHr"] + unit["gpuPriceHr"]
+    assert row["job_cost_usd"] == pytest.approx(10 * compute)
+    # a 100 GiB boot disk and the IPv4 it is reached by; the rest of 500 GB further disk
+    boot_gib = 100
+    assert row["required_extras_usd"] == pytest.approx(
+        10 * (boot_gib * unit["minStorageGibPriceHr"] + unit["ipv4PriceHr"]), rel=1e-6
+    )
+    further_gib = 500 / GB_PER_GIB - boot_gib
+    assert row["storage_cost_usd"] == pytest.approx(
+        10 * further_gib * unit["minStorageGibPriceHr"], rel=1e-6
+    )
+    assert row["all_in_cost_usd"] == pytest.approx(
+        10 * (compute + 500 / GB_PER_GIB * unit["minStorageGibPriceHr"] + unit["ipv4PriceHr"]),
+        rel=1e-6,
+    )
+
+
+def test_tensordock_bills_its_100_gb_minimum_storage_per_gb_hour() -> None:
+    payload = load("tensordock/v2_locations.docs_plus_reconstructed.json")
+    offers = TensorDockAdapter().parse([payload], fetched_at=NOW).offers
+    gpu = payload["data"]["locations"][0]["gpus"][0]  # the docs' H100 SXM5, Austin
+    rates = gpu["pricing"]
+    one = next(o for o in offers if o.gpu_count == 1 and o.gpu_raw_name == gpu["v0Name"])
+    row = costed(offers, Job(hours=10), offer_id=one.offer_id)
+    compute = (
+        gpu["price_per_hr"] + one.vcpus * rates["per_vcpu_hr"] + one.ram_gb * rates["per_gb_ram_hr"]
+    )
+    assert row["job_cost_usd"] == pytest.approx(10 * compute)
+    assert row["job_storage_gb"] == 100
+    assert row["required_extras_usd"] == pytest.approx(10 * 100 * rates["per_gb_storage_hr"])
+    assert row["storage_cost_usd"] == 0
+    more = costed(offers, Job(hours=10, storage_gb=300), offer_id=one.offer_id)
+    assert more["storage_cost_usd"] == pytest.approx(10 * 200 * rates["per_gb_storage_hr"])
+    assert more["all_in_cost_usd"] == pytest.approx(
+        10 * (compute + 300 * rates["per_gb_storage_hr"])
+    )
+
+
+def test_runpod_bills_the_container_disk_and_volume_at_the_documented_price() -> None:
+    payload = load("runpod/graphql_gpuTypes_pricing.reconstructed.json")
+    offers = RunPodAdapter().parse([payload], fetched_at=NOW).offers
+    h100 = payload["data"]["gpuTypes"][0]
+    one = next(
+        o
+        for o in offers
+        if o.gpu_raw_name == h100["id"]
+        and o.gpu_count == 1
+        and o.datacenter is True
+        and o.term is RentalTerm.ON_DEMAND
+    )
+    row = costed(offers, Job(hours=10, storage_gb=100), offer_id=one.offer_id)
+    assert row["job_cost_usd"] == pytest.approx(10 * h100["securePrice"])
+    per_gb_hour = 0.10 / 730  # $0.10 per GB-month (docs.runpod.io/pods/storage)
+    assert row["required_extras_usd"] == pytest.approx(10 * 20 * per_gb_hour)  # container disk
+    assert row["storage_cost_usd"] == pytest.approx(10 * 80 * per_gb_hour)
+    assert row["all_in_cost_usd"] == pytest.approx(10 * (h100["securePrice"] + 100 * per_gb_hour))
+
+
+# --- the sample's cheapest configuration -------------------------------------------------
+
+
+def _sample() -> list[Offer]:
+    return [o for run in replay_sample() for o in run.offers]
+
+
+def test_sample_rtx3080_vm_shows_its_extras_and_is_flagged() -> None:
+    ranked = rank(_sample(), job=Job(hours=100), options=RankOptions(limit=None, now=NOW))
+    [vm] = ranked.filter(pl.col("offer_id") == "cascade-lake/1gpu").to_dicts()
+    # 1 vCPU x 0.0025 + 1 GiB x 0.0038 + 0.05 per hour; 100 GiB boot disk x 0.00013 + IPv4
+    assert vm["job_cost_usd"] == pytest.approx(100 * 0.0563)
+    assert vm["required_extras_usd"] == pytest.approx(100 * (100 * 0.00013 + 0.0055), rel=1e-6)
+    assert vm["all_in_cost_usd"] / vm["job_cost_usd"] == pytest.approx(1.33, abs=0.01)
+    assert vm["caveats"].startswith("below a runnable GPU server: 1.0 vCPU and 1.07 GB RAM")
+    # the key is the whole bill per effective TFLOP-hour
+    assert vm["usd_per_effective_tflop_hour"] == pytest.approx(
+        vm["all_in_cost_usd"] / (vm["effective_tflops"] * vm["compute_hours"])
+    )
+    first = ranked.row(0, named=True)
+    assert first["offer_id"] != "cascade-lake/1gpu" or first["caveats"] is not None
+
+
+def test_runnable_minimums_leave_the_too_small_vm_out() -> None:
+    small = {"cascade-lake/1gpu", "epyc-rome-rtx-a5000/1gpu"}
+    req = Requirement(min_vcpus_per_gpu=2, min_ram_gb_per_gpu=8, allow_unknown=True)
+    ranked = rank(_sample(), req, Job(hours=1), RankOptions(limit=None, now=NOW))
+    assert not small & set(ranked["offer_id"])
+    assert ranked.height > 10
+    every = rank(_sample(), Requirement(min_ram_gb_per_gpu=8), Job(hours=1), RankOptions(now=NOW))
+    assert every["ram_gb"].is_not_null().all()  # unknown RAM is not taken as enough

@@ -20,6 +20,7 @@ STATIC_DIR = Path(__file__).parent / "static"
 #: One module per page (or family of pages) under ``service/web``.
 PAGES: tuple[str, ...] = (
     "explorer",
+    "offer_page",
     "docs_page",
 )
 

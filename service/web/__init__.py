@@ -21,6 +21,7 @@ STATIC_DIR = Path(__file__).parent / "static"
 PAGES: tuple[str, ...] = (
     "explorer",
     "offer_page",
+    "subscribe_page",
     "docs_page",
 )
 

@@ -1,15 +1,17 @@
 """``GET /docs``: Swagger UI for the API, its assets served by the app.
 
 FastAPI's own ``/docs`` loads Swagger UI from a CDN and is blank offline; the app turns it
-off (``docs_url=None``) and this page serves the files of the ``swagger-ui-bundle``
-package (Swagger UI, Apache-2.0, its licence in the package) under ``/static/swagger-ui``.
+off (``docs_url=None``) and this page serves the Swagger UI 5 files that the
+``swagger-ui-py`` package ships (Swagger UI is Apache-2.0; its LICENSE is among the files
+served) under ``/static/swagger-ui``. Swagger UI 5 is needed: FastAPI's schema is
+OpenAPI 3.1, which 4.x cannot render.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import swagger_ui_bundle
+import swagger_ui
 from fastapi import APIRouter
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
@@ -18,7 +20,7 @@ __all__ = ["SWAGGER_UI_DIR", "SWAGGER_UI_URL", "router"]
 
 router = APIRouter(include_in_schema=False)
 
-SWAGGER_UI_DIR = Path(swagger_ui_bundle.swagger_ui_path)
+SWAGGER_UI_DIR = Path(swagger_ui.__file__).parent / "static"
 SWAGGER_UI_URL = "/static/swagger-ui"
 
 

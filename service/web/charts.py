@@ -59,7 +59,7 @@ def line_chart(
     height: int = 280,
 ) -> Markup:
     """``series`` as one SVG line chart (an empty chart says there is nothing to draw)."""
-    left, right, top, bottom = 64, 16, 12, 28
+    left, right, top, bottom = 64, 16, 26, 28
     pts = [(s, [(_ts(x), float(y)) for x, y in s.points]) for s in series]
     xs = [x for _s, p in pts for x, _y in p]
     ys = [y for _s, p in pts for _x, y in p]
@@ -104,7 +104,7 @@ def line_chart(
             f"{_label(x, days)}</text>"
         )
     parts.append(
-        f'<text x="4" y="{top + 10}" transform="rotate(0)">{html.escape(unit)}</text>'
+        f'<text x="{left}" y="12">{html.escape(unit)}</text>'
     )
     for i, (s, p) in enumerate(pts):
         coords: list[tuple[float, float]] = []

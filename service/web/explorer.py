@@ -11,6 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from service.api.answers import warnings_for
 from service.api.deps import ContextDep, StateDep
 
 from .form import clean_query, form_groups, presentation
@@ -48,6 +49,8 @@ async def explorer(request: Request, state: StateDep, context: ContextDep) -> HT
         {
             "title": "GPU offers",
             "answer": answer,
+            # the coverage note; the warnings about the data are the banner's
+            "notes": [w for w in (answer or {}).get("warnings", []) if w not in warnings_for(state)],
             "errors": errors,
             "error_params": {e["param"] for e in errors},
             "groups": form_groups(params),

@@ -89,6 +89,8 @@ def _options(kind_of: Any) -> tuple[str, ...]:
 
 
 def _kind(name: str, annotation: Any) -> tuple[Kind, tuple[str, ...]]:
+    if get_origin(annotation) is Literal:
+        return "select", _options(annotation)
     if name in LIST_PARAMS:
         (item,) = get_args(annotation)
         options = _options(item)
@@ -113,6 +115,8 @@ def _control(name: str, params: QueryParams) -> Control:
         values = tuple(p.strip() for v in raw for p in v.split(",") if p.strip())
     else:
         values = tuple(v for v in raw[-1:] if v != "")
+        if not values and kind == "select" and info.default is not None:
+            values = (str(getattr(info.default, "value", info.default)),)  # what applies
     return Control(
         name=name,
         label=_LABELS.get(name, name.replace("_", " ").capitalize()),

@@ -26,6 +26,8 @@ from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa:
 
 #: The acme 8x H100 offer was 16 USD/h three days ago, 14 USD/h since yesterday.
 PRICES = (("16", 3), ("14", 1))
+#: Its latest fetch failed.
+STALE = "cirrus"
 
 
 @dataclasses.dataclass
@@ -46,10 +48,18 @@ def store_history(url: str) -> None:
                 for o in sample_offers()
             ]
             offers = [o.model_copy(update={"fetched_at": at}) for o in offers]
+            if days_ago == 1:  # an offer whose GPU the catalog lacks: in the coverage note
+                offers.append(
+                    offer(provider="bolt", offer_id="x1", gpu_model=None, gpu_raw_name="Z9")
+                    .model_copy(update={"fetched_at": at})
+                )
             runs = [
                 ProviderRun(p, RunStatus.OK, at, 0.1, offers=[o for o in offers if o.provider == p])
                 for p in sorted({o.provider for o in offers})
+                if not (p == STALE and days_ago == 1)
             ]
+            if days_ago == 1:  # its latest fetch failed: its earlier offers are held, stale
+                runs.append(ProviderRun(STALE, RunStatus.ERROR, at, 0.1, error="HTTP 503"))
             store_snapshot(engine, runs, started_at=at, finished_at=at)
     finally:
         engine.dispose()

@@ -21,6 +21,8 @@ STATIC_DIR = Path(__file__).parent / "static"
 PAGES: tuple[str, ...] = (
     "explorer",
     "offer_page",
+    "providers_page",
+    "catalog_page",
     "subscribe_page",
     "docs_page",
 )

@@ -23,6 +23,7 @@ PAGES: tuple[str, ...] = (
     "offer_page",
     "providers_page",
     "catalog_page",
+    "index_page",
     "subscribe_page",
     "docs_page",
 )

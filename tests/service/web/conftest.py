@@ -7,11 +7,12 @@ import dataclasses
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+import httpx
 import pytest
 import uvicorn
 
@@ -21,7 +22,14 @@ from db.migrate import upgrade
 from db.snapshots import store_snapshot
 from service.api import create_app
 from service.settings import Settings
-from tests.service.api.conftest import offer, sample_offers
+from tests.service.api.conftest import (
+    FakeSource,
+    database_state,
+    failed,
+    offer,
+    sample_offers,
+    stale,
+)
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
 
 #: The acme 8x H100 offer was 16 USD/h three days ago, 14 USD/h since yesterday.
@@ -104,3 +112,20 @@ def live_server(
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """The app in-process on the API tests' offers: bolt stale, gcp failed, no database."""
+    offers = sample_offers()
+    source = FakeSource(database_state(offers, stale("bolt", offers), failed("gcp")))
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    app = create_app(settings, offers_loader=source)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        yield c

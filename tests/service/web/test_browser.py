@@ -68,6 +68,17 @@ def _guarded_page(browser: Any, live: LiveServer, outside: list[str], width: int
     return page
 
 
+_TOO_WIDE = """() => [...document.querySelectorAll('body *')]
+  .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+  .slice(0, 5).map(e => e.tagName + '.' + e.className + ': ' + (e.textContent || '').slice(0, 40))"""
+
+
+def _fits(page: Any, width: int) -> None:
+    """Nothing on the page is wider than the viewport (no sideways scrolling)."""
+    wide = page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= width, page.evaluate(_TOO_WIDE)
+
+
 def _money(text: str) -> float:
     return float(text.replace("$", "").replace(",", ""))
 
@@ -159,13 +170,13 @@ def test_phone_width(browser: Any, live_server: LiveServer) -> None:
     outside: list[str] = []
     page = _guarded_page(browser, live_server, outside, width=390)
     page.goto(live_server.base_url + "/?hours=10")
-    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    _fits(page, 390)
     cell = page.locator("td[data-label='$ / GPU-h']").first
     assert cell.evaluate("e => getComputedStyle(e, '::before').content") == '"$ / GPU-h"'
     _shoot(page, "explorer-390")
     page.get_by_role("link", name="acme").first.click()
     page.locator("figure.history svg.chart").wait_for()
-    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    _fits(page, 390)
     _shoot(page, "offer-390")
     assert outside == []
 
@@ -182,3 +193,23 @@ def test_without_javascript(browser: Any, live_server: LiveServer) -> None:
     page.locator("th a[data-sort=job_cost_usd]").click()
     page.wait_for_url(re.compile(r"sort=job_cost_usd"))
     context.close()
+
+
+def test_index_providers_and_catalog_pages(browser: Any, live_server: LiveServer) -> None:
+    outside: list[str] = []
+    page = _guarded_page(browser, live_server, outside)
+    page.goto(live_server.base_url + "/")
+    page.get_by_role("link", name="Price index").click()
+    page.locator("figure.index svg.chart path.line").first.wait_for()
+    assert page.locator("figure.index svg.chart path.line").count() == 4  # median p10 p90 min
+    spread = page.locator("#spread-h + div table tbody tr")
+    assert spread.count() == 2  # bolt's 1x and acme's 8x H100 on demand
+    page.get_by_role("link", name="Providers").click()
+    cirrus = page.locator("table.providers tbody tr", has_text="cirrus")
+    assert "stale" in cirrus.inner_text() and "HTTP 503" in cirrus.inner_text()
+    page.get_by_role("link", name="GPUs", exact=True).click()
+    page.get_by_label("Model, family or vendor").fill("H100")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"q=H100"))
+    assert page.locator("table.catalog tbody tr", has_text="H100-SXM5-80GB").count() == 1
+    assert outside == []

@@ -103,9 +103,7 @@ def line_chart(
             f'<text x="{px(x):.1f}" y="{height - 8}" text-anchor="{anchor}">'
             f"{_label(x, days)}</text>"
         )
-    parts.append(
-        f'<text x="{left}" y="12">{html.escape(unit)}</text>'
-    )
+    parts.append(f'<text x="{left}" y="12">{html.escape(unit)}</text>')
     for i, (s, p) in enumerate(pts):
         coords: list[tuple[float, float]] = []
         for j, (x, y) in enumerate(p):
@@ -118,6 +116,8 @@ def line_chart(
         css = f"line s{i % 4}"
         parts.append(f'<path class="{css}" d="{d}"><title>{html.escape(s.name)}</title></path>')
         if len(p) == 1:
-            parts.append(f'<circle class="dot" cx="{coords[0][0]:.1f}" cy="{coords[0][1]:.1f}" r="4"/>')
+            parts.append(
+                f'<circle class="dot" cx="{coords[0][0]:.1f}" cy="{coords[0][1]:.1f}" r="4"/>'
+            )
     parts.append("</svg>")
     return Markup("".join(parts))

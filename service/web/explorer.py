@@ -50,7 +50,9 @@ async def explorer(request: Request, state: StateDep, context: ContextDep) -> HT
             "title": "GPU offers",
             "answer": answer,
             # the coverage note; the warnings about the data are the banner's
-            "notes": [w for w in (answer or {}).get("warnings", []) if w not in warnings_for(state)],
+            "notes": [
+                w for w in (answer or {}).get("warnings", []) if w not in warnings_for(state)
+            ],
             "errors": errors,
             "error_params": {e["param"] for e in errors},
             "groups": form_groups(params),

@@ -39,7 +39,9 @@ def _history(engine: Any, key: str) -> list[Any]:
 def _chart(points: list[Any], now: datetime) -> Any:
     """A step line of USD per GPU-hour (per hour where the GPU count is unknown)."""
     per_gpu = all(p.usd_per_gpu_hour is not None for p in points)
-    values = [(p.valid_from, p.usd_per_gpu_hour if per_gpu else float(p.usd_per_hour)) for p in points]
+    values = [
+        (p.valid_from, p.usd_per_gpu_hour if per_gpu else float(p.usd_per_hour)) for p in points
+    ]
     last = points[-1] if points else None
     if last is not None:
         values.append((last.valid_to or now, values[-1][1]))

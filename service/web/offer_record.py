@@ -21,7 +21,14 @@ from pricing import expressions as ex
 from pricing.display import for_display
 from pricing.frame import CONFIG_KEYS
 
-__all__ = ["FIELD_GROUPS", "RecordSource", "frame_key", "grouped_fields", "published_record", "terms_of"]
+__all__ = [
+    "FIELD_GROUPS",
+    "RecordSource",
+    "frame_key",
+    "grouped_fields",
+    "published_record",
+    "terms_of",
+]
 
 RecordSource = Literal["database", "sample", "frame"]
 
@@ -37,7 +44,9 @@ FIELD_GROUPS: dict[str, tuple[str, ...]] = {
         "gpu_nvlink_gbs", "gpu_pcie_gen", "cpu_model", "cpu_vendor", "cpu_arch",
         "cpu_sockets", "cpu_cores", "vcpus",
     ),
-    "Memory and storage": ("ram_gb", "ram_ecc", "storage_gb", "storage_type", "disk_bandwidth_mbps"),
+    "Memory and storage": (
+        "ram_gb", "ram_ecc", "storage_gb", "storage_type", "disk_bandwidth_mbps",
+    ),
     "Network": (
         "public_bandwidth_up_mbps", "public_bandwidth_down_mbps", "fabric", "fabric_gbps",
         "multi_node",
@@ -97,7 +106,7 @@ def published_record(
         table = CurrentOffer.__table__
         with engine.connect() as connection:
             text = connection.execute(
-                sa.select(table.c.record).where(table.c.offer_key == key)  # type: ignore[attr-defined]
+                sa.select(table.c.record).where(table.c.offer_key == key)
             ).scalar_one_or_none()
         if text is not None:
             record: dict[str, Any] = json.loads(text)

@@ -58,8 +58,9 @@ def store_history(url: str) -> None:
             offers = [o.model_copy(update={"fetched_at": at}) for o in offers]
             if days_ago == 1:  # an offer whose GPU the catalog lacks: in the coverage note
                 offers.append(
-                    offer(provider="bolt", offer_id="x1", gpu_model=None, gpu_raw_name="Z9")
-                    .model_copy(update={"fetched_at": at})
+                    offer(
+                        provider="bolt", offer_id="x1", gpu_model=None, gpu_raw_name="Z9"
+                    ).model_copy(update={"fetched_at": at})
                 )
             runs = [
                 ProviderRun(p, RunStatus.OK, at, 0.1, offers=[o for o in offers if o.provider == p])

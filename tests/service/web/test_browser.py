@@ -64,13 +64,17 @@ def _guarded_page(browser: Any, live: LiveServer, outside: list[str], width: int
             route.abort()
 
     page.route("**/*", check)
-    page.on("request", lambda r: None if r.url.startswith((live.base_url, "data:")) else outside.append(r.url))
+    page.on(
+        "request",
+        lambda r: None if r.url.startswith((live.base_url, "data:")) else outside.append(r.url),
+    )
     return page
 
 
 _TOO_WIDE = """() => [...document.querySelectorAll('body *')]
   .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
-  .slice(0, 5).map(e => e.tagName + '.' + e.className + ': ' + (e.textContent || '').slice(0, 40))"""
+  .slice(0, 5)
+  .map(e => e.tagName + '.' + e.className + ': ' + (e.textContent || '').slice(0, 40))"""
 
 
 def _fits(page: Any, width: int) -> None:
@@ -151,7 +155,9 @@ def test_filter_sort_open_offer_and_subscribe(browser: Any, live_server: LiveSer
     page.get_by_text("Almost done: check your mail.").wait_for()
     (mail,) = live_server.mail.messages
     text = mail.get_body(("plain",)).get_content()  # type: ignore[union-attr]
-    link = re.search(re.escape(live_server.base_url) + r"/v1/subscriptions/confirm\?token=\S+", text)
+    link = re.search(
+        re.escape(live_server.base_url) + r"/v1/subscriptions/confirm\?token=\S+", text
+    )
     assert link is not None, text
     page.goto(link.group(0))
     assert page.get_by_role("heading", name="Confirm your subscription").is_visible()

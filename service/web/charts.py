@@ -59,7 +59,7 @@ def line_chart(
     height: int = 280,
 ) -> Markup:
     """``series`` as one SVG line chart (an empty chart says there is nothing to draw)."""
-    left, right, top, bottom = 64, 16, 26, 28
+    left, right, top, bottom = 64, 16, 36, 32
     pts = [(s, [(_ts(x), float(y)) for x, y in s.points]) for s in series]
     xs = [x for _s, p in pts for x, _y in p]
     ys = [y for _s, p in pts for _x, y in p]
@@ -100,10 +100,10 @@ def line_chart(
     for frac, anchor in ((0.0, "start"), (0.5, "middle"), (1.0, "end")):
         x = x0 + frac * (x1 - x0)
         parts.append(
-            f'<text x="{px(x):.1f}" y="{height - 8}" text-anchor="{anchor}">'
+            f'<text x="{px(x):.1f}" y="{height - 4}" text-anchor="{anchor}">'
             f"{_label(x, days)}</text>"
         )
-    parts.append(f'<text x="{left}" y="12">{html.escape(unit)}</text>')
+    parts.append(f'<text x="{left}" y="{top - 10}">{html.escape(unit)}</text>')
     for i, (s, p) in enumerate(pts):
         coords: list[tuple[float, float]] = []
         for j, (x, y) in enumerate(p):

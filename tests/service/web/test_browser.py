@@ -140,7 +140,7 @@ def test_filter_sort_open_offer_and_subscribe(browser: Any, live_server: LiveSer
     assert published.all_inner_texts() == ["16 USD", "14 USD"]
     terms = page.locator("table.terms tbody tr")
     assert terms.count() == 2  # on-demand and the one-month commitment
-    assert "d" in terms.nth(1).locator("td[data-label='Beats on-demand after']").inner_text()
+    assert "d" in terms.nth(1).locator("td[data-label='Break-even']").inner_text()
     assert page.get_by_role("heading", name="Network").is_visible()
     _shoot(page, "offer-1280")
     raw = page.get_by_role("link", name="Raw record (JSON)")

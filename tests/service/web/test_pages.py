@@ -76,7 +76,7 @@ async def test_offer_page(client: httpx.AsyncClient) -> None:
     key = quote(offer().key, safe="")
     r = await client.get(f"/offer?key={key}")
     assert r.status_code == 200
-    terms = re.findall(r'<td data-label="Beats on-demand after" class="num">([^<]*)</td>', r.text)
+    terms = re.findall(r'<td data-label="Break-even" class="num">([^<]*)</td>', r.text)
     assert terms == ["–", "23.4 d"]  # one month at 9000 USD / 16 USD/h on demand = 562.5 h
     assert "no database" in r.text  # no history without one
     record = (await client.get(f"/offer/record?key={key}")).json()

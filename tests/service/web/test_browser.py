@@ -106,6 +106,9 @@ def test_filter_sort_open_offer_and_subscribe(browser: Any, live_server: LiveSer
     assert "stale" in cirrus.locator("td.caveats").inner_text()
     left_out = page.locator("table.left-out tbody tr")
     assert left_out.count() == 1 and "Z9" in left_out.inner_text()
+    fits = "(() => { const w = document.querySelector('.table-wrap');"
+    fits += " return w.scrollWidth <= w.clientWidth; })()"
+    assert page.evaluate(fits), "the offers table scrolls sideways at 1280 px"
     _shoot(page, "explorer-1280")
 
     # set filters: H100 only, a 10-hour job on 8 GPUs

@@ -14,6 +14,10 @@ the steadier figure. The server then runs ``create_app`` exactly as
 client (bounded time and request count, loopback only). Prints throughput and p50/p95/p99
 latency; the targets on a 2-core machine are p50 <= 10 ms, p99 <= 50 ms and >= 500
 requests/s.
+
+``--mode web`` drives the same queries as pages of the offers explorer (``GET /?...``,
+:mod:`service.web`) and prints the heaviest page too (uncompressed); the targets are
+p99 <= 100 ms and <= 300 kB a page.
 """
 
 from __future__ import annotations
@@ -181,18 +185,23 @@ async def _request(
     return status, len(body)
 
 
+#: Where each mode sends the queries: the API, or the explorer's pages.
+PREFIXES: dict[str, str] = {"api": "/v1/offers?", "web": "/?"}
+
+
 async def _worker(
     port: int, deadline: float, budget: list[int], latencies: list[float], errors: list[int],
-    rng: random.Random,
+    rng: random.Random, prefix: str, sizes: list[int],
 ) -> None:  # fmt: skip
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         while time.perf_counter() < deadline and budget[0] > 0:
             budget[0] -= 1
-            path = "/v1/offers?" + rng.choice(QUERIES)
+            path = prefix + rng.choice(QUERIES)
             t0 = time.perf_counter()
-            status, _size = await _request(reader, writer, path)
+            status, size = await _request(reader, writer, path)
             latencies.append(time.perf_counter() - t0)
+            sizes.append(size)
             if status != 200:
                 errors.append(status)
     finally:
@@ -200,8 +209,10 @@ async def _worker(
 
 
 async def drive(
-    port: int, seconds: float, connections: int, max_requests: int, seed: int = 1
-) -> tuple[list[float], list[int], float]:
+    port: int, seconds: float, connections: int, max_requests: int, seed: int = 1,
+    prefix: str = PREFIXES["api"], sizes: list[int] | None = None,
+) -> tuple[list[float], list[int], float]:  # fmt: skip
+    sizes = [] if sizes is None else sizes
     latencies: list[float] = []
     errors: list[int] = []
     budget = [max_requests]
@@ -210,7 +221,16 @@ async def drive(
     deadline = started + seconds
     await asyncio.gather(
         *(
-            _worker(port, deadline, budget, latencies, errors, random.Random(rng.random()))
+            _worker(
+                port,
+                deadline,
+                budget,
+                latencies,
+                errors,
+                random.Random(rng.random()),
+                prefix,
+                sizes,
+            )
             for _ in range(connections)
         )
     )
@@ -233,17 +253,22 @@ def report(title: str, latencies: list[float], errors: list[int], elapsed: float
     )
 
 
-def client(port: int, seconds: float, connections: int, max_requests: int) -> None:
+def client(
+    port: int, seconds: float, connections: int, max_requests: int, mode: str = "api"
+) -> None:
     """Warm each query once (cold: ranks every current offer), then drive the mix."""
     cold: list[float] = []
     errors: list[int] = []
+    sizes: list[int] = []
+    prefix = PREFIXES[mode]
 
     async def warm() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         for q in QUERIES:
             t0 = time.perf_counter()
-            status, _ = await _request(reader, writer, "/v1/offers?" + q)
+            status, size = await _request(reader, writer, prefix + q)
             cold.append(time.perf_counter() - t0)
+            sizes.append(size)
             if status != 200:
                 errors.append(status)
         writer.close()
@@ -256,12 +281,19 @@ def client(port: int, seconds: float, connections: int, max_requests: int) -> No
         errors,
         time.perf_counter() - t0,
     )
-    latencies, errors, elapsed = asyncio.run(drive(port, seconds, connections, max_requests))
+    latencies, errors, elapsed = asyncio.run(
+        drive(port, seconds, connections, max_requests, prefix=prefix, sizes=sizes)
+    )
     report(
-        f"steady mix ({len(QUERIES)} queries, {connections} connections)",
+        f"steady mix ({mode}: {len(QUERIES)} queries, {connections} connections)",
         latencies,
         errors,
         elapsed,
+    )
+    print(
+        f"answer size ({mode}, uncompressed): median {statistics.median(sizes) / 1000:.1f} kB,"
+        f" max {max(sizes) / 1000:.1f} kB",
+        flush=True,
     )
 
 
@@ -291,13 +323,16 @@ def main() -> None:
     parser.add_argument("--role", choices=["all", "server", "client"], default="all")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--database-url", help="server role: the database to serve")
+    parser.add_argument(
+        "--mode", choices=sorted(PREFIXES), default="api", help="the API, or explorer pages"
+    )
     args = parser.parse_args()
     port = args.port or _free_port()
     if args.role == "server":
         serve(args.database_url, port)
         return
     if args.role == "client":
-        client(port, args.seconds, args.connections, args.max_requests)
+        client(port, args.seconds, args.connections, args.max_requests, args.mode)
         return
     with tempfile.TemporaryDirectory(prefix="gpuscout-api-bench-") as tmp:
         url = store_offers(args.offers, Path(tmp))
@@ -310,7 +345,8 @@ def main() -> None:
             print(f"server ready on http://127.0.0.1:{port} (pid {server.pid})", flush=True)
             subprocess.run(
                 [*cmd, "--role", "client", "--seconds", str(args.seconds),
-                 "--connections", str(args.connections), "--max-requests", str(args.max_requests)],
+                 "--connections", str(args.connections), "--max-requests", str(args.max_requests),
+                 "--mode", args.mode],
                 env=env, check=True,
             )  # fmt: skip
         finally:

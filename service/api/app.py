@@ -24,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .. import web
 from ..settings import Settings, get_settings
 from . import routers
 from .app_context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
@@ -110,6 +111,8 @@ def create_app(
         summary="GPU rental offers ranked by cost per effective TFLOP-hour.",
         lifespan=lifespan,
         dependencies=[Depends(limit_body_lists)],
+        docs_url=None,  # served with local assets by service.web (no CDN)
+        redoc_url=None,
     )
     app.state.context = context
     app.add_exception_handler(StarletteHTTPException, _body_parse_error_is_422)
@@ -117,6 +120,7 @@ def create_app(
     app.add_exception_handler(SQLAlchemyError, _database_unavailable)
     for module in ROUTERS:
         app.include_router(importlib.import_module(f"{routers.__name__}.{module}").router)
+    web.mount(app)
 
     app.add_middleware(OffersFastPath, context=context)
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)

@@ -78,13 +78,11 @@ class SubscriptionAccepted(BaseModel):
 
 
 def _page(title: str, body: str, code: int = 200) -> HTMLResponse:
-    """A minimal self-contained page (no external resources); ``body`` is trusted markup."""
+    """A page in the web pages' look (:mod:`service.web`); ``body`` is trusted markup."""
+    from service.web.layout import message_page
+
     return HTMLResponse(
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title></head>"
-        '<body style="font-family:Arial,Helvetica,sans-serif;max-width:560px;margin:40px auto;'
-        f'color:#111827;"><h1 style="font-size:20px;">{html.escape(title)}</h1>{body}'
-        "</body></html>",
+        message_page(title, body),
         status_code=code,
         headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
     )
@@ -197,7 +195,7 @@ def _button(request: Request, label: str, hidden: dict[str, str] | None = None) 
     )
     return (
         f'<form method="post" action="{action}">{fields}'
-        f'<button type="submit" style="padding:8px 16px;">{label}</button></form>'
+        f'<button type="submit">{label}</button></form>'
     )
 
 

@@ -1,0 +1,35 @@
+"""``GET /docs``: Swagger UI for the API, its assets served by the app.
+
+FastAPI's own ``/docs`` loads Swagger UI from a CDN and is blank offline; the app turns it
+off (``docs_url=None``) and this page serves the Swagger UI 5 files that the
+``swagger-ui-py`` package ships (Swagger UI is Apache-2.0; its LICENSE is among the files
+served) under ``/static/swagger-ui``. Swagger UI 5 is needed: FastAPI's schema is
+OpenAPI 3.1, which 4.x cannot render.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import swagger_ui
+from fastapi import APIRouter
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+
+__all__ = ["SWAGGER_UI_DIR", "SWAGGER_UI_URL", "router"]
+
+router = APIRouter(include_in_schema=False)
+
+SWAGGER_UI_DIR = Path(swagger_ui.__file__).parent / "static"
+SWAGGER_UI_URL = "/static/swagger-ui"
+
+
+@router.get("/docs", response_class=HTMLResponse)
+async def api_docs() -> HTMLResponse:
+    return get_swagger_ui_html(
+        openapi_url="/openapi.json",
+        title="gpuscout API",
+        swagger_js_url=f"{SWAGGER_UI_URL}/swagger-ui-bundle.js",
+        swagger_css_url=f"{SWAGGER_UI_URL}/swagger-ui.css",
+        swagger_favicon_url="/static/favicon.svg",
+    )

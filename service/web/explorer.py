@@ -1,0 +1,66 @@
+"""``GET /``: the offers explorer, the ranked answer of ``/v1/offers`` as a page.
+
+The query string is the page's state and uses the API's parameter names, so a link to a
+page is a link to the same question of the API (the page links to it). Blank form fields
+are dropped before the query is read; anything else the API refuses is shown by the form,
+naming the parameter, with a 422.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from service.api.answers import warnings_for
+from service.api.deps import ContextDep, StateDep
+
+from .form import clean_query, form_groups, presentation
+from .offers_data import QueryError, offer_key, offer_path, offers_answer
+from .templating import templates
+
+__all__ = ["SORTS", "router"]
+
+router = APIRouter(include_in_schema=False)
+
+#: Table columns the answer can be ordered by (the API's ``sort`` values), with headers.
+SORTS: dict[str, str] = {
+    "usd_per_effective_tflop_hour": "$ / eff. TFLOP-h",
+    "usd_per_gpu_hour": "$ / GPU-h",
+    "usd_per_hour": "$ / h",
+    "job_cost_usd": "Job cost",
+}
+
+
+@router.get("/", response_class=HTMLResponse)
+async def explorer(request: Request, state: StateDep, context: ContextDep) -> HTMLResponse:
+    """The ranked offers for the query string, with the form that makes it."""
+    params = clean_query(request.query_params)
+    answer, errors = None, []
+    try:
+        answer = await offers_answer(state, params, context.settings.api_max_list_items)
+    except QueryError as exc:
+        errors = exc.errors
+    for offer in (answer or {}).get("offers", []):
+        offer["page"] = offer_path(offer_key(offer))
+    sort = params.get("sort", "usd_per_effective_tflop_hour")
+    return templates().TemplateResponse(
+        request,
+        "explorer.html",
+        {
+            "title": "GPU offers",
+            "answer": answer,
+            # the coverage note; the warnings about the data are the banner's
+            "notes": [
+                w for w in (answer or {}).get("warnings", []) if w not in warnings_for(state)
+            ],
+            "errors": errors,
+            "error_params": {e["param"] for e in errors},
+            "groups": form_groups(params),
+            "shown": presentation(params),
+            "params": params,
+            "sort": sort,
+            "sorts": SORTS,
+            "api_url": "/v1/offers" + (f"?{params}" if params else ""),
+        },
+        status_code=422 if errors else 200,
+    )

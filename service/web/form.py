@@ -1,0 +1,151 @@
+"""The explorer's form, generated from the API's query model so both take the same names.
+
+Every parameter of :data:`service.api.offers_query.OffersQuery` is a control here (a test
+pins it), grouped the way a renter thinks: GPU, where and who, term and price, network,
+the job, then the rest. The controls carry the values of the request's query string: the
+URL is the page's state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, get_args, get_origin
+
+from starlette.datastructures import QueryParams
+
+from service.api.offers_query import LIST_PARAMS, OffersQuery
+
+__all__ = ["GROUPS", "Control", "Group", "clean_query", "form_groups"]
+
+Kind = Literal["text", "number", "select", "multi", "check", "tristate"]
+
+#: Group title -> parameter names, in display order; unlisted parameters go to "More".
+GROUPS: dict[str, tuple[str, ...]] = {
+    "GPU": ("preset", "gpus", "min_gpus", "max_gpus", "min_gpu_memory_gb", "form_factors"),
+    "Where and who": ("providers", "exclude_providers", "regions", "countries"),
+    "Term and price": ("terms", "max_commitment_hours", "max_usd_per_hour", "max_usd_per_gpu_hour"),
+    "Job": ("hours", "gpu_hours", "params", "tokens", "job_gpus", "precision"),
+    "Network": ("fabrics", "min_fabric_gbps", "nvlink", "multi_node"),
+}
+#: Presentation, not a filter: shown with the table rather than in the form groups.
+PRESENTATION: tuple[str, ...] = ("sort", "limit")
+
+_LABELS: dict[str, str] = {
+    "gpus": "GPU models or families",
+    "job_gpus": "GPUs for the job",
+    "min_gpus": "Min GPUs per offer",
+    "max_gpus": "Max GPUs per offer",
+    "hours": "Job hours (wall clock on one offer)",
+    "gpu_hours": "Job GPU-hours",
+    "params": "Model parameters",
+    "tokens": "Training tokens",
+    "mfu": "MFU (replace the model)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Control:
+    """One form control: its API name, how it is drawn, and the request's value(s)."""
+
+    name: str
+    label: str
+    kind: Kind
+    description: str | None
+    options: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+
+    @property
+    def value(self) -> str:
+        return ",".join(self.values)
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    title: str
+    controls: tuple[Control, ...]
+    open: bool
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The non-None members of an annotation, ``Annotated`` stripped."""
+    out = []
+    for arg in get_args(annotation) or (annotation,):
+        if get_origin(arg) is typing.Annotated:
+            arg = get_args(arg)[0]
+        if arg is not type(None):
+            out.append(arg)
+    return out
+
+
+def _options(kind_of: Any) -> tuple[str, ...]:
+    if isinstance(kind_of, type) and issubclass(kind_of, enum.Enum):
+        return tuple(str(m.value) for m in kind_of)
+    if get_origin(kind_of) is Literal:
+        return tuple(str(v) for v in get_args(kind_of))
+    return ()
+
+
+def _kind(name: str, annotation: Any) -> tuple[Kind, tuple[str, ...]]:
+    if get_origin(annotation) is Literal:
+        return "select", _options(annotation)
+    if name in LIST_PARAMS:
+        (item,) = get_args(annotation)
+        options = _options(item)
+        return ("multi", options) if options else ("text", ())
+    members = _unwrap(annotation)
+    optional = type(None) in get_args(annotation)
+    if members == [bool]:
+        return ("tristate" if optional else "check"), ()
+    options = _options(members[0]) if len(members) == 1 else ()
+    if options:
+        return "select", options
+    if members and all(m in (int, float) for m in members):
+        return "number", ()
+    return "text", ()
+
+
+def _control(name: str, params: QueryParams) -> Control:
+    info = OffersQuery.model_fields[name]
+    kind, options = _kind(name, info.annotation)
+    raw = params.getlist(name)
+    if name in LIST_PARAMS:
+        values = tuple(p.strip() for v in raw for p in v.split(",") if p.strip())
+    else:
+        values = tuple(v for v in raw[-1:] if v != "")
+        if not values and kind == "select" and info.default is not None:
+            values = (str(getattr(info.default, "value", info.default)),)  # what applies
+    return Control(
+        name=name,
+        label=_LABELS.get(name, name.replace("_", " ").capitalize()),
+        kind=kind,
+        description=info.description,
+        options=options,
+        values=values,
+    )
+
+
+def form_groups(params: QueryParams) -> list[Group]:
+    """Every query parameter as a control, grouped; a group with a value set is open."""
+    placed = {n for names in GROUPS.values() for n in names} | set(PRESENTATION)
+    rest = tuple(n for n in OffersQuery.model_fields if n not in placed)
+    groups = []
+    for title, names in (*GROUPS.items(), ("More", rest)):
+        controls = tuple(_control(n, params) for n in names)
+        is_open = title in ("GPU", "Job") or any(c.values for c in controls)
+        groups.append(Group(title, controls, is_open))
+    return groups
+
+
+def presentation(params: QueryParams) -> dict[str, Control]:
+    return {n: _control(n, params) for n in PRESENTATION}
+
+
+def clean_query(params: Mapping[str, str] | QueryParams) -> QueryParams:
+    """The query without empty values: a GET form sends every blank input as ``name=``."""
+    items: Sequence[tuple[str, str]] = (
+        params.multi_items() if isinstance(params, QueryParams) else list(params.items())
+    )
+    return QueryParams([(k, v) for k, v in items if v.strip() != ""])

@@ -1,0 +1,106 @@
+"""``GET /index?gpu=H100&term=on_demand&days=30``: the daily price index as a chart, and
+the current spread of prices across providers.
+
+The index is the answer of ``GET /v1/history/index`` (the router's own function, its
+query model too: the same parameters, bounds and errors); the spread is read from the
+current offers in memory, so it shows even without a database.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from adapters.schema import RentalTerm
+from pricing import expressions as ex
+from pricing.display import for_display
+from pricing.requirement import Requirement
+from service.api.deps import ContextDep, StateDep
+from service.api.routers.history import IndexQuery, price_index
+
+from .charts import Series, line_chart
+from .templating import templates
+
+__all__ = ["current_spread", "router"]
+
+router = APIRouter(include_in_schema=False)
+
+_ALLOWED = frozenset(IndexQuery.model_fields)
+
+
+def current_spread(frame: pl.DataFrame, gpu: str, term: str) -> list[dict[str, Any]]:
+    """Per provider: cheapest, median and dearest USD per GPU-hour of ``gpu`` at ``term``."""
+    models = list(Requirement(gpus=(gpu,)).gpu_models())
+    spread = (
+        frame.lazy()
+        .filter(pl.col("gpu_model").is_in(models), pl.col("term").cast(pl.String) == term)
+        .with_columns(usd_per_gpu_hour=ex.usd_per_gpu_hour())
+        .group_by("provider")
+        .agg(
+            min_usd_per_gpu_hour=pl.col("usd_per_gpu_hour").min(),
+            median_usd_per_gpu_hour=pl.col("usd_per_gpu_hour").median(),
+            max_usd_per_gpu_hour=pl.col("usd_per_gpu_hour").max(),
+            offers=pl.len(),
+        )
+        .sort("min_usd_per_gpu_hour", "provider")
+        .collect()
+    )
+    return for_display(spread).to_dicts()
+
+
+def _chart(index: Any) -> Any:
+    def series(name: str, field: str) -> Series:
+        points = [(d.day, getattr(d, field)) for d in index.days if getattr(d, field) is not None]
+        return Series(name, points)
+
+    return line_chart(
+        [
+            series("median", "median_usd_per_gpu_hour"),
+            series("p10", "p10_usd_per_gpu_hour"),
+            series("p90", "p90_usd_per_gpu_hour"),
+            series("min", "min_usd_per_gpu_hour"),
+        ],
+        title=f"Daily {index.gpu} {index.term.value} price index, USD per GPU-hour",
+    )
+
+
+@router.get("/index", response_class=HTMLResponse)
+async def index_page(request: Request, state: StateDep, context: ContextDep) -> HTMLResponse:
+    params = {k: v for k, v in request.query_params.items() if v.strip() and k in _ALLOWED}
+    params.setdefault("gpu", "H100")
+    errors: list[str] = []
+    index, unavailable = None, None
+    try:
+        query = IndexQuery.model_validate(params)
+    except ValidationError as exc:
+        errors = [f"{e['loc'][0]}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+        query = IndexQuery(gpu="H100")
+    if not errors:
+        try:
+            index = await price_index(query, context)
+        except HTTPException as exc:  # no database: the spread still shows
+            unavailable = str(exc.detail)
+    days = [d for d in index.days if d.offers] if index else []
+    return templates().TemplateResponse(
+        request,
+        "index.html",
+        {
+            "title": "Price index",
+            "nav": "index",
+            "query": query,
+            "params": params,
+            "terms": [t.value for t in RentalTerm],
+            "errors": errors,
+            "index": index,
+            "days": days,
+            "chart": _chart(index) if days else None,
+            "unavailable": unavailable,
+            "spread": [] if errors else current_spread(state.frame, query.gpu, query.term.value),
+            "sample": state.current.source == "sample",
+        },
+        status_code=422 if errors else 200,
+    )

@@ -1,0 +1,159 @@
+"""One offer for its page: the fields the provider published, and its rows in the frame.
+
+The ranking's frame holds the fields it ranks by; the page shows every field of the
+:class:`~adapters.schema.Offer` the provider filled in. Those come from the stored record
+(``current_offer.record``) when the app has a database, from the replayed sample when the
+state is the sample, and otherwise from the frame's columns (a subset, said so on the page).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any, Literal
+
+import polars as pl
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from adapters.schema import Offer
+from pricing import expressions as ex
+from pricing.display import for_display
+from pricing.frame import CONFIG_KEYS
+
+__all__ = [
+    "FIELD_GROUPS",
+    "RecordSource",
+    "frame_key",
+    "grouped_fields",
+    "published_record",
+    "terms_of",
+]
+
+RecordSource = Literal["database", "sample", "frame"]
+
+#: Every :class:`Offer` field in the seed's groups (a test checks none is missing).
+FIELD_GROUPS: dict[str, tuple[str, ...]] = {
+    "Offer": (
+        "provider", "offer_id", "seller", "instance_name", "region", "country",
+        "fetched_at", "raw_ref",
+    ),
+    "Compute": (
+        "gpu_model", "gpu_raw_name", "gpu_vendor", "gpu_count", "gpu_fraction",
+        "gpu_mig_profile", "gpu_memory_gb", "gpu_form_factor", "gpu_interconnect",
+        "gpu_nvlink_gbs", "gpu_pcie_gen", "cpu_model", "cpu_vendor", "cpu_arch",
+        "cpu_sockets", "cpu_cores", "vcpus",
+    ),
+    "Memory and storage": (
+        "ram_gb", "ram_ecc", "storage_gb", "storage_type", "disk_bandwidth_mbps",
+    ),
+    "Network": (
+        "public_bandwidth_up_mbps", "public_bandwidth_down_mbps", "fabric", "fabric_gbps",
+        "multi_node",
+    ),
+    "Power and cooling": ("psu_watts", "psu_redundancy", "cooling"),
+    "Chassis": ("chassis_form_factor", "expandability_notes"),
+    "Software": ("os_images", "cuda_version", "driver_version", "frameworks", "backup_service"),
+    "Price and term": (
+        "price_amount", "price_currency", "price_unit", "price_basis", "term", "term_variant",
+        "min_rental_hours", "billing_increment_s", "prepaid", "storage_price_per_gb_month",
+        "egress_price_per_gb",
+    ),
+    "Support": (
+        "support_tier", "sla_uptime_pct", "reliability", "verified", "datacenter",
+        "available_now", "available_count",
+    ),
+}  # fmt: skip
+
+
+def frame_key() -> pl.Expr:
+    """:attr:`Offer.key` of each frame row, as a polars expression."""
+    base = pl.concat_str(
+        [
+            pl.col("provider"),
+            pl.col("offer_id"),
+            pl.col("region").fill_null(""),
+            pl.col("term").cast(pl.String),
+            pl.col("price_basis"),
+        ],
+        separator="|",
+    )
+    return (
+        pl.when(pl.col("term_variant").is_null())
+        .then(base)
+        .otherwise(pl.concat_str([base, pl.col("term_variant")], separator="|"))
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _sample_records() -> dict[str, dict[str, Any]]:
+    from adapters.sample import replay_sample
+
+    return {
+        o.key: o.model_dump(mode="json", exclude_none=True)
+        for run in replay_sample()
+        for o in run.offers
+    }
+
+
+def published_record(
+    key: str, row: dict[str, Any], *, source: str, engine: Any
+) -> tuple[dict[str, Any], RecordSource]:
+    """The fields published for the offer ``key`` (its frame ``row`` as the last resort)."""
+    if source == "database" and isinstance(engine, Engine):
+        from db.models import CurrentOffer
+
+        table = CurrentOffer.__table__
+        with engine.connect() as connection:
+            text = connection.execute(
+                sa.select(table.c.record).where(table.c.offer_key == key)
+            ).scalar_one_or_none()
+        if text is not None:
+            record: dict[str, Any] = json.loads(text)
+            record.setdefault("fetched_at", row["fetched_at"].isoformat())
+            return record, "database"
+    if source == "sample":
+        found = _sample_records().get(key)
+        if found is not None:
+            return found, "sample"
+    fields = set(Offer.model_fields)
+    plain = {
+        k: (v.isoformat() if hasattr(v, "isoformat") else str(v) if k == "price_amount" else v)
+        for k, v in row.items()
+        if k in fields and v is not None
+    }
+    return plain, "frame"
+
+
+def grouped_fields(record: dict[str, Any]) -> list[tuple[str, list[tuple[str, Any]], list[str]]]:
+    """Per group: the published (name, value) pairs, and the names left unpublished."""
+    out = []
+    for group, names in FIELD_GROUPS.items():
+        given = [(n, record[n]) for n in names if record.get(n) not in (None, "", [])]
+        missing = [n for n in names if record.get(n) in (None, "", [])]
+        out.append((group, given, missing))
+    return out
+
+
+def terms_of(frame: pl.DataFrame, key: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The frame row of ``key``, and every term of its configuration side by side.
+
+    Each term's break-even against this configuration's on-demand price is
+    :func:`pricing.expressions.break_even_hours`, as in the ranking.
+    """
+    hit = frame.filter(frame_key() == key)
+    if hit.is_empty():
+        return None, []
+    row = hit.row(0, named=True)
+    same = pl.all_horizontal([pl.col(c).eq_missing(row[c]) for c in CONFIG_KEYS])
+    on_demand = pl.col("usd_per_hour").filter(pl.col("term") == "on_demand").min()
+    terms = (
+        frame.filter(same)
+        .with_columns(on_demand_usd_per_hour=on_demand, key=frame_key())
+        .with_columns(
+            usd_per_gpu_hour=ex.usd_per_gpu_hour(),
+            break_even_hours=ex.break_even_hours(),
+        )
+        .sort("term", "usd_per_hour")
+    )
+    return row, for_display(terms).to_dicts()

@@ -1,0 +1,93 @@
+"""``GET /subscribe`` and ``POST /subscribe``: the weekly digest's form, for people.
+
+The form posts here (form-encoded, works without JavaScript); the subscription goes through
+the very code of ``POST /v1/subscriptions`` (:func:`service.api.routers.subscriptions.subscribe`:
+the same double opt-in, the same limits). The digest's requirement and job are the
+explorer's query string the form was opened with (``/subscribe?gpus=H100&hours=10``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams
+
+from pricing.job import Job
+from service.api.deps import SettingsDep
+from service.api.offers_query import parse_offers_query, validate_query
+from service.api.routers.subscriptions import ManagerDep, SubscriptionAccepted, subscribe
+from service.digest.subscriptions import SubscriptionRequest
+
+from .form import clean_query
+from .templating import templates
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+
+def _search(query: str, max_items: int | None) -> tuple[Any, Job, list[str]]:
+    """The requirement and job of an explorer query string (errors as sentences)."""
+    try:
+        parsed = parse_offers_query(validate_query(clean_query(QueryParams(query)), max_items))
+    except RequestValidationError as exc:
+        return None, Job.for_hours(1), [f"{e['loc'][-1]}: {e['msg']}" for e in exc.errors()]
+    return parsed.requirement, parsed.job or Job.for_hours(1), []
+
+
+def _render(request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
+    context.setdefault("errors", [])
+    context.setdefault("done", None)
+    context.setdefault("email", "")
+    context.setdefault("name", "")
+    context.setdefault("time_zone", "UTC")
+    return templates().TemplateResponse(
+        request,
+        "subscribe.html",
+        {"title": "Weekly digest", "nav": "subscribe", **context},
+        status_code=status_code,
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+@router.get("/subscribe", response_class=HTMLResponse)
+async def subscribe_form(request: Request, settings: SettingsDep) -> HTMLResponse:
+    query = str(clean_query(request.query_params))
+    requirement, job, errors = _search(query, settings.api_max_list_items)
+    return _render(request, query=query, requirement=requirement, job=job, errors=errors)
+
+
+@router.post("/subscribe", response_class=HTMLResponse)
+async def subscribe_post(
+    request: Request, settings: SettingsDep, manager: ManagerDep
+) -> HTMLResponse:
+    """The form's post (``application/x-www-form-urlencoded``, read here: no multipart
+    parser is needed for four text fields; the app's body size limit applies)."""
+    form = QueryParams((await request.body()).decode("utf-8", "replace"))
+    email, name = form.get("email", "").strip(), form.get("name", "").strip()
+    time_zone = form.get("time_zone", "").strip() or "UTC"
+    query = form.get("query", "")
+    requirement, job, errors = _search(query, settings.api_max_list_items)
+    shown = {"query": query, "requirement": requirement, "job": job}
+    shown |= {"email": email, "name": name, "time_zone": time_zone}
+    if errors:
+        return _render(request, 422, errors=errors, **shown)
+    try:
+        body = SubscriptionRequest(
+            email=email, name=name, time_zone=time_zone, requirement=requirement, job=job
+        )
+    except ValidationError as exc:
+        errors = [f"{e['loc'][0]}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+        return _render(request, 422, errors=errors, **shown)
+    answer = await run_in_threadpool(subscribe, request, body, manager, settings)
+    if not isinstance(answer, SubscriptionAccepted):  # 429: a limit is reached
+        import json
+
+        detail = json.loads(bytes(answer.body)).get("detail", "too many requests")
+        return _render(request, answer.status_code, errors=[detail], **shown)
+    return _render(request, 202, done=answer, **shown)

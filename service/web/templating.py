@@ -1,0 +1,83 @@
+"""The Jinja2 environment of the web pages and the filters that format their numbers.
+
+Units are always printed with the number, as everywhere in gpuscout. Autoescaping is on
+for every template: provider data (names, notes, error texts) is never trusted markup.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi.templating import Jinja2Templates
+from starlette.datastructures import QueryParams
+
+__all__ = ["TEMPLATES_DIR", "hours", "money", "templates", "with_param"]
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+
+
+def money(value: Any, places: int = 2) -> str:
+    """``$1,234.50``; small figures keep their significant digits (``$0.0042``)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    number = float(value)
+    if 0 < abs(number) < 0.1:
+        return f"${number:.4f}"
+    return f"${number:,.{places}f}"
+
+
+def hours(value: Any) -> str:
+    """Hours as ``45 min``, ``3.5 h`` or ``12.4 d``."""
+    if value is None:
+        return "–"
+    h = float(value)
+    if h < 1:
+        return f"{h * 60:.0f} min"
+    if h < 48:
+        return f"{h:.1f} h"
+    return f"{h / 24:.1f} d"
+
+
+def age(when: Any, now: datetime | None = None) -> str:
+    """How long ago ``when`` (a datetime or ISO text) was, in words."""
+    if when is None:
+        return "never"
+    if isinstance(when, str):
+        when = datetime.fromisoformat(when)
+    seconds = max(0.0, ((now or datetime.now(UTC)) - when).total_seconds())
+    return hours(seconds / 3600) + " ago"
+
+
+def number(value: Any, places: int = 1) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return f"{int(value):,}"
+    if isinstance(value, float):
+        return f"{value:,.{places}f}"
+    return str(value)
+
+
+def with_param(params: QueryParams, **changes: Any) -> str:
+    """The query string ``params`` with ``changes`` set (``None`` removes a parameter)."""
+    items = [(k, v) for k, v in params.multi_items() if k not in changes]
+    items += [(k, str(v)) for k, v in changes.items() if v is not None]
+    return "?" + urlencode(items) if items else "?"
+
+
+@functools.cache
+def templates() -> Jinja2Templates:
+    """The one template set (built on first use, not at import)."""
+    t = Jinja2Templates(directory=str(TEMPLATES_DIR))
+    t.env.filters.update(money=money, hours=hours, age=age, number=number)
+    t.env.globals.update(with_param=with_param)
+    t.env.trim_blocks = True
+    t.env.lstrip_blocks = True
+    return t

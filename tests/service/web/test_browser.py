@@ -1,0 +1,224 @@
+"""The web pages in a real headless Chromium (Debian's ``chromium``, driven by Playwright
+with the system browser; ``playwright install`` is never needed) against a real uvicorn.
+
+Walks what a person does: set filters, sort, open an offer and see its price history
+chart, subscribe and confirm; and checks that no request leaves the app's origin.
+Set ``GPUSCOUT_SCREENSHOTS=docs/screenshots`` to write the README's screenshots.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import LiveServer
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+MISSING = (
+    f"BROWSER TESTS NOT RUN: no Chromium at {CHROMIUM}; install Debian's package "
+    "(apt-get install -y chromium) - .ci/run does"
+)
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists() or shutil.which("chromium") is None, reason=MISSING
+)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _guarded_page(browser: Any, live: LiveServer, outside: list[str], width: int = 1280) -> Any:
+    """A page whose every request is checked: one to another origin is recorded, refused."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+
+    def check(route: Any) -> None:
+        url = route.request.url
+        if url.startswith(live.base_url + "/") or url.startswith("data:"):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    page.route("**/*", check)
+    page.on(
+        "request",
+        lambda r: None if r.url.startswith((live.base_url, "data:")) else outside.append(r.url),
+    )
+    return page
+
+
+_TOO_WIDE = """() => [...document.querySelectorAll('body *')]
+  .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+  .slice(0, 5)
+  .map(e => e.tagName + '.' + e.className + ': ' + (e.textContent || '').slice(0, 40))"""
+
+
+def _fits(page: Any, width: int) -> None:
+    """Nothing on the page is wider than the viewport (no sideways scrolling)."""
+    wide = page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= width, page.evaluate(_TOO_WIDE)
+
+
+def _money(text: str) -> float:
+    return float(text.replace("$", "").replace(",", ""))
+
+
+def _shoot(page: Any, name: str) -> None:
+    folder = os.environ.get("GPUSCOUT_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def test_filter_sort_open_offer_and_subscribe(browser: Any, live_server: LiveServer) -> None:
+    outside: list[str] = []
+    page = _guarded_page(browser, live_server, outside)
+    page.goto(live_server.base_url + "/")
+    assert page.locator("h1").inner_text().startswith("GPU rental offers")
+    assert page.locator("table.offers tbody tr").count() == 4  # 4 configurations
+    # announced at the top: cirrus's latest fetch failed; in the coverage note: the Z9 offer
+    assert "cirrus" in page.locator(".banner.warn").first.inner_text()
+    cirrus = page.locator("table.offers tbody tr", has_text="cirrus")
+    assert "stale" in cirrus.locator("td.caveats").inner_text()
+    left_out = page.locator("table.left-out tbody tr")
+    assert left_out.count() == 1 and "Z9" in left_out.inner_text()
+    fits = "(() => { const w = document.querySelector('.table-wrap');"
+    fits += " return w.scrollWidth <= w.clientWidth; })()"
+    assert page.evaluate(fits), "the offers table scrolls sideways at 1280 px"
+    _shoot(page, "explorer-1280")
+
+    # set filters: H100 only, a 10-hour job on 8 GPUs
+    page.get_by_label("GPU models or families").fill("H100")
+    page.get_by_label("Job hours (wall clock on one offer)").fill("10")
+    page.get_by_role("button", name="Show offers").click()
+    page.wait_for_url(re.compile(r"gpus=H100"))
+    assert "hours=10" in page.url and "min_gpus=" not in page.url  # blank fields left out
+    rows = page.locator("table.offers tbody tr")
+    assert rows.count() == 2
+    for i in range(2):
+        assert "H100" in rows.nth(i).locator("td[data-label=GPUs]").inner_text()
+
+    # sort by $/h: a server-side link; the cheapest whole instance first
+    page.locator("th a[data-sort=usd_per_hour]").click()
+    page.wait_for_url(re.compile(r"sort=usd_per_hour"))
+    assert "gpus=H100" in page.url
+    prices = [_money(t) for t in page.locator("td[data-label='$ / h']").all_inner_texts()]
+    assert prices == sorted(prices) and prices[0] == pytest.approx(2.5)
+    header = page.locator("th[aria-sort=ascending]")
+    assert header.inner_text().startswith("$ / h")
+
+    # open acme's 8x H100: its terms, its fields, its history chart (16 then 14 USD/h)
+    page.get_by_role("link", name="acme").first.click()
+    page.wait_for_url(re.compile(r"/offer\?key=acme"))
+    assert page.get_by_role("heading", name="Price history").is_visible()
+    chart = page.locator("figure.history svg.chart")
+    assert chart.is_visible()
+    assert chart.locator("path.line").count() == 1
+    page.get_by_text("The prices as a table").click()
+    published = page.locator("figure.history + details td[data-label='As published']")
+    assert published.all_inner_texts() == ["16 USD", "14 USD"]
+    terms = page.locator("table.terms tbody tr")
+    assert terms.count() == 2  # on-demand and the one-month commitment
+    assert "d" in terms.nth(1).locator("td[data-label='Break-even']").inner_text()
+    assert page.get_by_role("heading", name="Network").is_visible()
+    _shoot(page, "offer-1280")
+    raw = page.get_by_role("link", name="Raw record (JSON)")
+    assert raw.get_attribute("href").startswith("/offer/record?key=acme")
+
+    # subscribe to the filtered search, then confirm by the mailed link
+    page.goto(live_server.base_url + "/?gpus=H100&hours=10")
+    page.get_by_role("link", name="Get it weekly by mail").click()
+    page.get_by_label("Email address").fill("renter@example.org")
+    page.get_by_label("Name of the digest").fill("H100 for ten hours")
+    page.get_by_role("button", name="Subscribe").click()
+    page.get_by_text("Almost done: check your mail.").wait_for()
+    (mail,) = live_server.mail.messages
+    text = mail.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    link = re.search(
+        re.escape(live_server.base_url) + r"/v1/subscriptions/confirm\?token=\S+", text
+    )
+    assert link is not None, text
+    page.goto(link.group(0))
+    assert page.get_by_role("heading", name="Confirm your subscription").is_visible()
+    assert page.locator("link[rel=stylesheet]").get_attribute("href") == "/static/style.css"
+    page.get_by_role("button", name="Confirm").click()
+    page.get_by_role("heading", name="Subscription confirmed").wait_for()
+
+    # the API docs render from the app's own files
+    page.goto(live_server.base_url + "/docs")
+    page.locator(".opblock-summary-path", has_text="/v1/offers").first.wait_for()
+    assert outside == []
+
+
+def test_phone_width(browser: Any, live_server: LiveServer) -> None:
+    """At 390 px the table becomes one labelled card per offer: nothing scrolls sideways."""
+    outside: list[str] = []
+    page = _guarded_page(browser, live_server, outside, width=390)
+    page.goto(live_server.base_url + "/?hours=10")
+    _fits(page, 390)
+    cell = page.locator("td[data-label='$ / GPU-h']").first
+    assert cell.evaluate("e => getComputedStyle(e, '::before').content") == '"$ / GPU-h"'
+    _shoot(page, "explorer-390")
+    page.get_by_role("link", name="acme").first.click()
+    page.locator("figure.history svg.chart").wait_for()
+    _fits(page, 390)
+    _shoot(page, "offer-390")
+    assert outside == []
+
+
+def test_without_javascript(browser: Any, live_server: LiveServer) -> None:
+    """The form and the sort links work with JavaScript off."""
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(live_server.base_url + "/")
+    page.get_by_label("GPU models or families").fill("A100")
+    page.get_by_role("button", name="Show offers").click()
+    page.wait_for_url(re.compile(r"gpus=A100"))
+    assert page.locator("table.offers tbody tr").count() == 1
+    page.locator("th a[data-sort=job_cost_usd]").click()
+    page.wait_for_url(re.compile(r"sort=job_cost_usd"))
+    context.close()
+
+
+def test_index_providers_and_catalog_pages(browser: Any, live_server: LiveServer) -> None:
+    outside: list[str] = []
+    page = _guarded_page(browser, live_server, outside)
+    page.goto(live_server.base_url + "/")
+    page.get_by_role("link", name="Price index").click()
+    page.locator("figure.index svg.chart path.line").first.wait_for()
+    assert page.locator("figure.index svg.chart path.line").count() == 4  # median p10 p90 min
+    spread = page.locator("#spread-h + div table tbody tr")
+    assert spread.count() == 2  # bolt's 1x and acme's 8x H100 on demand
+    page.get_by_role("link", name="Providers").click()
+    cirrus = page.locator("table.providers tbody tr", has_text="cirrus")
+    assert "stale" in cirrus.inner_text() and "HTTP 503" in cirrus.inner_text()
+    page.get_by_role("link", name="GPUs", exact=True).click()
+    page.get_by_label("Model, family or vendor").fill("H100")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"q=H100"))
+    assert page.locator("table.catalog tbody tr", has_text="H100-SXM5-80GB").count() == 1
+    assert outside == []

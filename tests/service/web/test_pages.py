@@ -1,0 +1,103 @@
+"""The web pages in-process (httpx on the ASGI app): what they say, and that they say what
+the API says. The browser tests (test_browser.py) walk them in Chromium."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from adapters.schema import Offer
+from service.api.offers_query import OffersQuery
+from service.web.offer_record import FIELD_GROUPS
+from tests.service.api.conftest import offer
+
+pytestmark = pytest.mark.anyio
+
+
+def _offer_keys(html: str) -> list[str]:
+    return re.findall(r'<a href="/offer\?key=([^"]+)">', html)
+
+
+async def test_explorer_ranks_as_the_api(client: httpx.AsyncClient) -> None:
+    query = "gpus=H100&hours=10&sort=usd_per_gpu_hour"
+    page = await client.get(f"/?{query}")
+    api = (await client.get(f"/v1/offers?{query}")).json()
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    expected = [
+        quote(f"{o['provider']}|{o['offer_id']}|{o['region']}|{o['price']['term']}|"
+              f"{o['price']['price_basis']}", safe="")
+        for o in api["offers"]
+    ]  # fmt: skip
+    assert _offer_keys(page.text) == expected and len(expected) == 2
+    assert 'aria-sort="ascending"><a href="?gpus=H100&amp;hours=10&amp;sort=usd_per_gpu_hour"' in (
+        page.text
+    )
+
+
+async def test_explorer_announces_stale_and_failed_providers(client: httpx.AsyncClient) -> None:
+    text = (await client.get("/")).text
+    assert "<strong>Stale providers:</strong> bolt" in text
+    assert "<strong>Failed providers:</strong> gcp" in text
+    assert "Sample data" not in text
+
+
+async def test_blank_fields_are_no_constraint(client: httpx.AsyncClient) -> None:
+    """A GET form sends every blank input; they must not be read as invalid values."""
+    blank = "&".join(f"{name}=" for name in OffersQuery.model_fields)
+    r = await client.get(f"/?{blank}&gpus=A100")
+    assert r.status_code == 200, r.text
+    assert len(_offer_keys(r.text)) == 1
+
+
+async def test_refused_query_names_the_parameter(client: httpx.AsyncClient) -> None:
+    r = await client.get("/?min_gpus=x&gpus=H100")
+    assert r.status_code == 422
+    assert "<code>min_gpus</code>" in r.text
+    assert 'id="f-min_gpus" name="min_gpus" value="x"' in r.text  # the input is kept
+    r = await client.get("/?gpus=H9000")
+    assert r.status_code == 422 and "unknown GPU model" in r.text
+
+
+async def test_every_query_parameter_is_a_control(client: httpx.AsyncClient) -> None:
+    text = (await client.get("/")).text
+    names = set(re.findall(r'name="([a-z_0-9]+)"', text))
+    assert set(OffersQuery.model_fields) <= names
+
+
+def test_every_offer_field_is_in_a_group() -> None:
+    grouped = [n for names in FIELD_GROUPS.values() for n in names]
+    assert sorted(grouped) == sorted(Offer.model_fields)
+
+
+async def test_offer_page(client: httpx.AsyncClient) -> None:
+    key = quote(offer().key, safe="")
+    r = await client.get(f"/offer?key={key}")
+    assert r.status_code == 200
+    terms = re.findall(r'<td data-label="Break-even" class="num">([^<]*)</td>', r.text)
+    assert terms == ["–", "23.4 d"]  # one month at 9000 USD / 16 USD/h on demand = 562.5 h
+    assert "no database" in r.text  # no history without one
+    record = (await client.get(f"/offer/record?key={key}")).json()
+    assert record["record"]["fabric"] == "infiniband" and record["from"] == "frame"
+    assert (await client.get("/offer?key=nobody%7Cx")).status_code == 404
+
+
+async def test_docs_are_served_locally(client: httpx.AsyncClient) -> None:
+    html = (await client.get("/docs")).text
+    assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert assets and all(a.startswith("/") for a in assets), assets
+    for asset in assets:
+        assert (await client.get(asset)).status_code == 200, asset
+    assert "http" not in html.replace("http-equiv", "")
+
+
+async def test_pages_without_a_database(client: httpx.AsyncClient) -> None:
+    index = await client.get("/index?gpu=H100")
+    assert index.status_code == 200 and "No history: no database configured" in index.text
+    assert (await client.get("/index?gpu=H9000")).status_code == 422
+    providers = (await client.get("/providers")).text
+    assert "HTTP 503" in providers and "gcp" in providers
+    gpus = await client.get("/gpus?q=H100")
+    assert "H100-SXM5-80GB" in gpus.text and "datasheet" in gpus.text

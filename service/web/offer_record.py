@@ -45,7 +45,8 @@ FIELD_GROUPS: dict[str, tuple[str, ...]] = {
         "cpu_sockets", "cpu_cores", "vcpus",
     ),
     "Memory and storage": (
-        "ram_gb", "ram_ecc", "storage_gb", "storage_type", "disk_bandwidth_mbps",
+        "ram_gb", "ram_ecc", "storage_gb", "storage_included_gb", "boot_disk_min_gb",
+        "storage_type", "disk_bandwidth_mbps",
     ),
     "Network": (
         "public_bandwidth_up_mbps", "public_bandwidth_down_mbps", "fabric", "fabric_gbps",
@@ -56,8 +57,8 @@ FIELD_GROUPS: dict[str, tuple[str, ...]] = {
     "Software": ("os_images", "cuda_version", "driver_version", "frameworks", "backup_service"),
     "Price and term": (
         "price_amount", "price_currency", "price_unit", "price_basis", "term", "term_variant",
-        "min_rental_hours", "billing_increment_s", "prepaid", "storage_price_per_gb_month",
-        "egress_price_per_gb",
+        "min_rental_hours", "billing_increment_s", "billing_cap_hours_per_month", "prepaid",
+        "storage_price_per_gb_month", "ipv4_price_per_hour", "egress_price_per_gb",
     ),
     "Support": (
         "support_tier", "sla_uptime_pct", "reliability", "verified", "datacenter",

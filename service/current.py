@@ -8,7 +8,7 @@ the settings select (read again on every load).
 
 from __future__ import annotations
 
-from adapters.sample import replay_sample, sample_entries
+from adapters.sample import replay_sample, sample_note
 from adapters.schema import FxTable
 from db.current import CurrentState, state_from_runs
 
@@ -18,14 +18,10 @@ from .settings import Settings
 __all__ = ["load_current", "load_database", "load_sample", "sample_note"]
 
 
-def sample_note() -> str:
-    dates = sorted({f"{e.provider} {e.captured.isoformat()}" for e in sample_entries()})
-    return "offline sample: recorded prices, not live (" + ", ".join(dates) + ")"
-
-
 def load_sample(fx: FxTable) -> CurrentState:
-    """The bundled recorded responses, replayed through each adapter's parse."""
-    return state_from_runs(replay_sample(), fx=fx, source="sample", note=sample_note())
+    """The bundled recorded responses, replayed through each adapter's parse; its note
+    names each sample's capture date (or says it is unknown)."""
+    return state_from_runs(replay_sample(), fx=fx, source="sample")
 
 
 def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:

@@ -37,6 +37,7 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from adapters.base import FRESH_WITHIN_HOURS
 from adapters.collect import Origin, ProviderRun, RunStatus
 from adapters.sample import sample_note
 from adapters.schema import FxTable, Offer
@@ -46,7 +47,6 @@ from .engine import driver_rows, placeholders
 from .models import CurrentOffer, ProviderStatus, Snapshot
 
 __all__ = [
-    "DEFAULT_FRESH_WITHIN_HOURS",
     "CurrentState",
     "Origin",
     "Outcome",
@@ -68,10 +68,6 @@ Source = Literal["database", "sample"]
 #: sample, or some of each (a sample snapshot followed by live runs of some providers).
 StateOrigin = Literal["live", "sample", "mixed"]
 
-#: How old a provider's prices may be and still count as fresh, unless its adapter says
-#: otherwise (``Adapter.fresh_within_hours``): a day, four scheduled snapshots at the
-#: default interval, so one or two failed runs do not make prices look old.
-DEFAULT_FRESH_WITHIN_HOURS = 24.0
 
 
 class Outcome(enum.StrEnum):
@@ -112,9 +108,10 @@ class ProviderState:
         """Its held offers are the offline sample's recorded prices."""
         return self.offer_count > 0 and self.origin is Origin.SAMPLE
 
-    def fresh(self, now: datetime, within_hours: float = DEFAULT_FRESH_WITHIN_HOURS) -> bool:
-        """Its prices are live and at most ``within_hours`` old at ``now``: a stale provider
-        (latest fetch failed) with recent prices is fresh, sample prices never are."""
+    def fresh(self, now: datetime, within_hours: float = FRESH_WITHIN_HOURS) -> bool:
+        """Its prices are live and at most ``within_hours`` old at ``now`` (the adapter's
+        ``fresh_within_hours``): freshness follows price age only, so a stale provider (its
+        latest fetch failed) with recent prices is fresh; sample prices never are."""
         age = self.price_age_s(now)
         return (
             self.origin is Origin.LIVE

@@ -70,6 +70,8 @@ def _load(sample: bool, fmt: OutputFormat) -> CurrentState:
     current = load_current(sample=sample)
     if current.note:
         err.print(f"[yellow]note:[/] {current.note}", highlight=False)
+    if current.fx_note:
+        err.print(f"note: {current.fx_note}", highlight=False)
     if current.stale_providers:
         err.print(
             f"[yellow]stale:[/] {', '.join(current.stale_providers)} (last good prices)",

@@ -69,7 +69,6 @@ Source = Literal["database", "sample"]
 StateOrigin = Literal["live", "sample", "mixed"]
 
 
-
 class Outcome(enum.StrEnum):
     """What a user must know about a provider's offers in the current state."""
 

@@ -311,7 +311,9 @@ def test_fetch_reads_configured_files(tmp_path: Path) -> None:
     a = SheetAdapter({"price_sheet_paths": joined})
     payloads = run_fetch(a)
     assert [p["format"] for p in payloads] == ["yaml", "csv"]
-    assert len(a.parse(payloads, fetched_at=NOW).offers) == 10  # 9 of the example (one illustrative), 1 of the CSV
+    assert (
+        len(a.parse(payloads, fetched_at=NOW).offers) == 10
+    )  # 9 of the example (one illustrative), 1 of the CSV
     assert SheetAdapter(paths=[csv_file]).paths == (csv_file,)
 
 

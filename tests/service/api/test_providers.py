@@ -65,9 +65,7 @@ async def test_a_provider_threshold_is_its_adapters(
     assert by_name["lambda"]["fresh_within_hours"] == FRESH_WITHIN_HOURS + 2
 
 
-async def test_sample_offers_are_never_fresh(
-    client: httpx.AsyncClient, source: FakeSource
-) -> None:
+async def test_sample_offers_are_never_fresh(client: httpx.AsyncClient, source: FakeSource) -> None:
     """Stored sample offers, even one an hour old, say sample and are not fresh."""
     recent = datetime.now(UTC) - timedelta(hours=1)
     held = ProviderState(

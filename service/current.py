@@ -25,16 +25,28 @@ def load_sample(fx: FxTable) -> CurrentState:
 
 
 def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
-    """The stored current offers, or ``None`` when the database holds none (or no schema)."""
+    """The stored current offers, or ``None`` when the database holds none (or no schema).
+
+    Nothing is migrated here (reading must not write): a database at an older revision is
+    an alembic ``CommandError`` saying to run ``gpuscout db upgrade``, not a missing column.
+    """
     import sqlalchemy as sa
+    from alembic.util.exc import CommandError
 
     from db.current import load_current_offers
     from db.engine import make_engine
+    from db.migrate import current_revision, head_revision
 
     engine = make_engine(settings.database_url)
     try:
         if not sa.inspect(engine).has_table("current_offer"):
             return None
+        at, head = current_revision(engine), head_revision()
+        if at != head:
+            raise CommandError(
+                f"the database is at revision {at}, this gpuscout reads {head}: run "
+                "`gpuscout db upgrade` (or `gpuscout snapshot`, which migrates first)"
+            )
         state = load_current_offers(engine, fx=fx)
     finally:
         engine.dispose()

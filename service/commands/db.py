@@ -162,7 +162,9 @@ def stored_table(stored: SnapshotResult) -> Table:
 
     summary = stored.summary
     table = Table(
-        title=f"stored snapshot {summary.snapshot_id}: {summary.offer_count} offers, "
+        title=f"stored snapshot {summary.snapshot_id}"
+        + (f" ({summary.origin}: recorded prices)" if summary.origin != "live" else "")
+        + f": {summary.offer_count} offers, "
         f"price history +{summary.history_added} / closed {summary.history_closed}",
         caption=(
             f"pruned {stored.pruned.snapshots_deleted} old snapshot(s), "

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from sqlalchemy.engine import Engine
 
 from db.snapshots import store_snapshot

@@ -16,6 +16,10 @@ entry is a flat mapping (a YAML list item or a CSV row) whose keys are the
 * ``gpu_name`` (required): the seller's GPU name, resolved through the GPU catalog
   (``gpu_model`` stays ``None`` when the catalog does not know it);
 * ``example`` and ``notes`` (optional): flags and free text, not in the offer;
+* ``price_date`` (optional, ``YYYY-MM-DD``): the day the price is from (a quote's date,
+  the day a list price was read); the offer's ``fetched_at`` is its midnight UTC, so the
+  price's age counts from it. Without it, the offer is as old as the reading of the sheet;
+  a date after that is refused;
 * ``illustrative`` (optional, ``true``/``false``): ``true`` marks an entry whose price is
   made up to show the format, not a quote. Such an entry is never an offer: it is skipped
   with :data:`ILLUSTRATIVE_REASON` (so it never ranks, and the skip says why). In a YAML
@@ -40,7 +44,7 @@ import csv
 import io
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -56,7 +60,9 @@ from .units import lenient_float, to_decimal
 __all__ = ["ILLUSTRATIVE_REASON", "SHEET_KEYS", "SheetAdapter"]
 
 #: Keys of a sheet entry that are not Offer fields.
-EXTRA_KEYS = frozenset({"id", "source", "gpu_name", "example", "illustrative", "notes"})
+EXTRA_KEYS = frozenset(
+    {"id", "source", "gpu_name", "example", "illustrative", "notes", "price_date"}
+)
 #: Why an ``illustrative: true`` entry is skipped (after its place in the sheet).
 ILLUSTRATIVE_REASON = (
     "illustrative entry (a made-up price showing the format, not a quote): not an offer"
@@ -232,12 +238,16 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
     except ValueError as exc:
         result.skip(f"{where}: field 'price_amount' or a price: {exc}", where)
         return None
+    priced_at = _price_date(entry.get("price_date"), fetched_at)
+    if isinstance(priced_at, str):
+        result.skip(f"{where}: field 'price_date': {priced_at}", where)
+        return None
     seller, raw_gpu = str(entry["seller"]).strip(), str(entry["gpu_name"]).strip()
     fields.update(
         provider="sheet",
         seller=seller,
         offer_id=f"{seller}/{str(ident).strip()}",
-        fetched_at=fetched_at,
+        fetched_at=priced_at,
         raw_ref=f"sheet:{where}",
         gpu_raw_name=raw_gpu,
     )
@@ -253,6 +263,24 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
         result.skip(f"{where}: field 'prepaid': an interruptible offer cannot be prepaid", where)
         return None
     return offer
+
+
+def _price_date(value: Any, read_at: datetime) -> datetime | str:
+    """The offer's ``fetched_at`` for an entry's ``price_date`` (``read_at`` without one),
+    or why the value is refused."""
+    if value in (None, ""):
+        return read_at
+    if isinstance(value, datetime):
+        value = value.date()
+    if not isinstance(value, date):
+        try:
+            value = date.fromisoformat(str(value).strip())
+        except ValueError:
+            return f"{str(value)[:40]!r} is not a date (YYYY-MM-DD)"
+    at = datetime.combine(value, time(0, 0), tzinfo=UTC)
+    if at > read_at:
+        return f"{value.isoformat()} is after the sheet was read ({read_at.date().isoformat()})"
+    return at
 
 
 def _flag(value: Any) -> bool | None:

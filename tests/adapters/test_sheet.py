@@ -322,3 +322,34 @@ def test_fetch_missing_file_and_no_paths(tmp_path: Path) -> None:
         run_fetch(SheetAdapter(paths=[tmp_path / "nope.yaml"]))
     with pytest.raises(MissingCredentials, match="PRICE_SHEET_PATHS"):
         run_fetch(SheetAdapter())
+
+
+def test_price_date_dates_the_offer() -> None:
+    """An entry's ``price_date`` is its offer's fetch time: the price's age counts from the
+    quote, not from the reading of the sheet; without one, the reading's time."""
+    offers = example().offers
+    ali = find(offers, "alibaba-cloud/ecs.gn7e-c16g1.32xlarge-cn-hongkong")
+    assert ali.fetched_at == datetime(2024, 10, 9, tzinfo=UTC)
+    tencent = find(offers, "tencent-cloud/GN10Xp.20XLARGE320")
+    assert tencent.fetched_at == NOW  # its source is undated
+    text = CSV_HEADER.replace("\n", ",price_date\n") + (
+        "a,h,q,H100 SXM,1,,2,USD,hour,gpu,on_demand,,2026-11-02\n"
+    )
+    [o] = parse_bytes(text.encode(), "hosts.csv").offers
+    assert o.fetched_at == datetime(2026, 11, 2, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("2026-12-24", "field 'price_date': 2026-12-24 is after the sheet was read (2026-11-30)"),
+        ("last week", "field 'price_date': 'last week' is not a date (YYYY-MM-DD)"),
+    ],
+)
+def test_a_bad_price_date_skips_the_entry(value: str, message: str) -> None:
+    text = CSV_HEADER.replace("\n", ",price_date\n") + (
+        f"a,h,q,H100 SXM,1,,2,USD,hour,gpu,on_demand,,{value}\n"
+    )
+    result = parse_bytes(text.encode(), "hosts.csv")
+    assert result.offers == []
+    assert [s.reason for s in result.skipped] == [f"hosts.csv row 2 (id a): {message}"]

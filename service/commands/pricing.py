@@ -236,7 +236,7 @@ def offers_command(
     left_out = left_out_note(frame, requirement, precision=precision)
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)
-    _emit(ranked, fmt, f"offers ({current.source})")
+    _emit(ranked, fmt, f"offers ({'sample' if current.sample else current.source})")
 
 
 def estimate_command(

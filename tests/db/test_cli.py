@@ -64,6 +64,7 @@ def test_snapshot_sample_is_stored_then_served(fresh_env: str, tmp_path: Path) -
     assert offers.exit_code == 0, offers.output
     # served from the database, and still said to be the sample, with its dates
     assert "note: offline sample: recorded prices, not live" in offers.stderr
+    assert "offers (sample)" in offers.stdout
     assert "verda capture date unknown (on record by 2023-11-24)" in " ".join(offers.stderr.split())
 
     history = runner.invoke(app, ["history", "--gpu", "H100", "--days", "30"])

@@ -46,6 +46,7 @@ __all__ = [
     "ACCOUNT_PRICE_VARIANT",
     "DUPLICATE_REASON",
     "FAILED_CALLS_KEY",
+    "FRESH_WITHIN_HOURS",
     "MAX_USD_PER_GPU_HOUR",
     "MIN_USD_PER_GPU_HOUR",
     "Adapter",
@@ -468,6 +469,13 @@ def _body(response: httpx.Response, limit: int = 200) -> str:
     return text[:limit] + ("..." if len(text) > limit else "")
 
 
+#: How old a provider's prices may be and still count as fresh (``fresh`` in
+#: ``/v1/providers``), unless its adapter sets ``fresh_within_hours``: a day, 24 scheduled
+#: snapshots at the default hourly interval, so a few failed runs in a row do not make
+#: prices look old, and a scheduler stopped for a day does. Sample prices are never fresh.
+FRESH_WITHIN_HOURS = 24.0
+
+
 class Adapter(abc.ABC):
     """One provider. Subclasses set the class attributes and implement fetch and parse."""
 
@@ -481,6 +489,10 @@ class Adapter(abc.ABC):
     credential_names: ClassVar[tuple[str, ...]] = ()
     #: Settings used when set, but not required (a public catalogue works without them).
     optional_credential_names: ClassVar[tuple[str, ...]] = ()
+    #: Hours after its fetch that the provider's prices still count as fresh
+    #: (default :data:`FRESH_WITHIN_HOURS`); a provider whose prices change rarely, or that
+    #: is fetched less often, may set more.
+    fresh_within_hours: ClassVar[float] = FRESH_WITHIN_HOURS
     #: Base URL of the provider's API, as its module documents it: every URL the adapter
     #: calls is built on it (:meth:`url`), so that one setting, ``GPUSCOUT_<NAME>_BASE_URL``
     #: (passed as ``base_url``), points the adapter elsewhere: a proxy, a mirror, a local

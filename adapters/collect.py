@@ -31,6 +31,7 @@ from .base import Adapter, AdapterError, MissingCredentials, SkippedRecord
 from .schema import Offer
 
 __all__ = [
+    "Origin",
     "ProviderRun",
     "RunStatus",
     "collect",
@@ -49,6 +50,16 @@ class RunStatus(enum.StrEnum):
     SKIPPED = "skipped"
 
 
+class Origin(enum.StrEnum):
+    """Where a run's offers come from: a snapshot records it, every answer says it."""
+
+    LIVE = "live"
+    """fetched now from the provider (or read from the user's price sheets)"""
+    SAMPLE = "sample"
+    """replayed from the recorded responses shipped with gpuscout (:mod:`adapters.sample`):
+    prices of their capture date, not today's"""
+
+
 @dataclasses.dataclass(slots=True)
 class ProviderRun:
     """The outcome of one provider in one snapshot."""
@@ -60,6 +71,11 @@ class ProviderRun:
     offers: list[Offer] = dataclasses.field(default_factory=list)
     skipped: list[SkippedRecord] = dataclasses.field(default_factory=list)
     error: str | None = None
+    origin: Origin = Origin.LIVE
+    capture_date_known: bool = True
+    """``False``: recorded prices whose capture date is unknown; ``started_at`` (and the
+    offers' ``fetched_at``) is then the latest that date can be (the sample manifest's
+    ``known_by``), so an age computed from it is the least the prices can be old"""
 
     @property
     def offer_count(self) -> int:

@@ -15,7 +15,15 @@ entry is a flat mapping (a YAML list item or a CSV row) whose keys are the
 * ``source`` (required): where the price comes from (a URL, a quote, a file);
 * ``gpu_name`` (required): the seller's GPU name, resolved through the GPU catalog
   (``gpu_model`` stays ``None`` when the catalog does not know it);
-* ``example`` and ``notes`` (optional): flags and free text, not in the offer.
+* ``example`` and ``notes`` (optional): flags and free text, not in the offer;
+* ``price_date`` (optional, ``YYYY-MM-DD``): the day the price is from (a quote's date,
+  the day a list price was read); the offer's ``fetched_at`` is its midnight UTC, so the
+  price's age counts from it. Without it, the offer is as old as the reading of the sheet;
+  a date after that is refused;
+* ``illustrative`` (optional, ``true``/``false``): ``true`` marks an entry whose price is
+  made up to show the format, not a quote. Such an entry is never an offer: it is skipped
+  with :data:`ILLUSTRATIVE_REASON` (so it never ranks, and the skip says why). In a YAML
+  sheet's ``defaults`` it marks the whole sheet.
 
 A YAML sheet is ``{"offers": [...], "defaults": {...}}``; ``defaults`` fill keys an entry
 leaves out. A CSV sheet has one entry per row; an empty cell means "not given" and list
@@ -36,7 +44,7 @@ import csv
 import io
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -49,10 +57,18 @@ from .gpus import resolve_gpu_name, spec_fields
 from .schema import Offer, OfferFields, RentalTerm
 from .units import lenient_float, to_decimal
 
-__all__ = ["SHEET_KEYS", "SheetAdapter"]
+__all__ = ["ILLUSTRATIVE_REASON", "SHEET_KEYS", "SheetAdapter"]
 
 #: Keys of a sheet entry that are not Offer fields.
-EXTRA_KEYS = frozenset({"id", "source", "gpu_name", "example", "notes"})
+EXTRA_KEYS = frozenset(
+    {"id", "source", "gpu_name", "example", "illustrative", "notes", "price_date"}
+)
+#: Why an ``illustrative: true`` entry is skipped (after its place in the sheet).
+ILLUSTRATIVE_REASON = (
+    "illustrative entry (a made-up price showing the format, not a quote): not an offer"
+)
+#: How a sheet writes ``true`` and ``false`` (YAML booleans, or CSV cells).
+_TRUE, _FALSE = frozenset({"true", "yes", "1"}), frozenset({"false", "no", "0"})
 #: Offer fields a sheet cannot set: filled by the adapter or derived from ``gpu_name``.
 MANAGED_FIELDS = frozenset(
     {"provider", "offer_id", "fetched_at", "raw_ref", "gpu_model", "gpu_raw_name", "gpu_vendor"}
@@ -202,6 +218,13 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
     if unknown:
         result.skip(f"{where}: unknown field {unknown[0]!r}", where)
         return None
+    illustrative = _flag(entry.get("illustrative", False))
+    if illustrative is None:
+        result.skip(f"{where}: field 'illustrative': must be true or false", where)
+        return None
+    if illustrative:
+        result.skip(f"{where}: {ILLUSTRATIVE_REASON}", where)
+        return None
     for key in ("id", "seller", "source", "gpu_name", "gpu_count", "price_amount"):
         if entry.get(key) in (None, ""):
             result.skip(f"{where}: field {key!r} is required", where)
@@ -215,12 +238,16 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
     except ValueError as exc:
         result.skip(f"{where}: field 'price_amount' or a price: {exc}", where)
         return None
+    priced_at = _price_date(entry.get("price_date"), fetched_at)
+    if isinstance(priced_at, str):
+        result.skip(f"{where}: field 'price_date': {priced_at}", where)
+        return None
     seller, raw_gpu = str(entry["seller"]).strip(), str(entry["gpu_name"]).strip()
     fields.update(
         provider="sheet",
         seller=seller,
         offer_id=f"{seller}/{str(ident).strip()}",
-        fetched_at=fetched_at,
+        fetched_at=priced_at,
         raw_ref=f"sheet:{where}",
         gpu_raw_name=raw_gpu,
     )
@@ -236,6 +263,32 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
         result.skip(f"{where}: field 'prepaid': an interruptible offer cannot be prepaid", where)
         return None
     return offer
+
+
+def _price_date(value: Any, read_at: datetime) -> datetime | str:
+    """The offer's ``fetched_at`` for an entry's ``price_date`` (``read_at`` without one),
+    or why the value is refused."""
+    if value in (None, ""):
+        return read_at
+    if isinstance(value, datetime):
+        value = value.date()
+    if not isinstance(value, date):
+        try:
+            value = date.fromisoformat(str(value).strip())
+        except ValueError:
+            return f"{str(value)[:40]!r} is not a date (YYYY-MM-DD)"
+    at = datetime.combine(value, time(0, 0), tzinfo=UTC)
+    if at > read_at:
+        return f"{value.isoformat()} is after the sheet was read ({read_at.date().isoformat()})"
+    return at
+
+
+def _flag(value: Any) -> bool | None:
+    """A yes/no key as YAML (a boolean) or CSV (text) gives it; ``None``: neither."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return True if text in _TRUE else False if text in _FALSE else None
 
 
 def _field_error(exc: pydantic.ValidationError) -> str:

@@ -13,7 +13,15 @@ places make one:
   :func:`state_from_offers` from offers (tests, benchmarks), framed by
   :func:`pricing.frame.offers_to_frame`.
 
-Either way prices convert to USD with the FX table passed in, and the state names it.
+Either way prices convert to USD with the FX table passed in, and the state names it
+(:attr:`CurrentState.fx_note`).
+
+Each provider's state says where its held offers come from (:attr:`ProviderState.origin`:
+a live fetch, or the offline sample replayed by ``gpuscout snapshot --sample``) and whether
+their capture date is known; the state as a whole says so too (:attr:`CurrentState.sample`,
+:attr:`CurrentState.origin`), and its ``note`` names the sample's capture dates first, so
+an answer built on stored sample offers says "sample" as one built on the replayed sample
+does. :meth:`ProviderState.fresh` follows price age.
 """
 
 from __future__ import annotations
@@ -29,7 +37,9 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from adapters.collect import ProviderRun, RunStatus
+from adapters.base import FRESH_WITHIN_HOURS
+from adapters.collect import Origin, ProviderRun, RunStatus
+from adapters.sample import sample_note
 from adapters.schema import FxTable, Offer
 from pricing.frame import offers_to_frame, records_to_frame
 
@@ -38,6 +48,7 @@ from .models import CurrentOffer, ProviderStatus, Snapshot
 
 __all__ = [
     "CurrentState",
+    "Origin",
     "Outcome",
     "ProviderState",
     "Source",
@@ -53,6 +64,9 @@ _snapshot = cast(sa.Table, Snapshot.__table__)
 
 #: Where a state's offers come from: the database, or the offline sample's recorded prices.
 Source = Literal["database", "sample"]
+#: Where the offers of a state come from taken together: every one live, every one from the
+#: sample, or some of each (a sample snapshot followed by live runs of some providers).
+StateOrigin = Literal["live", "sample", "mixed"]
 
 
 class Outcome(enum.StrEnum):
@@ -82,6 +96,28 @@ class ProviderState:
     last_attempt_at: datetime | None = None
     error: str | None = None
     """why its latest attempt failed or was skipped"""
+    origin: Origin = Origin.LIVE
+    """where the held offers come from: a live fetch or the offline sample"""
+    capture_date_known: bool = True
+    """``False``: sample offers whose capture date is unknown; ``fetched_at`` is then the
+    latest it can be, and :meth:`price_age_s` the least the prices can be old"""
+
+    @property
+    def sample(self) -> bool:
+        """Its held offers are the offline sample's recorded prices."""
+        return self.offer_count > 0 and self.origin is Origin.SAMPLE
+
+    def fresh(self, now: datetime, within_hours: float = FRESH_WITHIN_HOURS) -> bool:
+        """Its prices are live and at most ``within_hours`` old at ``now`` (the adapter's
+        ``fresh_within_hours``): freshness follows price age only, so a stale provider (its
+        latest fetch failed) with recent prices is fresh; sample prices never are."""
+        age = self.price_age_s(now)
+        return (
+            self.origin is Origin.LIVE
+            and self.offer_count > 0
+            and age is not None
+            and age <= within_hours * 3600
+        )
 
     @property
     def outcome(self) -> Outcome:
@@ -138,6 +174,43 @@ class CurrentState:
         """Providers whose latest fetch ended in an error (stale ones included)."""
         return [name for name, p in self.providers.items() if p.last_status is RunStatus.ERROR]
 
+    @property
+    def sample_providers(self) -> list[str]:
+        """Providers whose held offers are the offline sample's recorded prices."""
+        return [name for name, p in self.providers.items() if p.sample]
+
+    @property
+    def sample(self) -> bool:
+        """Some offers are recorded sample prices, not live: the answer must say so."""
+        return self.source == "sample" or bool(self.sample_providers)
+
+    @property
+    def origin(self) -> StateOrigin:
+        """Where the held offers come from, taken together."""
+        held = [p for p in self.providers.values() if p.offer_count > 0]
+        if self.source == "sample" or (held and all(p.sample for p in held)):
+            return "sample"
+        return "mixed" if any(p.sample for p in held) else "live"
+
+    @property
+    def converted_currencies(self) -> list[str]:
+        """The currencies, other than USD, of offers whose prices were converted with ``fx``."""
+        if self.frame.is_empty() or "price_currency" not in self.frame.columns:
+            return []
+        found = self.frame.get_column("price_currency").unique().drop_nulls().to_list()
+        return sorted(c for c in found if c != "USD")
+
+    @property
+    def fx_note(self) -> str | None:
+        """Which FX table converted the non-USD prices (``None``: every price is in USD)."""
+        currencies = self.converted_currencies
+        if not currencies:
+            return None
+        return (
+            f"prices in {', '.join(currencies)} converted to USD at the FX table of "
+            f"{self.fx.as_of} ({self.fx.source})"
+        )
+
 
 def _by_name(states: Iterable[ProviderState]) -> dict[str, ProviderState]:
     return {p.provider: p for p in sorted(states, key=lambda p: p.provider)}
@@ -177,6 +250,8 @@ def load_current_offers(
             fetched_at=row["offers_fetched_at"],
             last_attempt_at=row["last_attempt_at"],
             error=row["last_error"],
+            origin=Origin(row["offers_origin"]),
+            capture_date_known=row["offers_capture_date_known"],
         )
         for row in connection.execute(sa.select(_status)).mappings()
     )
@@ -196,7 +271,7 @@ def load_current_offers(
         source="database",
         fx=fx,
         loaded_at=now,
-        note=_stale_note(states, now),
+        note=_database_note(states, now),
         snapshot_id=None if latest is None else latest[0],
         snapshot_at=None if latest is None else latest[1],
     )
@@ -238,6 +313,21 @@ def _fetched_at(
             memo[key] = (when - _EPOCH) // _MICROSECOND
             out.append(memo[key])
     return pl.Series("fetched_at", out, dtype=pl.Int64).cast(pl.Datetime("us", "UTC"))
+
+
+def _database_note(states: Mapping[str, ProviderState], now: datetime) -> str | None:
+    """The sample's dates first (stored sample offers), then the stale providers."""
+    parts = [_sample_note(states), _stale_note(states, now)]
+    return "; ".join(p for p in parts if p) or None
+
+
+def _sample_note(states: Mapping[str, ProviderState]) -> str | None:
+    captures = [
+        (p.provider, p.fetched_at.date(), p.capture_date_known)
+        for p in states.values()
+        if p.sample and p.fetched_at is not None
+    ]
+    return sample_note(captures) if captures else None
 
 
 def _stale_note(states: Mapping[str, ProviderState], now: datetime) -> str | None:
@@ -301,7 +391,8 @@ def state_from_runs(
     now: datetime | None = None,
 ) -> CurrentState:
     """A state holding the offers of the successful ``runs``; each run is its provider's
-    latest attempt (nothing earlier is held)."""
+    latest attempt (nothing earlier is held). ``note`` defaults to the sample's dates when
+    some runs replayed the sample."""
     states = [
         ProviderState(
             provider=run.provider,
@@ -312,8 +403,12 @@ def state_from_runs(
             else None,
             last_attempt_at=run.started_at,
             error=run.error,
+            origin=run.origin,
+            capture_date_known=run.capture_date_known,
         )
         for run in runs
     ]
     offers = [o for run in runs if run.status is RunStatus.OK for o in run.offers]
+    if note is None:
+        note = _sample_note(_by_name(states))
     return state_from_offers(offers, fx=fx, source=source, providers=states, note=note, now=now)

@@ -3,14 +3,16 @@
 
 Layout::
 
-    snapshot            one run over all providers: started_at, finished_at, totals
+    snapshot            one run over all providers: started_at, finished_at, totals, origin
+                        (live | sample: fetched, or the offline sample replayed)
     snapshot_run        every attempt to take a snapshot, written when it starts: running,
                         then ok (its snapshot id) | failed (its error) | aborted (its
                         process died: left running, found by the next runner)
     snapshot_provider   per snapshot and provider: status ok|error|skipped, error, offer and
-                        skipped-record counts, duration_s, history rows added and closed
+                        skipped-record counts, duration_s, history rows added and closed,
+                        origin and whether a sample's capture date is known
     provider_status     per provider, the latest outcome: last attempt and last success,
-                        last error, and the fetched_at of its stored offer set
+                        last error, and the fetched_at and origin of its stored offer set
     current_offer       the latest good offer set per provider: indexed key columns and the
                         offer record as compact JSON text (replaced only by a successful fetch)
     price_history       one row per price *change*: valid_from .. valid_to (NULL while the
@@ -69,6 +71,11 @@ class Snapshot(Base):
     offer_count: Mapped[int] = mapped_column(sa.Integer, comment="offers fetched in this run")
     history_added: Mapped[int] = mapped_column(sa.Integer)
     history_closed: Mapped[int] = mapped_column(sa.Integer)
+    origin: Mapped[str] = mapped_column(
+        sa.String(16),
+        server_default="live",
+        comment="live | sample | mixed: where its runs' offers come from",
+    )
 
 
 class SnapshotRun(Base):
@@ -103,6 +110,14 @@ class SnapshotProvider(Base):
     skipped_count: Mapped[int] = mapped_column(sa.Integer, comment="records the parser skipped")
     history_added: Mapped[int] = mapped_column(sa.Integer)
     history_closed: Mapped[int] = mapped_column(sa.Integer)
+    origin: Mapped[str] = mapped_column(
+        sa.String(16), server_default="live", comment="live | sample (the offline sample)"
+    )
+    capture_date_known: Mapped[bool] = mapped_column(
+        sa.Boolean,
+        server_default=sa.true(),
+        comment="false: sample prices of unknown capture date (started_at is the latest it can be)",
+    )
 
 
 class ProviderStatus(Base):
@@ -118,6 +133,16 @@ class ProviderStatus(Base):
         UtcDateTime, comment="fetched_at of the stored offer set (its successful run's start)"
     )
     offer_count: Mapped[int] = mapped_column(sa.Integer, comment="offers stored as current")
+    offers_origin: Mapped[str] = mapped_column(
+        sa.String(16),
+        server_default="live",
+        comment="live | sample: where the stored offer set comes from",
+    )
+    offers_capture_date_known: Mapped[bool] = mapped_column(
+        sa.Boolean,
+        server_default=sa.true(),
+        comment="false: sample offers of unknown capture date (offers_fetched_at is the latest)",
+    )
 
 
 class CurrentOffer(Base):

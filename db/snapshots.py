@@ -12,6 +12,12 @@ For each provider of the run:
 * ``error`` / ``skipped``: nothing of its offers is touched: they stay current, and
   :mod:`db.current` reports them stale with their age.
 
+Each run says where its offers come from (:attr:`~adapters.collect.ProviderRun.origin`:
+live, or the offline sample replayed by ``gpuscout snapshot --sample``): stored per run
+(``snapshot_provider.origin``, ``capture_date_known``), for the snapshot as a whole
+(``snapshot.origin``: live | sample | mixed) and, for an ok run, with its provider's offer
+set (``provider_status.offers_origin``), which :mod:`db.current` reads back.
+
 A crash, a kill or an exception anywhere inside leaves the previous state as it was (the
 transaction is rolled back by the database), and the next run starts from that state.
 """
@@ -30,7 +36,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from adapters.collect import ProviderRun, RunStatus
+from adapters.collect import Origin, ProviderRun, RunStatus
 from adapters.schema import (
     USD_QUANTUM,
     FxTable,
@@ -47,7 +53,7 @@ from .guard import OfferGuard
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
 from .records import gc_paused, hash64, record_jsons
 
-__all__ = ["ProviderChanges", "SnapshotSummary", "store_snapshot"]
+__all__ = ["ProviderChanges", "SnapshotSummary", "snapshot_origin", "store_snapshot"]
 
 log = logging.getLogger("gpuscout.db")
 
@@ -90,6 +96,8 @@ class SnapshotSummary:
     started_at: datetime
     finished_at: datetime
     providers: tuple[ProviderChanges, ...]
+    origin: str = Origin.LIVE.value
+    """live | sample | mixed (:func:`snapshot_origin`), as ``snapshot.origin`` stores it"""
 
     @property
     def offer_count(self) -> int:
@@ -548,6 +556,8 @@ def _upsert_status(
             "last_success_at": run.started_at,
             "offers_fetched_at": run.started_at,
             "offer_count": changes.offer_count,
+            "offers_origin": run.origin.value,
+            "offers_capture_date_known": run.capture_date_known,
         }
     table = _status
     done = connection.execute(
@@ -557,7 +567,17 @@ def _upsert_status(
         values.setdefault("last_success_at", None)
         values.setdefault("offers_fetched_at", None)
         values.setdefault("offer_count", 0)
+        values.setdefault("offers_origin", Origin.LIVE.value)
+        values.setdefault("offers_capture_date_known", True)
         connection.execute(sa.insert(table).values(provider=run.provider, **values))
+
+
+def snapshot_origin(runs: Iterable[ProviderRun]) -> str:
+    """``live``, ``sample`` (every run replayed the sample) or ``mixed``."""
+    origins = {run.origin for run in runs}
+    if origins == {Origin.SAMPLE}:
+        return Origin.SAMPLE.value
+    return "mixed" if Origin.SAMPLE in origins else Origin.LIVE.value
 
 
 def _dedupe_runs(runs: Iterable[ProviderRun]) -> list[ProviderRun]:
@@ -639,6 +659,7 @@ def _store(
                 offer_count=0,
                 history_added=0,
                 history_closed=0,
+                origin=snapshot_origin(runs),
             )
             .returning(_snapshot.c.id)
         ).scalar_one()
@@ -658,7 +679,9 @@ def _store(
                 )
             _upsert_status(connection, run, change, snapshot_id)
             changes.append(change)
-        summary = SnapshotSummary(snapshot_id, started_at, finished_at, tuple(changes))
+        summary = SnapshotSummary(
+            snapshot_id, started_at, finished_at, tuple(changes), snapshot_origin(runs)
+        )
         if runs:
             connection.execute(
                 sa.insert(_snapshot_provider),
@@ -674,6 +697,8 @@ def _store(
                         "skipped_count": len(run.skipped),
                         "history_added": change.history_added,
                         "history_closed": change.history_closed,
+                        "origin": run.origin.value,
+                        "capture_date_known": run.capture_date_known,
                     }
                     for run, change in zip(runs, changes, strict=True)
                 ],

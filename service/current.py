@@ -8,7 +8,7 @@ the settings select (read again on every load).
 
 from __future__ import annotations
 
-from adapters.sample import replay_sample, sample_entries
+from adapters.sample import replay_sample, sample_note
 from adapters.schema import FxTable
 from db.current import CurrentState, state_from_runs
 
@@ -18,27 +18,35 @@ from .settings import Settings
 __all__ = ["load_current", "load_database", "load_sample", "sample_note"]
 
 
-def sample_note() -> str:
-    dates = sorted({f"{e.provider} {e.captured.isoformat()}" for e in sample_entries()})
-    return "offline sample: recorded prices, not live (" + ", ".join(dates) + ")"
-
-
 def load_sample(fx: FxTable) -> CurrentState:
-    """The bundled recorded responses, replayed through each adapter's parse."""
-    return state_from_runs(replay_sample(), fx=fx, source="sample", note=sample_note())
+    """The bundled recorded responses, replayed through each adapter's parse; its note
+    names each sample's capture date (or says it is unknown)."""
+    return state_from_runs(replay_sample(), fx=fx, source="sample")
 
 
 def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
-    """The stored current offers, or ``None`` when the database holds none (or no schema)."""
+    """The stored current offers, or ``None`` when the database holds none (or no schema).
+
+    Nothing is migrated here (reading must not write): a database at an older revision is
+    an alembic ``CommandError`` saying to run ``gpuscout db upgrade``, not a missing column.
+    """
     import sqlalchemy as sa
+    from alembic.util.exc import CommandError
 
     from db.current import load_current_offers
     from db.engine import make_engine
+    from db.migrate import current_revision, head_revision
 
     engine = make_engine(settings.database_url)
     try:
         if not sa.inspect(engine).has_table("current_offer"):
             return None
+        at, head = current_revision(engine), head_revision()
+        if at != head:
+            raise CommandError(
+                f"the database is at revision {at}, this gpuscout reads {head}: run "
+                "`gpuscout db upgrade` (or `gpuscout snapshot`, which migrates first)"
+            )
         state = load_current_offers(engine, fx=fx)
     finally:
         engine.dispose()

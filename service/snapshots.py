@@ -188,6 +188,10 @@ def take_snapshot(
     check runs under the lock, so two runners racing take exactly one). ``on_start`` is
     called once the lock is held, before fetching (the API answers "started" then).
 
+    Where the offers come from travels with each run (:attr:`ProviderRun.origin
+    <adapters.collect.ProviderRun.origin>`: ``fetch=replay_sample`` gives sample runs) and
+    is stored with the snapshot (:attr:`SnapshotSummary.origin <db.snapshots.SnapshotSummary>`).
+
     Raises :class:`SnapshotLocked` when another runner holds the lock. The store is one
     transaction: an error while storing leaves the previous state as it was. Every attempt
     past the lock (and the skip check) is recorded in :mod:`db.runs`, a failed one with its

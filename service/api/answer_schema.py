@@ -169,10 +169,21 @@ class RankedOffer(_Answer):
 class Provenance(_Answer):
     """What every answer about offers says about where its data comes from."""
 
-    source: str = Field(description="database | sample")
-    sample: bool = Field(description="true: recorded sample prices, not live")
-    note: str | None
-    warnings: list[str]
+    source: str = Field(description="where the state was loaded from: database | sample")
+    sample: bool = Field(
+        description="true: some or all offers are recorded sample prices, not live (the"
+        " bundled sample, or a snapshot stored from it); note names their capture dates"
+    )
+    origin: str = Field(description="live | sample | mixed: where the offers come from")
+    sample_providers: list[str] = Field(description="providers whose offers are sample prices")
+    note: str | None = Field(
+        description="what to know first: the sample's capture dates (or 'capture date"
+        " unknown'), stale providers"
+    )
+    fx_as_of: str = Field(description="date of the FX table non-USD prices convert with")
+    warnings: list[str] = Field(
+        description="every caveat, including which FX table converted non-USD prices"
+    )
 
 
 class LeftOut(_Answer):

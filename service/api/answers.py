@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import polars as pl
 
+from adapters.sample import SAMPLE_NOTE
 from pricing.coverage import left_out, left_out_note
 from pricing.display import for_display
 from pricing.rank import RankOptions, SortKey, rank
@@ -58,8 +59,8 @@ def _rank(state: ApiState, q: ParsedQuery, now: datetime) -> pl.DataFrame:
 def warnings_for(state: ApiState) -> list[str]:
     cur = state.current
     out = []
-    if cur.source == "sample":
-        out.append(cur.note or "offline sample: recorded prices, not live")
+    if cur.sample:
+        out.append(cur.note or SAMPLE_NOTE)
     if cur.stale_providers:
         out.append(
             "stale providers (last fetch failed; their older offers are included): "
@@ -70,6 +71,8 @@ def warnings_for(state: ApiState) -> list[str]:
             "failed providers (no offers from them; cheaper offers may be missing): "
             + ", ".join(cur.failed_providers)
         )
+    if cur.fx_note:
+        out.append(cur.fx_note)
     return out
 
 
@@ -83,8 +86,11 @@ def page_header(state: ApiState, now: datetime) -> dict[str, Any]:
     cur = state.current
     return {
         "source": cur.source,
-        "sample": cur.source == "sample",
+        "sample": cur.sample,
+        "origin": cur.origin,
+        "sample_providers": cur.sample_providers,
         "note": cur.note,
+        "fx_as_of": cur.fx.as_of,
         "snapshot_at": cur.snapshot_at.isoformat() if cur.snapshot_at else None,
         "generated_at": now.isoformat(),
         "stale_providers": list(cur.stale_providers),

@@ -161,11 +161,13 @@ def stored_table(stored: SnapshotResult) -> Table:
     from db.guard import SUSPECT_PREFIX
 
     summary = stored.summary
+    sample = summary.origin != "live"
     table = Table(
         title=f"stored snapshot {summary.snapshot_id}: {summary.offer_count} offers, "
         f"price history +{summary.history_added} / closed {summary.history_closed}",
         caption=(
-            f"pruned {stored.pruned.snapshots_deleted} old snapshot(s), "
+            ("offers of the offline sample: recorded prices, not live; " if sample else "")
+            + f"pruned {stored.pruned.snapshots_deleted} old snapshot(s), "
             f"{stored.pruned.history_deleted} old price row(s)"
         ),
     )

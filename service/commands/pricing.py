@@ -78,6 +78,8 @@ def _load(sample: bool, fmt: OutputFormat) -> CurrentState:
     current = load_current(sample=sample)
     if current.note:
         err.print(f"[yellow]note:[/] {current.note}", highlight=False)
+    if current.fx_note:
+        err.print(f"note: {current.fx_note}", highlight=False)
     if current.stale_providers:
         err.print(
             f"[yellow]stale:[/] {', '.join(current.stale_providers)} (last good prices)",
@@ -254,7 +256,7 @@ def offers_command(
     left_out = left_out_note(frame, requirement, precision=precision)
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)
-    _emit(ranked, fmt, f"offers ({current.source})")
+    _emit(ranked, fmt, f"offers ({'sample' if current.sample else current.source})")
 
 
 def estimate_command(

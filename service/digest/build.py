@@ -32,6 +32,7 @@ from pricing.display import provider_label
 from .chart import IndexPoint, render_price_chart
 
 __all__ = [
+    "SAMPLE_SUBJECT_MARK",
     "Confirmation",
     "Digest",
     "DigestLinks",
@@ -46,6 +47,8 @@ __all__ = [
 
 #: Rows shown per change section (cheaper, dearer, new, gone).
 CHANGES_PER_SECTION = 8
+#: What the subject of a digest built on sample prices starts with.
+SAMPLE_SUBJECT_MARK = "[sample prices] "
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -192,7 +195,7 @@ def _change_rows(changes: Sequence[PriceChange]) -> list[dict[str, Any]]:
     return rows
 
 
-def _top_rows(ranked: pl.DataFrame, stale: set[str]) -> list[dict[str, Any]]:
+def _top_rows(ranked: pl.DataFrame, stale: set[str], sample: set[str]) -> list[dict[str, Any]]:
     rows = []
     for r in ranked.iter_rows(named=True):
         rows.append(
@@ -209,6 +212,7 @@ def _top_rows(ranked: pl.DataFrame, stale: set[str]) -> list[dict[str, Any]]:
                 "all_in_cost_usd": r["all_in_cost_usd"],
                 "caveats": r["caveats"],
                 "stale": r["provider"] in stale,
+                "sample": r["provider"] in sample,
             }
         )
     return rows
@@ -235,6 +239,9 @@ def build_digest(
     now: datetime,
     top: int = 10,
     source_note: str | None = None,
+    sample_note: str | None = None,
+    sample_providers: Sequence[str] = (),
+    fx_note: str | None = None,
 ) -> Digest:
     """Render the weekly digest of ``subscription`` as of ``now`` (timezone-aware).
 
@@ -242,6 +249,11 @@ def build_digest(
     ranked here with the subscription's requirement and job; ``changes`` the week-over-week
     changes already filtered by that requirement; ``price_index`` the daily index of the GPU
     models involved. Pure: no I/O, no clock.
+
+    ``sample_note`` (set when some offers are the offline sample's recorded prices, as
+    :attr:`db.current.CurrentState.note` gives it) is the mail's first line and marks the
+    subject (:data:`SAMPLE_SUBJECT_MARK`); the offers of ``sample_providers`` are marked
+    "(sample)". ``fx_note`` names the FX table non-USD prices were converted with.
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
@@ -250,7 +262,7 @@ def build_digest(
     options = RankOptions(limit=top, now=now)
     ranked = rank(offers, subscription.requirement, subscription.job, options)
     stale_names = {s.provider for s in stale_providers}
-    top_rows = _top_rows(ranked, stale_names)
+    top_rows = _top_rows(ranked, stale_names, set(sample_providers))
     name = _one_line(subscription.name, 60)
     best = top_rows[0] if top_rows else None
     if best is not None:
@@ -260,7 +272,8 @@ def build_digest(
         )
     else:
         headline = "no offer meets your requirement"
-    subject = _one_line(f"gpuscout {week} · {name}: {headline}", 150)
+    marker = SAMPLE_SUBJECT_MARK if sample_note else ""
+    subject = _one_line(f"{marker}gpuscout {week} · {name}: {headline}", 150)
     empty = WeekOverWeek(now - timedelta(days=7), now, [], [], [], [])
     wow = changes or empty
     sections = [
@@ -292,7 +305,9 @@ def build_digest(
             for s in sorted(stale_providers, key=lambda s: s.provider)
         ],
         "links": links,
-        "source_note": source_note,
+        "source_note": None if source_note == sample_note else source_note,
+        "sample_note": sample_note,
+        "fx_note": fx_note,
         "subject": subject,
     }
     env = _environment()

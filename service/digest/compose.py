@@ -191,6 +191,9 @@ class DigestComposer:
             now=self.now,
             top=self.settings.digest_top_offers,
             source_note=self.current.note,
+            sample_note=self.current.note if self.current.sample else None,
+            sample_providers=self.current.sample_providers,
+            fx_note=self.current.fx_note,
         )
 
     def message(self, record: SubscriptionRecord, message_id: str) -> EmailMessage:

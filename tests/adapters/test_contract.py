@@ -90,7 +90,8 @@ def test_offer_invariants_on_recorded_data(sample_runs: list[Any]) -> None:
         for o in run.offers:
             where = f"{run.provider}:{o.offer_id}"
             assert o.provider == run.provider, where
-            assert o.fetched_at == dates[run.provider], where
+            # the sample's date, or an older one of the offer's own (a sheet's price_date)
+            assert o.fetched_at <= dates[run.provider], where
             assert o.usd_per_hour > 0, where
             if o.gpu_count:
                 assert o.gpu_raw_name, where

@@ -28,7 +28,7 @@ from adapters.schema import (
     RentalTerm,
     StorageType,
 )
-from adapters.sheet import SHEET_KEYS, SheetAdapter
+from adapters.sheet import ILLUSTRATIVE_REASON, SHEET_KEYS, SheetAdapter
 from pricing import Job, rank
 
 EXAMPLE = Path(__file__).parents[2] / "adapters" / "samples" / "sheets" / "example_sheet.yaml"
@@ -49,10 +49,64 @@ def find(offers: list[Any], offer_id: str) -> Any:
 
 
 def test_example_sheet_loads_every_entry() -> None:
+    """Every published price is an offer; the seed server's made-up price is not."""
     result = example()
-    assert result.skipped == []
-    assert len(result.offers) == 10
+    [skipped] = result.skipped
+    assert skipped.reason == (
+        "example_sheet.yaml offers[10] (id seed-8x-a100-80g-epyc7702-monthly): "
+        + ILLUSTRATIVE_REASON
+    )
+    assert len(result.offers) == 9
     assert {o.provider for o in result.offers} == {"sheet"}
+    assert not any(o.seller == "example-host" for o in result.offers)
+
+
+def without_illustrative_flag() -> Any:
+    """The example sheet with its illustrative entry parsed as if it were a quote: to check
+    that the format carries every group of the seed server's fields."""
+    text = EXAMPLE.read_text("utf-8").replace("    illustrative: true", "    illustrative: false")
+    assert "illustrative: false" in text
+    return parse_bytes(text.encode(), "example_sheet.yaml")
+
+
+@pytest.mark.parametrize("flag", ["true", "yes", "1", "TRUE"])
+def test_an_illustrative_csv_row_is_never_an_offer(flag: str) -> None:
+    text = (
+        "id,seller,source,gpu_name,gpu_count,price_amount,price_currency,price_unit,"
+        "price_basis,term,illustrative\n"
+        f"demo,my-host,made up,H100 SXM,8,1,USD,hour,instance,on_demand,{flag}\n"
+        "real,my-host,quote 7,H100 SXM,8,20,USD,hour,instance,on_demand,false\n"
+    )
+    result = parse_bytes(text.encode(), "hosts.csv")
+    assert [o.offer_id for o in result.offers] == ["my-host/real"]
+    assert [s.reason for s in result.skipped] == [
+        f"hosts.csv row 2 (id demo): {ILLUSTRATIVE_REASON}"
+    ]
+    # a price of $1 for 8x H100 would rank first; skipped, it cannot rank at all
+    assert rank(result.offers, job=Job(hours=10))["offer_id"].to_list() == ["my-host/real"]
+
+
+def test_illustrative_in_defaults_marks_the_whole_sheet() -> None:
+    text = (
+        "defaults: {illustrative: true, seller: demo, source: doc, price_currency: USD,"
+        " price_unit: hour, price_basis: instance, term: on_demand}\n"
+        "offers:\n"
+        "  - {id: a, gpu_name: H100 SXM, gpu_count: 1, price_amount: '2'}\n"
+        "  - {id: b, gpu_name: A100 SXM4 80GB, gpu_count: 1, price_amount: '1'}\n"
+    )
+    result = parse_bytes(text.encode(), "demo.yaml")
+    assert result.offers == [] and len(result.skipped) == 2
+
+
+def test_an_illustrative_value_that_is_not_yes_or_no_skips_the_entry() -> None:
+    text = (
+        "offers:\n"
+        "  - {id: a, seller: s, source: q, gpu_name: H100 SXM, gpu_count: 1, price_amount: '2',"
+        " price_currency: USD, price_unit: hour, price_basis: instance, term: on_demand,"
+        " illustrative: maybe}\n"
+    )
+    [skipped] = parse_bytes(text.encode(), "q.yaml").skipped
+    assert skipped.reason == "q.yaml offers[1] (id a): field 'illustrative': must be true or false"
 
 
 def test_tencent_monthly_cny_commitment() -> None:
@@ -121,7 +175,7 @@ def test_per_gpu_spot_price_and_unknown_gpu() -> None:
 
 
 def test_seed_server_fills_every_group() -> None:
-    o = find(example().offers, "example-host/seed-8x-a100-80g-epyc7702-monthly")
+    o = find(without_illustrative_flag().offers, "example-host/seed-8x-a100-80g-epyc7702-monthly")
     assert (o.gpu_model, o.gpu_count, o.gpu_memory_gb) == ("A100-SXM4-80GB", 8, 80)
     assert o.gpu_form_factor is GpuFormFactor.SXM
     assert o.gpu_interconnect is GpuInterconnect.NVLINK
@@ -257,7 +311,9 @@ def test_fetch_reads_configured_files(tmp_path: Path) -> None:
     a = SheetAdapter({"price_sheet_paths": joined})
     payloads = run_fetch(a)
     assert [p["format"] for p in payloads] == ["yaml", "csv"]
-    assert len(a.parse(payloads, fetched_at=NOW).offers) == 11
+    assert (
+        len(a.parse(payloads, fetched_at=NOW).offers) == 10
+    )  # 9 of the example (one illustrative), 1 of the CSV
     assert SheetAdapter(paths=[csv_file]).paths == (csv_file,)
 
 
@@ -266,3 +322,34 @@ def test_fetch_missing_file_and_no_paths(tmp_path: Path) -> None:
         run_fetch(SheetAdapter(paths=[tmp_path / "nope.yaml"]))
     with pytest.raises(MissingCredentials, match="PRICE_SHEET_PATHS"):
         run_fetch(SheetAdapter())
+
+
+def test_price_date_dates_the_offer() -> None:
+    """An entry's ``price_date`` is its offer's fetch time: the price's age counts from the
+    quote, not from the reading of the sheet; without one, the reading's time."""
+    offers = example().offers
+    ali = find(offers, "alibaba-cloud/ecs.gn7e-c16g1.32xlarge-cn-hongkong")
+    assert ali.fetched_at == datetime(2024, 10, 9, tzinfo=UTC)
+    tencent = find(offers, "tencent-cloud/GN10Xp.20XLARGE320")
+    assert tencent.fetched_at == NOW  # its source is undated
+    text = CSV_HEADER.replace("\n", ",price_date\n") + (
+        "a,h,q,H100 SXM,1,,2,USD,hour,gpu,on_demand,,2026-11-02\n"
+    )
+    [o] = parse_bytes(text.encode(), "hosts.csv").offers
+    assert o.fetched_at == datetime(2026, 11, 2, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("2026-12-24", "field 'price_date': 2026-12-24 is after the sheet was read (2026-11-30)"),
+        ("last week", "field 'price_date': 'last week' is not a date (YYYY-MM-DD)"),
+    ],
+)
+def test_a_bad_price_date_skips_the_entry(value: str, message: str) -> None:
+    text = CSV_HEADER.replace("\n", ",price_date\n") + (
+        f"a,h,q,H100 SXM,1,,2,USD,hour,gpu,on_demand,,{value}\n"
+    )
+    result = parse_bytes(text.encode(), "hosts.csv")
+    assert result.offers == []
+    assert [s.reason for s in result.skipped] == [f"hosts.csv row 2 (id a): {message}"]

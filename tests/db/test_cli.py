@@ -45,12 +45,16 @@ def fresh_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
 def test_snapshot_sample_is_stored_then_served(fresh_env: str, tmp_path: Path) -> None:
     result = runner.invoke(app, ["snapshot", "--sample"])
     assert "stored snapshot 1" in result.stdout, result.output
+    assert "offers of the offline sample" in " ".join(result.stdout.split())
     engine = make_engine(fresh_env)
     try:
         state = current(engine)
     finally:
         engine.dispose()
     assert state.frame.height and state.snapshot_id == 1
+    # stored from the sample, and still said to be: every provider's offers are sample ones
+    assert state.source == "database" and state.sample and state.origin == "sample"
+    assert state.sample_providers == sorted(state.providers)
 
     again = runner.invoke(app, ["snapshot", "--sample"])
     assert "stored snapshot 2" in again.stdout, again.output
@@ -58,7 +62,10 @@ def test_snapshot_sample_is_stored_then_served(fresh_env: str, tmp_path: Path) -
 
     offers = runner.invoke(app, ["offers", "--limit", "5"])
     assert offers.exit_code == 0, offers.output
-    assert "sample" not in offers.stderr.lower()  # served from the database
+    # served from the database, and still said to be the sample, with its dates
+    assert "note: offline sample: recorded prices, not live" in offers.stderr
+    assert "offers (sample)" in offers.stdout
+    assert "verda capture date unknown (on record by 2023-11-24)" in " ".join(offers.stderr.split())
 
     history = runner.invoke(app, ["history", "--gpu", "H100", "--days", "30"])
     assert history.exit_code == 0, history.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from db.snapshots import store_snapshot
@@ -34,3 +35,15 @@ def test_reads_the_database_and_lists_stale_providers(
     assert current.snapshot_at == at(2)
     assert current.note is not None and "alpha" in current.note
     assert load_current(sample=True, settings=settings).source == "sample"
+
+
+def test_a_database_behind_the_migrations_says_to_upgrade(db_url: str, tmp_path: Path) -> None:
+    """Read before ``db upgrade``, a database of an older revision is one clear error."""
+    from alembic.util.exc import CommandError
+
+    from db.migrate import upgrade
+
+    upgrade(db_url, "0004")
+    settings = Settings(data_dir=tmp_path, database_url=db_url)
+    with pytest.raises(CommandError, match="revision 0004.*gpuscout db upgrade"):
+        load_current(settings=settings)

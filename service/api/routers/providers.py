@@ -1,4 +1,9 @@
-"""``GET /v1/providers``: each provider's last fetch, outcome, offers held and freshness."""
+"""``GET /v1/providers``: each provider's last fetch, outcome, offers held and freshness.
+
+``fresh`` follows price age: live prices at most the adapter's ``fresh_within_hours`` old
+(:data:`adapters.base.FRESH_WITHIN_HOURS` unless the adapter sets it); sample prices are
+never fresh, whatever their date, and say ``origin: sample``.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from adapters import registry
-from db.current import Outcome
+from adapters.base import FRESH_WITHIN_HOURS
 
 from ..deps import NoQueryDep, SettingsDep, StateDep
 
@@ -21,7 +26,18 @@ class ProviderOut(BaseModel):
     provider: str
     title: str | None = Field(description="the provider's display name, if registered")
     outcome: str = Field(description="ok | stale | failed | skipped | never_fetched")
-    fresh: bool = Field(description="its offers come from the latest snapshot")
+    fresh: bool = Field(
+        description="its prices are live and at most fresh_within_hours old; sample prices"
+        " never are"
+    )
+    fresh_within_hours: float = Field(description="the provider's freshness threshold, hours")
+    origin: str | None = Field(
+        description="live | sample: where its offers come from (null: none held)"
+    )
+    capture_date_known: bool = Field(
+        description="false: sample prices whose capture date is unknown: last_fetch_at is the"
+        " latest it can be, price_age_s the least the prices can be old"
+    )
     offer_count: int
     last_fetch_at: datetime | None
     price_age_s: float | None = Field(description="seconds since its prices were fetched")
@@ -31,6 +47,7 @@ class ProviderOut(BaseModel):
 
 class ProviderList(BaseModel):
     source: str
+    sample: bool = Field(description="true: some providers' offers are recorded sample prices")
     note: str | None
     snapshot_at: datetime | None
     fx_as_of: str = Field(description="date of the FX table non-USD prices convert with")
@@ -49,12 +66,17 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
         held = current.providers.get(name)
         cls = known.get(name)
         need = cls.credential_names if cls is not None else ()
+        within_hours = cls.fresh_within_hours if cls is not None else FRESH_WITHIN_HOURS
+        holds = held is not None and held.offer_count > 0
         out.append(
             ProviderOut(
                 provider=name,
                 title=cls.title if cls is not None else None,
                 outcome=held.outcome.value if held else "never_fetched",
-                fresh=held is not None and held.outcome is Outcome.OK,
+                fresh=held is not None and held.fresh(now, within_hours),
+                fresh_within_hours=within_hours,
+                origin=held.origin.value if held is not None and holds else None,
+                capture_date_known=held.capture_date_known if held else True,
                 offer_count=held.offer_count if held else 0,
                 last_fetch_at=held.fetched_at if held else None,
                 price_age_s=held.price_age_s(now) if held else None,
@@ -70,6 +92,7 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
         )
     return ProviderList(
         source=current.source,
+        sample=current.sample,
         note=current.note,
         snapshot_at=current.snapshot_at,
         fx_as_of=current.fx.as_of,

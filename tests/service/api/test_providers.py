@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import httpx
 import pytest
 
 from adapters import registry
+from adapters.base import FRESH_WITHIN_HOURS
+from adapters.collect import Origin, RunStatus
 from adapters.schema import default_fx
+from db.current import ProviderState
 
-from .conftest import error_locs
+from .conftest import FakeSource, database_state, error_locs, offer
 
 pytestmark = pytest.mark.anyio
 
@@ -19,7 +24,12 @@ async def test_providers_report_outcome_count_and_age(client: httpx.AsyncClient)
     assert by_name["acme"]["outcome"] == "ok" and by_name["acme"]["fresh"] is True
     assert by_name["acme"]["offer_count"] == 2
     assert by_name["acme"]["price_age_s"] == pytest.approx(7200, abs=600)
-    assert by_name["bolt"]["outcome"] == "stale" and by_name["bolt"]["fresh"] is False
+    # its latest fetch was skipped, but its prices are 2 h old: fresh follows price age
+    assert by_name["bolt"]["outcome"] == "stale" and by_name["bolt"]["fresh"] is True
+    assert by_name["gcp"]["fresh"] is False and by_name["gcp"]["origin"] is None
+    assert by_name["acme"]["origin"] == "live" and by_name["acme"]["capture_date_known"]
+    assert by_name["acme"]["fresh_within_hours"] == FRESH_WITHIN_HOURS
+    assert r.json()["sample"] is False
     assert by_name["gcp"]["outcome"] == "failed" and by_name["gcp"]["offer_count"] == 0
     assert by_name["gcp"]["error"] == "HTTP 503" and by_name["gcp"]["last_fetch_at"] is None
     assert by_name["bolt"]["error"] == "no key" and by_name["bolt"]["price_age_s"] > 0
@@ -28,3 +38,42 @@ async def test_providers_report_outcome_count_and_age(client: httpx.AsyncClient)
 
 async def test_unknown_parameter(client: httpx.AsyncClient) -> None:
     assert error_locs(await client.get("/v1/providers?all=1")) == [["query", "all"]]
+
+
+@pytest.mark.parametrize(
+    ("age_hours", "fresh"),
+    [(FRESH_WITHIN_HOURS - 1, True), (FRESH_WITHIN_HOURS + 1, False)],
+)
+async def test_fresh_follows_price_age_against_the_threshold(
+    client: httpx.AsyncClient, source: FakeSource, age_hours: float, fresh: bool
+) -> None:
+    fetched_at = datetime.now(UTC) - timedelta(hours=age_hours)
+    source.current = database_state([offer(fetched_at=fetched_at)])
+    by_name = {p["provider"]: p for p in (await client.get("/v1/providers")).json()["providers"]}
+    assert by_name["acme"]["outcome"] == "ok" and by_name["acme"]["fresh"] is fresh
+
+
+async def test_a_provider_threshold_is_its_adapters(
+    client: httpx.AsyncClient, source: FakeSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registered provider's ``fresh_within_hours`` decides, not the default."""
+    fetched_at = datetime.now(UTC) - timedelta(hours=FRESH_WITHIN_HOURS + 1)
+    source.current = database_state([offer(provider="lambda", fetched_at=fetched_at)])
+    monkeypatch.setattr(registry()["lambda"], "fresh_within_hours", FRESH_WITHIN_HOURS + 2)
+    by_name = {p["provider"]: p for p in (await client.get("/v1/providers")).json()["providers"]}
+    assert by_name["lambda"]["fresh"] is True
+    assert by_name["lambda"]["fresh_within_hours"] == FRESH_WITHIN_HOURS + 2
+
+
+async def test_sample_offers_are_never_fresh(client: httpx.AsyncClient, source: FakeSource) -> None:
+    """Stored sample offers, even one an hour old, say sample and are not fresh."""
+    recent = datetime.now(UTC) - timedelta(hours=1)
+    held = ProviderState(
+        "acme", RunStatus.OK, 1, recent, origin=Origin.SAMPLE, capture_date_known=False
+    )
+    source.current = database_state([offer(fetched_at=recent)], held)
+    body = (await client.get("/v1/providers")).json()
+    acme = {p["provider"]: p for p in body["providers"]}["acme"]
+    assert acme["fresh"] is False and acme["origin"] == "sample"
+    assert acme["capture_date_known"] is False
+    assert body["sample"] is True

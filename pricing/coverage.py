@@ -260,4 +260,4 @@ def binding_note(
         f" miss only {', '.join(missed)}"
         for missed, n, providers, offers in table.iter_rows()
     ]
-    return "no offer meets every constraint; the closest: " + "; ".join(parts)
+    return "no offer meets the requirement; the closest: " + "; ".join(parts)

@@ -322,7 +322,7 @@ def placement_reason(
 
     More than one node needs a declared ``multi_node`` and a stated fabric: RDMA, or plain
     Ethernet when ``req.allow_ethernet``. No configuration takes more nodes than the
-    provider states it has (``available_count``; 0 is sold out). The training state, its
+    provider states it has (``available_count``; 0 is sold out: one node later, never more). The training state, its
     activations and the per-GPU floor must fit one GPU's memory. An interruptible row on so
     many nodes that preemptions outpace the work (``modelled``: the restart model is used)
     cannot finish.
@@ -339,7 +339,10 @@ def placement_reason(
     )
     if not req.allow_ethernet:
         expr = expr.when(multi & (fabric == Fabric.ETHERNET.value)).then(pl.lit(ETHERNET_ONLY))
-    expr = expr.when(pl.col("nodes") > pl.col("available_count")).then(pl.lit(TOO_FEW_NODES))
+    # a sold-out offer (0) still runs a one-node job later (it ranks after: unavailable()),
+    # but is never multiplied
+    stock = pl.col("available_count").clip(lower_bound=1)
+    expr = expr.when(pl.col("nodes") > stock).then(pl.lit(TOO_FEW_NODES))
     if memory_per_gpu_needed:
         memory = gpu_memory_gb()
         expr = (
@@ -366,7 +369,9 @@ def availability() -> pl.Expr:
     Rows not available now rank after the others (:func:`unavailable`)."""
     now = pl.col("available_now")
     return (
-        pl.when(now.is_null())
+        pl.when(pl.col("available_count") == 0)
+        .then(pl.lit("not available now"))
+        .when(now.is_null())
         .then(pl.lit("not stated"))
         .when(now)
         .then(pl.lit("available"))
@@ -375,9 +380,11 @@ def availability() -> pl.Expr:
 
 
 def unavailable() -> pl.Expr:
-    """1 where the provider says the offer is not available now, else 0: the first sort
-    key, so such offers rank after every other."""
-    return (pl.col("available_now") == False).fill_null(False).cast(pl.UInt8)  # noqa: E712
+    """1 where the provider says the offer is not available now (``available_now`` false or
+    ``available_count`` 0), else 0: the first sort key, so such offers rank after every
+    other."""
+    sold_out = (pl.col("available_now") == False) | (pl.col("available_count") == 0)  # noqa: E712
+    return sold_out.fill_null(False).cast(pl.UInt8)
 
 
 def placement_text() -> pl.Expr:

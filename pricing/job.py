@@ -175,13 +175,14 @@ class Job(BaseModel):
         ratio = mem.hidden_per_layer
         layers: float | None = self.layers
         hidden: float | None = self.hidden_size
+        # at least one layer one wide: a tiny model has no fractional layers
         if layers is None and hidden is None:
-            layers = (self.params / (12 * ratio**2)) ** (1 / 3)
+            layers = max(1.0, (self.params / (12 * ratio**2)) ** (1 / 3))
         if hidden is None:
             assert layers is not None
-            hidden = math.sqrt(self.params / (12 * layers))
+            hidden = max(1.0, math.sqrt(self.params / (12 * layers)))
         if layers is None:
-            layers = self.params / (12 * hidden**2)
+            layers = max(1.0, self.params / (12 * hidden**2))
         return layers, hidden, self.context_tokens or mem.default_context_tokens
 
     def flops_per_token(self, efficiency: Efficiency | None = None) -> float | None:

@@ -239,7 +239,10 @@ def offers_command(
     ranked = rank(frame, requirement, job, options)
     if ranked.is_empty():
         why = binding_note(frame, requirement, precision=precision)
-        err.print(why or "no offer can run the job (see the note below)", highlight=False)
+        err.print(
+            why or "no offer meets the requirement and can run the job (see the note)",
+            highlight=False,
+        )
     left_out = left_out_note(frame, requirement, precision=precision, job=job)
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)

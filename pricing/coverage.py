@@ -179,8 +179,7 @@ def _set_constraints(requirement: Requirement) -> list[str]:
     return sorted(
         name
         for name in requirement.model_fields_set
-        if getattr(requirement, name) != Requirement.model_fields[name].default
-        and name not in _WHO
+        if getattr(requirement, name) != Requirement.model_fields[name].default and name not in _WHO
     )
 
 
@@ -213,7 +212,9 @@ def binding_constraints(
         .join(catalog.lazy(), on="gpu_model", how="inner")
         .filter(pl.col("peak").is_not_null() & qualifies(Requirement.model_validate(base), at))
         .with_columns(
-            missed=pl.concat_list(failed).list.drop_nulls() if failed else pl.lit([], pl.List(pl.String))
+            missed=pl.concat_list(failed).list.drop_nulls()
+            if failed
+            else pl.lit([], pl.List(pl.String))
         )
         .with_columns(misses=pl.col("missed").list.len())
         .sort("misses", "term")
@@ -221,9 +222,9 @@ def binding_constraints(
         .agg(pl.all().first())
         .collect()
     )
-    schema = {
+    schema: dict[str, pl.DataType] = {
         "missed": pl.List(pl.String),
-        "configurations": pl.UInt32,
+        "configurations": pl.UInt32(),
         "providers": pl.List(pl.String),
         "offers": pl.List(pl.String),
     }
@@ -239,7 +240,7 @@ def binding_constraints(
         )
         .sort("configurations", descending=True)
         .select(list(schema))
-        .cast(schema)  # type: ignore[arg-type]
+        .cast(pl.Schema(schema))
     )
 
 

@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from adapters.gpus import Precision, get_gpu
 from adapters.schema import Fabric, Offer, RentalTerm
 
+from .coverage import left_out_note
 from .efficiency import Efficiency, default_efficiency
 from .frame import OFFER_SCHEMA, with_config_id
 from .job import Job
-from .coverage import left_out_note
 from .rank import RankOptions, _as_frame, costed_plan, rank
 from .requirement import Requirement
 

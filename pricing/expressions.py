@@ -31,6 +31,7 @@ import math
 import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 import polars as pl
 
@@ -252,11 +253,11 @@ def _interpolated(x: pl.Expr, points: Sequence[tuple[float, float]]) -> pl.Expr:
     null ``x`` takes the lowest point's value. Monotone when the points are."""
     lx = x.log(2)
     (x0, y0), *rest = points
-    expr = pl.when(x.is_null() | (x <= x0)).then(pl.lit(y0))
+    expr: Any = pl.when(x.is_null() | (x <= x0)).then(pl.lit(y0))
     for (xa, ya), (xb, yb) in itertools.pairwise(points):
         la, lb = math.log2(xa), math.log2(xb)
         expr = expr.when(x <= xb).then(ya + (yb - ya) * (lx - la) / (lb - la))
-    return expr.otherwise(pl.lit(rest[-1][1] if rest else y0))
+    return cast(pl.Expr, expr.otherwise(pl.lit(rest[-1][1] if rest else y0)))
 
 
 def inter_node_scaling(s: Scaling) -> pl.Expr:
@@ -322,8 +323,9 @@ def placement_reason(
 
     More than one node needs a declared ``multi_node`` and a stated fabric: RDMA, or plain
     Ethernet when ``req.allow_ethernet``. No configuration takes more nodes than the
-    provider states it has (``available_count``; 0 is sold out: one node later, never more). The training state, its
-    activations and the per-GPU floor must fit one GPU's memory. An interruptible row on so
+    provider states it has (``available_count``; 0 is sold out: one node later, never
+    more). The training state, its activations and the per-GPU floor must fit one GPU's
+    memory. An interruptible row on so
     many nodes that preemptions outpace the work (``modelled``: the restart model is used)
     cannot finish.
     """
@@ -383,7 +385,8 @@ def unavailable() -> pl.Expr:
     """1 where the provider says the offer is not available now (``available_now`` false or
     ``available_count`` 0), else 0: the first sort key, so such offers rank after every
     other."""
-    sold_out = (pl.col("available_now") == False) | (pl.col("available_count") == 0)  # noqa: E712
+    not_now = pl.col("available_now") == False  # noqa: E712 (a polars comparison)
+    sold_out = not_now | (pl.col("available_count") == 0)
     return sold_out.fill_null(False).cast(pl.UInt8)
 
 

@@ -157,8 +157,10 @@ class Job(BaseModel):
     @property
     def counts_attention(self) -> bool:
         """Whether the FLOPs count attention: the shape or the context is given."""
-        return self.layers is not None or self.hidden_size is not None or (
-            self.context_tokens is not None
+        return (
+            self.layers is not None
+            or self.hidden_size is not None
+            or (self.context_tokens is not None)
         )
 
     def shape(self, efficiency: Efficiency | None = None) -> tuple[float, float, int] | None:

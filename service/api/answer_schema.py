@@ -99,9 +99,7 @@ class Performance(_Answer):
     scaling_inter_node: float = Field(
         description="fabric factor relative to >= 400 Gbps/GPU RDMA (1.0); 1 node: 1.0"
     )
-    scaling: float = Field(
-        description="intra x inter: 1.0 at the scale the MFU was published at"
-    )
+    scaling: float = Field(description="intra x inter: 1.0 at the scale the MFU was published at")
     effective_tflops: float = Field(description="job GPUs x peak x mfu x scaling")
 
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 import polars as pl
 
 from pricing import Job, rank
-from pricing.display import INTERNAL_COLUMNS, DECIMALS, for_display
+from pricing.display import DECIMALS, INTERNAL_COLUMNS, for_display
 
 from .factories import AT_NOW, make_offer
 

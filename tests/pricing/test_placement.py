@@ -4,6 +4,7 @@ interruptible risk."""
 
 from __future__ import annotations
 
+import itertools
 from decimal import Decimal
 
 import polars as pl
@@ -53,7 +54,9 @@ def test_a_512_gpu_job_never_lands_on_nodes_without_a_fabric() -> None:
 
 
 def test_a_sold_out_or_under_stocked_offer_is_not_multiplied() -> None:
-    sold_out = _cluster("sold-out", available_now=False, available_count=0, price_amount=Decimal("1"))
+    sold_out = _cluster(
+        "sold-out", available_now=False, available_count=0, price_amount=Decimal("1")
+    )
     few = _cluster("three-left", available_count=3, price_amount=Decimal("2"))
     plenty = _cluster("plenty", available_count=64)
     job = Job.for_hours(10, gpus=512)
@@ -99,9 +102,7 @@ def test_pcie_a100_cards_do_not_outrank_sxm_nodes_at_the_same_price_per_gpu() ->
 @pytest.mark.parametrize("fabric", [Fabric.INFINIBAND, Fabric.ROCE, Fabric.EFA])
 def test_more_fabric_bandwidth_never_ranks_lower(fabric: Fabric) -> None:
     speeds = [50, 100, 200, 400, 800, 1600, 3200, 6400]
-    offers = [
-        _cluster(f"gbps-{g:05d}", fabric=fabric, fabric_gbps=g) for g in reversed(speeds)
-    ]
+    offers = [_cluster(f"gbps-{g:05d}", fabric=fabric, fabric_gbps=g) for g in reversed(speeds)]
     out = rank(offers, job=BIG, options=AT_NOW)
     keys = dict(zip(out["offer_id"], out["usd_per_effective_tflop_hour"], strict=True))
     ordered = [keys[f"gbps-{g:05d}"] for g in speeds]
@@ -109,7 +110,7 @@ def test_more_fabric_bandwidth_never_ranks_lower(fabric: Fabric) -> None:
     ranks = dict(zip(out["offer_id"], out["rank"], strict=True))
     # equal keys tie-break by offer id; the fastest never ranks below a slower one of
     # strictly higher cost
-    for slow, fast in zip(speeds, speeds[1:], strict=False):
+    for slow, fast in itertools.pairwise(speeds):
         if keys[f"gbps-{fast:05d}"] < keys[f"gbps-{slow:05d}"]:
             assert ranks[f"gbps-{fast:05d}"] < ranks[f"gbps-{slow:05d}"]
 

@@ -454,9 +454,9 @@ def interruptible_risk() -> pl.Expr:
             "interruptible: ~{} preemption(s) expected on {} node(s), +{}% wall clock for lost"
             " work and restarts (spot reclaim rate: AWS Spot Advisor top band); set"
             " exclude_interruptible to rank without",
-            pl.col("interruptions_expected").round(1).cast(pl.String),
+            pl.col("interruptions_expected").round(2).cast(pl.String),
             pl.col("nodes").cast(pl.String),
-            extra.round(1).cast(pl.String),
+            extra.round(2).cast(pl.String),
         )
     )
 

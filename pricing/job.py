@@ -126,26 +126,6 @@ class Job(BaseModel):
     def training(cls, params: float, tokens: float, *, gpus: int | None = None) -> Job:
         return cls(params=params, tokens=tokens, gpus=gpus)
 
-    @classmethod
-    def training_shaped(
-        cls,
-        params: float,
-        tokens: float,
-        *,
-        gpus: int | None = None,
-        layers: int | None = None,
-        hidden_size: int | None = None,
-        context_tokens: int | None = None,
-    ) -> Job:
-        return cls(
-            params=params,
-            tokens=tokens,
-            gpus=gpus,
-            layers=layers,
-            hidden_size=hidden_size,
-            context_tokens=context_tokens,
-        )
-
     @property
     def kind(self) -> JobKind:
         if self.hours is not None:

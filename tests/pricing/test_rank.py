@@ -310,6 +310,10 @@ def _random_frame(rng: random.Random) -> pl.DataFrame:
             term_variant=rng.choice((None, "v1", "v2", "v3")),
             price_amount=Decimal(rng.choice(("2", "3", "16", "24"))),
             available_now=rng.choice((None, True, False)),
+            available_count=rng.choice((None, None, 1, 4)),
+            fabric=rng.choice((None, Fabric.INFINIBAND, Fabric.ETHERNET)),
+            fabric_gbps=rng.choice((400, 3200)),
+            multi_node=True,
         )
         offers.setdefault(offer.key, offer)
     frame = offers_to_frame(list(offers.values()))
@@ -356,7 +360,7 @@ def test_top_k_equals_the_full_ranking_cut_for_every_limit(
     rng = random.Random(11)
     for case in range(40):
         frame = _random_frame(rng)
-        job = Job.for_hours(rng.choice((1, 100, 1000)))
+        job = Job.for_hours(rng.choice((1, 100, 1000)), gpus=rng.choice((None, 8, 16)))
         for sort in (KEY, rng.choice(("job_cost_usd", "usd_per_hour", "usd_per_gpu_hour"))):
             full = rank(frame, job=job, options=RankOptions(limit=None, sort=sort, now=NOW))
             expected = _reference(frame, job, sort)

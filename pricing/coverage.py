@@ -13,9 +13,13 @@ offer drops silently: users asking for H100s should still hear that a provider's
 * :data:`NO_FIGURE`: a catalog model without any figure at the precision or a wider one.
 
 Every other constraint of the requirement applies as in the ranking, a fact the offer does not
-state counting as met (its GPU is unknown, so are the facts the catalog would add). What the
-job itself rules out (a model that does not fit, a configuration that cannot span nodes) is
-the query's choice, not a gap, and is not listed.
+state counting as met (its GPU is unknown, so are the facts the catalog would add).
+
+Given the job, the configurations the ranking could rank but cannot place the job on are
+listed too, one group per reason of :func:`pricing.expressions.placement_reason` (no
+declared multi-node capability or fabric, plain Ethernet not allowed, more nodes than
+available, the model does not fit one GPU, preempted faster than it progresses), counted
+in configurations: a 512-GPU job on the sample hears how many 1-GPU VMs have no fabric.
 """
 
 from __future__ import annotations
@@ -27,11 +31,21 @@ import polars as pl
 
 from adapters.gpus import Precision
 
-from .expressions import peak_tflops, qualifies
+from .expressions import PLACEMENT_REASONS, peak_tflops, qualifies
 from .frame import catalog_frame
+from .job import Job
+from .rank import RankOptions, placement_plan
 from .requirement import Requirement
 
-__all__ = ["NOT_IN_CATALOG", "NO_FIGURE", "UNIDENTIFIED", "left_out", "left_out_note"]
+__all__ = [
+    "NOT_IN_CATALOG",
+    "NO_FIGURE",
+    "UNIDENTIFIED",
+    "binding_constraints",
+    "binding_note",
+    "left_out",
+    "left_out_note",
+]
 
 UNIDENTIFIED = "GPU not identified"
 NOT_IN_CATALOG = "GPU model not in the catalog"
@@ -63,9 +77,11 @@ def left_out(
     now: datetime | None = None,
     *,
     precision: Precision = Precision.BF16,
+    job: Job | None = None,
 ) -> pl.DataFrame:
     """Offers ``requirement`` would want that a ranking at ``precision`` cannot rank: one row
-    per (provider, raw GPU name, model, reason) with its number of offers, most first."""
+    per (provider, raw GPU name, model, reason) with its number of offers, most first. With
+    ``job``, also the configurations it cannot be placed on, by placement reason."""
     req = requirement or Requirement()
     at = now or datetime.now(UTC)
     catalog = catalog_frame().select("gpu_model", *_CATALOG_COLUMNS, peak=peak_tflops(precision))
@@ -93,8 +109,26 @@ def left_out(
         .with_columns(reason=pl.lit(NO_FIGURE))
     )
     keys = ["provider", "gpu_raw_name", "gpu_model", "reason"]
+    parts = [not_known.select(keys), no_figure.select(keys)]
+    if job is not None:
+        options = RankOptions(precision=precision, now=at, limit=None)
+        placed_reasons = (
+            placement_plan(frame, req, job, options)
+            .sort("term")
+            .group_by("config_id")
+            .agg(
+                pl.col("provider").first(),
+                pl.col("gpu_raw_name").first(),
+                pl.col("gpu_model").first(),
+                reason=pl.col("placement_reason").first(),
+                placed=pl.col("placement_reason").is_null().any(),
+            )
+            .filter(~pl.col("placed"))
+            .select(keys)
+        )
+        parts.append(placed_reasons)
     return (
-        pl.concat([not_known.select(keys), no_figure.select(keys)])
+        pl.concat(parts)
         .group_by(keys)
         .agg(offers=pl.len())
         .sort(["offers", *keys], descending=[True, False, False, False, False], nulls_last=True)
@@ -108,14 +142,123 @@ def left_out_note(
     now: datetime | None = None,
     *,
     precision: Precision = Precision.BF16,
+    job: Job | None = None,
 ) -> str | None:
-    """One line for people naming every offer :func:`left_out` lists, with its reason."""
-    left = left_out(frame, requirement, now, precision=precision)
+    """One line for people naming every offer :func:`left_out` lists, with its reason (with
+    ``job``: the configurations it cannot be placed on, by reason and count)."""
+    left = left_out(frame, requirement, now, precision=precision, job=job)
     if left.is_empty():
         return None
-    total = int(left["offers"].sum())
-    parts = []
-    for provider, raw, model, reason, n in left.iter_rows():
-        name = raw if raw is not None else model
-        parts.append(f"{name!r} ({provider}, {n}: {reason})")
-    return f"{total} offer(s) not ranked: " + ", ".join(parts)
+    placing = pl.col("reason").is_in(PLACEMENT_REASONS)
+    lines = []
+    gaps = left.filter(~placing)
+    if not gaps.is_empty():
+        parts = []
+        for provider, raw, model, reason, n in gaps.iter_rows():
+            name = raw if raw is not None else model
+            parts.append(f"{name!r} ({provider}, {n}: {reason})")
+        lines.append(f"{int(gaps['offers'].sum())} offer(s) not ranked: " + ", ".join(parts))
+    unplaced = (
+        left.filter(placing)
+        .group_by("reason")
+        .agg(pl.col("offers").sum(), pl.col("provider").unique().sort())
+        .sort(["offers", "reason"], descending=[True, False])
+    )
+    if not unplaced.is_empty():
+        parts = [
+            f"{reason}: {n} ({', '.join(providers)})"
+            for reason, n, providers in unplaced.iter_rows()
+        ]
+        total = int(unplaced["offers"].sum())
+        lines.append(f"{total} configuration(s) cannot run the job: " + "; ".join(parts))
+    return "; ".join(lines)
+
+
+def _set_constraints(requirement: Requirement) -> list[str]:
+    """The constraints ``requirement`` sets (fields away from their default), sorted."""
+    return sorted(
+        name
+        for name in requirement.model_fields_set
+        if getattr(requirement, name) != Requirement.model_fields[name].default and name not in _WHO
+    )
+
+
+#: Fields that choose whose offers to consider (applied first), not what they must have.
+_WHO = frozenset({"allow_unknown", "providers", "exclude_providers"})
+
+
+def binding_constraints(
+    frame: pl.DataFrame,
+    requirement: Requirement,
+    now: datetime | None = None,
+    *,
+    precision: Precision = Precision.BF16,
+) -> pl.DataFrame:
+    """The configurations (with a rankable GPU) closest to ``requirement``: those missing
+    the fewest of its constraints, grouped by the constraints they miss. Columns
+    ``missed`` (constraint names), ``configurations``, ``providers``, ``offers`` (a few
+    instance names); empty when some configuration meets every constraint."""
+    at = now or datetime.now(UTC)
+    catalog = catalog_frame().select("gpu_model", *_CATALOG_COLUMNS, peak=peak_tflops(precision))
+    names = _set_constraints(requirement)
+    base = {name: getattr(requirement, name) for name in _WHO}
+    met = {
+        name: qualifies(Requirement.model_validate({**base, name: getattr(requirement, name)}), at)
+        for name in names
+    }
+    failed = [pl.when(~cond).then(pl.lit(name)) for name, cond in met.items()]
+    rows = (
+        frame.lazy()
+        .join(catalog.lazy(), on="gpu_model", how="inner")
+        .filter(pl.col("peak").is_not_null() & qualifies(Requirement.model_validate(base), at))
+        .with_columns(
+            missed=pl.concat_list(failed).list.drop_nulls()
+            if failed
+            else pl.lit([], pl.List(pl.String))
+        )
+        .with_columns(misses=pl.col("missed").list.len())
+        .sort("misses", "term")
+        .group_by("config_id")
+        .agg(pl.all().first())
+        .collect()
+    )
+    schema: dict[str, pl.DataType] = {
+        "missed": pl.List(pl.String),
+        "configurations": pl.UInt32(),
+        "providers": pl.List(pl.String),
+        "offers": pl.List(pl.String),
+    }
+    if rows.is_empty() or rows["misses"].min() == 0:
+        return pl.DataFrame(schema=schema)
+    fewest = rows.filter(pl.col("misses") == pl.col("misses").min())
+    return (
+        fewest.group_by("missed")
+        .agg(
+            configurations=pl.len(),
+            providers=pl.col("provider").unique().sort(),
+            offers=pl.coalesce("instance_name", "offer_id").unique().sort().head(3),
+        )
+        .sort("configurations", descending=True)
+        .select(list(schema))
+        .cast(pl.Schema(schema))
+    )
+
+
+def binding_note(
+    frame: pl.DataFrame,
+    requirement: Requirement,
+    now: datetime | None = None,
+    *,
+    precision: Precision = Precision.BF16,
+) -> str | None:
+    """Why nothing qualifies, in one line: which constraints the closest offers miss
+    (None when some offer meets them all)."""
+    table = binding_constraints(frame, requirement, now, precision=precision)
+    if table.is_empty():
+        return None
+    parts = [
+        f"{n} configuration(s) from {', '.join(providers)} (e.g. {', '.join(offers)})"
+        f" miss only {', '.join(missed)}"
+        for missed, n, providers, offers in table.iter_rows()
+    ]
+    return "no offer meets the requirement; the closest: " + "; ".join(parts)

@@ -21,7 +21,8 @@ DECIMALS: dict[str, int] = {
     "storage_usd_per_gb_hour": 9, "ipv4_usd_per_hour": 6, "egress_usd_per_gb": 6,
     "compute_hours": 3, "wall_clock_hours": 3, "billed_hours": 3, "break_even_hours": 3,
     "price_age_hours": 3, "effective_tflops": 3, "peak_tflops": 3, "memory_needed_gb": 3,
-    "total_gpu_memory_gb": 3, "gpus": 3, "total_gpus": 3,
+    "total_gpu_memory_gb": 3, "gpus": 3, "total_gpus": 3, "job_gpus": 3,
+    "memory_per_gpu_gb": 3, "fabric_gbps_per_gpu": 3, "interruptions_expected": 3,
     "usd_per_hour": 6, "usd_per_gpu_hour": 6, "on_demand_usd_per_hour": 6,
     "mfu": 6, "scaling_intra_node": 6, "scaling_inter_node": 6, "scaling": 6,
     "usd_per_effective_tflop_hour": 9,
@@ -30,8 +31,8 @@ DECIMALS: dict[str, int] = {
     "min_usd_per_gpu_hour": 6,
 }  # fmt: skip
 
-#: Columns of the ranking that only order it (``config_id``): not shown.
-INTERNAL_COLUMNS: tuple[str, ...] = ("config_id",)
+#: Columns of the ranking that only order it (``config_id``, ``ranked_after``): not shown.
+INTERNAL_COLUMNS: tuple[str, ...] = ("config_id", "ranked_after")
 
 #: Exact decimal columns shown as text.
 _EXACT = ("price_amount",)

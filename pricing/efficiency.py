@@ -1,4 +1,4 @@
-"""The efficiency model: MFU per GPU family, multi-GPU scaling, job overheads.
+"""The efficiency model: MFU per GPU family, multi-GPU scaling, memory, interruptions.
 
 The defaults live in ``efficiency.toml`` beside this module, each value with its source
 (the figures come from published training reports, collected in
@@ -13,9 +13,17 @@ import tomllib
 from importlib import resources
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Efficiency", "FamilyMfu", "Scaling", "default_efficiency", "load_efficiency"]
+__all__ = [
+    "Efficiency",
+    "FamilyMfu",
+    "Interruptible",
+    "Memory",
+    "Scaling",
+    "default_efficiency",
+    "load_efficiency",
+]
 
 Factor = Annotated[float, Field(gt=0, le=1)]
 
@@ -32,7 +40,8 @@ class FamilyMfu(BaseModel):
 
 
 class Scaling(BaseModel):
-    """Multi-GPU scaling factors (share of linear speed-up kept), with their thresholds."""
+    """Multi-GPU scaling relative to the reference topology the MFU was measured at (8 GPUs
+    on NVLink per node, >= 400 Gbps/GPU RDMA between nodes): 1.0 there, never above 1."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -41,13 +50,51 @@ class Scaling(BaseModel):
     nvlink_bridge: Factor
     infinity_fabric: Factor
     pcie: Factor
-    pcie_no_p2p: Factor
+    separate_nodes: Factor
+    pcie_no_p2p_sync_ratio: Annotated[float, Field(ge=0)]
     pcie_no_p2p_families: tuple[str, ...] = ()
-    inter_node_fast: Factor
-    inter_node_fast_min_gbps_per_gpu: Annotated[float, Field(gt=0)]
-    inter_node_medium: Factor
-    inter_node_medium_min_gbps_per_gpu: Annotated[float, Field(gt=0)]
-    inter_node_slow: Factor
+    fabric_points: tuple[tuple[Annotated[float, Field(gt=0)], Factor], ...]
+    fabric_source: str = ""
+    ethernet_share: Factor
+
+    @model_validator(mode="after")
+    def _monotone(self) -> Scaling:
+        gbps = [g for g, _ in self.fabric_points]
+        factors = [f for _, f in self.fabric_points]
+        if len(gbps) < 2 or gbps != sorted(set(gbps)) or factors != sorted(factors):
+            raise ValueError(
+                "fabric_points: at least two points, Gbps strictly increasing and factors"
+                " non-decreasing (more bandwidth never scores lower)"
+            )
+        return self
+
+
+class Interruptible(BaseModel):
+    """Preemption and restart cost on interruptible terms (see ``efficiency.toml``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    preemptions_per_node_hour: Annotated[float, Field(ge=0)]
+    rate_source: str = ""
+    checkpoint_interval_hours: Annotated[float, Field(ge=0)]
+    restart_hours: Annotated[float, Field(ge=0)]
+
+    @property
+    def hours_lost_per_preemption(self) -> float:
+        """Half a checkpoint interval of lost work plus the restart."""
+        return self.checkpoint_interval_hours / 2 + self.restart_hours
+
+
+class Memory(BaseModel):
+    """Per-GPU memory beyond the sharded training state (see ``efficiency.toml``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    activation_bytes_per_layer_token_hidden: Annotated[float, Field(ge=0)]
+    activation_working_bytes_per_token_hidden: Annotated[float, Field(ge=0)]
+    hidden_per_layer: Annotated[float, Field(gt=0)]
+    default_context_tokens: Annotated[int, Field(gt=0)]
+    per_gpu_floor_gb: Annotated[float, Field(ge=0)]
 
 
 class Efficiency(BaseModel):
@@ -59,8 +106,8 @@ class Efficiency(BaseModel):
     low_precision_speedup: Annotated[float, Field(ge=1)]
     family_mfu: tuple[FamilyMfu, ...]
     scaling: Scaling
-    interruptible_overhead: Annotated[float, Field(ge=0)]
-    memory_usable_fraction: Factor
+    interruptible: Interruptible
+    memory: Memory
     bytes_per_param: dict[str, Annotated[float, Field(gt=0)]]
 
     def mfu_bf16(self, family: str | None) -> float:
@@ -80,8 +127,8 @@ def load_efficiency(text: str) -> Efficiency:
         low_precision_speedup=mfu["low_precision_speedup"],
         family_mfu=tuple(FamilyMfu(**entry) for entry in mfu.get("family", [])),
         scaling=Scaling(**data["scaling"]),
-        interruptible_overhead=job["interruptible_overhead"],
-        memory_usable_fraction=job["memory_usable_fraction"],
+        interruptible=Interruptible(**data["interruptible"]),
+        memory=Memory(**data["memory"]),
         bytes_per_param=job["bytes_per_param"],
     )
 

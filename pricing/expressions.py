@@ -6,10 +6,16 @@ added (named in its docstring). Units are in the names: hours, USD, TFLOPs.
 
 The model, in one place:
 
-* ``nodes = ceil(job GPUs / offer GPUs)`` (1 without a job GPU count)
-* ``effective_tflops = total_gpus x peak_tflops x mfu x scaling``
-* ``compute_hours``: the job's hours, GPU-hours / total GPUs, or FLOPs / effective FLOP/s
-* ``wall_clock_hours = compute_hours x (1 + restart overhead)`` on interruptible terms
+* ``nodes = ceil(job GPUs / offer GPUs)`` (1 without a job GPU count); ``job_gpus`` the GPUs
+  the job runs on, ``total_gpus = nodes x gpus`` those rented
+* placement (:func:`placement_reason`): several nodes need a declared ``multi_node`` and a
+  stated fabric (RDMA; Ethernet if allowed), no more nodes than ``available_count``, the
+  training state's shard + activations + floor within one GPU's memory
+* ``effective_tflops = job_gpus x peak_tflops x mfu x scaling``; MFU as published at the
+  reference scale, ``scaling = node link x fabric`` relative to it (1.0 there)
+* ``compute_hours``: the job's hours, GPU-hours / job GPUs, or FLOPs / effective FLOP/s
+* ``wall_clock_hours = compute_hours / (1 - nodes x preemption rate x hours lost each)`` on
+  interruptible terms
 * ``billed_hours``: whole commitment periods; else the minimum rental, rounded up to the
   billing increment, capped per month where hourly billing stops at a monthly price
 * ``job_cost_usd = billed_hours x usd_per_hour x nodes``
@@ -23,9 +29,12 @@ The model, in one place:
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 import polars as pl
 
@@ -38,14 +47,24 @@ from adapters.schema import (
     RentalTerm,
 )
 
-from .efficiency import Scaling
+from .efficiency import Interruptible, Scaling
 from .job import Job, JobKind
 from .requirement import Requirement
 
 __all__ = [
+    "ETHERNET_ONLY",
+    "MEMORY_UNKNOWN",
+    "MULTI_NODE_UNSTATED",
+    "NEVER_FINISHES",
+    "NOT_MULTI_NODE",
+    "NO_FABRIC",
+    "NO_FIT",
+    "PLACEMENT_REASONS",
     "RUNNABLE_MIN_RAM_GB_PER_GPU",
     "RUNNABLE_MIN_VCPUS_PER_GPU",
+    "TOO_FEW_NODES",
     "all_in_cost_usd",
+    "availability",
     "billed_hours",
     "break_even_hours",
     "break_even_text",
@@ -53,15 +72,19 @@ __all__ = [
     "compute_hours",
     "effective_tflops",
     "egress_cost_usd",
+    "fabric_gbps_per_gpu",
     "form_factor",
     "form_factor_stated",
     "gpu_memory_gb",
     "included_storage_gb",
     "inter_node_scaling",
+    "interruptible_risk",
+    "interruptions_expected",
     "intra_node_scaling",
     "job_cost_usd",
+    "job_gpus",
     "job_storage_gb",
-    "memory_fits",
+    "memory_per_gpu_gb",
     "mfu",
     "monthly_capped_hours",
     "node_count",
@@ -69,6 +92,8 @@ __all__ = [
     "peak_note",
     "peak_precision",
     "peak_tflops",
+    "placement_reason",
+    "placement_text",
     "price_age_hours",
     "qualifies",
     "required_extras_usd",
@@ -76,6 +101,7 @@ __all__ = [
     "storage_cost_usd",
     "total_gpu_memory_gb",
     "total_gpus",
+    "unavailable",
     "usd_per_effective_tflop_hour",
     "usd_per_gpu_hour",
     "wall_clock_hours",
@@ -183,13 +209,44 @@ def _nvlinked() -> pl.Expr:
     )
 
 
+def job_gpus(gpus: int | None) -> pl.Expr:
+    """GPUs the job runs on: its own count, else every GPU of the one instance. Fewer than
+    the rented ``total_gpus`` when the count is not a multiple of the node's (12 GPUs on
+    two 8-GPU nodes use 12, rent 16)."""
+    if gpus is None:
+        return pl.col("gpus")
+    return pl.lit(float(gpus), dtype=pl.Float64)
+
+
+def fabric_gbps_per_gpu() -> pl.Expr:
+    """The node's cluster-fabric Gbps over its GPUs (``fabric_gbps`` is the aggregate)."""
+    return pl.col("fabric_gbps") / pl.col("gpus")
+
+
+def _gpus_per_node_used() -> pl.Expr:
+    """GPUs of one node the job uses. Needs ``job_gpus``."""
+    return pl.min_horizontal(pl.col("gpus"), pl.col("job_gpus"))
+
+
 def intra_node_scaling(s: Scaling) -> pl.Expr:
-    """Share of linear speed-up kept across the GPUs of one node (1 GPU: 1.0)."""
+    """The node-link factor, relative to the reference NVLink node (1.0). Needs ``nodes``
+    and ``job_gpus``.
+
+    One GPU on one node communicates with none: 1.0. Nodes of one GPU in a multi-node job
+    have no NVLink domain: what a node would keep on NVLink crosses the network card
+    (``separate_nodes``), so such a job never beats NVLink nodes of the same fabric per GPU.
+    GPUs without peer-to-peer (GeForce) sync through host memory, a ring of ``n`` GPUs
+    keeping ``1 / (1 + r x 2(n-1)/n)`` (``pcie_no_p2p_sync_ratio``, from measurements).
+    """
+    n = _gpus_per_node_used()
     link = pl.col("gpu_interconnect")
     form = pl.coalesce(pl.col("gpu_form_factor"), pl.col("catalog_form_factor"))
+    ring = 2 * (n - 1) / n
     return (
-        pl.when(pl.col("gpus") <= 1)
+        pl.when((n <= 1) & (pl.col("nodes") <= 1))
         .then(pl.lit(s.single_gpu))
+        .when(n <= 1)
+        .then(pl.lit(s.separate_nodes))
         .when(_nvlinked())
         .then(pl.lit(s.nvlink))
         .when(link == GpuInterconnect.NVLINK_BRIDGE.value)
@@ -200,27 +257,39 @@ def intra_node_scaling(s: Scaling) -> pl.Expr:
         )
         .then(pl.lit(s.infinity_fabric))
         .when(pl.col("pcie_no_p2p").fill_null(False))
-        .then(pl.lit(s.pcie_no_p2p))
+        .then(1 / (1 + s.pcie_no_p2p_sync_ratio * ring))
         .otherwise(pl.lit(s.pcie))
     )
 
 
-def inter_node_scaling(s: Scaling) -> pl.Expr:
-    """Share kept across nodes, by fabric Gbps per GPU (1 node: 1.0). Needs ``nodes``.
+def _interpolated(x: pl.Expr, points: Sequence[tuple[float, float]]) -> pl.Expr:
+    """Piecewise-linear in ``log2(x)`` through ``points`` (x ascending), flat beyond them;
+    null ``x`` takes the lowest point's value. Monotone when the points are."""
+    lx = x.log(2)
+    (x0, y0), *rest = points
+    expr: Any = pl.when(x.is_null() | (x <= x0)).then(pl.lit(y0))
+    for (xa, ya), (xb, yb) in itertools.pairwise(points):
+        la, lb = math.log2(xa), math.log2(xb)
+        expr = expr.when(x <= xb).then(ya + (yb - ya) * (lx - la) / (lb - la))
+    return cast(pl.Expr, expr.otherwise(pl.lit(rest[-1][1] if rest else y0)))
 
-    ``fabric_gbps`` is taken as the node's aggregate; plain Ethernet or an unknown fabric
-    counts as slow whatever its speed.
-    """
-    per_gpu = pl.col("fabric_gbps") / pl.col("gpus")
-    rdma = pl.col("fabric").is_in([Fabric.INFINIBAND.value, Fabric.ROCE.value, Fabric.EFA.value])
+
+def inter_node_scaling(s: Scaling) -> pl.Expr:
+    """The fabric factor between nodes, relative to >= 400 Gbps/GPU RDMA (1.0): a monotone
+    curve of the fabric's Gbps per GPU (``fabric_points``); plain Ethernet counts
+    ``ethernet_share`` of its Gbps; an unstated speed counts as the slowest point. 1 node:
+    1.0. Needs ``nodes``; a multi-node row without a fabric is never placed
+    (:func:`placement_reason`)."""
+    per_gpu = fabric_gbps_per_gpu()
+    effective = (
+        pl.when(pl.col("fabric") == Fabric.ETHERNET.value)
+        .then(per_gpu * s.ethernet_share)
+        .otherwise(per_gpu)
+    )
     return (
         pl.when(pl.col("nodes") <= 1)
         .then(pl.lit(1.0))
-        .when(rdma & (per_gpu >= s.inter_node_fast_min_gbps_per_gpu))
-        .then(pl.lit(s.inter_node_fast))
-        .when(rdma & (per_gpu >= s.inter_node_medium_min_gbps_per_gpu))
-        .then(pl.lit(s.inter_node_medium))
-        .otherwise(pl.lit(s.inter_node_slow))
+        .otherwise(_interpolated(effective, s.fabric_points))
     )
 
 
@@ -230,32 +299,180 @@ def scaling() -> pl.Expr:
 
 
 def effective_tflops() -> pl.Expr:
-    """``total_gpus x peak_tflops x mfu x scaling``. Needs those four columns."""
-    return pl.col("total_gpus") * pl.col("peak_tflops") * pl.col("mfu") * pl.col("scaling")
+    """``job_gpus x peak_tflops x mfu x scaling``. Needs those four columns."""
+    return pl.col("job_gpus") * pl.col("peak_tflops") * pl.col("mfu") * pl.col("scaling")
+
+
+# --- placement ---------------------------------------------------------------------------
+#: Why a configuration cannot run the job (the coverage note counts them by reason).
+NOT_MULTI_NODE = "provider does not offer it across nodes"
+MULTI_NODE_UNSTATED = "multi-node use not stated"
+NO_FABRIC = "no cluster fabric stated"
+ETHERNET_ONLY = "plain Ethernet fabric (allow_ethernet admits it)"
+TOO_FEW_NODES = "needs more nodes than the provider has (available_count)"
+NO_FIT = "training state does not fit in one GPU's memory"
+MEMORY_UNKNOWN = "GPU memory not known"
+NEVER_FINISHES = "interruptible: expected to be preempted faster than it progresses"
+PLACEMENT_REASONS: tuple[str, ...] = (
+    NO_FABRIC, NOT_MULTI_NODE, MULTI_NODE_UNSTATED, ETHERNET_ONLY, TOO_FEW_NODES,
+    NO_FIT, MEMORY_UNKNOWN, NEVER_FINISHES,
+)  # fmt: skip
+
+
+def _preempted_share(i: Interruptible) -> pl.Expr:
+    """Share of wall-clock time lost on an interruptible row: nodes x rate x hours lost per
+    preemption (0 on other terms). Needs ``nodes``."""
+    on = pl.col("term") == RentalTerm.INTERRUPTIBLE.value
+    share = pl.col("nodes").cast(pl.Float64) * (
+        i.preemptions_per_node_hour * i.hours_lost_per_preemption
+    )
+    return pl.when(on).then(share).otherwise(pl.lit(0.0))
+
+
+def placement_reason(
+    req: Requirement, memory_per_gpu_needed: bool, i: Interruptible, modelled: bool = True
+) -> pl.Expr:
+    """Why the job cannot be placed on this row (null: it can). Needs ``nodes`` and, with
+    ``memory_per_gpu_needed``, ``memory_per_gpu_gb``.
+
+    More than one node needs a declared ``multi_node`` and a stated fabric: RDMA, or plain
+    Ethernet when ``req.allow_ethernet``. No configuration takes more nodes than the
+    provider states it has (``available_count``; 0 is sold out: one node later, never
+    more). The training state, its activations and the per-GPU floor must fit one GPU's
+    memory. An interruptible row on so
+    many nodes that preemptions outpace the work (``modelled``: the restart model is used)
+    cannot finish.
+    """
+    multi = pl.col("nodes") > 1
+    fabric = pl.col("fabric")
+    expr = (
+        pl.when(multi & fabric.is_null())
+        .then(pl.lit(NO_FABRIC))
+        .when(multi & (pl.col("multi_node") == False))  # noqa: E712 (a polars comparison)
+        .then(pl.lit(NOT_MULTI_NODE))
+        .when(multi & pl.col("multi_node").is_null())
+        .then(pl.lit(MULTI_NODE_UNSTATED))
+    )
+    if not req.allow_ethernet:
+        expr = expr.when(multi & (fabric == Fabric.ETHERNET.value)).then(pl.lit(ETHERNET_ONLY))
+    # a sold-out offer (0) still runs a one-node job later (it ranks after: unavailable()),
+    # but is never multiplied
+    stock = pl.col("available_count").clip(lower_bound=1)
+    expr = expr.when(pl.col("nodes") > stock).then(pl.lit(TOO_FEW_NODES))
+    if memory_per_gpu_needed:
+        memory = gpu_memory_gb()
+        expr = (
+            expr.when(memory.is_null())
+            .then(pl.lit(MEMORY_UNKNOWN))
+            .when(pl.col("memory_per_gpu_gb") > memory)
+            .then(pl.lit(NO_FIT))
+        )
+    if modelled:
+        expr = expr.when(_preempted_share(i) >= 1).then(pl.lit(NEVER_FINISHES))
+    return expr.otherwise(pl.lit(None, dtype=pl.String))
+
+
+def memory_per_gpu_gb(state_gb: float | None, extra_gb: float | None) -> pl.Expr:
+    """GB one GPU needs: its ZeRO-3/FSDP shard of ``state_gb`` over the job's GPUs plus
+    ``extra_gb`` (activations and floor). Needs ``job_gpus``; null without a model size."""
+    if state_gb is None or extra_gb is None:
+        return pl.lit(None, dtype=pl.Float64)
+    return pl.lit(state_gb) / pl.col("job_gpus") + extra_gb
+
+
+def availability() -> pl.Expr:
+    """``available`` / ``not available now`` / ``not stated``: what ``available_now`` says.
+    Rows not available now rank after the others (:func:`unavailable`)."""
+    now = pl.col("available_now")
+    return (
+        pl.when(pl.col("available_count") == 0)
+        .then(pl.lit("not available now"))
+        .when(now.is_null())
+        .then(pl.lit("not stated"))
+        .when(now)
+        .then(pl.lit("available"))
+        .otherwise(pl.lit("not available now"))
+    )
+
+
+def unavailable() -> pl.Expr:
+    """1 where the provider says the offer is not available now (``available_now`` false or
+    ``available_count`` 0), else 0: the first sort key, so such offers rank after every
+    other."""
+    not_now = pl.col("available_now") == False  # noqa: E712 (a polars comparison)
+    sold_out = not_now | (pl.col("available_count") == 0)
+    return sold_out.fill_null(False).cast(pl.UInt8)
+
+
+def placement_text() -> pl.Expr:
+    """The topology in words: ``64 node(s) x 8 GPUs, efa 400 Gbps/GPU``. Needs ``nodes``."""
+    gpus = pl.col("gpus").round(2).cast(pl.String).str.replace(r"\.0$", "")
+    head = pl.format("{} node(s) x {} GPUs", pl.col("nodes"), gpus)
+    per_gpu = fabric_gbps_per_gpu().round(1).cast(pl.String).str.replace(r"\.0$", "")
+    fabric = pl.format("{} {} Gbps/GPU", pl.col("fabric"), per_gpu.fill_null("?"))
+    return (
+        pl.when(pl.col("nodes") > 1)
+        .then(pl.concat_str([head, pl.lit(", "), fabric]))
+        .otherwise(pl.concat_str([head, pl.lit(", one node")]))
+    )
 
 
 # --- hours and money ---------------------------------------------------------------------
 def compute_hours(job: Job) -> pl.Expr:
     """Hours of useful work on one configuration, before restarts.
 
-    Needs ``total_gpus`` (GPU-hour jobs) or ``effective_tflops`` (training runs).
+    Needs ``job_gpus`` (GPU-hour jobs) or ``effective_tflops`` (training runs).
     """
     match job.kind:
         case JobKind.HOURS:
             return pl.lit(job.hours, dtype=pl.Float64)
         case JobKind.GPU_HOURS:
-            return pl.lit(job.gpu_hours, dtype=pl.Float64) / pl.col("total_gpus")
+            return pl.lit(job.gpu_hours, dtype=pl.Float64) / pl.col("job_gpus")
         case JobKind.TRAINING:
             flop_per_hour = pl.col("effective_tflops") * (TFLOPS * SECONDS_PER_HOUR)
             return pl.lit(job.total_flops, dtype=pl.Float64) / flop_per_hour
 
 
-def wall_clock_hours(interruptible_overhead: float) -> pl.Expr:
-    """``compute_hours``, plus the restart overhead on interruptible terms."""
-    extra = pl.when(pl.col("term") == RentalTerm.INTERRUPTIBLE.value).then(
-        pl.lit(1.0 + interruptible_overhead)
+def wall_clock_hours(i: Interruptible, flat_overhead: float | None = None) -> pl.Expr:
+    """``compute_hours``, plus restarts on interruptible terms. Needs ``nodes``.
+
+    Preemptions arrive at ``nodes x rate`` per hour of wall clock and each loses
+    ``interval / 2 + restart`` hours, redone work included, so ``wall = compute / (1 -
+    share)`` (:func:`_preempted_share`; rows at a share >= 1 are not placed). A job's
+    ``flat_overhead`` replaces the model: ``compute x (1 + overhead)``.
+    """
+    compute = pl.col("compute_hours")
+    if flat_overhead is not None:
+        extra = pl.when(pl.col("term") == RentalTerm.INTERRUPTIBLE.value).then(
+            pl.lit(1.0 + flat_overhead)
+        )
+        return compute * extra.otherwise(pl.lit(1.0))
+    return compute / (1 - _preempted_share(i))
+
+
+def interruptions_expected(i: Interruptible) -> pl.Expr:
+    """Expected preemptions over the job: ``nodes x rate x wall hours`` on interruptible
+    rows, 0 on others. Needs ``nodes`` and ``wall_clock_hours``."""
+    on = pl.col("term") == RentalTerm.INTERRUPTIBLE.value
+    rate = pl.col("nodes").cast(pl.Float64) * i.preemptions_per_node_hour
+    return pl.when(on).then(rate * pl.col("wall_clock_hours")).otherwise(pl.lit(0.0))
+
+
+def interruptible_risk() -> pl.Expr:
+    """The caveat of an interruptible row, in words (null on other terms). Needs
+    ``interruptions_expected``, ``wall_clock_hours``, ``compute_hours`` and ``nodes``."""
+    on = pl.col("term") == RentalTerm.INTERRUPTIBLE.value
+    extra = (pl.col("wall_clock_hours") / pl.col("compute_hours") - 1) * 100
+    return pl.when(on).then(
+        pl.format(
+            "interruptible: ~{} preemption(s) expected on {} node(s), +{}% wall clock for lost"
+            " work and restarts (spot reclaim rate: AWS Spot Advisor top band); set"
+            " exclude_interruptible to rank without",
+            pl.col("interruptions_expected").round(2).cast(pl.String),
+            pl.col("nodes").cast(pl.String),
+            extra.round(2).cast(pl.String),
+        )
     )
-    return pl.col("compute_hours") * extra.otherwise(pl.lit(1.0))
 
 
 def _round_up(hours: pl.Expr, step_hours: pl.Expr) -> pl.Expr:
@@ -431,17 +648,6 @@ def usd_per_effective_tflop_hour() -> pl.Expr:
     return pl.col("all_in_cost_usd") / (pl.col("effective_tflops") * pl.col("compute_hours"))
 
 
-def memory_fits(memory_needed_gb: float | None, usable_fraction: float) -> pl.Expr:
-    """Whether the training state fits in the usable GPU memory (true for hour jobs).
-
-    Needs ``total_gpu_memory_gb``; unknown memory does not fit.
-    """
-    if memory_needed_gb is None:
-        return pl.lit(True)
-    usable = pl.col("total_gpu_memory_gb") * usable_fraction
-    return (usable >= memory_needed_gb).fill_null(False)
-
-
 def _instant(now: datetime) -> pl.Expr:
     """``now`` as a UTC literal; built from its epoch microseconds, which is much cheaper
     than ``pl.lit`` of an aware datetime (that evaluates a one-row frame per call)."""
@@ -487,7 +693,7 @@ def break_even_text() -> pl.Expr:
         .when(pl.col("term") == RentalTerm.INTERRUPTIBLE.value)
         .then(
             pl.format(
-                "interruptible: {}% below on-demand per hour, before restart overhead",
+                "interruptible: {}% below on-demand per hour, before restarts",
                 saving.round(0).cast(pl.Int64).cast(pl.String),
             )
         )

@@ -1,8 +1,12 @@
 """The size of a job: wall-clock hours, GPU-hours, or a training run.
 
 A training run is measured in FLOPs: ``6 x params x tokens`` (forward + backward of a dense
-transformer, Kaplan et al. 2020 / Chinchilla), and it must fit: weights, gradients and
-optimizer state, sharded across all GPUs, must fit in the usable share of their memory.
+transformer, Kaplan et al. 2020 / Chinchilla), plus the attention FLOPs ``12 x layers x
+hidden x context`` per token when the model's shape or context is given (PaLM, Chowdhery et
+al. 2022, appendix B: the convention MFU figures are stated in). It must fit on every GPU:
+weights, gradients and optimizer state sharded over the job's GPUs (ZeRO-3/FSDP), plus
+activations and a per-GPU floor (``efficiency.toml`` [memory]). A job of hours or GPU-hours
+may carry ``params`` too: then only the memory check uses it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ MAX_INTERRUPTIBLE_OVERHEAD = 10.0
 MAX_BYTES_PER_PARAM = 1e3
 MAX_STORAGE_GB = 1e7
 MAX_EGRESS_GB = 1e9
+MAX_LAYERS = 10_000
+MAX_HIDDEN = 1_000_000
+MAX_CONTEXT = 10_000_000
+#: Attention FLOPs per token per layer x hidden x context (PaLM appendix B: 6N + 12LHQT).
+ATTENTION_FLOPS_FACTOR = 12
 
 
 class JobKind(StrEnum):
@@ -82,18 +91,29 @@ class Job(BaseModel):
     egress_gb: Annotated[float | None, Field(ge=0, le=MAX_EGRESS_GB)] = Field(
         default=None, description="GB the job sends out (billed at the offer's egress price)"
     )
+    layers: Annotated[PositiveInt, Field(le=MAX_LAYERS)] | None = Field(
+        default=None, description="transformer layers (attention FLOPs and activations)"
+    )
+    hidden_size: Annotated[PositiveInt, Field(le=MAX_HIDDEN)] | None = Field(
+        default=None, description="model width d (attention FLOPs and activations)"
+    )
+    context_tokens: Annotated[PositiveInt, Field(le=MAX_CONTEXT)] | None = Field(
+        default=None, description="sequence length in training (attention FLOPs, activations)"
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> Job:
-        if (self.params is None) != (self.tokens is None):
-            missing = "tokens" if self.tokens is None else "params"
-            raise ValueError(f"{missing}: a training run needs both params and tokens")
+        sized = self.hours is not None or self.gpu_hours is not None
+        if self.tokens is not None and self.params is None:
+            raise ValueError("params: a training run needs both params and tokens")
+        if self.params is not None and self.tokens is None and not sized:
+            raise ValueError("tokens: a training run needs both params and tokens")
         given = [
             name
             for name, value in (
                 ("hours", self.hours),
                 ("gpu_hours", self.gpu_hours),
-                ("params", self.params),
+                ("tokens", self.tokens),
             )
             if value is not None
         ]
@@ -125,26 +145,74 @@ class Job(BaseModel):
         return JobKind.TRAINING
 
     @property
+    def counts_attention(self) -> bool:
+        """Whether the FLOPs count attention: the shape or the context is given."""
+        return (
+            self.layers is not None
+            or self.hidden_size is not None
+            or (self.context_tokens is not None)
+        )
+
+    def shape(self, efficiency: Efficiency | None = None) -> tuple[float, float, int] | None:
+        """(layers, hidden size, context) as given, the rest derived from ``params``:
+        ``params = 12 L d^2`` with ``d = hidden_per_layer x L`` (``efficiency.toml``
+        [memory], an assumption), context by default 4096. None without ``params``.
+
+        >>> [round(x) for x in Job.training(70e9, 1e12).shape()]
+        [71, 9072, 4096]
+        """
+        if self.params is None:
+            return None
+        mem = (efficiency or default_efficiency()).memory
+        ratio = mem.hidden_per_layer
+        layers: float | None = self.layers
+        hidden: float | None = self.hidden_size
+        # at least one layer one wide: a tiny model has no fractional layers
+        if layers is None and hidden is None:
+            layers = max(1.0, (self.params / (12 * ratio**2)) ** (1 / 3))
+        if hidden is None:
+            assert layers is not None
+            hidden = max(1.0, math.sqrt(self.params / (12 * layers)))
+        if layers is None:
+            layers = max(1.0, self.params / (12 * hidden**2))
+        return layers, hidden, self.context_tokens or mem.default_context_tokens
+
+    def flops_per_token(self, efficiency: Efficiency | None = None) -> float | None:
+        """``6 N`` plus, when the shape or context is given, ``12 L d ctx`` (PaLM app. B).
+
+        >>> Job.training(7e9, 2e12).flops_per_token()
+        42000000000.0
+        >>> Job(params=7e9, tokens=2e12, layers=32, hidden_size=4096,
+        ...     context_tokens=4096).flops_per_token()
+        48442450944.0
+        """
+        if self.params is None:
+            return None
+        dense = FLOPS_PER_PARAM_TOKEN * self.params
+        shape = self.shape(efficiency) if self.counts_attention else None
+        if shape is None:
+            return dense
+        layers, hidden, context = shape
+        return dense + ATTENTION_FLOPS_FACTOR * layers * hidden * context
+
+    @property
     def total_flops(self) -> float | None:
-        """Training FLOPs, ``6 x params x tokens``; None for hour-sized jobs.
+        """Training FLOPs, tokens x :meth:`flops_per_token`; None for hour-sized jobs.
 
         >>> Job.training(7e9, 2e12).total_flops
         8.4e+22
         """
-        if self.params is None or self.tokens is None:
+        if self.tokens is None:
             return None
-        return FLOPS_PER_PARAM_TOKEN * self.params * self.tokens
-
-    def overhead(self, efficiency: Efficiency | None = None) -> float:
-        """Restart overhead on interruptible terms, as a share of compute hours."""
-        if self.interruptible_overhead is not None:
-            return self.interruptible_overhead
-        return (efficiency or default_efficiency()).interruptible_overhead
+        per_token = self.flops_per_token()
+        assert per_token is not None
+        return per_token * self.tokens
 
     def memory_needed_gb(
         self, precision: str, efficiency: Efficiency | None = None
     ) -> float | None:
-        """GB of weights + gradients + optimizer state (None for hour-sized jobs).
+        """GB of weights + gradients + optimizer state over the whole job (None without
+        ``params``): what ZeRO-3/FSDP shards over the job's GPUs.
 
         >>> Job.training(7e9, 2e12).memory_needed_gb("bf16")
         112.0
@@ -155,12 +223,43 @@ class Job(BaseModel):
         per_param = self.bytes_per_param or eff.bytes_per_param[str(precision)]
         return self.params * per_param / 1e9
 
+    def per_gpu_extra_gb(self, efficiency: Efficiency | None = None) -> float | None:
+        """GB each GPU needs beside its shard: activations of one micro-batch with full
+        recomputation (``2 s h L + 34 s h`` bytes, Korthikanti et al. 2022) plus the floor.
+
+        >>> round(Job(params=7e9, hours=1, layers=32, hidden_size=4096,
+        ...     context_tokens=4096).per_gpu_extra_gb(), 3)
+        4.644
+        """
+        shape = self.shape(efficiency)
+        if shape is None:
+            return None
+        mem = (efficiency or default_efficiency()).memory
+        layers, hidden, context = shape
+        per_sh = mem.activation_bytes_per_layer_token_hidden * layers
+        per_sh += mem.activation_working_bytes_per_token_hidden
+        return per_sh * context * hidden / 1e9 + mem.per_gpu_floor_gb
+
+    def memory_per_gpu_gb(
+        self, gpus: float, precision: str, efficiency: Efficiency | None = None
+    ) -> float | None:
+        """GB one of ``gpus`` GPUs needs: its shard of the state plus activations and floor."""
+        state = self.memory_needed_gb(precision, efficiency)
+        extra = self.per_gpu_extra_gb(efficiency)
+        if state is None or extra is None:
+            return None
+        return state / gpus + extra
+
     def min_gpus_to_fit(
         self, gpu_memory_gb: float, precision: str, efficiency: Efficiency | None = None
     ) -> int | None:
-        """Fewest GPUs of ``gpu_memory_gb`` whose usable memory holds the training state."""
-        needed = self.memory_needed_gb(precision, efficiency)
-        if needed is None:
+        """Fewest GPUs of ``gpu_memory_gb`` each holding its shard, activations and floor
+        (None without ``params``, or when no count fits: activations alone overflow)."""
+        state = self.memory_needed_gb(precision, efficiency)
+        extra = self.per_gpu_extra_gb(efficiency)
+        if state is None or extra is None:
             return None
-        usable = gpu_memory_gb * (efficiency or default_efficiency()).memory_usable_fraction
-        return max(1, math.ceil(needed / usable))
+        room = gpu_memory_gb - extra
+        if room <= 0:
+            return None
+        return max(1, math.ceil(state / room - 1e-9))

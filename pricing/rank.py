@@ -56,6 +56,7 @@ __all__ = [
     "SortKey",
     "costed_plan",
     "engine_for",
+    "placement_plan",
     "rank",
     "rank_plan",
 ]
@@ -80,6 +81,10 @@ SortKey = Literal[
 #: for any frame sorted by these keys.
 SORT_KEYS: tuple[str, ...] = (KEY, "config_id", "term")
 
+#: 1 where the provider says an offer is not available now (:func:`pricing.expressions.
+#: unavailable`): the first key of every order, so those offers rank after all others.
+AFTER: Final = "ranked_after"
+
 #: Columns of :func:`rank`'s result, in order.
 RESULT_COLUMNS: tuple[str, ...] = (
     "rank",
@@ -97,6 +102,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "gpus",
     "nodes",
     "total_gpus",
+    "job_gpus",
+    "placement",
     "gpu_memory_gb",
     "total_gpu_memory_gb",
     "gpu_form_factor",
@@ -104,6 +111,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "gpu_interconnect",
     "fabric",
     "fabric_gbps",
+    "fabric_gbps_per_gpu",
+    "multi_node",
     "cpu_cores",
     "vcpus",
     "ram_gb",
@@ -140,6 +149,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     # the job
     "compute_hours",
     "wall_clock_hours",
+    "interruptions_expected",
+    "interruptible_risk",
     "billed_hours",
     "job_cost_usd",
     "job_storage_gb",
@@ -150,6 +161,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "usd_per_effective_tflop_hour",
     "caveats",
     "memory_needed_gb",
+    "memory_per_gpu_gb",
     "on_demand_usd_per_hour",
     "break_even_hours",
     "break_even",
@@ -157,9 +169,12 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "reliability",
     "verified",
     "available_now",
+    "available_count",
+    "availability",
     "fetched_at",
     "price_age_hours",
     "config_id",
+    "ranked_after",
 )
 
 #: How each row's peak was had (see :func:`pricing.frame.catalog_frame`): carried from the
@@ -215,7 +230,8 @@ class RankOptions:
 
     def order(self) -> list[str]:
         """The columns the answer is sorted by (ascending, nulls last): a total order."""
-        return list(SORT_KEYS) if self.sort == KEY else [self.sort, *SORT_KEYS]
+        head = [AFTER] if self.sort == KEY else [AFTER, self.sort]
+        return [*head, *SORT_KEYS]
 
 
 #: From this many offer rows :func:`rank` collects with the streaming engine (below it with
@@ -278,9 +294,11 @@ class _Chain:
 
     catalog: pl.LazyFrame
     qualifies: pl.Expr
+    requirement: Requirement
     job: Job
     efficiency: Efficiency
     memory_needed_gb: float | None
+    per_gpu_extra_gb: float | None
     scaling: float | None
     now: datetime
     #: Disk GB per instance the job asks: the job's, else the requirement's minimum.
@@ -296,14 +314,17 @@ class _Chain:
         require_fit: bool = True,
     ) -> _Chain:
         job = job or Job.for_hours(1)
+        requirement = requirement or Requirement()
         eff = options.efficiency or default_efficiency()
         now = options.now or datetime.now(UTC)
         return cls(
             catalog=_catalog_table(options.precision, eff, options.mfu).lazy(),
-            qualifies=ex.qualifies(requirement or Requirement(), now),
+            qualifies=ex.qualifies(requirement, now),
+            requirement=requirement,
             job=job,
             efficiency=eff,
             memory_needed_gb=job.memory_needed_gb(options.precision, eff) if require_fit else None,
+            per_gpu_extra_gb=job.per_gpu_extra_gb(eff) if require_fit else None,
             scaling=options.scaling,
             now=now,
             storage_gb=job.storage_gb
@@ -315,30 +336,52 @@ class _Chain:
         """Offer rows that meet the requirement, with their GPU's catalog columns."""
         return offers.join(self.catalog, on="gpu_model", how="inner").filter(self.qualifies)
 
+    def placed(self, qualified: pl.LazyFrame) -> pl.LazyFrame:
+        """Qualified rows with their nodes, job GPUs, per-GPU memory need and
+        ``placement_reason`` (null: the job can run there), unfiltered."""
+        eff = self.efficiency
+        reason = ex.placement_reason(
+            self.requirement,
+            self.memory_needed_gb is not None,
+            eff.interruptible,
+            modelled=self.job.interruptible_overhead is None,
+        )
+        return (
+            qualified.with_columns(
+                nodes=ex.node_count(self.job.gpus), job_gpus=ex.job_gpus(self.job.gpus)
+            )
+            .with_columns(
+                memory_per_gpu_gb=ex.memory_per_gpu_gb(self.memory_needed_gb, self.per_gpu_extra_gb)
+            )
+            .with_columns(placement_reason=reason)
+        )
+
     def costed(self, qualified: pl.LazyFrame) -> pl.LazyFrame:
-        """Effective TFLOPs, hours and cost of qualified rows (see :func:`costed_plan`)."""
+        """Effective TFLOPs, hours and cost of placed rows (see :func:`costed_plan`)."""
         eff = self.efficiency
         scaling = ex.scaling() if self.scaling is None else pl.lit(self.scaling)
-        plan = (
-            qualified.with_columns(nodes=ex.node_count(self.job.gpus))
-            .filter((pl.col("nodes") <= 1) | pl.col("multi_node").fill_null(True))
+        return (
+            self.placed(qualified)
+            .filter(pl.col("placement_reason").is_null())
             .with_columns(
                 total_gpus=ex.total_gpus(),
                 scaling_intra_node=ex.intra_node_scaling(eff.scaling),
                 scaling_inter_node=ex.inter_node_scaling(eff.scaling),
+                ranked_after=ex.unavailable(),
             )
             .with_columns(scaling=scaling)
             .with_columns(effective_tflops=ex.effective_tflops())
             .filter(pl.col("effective_tflops") > 0)
-        )
-        if self.memory_needed_gb is not None:
-            plan = plan.with_columns(total_gpu_memory_gb=ex.total_gpu_memory_gb()).filter(
-                ex.memory_fits(self.memory_needed_gb, eff.memory_usable_fraction)
+            .with_columns(compute_hours=ex.compute_hours(self.job))
+            .with_columns(
+                wall_clock_hours=ex.wall_clock_hours(
+                    eff.interruptible, self.job.interruptible_overhead
+                )
             )
-        return (
-            plan.with_columns(compute_hours=ex.compute_hours(self.job))
-            .with_columns(wall_clock_hours=ex.wall_clock_hours(self.job.overhead(eff)))
-            .with_columns(billed_hours=ex.billed_hours())
+            .with_columns(
+                billed_hours=ex.billed_hours(),
+                interruptions_expected=ex.interruptions_expected(eff.interruptible),
+            )
             .with_columns(
                 job_cost_usd=ex.job_cost_usd(), job_storage_gb=ex.job_storage_gb(self.storage_gb)
             )
@@ -364,13 +407,27 @@ def costed_plan(
 
     Offers whose GPU is not in the catalog, or has no figure to rank by (datasheet, derived
     or fallback, see :meth:`adapters.gpus.GpuSpec.figure`), are dropped: their effective
-    TFLOPs are unknown; :mod:`pricing.coverage` names them. Training runs drop
-    configurations the model does not fit in (unless ``require_fit`` is false), and
-    multi-node configurations of offers marked ``multi_node=False``. ``options.limit`` and
-    ``options.sort`` do not apply.
+    TFLOPs are unknown; :mod:`pricing.coverage` names them. Rows the job cannot be placed
+    on are dropped (:func:`pricing.expressions.placement_reason`: several nodes without a
+    declared multi-node capability and fabric, more nodes than available, a model that does
+    not fit one GPU unless ``require_fit`` is false); :func:`placement_plan` keeps them with
+    their reason. ``options.limit`` and ``options.sort`` do not apply.
     """
     chain = _Chain.of(requirement, job, options or RankOptions(), require_fit=require_fit)
     return chain.costed(chain.qualified(_as_frame(offers).lazy()))
+
+
+def placement_plan(
+    offers: Iterable[Offer] | pl.DataFrame,
+    requirement: Requirement | None = None,
+    job: Job | None = None,
+    options: RankOptions | None = None,
+) -> pl.LazyFrame:
+    """Every qualifying (offer, term) row with ``nodes`` and ``placement_reason`` (null:
+    the job can be placed there): what :mod:`pricing.coverage` counts as left out for
+    placement."""
+    chain = _Chain.of(requirement, job, options or RankOptions())
+    return chain.placed(chain.qualified(_as_frame(offers).lazy()))
 
 
 #: The sort keys of stage two that are not costed columns, as expressions.
@@ -386,20 +443,24 @@ def _top_configurations(costed: pl.LazyFrame, options: RankOptions, limit: int) 
     (the same choice as :func:`_cheapest_terms`) before stage two orders by it.
     """
     if options.sort == KEY:
-        per_config = costed.group_by("config_id").agg(pl.col(KEY).min())
-        by = [KEY, "config_id"]
+        first = pl.col(AFTER) == pl.col(AFTER).min()
+        per_config = costed.group_by("config_id").agg(
+            pl.col(AFTER).min(), pl.col(KEY).filter(first).min()
+        )
+        by = [AFTER, KEY, "config_id"]
     else:
         sort_value = _SORT_EXPRESSIONS.get(options.sort, pl.col(options.sort))
         per_config = _cheapest_terms(
-            costed.select("config_id", "term", _ROW, KEY, sort_value.alias(options.sort))
+            costed.select("config_id", "term", _ROW, AFTER, KEY, sort_value.alias(options.sort))
         )
-        by = [options.sort, KEY, "config_id"]
+        by = [AFTER, options.sort, KEY, "config_id"]
     return per_config.bottom_k(limit, by=by).select("config_id")
 
 
 def _cheapest_terms(costed: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per configuration: its least key, then the earlier term, then frame row."""
-    return costed.sort(KEY, "term", _ROW, nulls_last=True).unique(
+    """One row per configuration: available before not available now, then its least key,
+    then the earlier term, then frame row."""
+    return costed.sort(AFTER, KEY, "term", _ROW, nulls_last=True).unique(
         subset="config_id", keep="first", maintain_order=True
     )
 
@@ -437,10 +498,11 @@ def _peers_summary(qualified: pl.LazyFrame) -> pl.LazyFrame:
 #: columns (fetched back by :data:`_ROW`) and the peers' summary, the whole answer.
 _COSTED_COLUMNS = (
     _ROW, "config_id", "term", "gpu_family", "catalog_memory_gb", "form_factor_varies",
-    "peak_tflops", *_FIGURE_COLUMNS, "mfu", "nodes",
+    "peak_tflops", *_FIGURE_COLUMNS, "mfu", "nodes", "job_gpus", "memory_per_gpu_gb",
     "total_gpus", "scaling_intra_node", "scaling_inter_node", "scaling", "effective_tflops",
-    "compute_hours", "wall_clock_hours", "billed_hours", "job_cost_usd", "job_storage_gb",
-    "required_extras_usd", "storage_cost_usd", "egress_cost_usd", "all_in_cost_usd", KEY,
+    "compute_hours", "wall_clock_hours", "interruptions_expected", "billed_hours",
+    "job_cost_usd", "job_storage_gb", "required_extras_usd", "storage_cost_usd",
+    "egress_cost_usd", "all_in_cost_usd", KEY, AFTER,
 )  # fmt: skip
 
 
@@ -519,6 +581,10 @@ def rank_plan(
             price_age_hours=ex.price_age_hours(chain.now),
             form_factor_stated=ex.form_factor_stated(),
             caveats=ex.caveats(chain.job.egress_gb),
+            fabric_gbps_per_gpu=ex.fabric_gbps_per_gpu(),
+            placement=ex.placement_text(),
+            availability=ex.availability(),
+            interruptible_risk=ex.interruptible_risk(),
         )
         .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)

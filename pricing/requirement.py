@@ -66,6 +66,10 @@ class Requirement(BaseModel):
     fabrics: tuple[Fabric, ...] = ()
     min_fabric_gbps: Positive | None = None
     multi_node: bool | None = None
+    allow_ethernet: bool = Field(
+        default=False,
+        description="let a multi-node job span nodes joined by plain Ethernet (no RDMA)",
+    )
     # power and cooling
     cooling: tuple[Cooling, ...] = ()
     # where and who
@@ -81,6 +85,9 @@ class Requirement(BaseModel):
     )
     # term and price
     terms: tuple[RentalTerm, ...] = Field(default=(), description="allowed terms; empty: all")
+    exclude_interruptible: bool = Field(
+        default=False, description="leave out interruptible (spot, preemptible) terms"
+    )
     max_commitment_hours: NonNegative | None = Field(
         default=None, description="longest commitment allowed (730 = one month)"
     )
@@ -91,7 +98,11 @@ class Requirement(BaseModel):
     min_sla_uptime_pct: Annotated[float | None, Field(gt=0, le=100)] = None
     verified_only: bool = False
     datacenter_only: bool = False
-    available_now: bool = False
+    available_now: bool = Field(
+        default=False,
+        description="leave out offers the provider says are not available now"
+        " (otherwise they rank after the available ones)",
+    )
     max_price_age_hours: Positive | None = Field(
         default=None, description="oldest fetched_at allowed, in hours before now"
     )
@@ -143,7 +154,8 @@ class Requirement(BaseModel):
         return tuple(
             t
             for t in chosen
-            if limit is None or t.commitment_hours is None or float(t.commitment_hours) <= limit
+            if (limit is None or t.commitment_hours is None or float(t.commitment_hours) <= limit)
+            and not (self.exclude_interruptible and t is RentalTerm.INTERRUPTIBLE)
         )
 
     def merged(self, **changes: Any) -> Requirement:

@@ -39,7 +39,9 @@ class Hardware(_Answer):
     gpu_count: int
     gpus: float = Field(description="GPUs per instance; a slice counts as its fraction")
     nodes: int = Field(description="instances rented side by side for the job")
-    total_gpus: float
+    total_gpus: float = Field(description="GPUs rented: nodes x gpus")
+    job_gpus: float = Field(description="GPUs the job runs on (its count, else the instance's)")
+    placement: str = Field(description='the topology: "64 node(s) x 8 GPUs, efa 400 Gbps/GPU"')
     gpu_memory_gb: float | None
     total_gpu_memory_gb: float | None
     gpu_form_factor: str | None = Field(description="as the provider states it; null: not stated")
@@ -49,7 +51,9 @@ class Hardware(_Answer):
     )
     gpu_interconnect: str | None
     fabric: str | None
-    fabric_gbps: float | None
+    fabric_gbps: float | None = Field(description="cluster fabric of one node, aggregate")
+    fabric_gbps_per_gpu: float | None
+    multi_node: bool | None = Field(description="the provider offers it across nodes")
     cpu_cores: float | None
     vcpus: float | None
     ram_gb: float | None
@@ -106,15 +110,23 @@ class Performance(_Answer):
         " null for a datasheet figure"
     )
     mfu: float
-    scaling_intra_node: float
-    scaling_inter_node: float
-    scaling: float
-    effective_tflops: float = Field(description="total GPUs x peak x mfu x scaling")
+    scaling_intra_node: float = Field(
+        description="node-link factor relative to the reference NVLink node (1.0)"
+    )
+    scaling_inter_node: float = Field(
+        description="fabric factor relative to >= 400 Gbps/GPU RDMA (1.0); 1 node: 1.0"
+    )
+    scaling: float = Field(description="intra x inter: 1.0 at the scale the MFU was published at")
+    effective_tflops: float = Field(description="job GPUs x peak x mfu x scaling")
 
 
 class JobCost(_Answer):
     compute_hours: float | None
-    wall_clock_hours: float | None
+    wall_clock_hours: float | None = Field(description="with expected restarts on interruptible")
+    interruptions_expected: float | None = Field(
+        description="expected preemptions: nodes x rate per node-hour x wall hours"
+    )
+    interruptible_risk: str | None = Field(description="the caveat of an interruptible term")
     billed_hours: float | None
     job_cost_usd: float | None = Field(description="compute: billed hours x price x nodes")
     job_storage_gb: float | None = Field(
@@ -139,7 +151,10 @@ class JobCost(_Answer):
         description="what the cost does not say (a configuration below 2 vCPU or 8 GB RAM per"
         " GPU, disk or egress without a published price); null: nothing"
     )
-    memory_needed_gb: float | None
+    memory_needed_gb: float | None = Field(description="training state over the whole job")
+    memory_per_gpu_gb: float | None = Field(
+        description="its ZeRO-3/FSDP shard over the job GPUs + activations + per-GPU floor"
+    )
 
 
 class RankedOffer(_Answer):
@@ -158,6 +173,10 @@ class RankedOffer(_Answer):
     reliability: float | None
     verified: bool | None
     available_now: bool | None
+    available_count: int | None
+    availability: str = Field(
+        description="available | not stated | not available now (ranked after the others)"
+    )
     fetched_at: datetime
     price_age_hours: float | None = Field(description="age of the price at generated_at")
     hardware: Hardware
@@ -194,7 +213,8 @@ class LeftOut(_Answer):
     gpu_model: str | None
     reason: str = Field(
         description="GPU not identified | GPU model not in the catalog"
-        " | no TFLOPs figure at this or a wider precision"
+        " | no TFLOPs figure at this or a wider precision; with a job, a placement reason"
+        " (no cluster fabric stated, more nodes than available, does not fit one GPU, ...)"
     )
     offers: int
 

@@ -17,7 +17,7 @@ from adapters.gpus import Precision
 from adapters.schema import Fabric, RentalTerm
 from db.current import CurrentState
 from pricing import Job, RankOptions, Requirement, estimate, preset, rank
-from pricing.coverage import left_out_note
+from pricing.coverage import binding_note, left_out_note
 from pricing.display import for_display, provider_label_expr
 from pricing.requirement import preset_names
 
@@ -175,6 +175,14 @@ def _caveat_expr(frame: pl.DataFrame) -> pl.Expr:
         parts.append(pl.col("peak_note"))
     if "caveats" in frame.columns:
         parts.append(pl.col("caveats"))
+    if "interruptible_risk" in frame.columns:
+        parts.append(pl.col("interruptible_risk"))
+    if "availability" in frame.columns:
+        parts.append(
+            pl.when(pl.col("availability") == "not available now").then(
+                pl.lit("not available now: ranked after the available offers")
+            )
+        )
     if not parts:
         return pl.lit(None, dtype=pl.String)
     return pl.concat_str(parts, separator="; ", ignore_nulls=True).replace("", None)
@@ -252,8 +260,12 @@ def offers_command(
     options = RankOptions(precision=precision, limit=limit, now=datetime.now(UTC))
     ranked = rank(frame, requirement, job, options)
     if ranked.is_empty():
-        err.print("no offer meets the requirement", highlight=False)
-    left_out = left_out_note(frame, requirement, precision=precision)
+        why = binding_note(frame, requirement, precision=precision)
+        err.print(
+            why or "no offer meets the requirement and can run the job (see the note)",
+            highlight=False,
+        )
+    left_out = left_out_note(frame, requirement, precision=precision, job=job)
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)
     _emit(ranked, fmt, f"offers ({'sample' if current.sample else current.source})")

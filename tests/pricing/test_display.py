@@ -7,7 +7,7 @@ from decimal import Decimal
 import polars as pl
 
 from pricing import Job, rank
-from pricing.display import DECIMALS, for_display
+from pricing.display import DECIMALS, INTERNAL_COLUMNS, for_display
 
 from .factories import AT_NOW, make_offer
 
@@ -46,7 +46,7 @@ def test_a_real_ranking_keeps_its_order_and_columns_but_config_id() -> None:
     offers = [make_offer(offer_id=f"box-{i}", price_amount=Decimal(20) + i) for i in range(3)]
     ranked = rank(offers, job=Job(hours=333), options=AT_NOW)
     shown = for_display(ranked)
-    assert shown.columns == [c for c in ranked.columns if c != "config_id"]
+    assert shown.columns == [c for c in ranked.columns if c not in INTERNAL_COLUMNS]
     assert shown["offer_id"].to_list() == ranked["offer_id"].to_list()
     for column, places in DECIMALS.items():
         if column not in shown.columns:  # the price index's columns

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from pricing import catalog_frame, default_efficiency
+from pricing.efficiency import Scaling
 
 
 def test_defaults_load_with_sources() -> None:
@@ -9,7 +13,20 @@ def test_defaults_load_with_sources() -> None:
     assert eff.mfu_bf16("H100") == 0.41
     assert eff.mfu_bf16("RTX-4090") == eff.default_mfu_bf16
     assert all(entry.source for entry in eff.family_mfu)
-    assert eff.scaling.nvlink > eff.scaling.pcie > eff.scaling.pcie_no_p2p
+    # the reference topology (NVLink nodes, >= 400 Gbps/GPU RDMA) scores 1.0: the MFU
+    # figures were measured there (Llama 3: 8 GPUs on NVLink, 400 Gbps per GPU, 16k H100)
+    assert eff.scaling.nvlink == 1.0
+    assert eff.scaling.fabric_points[-1] == (400.0, 1.0)
+    assert eff.scaling.nvlink > eff.scaling.nvlink_bridge > eff.scaling.pcie
+    assert eff.scaling.separate_nodes <= eff.scaling.pcie
+    assert eff.interruptible.rate_source and eff.scaling.fabric_source
+
+
+def test_fabric_points_must_be_monotone() -> None:
+    data = default_efficiency().scaling.model_dump()
+    data["fabric_points"] = [[1.0, 0.9], [400.0, 0.8]]
+    with pytest.raises(ValidationError, match="never scores lower"):
+        Scaling.model_validate(data)
 
 
 def test_catalog_frame_has_a_row_per_gpu() -> None:

@@ -61,8 +61,12 @@ def test_interruptible_pays_restart_overhead() -> None:
         price_amount=Decimal("1"), gpu_count=1, offer_id="1x", term=RentalTerm.INTERRUPTIBLE
     )
     out = rank([spot], job=Job.for_hours(10), options=AT_NOW)
-    assert out["wall_clock_hours"][0] == pytest.approx(11.5)
-    assert out["job_cost_usd"][0] == pytest.approx(11.5)
+    # one node: 3.06e-4 preemptions per hour, each losing 0.5 + 0.5 h
+    wall = 10 / (1 - 3.06e-4 * 1.0)
+    assert out["wall_clock_hours"][0] == pytest.approx(wall)
+    assert out["job_cost_usd"][0] == pytest.approx(wall)
+    assert out["interruptions_expected"][0] == pytest.approx(3.06e-4 * wall)
+    assert "preemption(s) expected on 1 node(s)" in out["interruptible_risk"][0]
     custom = rank([spot], job=Job(hours=10, interruptible_overhead=0.5), options=AT_NOW)
     assert custom["job_cost_usd"][0] == pytest.approx(15.0)
 
@@ -91,8 +95,8 @@ def test_effective_tflops_factors_and_overrides() -> None:
     row = out.row(0, named=True)
     assert row["peak_tflops"] == 989.5
     assert row["mfu"] == 0.41
-    assert row["scaling"] == pytest.approx(0.97)
-    assert row["effective_tflops"] == pytest.approx(8 * 989.5 * 0.41 * 0.97)
+    assert row["scaling"] == 1.0  # the reference topology the MFU was published at
+    assert row["effective_tflops"] == pytest.approx(8 * 989.5 * 0.41)
     forced = rank([make_offer()], options=RankOptions(now=NOW, mfu=0.5, scaling=1.0))
     assert forced["effective_tflops"][0] == pytest.approx(8 * 989.5 * 0.5)
     fp8 = rank([make_offer()], options=RankOptions(now=NOW, precision=Precision.FP8))
@@ -100,14 +104,20 @@ def test_effective_tflops_factors_and_overrides() -> None:
 
 
 def test_multi_node_job_uses_fabric() -> None:
-    ib = make_offer(offer_id="ib", fabric=Fabric.INFINIBAND, fabric_gbps=3200)
-    eth = make_offer(offer_id="eth", fabric=Fabric.ETHERNET, fabric_gbps=100)
-    single = make_offer(offer_id="single", multi_node=False)
-    out = rank([ib, eth, single], job=Job.for_hours(10, gpus=16), options=AT_NOW)
-    assert out["offer_id"].to_list() == ["ib", "eth"]
-    assert out["nodes"].to_list() == [2, 2]
-    assert out["scaling"].to_list() == pytest.approx([0.97 * 0.92, 0.97 * 0.65])
-    assert out["job_cost_usd"].to_list() == [320.0, 320.0]
+    ib = make_offer(offer_id="ib", fabric=Fabric.INFINIBAND, fabric_gbps=3200, multi_node=True)
+    eth = make_offer(offer_id="eth", fabric=Fabric.ETHERNET, fabric_gbps=800, multi_node=True)
+    single = make_offer(offer_id="single", multi_node=False, fabric=Fabric.INFINIBAND)
+    job = Job.for_hours(10, gpus=16)
+    out = rank([ib, eth, single], job=job, options=AT_NOW)
+    assert out["offer_id"].to_list() == ["ib"]  # Ethernet only when allowed
+    allowed = rank([ib, eth, single], Requirement(allow_ethernet=True), job, options=AT_NOW)
+    assert allowed["offer_id"].to_list() == ["ib", "eth"]
+    assert allowed["nodes"].to_list() == [2, 2]
+    # Ethernet's 100 Gbps/GPU count half (50): between the 12.5 and 100 points
+    at_12, at_100 = 0.71, 0.92
+    assert allowed["scaling"].to_list() == pytest.approx([1.0, at_12 + (at_100 - at_12) * 2 / 3])
+    assert allowed["job_cost_usd"].to_list() == [320.0, 320.0]
+    assert allowed["placement"][0] == "2 node(s) x 8 GPUs, infiniband 400 Gbps/GPU"
 
 
 def test_training_job_checks_memory() -> None:
@@ -117,6 +127,10 @@ def test_training_job_checks_memory() -> None:
     out = rank([make_offer()], job=job, options=AT_NOW)
     assert out["memory_needed_gb"][0] == 112.0
     assert out["total_gpu_memory_gb"][0] == 640.0
+    # per GPU: a 14 GB shard, activations of the derived shape, the 3 GB floor
+    extra = job.per_gpu_extra_gb()
+    assert extra is not None
+    assert out["memory_per_gpu_gb"][0] == pytest.approx(14.0 + extra)
 
 
 def test_requirement_filters_and_unknowns() -> None:
@@ -190,8 +204,8 @@ def test_golden_lambda_sample() -> None:
             "total_gpus": [8.0, 8.0, 8.0, 4.0, 4.0],
             "term": ["on_demand"] * 5,
             "usd_per_hour": [23.92, 23.92, 23.92, 12.36, 12.36],
-            # 8 x 989.5 x 0.41 x 0.97 and 4 x ...
-            "effective_tflops": [3148.1932] * 3 + [1574.0966] * 2,
+            # 8 x 989.5 x 0.41 (NVLink nodes: the reference) and 4 x ...
+            "effective_tflops": [3245.56] * 3 + [1622.78] * 2,
             "job_cost_usd": [2392.0] * 3 + [1236.0] * 2,
         },
         schema_overrides={"term": out.schema["term"]},
@@ -295,6 +309,11 @@ def _random_frame(rng: random.Random) -> pl.DataFrame:
             term=rng.choice(_TERMS),
             term_variant=rng.choice((None, "v1", "v2", "v3")),
             price_amount=Decimal(rng.choice(("2", "3", "16", "24"))),
+            available_now=rng.choice((None, True, False)),
+            available_count=rng.choice((None, None, 1, 4)),
+            fabric=rng.choice((None, Fabric.INFINIBAND, Fabric.ETHERNET)),
+            fabric_gbps=rng.choice((400, 3200)),
+            multi_node=True,
         )
         offers.setdefault(offer.key, offer)
     frame = offers_to_frame(list(offers.values()))
@@ -311,7 +330,8 @@ def _reference(frame: pl.DataFrame, job: Job, sort: str) -> list[tuple[int, str,
 
     def cheapest(r: dict[str, Any]) -> tuple[object, ...]:
         key = r[KEY]
-        return (key is None, key or 0.0, _TERM_ORDER[r["term"]], r["row"])
+        after = r["available_now"] is False  # not available now: after every other
+        return (after, key is None, key or 0.0, _TERM_ORDER[r["term"]], r["row"])
 
     for r in costed.collect().iter_rows(named=True):
         if r["config_id"] not in best or cheapest(r) < cheapest(best[r["config_id"]]):
@@ -322,7 +342,8 @@ def _reference(frame: pl.DataFrame, job: Job, sort: str) -> list[tuple[int, str,
         if sort == "usd_per_gpu_hour" and value is not None:
             value /= r["gpus"]
         head = () if sort == KEY else (value is None, value or 0.0)
-        return (*head, *cheapest(r)[:2], r["config_id"])
+        after, *key = cheapest(r)[:3]
+        return (after, *head, *key, r["config_id"])
 
     return [
         (r["config_id"], r["term"], r["term_variant"]) for r in sorted(best.values(), key=order)
@@ -339,7 +360,7 @@ def test_top_k_equals_the_full_ranking_cut_for_every_limit(
     rng = random.Random(11)
     for case in range(40):
         frame = _random_frame(rng)
-        job = Job.for_hours(rng.choice((1, 100, 1000)))
+        job = Job.for_hours(rng.choice((1, 100, 1000)), gpus=rng.choice((None, 8, 16)))
         for sort in (KEY, rng.choice(("job_cost_usd", "usd_per_hour", "usd_per_gpu_hour"))):
             full = rank(frame, job=job, options=RankOptions(limit=None, sort=sort, now=NOW))
             expected = _reference(frame, job, sort)

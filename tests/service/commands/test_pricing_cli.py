@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 from typer.testing import CliRunner
 
-from adapters.schema import PriceUnit, RentalTerm, default_fx
+from adapters.schema import Fabric, PriceUnit, RentalTerm, default_fx
 from db.current import CurrentState, state_from_offers
 from service.cli import app
 from service.commands import pricing as pricing_cli
@@ -30,7 +30,14 @@ OFFERS = [
         price_amount=Decimal("8760"),  # 12 USD/h
         price_unit=PriceUnit.MONTH,
     ),
-    make_offer(offer_id="a100", gpu_model="A100-SXM4-80GB", price_amount=Decimal("10")),
+    make_offer(
+        offer_id="a100",
+        gpu_model="A100-SXM4-80GB",
+        price_amount=Decimal("10"),
+        fabric=Fabric.INFINIBAND,
+        fabric_gbps=1600,
+        multi_node=True,
+    ),
     make_offer(offer_id="4090", gpu_model="RTX-4090", gpu_count=1, price_amount=Decimal("0.4")),
     make_offer(
         provider="sheet", seller="coreweave", offer_id="coreweave/a100", gpu_model="A100-SXM4-80GB"
@@ -82,7 +89,7 @@ def test_offers_table_and_preset() -> None:
         (["--min-gpus", "4", "--max-gpus", "2"], "max_gpus"),
         (["--gpu", "NOPE-9000"], "gpus"),
         (["--preset", "nope"], "--preset"),
-        (["--hours", "3", "--params", "1e9"], "tokens"),
+        (["--tokens", "1e9"], "params"),
         (["--term", "forever"], "--term"),
         (["--country", "USA"], "countries"),
     ],

@@ -16,7 +16,7 @@ from importlib import resources
 
 from .collect import ProviderRun, parse_payloads
 
-__all__ = ["SampleEntry", "replay_sample", "sample_entries"]
+__all__ = ["SampleEntry", "manifest_bytes", "replay_sample", "sample_entries"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -35,9 +35,14 @@ def _root() -> resources.abc.Traversable:
     return resources.files(__package__ or "adapters").joinpath("samples")
 
 
+def manifest_bytes() -> bytes:
+    """The manifest as stored (what a cache of the replayed sample is keyed by)."""
+    return _root().joinpath("manifest.toml").read_bytes()
+
+
 def sample_entries() -> list[SampleEntry]:
     """The manifest's entries, in file order."""
-    data = tomllib.loads(_root().joinpath("manifest.toml").read_text("utf-8"))
+    data = tomllib.loads(manifest_bytes().decode("utf-8"))
     return [
         SampleEntry(
             provider=e["provider"],

@@ -34,10 +34,14 @@ class Requirement(BaseModel):
         default=(), description="GPU models: canonical name, family (H100) or vendor (amd)"
     )
     min_gpus: NonNegative | None = Field(default=None, description="GPUs per offer (instance)")
-    max_gpus: NonNegative | None = None
-    min_gpu_memory_gb: Positive | None = None
-    min_total_gpu_memory_gb: Positive | None = None
-    form_factors: tuple[GpuFormFactor, ...] = ()
+    max_gpus: NonNegative | None = Field(default=None, description="GPUs per offer, at most")
+    min_gpu_memory_gb: Positive | None = Field(default=None, description="GB per GPU, at least")
+    min_total_gpu_memory_gb: Positive | None = Field(
+        default=None, description="GB of all the offer's GPUs together, at least"
+    )
+    form_factors: tuple[GpuFormFactor, ...] = Field(
+        default=(), description="GPU form factors (sxm, pcie, ...); an unstated one is left out"
+    )
     nvlink: bool | None = Field(
         default=None, description="True: NVLink/NVSwitch/bridge between GPUs; False: without"
     )
@@ -46,19 +50,33 @@ class Requirement(BaseModel):
         default=None,
         description="physical cores; where only vCPUs are published, vcpus / 2 (2 threads/core)",
     )
-    min_vcpus: Positive | None = None
-    min_ram_gb: Positive | None = None
-    ram_ecc: bool | None = None
-    min_storage_gb: Positive | None = None
-    storage_types: tuple[StorageType, ...] = ()
+    min_vcpus: Positive | None = Field(default=None, description="vCPUs (threads), at least")
+    min_ram_gb: Positive | None = Field(default=None, description="system RAM in GB, at least")
+    ram_ecc: bool | None = Field(default=None, description="True: ECC RAM; False: without")
+    min_storage_gb: Positive | None = Field(
+        default=None, description="local storage in GB, at least"
+    )
+    storage_types: tuple[StorageType, ...] = Field(
+        default=(), description="local storage kinds allowed (nvme, ssd, ...)"
+    )
     # network
-    min_bandwidth_down_mbps: Positive | None = None
-    min_bandwidth_up_mbps: Positive | None = None
-    fabrics: tuple[Fabric, ...] = ()
-    min_fabric_gbps: Positive | None = None
-    multi_node: bool | None = None
+    min_bandwidth_down_mbps: Positive | None = Field(
+        default=None, description="internet download bandwidth in Mbit/s, at least"
+    )
+    min_bandwidth_up_mbps: Positive | None = Field(
+        default=None, description="internet upload bandwidth in Mbit/s, at least"
+    )
+    fabrics: tuple[Fabric, ...] = Field(
+        default=(), description="cluster fabrics between nodes allowed (infiniband, roce, ...)"
+    )
+    min_fabric_gbps: Positive | None = Field(
+        default=None, description="fabric bandwidth per node in Gbit/s, at least"
+    )
+    multi_node: bool | None = Field(
+        default=None, description="True: offers that can be clustered across nodes"
+    )
     # power and cooling
-    cooling: tuple[Cooling, ...] = ()
+    cooling: tuple[Cooling, ...] = Field(default=(), description="cooling kinds allowed")
     # where and who
     regions: tuple[str, ...] = Field(
         default=(), description="region prefixes, case-insensitive (us-east matches us-east-1)"
@@ -75,14 +93,28 @@ class Requirement(BaseModel):
     max_commitment_hours: NonNegative | None = Field(
         default=None, description="longest commitment allowed (730 = one month)"
     )
-    max_usd_per_hour: Positive | None = None
-    max_usd_per_gpu_hour: Positive | None = None
+    max_usd_per_hour: Positive | None = Field(
+        default=None, description="USD per hour of the whole instance, at most"
+    )
+    max_usd_per_gpu_hour: Positive | None = Field(
+        default=None, description="USD per GPU-hour, at most"
+    )
     # service and availability
-    min_reliability: Annotated[float | None, Field(ge=0, le=1)] = None
-    min_sla_uptime_pct: Annotated[float | None, Field(gt=0, le=100)] = None
-    verified_only: bool = False
-    datacenter_only: bool = False
-    available_now: bool = False
+    min_reliability: Annotated[float | None, Field(ge=0, le=1)] = Field(
+        default=None, description="marketplace host reliability, 0-1, at least"
+    )
+    min_sla_uptime_pct: Annotated[float | None, Field(gt=0, le=100)] = Field(
+        default=None, description="uptime the provider's SLA promises, in %, at least"
+    )
+    verified_only: bool = Field(
+        default=False, description="only hosts the marketplace has verified"
+    )
+    datacenter_only: bool = Field(
+        default=False, description="only machines in a datacenter (no home hosts)"
+    )
+    available_now: bool = Field(
+        default=False, description="only offers the provider says are available now"
+    )
     max_price_age_hours: Positive | None = Field(
         default=None, description="oldest fetched_at allowed, in hours before now"
     )

@@ -2,15 +2,22 @@
 
 Every reader of "today's offers" (CLI, API, digest) goes through :func:`load_current`, so
 the rule "the database when it holds offers, else the bundled sample, and always say which"
-lives in one place. Both give a :class:`db.current.CurrentState`, priced with the FX table
+lives in one place. Both give a :class:`db.state.CurrentState`, priced with the FX table
 the settings select (read again on every load).
+
+Two things keep a command on the sample fast: an embedded SQLite database whose file does
+not exist (or is empty) holds no offers, so it is not opened (nor created) and SQLAlchemy is
+not imported; and the sample is parsed once and kept beside the data dir
+(:mod:`service.sample_cache`).
 """
 
 from __future__ import annotations
 
-from adapters.sample import replay_sample, sample_entries
+from pathlib import Path
+
+from adapters.sample import manifest_bytes, replay_sample, sample_entries
 from adapters.schema import FxTable
-from db.current import CurrentState, state_from_runs
+from db.state import CurrentState, state_from_runs
 
 from .fx import fx_table
 from .settings import Settings
@@ -23,13 +30,41 @@ def sample_note() -> str:
     return "offline sample: recorded prices, not live (" + ", ".join(dates) + ")"
 
 
-def load_sample(fx: FxTable) -> CurrentState:
-    """The bundled recorded responses, replayed through each adapter's parse."""
-    return state_from_runs(replay_sample(), fx=fx, source="sample", note=sample_note())
+def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
+    """The bundled recorded responses, replayed through each adapter's parse; with
+    ``settings``, read from (or kept in) the cache under their ``data_dir``."""
+    note = sample_note()
+
+    def parse() -> CurrentState:
+        return state_from_runs(replay_sample(), fx=fx, source="sample", note=note)
+
+    if settings is None:
+        return parse()
+    from .sample_cache import cached_sample
+
+    return cached_sample(settings.data_dir, fx, manifest=manifest_bytes(), note=note, parse=parse)
+
+
+def _no_sqlite_file(url: str) -> bool:
+    """The URL names an SQLite file that does not exist or is empty: it holds no offers.
+
+    ``sqlite:///path`` and ``sqlite+pysqlite:///path``, with or without a query; an
+    in-memory database or any other URL is for the database to say.
+    """
+    scheme, sep, rest = url.partition(":///")
+    if not sep or scheme.split("+")[0] != "sqlite":
+        return False
+    path = rest.split("?", 1)[0]
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return False
+    file = Path(path)
+    return not file.exists() or (file.is_file() and file.stat().st_size == 0)
 
 
 def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
     """The stored current offers, or ``None`` when the database holds none (or no schema)."""
+    if _no_sqlite_file(settings.database_url):
+        return None
     import sqlalchemy as sa
 
     from db.current import load_current_offers
@@ -57,6 +92,6 @@ def load_current(sample: bool = False, settings: Settings | None = None) -> Curr
         settings = get_settings()
     fx = fx_table(settings)
     if sample:
-        return load_sample(fx)
+        return load_sample(fx, settings)
     stored = load_database(settings, fx)
-    return stored if stored is not None else load_sample(fx)
+    return stored if stored is not None else load_sample(fx, settings)

@@ -1,36 +1,54 @@
-"""``gpuscout offers`` and ``gpuscout estimate``: rank current offers, price a training run."""
+"""``gpuscout offers`` and ``gpuscout estimate``: rank current offers, price a training run.
+
+``offers`` takes every filter of ``GET /v1/offers`` under the same name
+(:mod:`service.commands.offer_options` generates them from the engine's models) and
+answers in one of four forms: a table folded and fitted to the terminal
+(:mod:`service.commands.offers_table`), or the API's own answer: ``json`` the envelope
+``/v1/offers`` sends (source, sample flag, notes, warnings, snapshot time, query, offers),
+``jsonl`` its offers one per line, ``csv`` its offers flattened to one row each. Those
+three are built by the API's code (:func:`service.api.answers.ranked_page`), so the CLI
+and the API cannot drift apart; the table path does not import the web framework.
+
+Errors name the option the user typed (``error: --gpus: unknown GPU model ...``).
+"""
 
 from __future__ import annotations
 
+import csv
+import inspect
+import io
 import json
+import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
-import polars as pl
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from adapters.gpus import Precision
-from adapters.schema import Fabric, RentalTerm
-from db.current import CurrentState
-from pricing import Job, RankOptions, Requirement, estimate, preset, rank
-from pricing.coverage import left_out_note
-from pricing.display import for_display, provider_label_expr
-from pricing.requirement import preset_names
+from adapters.schema import Fabric
+from pricing.display import figure_text
+from pricing.job import Job
+from pricing.requirement import PRESETS, Requirement, preset
 
 from ..current import load_current
-from .errors import validation_message
+from .offer_options import OptionSpec, field_options, model_options, split_commas
+from .offers_table import GroupBy, fold, label_rows, offers_table
 from .providers import wide_console
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    import polars as pl
+
+    from db.state import CurrentState
+
+__all__ = ["EXTRA_OPTIONS", "OutputFormat", "SortKey", "offers_command", "register"]
 
 err = Console(stderr=True)
 
-#: The options of ``offers`` a job field is given by (errors name the option).
-JOB_OPTIONS = {"gpu_hours": "--gpu-hours", "gpus": "--job-gpus"}
 #: Most offers ``offers --limit`` prints.
 MAX_LIMIT = 10_000
 #: Most GPUs ``estimate --count`` prices (as ``POST /v1/estimate``).
@@ -40,33 +58,125 @@ MAX_ESTIMATE_GPUS = 100_000
 class OutputFormat(StrEnum):
     TABLE = "table"
     JSON = "json"
+    JSONL = "jsonl"
     CSV = "csv"
 
 
-#: Columns shown by ``--format table`` with their short headers (json and csv carry every
-#: column under its full name).
-TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("rank", "#"),
-    ("provider", "provider"),
-    ("offer_id", "offer"),
-    ("region", "region"),
-    ("gpus_label", "GPUs"),
-    ("term", "term"),
-    ("usd_per_hour", "$/h"),
-    ("usd_per_gpu_hour", "$/GPU-h"),
-    ("effective_tflops", "eff. TFLOPs"),
-    ("usd_per_effective_tflop_hour", "$/eff. TFLOP-h"),
-    ("wall_clock_hours", "wall h"),
-    ("job_cost_usd", "job $"),
-)
+class SortKey(StrEnum):
+    """The orders of an answer (as the API's ``sort``, :data:`pricing.rank.SortKey`)."""
+
+    USD_PER_EFFECTIVE_TFLOP_HOUR = "usd_per_effective_tflop_hour"
+    JOB_COST_USD = "job_cost_usd"
+    USD_PER_HOUR = "usd_per_hour"
+    USD_PER_GPU_HOUR = "usd_per_gpu_hour"
+
+
+#: The options of ``offers`` that are not model fields: the API's presentation parameters
+#: (same names) and the CLI's own (``--sample``, ``--format``, the table's layout).
+EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "preset": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--preset",
+                help="a named requirement; other options refine it. One of: "
+                + ", ".join(PRESETS),
+            ),
+        ],
+        None,
+    ),
+    "precision": (
+        Annotated[Precision, typer.Option("--precision", help="arithmetic precision of the job")],
+        Precision.BF16,
+    ),
+    "mfu": (
+        Annotated[
+            float | None, typer.Option("--mfu", min=0.0, max=1.0, help="replace the modelled mfu")
+        ],
+        None,
+    ),
+    "scaling": (
+        Annotated[
+            float | None,
+            typer.Option("--scaling", min=0.0, max=1.0, help="replace the modelled scaling"),
+        ],
+        None,
+    ),
+    "sort": (
+        Annotated[SortKey, typer.Option("--sort", help="order of the answer")],
+        SortKey.USD_PER_EFFECTIVE_TFLOP_HOUR,
+    ),
+    "limit": (
+        Annotated[int, typer.Option("--limit", min=1, max=MAX_LIMIT, help="offers in the answer")],
+        20,
+    ),
+    "sample": (
+        Annotated[bool, typer.Option("--sample", help="use the bundled offline sample")],
+        False,
+    ),
+    "fmt": (
+        Annotated[
+            OutputFormat,
+            typer.Option(
+                "--format",
+                help="table; json: the API's answer; jsonl: one offer a line; csv: one a row",
+            ),
+        ],
+        OutputFormat.TABLE,
+    ),
+    "group_by": (
+        Annotated[
+            list[GroupBy] | None,
+            typer.Option(
+                "--group-by",
+                help="table: one row per config (default: its regions folded), gpu, provider,"
+                " region (repeatable), or none",
+            ),
+        ],
+        None,
+    ),
+    "wide": (
+        Annotated[bool, typer.Option("--wide", help="table: every column, whatever the width")],
+        False,
+    ),
+    "columns": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--columns",
+                help="table: these columns, comma-separated (field names or headers)",
+            ),
+        ],
+        None,
+    ),
+}
+
+_SPECS: list[OptionSpec] = model_options()
+_OPTION_OF: Mapping[type[BaseModel], dict[str, str]] = field_options(_SPECS)
 
 
 def _fail(message: str) -> NoReturn:
-    err.print(f"[red]error:[/] {message}", highlight=False)
+    err.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
-def _load(sample: bool, fmt: OutputFormat) -> CurrentState:
+def cli_message(exc: ValidationError, model: type[BaseModel]) -> str:
+    """A model's refusal naming the CLI options: ``--gpus: unknown GPU model ...``; a
+    model-level rule is prefixed with the option of the field it starts with."""
+    names = _OPTION_OF.get(model, {})
+    parts = []
+    for error in exc.errors(include_url=False):
+        loc = [str(p) for p in error["loc"]]
+        message = str(error["msg"]).removeprefix("Value error, ").splitlines()[0]
+        if not loc:
+            head = message.split(":", 1)[0].split(" ", 1)[0]
+            loc = [head] if head in names else []
+        where = names.get(loc[0], loc[0]) if loc else ""
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+def _load(sample: bool) -> CurrentState:
     current = load_current(sample=sample)
     if current.note:
         err.print(f"[yellow]note:[/] {current.note}", highlight=False)
@@ -78,72 +188,43 @@ def _load(sample: bool, fmt: OutputFormat) -> CurrentState:
     return current
 
 
-def _job(
-    hours: float | None,
-    gpu_hours: float | None,
-    params: float | None,
-    tokens: float | None,
-    job_gpus: int | None,
-) -> Job:
-    if hours is None and gpu_hours is None and params is None and tokens is None:
-        hours = 1.0
+def _models(options: dict[str, Any]) -> tuple[Requirement, Job, dict[str, Any]]:
+    """The requirement and job the options ask for, and the query in the API's names."""
+    query: dict[str, Any] = {}
+    req: dict[str, Any] = {}
+    job: dict[str, Any] = {}
+    for spec in _SPECS:
+        value = options.get(spec.param)
+        if spec.is_list:
+            value = split_commas(value) or None
+        if value is None or (value is False and spec.info.default is False):
+            continue
+        (req if spec.model is Requirement else job)[spec.field] = value
+        query[spec.param] = list(value) if isinstance(value, tuple) else value
+    name = options.get("preset")
     try:
-        return Job(hours=hours, gpu_hours=gpu_hours, params=params, tokens=tokens, gpus=job_gpus)
+        base = preset(name) if name else Requirement()
+    except KeyError as exc:
+        _fail(f"--preset: {exc.args[0]}")
+    if name:
+        query["preset"] = name
+    try:
+        requirement = base.merged(**req)
     except ValidationError as exc:
-        _fail(validation_message(exc, JOB_OPTIONS))
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
-    return str(value)
-
-
-def _count_label(count: pl.Expr) -> pl.Expr:
-    """``8`` for whole GPU counts, ``0.25`` for a slice."""
-    whole = count == count.round(0)
-    return (
-        pl.when(whole)
-        .then(count.cast(pl.Int64).cast(pl.String))
-        .otherwise(count.round(2).cast(pl.String))
-    )
-
-
-def _print_table(frame: pl.DataFrame, title: str) -> None:
-    """A compact table; the break-even of each row's chosen term is listed beneath it."""
-    console = wide_console()
-    table = Table(title=title, header_style="bold")
-    caveat = _caveat_expr(frame)
-    label = pl.format("{}× {}", _count_label(pl.col("total_gpus")), pl.col("gpu_model"))
-    labelled = frame.with_columns(
-        pl.when(caveat.is_not_null())
-        .then(pl.concat_str([label, pl.lit(" *")]))
-        .otherwise(label)
-        .alias("gpus_label")
-    )
-    if "seller" in labelled.columns:
-        labelled = labelled.with_columns(provider=provider_label_expr())
-    cols = [(c, h) for c, h in TABLE_COLUMNS if c in labelled.columns]
-    for col, header in cols:
-        numeric = labelled.schema[col].is_numeric()
-        table.add_column(header, justify="right" if numeric else "left", overflow="fold")
-    for row in labelled.select(c for c, _ in cols).iter_rows():
-        table.add_row(*(_fmt(v) for v in row))
-    console.print(table)
-    if "break_even" in frame.columns:
-        for rank, text in frame.select("rank", "break_even").iter_rows():
-            if text:
-                console.print(f"  #{rank}: {text}", highlight=False)
-    for rank, text in frame.select("rank", caveat).iter_rows():
-        if text:
-            console.print(f"  #{rank} *: [yellow]{text}[/]", highlight=False)
+        _fail(cli_message(exc, Requirement))
+    if not {"hours", "gpu_hours", "params", "tokens"} & job.keys():
+        job["hours"] = 1.0
+    try:
+        return requirement, Job(**job), query
+    except ValidationError as exc:
+        _fail(cli_message(exc, Job))
 
 
 def _caveat_expr(frame: pl.DataFrame) -> pl.Expr:
     """What a row's figures rest on, in words: "form factor not stated (ranked as the slower
     H100-PCIE-80GB)", "ranked at FP16: no BF16 figure"; null when nothing needs saying."""
+    import polars as pl
+
     parts: list[pl.Expr] = []
     if "form_factor_stated" in frame.columns:
         parts.append(
@@ -158,83 +239,176 @@ def _caveat_expr(frame: pl.DataFrame) -> pl.Expr:
     return pl.concat_str(parts, separator="; ", ignore_nulls=True).replace("", None)
 
 
-def _emit(frame: pl.DataFrame, fmt: OutputFormat, title: str) -> None:
-    if fmt is OutputFormat.TABLE:
-        _print_table(frame, title)
-    elif fmt is OutputFormat.CSV:
-        typer.echo(for_display(frame).write_csv(), nl=False)
-    else:
-        typer.echo(json.dumps(for_display(frame).to_dicts(), default=_json_default, indent=1))
-
-
-def _json_default(value: Any) -> str:
-    """Datetimes in ISO 8601 (``2025-10-01T00:00:00+00:00``); anything else as text."""
-    return value.isoformat() if isinstance(value, datetime) else str(value)
-
-
-def offers_command(
-    gpu: Annotated[
-        list[str] | None, typer.Option("--gpu", help="GPU model, family (H100) or vendor")
-    ] = None,
-    preset_name: Annotated[
-        str | None, typer.Option("--preset", help=f"one of: {', '.join(preset_names())}")
-    ] = None,
-    min_gpus: Annotated[float | None, typer.Option(help="GPUs per offer, at least")] = None,
-    max_gpus: Annotated[float | None, typer.Option(help="GPUs per offer, at most")] = None,
-    min_gpu_memory_gb: Annotated[float | None, typer.Option()] = None,
-    provider: Annotated[list[str] | None, typer.Option("--provider")] = None,
-    exclude_provider: Annotated[list[str] | None, typer.Option("--exclude-provider")] = None,
-    region: Annotated[list[str] | None, typer.Option("--region", help="region prefix")] = None,
-    country: Annotated[list[str] | None, typer.Option("--country", help="ISO code")] = None,
-    term: Annotated[list[RentalTerm] | None, typer.Option("--term")] = None,
-    max_usd_per_hour: Annotated[float | None, typer.Option()] = None,
-    fabric: Annotated[
-        list[Fabric] | None, typer.Option("--fabric", "--interconnect", help="cluster fabric")
-    ] = None,
-    hours: Annotated[float | None, typer.Option(help="job: wall-clock hours")] = None,
-    gpu_hours: Annotated[float | None, typer.Option(help="job: GPU-hours")] = None,
-    params: Annotated[float | None, typer.Option(help="job: model parameters, e.g. 7e9")] = None,
-    tokens: Annotated[float | None, typer.Option(help="job: training tokens, e.g. 2e12")] = None,
-    job_gpus: Annotated[
-        int | None, typer.Option(help="job: total GPUs (spans several instances)")
-    ] = None,
-    precision: Annotated[Precision, typer.Option()] = Precision.BF16,
-    limit: Annotated[int, typer.Option(min=1, max=MAX_LIMIT)] = 20,
-    sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
-    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
+def print_table(
+    ranked: pl.DataFrame,
+    console: Console,
+    *,
+    title: str,
+    limit: int,
+    group_by: list[GroupBy],
+    wide: bool = False,
+    columns: list[str] | None = None,
 ) -> None:
-    """Rank the current offers by USD per effective TFLOP-hour for a job."""
-    try:
-        base = preset(preset_name) if preset_name else Requirement()
-    except KeyError as exc:
-        _fail(f"--preset: {exc.args[0]}")
-    try:
-        requirement = base.merged(
-            gpus=tuple(gpu or ()),
-            min_gpus=min_gpus,
-            max_gpus=max_gpus,
-            min_gpu_memory_gb=min_gpu_memory_gb,
-            providers=tuple(provider or ()),
-            exclude_providers=tuple(exclude_provider or ()),
-            regions=tuple(region or ()),
-            countries=tuple(country or ()),
-            terms=tuple(term or ()),
-            max_usd_per_hour=max_usd_per_hour,
-            fabrics=tuple(fabric or ()),
-        )
-    except ValidationError as exc:
-        _fail(validation_message(exc))
-    job = _job(hours, gpu_hours, params, tokens, job_gpus)
-    current = _load(sample, fmt)
-    frame = current.frame
-    options = RankOptions(precision=precision, limit=limit, now=datetime.now(UTC))
-    ranked = rank(frame, requirement, job, options)
+    """The ranking folded and fitted to ``console``; each row's term and caveats beneath."""
+    import polars as pl
+
+    caveat = _caveat_expr(ranked)
+    labelled = label_rows(ranked.with_columns(caveat.alias("_caveat")), caveat)
+    folded = fold(labelled, group_by, limit)
+    console.print(offers_table(folded, console.width, title=title, wide=wide, names=columns))
+    # the term's reason where there is a choice to explain (not "on-demand; no commitment")
+    explained = (pl.col("term") != "on_demand") | pl.col("break_even_hours").is_not_null()
+    reasons = folded.select("rank", pl.when(explained).then("break_even"), "_caveat")
+    for rank, why, note in reasons.iter_rows():
+        for text in (why, note):
+            if text:
+                console.print(f"  #{rank}: {text}", highlight=False)
+
+
+def _api_answer(
+    current: CurrentState,
+    query: dict[str, Any],
+    requirement: Requirement,
+    job: Job,
+    options: dict[str, Any],
+    now: datetime,
+) -> dict[str, Any]:
+    """The answer ``GET /v1/offers`` gives for this query, built by the API's own code."""
+    from ..api.answers import ranked_page
+    from ..api.offers_query import OffersQuery, ParsedQuery, canonical_key
+    from ..api.state import build_state
+
+    extras = {k: options[k] for k in ("precision", "sort", "limit", "mfu", "scaling")}
+    shown = {k: (v.value if isinstance(v, StrEnum) else v) for k, v in extras.items()}
+    parsed = ParsedQuery(
+        requirement=requirement,
+        job=job,
+        precision=options["precision"],
+        sort=str(shown["sort"]),
+        limit=int(options["limit"]),
+        mfu=options["mfu"],
+        scaling=options["scaling"],
+        key=canonical_key(OffersQuery.model_construct(**query, **shown)),
+    )
+    page = ranked_page(build_state(current, cache_entries=1), parsed, now)
+    return cast(dict[str, Any], json.loads(page.body))
+
+
+def flat_offer(offer: Mapping[str, Any]) -> dict[str, Any]:
+    """An answer's offer as one flat row: each group's fields at the top (their names are
+    unique across groups); nested values as JSON text."""
+    row: dict[str, Any] = {}
+    for key, value in offer.items():
+        if isinstance(value, Mapping):
+            row.update(flat_offer(value) if key != "links" else {key: json.dumps(value)})
+        elif isinstance(value, list):
+            row[key] = json.dumps(value)
+        else:
+            row[key] = value
+    return row
+
+
+def _emit_answer(answer: dict[str, Any], fmt: OutputFormat) -> None:
+    offers = answer.get("offers", [])
+    if fmt is OutputFormat.JSON:
+        typer.echo(json.dumps(answer, indent=1, ensure_ascii=False))
+    elif fmt is OutputFormat.JSONL:
+        for offer in offers:
+            sys.stdout.write(json.dumps(offer, ensure_ascii=False) + "\n")
+    else:
+        rows = [flat_offer(o) for o in offers]
+        out = io.StringIO()
+        if rows:
+            writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        typer.echo(out.getvalue(), nl=False)
+
+
+def offers_command(**options: Any) -> None:
+    """Rank the current offers by USD per effective TFLOP-hour for a job.
+
+    Every filter of GET /v1/offers is an option of the same name; a job is --hours,
+    --gpu-hours, or --params with --tokens (default: one hour).
+    """
+    requirement, job, query = _models(options)
+    from pricing.coverage import left_out_note
+    from pricing.rank import RankOptions, rank
+
+    current = _load(bool(options["sample"]))
+    now = datetime.now(UTC)
+    fmt = OutputFormat(options["fmt"])
+    if fmt is not OutputFormat.TABLE:
+        answer = _api_answer(current, query, requirement, job, options, now)
+        for warning in answer.get("warnings", []):
+            if warning != current.note:
+                err.print(f"[yellow]note:[/] {warning}", highlight=False)
+        if not answer.get("offers"):
+            err.print("no offer meets the requirement", highlight=False)
+        _emit_answer(answer, fmt)
+        return
+    group_by = list(options["group_by"] or [GroupBy.CONFIG])
+    limit = int(options["limit"])
+    rank_options = RankOptions(
+        precision=options["precision"],
+        limit=None if group_by != [GroupBy.NONE] else limit,
+        sort=cast(Any, str(options["sort"])),
+        now=now,
+        mfu=options["mfu"],
+        scaling=options["scaling"],
+    )
+    ranked = rank(current.frame, requirement, job, rank_options)
     if ranked.is_empty():
         err.print("no offer meets the requirement", highlight=False)
-    left_out = left_out_note(frame, requirement, precision=precision)
+    left_out = left_out_note(current.frame, requirement, precision=options["precision"])
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)
-    _emit(ranked, fmt, f"offers ({current.source})")
+    names = [c.strip() for c in options["columns"].split(",")] if options["columns"] else None
+    print_table(
+        ranked,
+        wide_console(),
+        title=f"offers ({current.source})",
+        limit=limit,
+        group_by=group_by,
+        wide=bool(options["wide"]),
+        columns=names,
+    )
+
+
+def _signature() -> inspect.Signature:
+    params = [spec.parameter() for spec in _SPECS]
+    params += [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
+        for name, (ann, default) in EXTRA_OPTIONS.items()
+    ]
+    return inspect.Signature(params)
+
+
+offers_command.__signature__ = _signature()  # type: ignore[attr-defined]
+offers_command.__annotations__ = {
+    p.name: p.annotation for p in offers_command.__signature__.parameters.values()  # type: ignore[attr-defined]
+}
+
+
+#: What each quantity of an estimate means, shown beside it in the table.
+ESTIMATE_NOTES: dict[str, str] = {
+    "total_flops": "6 x params x tokens",
+    "gpu_hours": "GPU-hours of compute at the modelled efficiency",
+    "compute_hours": "wall clock if the GPUs ran without interruption",
+    "wall_clock_hours": "wall clock on the chosen term (restarts on interruptible terms)",
+    "billed_hours": "hours billed (whole periods of a commitment)",
+    "memory_needed_gb": "weights + gradients + optimizer state",
+}
+
+
+def _estimate_text(key: str, value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value).lower()
+    if isinstance(value, int | float):
+        if key.endswith("_usd") or key.startswith("usd_") or "cost" in key:
+            return figure_text(value, significant=3, decimals=2)
+        return figure_text(value, significant=4, decimals=None if abs(value) < 1 else 1)
+    return str(value)
 
 
 def estimate_command(
@@ -242,16 +416,24 @@ def estimate_command(
     count: Annotated[int, typer.Option(min=1, max=MAX_ESTIMATE_GPUS, help="total GPUs")],
     params: Annotated[float, typer.Option(help="model parameters, e.g. 7e9")],
     tokens: Annotated[float, typer.Option(help="training tokens, e.g. 2e12")],
-    precision: Annotated[Precision, typer.Option()] = Precision.BF16,
+    precision: Annotated[Precision, typer.Option(help="arithmetic precision of the job")] = (
+        Precision.BF16
+    ),
     fabric: Annotated[Fabric, typer.Option(help="fabric between nodes")] = Fabric.INFINIBAND,
-    fabric_gbps_per_gpu: Annotated[float, typer.Option(min=0.001, max=1e5)] = 400.0,
+    fabric_gbps_per_gpu: Annotated[
+        float, typer.Option(min=0.001, max=1e5, help="fabric bandwidth per GPU, Gbit/s")
+    ] = 400.0,
     sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
-    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
+    fmt: Annotated[
+        OutputFormat, typer.Option("--format", help="table; json: the API's answer")
+    ] = OutputFormat.TABLE,
 ) -> None:
     """GPU-hours, wall clock, memory and cost of a training run (FLOPs = 6 x params x tokens)."""
+    from pricing.estimate import estimate
+
     if params <= 0 or tokens <= 0:
         _fail("--params and --tokens must be > 0")
-    current = _load(sample, fmt)
+    current = _load(sample)
     try:
         result = estimate(
             gpu,
@@ -264,27 +446,45 @@ def estimate_command(
             fabric_gbps_per_gpu=fabric_gbps_per_gpu,
         )
     except ValidationError as exc:  # the job's own bounds (--params, --tokens)
-        _fail(validation_message(exc))
+        _fail(cli_message(exc, Job))
     except ValueError as exc:
         _fail(f"--gpu/--precision: {exc}")
+    if fmt is not OutputFormat.TABLE:
+        answer = _estimate_answer(current, result)
+        if fmt is OutputFormat.JSON:
+            typer.echo(json.dumps(answer, indent=1, ensure_ascii=False))
+        else:
+            data = answer["estimate"]
+            offer = data.pop("offer") or {}
+            data.update({f"offer_{k}": v for k, v in flat_offer(offer).items()})
+            _emit_answer({"offers": [data]}, fmt)
+        return
     data = result.model_dump(mode="json")
-    if fmt is OutputFormat.JSON:
-        typer.echo(json.dumps(data, indent=1))
-        return
-    if fmt is OutputFormat.CSV:
-        offer = data.pop("offer") or {}
-        data.update({f"offer_{k}": v for k, v in offer.items()})
-        typer.echo(pl.DataFrame([data]).write_csv(), nl=False)
-        return
     table = Table(title=f"estimate: {params:g} params x {tokens:g} tokens on {count} {gpu}")
-    table.add_column("quantity")
-    table.add_column("value", overflow="fold")
+    table.add_column("quantity", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("what it is", overflow="fold")
     offer = data.pop("offer")
     for key, value in data.items():
-        table.add_row(key, _fmt(value))
+        table.add_row(key, _estimate_text(key, value), ESTIMATE_NOTES.get(key, ""))
     for key, value in (offer or {}).items():
-        table.add_row(f"offer.{key}", _fmt(value))
-    Console().print(table)
+        if isinstance(value, dict):
+            continue
+        table.add_row(f"offer.{key}", _estimate_text(key, value), ESTIMATE_NOTES.get(key, ""))
+    wide_console().print(table)
+
+
+def _estimate_answer(current: CurrentState, result: Any) -> dict[str, Any]:
+    """The answer ``POST /v1/estimate`` gives with ``gpu_model`` (the API's models)."""
+    from ..api.answer_schema import Provenance
+    from ..api.answers import page_header
+    from ..api.routers.estimate import EstimateAnswer
+    from ..api.state import build_state
+
+    header = page_header(build_state(current, cache_entries=1), datetime.now(UTC))
+    head = {name: header[name] for name in Provenance.model_fields}
+    answer = EstimateAnswer(**head, mode="model", estimate=result)
+    return cast(dict[str, Any], answer.model_dump(mode="json"))
 
 
 def register(app: typer.Typer) -> None:

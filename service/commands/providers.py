@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -54,9 +55,10 @@ def offers_table(offers: list[Offer], title: str | None = None) -> Table:
 
 
 def wide_console() -> Console:
-    """The terminal's console, or a 160-column one when output goes to a file or pipe."""
+    """The terminal's console; where output goes to a file or pipe, ``COLUMNS`` wide if
+    that is set, else 160 columns."""
     console = Console()
-    return console if console.is_terminal else Console(width=160)
+    return console if console.is_terminal or os.environ.get("COLUMNS") else Console(width=160)
 
 
 def summary_table(runs: list[ProviderRun]) -> Table:

@@ -46,7 +46,8 @@ def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
 
 
 def _no_sqlite_file(url: str) -> bool:
-    """The URL names an SQLite file that does not exist or is empty: it holds no offers.
+    """The URL names an SQLite file that does not exist (and could be created) or is empty:
+    it holds no offers.
 
     ``sqlite:///path`` and ``sqlite+pysqlite:///path``, with or without a query; an
     in-memory database or any other URL is for the database to say.
@@ -58,7 +59,11 @@ def _no_sqlite_file(url: str) -> bool:
     if not path or path == ":memory:" or path.startswith("file:"):
         return False
     file = Path(path)
-    return not file.exists() or (file.is_file() and file.stat().st_size == 0)
+    if file.exists():
+        return file.is_file() and file.stat().st_size == 0
+    # SQLite would create it: where it cannot (a parent is a file), the database says so
+    parent = next((p for p in file.parents if p.exists()), None)
+    return parent is not None and parent.is_dir()
 
 
 def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:

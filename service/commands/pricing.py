@@ -171,6 +171,7 @@ def cli_message(exc: ValidationError, model: type[BaseModel]) -> str:
         if not loc:
             head = message.split(":", 1)[0].split(" ", 1)[0]
             loc = [head] if head in names else []
+            message = message.removeprefix(f"{head}: ")
         where = names.get(loc[0], loc[0]) if loc else ""
         parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts)
@@ -407,7 +408,11 @@ def _estimate_text(key: str, value: Any) -> str:
     if isinstance(value, int | float):
         if key.endswith("_usd") or key.startswith("usd_") or "cost" in key:
             return figure_text(value, significant=3, decimals=2)
-        return figure_text(value, significant=4, decimals=None if abs(value) < 1 else 1)
+        if float(value).is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        if abs(value) < 1:
+            return f"{value:.3g}"
+        return figure_text(value, significant=3, decimals=1)
     return str(value)
 
 

@@ -17,8 +17,6 @@ per-read timeout, not the deadline.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import enum
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -27,8 +25,8 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, AdapterError, MissingCredentials, SkippedRecord
-from .schema import Offer
+from .base import Adapter, AdapterError, MissingCredentials
+from .run import ProviderRun, RunStatus
 
 __all__ = [
     "ProviderRun",
@@ -41,29 +39,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("gpuscout.adapters")
-
-
-class RunStatus(enum.StrEnum):
-    OK = "ok"
-    ERROR = "error"
-    SKIPPED = "skipped"
-
-
-@dataclasses.dataclass(slots=True)
-class ProviderRun:
-    """The outcome of one provider in one snapshot."""
-
-    provider: str
-    status: RunStatus
-    started_at: datetime
-    duration_s: float
-    offers: list[Offer] = dataclasses.field(default_factory=list)
-    skipped: list[SkippedRecord] = dataclasses.field(default_factory=list)
-    error: str | None = None
-
-    @property
-    def offer_count(self) -> int:
-        return len(self.offers)
 
 
 def provider_error(provider: str, exc: Exception, *, step: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, time
 from importlib import resources
 
-from .collect import ProviderRun, parse_payloads
+from .run import ProviderRun
 
 __all__ = ["SampleEntry", "manifest_bytes", "replay_sample", "sample_entries"]
 
@@ -57,6 +57,7 @@ def sample_entries() -> list[SampleEntry]:
 def replay_sample(providers: Iterable[str] | None = None) -> list[ProviderRun]:
     """Parse the recorded responses of ``providers`` (all sampled ones by default)."""
     from . import get_adapter  # the registry imports adapter modules; keep that lazy
+    from .collect import parse_payloads
 
     wanted = set(providers) if providers is not None else None
     runs = []

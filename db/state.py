@@ -19,7 +19,7 @@ from typing import Literal
 
 import polars as pl
 
-from adapters.collect import ProviderRun, RunStatus
+from adapters.run import ProviderRun, RunStatus
 from adapters.schema import FxTable, Offer
 from pricing.frame import offers_to_frame
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import polars as pl
 
-from adapters.collect import RunStatus
+from adapters.run import RunStatus
 from adapters.schema import FxTable
 from db.state import CurrentState, ProviderState
 

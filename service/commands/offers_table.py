@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 from rich import box
 from rich.console import Console
+from rich.cells import cell_len
 from rich.measure import Measurement
 from rich.table import Table
 
@@ -229,14 +230,28 @@ def choose_columns(
         return [by_name[n] for n in names if n in by_name]
     if wide:
         return candidates
-    console = Console(width=10_000)
+    widths = {c.name: _width(c, rows) for c in candidates}
     chosen: list[Column] = []
     for col in candidates:
-        trial = _table(rows, [*chosen, col], None)
-        need = Measurement.get(console, console.options, trial).maximum
-        if need <= width:
+        if sum(widths[c.name] for c in chosen) + widths[col.name] + _GAP * len(chosen) <= width:
             chosen.append(col)
+    console = Console(width=10_000)
+    while (
+        chosen
+        and Measurement.get(console, console.options, _table(rows, chosen, None)).maximum > width
+    ):
+        chosen.pop()  # the estimate was short (it never is for these styles): be safe
     return chosen
+
+
+#: Characters between two columns of :func:`_table` (one of padding each side, collapsed).
+_GAP = 2
+
+
+def _width(col: Column, rows: list[dict[str, Any]]) -> int:
+    """The cells a column needs: its widest cell or header, at most its ``max_width``."""
+    widest = max([cell_len(col.header), *(cell_len(_cells(r, [col])[0]) for r in rows)])
+    return min(widest, col.max_width) if col.max_width else widest
 
 
 def offers_table(

@@ -38,7 +38,7 @@ from pricing.requirement import PRESETS, Requirement, preset
 from ..current import load_current
 from .offer_options import OptionSpec, field_options, model_options, split_commas
 from .offers_table import GroupBy, fold, label_rows, offers_table
-from .providers import wide_console
+from .console import wide_console
 
 if TYPE_CHECKING:
     import polars as pl

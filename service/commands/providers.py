@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -25,6 +24,7 @@ from adapters.schema import Offer
 
 from ..current import sample_note
 from ..settings import Settings, get_settings
+from .console import wide_console
 
 __all__ = ["register"]
 
@@ -52,13 +52,6 @@ def offers_table(offers: list[Offer], title: str | None = None) -> Table:
             f"{o.usd_per_hour:.4f}",
         )
     return table
-
-
-def wide_console() -> Console:
-    """The terminal's console; where output goes to a file or pipe, ``COLUMNS`` wide if
-    that is set, else 160 columns."""
-    console = Console()
-    return console if console.is_terminal or os.environ.get("COLUMNS") else Console(width=160)
 
 
 def summary_table(runs: list[ProviderRun]) -> Table:

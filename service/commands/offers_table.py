@@ -26,8 +26,8 @@ from typing import Any
 
 import polars as pl
 from rich import box
-from rich.console import Console
 from rich.cells import cell_len
+from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
@@ -35,12 +35,15 @@ from pricing.display import age_text, figure_text, provider_label_expr
 
 __all__ = [
     "COLUMNS",
+    "REGIONS_WIDTH",
     "Column",
     "GroupBy",
     "choose_columns",
     "fold",
     "label_rows",
     "offers_table",
+    "print_wide",
+    "region_list",
 ]
 
 
@@ -78,6 +81,24 @@ class Column:
     """text longer than this ends in an ellipsis (ids, region lists); figures never do"""
 
 
+#: Most characters of a folded region list (``us-south-2, us-south-3 +1``).
+REGIONS_WIDTH = 30
+
+
+def region_list(text: str, width: int = REGIONS_WIDTH) -> str:
+    """A folded group's regions (``a, b, c``) cut to ``width`` as ``a, b +1``.
+
+    >>> region_list("us-south-2, us-south-3, us-west-3", 26)
+    'us-south-2, us-south-3 +1'
+    """
+    names = text.split(", ")
+    for keep in range(len(names), 0, -1):
+        shown = ", ".join(names[:keep]) + (f" +{len(names) - keep}" if keep < len(names) else "")
+        if len(shown) <= width:
+            return shown
+    return f"{names[0][: width - 4]}… +{len(names) - 1}" if len(names) > 1 else names[0]
+
+
 def _money(value: Any) -> str:
     return figure_text(value, significant=3, decimals=2)
 
@@ -100,7 +121,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("job_cost_usd", "job $", _money, numeric=True),
     Column("usd_per_hour", "$/h", _money, numeric=True),
     Column("price_age_hours", "age", age_text, numeric=True),
-    Column("regions", "regions", max_width=26),
+    Column("regions", "regions", region_list, max_width=REGIONS_WIDTH),
     Column("usd_per_gpu_hour", "$/GPU-h", _money, numeric=True),
     Column("offers", "n", numeric=True),
     Column("wall_clock_hours", "wall h", _whole, numeric=True),
@@ -262,10 +283,21 @@ def offers_table(
     wide: bool = False,
     names: Sequence[str] | None = None,
 ) -> Table:
-    """The folded, labelled ranking as a table no wider than ``width`` (unless ``wide``)."""
+    """The folded, labelled ranking as a table no wider than ``width`` (unless ``wide``:
+    print that one with :func:`print_wide`)."""
     rows = frame.to_dicts()
     available = list(frame.columns)
     if "offers" in frame.columns and all(r["offers"] == 1 for r in rows):
         available.remove("offers")  # nothing folded: no count
     columns = choose_columns(rows, width, available, wide=wide, names=names)
     return _table(rows, columns, title)
+
+
+def print_wide(console: Console, table: Table) -> None:
+    """Print ``table`` at its natural width even where that is wider than ``console``
+    (``--wide``: every column, lines as long as they need)."""
+    need = Measurement.get(Console(width=10_000), Console(width=10_000).options, table).maximum
+    if need <= console.width:
+        console.print(table)
+    else:
+        Console(width=need, file=console.file, color_system=console.color_system).print(table)

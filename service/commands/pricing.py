@@ -36,9 +36,9 @@ from pricing.job import Job
 from pricing.requirement import PRESETS, Requirement, preset
 
 from ..current import load_current
-from .offer_options import OptionSpec, field_options, model_options, split_commas
-from .offers_table import GroupBy, fold, label_rows, offers_table
 from .console import wide_console
+from .offer_options import OptionSpec, field_options, model_options, split_commas
+from .offers_table import GroupBy, fold, label_rows, offers_table, print_wide
 
 if TYPE_CHECKING:
     import polars as pl
@@ -79,7 +79,7 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
             str | None,
             typer.Option(
                 "--preset",
-                help="a named requirement; other options refine it. One of: "
+                help="a named requirement; other parameters refine it. One of: "
                 + ", ".join(PRESETS),
             ),
         ],
@@ -256,7 +256,8 @@ def print_table(
     caveat = _caveat_expr(ranked)
     labelled = label_rows(ranked.with_columns(caveat.alias("_caveat")), caveat)
     folded = fold(labelled, group_by, limit)
-    console.print(offers_table(folded, console.width, title=title, wide=wide, names=columns))
+    table = offers_table(folded, console.width, title=title, wide=wide, names=columns)
+    print_wide(console, table) if wide else console.print(table)
     # the term's reason where there is a choice to explain (not "on-demand; no commitment")
     explained = (pl.col("term") != "on_demand") | pl.col("break_even_hours").is_not_null()
     reasons = folded.select("rank", pl.when(explained).then("break_even"), "_caveat")
@@ -387,7 +388,8 @@ def _signature() -> inspect.Signature:
 
 offers_command.__signature__ = _signature()  # type: ignore[attr-defined]
 offers_command.__annotations__ = {
-    p.name: p.annotation for p in offers_command.__signature__.parameters.values()  # type: ignore[attr-defined]
+    p.name: p.annotation
+    for p in offers_command.__signature__.parameters.values()  # type: ignore[attr-defined]
 }
 
 

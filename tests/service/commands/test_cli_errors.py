@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import click
 import httpx
 import pytest
 import respx
@@ -147,7 +146,7 @@ def _leaf_commands() -> set[str]:
         if not hasattr(command, "list_commands"):  # a leaf (groups load theirs lazily)
             names.add(prefix)
             return
-        ctx = click.Context(command)
+        ctx = command.context_class(command)
         for name in command.list_commands(ctx):
             walk(command.get_command(ctx, name), f"{prefix} {name}".strip())
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
 from pydantic import BaseModel, ValidationError
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -393,22 +394,33 @@ offers_command.__annotations__ = {
 }
 
 
-#: What each quantity of an estimate means, shown beside it in the table.
+#: What each quantity of an estimate means, shown beside it in the table. The two wall
+#: clocks differ: the estimate's is on the reference topology (the GPUs asked for, 8 a
+#: node, the fabric given); the offer's is on the offer's own machines and term (its nodes,
+#: its fabric, restarts on an interruptible term), which is what the offer's cost is for.
 ESTIMATE_NOTES: dict[str, str] = {
     "total_flops": "6 x params x tokens",
-    "gpu_hours": "GPU-hours of compute at the modelled efficiency",
-    "compute_hours": "wall clock if the GPUs ran without interruption",
-    "wall_clock_hours": "wall clock on the chosen term (restarts on interruptible terms)",
-    "billed_hours": "hours billed (whole periods of a commitment)",
+    "peak_tflops_per_gpu": "dense peak at the precision",
+    "effective_tflops": "all GPUs x peak x mfu x scaling",
+    "gpu_hours": "GPU-hours of compute at that rate",
+    "wall_clock_hours": "on the reference topology (the GPUs asked for, 8 a node)",
     "memory_needed_gb": "weights + gradients + optimizer state",
+    "memory_available_gb": "usable memory of all the GPUs",
+    "cost_usd": "the run on the offer below",
+    "offer.wall_clock_hours": "on this offer's nodes and term (what its cost pays for)",
+    "offer.billed_hours": "hours billed (whole periods of a commitment)",
+    "offer.job_cost_usd": "the run on this offer",
 }
+#: A text value longer than this is printed beneath the table, wrapped, not in a cell.
+_CELL_TEXT = 28
 
 
 def _estimate_text(key: str, value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return "" if value is None else str(value).lower()
     if isinstance(value, int | float):
-        if key.endswith("_usd") or key.startswith("usd_") or "cost" in key:
+        name = key.rsplit(".", 1)[-1]
+        if "usd" in name or "cost" in name:
             return figure_text(value, significant=3, decimals=2)
         if float(value).is_integer() and abs(value) < 1e15:
             return f"{int(value):,}"
@@ -467,18 +479,28 @@ def estimate_command(
             _emit_answer({"offers": [data]}, fmt)
         return
     data = result.model_dump(mode="json")
-    table = Table(title=f"estimate: {params:g} params x {tokens:g} tokens on {count} {gpu}")
+    offer = data.pop("offer") or {}
+    rows = [(k, v) for k, v in data.items()]
+    rows += [(f"offer.{k}", v) for k, v in offer.items() if not isinstance(v, dict)]
+    console = wide_console()
+    table = Table(
+        title=f"estimate: {params:g} params x {tokens:g} tokens on {count} {gpu}",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
     table.add_column("quantity", no_wrap=True)
     table.add_column("value", justify="right", no_wrap=True)
-    table.add_column("what it is", overflow="fold")
-    offer = data.pop("offer")
-    for key, value in data.items():
-        table.add_row(key, _estimate_text(key, value), ESTIMATE_NOTES.get(key, ""))
-    for key, value in (offer or {}).items():
-        if isinstance(value, dict):
+    table.add_column("what it is", overflow="fold", ratio=1)
+    long_texts = []
+    for key, value in rows:
+        if isinstance(value, str) and len(value) > _CELL_TEXT:
+            long_texts.append((key, value))
             continue
-        table.add_row(f"offer.{key}", _estimate_text(key, value), ESTIMATE_NOTES.get(key, ""))
-    wide_console().print(table)
+        table.add_row(key, _estimate_text(key, value), ESTIMATE_NOTES.get(key, ""))
+    console.print(table)
+    for key, value in long_texts:
+        console.print(f"{key}: {value}", highlight=False)
 
 
 def _estimate_answer(current: CurrentState, result: Any) -> dict[str, Any]:

@@ -212,3 +212,15 @@ def test_sample_query_shows_fallback_figures_and_names_every_offer_left_out(
     assert v100 and v100[0]["peak_basis"] == "fallback" and v100[0]["peak_precision"] == "fp16"
     assert v100[0]["peak_note"] == "ranked at FP16: no BF16 figure"
     assert "1 offer(s) not ranked: 'ecs.gn7e" in result.stderr
+
+
+def test_estimate_table_reads_well_and_explains_both_wall_clocks() -> None:
+    args = ["estimate", "--gpu", "A100-SXM4-80GB", "--count", "64"]
+    result = runner.invoke(
+        app, [*args, "--params", "7e9", "--tokens", "2e12"], env={"COLUMNS": "80"}
+    )
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "8.4e+22" in out and "83,999" not in out
+    assert "on the reference topology" in out and "on this offer's nodes and term" in out
+    assert max(len(line) for line in out.splitlines()) <= 80

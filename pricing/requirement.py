@@ -33,7 +33,9 @@ class Requirement(BaseModel):
     gpus: tuple[str, ...] = Field(
         default=(), description="GPU models: canonical name, family (H100) or vendor (amd)"
     )
-    min_gpus: NonNegative | None = Field(default=None, description="GPUs per offer (instance)")
+    min_gpus: NonNegative | None = Field(
+        default=None, description="GPUs per offer (instance), at least"
+    )
     max_gpus: NonNegative | None = Field(default=None, description="GPUs per offer, at most")
     min_gpu_memory_gb: Positive | None = Field(default=None, description="GB per GPU, at least")
     min_total_gpu_memory_gb: Positive | None = Field(

@@ -111,7 +111,10 @@ class OptionSpec:
         else:
             kind = int if self.field in INTEGER_FIELDS else base
             annotation, default = kind | None, None
-        option = typer.Option(*self.names, help=help_text, show_default=False)
+        panel = "What to rent" if self.model is Requirement else "The job"
+        option = typer.Option(
+            *self.names, help=help_text, show_default=False, rich_help_panel=panel
+        )
         return inspect.Parameter(
             self.param,
             inspect.Parameter.KEYWORD_ONLY,

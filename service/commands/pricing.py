@@ -80,6 +80,7 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
             str | None,
             typer.Option(
                 "--preset",
+                rich_help_panel="The answer",
                 help="a named requirement; other parameters refine it. One of: "
                 + ", ".join(PRESETS),
             ),
@@ -87,32 +88,67 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
         None,
     ),
     "precision": (
-        Annotated[Precision, typer.Option("--precision", help="arithmetic precision of the job")],
+        Annotated[
+            Precision,
+            typer.Option(
+                "--precision", rich_help_panel="The answer", help="arithmetic precision of the job"
+            ),
+        ],
         Precision.BF16,
     ),
     "mfu": (
         Annotated[
-            float | None, typer.Option("--mfu", min=0.0, max=1.0, help="replace the modelled mfu")
+            float | None,
+            typer.Option(
+                "--mfu",
+                rich_help_panel="The answer",
+                min=0.0,
+                max=1.0,
+                help="replace the modelled mfu",
+            ),
         ],
         None,
     ),
     "scaling": (
         Annotated[
             float | None,
-            typer.Option("--scaling", min=0.0, max=1.0, help="replace the modelled scaling"),
+            typer.Option(
+                "--scaling",
+                rich_help_panel="The answer",
+                min=0.0,
+                max=1.0,
+                help="replace the modelled scaling",
+            ),
         ],
         None,
     ),
     "sort": (
-        Annotated[SortKey, typer.Option("--sort", help="order of the answer")],
+        Annotated[
+            SortKey,
+            typer.Option("--sort", rich_help_panel="The answer", help="order of the answer"),
+        ],
         SortKey.USD_PER_EFFECTIVE_TFLOP_HOUR,
     ),
     "limit": (
-        Annotated[int, typer.Option("--limit", min=1, max=MAX_LIMIT, help="offers in the answer")],
+        Annotated[
+            int,
+            typer.Option(
+                "--limit",
+                rich_help_panel="The answer",
+                min=1,
+                max=MAX_LIMIT,
+                help="offers in the answer",
+            ),
+        ],
         20,
     ),
     "sample": (
-        Annotated[bool, typer.Option("--sample", help="use the bundled offline sample")],
+        Annotated[
+            bool,
+            typer.Option(
+                "--sample", rich_help_panel="The answer", help="use the bundled offline sample"
+            ),
+        ],
         False,
     ),
     "fmt": (
@@ -120,6 +156,7 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
             OutputFormat,
             typer.Option(
                 "--format",
+                rich_help_panel="The answer",
                 help="table; json: the API's answer; jsonl: one offer a line; csv: one a row",
             ),
         ],
@@ -130,6 +167,7 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
             list[GroupBy] | None,
             typer.Option(
                 "--group-by",
+                rich_help_panel="The answer",
                 help="table: one row per config (default: its regions folded), gpu, provider,"
                 " region (repeatable), or none",
             ),
@@ -137,7 +175,14 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
         None,
     ),
     "wide": (
-        Annotated[bool, typer.Option("--wide", help="table: every column, whatever the width")],
+        Annotated[
+            bool,
+            typer.Option(
+                "--wide",
+                rich_help_panel="The answer",
+                help="table: every column, whatever the width",
+            ),
+        ],
         False,
     ),
     "columns": (
@@ -145,6 +190,7 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
             str | None,
             typer.Option(
                 "--columns",
+                rich_help_panel="The answer",
                 help="table: these columns, comma-separated (field names or headers)",
             ),
         ],
@@ -331,8 +377,7 @@ def _emit_answer(answer: dict[str, Any], fmt: OutputFormat) -> None:
 def offers_command(**options: Any) -> None:
     """Rank the current offers by USD per effective TFLOP-hour for a job.
 
-    Every filter of GET /v1/offers is an option of the same name; a job is --hours,
-    --gpu-hours, or --params with --tokens (default: one hour).
+    Every filter of GET /v1/offers is an option of the same name (:data:`OFFERS_HELP`).
     """
     requirement, job, query = _models(options)
     from pricing.coverage import left_out_note
@@ -444,7 +489,8 @@ def estimate_command(
     ] = 400.0,
     sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
     fmt: Annotated[
-        OutputFormat, typer.Option("--format", help="table; json: the API's answer")
+        OutputFormat,
+        typer.Option("--format", help="table; json: the API's answer"),
     ] = OutputFormat.TABLE,
 ) -> None:
     """GPU-hours, wall clock, memory and cost of a training run (FLOPs = 6 x params x tokens)."""
@@ -516,6 +562,16 @@ def _estimate_answer(current: CurrentState, result: Any) -> dict[str, Any]:
     return cast(dict[str, Any], answer.model_dump(mode="json"))
 
 
+#: ``offers --help``: one paragraph per line (typer keeps a docstring's line breaks).
+OFFERS_HELP = "\n\n".join(
+    (
+        "Rank the current offers by USD per effective TFLOP-hour for a job.",
+        "Every filter of GET /v1/offers is an option of the same name. A job is --hours,"
+        " --gpu-hours, or --params with --tokens (default: one hour).",
+    )
+)
+
+
 def register(app: typer.Typer) -> None:
-    app.command("offers")(offers_command)
+    app.command("offers", help=OFFERS_HELP)(offers_command)
     app.command("estimate")(estimate_command)

@@ -117,7 +117,7 @@ def _read(frame_path: Path, providers_path: Path) -> tuple[pl.DataFrame, dict[st
     return pl.read_ipc(frame_path), _providers(providers_path.read_text("utf-8"))
 
 
-def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     os.close(fd)
     try:

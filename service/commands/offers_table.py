@@ -300,4 +300,4 @@ def print_wide(console: Console, table: Table) -> None:
     if need <= console.width:
         console.print(table)
     else:
-        Console(width=need, file=console.file, color_system=console.color_system).print(table)
+        Console(width=need, file=console.file, no_color=console.no_color).print(table)

@@ -337,7 +337,7 @@ def _api_answer(
         limit=int(options["limit"]),
         mfu=options["mfu"],
         scaling=options["scaling"],
-        key=canonical_key(OffersQuery.model_construct(**query, **shown)),
+        key=canonical_key(OffersQuery.model_construct(None, **query, **shown)),
     )
     page = ranked_page(build_state(current, cache_entries=1), parsed, now)
     return cast(dict[str, Any], json.loads(page.body))

@@ -66,7 +66,7 @@ def offers_table(offers: list[Offer], title: str | None = None) -> Table:
             f"{o.gpus:g}",
             o.term.value,
             price_text(o),
-            figure_text(o.usd_per_hour, significant=3, decimals=2),
+            figure_text(float(o.usd_per_hour), significant=3, decimals=2),
         )
     return table
 

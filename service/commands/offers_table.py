@@ -42,6 +42,7 @@ __all__ = [
     "fold",
     "label_rows",
     "offers_table",
+    "price_range",
     "print_wide",
     "region_list",
 ]

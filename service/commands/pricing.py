@@ -39,7 +39,7 @@ from pricing.requirement import PRESETS, Requirement, preset
 from ..current import load_current
 from .console import wide_console
 from .offer_options import OptionSpec, field_options, model_options, split_commas
-from .offers_table import GroupBy, fold, label_rows, offers_table, print_wide
+from .offers_table import COLUMNS, GroupBy, fold, label_rows, offers_table, print_wide
 
 if TYPE_CHECKING:
     import polars as pl
@@ -412,6 +412,12 @@ def offers_command(**options: Any) -> None:
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)
     names = [c.strip() for c in options["columns"].split(",")] if options["columns"] else None
+    known = {c.name for c in COLUMNS} | {c.header for c in COLUMNS}
+    unknown = [n for n in names or () if n not in known]
+    if unknown:
+        _fail(
+            f"--columns: unknown {', '.join(unknown)}; known: {', '.join(c.name for c in COLUMNS)}"
+        )
     print_table(
         ranked,
         wide_console(),

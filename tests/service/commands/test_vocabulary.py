@@ -74,6 +74,7 @@ def test_min_gpus_is_an_integer() -> None:
         (["--providers", "a", "--exclude-providers", "a"], "error: --exclude-providers:"),
         (["--max-usd-per-gpu-hour", "0"], "error: --max-usd-per-gpu-hour:"),
         (["--interruptible-overhead", "11"], "error: --interruptible-overhead:"),
+        (["--columns", "rank,nope"], "error: --columns: unknown nope; known: rank,"),
     ],
 )
 def test_errors_name_the_cli_option(args: list[str], said: str) -> None:

@@ -1,15 +1,19 @@
 """Provider adapters and the common offer schema.
 
 The registry below is the one list of providers that every other part reads (CLI,
-snapshots, docs, the contract test). Adapter modules are imported on first use.
+snapshots, docs, the contract test). Adapter modules are imported on first use, and so is
+the adapter contract (``adapters.base``, with its HTTP client): ``adapters.schema`` and
+``adapters.gpus`` alone (the pricing engine's needs) do not import it.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+from typing import TYPE_CHECKING, Any
 
-from .base import Adapter
+if TYPE_CHECKING:
+    from .base import Adapter
 
 __all__ = ["ADAPTER_MODULES", "get_adapter", "registry"]
 
@@ -52,3 +56,11 @@ def get_adapter(name: str) -> type[Adapter]:
     except KeyError:
         known = ", ".join(registry())
         raise KeyError(f"unknown provider {name!r}; known: {known}") from None
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Adapter":
+        from .base import Adapter
+
+        return Adapter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

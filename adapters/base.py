@@ -39,6 +39,7 @@ import pydantic
 import tenacity
 
 from .fabrics import fabric_fields
+from .run import FRESH_WITHIN_HOURS
 from .schema import Offer, OfferFields
 from .units import to_decimal
 
@@ -467,13 +468,6 @@ def _short(url: str) -> str:
 def _body(response: httpx.Response, limit: int = 200) -> str:
     text = response.text.strip().replace("\n", " ")
     return text[:limit] + ("..." if len(text) > limit else "")
-
-
-#: How old a provider's prices may be and still count as fresh (``fresh`` in
-#: ``/v1/providers``), unless its adapter sets ``fresh_within_hours``: a day, 24 scheduled
-#: snapshots at the default hourly interval, so a few failed runs in a row do not make
-#: prices look old, and a scheduler stopped for a day does. Sample prices are never fresh.
-FRESH_WITHIN_HOURS = 24.0
 
 
 class Adapter(abc.ABC):

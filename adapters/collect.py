@@ -17,8 +17,6 @@ per-read timeout, not the deadline.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import enum
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -27,8 +25,8 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, AdapterError, MissingCredentials, SkippedRecord
-from .schema import Offer
+from .base import Adapter, AdapterError, MissingCredentials
+from .run import Origin, ProviderRun, RunStatus
 
 __all__ = [
     "Origin",
@@ -42,44 +40,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("gpuscout.adapters")
-
-
-class RunStatus(enum.StrEnum):
-    OK = "ok"
-    ERROR = "error"
-    SKIPPED = "skipped"
-
-
-class Origin(enum.StrEnum):
-    """Where a run's offers come from: a snapshot records it, every answer says it."""
-
-    LIVE = "live"
-    """fetched now from the provider (or read from the user's price sheets)"""
-    SAMPLE = "sample"
-    """replayed from the recorded responses shipped with gpuscout (:mod:`adapters.sample`):
-    prices of their capture date, not today's"""
-
-
-@dataclasses.dataclass(slots=True)
-class ProviderRun:
-    """The outcome of one provider in one snapshot."""
-
-    provider: str
-    status: RunStatus
-    started_at: datetime
-    duration_s: float
-    offers: list[Offer] = dataclasses.field(default_factory=list)
-    skipped: list[SkippedRecord] = dataclasses.field(default_factory=list)
-    error: str | None = None
-    origin: Origin = Origin.LIVE
-    capture_date_known: bool = True
-    """``False``: recorded prices whose capture date is unknown; ``started_at`` (and the
-    offers' ``fetched_at``) is then the latest that date can be (the sample manifest's
-    ``known_by``), so an age computed from it is the least the prices can be old"""
-
-    @property
-    def offer_count(self) -> int:
-        return len(self.offers)
 
 
 def provider_error(provider: str, exc: Exception, *, step: str) -> str:

@@ -17,13 +17,14 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, time
 from importlib import resources
 
-from .collect import Origin, ProviderRun, parse_payloads
+from .run import Origin, ProviderRun
 
 __all__ = [
     "SAMPLE_NOTE",
     "UNKNOWN",
     "SampleEntry",
     "capture_label",
+    "manifest_bytes",
     "replay_sample",
     "sample_entries",
     "sample_note",
@@ -95,9 +96,14 @@ def _root() -> resources.abc.Traversable:
     return resources.files(__package__ or "adapters").joinpath("samples")
 
 
+def manifest_bytes() -> bytes:
+    """The manifest as stored (what a cache of the replayed sample is keyed by)."""
+    return _root().joinpath("manifest.toml").read_bytes()
+
+
 def sample_entries() -> list[SampleEntry]:
     """The manifest's entries, in file order."""
-    data = tomllib.loads(_root().joinpath("manifest.toml").read_text("utf-8"))
+    data = tomllib.loads(manifest_bytes().decode("utf-8"))
     return [
         SampleEntry(
             provider=e["provider"],
@@ -113,6 +119,7 @@ def sample_entries() -> list[SampleEntry]:
 def replay_sample(providers: Iterable[str] | None = None) -> list[ProviderRun]:
     """Parse the recorded responses of ``providers`` (all sampled ones by default)."""
     from . import get_adapter  # the registry imports adapter modules; keep that lazy
+    from .collect import parse_payloads
 
     wanted = set(providers) if providers is not None else None
     runs = []

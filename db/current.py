@@ -11,7 +11,8 @@ places make one:
   last good offers here, and its outcome says ``stale``.
 * :func:`state_from_runs` from provider runs (the offline sample), and
   :func:`state_from_offers` from offers (tests, benchmarks), framed by
-  :func:`pricing.frame.offers_to_frame`.
+  :func:`pricing.frame.offers_to_frame`. Those and the state's types live in
+  :mod:`db.state` (no SQLAlchemy there) and are re-exported here.
 
 Either way prices convert to USD with the FX table passed in, and the state names it
 (:attr:`CurrentState.fx_note`).
@@ -26,25 +27,30 @@ does. :meth:`ProviderState.fresh` follows price age.
 
 from __future__ import annotations
 
-import collections
-import dataclasses
-import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Literal, cast
+from typing import cast
 
 import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from adapters.base import FRESH_WITHIN_HOURS
-from adapters.collect import Origin, ProviderRun, RunStatus
-from adapters.sample import sample_note
-from adapters.schema import FxTable, Offer
-from pricing.frame import offers_to_frame, records_to_frame
+from adapters.run import Origin, RunStatus
+from adapters.schema import FxTable
+from pricing.frame import records_to_frame
 
 from .engine import driver_rows, placeholders
 from .models import CurrentOffer, ProviderStatus, Snapshot
+from .state import (
+    CurrentState,
+    Outcome,
+    ProviderState,
+    Source,
+    by_name,
+    database_note,
+    state_from_offers,
+    state_from_runs,
+)
 
 __all__ = [
     "CurrentState",
@@ -61,159 +67,6 @@ __all__ = [
 _current = cast(sa.Table, CurrentOffer.__table__)
 _status = cast(sa.Table, ProviderStatus.__table__)
 _snapshot = cast(sa.Table, Snapshot.__table__)
-
-#: Where a state's offers come from: the database, or the offline sample's recorded prices.
-Source = Literal["database", "sample"]
-#: Where the offers of a state come from taken together: every one live, every one from the
-#: sample, or some of each (a sample snapshot followed by live runs of some providers).
-StateOrigin = Literal["live", "sample", "mixed"]
-
-
-class Outcome(enum.StrEnum):
-    """What a user must know about a provider's offers in the current state."""
-
-    OK = "ok"
-    """its latest fetch succeeded: the offers are from it"""
-    STALE = "stale"
-    """its latest fetch failed or was skipped: the offers held are from an earlier one"""
-    FAILED = "failed"
-    """its latest fetch failed and no earlier one succeeded: no offers from it"""
-    SKIPPED = "skipped"
-    """its latest fetch was skipped (e.g. no credentials) and none succeeded before"""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ProviderState:
-    """One provider's latest attempt and the offers held from it."""
-
-    provider: str
-    last_status: RunStatus
-    """how its latest attempt ended"""
-    offer_count: int
-    """offers held as current for this provider"""
-    fetched_at: datetime | None = None
-    """when the held offers were fetched (``None``: never fetched successfully)"""
-    last_attempt_at: datetime | None = None
-    error: str | None = None
-    """why its latest attempt failed or was skipped"""
-    origin: Origin = Origin.LIVE
-    """where the held offers come from: a live fetch or the offline sample"""
-    capture_date_known: bool = True
-    """``False``: sample offers whose capture date is unknown; ``fetched_at`` is then the
-    latest it can be, and :meth:`price_age_s` the least the prices can be old"""
-
-    @property
-    def sample(self) -> bool:
-        """Its held offers are the offline sample's recorded prices."""
-        return self.offer_count > 0 and self.origin is Origin.SAMPLE
-
-    def fresh(self, now: datetime, within_hours: float = FRESH_WITHIN_HOURS) -> bool:
-        """Its prices are live and at most ``within_hours`` old at ``now`` (the adapter's
-        ``fresh_within_hours``): freshness follows price age only, so a stale provider (its
-        latest fetch failed) with recent prices is fresh; sample prices never are."""
-        age = self.price_age_s(now)
-        return (
-            self.origin is Origin.LIVE
-            and self.offer_count > 0
-            and age is not None
-            and age <= within_hours * 3600
-        )
-
-    @property
-    def outcome(self) -> Outcome:
-        if self.last_status is RunStatus.OK:
-            return Outcome.OK
-        if self.fetched_at is not None:
-            return Outcome.STALE
-        return Outcome.FAILED if self.last_status is RunStatus.ERROR else Outcome.SKIPPED
-
-    @property
-    def stale(self) -> bool:
-        """The latest attempt did not succeed: the offers held are from an earlier run."""
-        return self.outcome is Outcome.STALE
-
-    def price_age_s(self, now: datetime) -> float | None:
-        """Seconds from the fetch of the held offers to ``now`` (``None``: never fetched)."""
-        if self.fetched_at is None:
-            return None
-        return max(0.0, (now - self.fetched_at).total_seconds())
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class CurrentState:
-    """The offers to rank now and what a user must know about them.
-
-    ``frame`` has the columns of :data:`pricing.frame.OFFER_SCHEMA` and ``config_id``.
-    Immutable: a newer snapshot makes a new state.
-    """
-
-    frame: pl.DataFrame
-    providers: Mapping[str, ProviderState]
-    """by provider name, in name order"""
-    source: Source
-    fx: FxTable
-    """the table non-USD prices were converted with (its date: ``fx.as_of``)"""
-    loaded_at: datetime
-    note: str | None = None
-    """what the user must be told first: the sample's dates, or which providers are stale"""
-    snapshot_id: int | None = None
-    snapshot_at: datetime | None = None
-    """when the latest snapshot finished (``None``: the sample, or no snapshot yet)"""
-
-    @property
-    def offer_count(self) -> int:
-        return self.frame.height
-
-    @property
-    def stale_providers(self) -> list[str]:
-        """Providers whose latest fetch did not succeed but whose earlier offers are held."""
-        return [name for name, p in self.providers.items() if p.stale]
-
-    @property
-    def failed_providers(self) -> list[str]:
-        """Providers whose latest fetch ended in an error (stale ones included)."""
-        return [name for name, p in self.providers.items() if p.last_status is RunStatus.ERROR]
-
-    @property
-    def sample_providers(self) -> list[str]:
-        """Providers whose held offers are the offline sample's recorded prices."""
-        return [name for name, p in self.providers.items() if p.sample]
-
-    @property
-    def sample(self) -> bool:
-        """Some offers are recorded sample prices, not live: the answer must say so."""
-        return self.source == "sample" or bool(self.sample_providers)
-
-    @property
-    def origin(self) -> StateOrigin:
-        """Where the held offers come from, taken together."""
-        held = [p for p in self.providers.values() if p.offer_count > 0]
-        if self.source == "sample" or (held and all(p.sample for p in held)):
-            return "sample"
-        return "mixed" if any(p.sample for p in held) else "live"
-
-    @property
-    def converted_currencies(self) -> list[str]:
-        """The currencies, other than USD, of offers whose prices were converted with ``fx``."""
-        if self.frame.is_empty() or "price_currency" not in self.frame.columns:
-            return []
-        found = self.frame.get_column("price_currency").unique().drop_nulls().to_list()
-        return sorted(c for c in found if c != "USD")
-
-    @property
-    def fx_note(self) -> str | None:
-        """Which FX table converted the non-USD prices (``None``: every price is in USD)."""
-        currencies = self.converted_currencies
-        if not currencies:
-            return None
-        return (
-            f"prices in {', '.join(currencies)} converted to USD at the FX table of "
-            f"{self.fx.as_of} ({self.fx.source})"
-        )
-
-
-def _by_name(states: Iterable[ProviderState]) -> dict[str, ProviderState]:
-    return {p.provider: p for p in sorted(states, key=lambda p: p.provider)}
 
 
 def latest_snapshot(connection: Connection) -> tuple[int, datetime] | None:
@@ -242,7 +95,7 @@ def load_current_offers(
         with engine.connect() as connection, connection.begin():
             return load_current_offers(connection, fx=fx, providers=providers, now=now)
     connection = engine
-    states = _by_name(
+    states = by_name(
         ProviderState(
             provider=row["provider"],
             last_status=RunStatus(row["last_status"]),
@@ -271,7 +124,7 @@ def load_current_offers(
         source="database",
         fx=fx,
         loaded_at=now,
-        note=_database_note(states, now),
+        note=database_note(states, now),
         snapshot_id=None if latest is None else latest[0],
         snapshot_at=None if latest is None else latest[1],
     )
@@ -313,102 +166,3 @@ def _fetched_at(
             memo[key] = (when - _EPOCH) // _MICROSECOND
             out.append(memo[key])
     return pl.Series("fetched_at", out, dtype=pl.Int64).cast(pl.Datetime("us", "UTC"))
-
-
-def _database_note(states: Mapping[str, ProviderState], now: datetime) -> str | None:
-    """The sample's dates first (stored sample offers), then the stale providers."""
-    parts = [_sample_note(states), _stale_note(states, now)]
-    return "; ".join(p for p in parts if p) or None
-
-
-def _sample_note(states: Mapping[str, ProviderState]) -> str | None:
-    captures = [
-        (p.provider, p.fetched_at.date(), p.capture_date_known)
-        for p in states.values()
-        if p.sample and p.fetched_at is not None
-    ]
-    return sample_note(captures) if captures else None
-
-
-def _stale_note(states: Mapping[str, ProviderState], now: datetime) -> str | None:
-    stale = [p for p in states.values() if p.stale]
-    if not stale:
-        return None
-    ages = ", ".join(f"{p.provider} ({_age(p.price_age_s(now))} old)" for p in stale)
-    return f"last good offers kept for providers failing now: {ages}"
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    hours = seconds / 3600
-    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} d"
-
-
-def state_from_offers(
-    offers: Sequence[Offer],
-    *,
-    fx: FxTable,
-    source: Source,
-    providers: Iterable[ProviderState] = (),
-    note: str | None = None,
-    snapshot_at: datetime | None = None,
-    now: datetime | None = None,
-) -> CurrentState:
-    """A state holding ``offers``, framed with ``fx``.
-
-    ``providers`` are taken as given; every other provider of the offers is ``ok``, with
-    its offer count and newest fetch time.
-    """
-    given = {p.provider: p for p in providers}
-    counts = collections.Counter(o.provider for o in offers)
-    newest: dict[str, datetime] = {}
-    for o in offers:
-        if o.provider not in newest or o.fetched_at > newest[o.provider]:
-            newest[o.provider] = o.fetched_at
-    derived = [
-        ProviderState(name, RunStatus.OK, count, fetched_at=newest[name])
-        for name, count in counts.items()
-        if name not in given
-    ]
-    return CurrentState(
-        frame=offers_to_frame(offers, fx),
-        providers=_by_name([*given.values(), *derived]),
-        source=source,
-        fx=fx,
-        loaded_at=now or datetime.now(UTC),
-        note=note,
-        snapshot_at=snapshot_at,
-    )
-
-
-def state_from_runs(
-    runs: Sequence[ProviderRun],
-    *,
-    fx: FxTable,
-    source: Source,
-    note: str | None = None,
-    now: datetime | None = None,
-) -> CurrentState:
-    """A state holding the offers of the successful ``runs``; each run is its provider's
-    latest attempt (nothing earlier is held). ``note`` defaults to the sample's dates when
-    some runs replayed the sample."""
-    states = [
-        ProviderState(
-            provider=run.provider,
-            last_status=run.status,
-            offer_count=run.offer_count,
-            fetched_at=(max((o.fetched_at for o in run.offers), default=run.started_at))
-            if run.status is RunStatus.OK
-            else None,
-            last_attempt_at=run.started_at,
-            error=run.error,
-            origin=run.origin,
-            capture_date_known=run.capture_date_known,
-        )
-        for run in runs
-    ]
-    offers = [o for run in runs if run.status is RunStatus.OK for o in run.offers]
-    if note is None:
-        note = _sample_note(_by_name(states))
-    return state_from_offers(offers, fx=fx, source=source, providers=states, note=note, now=now)

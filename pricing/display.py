@@ -10,9 +10,21 @@ sorting use the unrounded values; only the output is rounded.
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
+
 import polars as pl
 
-__all__ = ["DECIMALS", "INTERNAL_COLUMNS", "for_display", "provider_label", "provider_label_expr"]
+__all__ = [
+    "DECIMALS",
+    "INTERNAL_COLUMNS",
+    "age_text",
+    "decimal_text",
+    "figure_text",
+    "for_display",
+    "provider_label",
+    "provider_label_expr",
+]
 
 #: Decimal places of each derived float column.
 DECIMALS: dict[str, int] = {
@@ -77,3 +89,60 @@ def provider_label_expr() -> pl.Expr:
         .then(pl.format("{} ({})", "seller", "provider"))
         .otherwise(pl.col("provider"))
     )
+
+
+def figure_text(value: float | int, *, significant: int = 3, decimals: int | None = 2) -> str:
+    """A figure as people read it in a table: thousands grouped, no more digits than tell.
+
+    Up to ``decimals`` places from 1 to 100 (``None``: as many as ``significant`` digits
+    need), ``significant`` digits below 1, whole numbers from 100 up.
+
+    >>> figure_text(18.4), figure_text(2392.0), figure_text(0.004819, decimals=None)
+    ('18.40', '2,392', '0.00482')
+    >>> figure_text(405.69, decimals=1), figure_text(8.4e22, decimals=None)
+    ('406', '8.4e+22')
+    """
+    x = float(value)
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    magnitude = abs(x)
+    if magnitude >= 1e15:
+        return f"{x:.{significant}g}"
+    if magnitude >= 1000:
+        return f"{x:,.0f}"
+    places = max(0, significant - 1 - math.floor(math.log10(magnitude)))
+    if decimals is not None and magnitude >= 1:
+        places = decimals if magnitude < 100 else 0
+    return f"{x:,.{places}f}"
+
+
+def age_text(hours: float | None) -> str:
+    """How old a price is, in the largest unit that reads well: ``40 min``, ``5 h``,
+    ``12 d``, ``2.7 y``.
+
+    >>> age_text(0.66), age_text(5.2), age_text(300), age_text(24 * 1000)
+    ('40 min', '5 h', '12 d', '2.7 y')
+    """
+    if hours is None:
+        return ""
+    if hours < 1:
+        return f"{round(hours * 60)} min"
+    if hours < 48:
+        return f"{round(hours)} h"
+    days = hours / 24
+    if days < 365:
+        return f"{round(days)} d"
+    return f"{days / 365.25:.1f} y"
+
+
+def decimal_text(value: Decimal | float, places: int = 6) -> str:
+    """An exact amount to at most ``places`` decimals, without padding zeros.
+
+    >>> decimal_text(Decimal("0.24666666666666665")), decimal_text(Decimal("18.400"))
+    ('0.246667', '18.4')
+    """
+    quantum = Decimal(1).scaleb(-places)
+    text = f"{Decimal(str(value)).quantize(quantum):f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text

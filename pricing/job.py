@@ -73,7 +73,9 @@ class Job(BaseModel):
     tokens: Annotated[Positive, Field(le=MAX_TOKENS)] | None = Field(
         default=None, description="training tokens"
     )
-    gpus: Annotated[PositiveInt, Field(le=MAX_GPUS)] | None = None
+    gpus: Annotated[PositiveInt, Field(le=MAX_GPUS)] | None = Field(
+        default=None, description="total GPUs of the job (spans several instances)"
+    )
     interruptible_overhead: Annotated[float | None, Field(ge=0, le=MAX_INTERRUPTIBLE_OVERHEAD)] = (
         Field(
             default=None,

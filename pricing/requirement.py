@@ -33,11 +33,17 @@ class Requirement(BaseModel):
     gpus: tuple[str, ...] = Field(
         default=(), description="GPU models: canonical name, family (H100) or vendor (amd)"
     )
-    min_gpus: NonNegative | None = Field(default=None, description="GPUs per offer (instance)")
-    max_gpus: NonNegative | None = None
-    min_gpu_memory_gb: Positive | None = None
-    min_total_gpu_memory_gb: Positive | None = None
-    form_factors: tuple[GpuFormFactor, ...] = ()
+    min_gpus: NonNegative | None = Field(
+        default=None, description="GPUs per offer (instance), at least"
+    )
+    max_gpus: NonNegative | None = Field(default=None, description="GPUs per offer, at most")
+    min_gpu_memory_gb: Positive | None = Field(default=None, description="GB per GPU, at least")
+    min_total_gpu_memory_gb: Positive | None = Field(
+        default=None, description="GB of all the offer's GPUs together, at least"
+    )
+    form_factors: tuple[GpuFormFactor, ...] = Field(
+        default=(), description="GPU form factors (sxm, pcie, ...); an unstated one is left out"
+    )
     nvlink: bool | None = Field(
         default=None, description="True: NVLink/NVSwitch/bridge between GPUs; False: without"
     )
@@ -46,32 +52,46 @@ class Requirement(BaseModel):
         default=None,
         description="physical cores; where only vCPUs are published, vcpus / 2 (2 threads/core)",
     )
-    min_vcpus: Positive | None = None
+    min_vcpus: Positive | None = Field(default=None, description="vCPUs (threads), at least")
     min_vcpus_per_gpu: Positive | None = Field(
         default=None,
         description="vCPUs per GPU (a slice counts as its fraction); the ranking flags"
         " offers below 2 whatever this says",
     )
-    min_ram_gb: Positive | None = None
+    min_ram_gb: Positive | None = Field(default=None, description="system RAM in GB, at least")
     min_ram_gb_per_gpu: Positive | None = Field(
         default=None,
         description="GB of RAM per GPU; the ranking flags offers below 8 whatever this says",
     )
-    ram_ecc: bool | None = None
-    min_storage_gb: Positive | None = None
-    storage_types: tuple[StorageType, ...] = ()
+    ram_ecc: bool | None = Field(default=None, description="True: ECC RAM; False: without")
+    min_storage_gb: Positive | None = Field(
+        default=None, description="local storage in GB, at least"
+    )
+    storage_types: tuple[StorageType, ...] = Field(
+        default=(), description="local storage kinds allowed (nvme, ssd, ...)"
+    )
     # network
-    min_bandwidth_down_mbps: Positive | None = None
-    min_bandwidth_up_mbps: Positive | None = None
-    fabrics: tuple[Fabric, ...] = ()
-    min_fabric_gbps: Positive | None = None
-    multi_node: bool | None = None
+    min_bandwidth_down_mbps: Positive | None = Field(
+        default=None, description="internet download bandwidth in Mbit/s, at least"
+    )
+    min_bandwidth_up_mbps: Positive | None = Field(
+        default=None, description="internet upload bandwidth in Mbit/s, at least"
+    )
+    fabrics: tuple[Fabric, ...] = Field(
+        default=(), description="cluster fabrics between nodes allowed (infiniband, roce, ...)"
+    )
+    min_fabric_gbps: Positive | None = Field(
+        default=None, description="fabric bandwidth per node in Gbit/s, at least"
+    )
+    multi_node: bool | None = Field(
+        default=None, description="True: offers that can be clustered across nodes"
+    )
     allow_ethernet: bool = Field(
         default=False,
         description="let a multi-node job span nodes joined by plain Ethernet (no RDMA)",
     )
     # power and cooling
-    cooling: tuple[Cooling, ...] = ()
+    cooling: tuple[Cooling, ...] = Field(default=(), description="cooling kinds allowed")
     # where and who
     regions: tuple[str, ...] = Field(
         default=(), description="region prefixes, case-insensitive (us-east matches us-east-1)"
@@ -91,13 +111,25 @@ class Requirement(BaseModel):
     max_commitment_hours: NonNegative | None = Field(
         default=None, description="longest commitment allowed (730 = one month)"
     )
-    max_usd_per_hour: Positive | None = None
-    max_usd_per_gpu_hour: Positive | None = None
+    max_usd_per_hour: Positive | None = Field(
+        default=None, description="USD per hour of the whole instance, at most"
+    )
+    max_usd_per_gpu_hour: Positive | None = Field(
+        default=None, description="USD per GPU-hour, at most"
+    )
     # service and availability
-    min_reliability: Annotated[float | None, Field(ge=0, le=1)] = None
-    min_sla_uptime_pct: Annotated[float | None, Field(gt=0, le=100)] = None
-    verified_only: bool = False
-    datacenter_only: bool = False
+    min_reliability: Annotated[float | None, Field(ge=0, le=1)] = Field(
+        default=None, description="marketplace host reliability, 0-1, at least"
+    )
+    min_sla_uptime_pct: Annotated[float | None, Field(gt=0, le=100)] = Field(
+        default=None, description="uptime the provider's SLA promises, in %, at least"
+    )
+    verified_only: bool = Field(
+        default=False, description="only hosts the marketplace has verified"
+    )
+    datacenter_only: bool = Field(
+        default=False, description="only machines in a datacenter (no home hosts)"
+    )
     available_now: bool = Field(
         default=False,
         description="leave out offers the provider says are not available now"

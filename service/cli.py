@@ -1,7 +1,10 @@
 """The ``gpuscout`` command line: one typer app, each command group in ``service/commands``.
 
-Command modules are imported when the CLI starts, never at package import, and build their
-settings, engines and clients inside the command, so ``import service.cli`` is cheap.
+Command modules are imported when their command runs (or ``--help`` lists them), never at
+package import: :data:`COMMANDS` maps each top-level command to the module that registers
+it, and :class:`RootGroup` imports only that module. ``gpuscout offers`` so never pays for
+the database, the web framework or the mail code (``python -X importtime`` shows it); a
+test checks the map against what each module registers.
 
 Every command runs through :class:`RootGroup`: an invalid setting, a broken database URL
 or database, an unwritable path or an out-of-range number is one ``error:`` line and a
@@ -19,26 +22,52 @@ from typer.core import TyperGroup
 
 from .commands.errors import one_line, refuse_non_finite
 
-__all__ = ["RootGroup", "app", "main"]
+__all__ = ["COMMANDS", "COMMAND_MODULES", "RootGroup", "app", "command_from", "main"]
+
+#: Top-level command -> the module under ``service.commands`` that registers it (each
+#: module exposes ``register(app)``), in the order ``--help`` lists them.
+COMMANDS: dict[str, str] = {
+    "offers": "pricing",
+    "estimate": "pricing",
+    "gpus": "gpus",
+    "providers": "providers",
+    "parse": "providers",
+    "snapshot": "providers",
+    "history": "db",
+    "db": "db",
+    "scheduler": "db",
+    "serve": "serve",
+    "subscribe": "digest",
+    "digest": "digest",
+    "fx": "fx",
+}
 
 #: Modules under ``service.commands`` that each expose ``register(app)``.
-COMMAND_MODULES: tuple[str, ...] = (
-    "gpus",
-    "providers",
-    "pricing",
-    "serve",
-    "digest",
-    "db",
-    "fx",
-)
+COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
+
+
+def command_from(module: str, name: str) -> Any:
+    """The click command ``name`` as the module ``service.commands.<module>`` registers it."""
+    sub = typer.Typer(add_completion=False)
+    importlib.import_module(f"service.commands.{module}").register(sub)
+    group = typer.main.get_group(sub)
+    return group.commands.get(name)
 
 
 class RootGroup(TyperGroup):
-    """The root command: float options refuse NaN/Infinity, and the errors bad input or a
-    broken environment cause are one line (:func:`~service.commands.errors.one_line`)."""
+    """The root command: commands load on first use, float options refuse NaN/Infinity,
+    and the errors bad input or a broken environment cause are one line
+    (:func:`~service.commands.errors.one_line`)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            command = command_from(COMMANDS[cmd_name], cmd_name)
+            if command is not None:
+                self.commands[cmd_name] = command
         if command is not None:
             refuse_non_finite(command)
         return command
@@ -68,8 +97,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"service.commands.{_name}").register(app)
+
+@app.callback()
+def root() -> None:
+    """Where to rent GPU compute for the least money per unit of real work."""
 
 
 def main() -> None:

@@ -2,26 +2,64 @@
 
 Every reader of "today's offers" (CLI, API, digest) goes through :func:`load_current`, so
 the rule "the database when it holds offers, else the bundled sample, and always say which"
-lives in one place. Both give a :class:`db.current.CurrentState`, priced with the FX table
+lives in one place. Both give a :class:`db.state.CurrentState`, priced with the FX table
 the settings select (read again on every load).
+
+Two things keep a command on the sample fast: an embedded SQLite database whose file does
+not exist (or is empty) holds no offers, so it is not opened (nor created) and SQLAlchemy is
+not imported; and the sample is parsed once and kept beside the data dir
+(:mod:`service.sample_cache`).
 """
 
 from __future__ import annotations
 
-from adapters.sample import replay_sample, sample_note
+from pathlib import Path
+
+from adapters.sample import manifest_bytes, replay_sample, sample_note
 from adapters.schema import FxTable
-from db.current import CurrentState, state_from_runs
+from db.state import CurrentState, state_from_runs
 
 from .fx import fx_table
 from .settings import Settings
 
-__all__ = ["load_current", "load_database", "load_sample", "sample_note"]
+__all__ = ["load_current", "load_database", "load_sample"]
 
 
-def load_sample(fx: FxTable) -> CurrentState:
+def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
     """The bundled recorded responses, replayed through each adapter's parse; its note
-    names each sample's capture date (or says it is unknown)."""
-    return state_from_runs(replay_sample(), fx=fx, source="sample")
+    names each sample's capture date (or says it is unknown). With ``settings``, read from
+    (or kept in) the cache under their ``data_dir``."""
+    note = sample_note()
+
+    def parse() -> CurrentState:
+        return state_from_runs(replay_sample(), fx=fx, source="sample")
+
+    if settings is None:
+        return parse()
+    from .sample_cache import cached_sample
+
+    return cached_sample(settings.data_dir, fx, manifest=manifest_bytes(), note=note, parse=parse)
+
+
+def _no_sqlite_file(url: str) -> bool:
+    """The URL names an SQLite file that does not exist (and could be created) or is empty:
+    it holds no offers.
+
+    ``sqlite:///path`` and ``sqlite+pysqlite:///path``, with or without a query; an
+    in-memory database or any other URL is for the database to say.
+    """
+    scheme, sep, rest = url.partition(":///")
+    if not sep or scheme.split("+")[0] != "sqlite":
+        return False
+    path = rest.split("?", 1)[0]
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return False
+    file = Path(path)
+    if file.exists():
+        return file.is_file() and file.stat().st_size == 0
+    # SQLite would create it: where it cannot (a parent is a file), the database says so
+    parent = next((p for p in file.parents if p.exists()), None)
+    return parent is not None and parent.is_dir()
 
 
 def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
@@ -30,6 +68,8 @@ def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
     Nothing is migrated here (reading must not write): a database at an older revision is
     an alembic ``CommandError`` saying to run ``gpuscout db upgrade``, not a missing column.
     """
+    if _no_sqlite_file(settings.database_url):
+        return None
     import sqlalchemy as sa
     from alembic.util.exc import CommandError
 
@@ -65,6 +105,6 @@ def load_current(sample: bool = False, settings: Settings | None = None) -> Curr
         settings = get_settings()
     fx = fx_table(settings)
     if sample:
-        return load_sample(fx)
+        return load_sample(fx, settings)
     stored = load_database(settings, fx)
-    return stored if stored is not None else load_sample(fx)
+    return stored if stored is not None else load_sample(fx, settings)

@@ -22,12 +22,14 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from adapters.schema import FxTable, default_fx, load_fx
 
 from .settings import Settings
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "ECB_DAILY_URL",
@@ -125,6 +127,8 @@ def ecb_toml(xml_text: str, *, source_url: str = ECB_DAILY_URL) -> str:
 def update_fx_file(path: Path, client: httpx.Client, *, url: str = ECB_DAILY_URL) -> FxTable:
     """Download the ECB's latest rates and replace ``path`` with them, atomically: on any
     failure the previous file stays as it was."""
+    import httpx  # only to download: reading the table needs no HTTP client
+
     try:
         response = client.get(url)
         response.raise_for_status()
@@ -152,6 +156,8 @@ def run_fx_job(
     logged and changes nothing: prices keep converting with the table in use, whose date
     ``gpuscout fx show`` tells.
     """
+    import httpx
+
     path = fx_target(settings)
     make = client or (lambda: httpx.Client(timeout=settings.http_timeout_s, follow_redirects=True))
     try:

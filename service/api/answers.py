@@ -103,12 +103,14 @@ def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
     """Rank, shape and serialize one answer (blocking: run in a worker thread)."""
     offers = ranked_offers(state, q, now)
     header = page_header(state, now)
-    note = left_out_note(state.frame, q.requirement, now, precision=q.precision)
+    note = left_out_note(state.frame, q.requirement, now, precision=q.precision, job=q.job)
     if note:
         header["warnings"] = [*header["warnings"], note]
     body = {
         **header,
-        "left_out": left_out(state.frame, q.requirement, now, precision=q.precision).to_dicts(),
+        "left_out": left_out(
+            state.frame, q.requirement, now, precision=q.precision, job=q.job
+        ).to_dicts(),
         "query": json.loads(q.key),
         "count": len(offers),
         "offers": offers,

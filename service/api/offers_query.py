@@ -46,6 +46,9 @@ JOB_PARAMS: dict[str, str] = {
     "bytes_per_param": "bytes_per_param",
     "job_storage_gb": "storage_gb",
     "egress_gb": "egress_gb",
+    "layers": "layers",
+    "hidden_size": "hidden_size",
+    "context_tokens": "context_tokens",
 }
 REQUIREMENT_PARAMS: tuple[str, ...] = tuple(Requirement.model_fields)
 

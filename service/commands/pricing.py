@@ -1,36 +1,55 @@
-"""``gpuscout offers`` and ``gpuscout estimate``: rank current offers, price a training run."""
+"""``gpuscout offers`` and ``gpuscout estimate``: rank current offers, price a training run.
+
+``offers`` takes every filter of ``GET /v1/offers`` under the same name
+(:mod:`service.commands.offer_options` generates them from the engine's models) and
+answers in one of four forms: a table folded and fitted to the terminal
+(:mod:`service.commands.offers_table`), or the API's own answer: ``json`` the envelope
+``/v1/offers`` sends (source, sample flag, notes, warnings, snapshot time, query, offers),
+``jsonl`` its offers one per line, ``csv`` its offers flattened to one row each. Those
+three are built by the API's code (:func:`service.api.answers.ranked_page`), so the CLI
+and the API cannot drift apart; the table path does not import the web framework.
+
+Errors name the option the user typed (``error: --gpus: unknown GPU model ...``).
+"""
 
 from __future__ import annotations
 
+import csv
+import inspect
+import io
 import json
+import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
-import polars as pl
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from adapters.gpus import Precision
-from adapters.schema import Fabric, RentalTerm
-from db.current import CurrentState
-from pricing import Job, RankOptions, Requirement, estimate, preset, rank
-from pricing.coverage import binding_note, left_out_note
-from pricing.display import for_display, provider_label_expr
-from pricing.requirement import preset_names
+from adapters.schema import Fabric
+from pricing.display import figure_text
+from pricing.job import Job
+from pricing.requirement import PRESETS, Requirement, preset
 
 from ..current import load_current
-from .errors import validation_message
-from .providers import wide_console
+from .console import wide_console
+from .offer_options import OptionSpec, field_options, model_options, split_commas
+from .offers_table import COLUMNS, GroupBy, fold, label_rows, offers_table, print_wide
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    import polars as pl
+
+    from db.state import CurrentState
+
+__all__ = ["EXTRA_OPTIONS", "OutputFormat", "SortKey", "offers_command", "register"]
 
 err = Console(stderr=True)
 
-#: The options of ``offers`` a job field is given by (errors name the option).
-JOB_OPTIONS = {"gpu_hours": "--gpu-hours", "gpus": "--job-gpus"}
 #: Most offers ``offers --limit`` prints.
 MAX_LIMIT = 10_000
 #: Most GPUs ``estimate --count`` prices (as ``POST /v1/estimate``).
@@ -40,46 +59,178 @@ MAX_ESTIMATE_GPUS = 100_000
 class OutputFormat(StrEnum):
     TABLE = "table"
     JSON = "json"
+    JSONL = "jsonl"
     CSV = "csv"
 
 
-#: Columns shown by ``--format table`` with their short headers (json and csv carry every
-#: column under its full name).
-TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("rank", "#"),
-    ("provider", "provider"),
-    ("offer_id", "offer"),
-    ("region", "region"),
-    ("gpus_label", "GPUs"),
-    ("term", "term"),
-    ("usd_per_hour", "$/h"),
-    ("usd_per_gpu_hour", "$/GPU-h"),
-    ("effective_tflops", "eff. TFLOPs"),
-    ("usd_per_effective_tflop_hour", "$/eff. TFLOP-h"),
-    ("wall_clock_hours", "wall h"),
-    ("all_in_cost_usd", "job $ all-in"),
-)
+class SortKey(StrEnum):
+    """The orders of an answer (as the API's ``sort``, :data:`pricing.rank.SortKey`)."""
 
-#: The parts of the all-in cost, named beneath the table where any beyond compute is billed.
-_COST_PARTS: tuple[tuple[str, str], ...] = (
-    ("job_cost_usd", "compute"),
-    ("required_extras_usd", "boot disk and IPv4"),
-    ("storage_cost_usd", "disk"),
-    ("egress_cost_usd", "egress"),
-)
+    USD_PER_EFFECTIVE_TFLOP_HOUR = "usd_per_effective_tflop_hour"
+    JOB_COST_USD = "job_cost_usd"
+    ALL_IN_COST_USD = "all_in_cost_usd"
+    USD_PER_HOUR = "usd_per_hour"
+    USD_PER_GPU_HOUR = "usd_per_gpu_hour"
+
+
+#: The options of ``offers`` that are not model fields: the API's presentation parameters
+#: (same names) and the CLI's own (``--sample``, ``--format``, the table's layout).
+EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "preset": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--preset",
+                rich_help_panel="The answer",
+                help="a named requirement; other parameters refine it. One of: "
+                + ", ".join(PRESETS),
+            ),
+        ],
+        None,
+    ),
+    "precision": (
+        Annotated[
+            Precision,
+            typer.Option(
+                "--precision", rich_help_panel="The answer", help="arithmetic precision of the job"
+            ),
+        ],
+        Precision.BF16,
+    ),
+    "mfu": (
+        Annotated[
+            float | None,
+            typer.Option(
+                "--mfu",
+                rich_help_panel="The answer",
+                min=0.0,
+                max=1.0,
+                help="replace the modelled mfu",
+            ),
+        ],
+        None,
+    ),
+    "scaling": (
+        Annotated[
+            float | None,
+            typer.Option(
+                "--scaling",
+                rich_help_panel="The answer",
+                min=0.0,
+                max=1.0,
+                help="replace the modelled scaling",
+            ),
+        ],
+        None,
+    ),
+    "sort": (
+        Annotated[
+            SortKey,
+            typer.Option("--sort", rich_help_panel="The answer", help="order of the answer"),
+        ],
+        SortKey.USD_PER_EFFECTIVE_TFLOP_HOUR,
+    ),
+    "limit": (
+        Annotated[
+            int,
+            typer.Option(
+                "--limit",
+                rich_help_panel="The answer",
+                min=1,
+                max=MAX_LIMIT,
+                help="offers in the answer",
+            ),
+        ],
+        20,
+    ),
+    "sample": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--sample", rich_help_panel="The answer", help="use the bundled offline sample"
+            ),
+        ],
+        False,
+    ),
+    "fmt": (
+        Annotated[
+            OutputFormat,
+            typer.Option(
+                "--format",
+                rich_help_panel="The answer",
+                help="table; json: the API's answer; jsonl: one offer a line; csv: one a row",
+            ),
+        ],
+        OutputFormat.TABLE,
+    ),
+    "group_by": (
+        Annotated[
+            list[GroupBy] | None,
+            typer.Option(
+                "--group-by",
+                rich_help_panel="The answer",
+                help="table: one row per config (default: its regions folded), gpu, provider,"
+                " region (repeatable), or none",
+            ),
+        ],
+        None,
+    ),
+    "wide": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--wide",
+                rich_help_panel="The answer",
+                help="table: every column, whatever the width",
+            ),
+        ],
+        False,
+    ),
+    "columns": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--columns",
+                rich_help_panel="The answer",
+                help="table: these columns, comma-separated (field names or headers)",
+            ),
+        ],
+        None,
+    ),
+}
+
+_SPECS: list[OptionSpec] = model_options()
+_OPTION_OF: Mapping[type[BaseModel], dict[str, str]] = field_options(_SPECS)
 
 
 def _fail(message: str) -> NoReturn:
-    err.print(f"[red]error:[/] {message}", highlight=False)
+    err.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
-def _load(sample: bool, fmt: OutputFormat) -> CurrentState:
+def cli_message(exc: ValidationError, model: type[BaseModel]) -> str:
+    """A model's refusal naming the CLI options: ``--gpus: unknown GPU model ...``; a
+    model-level rule is prefixed with the option of the field it starts with."""
+    names = _OPTION_OF.get(model, {})
+    parts = []
+    for error in exc.errors(include_url=False):
+        loc = [str(p) for p in error["loc"]]
+        message = str(error["msg"]).removeprefix("Value error, ").splitlines()[0]
+        if not loc:
+            head = message.split(":", 1)[0].split(" ", 1)[0]
+            loc = [head] if head in names else []
+            message = message.removeprefix(f"{head}: ")
+        where = names.get(loc[0], loc[0]) if loc else ""
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+def _load(sample: bool) -> CurrentState:
     current = load_current(sample=sample)
     if current.note:
         err.print(f"[yellow]note:[/] {current.note}", highlight=False)
     if current.fx_note:
-        err.print(f"note: {current.fx_note}", highlight=False)
+        err.print(f"[yellow]note:[/] {current.fx_note}", highlight=False)
     if current.stale_providers:
         err.print(
             f"[yellow]stale:[/] {', '.join(current.stale_providers)} (last good prices)",
@@ -88,82 +239,43 @@ def _load(sample: bool, fmt: OutputFormat) -> CurrentState:
     return current
 
 
-def _job(
-    hours: float | None,
-    gpu_hours: float | None,
-    params: float | None,
-    tokens: float | None,
-    job_gpus: int | None,
-) -> Job:
-    if hours is None and gpu_hours is None and params is None and tokens is None:
-        hours = 1.0
+def _models(options: dict[str, Any]) -> tuple[Requirement, Job, dict[str, Any]]:
+    """The requirement and job the options ask for, and the query in the API's names."""
+    query: dict[str, Any] = {}
+    req: dict[str, Any] = {}
+    job: dict[str, Any] = {}
+    for spec in _SPECS:
+        value = options.get(spec.param)
+        if spec.is_list:
+            value = split_commas(value) or None
+        if value is None or (value is False and spec.info.default is False):
+            continue
+        (req if spec.model is Requirement else job)[spec.field] = value
+        query[spec.param] = list(value) if isinstance(value, tuple) else value
+    name = options.get("preset")
     try:
-        return Job(hours=hours, gpu_hours=gpu_hours, params=params, tokens=tokens, gpus=job_gpus)
+        base = preset(name) if name else Requirement()
+    except KeyError as exc:
+        _fail(f"--preset: {exc.args[0]}")
+    if name:
+        query["preset"] = name
+    try:
+        requirement = base.merged(**req)
     except ValidationError as exc:
-        _fail(validation_message(exc, JOB_OPTIONS))
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
-    return str(value)
-
-
-def _count_label(count: pl.Expr) -> pl.Expr:
-    """``8`` for whole GPU counts, ``0.25`` for a slice."""
-    whole = count == count.round(0)
-    return (
-        pl.when(whole)
-        .then(count.cast(pl.Int64).cast(pl.String))
-        .otherwise(count.round(2).cast(pl.String))
-    )
-
-
-def _print_table(frame: pl.DataFrame, title: str) -> None:
-    """A compact table; the break-even of each row's chosen term is listed beneath it."""
-    console = wide_console()
-    table = Table(title=title, header_style="bold")
-    caveat = _caveat_expr(frame)
-    label = pl.format("{}× {}", _count_label(pl.col("total_gpus")), pl.col("gpu_model"))
-    labelled = frame.with_columns(
-        pl.when(caveat.is_not_null())
-        .then(pl.concat_str([label, pl.lit(" *")]))
-        .otherwise(label)
-        .alias("gpus_label")
-    )
-    if "seller" in labelled.columns:
-        labelled = labelled.with_columns(provider=provider_label_expr())
-    cols = [(c, h) for c, h in TABLE_COLUMNS if c in labelled.columns]
-    for col, header in cols:
-        numeric = labelled.schema[col].is_numeric()
-        table.add_column(header, justify="right" if numeric else "left", overflow="fold")
-    for row in labelled.select(c for c, _ in cols).iter_rows():
-        table.add_row(*(_fmt(v) for v in row))
-    console.print(table)
-    if "break_even" in frame.columns:
-        for rank, text in frame.select("rank", "break_even").iter_rows():
-            if text:
-                console.print(f"  #{rank}: {text}", highlight=False)
-    if all(c in frame.columns for c, _ in _COST_PARTS):
-        costs = frame.select("rank", *(c for c, _ in _COST_PARTS))
-        for rank, compute, *extras in costs.iter_rows():
-            if any(extras):
-                parts = [f"compute ${_fmt(compute)}"] + [
-                    f"{name} ${_fmt(value)}"
-                    for (_, name), value in zip(_COST_PARTS[1:], extras, strict=True)
-                    if value
-                ]
-                console.print(f"  #{rank} $: {' + '.join(parts)}", highlight=False)
-    for rank, text in frame.select("rank", caveat).iter_rows():
-        if text:
-            console.print(f"  #{rank} *: [yellow]{text}[/]", highlight=False)
+        _fail(cli_message(exc, Requirement))
+    if not {"hours", "gpu_hours", "params", "tokens"} & job.keys():
+        job["hours"] = 1.0
+    try:
+        return requirement, Job(**job), query
+    except ValidationError as exc:
+        _fail(cli_message(exc, Job))
 
 
 def _caveat_expr(frame: pl.DataFrame) -> pl.Expr:
     """What a row's figures rest on, in words: "form factor not stated (ranked as the slower
     H100-PCIE-80GB)", "ranked at FP16: no BF16 figure"; null when nothing needs saying."""
+    import polars as pl
+
     parts: list[pl.Expr] = []
     if "form_factor_stated" in frame.columns:
         parts.append(
@@ -188,87 +300,233 @@ def _caveat_expr(frame: pl.DataFrame) -> pl.Expr:
     return pl.concat_str(parts, separator="; ", ignore_nulls=True).replace("", None)
 
 
-def _emit(frame: pl.DataFrame, fmt: OutputFormat, title: str) -> None:
-    if fmt is OutputFormat.TABLE:
-        _print_table(frame, title)
-    elif fmt is OutputFormat.CSV:
-        typer.echo(for_display(frame).write_csv(), nl=False)
-    else:
-        typer.echo(json.dumps(for_display(frame).to_dicts(), default=_json_default, indent=1))
-
-
-def _json_default(value: Any) -> str:
-    """Datetimes in ISO 8601 (``2025-10-01T00:00:00+00:00``); anything else as text."""
-    return value.isoformat() if isinstance(value, datetime) else str(value)
-
-
-def offers_command(
-    gpu: Annotated[
-        list[str] | None, typer.Option("--gpu", help="GPU model, family (H100) or vendor")
-    ] = None,
-    preset_name: Annotated[
-        str | None, typer.Option("--preset", help=f"one of: {', '.join(preset_names())}")
-    ] = None,
-    min_gpus: Annotated[float | None, typer.Option(help="GPUs per offer, at least")] = None,
-    max_gpus: Annotated[float | None, typer.Option(help="GPUs per offer, at most")] = None,
-    min_gpu_memory_gb: Annotated[float | None, typer.Option()] = None,
-    provider: Annotated[list[str] | None, typer.Option("--provider")] = None,
-    exclude_provider: Annotated[list[str] | None, typer.Option("--exclude-provider")] = None,
-    region: Annotated[list[str] | None, typer.Option("--region", help="region prefix")] = None,
-    country: Annotated[list[str] | None, typer.Option("--country", help="ISO code")] = None,
-    term: Annotated[list[RentalTerm] | None, typer.Option("--term")] = None,
-    max_usd_per_hour: Annotated[float | None, typer.Option()] = None,
-    fabric: Annotated[
-        list[Fabric] | None, typer.Option("--fabric", "--interconnect", help="cluster fabric")
-    ] = None,
-    hours: Annotated[float | None, typer.Option(help="job: wall-clock hours")] = None,
-    gpu_hours: Annotated[float | None, typer.Option(help="job: GPU-hours")] = None,
-    params: Annotated[float | None, typer.Option(help="job: model parameters, e.g. 7e9")] = None,
-    tokens: Annotated[float | None, typer.Option(help="job: training tokens, e.g. 2e12")] = None,
-    job_gpus: Annotated[
-        int | None, typer.Option(help="job: total GPUs (spans several instances)")
-    ] = None,
-    precision: Annotated[Precision, typer.Option()] = Precision.BF16,
-    limit: Annotated[int, typer.Option(min=1, max=MAX_LIMIT)] = 20,
-    sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
-    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
+def print_table(
+    ranked: pl.DataFrame,
+    console: Console,
+    *,
+    title: str,
+    limit: int,
+    group_by: list[GroupBy],
+    wide: bool = False,
+    columns: list[str] | None = None,
 ) -> None:
-    """Rank the current offers by USD per effective TFLOP-hour for a job."""
-    try:
-        base = preset(preset_name) if preset_name else Requirement()
-    except KeyError as exc:
-        _fail(f"--preset: {exc.args[0]}")
-    try:
-        requirement = base.merged(
-            gpus=tuple(gpu or ()),
-            min_gpus=min_gpus,
-            max_gpus=max_gpus,
-            min_gpu_memory_gb=min_gpu_memory_gb,
-            providers=tuple(provider or ()),
-            exclude_providers=tuple(exclude_provider or ()),
-            regions=tuple(region or ()),
-            countries=tuple(country or ()),
-            terms=tuple(term or ()),
-            max_usd_per_hour=max_usd_per_hour,
-            fabrics=tuple(fabric or ()),
+    """The ranking folded and fitted to ``console``; each row's term and caveats beneath."""
+    import polars as pl
+
+    caveat = _caveat_expr(ranked)
+    labelled = label_rows(ranked.with_columns(caveat.alias("_caveat")), caveat)
+    folded = fold(labelled, group_by, limit)
+    table = offers_table(folded, console.width, title=title, wide=wide, names=columns)
+    print_wide(console, table) if wide else console.print(table)
+    # the term's reason where there is a choice to explain (not "on-demand; no commitment")
+    explained = (pl.col("term") != "on_demand") | pl.col("break_even_hours").is_not_null()
+    reasons = folded.select(
+        "rank", pl.when(explained).then("break_even"), _cost_parts(folded), "_caveat"
+    )
+    for rank, *texts in reasons.iter_rows():
+        for text in texts:
+            if text:
+                console.print(f"  #{rank}: {text}", highlight=False)
+
+
+#: The parts of the all-in cost, named beneath the table where any beyond compute is billed.
+_COST_PARTS: tuple[tuple[str, str], ...] = (
+    ("job_cost_usd", "compute"),
+    ("required_extras_usd", "boot disk and IPv4"),
+    ("storage_cost_usd", "disk"),
+    ("egress_cost_usd", "egress"),
+)
+
+
+def _cost_parts(frame: pl.DataFrame) -> pl.Expr:
+    """``job $ = compute $X + disk $Y`` where the bill has parts beyond compute, else null."""
+    import polars as pl
+
+    if not all(c in frame.columns for c, _ in _COST_PARTS):
+        return pl.lit(None, dtype=pl.String)
+    money = [
+        pl.format(f"{name} ${{}}", pl.col(c).round(2))
+        if i == 0
+        else pl.when(pl.col(c) > 0).then(pl.format(f"{name} ${{}}", pl.col(c).round(2)))
+        for i, (c, name) in enumerate(_COST_PARTS)
+    ]
+    extras = pl.any_horizontal([pl.col(c).fill_null(0) > 0 for c, _ in _COST_PARTS[1:]])
+    return pl.when(extras).then(
+        pl.concat_str(
+            [pl.lit("job $ = "), pl.concat_str(money, separator=" + ", ignore_nulls=True)]
         )
-    except ValidationError as exc:
-        _fail(validation_message(exc))
-    job = _job(hours, gpu_hours, params, tokens, job_gpus)
-    current = _load(sample, fmt)
-    frame = current.frame
-    options = RankOptions(precision=precision, limit=limit, now=datetime.now(UTC))
-    ranked = rank(frame, requirement, job, options)
+    )
+
+
+def _api_answer(
+    current: CurrentState,
+    query: dict[str, Any],
+    requirement: Requirement,
+    job: Job,
+    options: dict[str, Any],
+    now: datetime,
+) -> dict[str, Any]:
+    """The answer ``GET /v1/offers`` gives for this query, built by the API's own code."""
+    from ..api.answers import ranked_page
+    from ..api.offers_query import OffersQuery, ParsedQuery, canonical_key
+    from ..api.state import build_state
+
+    extras = {k: options[k] for k in ("precision", "sort", "limit", "mfu", "scaling")}
+    shown = {k: (v.value if isinstance(v, StrEnum) else v) for k, v in extras.items()}
+    parsed = ParsedQuery(
+        requirement=requirement,
+        job=job,
+        precision=options["precision"],
+        sort=str(shown["sort"]),
+        limit=int(options["limit"]),
+        mfu=options["mfu"],
+        scaling=options["scaling"],
+        key=canonical_key(OffersQuery.model_construct(None, **query, **shown)),
+    )
+    page = ranked_page(build_state(current, cache_entries=1), parsed, now)
+    return cast(dict[str, Any], json.loads(page.body))
+
+
+def flat_offer(offer: Mapping[str, Any]) -> dict[str, Any]:
+    """An answer's offer as one flat row: each group's fields at the top (their names are
+    unique across groups); nested values as JSON text."""
+    row: dict[str, Any] = {}
+    for key, value in offer.items():
+        if isinstance(value, Mapping):
+            row.update(flat_offer(value) if key != "links" else {key: json.dumps(value)})
+        elif isinstance(value, list):
+            row[key] = json.dumps(value)
+        else:
+            row[key] = value
+    return row
+
+
+def _emit_answer(answer: dict[str, Any], fmt: OutputFormat) -> None:
+    offers = answer.get("offers", [])
+    if fmt is OutputFormat.JSON:
+        typer.echo(json.dumps(answer, indent=1, ensure_ascii=False))
+    elif fmt is OutputFormat.JSONL:
+        for offer in offers:
+            sys.stdout.write(json.dumps(offer, ensure_ascii=False) + "\n")
+    else:
+        rows = [flat_offer(o) for o in offers]
+        out = io.StringIO()
+        if rows:
+            writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        typer.echo(out.getvalue(), nl=False)
+
+
+def offers_command(**options: Any) -> None:
+    """Rank the current offers by USD per effective TFLOP-hour for a job.
+
+    Every filter of GET /v1/offers is an option of the same name (:data:`OFFERS_HELP`).
+    """
+    requirement, job, query = _models(options)
+    from pricing.coverage import binding_note, left_out_note
+    from pricing.rank import RankOptions, rank
+
+    current = _load(bool(options["sample"]))
+    now = datetime.now(UTC)
+    fmt = OutputFormat(options["fmt"])
+    if fmt is not OutputFormat.TABLE:
+        answer = _api_answer(current, query, requirement, job, options, now)
+        for warning in answer.get("warnings", []):
+            if warning != current.note:
+                err.print(f"[yellow]note:[/] {warning}", highlight=False)
+        if not answer.get("offers"):
+            err.print("no offer meets the requirement", highlight=False)
+        _emit_answer(answer, fmt)
+        return
+    group_by = list(options["group_by"] or [GroupBy.CONFIG])
+    limit = int(options["limit"])
+    rank_options = RankOptions(
+        precision=options["precision"],
+        limit=None if group_by != [GroupBy.NONE] else limit,
+        sort=cast(Any, str(options["sort"])),
+        now=now,
+        mfu=options["mfu"],
+        scaling=options["scaling"],
+    )
+    ranked = rank(current.frame, requirement, job, rank_options)
     if ranked.is_empty():
-        why = binding_note(frame, requirement, precision=precision)
+        why = binding_note(current.frame, requirement, precision=options["precision"])
         err.print(
             why or "no offer meets the requirement and can run the job (see the note)",
             highlight=False,
         )
-    left_out = left_out_note(frame, requirement, precision=precision, job=job)
+    left_out = left_out_note(current.frame, requirement, precision=options["precision"], job=job)
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)
-    _emit(ranked, fmt, f"offers ({'sample' if current.sample else current.source})")
+    names = [c.strip() for c in options["columns"].split(",")] if options["columns"] else None
+    known = {c.name for c in COLUMNS} | {c.header for c in COLUMNS}
+    unknown = [n for n in names or () if n not in known]
+    if unknown:
+        _fail(
+            f"--columns: unknown {', '.join(unknown)}; known: {', '.join(c.name for c in COLUMNS)}"
+        )
+    print_table(
+        ranked,
+        wide_console(),
+        title=f"offers ({'sample' if current.sample else current.source})",
+        limit=limit,
+        group_by=group_by,
+        wide=bool(options["wide"]),
+        columns=names,
+    )
+
+
+def _signature() -> inspect.Signature:
+    params = [spec.parameter() for spec in _SPECS]
+    params += [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
+        for name, (ann, default) in EXTRA_OPTIONS.items()
+    ]
+    return inspect.Signature(params)
+
+
+offers_command.__signature__ = _signature()  # type: ignore[attr-defined]
+offers_command.__annotations__ = {
+    p.name: p.annotation
+    for p in offers_command.__signature__.parameters.values()  # type: ignore[attr-defined]
+}
+
+
+#: What each quantity of an estimate means, shown beside it in the table. The two wall
+#: clocks differ: the estimate's is on the reference topology (the GPUs asked for, 8 a
+#: node, the fabric given); the offer's is on the offer's own machines and term (its nodes,
+#: its fabric, restarts on an interruptible term), which is what the offer's cost is for.
+ESTIMATE_NOTES: dict[str, str] = {
+    "total_flops": "6 x params x tokens",
+    "peak_tflops_per_gpu": "dense peak at the precision",
+    "effective_tflops": "all GPUs x peak x mfu x scaling",
+    "gpu_hours": "GPU-hours of compute at that rate",
+    "wall_clock_hours": "on the reference topology (the GPUs asked for, 8 a node)",
+    "memory_needed_gb": "weights + gradients + optimizer state",
+    "memory_available_gb": "usable memory of all the GPUs",
+    "cost_usd": "the run on the offer below",
+    "offer.wall_clock_hours": "on this offer's nodes and term (what its cost pays for)",
+    "offer.billed_hours": "hours billed (whole periods of a commitment)",
+    "offer.job_cost_usd": "the run on this offer",
+}
+#: A text value longer than this is printed beneath the table, wrapped, not in a cell.
+_CELL_TEXT = 28
+
+
+def _estimate_text(key: str, value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value).lower()
+    if isinstance(value, int | float):
+        name = key.rsplit(".", 1)[-1]
+        if "usd" in name or "cost" in name:
+            return figure_text(value, significant=3, decimals=2)
+        if float(value).is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        if abs(value) < 1:
+            return f"{value:.3g}"
+        return figure_text(value, significant=3, decimals=1)
+    return str(value)
 
 
 def estimate_command(
@@ -276,16 +534,25 @@ def estimate_command(
     count: Annotated[int, typer.Option(min=1, max=MAX_ESTIMATE_GPUS, help="total GPUs")],
     params: Annotated[float, typer.Option(help="model parameters, e.g. 7e9")],
     tokens: Annotated[float, typer.Option(help="training tokens, e.g. 2e12")],
-    precision: Annotated[Precision, typer.Option()] = Precision.BF16,
+    precision: Annotated[Precision, typer.Option(help="arithmetic precision of the job")] = (
+        Precision.BF16
+    ),
     fabric: Annotated[Fabric, typer.Option(help="fabric between nodes")] = Fabric.INFINIBAND,
-    fabric_gbps_per_gpu: Annotated[float, typer.Option(min=0.001, max=1e5)] = 400.0,
+    fabric_gbps_per_gpu: Annotated[
+        float, typer.Option(min=0.001, max=1e5, help="fabric bandwidth per GPU, Gbit/s")
+    ] = 400.0,
     sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
-    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
+    fmt: Annotated[
+        OutputFormat,
+        typer.Option("--format", help="table; json: the API's answer"),
+    ] = OutputFormat.TABLE,
 ) -> None:
     """GPU-hours, wall clock, memory and cost of a training run (FLOPs = 6 x params x tokens)."""
+    from pricing.estimate import estimate
+
     if params <= 0 or tokens <= 0:
         _fail("--params and --tokens must be > 0")
-    current = _load(sample, fmt)
+    current = _load(sample)
     try:
         result = estimate(
             gpu,
@@ -298,29 +565,67 @@ def estimate_command(
             fabric_gbps_per_gpu=fabric_gbps_per_gpu,
         )
     except ValidationError as exc:  # the job's own bounds (--params, --tokens)
-        _fail(validation_message(exc))
+        _fail(cli_message(exc, Job))
     except ValueError as exc:
         _fail(f"--gpu/--precision: {exc}")
+    if fmt is not OutputFormat.TABLE:
+        answer = _estimate_answer(current, result)
+        if fmt is OutputFormat.JSON:
+            typer.echo(json.dumps(answer, indent=1, ensure_ascii=False))
+        else:
+            data = answer["estimate"]
+            offer = data.pop("offer") or {}
+            data.update({f"offer_{k}": v for k, v in flat_offer(offer).items()})
+            _emit_answer({"offers": [data]}, fmt)
+        return
     data = result.model_dump(mode="json")
-    if fmt is OutputFormat.JSON:
-        typer.echo(json.dumps(data, indent=1))
-        return
-    if fmt is OutputFormat.CSV:
-        offer = data.pop("offer") or {}
-        data.update({f"offer_{k}": v for k, v in offer.items()})
-        typer.echo(pl.DataFrame([data]).write_csv(), nl=False)
-        return
-    table = Table(title=f"estimate: {params:g} params x {tokens:g} tokens on {count} {gpu}")
-    table.add_column("quantity")
-    table.add_column("value", overflow="fold")
-    offer = data.pop("offer")
-    for key, value in data.items():
-        table.add_row(key, _fmt(value))
-    for key, value in (offer or {}).items():
-        table.add_row(f"offer.{key}", _fmt(value))
-    Console().print(table)
+    offer = data.pop("offer") or {}
+    rows = [(k, v) for k, v in data.items()]
+    rows += [(f"offer.{k}", v) for k, v in offer.items() if not isinstance(v, dict)]
+    console = wide_console()
+    table = Table(
+        title=f"estimate: {params:g} params x {tokens:g} tokens on {count} {gpu}",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
+    table.add_column("quantity", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("what it is", overflow="fold", ratio=1)
+    long_texts = []
+    for key, value in rows:
+        if isinstance(value, str) and len(value) > _CELL_TEXT:
+            long_texts.append((key, value))
+            continue
+        table.add_row(key, _estimate_text(key, value), ESTIMATE_NOTES.get(key, ""))
+    console.print(table)
+    for key, value in long_texts:
+        console.print(f"{key}: {value}", highlight=False)
+
+
+def _estimate_answer(current: CurrentState, result: Any) -> dict[str, Any]:
+    """The answer ``POST /v1/estimate`` gives with ``gpu_model`` (the API's models)."""
+    from ..api.answer_schema import Provenance
+    from ..api.answers import page_header
+    from ..api.routers.estimate import EstimateAnswer
+    from ..api.state import build_state
+
+    header = page_header(build_state(current, cache_entries=1), datetime.now(UTC))
+    head = {name: header[name] for name in Provenance.model_fields}
+    answer = EstimateAnswer(**head, mode="model", estimate=result)
+    return cast(dict[str, Any], answer.model_dump(mode="json"))
+
+
+#: ``offers --help``: one paragraph per line (typer keeps a docstring's line breaks).
+OFFERS_HELP = "\n\n".join(
+    (
+        "Rank the current offers by USD per effective TFLOP-hour for a job.",
+        "Every filter of GET /v1/offers is an option of the same name. A job is --hours,"
+        " --gpu-hours, or --params with --tokens (default: one hour).",
+    )
+)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("offers")(offers_command)
+    app.command("offers", help=OFFERS_HELP)(offers_command)
     app.command("estimate")(estimate_command)

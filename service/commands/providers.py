@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -21,9 +22,11 @@ from adapters.collect import ProviderRun, RunStatus
 from adapters.gpus import unknown_gpu_names
 from adapters.sample import replay_sample
 from adapters.schema import Offer
+from pricing.display import decimal_text, figure_text
 
 from ..current import sample_note
 from ..settings import Settings, get_settings
+from .console import wide_console
 
 __all__ = ["register"]
 
@@ -35,10 +38,25 @@ class ParseFormat(StrEnum):
     TABLE = "table"
 
 
+def price_text(offer: Offer) -> str:
+    """The published price as people read it, at most six decimals (the stored quantum):
+    ``0.246667 USD/hour/instance``, not ``0.24666666666666665``."""
+    unit = f"{offer.price_currency}/{offer.price_unit.value}/{offer.price_basis.value}"
+    return f"{decimal_text(offer.price_amount)} {unit}"
+
+
 def offers_table(offers: list[Offer], title: str | None = None) -> Table:
-    table = Table(title=title)
+    """Parsed offers, one row each; ids and names may be cut, figures never wrap."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for col in ("provider", "offer_id", "region", "gpu", "n", "term", "price", "usd/h"):
-        table.add_column(col, justify="right" if col in {"n", "price", "usd/h"} else "left")
+        numeric = col in {"n", "price", "usd/h"}
+        table.add_column(
+            col,
+            justify="right" if numeric else "left",
+            no_wrap=True,
+            overflow="ellipsis",
+            max_width=None if numeric else 30,
+        )
     for o in offers:
         table.add_row(
             o.provider,
@@ -47,16 +65,10 @@ def offers_table(offers: list[Offer], title: str | None = None) -> Table:
             o.gpu_model or f"? {o.gpu_raw_name or ''}",
             f"{o.gpus:g}",
             o.term.value,
-            f"{o.price_amount} {o.price_currency}/{o.price_unit.value}/{o.price_basis.value}",
-            f"{o.usd_per_hour:.4f}",
+            price_text(o),
+            figure_text(float(o.usd_per_hour), significant=3, decimals=2),
         )
     return table
-
-
-def wide_console() -> Console:
-    """The terminal's console, or a 160-column one when output goes to a file or pipe."""
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
 
 
 def summary_table(runs: list[ProviderRun]) -> Table:
@@ -217,7 +229,7 @@ def register(app: typer.Typer) -> None:
             for offer in offers:
                 sys.stdout.write(json.dumps(offer.to_record(), ensure_ascii=False) + "\n")
         else:
-            Console().print(offers_table(offers, title=f"{provider}: {len(offers)}"))
+            wide_console().print(offers_table(offers, title=f"{provider}: {len(offers)}"))
         for reason, count in sorted(result.skip_reasons().items()):
             err.print(f"skipped {count} record(s): {reason}")
 

@@ -63,3 +63,10 @@ def test_api_benchmark_serves_and_drives_the_mix() -> None:
     assert "load 1000 stored offers into the API state: median" in out
     assert "cold (first request of each query" in out
     assert "non-200: 0" in out
+
+
+def test_cli_benchmark_times_cold_and_warm() -> None:
+    out = run("cli.py", "--repeat", "1")
+    assert "gpuscout: cold (new data dir)" in out
+    assert "gpuscout: warm" in out
+    assert "target warm median <= 1 s:" in out

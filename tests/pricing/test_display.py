@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import polars as pl
+import pytest
 
 from pricing import Job, rank
-from pricing.display import DECIMALS, INTERNAL_COLUMNS, for_display
+from pricing.display import (
+    DECIMALS,
+    INTERNAL_COLUMNS,
+    age_text,
+    decimal_text,
+    figure_text,
+    for_display,
+)
 
 from .factories import AT_NOW, make_offer
 
@@ -63,3 +72,33 @@ def test_price_index_columns_are_rounded_too() -> None:
         }
     )
     assert for_display(index).row(0) == (3.14, 6.001)
+
+
+@pytest.mark.parametrize(
+    ("value", "kwargs", "text"),
+    [
+        (18.4, {}, "18.40"),
+        (2392.0000001, {}, "2,392"),
+        (195.5, {}, "196"),
+        (0.004819, {"decimals": None}, "0.00482"),
+        (0.0072, {"decimals": None}, "0.00720"),
+        (405.69, {"decimals": 1}, "406"),
+        (8.4e22, {"decimals": None}, "8.4e+22"),
+        (0.0, {}, "0"),
+    ],
+)
+def test_figure_text_rounds_for_reading(value: float, kwargs: dict[str, Any], text: str) -> None:
+    assert figure_text(value, **kwargs) == text
+
+
+@pytest.mark.parametrize(
+    ("hours", "text"), [(0.66, "40 min"), (5.2, "5 h"), (300, "12 d"), (24_000, "2.7 y")]
+)
+def test_age_text(hours: float, text: str) -> None:
+    assert age_text(hours) == text
+
+
+def test_decimal_text_cuts_binary_noise() -> None:
+    assert decimal_text(Decimal("0.24666666666666665")) == "0.246667"
+    assert decimal_text(Decimal("18.400")) == "18.4"
+    assert decimal_text(Decimal("3")) == "3"

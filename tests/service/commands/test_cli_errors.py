@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -70,8 +71,8 @@ BAD_NUMBERS: list[tuple[str, list[str], str]] = [
     ("offers", ["offers", "--sample", "--hours", "2e6"], "hours"),
     ("offers", ["offers", "--sample", "--job-gpus", "1" + "0" * 30], "--job-gpus"),
     ("offers", ["offers", "--sample", "--min-gpus", "inf"], "--min-gpus"),
-    ("offers", ["offers", "--sample", "--max-usd-per-hour", "-1"], "max_usd_per_hour"),
-    ("offers", ["offers", "--sample", "--params", "1e300", "--tokens", "1e9"], "params"),
+    ("offers", ["offers", "--sample", "--max-usd-per-hour", "-1"], "--max-usd-per-hour"),
+    ("offers", ["offers", "--sample", "--params", "1e300", "--tokens", "1e9"], "--params"),
     (
         "estimate",
         [*DATABASE_ARGS["estimate"][:3], "--count", "1" + "0" * 22, "--sample"],
@@ -141,13 +142,13 @@ BROKEN_URLS: list[tuple[str, str, str]] = [
 def _leaf_commands() -> set[str]:
     names: set[str] = set()
 
-    def walk(command: object, prefix: str) -> None:
-        subs = getattr(command, "commands", None)
-        if not subs:
+    def walk(command: Any, prefix: str) -> None:
+        if not hasattr(command, "list_commands"):  # a leaf (groups load theirs lazily)
             names.add(prefix)
             return
-        for name, sub in subs.items():
-            walk(sub, f"{prefix} {name}".strip())
+        ctx = command.context_class(command)
+        for name in command.list_commands(ctx):
+            walk(command.get_command(ctx, name), f"{prefix} {name}".strip())
 
     walk(get_command(app), "")
     return names

@@ -14,6 +14,7 @@ from adapters.schema import Fabric, PriceUnit, RentalTerm, default_fx
 from db.current import CurrentState, state_from_offers
 from service.cli import app
 from service.commands import pricing as pricing_cli
+from service.commands.pricing import flat_offer
 from service.current import load_current
 from tests.pricing.factories import make_offer
 
@@ -56,15 +57,39 @@ def fake_current(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_offers_json_ranks_and_notes_on_stderr() -> None:
     result = runner.invoke(app, ["offers", "--format", "json", "--gpu", "H100", "--hours", "700"])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)
+    answer = json.loads(result.stdout)
+    assert answer["sample"] is True and answer["note"] == SAMPLE_NOTE
+    assert answer["query"] == {"gpus": ["H100"], "hours": 700.0}
+    rows = answer["offers"]
+    assert answer["count"] == len(rows) == 1
     assert [r["offer_id"] for r in rows] == ["h100-od"]
-    assert rows[0]["term"] == "commit_1mo"
-    assert "beats on-demand after 548 h" in rows[0]["break_even"]  # 730 x 12 / 16
+    assert rows[0]["price"]["term"] == "commit_1mo"
+    assert "beats on-demand after 548 h" in rows[0]["price"]["break_even"]  # 730 x 12 / 16
     assert SAMPLE_NOTE in result.stderr
     # exact price as short text, derived figures rounded, ISO times, no internal columns
-    assert rows[0]["price_amount"] == "8760"  # not 8760.000000000000
-    assert rows[0]["job_cost_usd"] == round(rows[0]["job_cost_usd"], 2)
+    assert rows[0]["price"]["price_amount"] == "8760"  # not 8760.000000000000
+    cost = rows[0]["job"]["job_cost_usd"]
+    assert cost == round(cost, 2)
     assert "T" in rows[0]["fetched_at"] and "config_id" not in rows[0]
+
+
+def test_offers_json_is_the_api_answer() -> None:
+    """The CLI's json is the body GET /v1/offers sends for the same query (one shape)."""
+    from service.api.answer_schema import OffersPage
+
+    result = runner.invoke(app, ["offers", "--format", "json", "--gpus", "H100,A100"])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    OffersPage.model_validate(answer)
+    assert answer["query"]["gpus"] == ["A100", "H100"]
+
+
+def test_offers_jsonl_one_offer_a_line() -> None:
+    result = runner.invoke(app, ["offers", "--format", "jsonl", "--limit", "3"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3
+    assert [json.loads(line)["rank"] for line in lines] == [1, 2, 3]
 
 
 def test_offers_csv_and_limit() -> None:
@@ -72,6 +97,7 @@ def test_offers_csv_and_limit() -> None:
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert len(rows) == 2
+    assert {"rank", "provider", "gpu_model", "term", "job_cost_usd"} <= rows[0].keys()
     assert float(rows[0]["usd_per_effective_tflop_hour"]) <= float(
         rows[1]["usd_per_effective_tflop_hour"]
     )
@@ -86,12 +112,14 @@ def test_offers_table_and_preset() -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--min-gpus", "4", "--max-gpus", "2"], "max_gpus"),
-        (["--gpu", "NOPE-9000"], "gpus"),
+        (["--min-gpus", "4", "--max-gpus", "2"], "error: --max-gpus: max_gpus (2"),
+        (["--gpu", "NOPE-9000"], "error: --gpus: unknown GPU model"),
+        (["--min-gpus", "1.5"], "'--min-gpus'"),
         (["--preset", "nope"], "--preset"),
-        (["--tokens", "1e9"], "params"),
-        (["--term", "forever"], "--term"),
-        (["--country", "USA"], "countries"),
+        (["--tokens", "1e9"], "error: --params:"),
+        (["--term", "forever"], "error: --terms:"),
+        (["--country", "USA"], "error: --countries:"),
+        (["--job-gpus", "0"], "error: --job-gpus:"),
     ],
 )
 def test_offers_bad_options_exit_2(args: list[str], needle: str) -> None:
@@ -119,7 +147,9 @@ def test_estimate_llama2_7b_json() -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
+    answer = json.loads(result.stdout)
+    assert answer["sample"] is True and answer["mode"] == "model"
+    data = answer["estimate"]
     assert data["gpu_hours"] == pytest.approx(LLAMA2_7B_GPU_HOURS, rel=0.25)
     assert data["memory_needed_gb"] == pytest.approx(112.0)
     assert data["offer"]["offer_id"] == "a100"
@@ -168,7 +198,7 @@ def test_sample_h100_query_lists_the_offers_whose_form_factor_is_not_stated(
         app, ["offers", "--sample", "--gpu", "H100", "--limit", "50", "--format", "json"]
     )
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)
+    rows = [flat_offer(o) for o in json.loads(result.stdout)["offers"]]
     unstated = {(r["provider"], r["gpu_model"]) for r in rows if not r["form_factor_stated"]}
     assert unstated == {("digitalocean", "H100-PCIE-80GB"), ("jarvislabs", "H100-PCIE-80GB")}
     for r in rows:
@@ -184,8 +214,20 @@ def test_sample_query_shows_fallback_figures_and_names_every_offer_left_out(
     monkeypatch.setattr(pricing_cli, "load_current", load_current)
     result = runner.invoke(app, ["offers", "--sample", "--limit", "200", "--format", "json"])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)
+    rows = [flat_offer(o) for o in json.loads(result.stdout)["offers"]]
     v100 = [r for r in rows if r["gpu_model"] == "V100-SXM2-32GB"]
     assert v100 and v100[0]["peak_basis"] == "fallback" and v100[0]["peak_precision"] == "fp16"
     assert v100[0]["peak_note"] == "ranked at FP16: no BF16 figure"
     assert "1 offer(s) not ranked: 'ecs.gn7e" in result.stderr
+
+
+def test_estimate_table_reads_well_and_explains_both_wall_clocks() -> None:
+    args = ["estimate", "--gpu", "A100-SXM4-80GB", "--count", "64"]
+    result = runner.invoke(
+        app, [*args, "--params", "7e9", "--tokens", "2e12"], env={"COLUMNS": "80"}
+    )
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "8.4e+22" in out and "83,999" not in out
+    assert "on the reference topology" in out and "on this offer's nodes and term" in out
+    assert max(len(line) for line in out.splitlines()) <= 80

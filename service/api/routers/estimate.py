@@ -86,8 +86,14 @@ class EstimateAnswer(Provenance):
         503: {"description": "the current offers could not be loaded"},
     },
 )
-async def post_estimate(body: EstimateRequest, state: StateDep) -> EstimateAnswer:
-    """Estimate the training run; see the module doc for the two modes."""
+async def estimate_cost(body: EstimateRequest, state: StateDep) -> EstimateAnswer:
+    """Estimate what a training run costs.
+
+    Two modes. With `gpu_model` and `job_gpus`: the run on that many GPUs of that model
+    (a reference topology), priced with the cheapest current offer making exactly that
+    many GPUs. Without `gpu_model`: the run ranked across the offers qualifying under
+    `requirement`, on `job_gpus` GPUs or one instance of each offer.
+    """
     now = time_bucket()
     header = page_header(state, now)
     head = {name: header[name] for name in Provenance.model_fields}

@@ -84,7 +84,7 @@ def _engine(context: Any) -> Any:
 
 
 @router.get("/index", response_model=PriceIndex)
-async def price_index(query: Annotated[IndexQuery, Query()], context: ContextDep) -> PriceIndex:
+async def get_price_index(query: Annotated[IndexQuery, Query()], context: ContextDep) -> PriceIndex:
     """Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts."""
     from db.history import daily_index
 
@@ -109,7 +109,7 @@ async def price_index(query: Annotated[IndexQuery, Query()], context: ContextDep
     dependencies=[NoQueryDep],
     responses={404: {"description": "no stored price for this offer key"}},
 )
-async def offer_history(key: str, context: ContextDep) -> OfferHistory:
+async def get_offer_history(key: str, context: ContextDep) -> OfferHistory:
     """Every stored price of one offer (``provider|offer_id|region|term|basis``)."""
     from db.history import offer_price_history
 

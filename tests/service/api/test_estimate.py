@@ -80,7 +80,7 @@ async def test_every_gpu_and_precision_is_an_answer_never_a_500(
             answered[r.status_code] = answered.get(r.status_code, 0) + 1
             if spec.figure(precision) is None:  # no datasheet, derived or fallback figure
                 assert r.status_code == 422, (spec.name, precision, r.text)
-                (error,) = r.json()["detail"]
+                (error,) = r.json()["errors"]
                 assert error["loc"] == ["body", "precision"]
                 assert spec.name in error["msg"] and precision.value in error["msg"]
             else:

@@ -32,7 +32,7 @@ async def test_non_finite_top_level_number_is_422(client: httpx.AsyncClient, num
         "/v1/estimate", content=f'{{"params": {number}, "tokens": 1e9}}', headers=JSON
     )
     assert r.status_code == 422, r.text
-    (error,) = r.json()["detail"]
+    (error,) = r.json()["errors"]
     assert error["loc"] == ["body", "params"] and error["type"] == "finite_number"
     assert error["input"] in ("NaN", "Infinity", "-Infinity")  # strict JSON: a string
 
@@ -54,7 +54,7 @@ async def test_non_finite_nested_number_is_422(
     body = '{"params": 1e9, "tokens": 1e10, ' + nested.format(n=number) + "}"
     r = await client.post("/v1/estimate", content=body, headers=JSON)
     assert r.status_code == 422, r.text
-    assert any(e["type"] == "finite_number" for e in r.json()["detail"]), r.text
+    assert any(e["type"] == "finite_number" for e in r.json()["errors"]), r.text
 
 
 def test_requirement_and_job_refuse_non_finite_numbers() -> None:
@@ -153,7 +153,7 @@ async def test_long_body_list_is_422_before_any_name_is_looked_up(
     body = {"params": 1e9, "tokens": 1e10, "requirement": {"gpus": ["H100"] * 10_000}}
     r = await big_body_client.post("/v1/estimate", json=body)
     assert r.status_code == 422, r.text
-    (error,) = r.json()["detail"]
+    (error,) = r.json()["errors"]
     assert error["loc"] == ["body", "requirement", "gpus"]
     assert "10000 values" in error["msg"] and "at most 100" in error["msg"]
     assert looked_up == []
@@ -169,7 +169,7 @@ async def test_long_query_list_is_422_naming_the_parameter(
     for query in (repeated, comma):
         r = await client.get(f"/v1/offers?{query}")
         assert r.status_code == 422, r.text
-        (error,) = r.json()["detail"]
+        (error,) = r.json()["errors"]
         assert error["loc"] == ["query", field]
         assert "101 values" in error["msg"] and "at most 100" in error["msg"]
 
@@ -185,7 +185,7 @@ async def test_huge_input_is_not_echoed(big_body_client: httpx.AsyncClient) -> N
     r = await big_body_client.post("/v1/estimate", json=body)
     assert r.status_code == 422, r.text
     assert len(r.content) < 1000
-    (error,) = r.json()["detail"]
+    (error,) = r.json()["errors"]
     assert error["loc"] == ["body", "gpu_model"] and "5000000 characters, cut" in error["input"]
 
 

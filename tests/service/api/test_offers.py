@@ -93,7 +93,7 @@ async def test_invalid_parameters_are_422_naming_them(
     assert all(loc[0] == "query" for loc in locs)
     if param:
         assert any(param in loc for loc in locs), locs
-    assert all(e["msg"] for e in r.json()["detail"])
+    assert all(e["msg"] for e in r.json()["errors"])
 
 
 async def test_etag_cache_control_and_304(client: httpx.AsyncClient) -> None:

@@ -119,7 +119,17 @@ def _build_query_model() -> type[BaseModel]:
     )
     fields["limit"] = (
         int,
-        Field(default=20, ge=1, le=MAX_LIMIT, description="offers in the answer"),
+        Field(default=20, ge=1, le=MAX_LIMIT, description="offers in one page of the answer"),
+    )
+    fields["cursor"] = (
+        str | None,
+        Field(
+            default=None,
+            max_length=200,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="the next page: the cursor of the previous page's answer (opaque;"
+            " valid for the snapshot it came from)",
+        ),
     )
     lists = [n for n, (ann, _f) in fields.items() if get_origin(ann) is list]
     validators: dict[str, Any] = {
@@ -219,6 +229,7 @@ class ParsedQuery(typing.NamedTuple):
     mfu: float | None
     scaling: float | None
     key: str  # canonical form: equal for queries that mean the same
+    offset: int = 0  # offers ranked before this page (from the cursor)
 
 
 def canonical_key(query: BaseModel) -> str:
@@ -247,7 +258,9 @@ def _reraise(exc: ValidationError, rename: dict[str, str] | None = None) -> Requ
     return RequestValidationError(errors)
 
 
-def parse_offers_query(query: BaseModel, key: str | None = None) -> ParsedQuery:
+def parse_offers_query(
+    query: BaseModel, key: str | None = None, offset: int = 0
+) -> ParsedQuery:
     """The engine's Requirement and Job from a validated query; a 422 if they refuse it."""
     data = query.model_dump(exclude_defaults=True)
     req_data = {k: v for k, v in data.items() if k in REQUIREMENT_PARAMS}
@@ -274,4 +287,5 @@ def parse_offers_query(query: BaseModel, key: str | None = None) -> ParsedQuery:
         mfu=getattr(query, "mfu"),  # noqa: B009
         scaling=getattr(query, "scaling"),  # noqa: B009
         key=key if key is not None else canonical_key(query),
+        offset=offset,
     )

@@ -16,13 +16,16 @@ from adapters.schema import RentalTerm
 from pricing.display import DECIMALS, for_display
 
 from ..deps import ContextDep, NoQueryDep
+from ..offer_ids import offer_id
+from ..problems import problem_responses
+from ..vocabulary import UtcTime
 
 __all__ = ["router"]
 
 router = APIRouter(
     prefix="/v1/history",
     tags=["history"],
-    responses={503: {"description": "no database configured"}},
+    responses=problem_responses(503, _503="no database configured"),
 )
 
 
@@ -61,8 +64,8 @@ class PriceIndex(BaseModel):
 
 
 class PricePointOut(BaseModel):
-    valid_from: datetime
-    valid_to: datetime | None = Field(description="null: the price still holds")
+    valid_from: UtcTime
+    valid_to: UtcTime | None = Field(description="null: the price still holds")
     price_amount: str = Field(description="as published, exact")
     price_currency: str
     price_unit: str
@@ -73,6 +76,7 @@ class PricePointOut(BaseModel):
 
 
 class OfferHistory(BaseModel):
+    id: str = Field(description="the offer's id, as in the offers' answers")
     key: str
     prices: list[PricePointOut]
 
@@ -107,10 +111,19 @@ async def get_price_index(query: Annotated[IndexQuery, Query()], context: Contex
     "/offers/{key:path}",
     response_model=OfferHistory,
     dependencies=[NoQueryDep],
-    responses={404: {"description": "no stored price for this offer key"}},
+    responses=problem_responses(404, _404="no stored price for this offer key"),
 )
 async def get_offer_history(key: str, context: ContextDep) -> OfferHistory:
-    """Every stored price of one offer (``provider|offer_id|region|term|basis``)."""
+    """Get every stored price of one offer by its key.
+
+    The key is `provider|offer_id|region|term|basis` (percent-encoded); the offers' answers
+    link each offer's history by its URL-safe `id` instead: `/v1/offers/{id}/history`.
+    """
+    return await offer_history_of(key, context)
+
+
+async def offer_history_of(key: str, context: Any) -> OfferHistory:
+    """The stored prices of the offer ``key``; 404 if there are none, 503 without database."""
     from db.history import offer_price_history
 
     engine = _engine(context)
@@ -118,6 +131,7 @@ async def get_offer_history(key: str, context: ContextDep) -> OfferHistory:
     if not points:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no price history for offer {key!r}")
     return OfferHistory(
+        id=offer_id(key),
         key=key,
         prices=[
             PricePointOut(

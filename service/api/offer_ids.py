@@ -71,7 +71,8 @@ def decode_offer_id(text: str) -> str | None:
         key = _unb64(text).decode()
     except (binascii.Error, ValueError):
         return None
-    return key if key.count("|") >= 4 and offer_id(key) == text else None
+    ok = key.count("|") >= 4 and key.isprintable() and offer_id(key) == text
+    return key if ok else None
 
 
 def history_link(key: str) -> str:

@@ -165,6 +165,25 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
     return node
 
 
+#: Examples of the offers query in the OpenAPI document.
+EXAMPLES: dict[str, Any] = {
+    "preset": "seed-8xa100",
+    "gpus": ["H100"],
+    "min_gpus": 8,
+    "regions": ["us-east-1"],
+    "providers": ["lambda"],
+    "terms": ["on_demand"],
+    "max_usd_per_gpu_hour": 3.5,
+    "max_price_age_hours": 24,
+    "hours": 100,
+    "params": 7e9,
+    "tokens": 2e12,
+    "job_gpus": 64,
+    "sort": "job_cost_usd",
+    "limit": 20,
+}
+
+
 def openapi_parameters() -> list[dict[str, Any]]:
     """The query parameters of :data:`OffersQuery` as OpenAPI parameter objects.
 
@@ -182,6 +201,8 @@ def openapi_parameters() -> list[dict[str, Any]]:
             param["description"] = description
         if name in LIST_PARAMS:
             param["style"], param["explode"] = "form", True
+        if name in EXAMPLES:
+            param["example"] = EXAMPLES[name]
         out.append(param)
     return out
 

@@ -82,12 +82,20 @@ def _problems_everywhere(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _summaries(schema: dict[str, Any]) -> dict[str, Any]:
+    """An operation's summary FastAPI made from its name ("Get One") becomes the first
+    line of its description (the route function's docstring)."""
+    for path_item in schema.get("paths", {}).values():
+        for operation in path_item.values():
+            generated = operation.get("operationId", "").replace("_", " ").title()
+            if operation.get("summary") in (None, generated) and operation.get("description"):
+                operation["summary"] = summary_of(operation["description"])
+    return schema
+
+
 def tidy_openapi(app: FastAPI) -> None:
-    """Give every route a summary from its docstring; serve descriptions as Markdown;
+    """Give every operation a summary from its docstring; serve descriptions as Markdown;
     document every error answer as a problem."""
-    for route in app.routes:
-        if isinstance(route, APIRoute) and route.summary is None and route.description:
-            route.summary = summary_of(route.description)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -98,7 +106,7 @@ def tidy_openapi(app: FastAPI) -> None:
                 description=app.description,
                 routes=app.routes,
             )
-            app.openapi_schema = _problems_everywhere(_walk(schema))
+            app.openapi_schema = _summaries(_problems_everywhere(_walk(schema)))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import http
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -50,6 +51,8 @@ PROBLEM_TYPES: dict[str, str] = {
     "rate-limited": "Too many requests",
     "cursor-expired": "Cursor from another snapshot",
 }
+#: ``"Value error, gpus: required"`` names ``gpus``.
+_NAMED = re.compile(r"(?:Value error, )?([a-z_]+):")
 #: Where in a request a validation error's location starts.
 _PLACES = frozenset({"query", "body", "path", "header", "cookie"})
 
@@ -138,7 +141,10 @@ def _entry(error: Mapping[str, Any], request: Request) -> dict[str, Any]:
     loc = list(error.get("loc", ()))
     place = str(loc[0]) if loc and loc[0] in _PLACES else None
     rest = loc[1:] if place else loc
-    name = ".".join(str(p) for p in rest) or place or "request"
+    name = ".".join(str(p) for p in rest)
+    if not name:  # a rule over several fields: the parameter its message starts with
+        named = _NAMED.match(str(error.get("msg", "")))
+        name = named.group(1) if named else (place or "request")
     entry: dict[str, Any] = {"parameter": name, "in": place or "request"}
     if place == "body":
         entry["pointer"] = "#/" + "/".join(str(p) for p in rest)

@@ -119,6 +119,7 @@ PARAMETERS: dict[str, str] = {
     "email": "the address the digest goes to",
     "job": "the job of a saved search",
     "top": "offers in each digest",
+    "time_zone": "IANA time zone the digest's times are shown in",
 }
 
 #: Deprecated request names: route path -> {old name: new name}.

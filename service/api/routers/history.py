@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, status
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from fastapi import APIRouter, HTTPException, Query, Response, status
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from adapters.gpus import find_gpus
@@ -18,7 +18,7 @@ from pricing.display import DECIMALS, for_display
 from ..deps import ContextDep, NoQueryDep
 from ..offer_ids import offer_id
 from ..problems import problem_responses
-from ..vocabulary import UtcTime
+from ..vocabulary import UtcTime, deprecation_headers
 
 __all__ = ["router"]
 
@@ -32,16 +32,41 @@ router = APIRouter(
 class IndexQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    gpu: str = Field(min_length=1, max_length=100, description="GPU model or family (H100)")
+    gpus: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="one GPU model or family (H100), as in the offers' gpus",
+        examples=["H100"],
+    )
+    gpu: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="deprecated: use gpus",
+        json_schema_extra={"deprecated": True},
+    )
     term: RentalTerm = RentalTerm.ON_DEMAND
     days: int = Field(default=30, ge=1, le=366, description="UTC days up to today")
 
-    @field_validator("gpu")
+    @field_validator("gpus", "gpu")
     @classmethod
-    def _known(cls, value: str) -> str:
-        if not find_gpus(value):
+    def _known(cls, value: str | None) -> str | None:
+        if value is not None and not find_gpus(value):
             raise ValueError(f"unknown GPU model or family {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _one_name(self) -> IndexQuery:
+        if self.gpus is None and self.gpu is None:
+            raise ValueError("gpus: required (a GPU model or family, e.g. H100)")
+        if self.gpus is not None and self.gpu is not None:
+            raise ValueError("gpu: deprecated name of gpus; give gpus only")
+        return self
+
+    @property
+    def model(self) -> str:
+        return self.gpus or self.gpu or ""
 
 
 class IndexDay(BaseModel):
@@ -55,7 +80,7 @@ class IndexDay(BaseModel):
 
 
 class PriceIndex(BaseModel):
-    gpu: str
+    gpus: str
     term: RentalTerm
     start: date
     end: date
@@ -88,18 +113,25 @@ def _engine(context: Any) -> Any:
 
 
 @router.get("/index", response_model=PriceIndex)
-async def get_price_index(query: Annotated[IndexQuery, Query()], context: ContextDep) -> PriceIndex:
-    """Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts."""
+async def get_price_index(
+    query: Annotated[IndexQuery, Query()], context: ContextDep, response: Response
+) -> PriceIndex:
+    """Get the daily price index of a GPU model or family.
+
+    Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts.
+    """
     from db.history import daily_index
 
     engine = _engine(context)
+    if query.gpu is not None:
+        deprecation_headers([("gpu", "gpus")], response.headers)
     end = datetime.now(UTC).date()
     start = end - timedelta(days=query.days - 1)
     frame = await run_in_threadpool(
-        lambda: daily_index(engine, gpu=query.gpu, start=start, end=end, term=query.term)
+        lambda: daily_index(engine, gpu=query.model, start=start, end=end, term=query.term)
     )
     return PriceIndex(
-        gpu=query.gpu,
+        gpus=query.model,
         term=query.term,
         start=start,
         end=end,

@@ -67,7 +67,7 @@ async def test_offers_answer_and_openapi_schema_have_the_same_keys(
     "payload",
     [
         {"params": 1e9, "tokens": 1e10},
-        {"params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "gpu_count": 8},
+        {"params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "job_gpus": 8},
     ],
     ids=["offers", "model"],
 )

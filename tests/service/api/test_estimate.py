@@ -11,7 +11,7 @@ pytestmark = pytest.mark.anyio
 async def test_model_and_count(client: httpx.AsyncClient) -> None:
     r = await client.post(
         "/v1/estimate",
-        json={"params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "gpu_count": 8},
+        json={"params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "job_gpus": 8},
     )
     assert r.status_code == 200, r.text
     body = r.json()
@@ -39,7 +39,7 @@ async def test_across_offers(client: httpx.AsyncClient) -> None:
         ({"params": 7e9}, "tokens"),
         ({"params": -1, "tokens": 1}, "params"),
         ({"params": 1, "tokens": 1, "gpu_model": "H100-SXM5-80GB"}, ""),
-        ({"params": 1, "tokens": 1, "gpu_model": "nope", "gpu_count": 1}, ""),
+        ({"params": 1, "tokens": 1, "gpu_model": "nope", "job_gpus": 1}, ""),
         ({"params": 1, "tokens": 1, "requirement": {"colour": "red"}}, "colour"),
         ({"params": 1, "tokens": 1, "extra": True}, "extra"),
     ],
@@ -73,7 +73,7 @@ async def test_every_gpu_and_precision_is_an_answer_never_a_500(
                     "params": 1e9,
                     "tokens": 1e10,
                     "gpu_model": spec.name,
-                    "gpu_count": 8,
+                    "job_gpus": 8,
                     "precision": precision.value,
                 },
             )

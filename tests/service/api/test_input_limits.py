@@ -45,7 +45,7 @@ async def test_non_finite_top_level_number_is_422(client: httpx.AsyncClient, num
         '"requirement": {{"max_usd_per_gpu_hour": {n}}}',
         '"requirement": {{"min_reliability": {n}}}',
         '"mfu": {n}',
-        '"fabric_gbps_per_gpu": {n}, "gpu_model": "H100-SXM5-80GB", "gpu_count": 8',
+        '"fabric_gbps_per_gpu": {n}, "gpu_model": "H100-SXM5-80GB", "job_gpus": 8',
     ],
 )
 async def test_non_finite_nested_number_is_422(
@@ -181,7 +181,7 @@ async def test_list_at_the_limit_is_accepted(client: httpx.AsyncClient) -> None:
 
 async def test_huge_input_is_not_echoed(big_body_client: httpx.AsyncClient) -> None:
     """A 5 MB string where a GPU model goes: the 422 says so in a few hundred bytes."""
-    body = {"params": 1e9, "tokens": 1e10, "gpu_model": "x" * 5_000_000, "gpu_count": 1}
+    body = {"params": 1e9, "tokens": 1e10, "gpu_model": "x" * 5_000_000, "job_gpus": 1}
     r = await big_body_client.post("/v1/estimate", json=body)
     assert r.status_code == 422, r.text
     assert len(r.content) < 1000

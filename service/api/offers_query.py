@@ -4,7 +4,11 @@ pricing engine's :class:`~pricing.requirement.Requirement` and :class:`~pricing.
 The parameters are generated from those models' fields, so every constraint the engine
 knows is a query parameter with the same name, type, bounds and description (a test pins
 this). List-valued ones may repeat (``?gpus=H100&gpus=A100``) or be comma-separated
-(``?gpus=H100,A100``). The job's GPU count is ``job_gpus`` (``gpus`` is the model filter).
+(``?gpus=H100,A100``). The job's GPU count is ``job_gpus`` (``gpus`` is the model filter),
+the model's parameter count ``model_params``: the old name ``params`` is still accepted
+(:data:`QUERY_ALIASES`) but not declared in the OpenAPI document, where a query parameter
+of that name breaks generated clients (openapi-python-client names its own query dict
+``params``).
 
 Unknown parameters are rejected (``extra="forbid"``), non-finite numbers too.
 """
@@ -27,19 +31,22 @@ from .input_limits import too_many_items
 __all__ = [
     "JOB_PARAMS",
     "REQUIREMENT_PARAMS",
+    "QUERY_ALIASES",
     "OffersQuery",
     "ParsedQuery",
+    "deprecated_names",
     "SortKey",
     "openapi_parameters",
     "parse_offers_query",
     "validate_query",
 ]
 
-#: API name -> Job field (the job's GPU count is ``job_gpus``).
+#: API name -> Job field (the job's GPU count is ``job_gpus``, the model's parameters
+#: ``model_params``).
 JOB_PARAMS: dict[str, str] = {
     "hours": "hours",
     "gpu_hours": "gpu_hours",
-    "params": "params",
+    "model_params": "params",
     "tokens": "tokens",
     "job_gpus": "gpus",
     "interruptible_overhead": "interruptible_overhead",
@@ -176,7 +183,7 @@ EXAMPLES: dict[str, Any] = {
     "max_usd_per_gpu_hour": 3.5,
     "max_price_age_hours": 24,
     "hours": 100,
-    "params": 7e9,
+    "model_params": 7e9,
     "tokens": 2e12,
     "job_gpus": 64,
     "sort": "job_cost_usd",
@@ -207,6 +214,15 @@ def openapi_parameters() -> list[dict[str, Any]]:
     return out
 
 
+#: Deprecated query names still accepted: old -> new.
+QUERY_ALIASES: dict[str, str] = {"params": "model_params"}
+
+
+def deprecated_names(params: Any) -> list[tuple[str, str]]:
+    """The ``(old, new)`` names of :data:`QUERY_ALIASES` a query uses."""
+    return [(old, new) for old, new in QUERY_ALIASES.items() if old in params]
+
+
 def validate_query(params: Any, max_list_items: int | None = None) -> BaseModel:
     """Validate a request's query (a multi-dict) into :data:`OffersQuery`; 422 if invalid.
 
@@ -215,7 +231,22 @@ def validate_query(params: Any, max_list_items: int | None = None) -> BaseModel:
     """
     data: dict[str, Any] = {}
     too_long = []
+    for old, new in deprecated_names(params):
+        if new in params:
+            raise RequestValidationError(
+                [
+                    {
+                        "type": "value_error",
+                        "loc": ("query", old),
+                        "msg": f"deprecated name of {new}; give {new} only",
+                        "input": params.get(old),
+                    }
+                ]
+            )
+        data[new] = params.get(old)
     for name in params:
+        if name in QUERY_ALIASES:
+            continue
         if name in LIST_PARAMS:
             values = _split_commas(params.getlist(name))
             if max_list_items is not None and len(values) > max_list_items:

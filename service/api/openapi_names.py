@@ -66,6 +66,22 @@ def _problems_everywhere(schema: dict[str, Any]) -> dict[str, Any]:
     and the 422 documented everywhere: any route refuses an unknown parameter."""
     from .problems import PROBLEM_MEDIA_TYPE, Problem, problem_responses
 
+    entry = Problem["properties"]["errors"]["items"]
+    problem = {
+        **Problem,
+        "properties": {
+            **Problem["properties"],
+            "errors": {
+                **Problem["properties"]["errors"],
+                "items": {"$ref": "#/components/schemas/ProblemParameter"},
+            },
+        },
+    }
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components["Problem"] = problem
+    components["ProblemParameter"] = {**entry, "title": "ProblemParameter"}
+    ref = {"$ref": "#/components/schemas/Problem"}
+
     for path_item in schema.get("paths", {}).values():
         for operation in path_item.values():
             responses = operation.setdefault("responses", {})
@@ -75,8 +91,7 @@ def _problems_everywhere(schema: dict[str, Any]) -> dict[str, Any]:
                 if code.isdigit() and int(code) >= 400:
                     content = response.setdefault("content", {})
                     content.pop("application/json", None)
-                    content[PROBLEM_MEDIA_TYPE] = {"schema": Problem}
-    components = schema.get("components", {}).get("schemas", {})
+                    content[PROBLEM_MEDIA_TYPE] = {"schema": ref}
     for name in ("HTTPValidationError", "ValidationError"):
         components.pop(name, None)
     return schema

@@ -3,7 +3,7 @@ the qualifying offers.
 
 With ``gpu_model`` and ``job_gpus`` (formerly ``gpu_count``, still accepted, deprecated):
 :func:`pricing.estimate.estimate` on a reference topology, priced with the cheapest current
-offer making exactly that many GPUs. Without ``gpu_model``: the run (``params`` x
+offer making exactly that many GPUs. Without ``gpu_model``: the run (``model_params`` x
 ``tokens`` on ``job_gpus`` GPUs, or one instance of each offer) is ranked across the offers
 qualifying under ``requirement``.
 """
@@ -39,11 +39,18 @@ Factor = Annotated[float, Field(gt=0, le=1)]
 
 
 class EstimateRequest(BaseModel):
-    """A training run: ``6 x params x tokens`` FLOPs."""
+    """A training run: ``6 x model_params x tokens`` FLOPs."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    params: Annotated[float, Field(gt=0, le=1e15, description="model parameters")]
+    model_params: Annotated[float | None, Field(gt=0, le=1e15)] = Field(
+        default=None, description="model parameters (required)", examples=[7e9]
+    )
+    params: Annotated[float | None, Field(gt=0, le=1e15)] = Field(
+        default=None,
+        description="deprecated: use model_params",
+        json_schema_extra={"deprecated": True},
+    )
     tokens: Annotated[float, Field(gt=0, le=1e16, description="training tokens")]
     gpu_model: str | None = Field(
         default=None, max_length=100, description="canonical GPU model; omit to rank offers"
@@ -67,6 +74,12 @@ class EstimateRequest(BaseModel):
 
     @model_validator(mode="after")
     def _mode(self) -> EstimateRequest:
+        if self.params is not None:
+            if self.model_params is not None:
+                raise ValueError("params: deprecated name of model_params; give model_params only")
+            self.model_params = self.params
+        if self.model_params is None:
+            raise ValueError("model_params: required (the model's parameter count)")
         if self.gpu_count is not None:
             if self.job_gpus is not None:
                 raise ValueError("gpu_count: deprecated name of job_gpus; give job_gpus only")
@@ -107,9 +120,14 @@ async def estimate_cost(
     now = time_bucket()
     header = page_header(state, now)
     head = {name: header[name] for name in Provenance.model_fields}
-    if body.gpu_count is not None:
-        deprecation_headers([("gpu_count", "job_gpus")], response.headers)
-        head["warnings"] = [*head["warnings"], deprecation_note("gpu_count", "job_gpus")]
+    old_names = [
+        (old, new)
+        for old, new in (("gpu_count", "job_gpus"), ("params", "model_params"))
+        if getattr(body, old) is not None
+    ]
+    deprecation_headers(old_names, response.headers)
+    head["warnings"] = [*head["warnings"], *(deprecation_note(o, n) for o, n in old_names)]
+    params = body.model_params or 0.0
     if body.gpu_model is not None:
         assert body.job_gpus is not None
         try:
@@ -117,7 +135,7 @@ async def estimate_cost(
                 lambda: estimate(
                     body.gpu_model or "",
                     body.job_gpus or 1,
-                    body.params,
+                    params,
                     body.tokens,
                     offers=state.frame,
                     precision=body.precision,
@@ -141,7 +159,7 @@ async def estimate_cost(
             ) from None
         return EstimateAnswer(mode="model", estimate=result, **head)
     try:
-        job = Job.training(body.params, body.tokens, gpus=body.job_gpus)
+        job = Job.training(params, body.tokens, gpus=body.job_gpus)
     except ValidationError as exc:  # the bounds above make this unreachable; still a 422
         raise RequestValidationError(
             [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]

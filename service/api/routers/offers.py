@@ -27,8 +27,15 @@ from ..offers_cache import (
     raw_key,
     time_bucket,
 )
-from ..offers_query import canonical_key, openapi_parameters, parse_offers_query, validate_query
+from ..offers_query import (
+    canonical_key,
+    deprecated_names,
+    openapi_parameters,
+    parse_offers_query,
+    validate_query,
+)
 from ..problems import ProblemError, problem_responses
+from ..vocabulary import deprecation_headers
 from .history import OfferHistory, offer_history_of
 
 __all__ = ["router"]
@@ -98,6 +105,11 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
             return unchanged
         page = await run_in_threadpool(ranked_page, state, parsed, now)
         state.cache.put((key, now), page)
+    old_names = deprecated_names(request.query_params)
+    if old_names:  # not for the fast path: it could not say so
+        response = page_response(page, client_etags, max_age_s)
+        deprecation_headers(old_names, response.headers)
+        return response
     state.cache.put((raw_key(request.scope), now), page)  # the fast path's key
     return page_response(page, client_etags, max_age_s)
 

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from service.api.offer_ids import decode_offer_id, offer_id
 from service.api.problems import PROBLEM_MEDIA_TYPE, did_you_mean
-from service.api.vocabulary import ALIASES, PARAMETERS
+from service.api.vocabulary import ALIASES, PARAMETERS, UNDECLARED_ALIASES, document
 
 from .conftest import FakeSource, database_state, sample_offers
 
@@ -59,7 +59,7 @@ async def test_every_invalid_parameter_is_named(client: httpx.AsyncClient) -> No
 
 
 async def test_body_errors_carry_a_json_pointer(client: httpx.AsyncClient) -> None:
-    r = await client.post("/v1/estimate", json={"params": 1e9, "tokens": "many"})
+    r = await client.post("/v1/estimate", json={"model_params": 1e9, "tokens": "many"})
     (error,) = _problem(r, 422)["errors"]
     assert error["parameter"] == "tokens" and error["in"] == "body"
     assert error["pointer"] == "#/tokens"
@@ -117,7 +117,7 @@ async def test_every_offer_has_a_url_safe_id_and_a_history_link(
 
 
 async def test_estimate_offers_carry_ids_too(client: httpx.AsyncClient) -> None:
-    r = await client.post("/v1/estimate", json={"params": 1e9, "tokens": 1e10})
+    r = await client.post("/v1/estimate", json={"model_params": 1e9, "tokens": 1e10})
     assert r.status_code == 200, r.text
     assert all(o["links"]["history"].endswith(f"{o['id']}/history") for o in r.json()["offers"])
 
@@ -299,13 +299,20 @@ def _request_names(schema: dict[str, Any]) -> dict[str, bool]:
 
 
 def test_every_request_name_is_in_the_vocabulary(app: FastAPI) -> None:
-    names = _request_names(app.openapi())
-    old = {o: n for aliases in ALIASES.values() for o, n in aliases.items()}
+    schema = app.openapi()
+    components = {"components": schema["components"]}
+    names = _request_names(schema)
+    old = {o for aliases in ALIASES.values() for o in aliases}
     unknown = {n for n in names if n not in PARAMETERS and n not in old}
     assert not unknown, f"add to service.api.vocabulary.PARAMETERS: {sorted(unknown)}"
-    for name, new in old.items():
-        assert names.get(name) is True, f"{name}: an alias must be marked deprecated"
-        assert new in names and names[new] is False
+    for path, aliases in ALIASES.items():
+        declared = _request_names({"paths": {path: schema["paths"][path]}, **components})
+        for name, new in aliases.items():
+            if name in UNDECLARED_ALIASES.get(path, ()):
+                assert name not in declared, f"{path} {name}: declared, though it must not be"
+            else:
+                assert declared.get(name) is True, f"{path} {name}: not marked deprecated"
+            assert declared.get(new) is False, (path, new)
     assert "gpu" not in PARAMETERS and "gpu_count" not in PARAMETERS
     # concept words: one unit per concept
     assert not [n for n in names if n.startswith("price_age") and not n.endswith("_hours")]
@@ -313,6 +320,7 @@ def test_every_request_name_is_in_the_vocabulary(app: FastAPI) -> None:
 
 def test_the_vocabulary_doc_lists_every_name_and_alias() -> None:
     doc = (ROOT / "docs" / "api-vocabulary.md").read_text("utf-8")
+    assert doc == document(), "uv run python -m service.api.vocabulary > docs/api-vocabulary.md"
     missing = [n for n in PARAMETERS if f"`{n}`" not in doc]
     assert not missing, missing
     for path, aliases in ALIASES.items():
@@ -321,7 +329,7 @@ def test_the_vocabulary_doc_lists_every_name_and_alias() -> None:
 
 
 async def test_deprecated_names_still_work_and_say_so(client: httpx.AsyncClient) -> None:
-    body = {"params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB"}
+    body = {"model_params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB"}
     new = await client.post("/v1/estimate", json={**body, "job_gpus": 8})
     old = await client.post("/v1/estimate", json={**body, "gpu_count": 8})
     assert new.status_code == old.status_code == 200, old.text
@@ -332,6 +340,19 @@ async def test_deprecated_names_still_work_and_say_so(client: httpx.AsyncClient)
     assert any("'gpu_count' is deprecated" in w for w in old.json()["warnings"])
     both = await client.post("/v1/estimate", json={**body, "job_gpus": 8, "gpu_count": 8})
     assert _problem(both, 422)["errors"][0]["parameter"] == "gpu_count"
+
+
+async def test_the_old_params_name_still_works_on_offers(client: httpx.AsyncClient) -> None:
+    new = await client.get("/v1/offers?model_params=7e9&tokens=1e10")
+    for _ in range(2):  # the second is not answered by the fast path without the headers
+        old = await client.get("/v1/offers?params=7e9&tokens=1e10")
+        assert old.status_code == 200, old.text
+        assert old.json()["offers"] == new.json()["offers"]
+        assert "model_params" in old.headers["warning"] and old.headers["deprecation"]
+    assert "deprecation" not in new.headers
+    both = await client.get("/v1/offers?params=7e9&model_params=7e9&tokens=1e10")
+    assert _problem(both, 422)["errors"][0]["parameter"] == "params"
+
 
 
 async def test_times_are_rfc3339_z(client: httpx.AsyncClient) -> None:

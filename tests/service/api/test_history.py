@@ -83,3 +83,10 @@ async def test_invalid_index_parameters(db_client: httpx.AsyncClient) -> None:
 
 async def test_without_database_is_503(client: httpx.AsyncClient) -> None:
     assert (await client.get("/v1/history/index?gpus=H100")).status_code == 503
+
+
+async def test_deprecated_history_gpu(db_client: httpx.AsyncClient) -> None:
+    new = await db_client.get("/v1/history/index?gpus=H100&days=3")
+    old = await db_client.get("/v1/history/index?gpu=H100&days=3")
+    assert new.status_code == old.status_code == 200, old.text
+    assert old.json() == new.json() and "gpus" in old.headers["warning"]

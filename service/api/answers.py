@@ -45,7 +45,7 @@ def _json_value(value: Any) -> Any:
 def _shape(row: dict[str, Any]) -> dict[str, Any]:
     """One ranking row as a :class:`RankedOffer` dict (a column the ranking lacks: KeyError)."""
     key = offer_key(row)
-    out = {"id": offer_id(key)}
+    out: dict[str, Any] = {"id": offer_id(key)}
     out.update((k, _json_value(row[k])) for k in TOP_LEVEL)
     for group, columns in GROUPS.items():
         out[group] = {c: _json_value(row[c]) for c in columns}

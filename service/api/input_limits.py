@@ -8,9 +8,10 @@ Three limits bound the work one request can cost (settings, documented in ``.env
   (:func:`limit_body_lists` here, :func:`service.api.offers_query.validate_query` for the
   offers query; 422 naming the parameter and the limit), checked before the values are
   validated one by one (10,000 GPU names cost ~4 s of catalog look-ups);
-- the 422 answer itself (an RFC 9457 problem, :mod:`service.api.problems`): an error's ``input`` and ``msg`` are cut to a few hundred
-  characters, and a NaN or Infinity in them is shown as a string (strict JSON has no such
-  numbers: unsanitised, the error answer itself failed with a 500).
+- the 422 answer itself (an RFC 9457 problem, :mod:`service.api.problems`): an error's
+  ``input`` and ``msg`` are cut to a few hundred characters, and a NaN or Infinity in them
+  is shown as a string (strict JSON has no such numbers: unsanitised, the error answer
+  itself failed with a 500).
 """
 
 from __future__ import annotations

@@ -30,12 +30,12 @@ from .input_limits import too_many_items
 
 __all__ = [
     "JOB_PARAMS",
-    "REQUIREMENT_PARAMS",
     "QUERY_ALIASES",
+    "REQUIREMENT_PARAMS",
     "OffersQuery",
     "ParsedQuery",
-    "deprecated_names",
     "SortKey",
+    "deprecated_names",
     "openapi_parameters",
     "parse_offers_query",
     "validate_query",
@@ -310,9 +310,7 @@ def _reraise(exc: ValidationError, rename: dict[str, str] | None = None) -> Requ
     return RequestValidationError(errors)
 
 
-def parse_offers_query(
-    query: BaseModel, key: str | None = None, offset: int = 0
-) -> ParsedQuery:
+def parse_offers_query(query: BaseModel, key: str | None = None, offset: int = 0) -> ParsedQuery:
     """The engine's Requirement and Job from a validated query; a 422 if they refuse it."""
     data = query.model_dump(exclude_defaults=True)
     req_data = {k: v for k, v in data.items() if k in REQUIREMENT_PARAMS}

@@ -151,9 +151,7 @@ def _entry(error: Mapping[str, Any], request: Request) -> dict[str, Any]:
     entry.update(error)
     if error.get("type") == "extra_forbidden" and place == "query" and len(rest) == 1:
         hint = did_you_mean(str(rest[0]), known_parameters(request))
-        entry["msg"] = f"unknown parameter {name!r}" + (
-            f"; did you mean {hint!r}?" if hint else ""
-        )
+        entry["msg"] = f"unknown parameter {name!r}" + (f"; did you mean {hint!r}?" if hint else "")
         if hint:
             entry["did_you_mean"] = hint
     return entry
@@ -169,9 +167,7 @@ def validation_problem(request: Request, errors: Sequence[Mapping[str, Any]]) ->
         detail = detail or str(entries[0]["msg"])
     else:
         detail = f"{len(entries)} invalid parameters: {', '.join(names)}"
-    return problem_response(
-        request.scope, 422, detail, slug="invalid-parameters", errors=entries
-    )
+    return problem_response(request.scope, 422, detail, slug="invalid-parameters", errors=entries)
 
 
 class ProblemError(Exception):

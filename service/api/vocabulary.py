@@ -18,11 +18,12 @@ where the answer has ``warnings``, the same sentence there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import PlainSerializer
+from starlette.datastructures import MutableHeaders
 
 __all__ = [
     "ALIASES",
@@ -31,8 +32,8 @@ __all__ = [
     "UNDECLARED_ALIASES",
     "UtcTime",
     "deprecation_headers",
-    "document",
     "deprecation_note",
+    "document",
     "rfc3339",
 ]
 
@@ -142,7 +143,7 @@ def deprecation_note(old: str, new: str) -> str:
     return f"parameter {old!r} is deprecated; use {new!r} (see docs/api-vocabulary.md)"
 
 
-def deprecation_headers(used: Iterable[tuple[str, str]], headers: MutableMapping[str, str]) -> None:
+def deprecation_headers(used: Iterable[tuple[str, str]], headers: MutableHeaders) -> None:
     """Mark an answer that was asked with deprecated names ``(old, new)``."""
     notes = [deprecation_note(old, new) for old, new in used]
     if not notes:

@@ -59,7 +59,8 @@ class EstimateRequest(BaseModel):
         default=None, description="GPUs the run uses (required with gpu_model)", examples=[8]
     )
     gpu_count: Annotated[int | None, Field(ge=1, le=100_000)] = Field(
-        default=None, description="deprecated: use job_gpus",
+        default=None,
+        description="deprecated: use job_gpus",
         json_schema_extra={"deprecated": True},
     )
     requirement: Requirement | None = Field(

@@ -11,6 +11,7 @@ from adapters import registry
 from db.current import Outcome
 
 from ..deps import NoQueryDep, SettingsDep, StateDep
+from ..vocabulary import UtcTime
 
 __all__ = ["ProviderOut", "router"]
 
@@ -23,8 +24,11 @@ class ProviderOut(BaseModel):
     outcome: str = Field(description="ok | stale | failed | skipped | never_fetched")
     fresh: bool = Field(description="its offers come from the latest snapshot")
     offer_count: int
-    last_fetch_at: datetime | None
-    price_age_s: float | None = Field(description="seconds since its prices were fetched")
+    last_fetch_at: UtcTime | None
+    price_age_hours: float | None = Field(description="hours since its prices were fetched")
+    price_age_s: float | None = Field(
+        description="deprecated: use price_age_hours", json_schema_extra={"deprecated": True}
+    )
     error: str | None = None
     credentials: str = Field(description="none_needed | set | missing")
 
@@ -32,9 +36,13 @@ class ProviderOut(BaseModel):
 class ProviderList(BaseModel):
     source: str
     note: str | None
-    snapshot_at: datetime | None
+    snapshot_at: UtcTime | None
     fx_as_of: str = Field(description="date of the FX table non-USD prices convert with")
     providers: list[ProviderOut]
+
+
+def _hours(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds / 3600, 3)
 
 
 @router.get("", response_model=ProviderList)
@@ -57,6 +65,7 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
                 fresh=held is not None and held.outcome is Outcome.OK,
                 offer_count=held.offer_count if held else 0,
                 last_fetch_at=held.fetched_at if held else None,
+                price_age_hours=_hours(held.price_age_s(now)) if held else None,
                 price_age_s=held.price_age_s(now) if held else None,
                 error=held.error if held else None,
                 credentials=(

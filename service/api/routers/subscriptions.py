@@ -154,7 +154,9 @@ def subscribe(
 
 
 @router.get("/confirm", response_class=HTMLResponse, responses=_PAGE_RESPONSES)
-async def show_confirm_page(request: Request, token: TokenQuery, manager: ManagerDep) -> HTMLResponse:
+async def show_confirm_page(
+    request: Request, token: TokenQuery, manager: ManagerDep
+) -> HTMLResponse:
     """A page with one button; the GET itself changes nothing (mail scanners fetch links)."""
     return await _confirm(request, token, manager, act=False)
 

@@ -354,8 +354,16 @@ async def test_the_old_params_name_still_works_on_offers(client: httpx.AsyncClie
     assert _problem(both, 422)["errors"][0]["parameter"] == "params"
 
 
-
 async def test_times_are_rfc3339_z(client: httpx.AsyncClient) -> None:
     page = (await client.get("/v1/offers?limit=3")).json()
     assert RFC3339_Z.match(page["generated_at"]) and RFC3339_Z.match(page["snapshot_at"])
     assert all(RFC3339_Z.match(o["fetched_at"]) for o in page["offers"])
+
+
+async def test_provider_times_and_ages_share_the_vocabulary(client: httpx.AsyncClient) -> None:
+    body = (await client.get("/v1/providers")).json()
+    assert body["snapshot_at"] is None or RFC3339_Z.match(body["snapshot_at"])
+    for p in body["providers"]:
+        assert p["last_fetch_at"] is None or RFC3339_Z.match(p["last_fetch_at"])
+        if p["price_age_s"] is not None:
+            assert p["price_age_hours"] == pytest.approx(p["price_age_s"] / 3600, abs=1e-3)

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.anyio
 
 GENERATOR = Path(sys.executable).parent / "openapi-python-client"
 PACKAGE = "gpuscout_api_client"
+OPTIONS = ("--meta", "none", "--config")
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +42,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     config.write_text(json.dumps({"package_name_override": PACKAGE}), "utf-8")
     env = {**os.environ, "PATH": f"{GENERATOR.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(
-        [GENERATOR, "generate", "--path", spec, "--output-path", tmp / "out"]
-        + ["--meta", "none", "--config", config],
+        [GENERATOR, "generate", "--path", spec, "--output-path", tmp / "out", *OPTIONS, config],
         capture_output=True,
         text=True,
         env=env,

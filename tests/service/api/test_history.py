@@ -78,7 +78,9 @@ async def test_invalid_index_parameters(db_client: httpx.AsyncClient) -> None:
     assert error_locs(await db_client.get("/v1/history/index?gpus=H100&term=x")) == [
         ["query", "term"]
     ]
-    assert error_locs(await db_client.get("/v1/history/index?gpus=H100&day=1")) == [["query", "day"]]
+    assert error_locs(await db_client.get("/v1/history/index?gpus=H100&day=1")) == [
+        ["query", "day"]
+    ]
 
 
 async def test_without_database_is_503(client: httpx.AsyncClient) -> None:

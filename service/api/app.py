@@ -130,7 +130,7 @@ def create_app(
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type", "If-None-Match"],
-            expose_headers=["ETag"],
+            expose_headers=["ETag", "Deprecation", "Warning"],
         )
     app.add_middleware(MetricsMiddleware, metrics=context.metrics)
     app.add_middleware(HeadAsGet)

@@ -62,7 +62,10 @@ def problem_type(slug: str) -> str:
 
 
 def _instance(scope: Scope) -> str:
+    """The request's path and query (cut); without the query when it carries a token."""
     query = scope.get("query_string", b"").decode("latin-1")
+    if "token=" in query:
+        query = ""
     path = str(scope.get("path", ""))
     text = f"{path}?{query}" if query else path
     return text if len(text) <= 300 else text[:300] + "..."

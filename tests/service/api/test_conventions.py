@@ -367,3 +367,9 @@ async def test_provider_times_and_ages_share_the_vocabulary(client: httpx.AsyncC
         assert p["last_fetch_at"] is None or RFC3339_Z.match(p["last_fetch_at"])
         if p["price_age_s"] is not None:
             assert p["price_age_hours"] == pytest.approx(p["price_age_s"] / 3600, abs=1e-3)
+
+
+async def test_a_problem_never_echoes_a_token(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/subscriptions/confirm?token=secret-token&x=1")
+    body = _problem(r, 422)
+    assert body["instance"] == "/v1/subscriptions/confirm"

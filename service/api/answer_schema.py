@@ -9,9 +9,9 @@ the answer's shape: the router declares them as its response model (the OpenAPI 
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from .vocabulary import UtcTime
 
 __all__ = [
     "GROUPS",
@@ -19,7 +19,9 @@ __all__ = [
     "Hardware",
     "JobCost",
     "LeftOut",
+    "OfferLinks",
     "OffersPage",
+    "PageLinks",
     "Performance",
     "Price",
     "Provenance",
@@ -157,9 +159,19 @@ class JobCost(_Answer):
     )
 
 
+class OfferLinks(_Answer):
+    history: str = Field(
+        description="this offer's stored prices", examples=["/v1/offers/YWNtZXw4eC1o.../history"]
+    )
+
+
 class RankedOffer(_Answer):
     """One ranked offer: who and where at the top level, the rest in four groups."""
 
+    id: str = Field(
+        description="stable across snapshots and URL-safe: the offer in /v1/offers/{id}/history",
+        examples=["YWNtZXw4eC1oMTAwfHVzLWVhc3QtMXxvbl9kZW1hbmR8aW5zdGFuY2U"],
+    )
     rank: int
     provider: str
     seller: str | None = Field(
@@ -177,12 +189,13 @@ class RankedOffer(_Answer):
     availability: str = Field(
         description="available | not stated | not available now (ranked after the others)"
     )
-    fetched_at: datetime
+    fetched_at: UtcTime
     price_age_hours: float | None = Field(description="age of the price at generated_at")
     hardware: Hardware
     price: Price
     performance: Performance
     job: JobCost
+    links: OfferLinks
 
 
 class Provenance(_Answer):
@@ -219,15 +232,30 @@ class LeftOut(_Answer):
     offers: int
 
 
+class PageLinks(_Answer):
+    self: str = Field(description="this page, the query in canonical form")
+    next: str | None = Field(description="the next page; null on the last")
+
+
 class OffersPage(Provenance):
-    snapshot_at: datetime | None
-    generated_at: datetime
+    snapshot_at: UtcTime | None
+    generated_at: UtcTime
     stale_providers: list[str] = Field(description="last fetch failed; older offers shown")
     failed_providers: list[str] = Field(description="no offers from them; some may be hidden")
     left_out: list[LeftOut] = Field(description="every wanted offer not ranked, and why")
     query: dict[str, object] = Field(description="the query in canonical form")
-    count: int
+    count: int = Field(description="offers in this page")
+    total: int = Field(description="qualifying configurations, over every page")
+    offset: int = Field(description="offers ranked before this page")
+    next: str | None = Field(
+        description="cursor of the next page (pass it as cursor); null on the last page"
+    )
+    links: PageLinks
     offers: list[RankedOffer]
+
+
+#: Fields of an offer that are not ranking columns: made from the offer's key.
+DERIVED = ("id", "links")
 
 
 def _layout(model: type[BaseModel]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
@@ -235,6 +263,8 @@ def _layout(model: type[BaseModel]) -> tuple[tuple[str, ...], dict[str, tuple[st
     top: list[str] = []
     groups: dict[str, tuple[str, ...]] = {}
     for name, info in model.model_fields.items():
+        if name in DERIVED:
+            continue
         nested = info.annotation
         if isinstance(nested, type) and issubclass(nested, BaseModel):
             groups[name] = tuple(nested.model_fields)

@@ -16,18 +16,21 @@ import json
 import math
 from datetime import datetime
 from typing import Any, cast
+from urllib.parse import urlencode
 
 import polars as pl
 
 from adapters.sample import SAMPLE_NOTE
 from pricing.coverage import left_out, left_out_note
 from pricing.display import for_display
-from pricing.rank import RankOptions, SortKey, rank
+from pricing.rank import RankOptions, SortKey, costed_plan, rank
 
 from .answer_schema import GROUPS, TOP_LEVEL
-from .offers_cache import CachedPage, etag_for
+from .offer_ids import Cursor, encode_cursor, history_link, offer_id, offer_key, query_digest
+from .offers_cache import OFFERS_PATH, CachedPage, etag_for
 from .offers_query import ParsedQuery
 from .state import ApiState
+from .vocabulary import rfc3339
 
 __all__ = ["page_header", "ranked_offers", "ranked_page", "warnings_for"]
 
@@ -36,24 +39,64 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, datetime):
-        return value.isoformat()
+        return rfc3339(value)
     return value
 
 
 def _shape(row: dict[str, Any]) -> dict[str, Any]:
     """One ranking row as a :class:`RankedOffer` dict (a column the ranking lacks: KeyError)."""
-    out = {k: _json_value(row[k]) for k in TOP_LEVEL}
+    key = offer_key(row)
+    out: dict[str, Any] = {"id": offer_id(key)}
+    out.update((k, _json_value(row[k])) for k in TOP_LEVEL)
     for group, columns in GROUPS.items():
         out[group] = {c: _json_value(row[c]) for c in columns}
+    out["links"] = {"history": history_link(key)}
     return out
 
 
-def _rank(state: ApiState, q: ParsedQuery, now: datetime) -> pl.DataFrame:
+def _options(q: ParsedQuery, now: datetime, limit: int | None) -> RankOptions:
     sort = cast(SortKey, q.sort)  # validated by the query model (queries.SortKey)
-    options = RankOptions(
-        precision=q.precision, limit=q.limit, sort=sort, now=now, mfu=q.mfu, scaling=q.scaling
+    return RankOptions(
+        precision=q.precision, limit=limit, sort=sort, now=now, mfu=q.mfu, scaling=q.scaling
     )
-    return rank(state.frame, q.requirement, q.job, options)
+
+
+def _rank(state: ApiState, q: ParsedQuery, now: datetime) -> pl.DataFrame:
+    """The ranking down to the end of this page (the rows before it are sliced off)."""
+    ranked = rank(state.frame, q.requirement, q.job, _options(q, now, q.offset + q.limit))
+    return ranked.slice(q.offset)
+
+
+def qualifying_total(state: ApiState, q: ParsedQuery, now: datetime) -> int:
+    """How many configurations qualify: the length of the whole ranking, every page."""
+    plan = costed_plan(state.frame, q.requirement, q.job, _options(q, now, None))
+    return int(plan.select(pl.col("config_id").n_unique()).collect().item())
+
+
+def _query_string(canonical: dict[str, Any]) -> str:
+    pairs = []
+    for name, value in canonical.items():
+        for v in value if isinstance(value, list) else [value]:
+            pairs.append((name, str(v).lower() if isinstance(v, bool) else str(v)))
+    return urlencode(pairs)
+
+
+def _pagination(state: ApiState, q: ParsedQuery, total: int, count: int) -> dict[str, Any]:
+    """``total``, the ``next`` cursor (null on the last page) and the page's ``links``."""
+    canonical = json.loads(q.key)
+    self_link = f"{OFFERS_PATH}?{_query_string(canonical)}".rstrip("?")
+    end = q.offset + count
+    cursor = None
+    next_link = None
+    if count and end < total:
+        cursor = encode_cursor(Cursor(state.tag, query_digest(q.key), end))
+        next_link = f"{OFFERS_PATH}?{_query_string({**canonical, 'cursor': cursor})}"
+    return {
+        "total": total,
+        "offset": q.offset,
+        "next": cursor,
+        "links": {"self": self_link, "next": next_link},
+    }
 
 
 def warnings_for(state: ApiState) -> list[str]:
@@ -91,8 +134,8 @@ def page_header(state: ApiState, now: datetime) -> dict[str, Any]:
         "sample_providers": cur.sample_providers,
         "note": cur.note,
         "fx_as_of": cur.fx.as_of,
-        "snapshot_at": cur.snapshot_at.isoformat() if cur.snapshot_at else None,
-        "generated_at": now.isoformat(),
+        "snapshot_at": rfc3339(cur.snapshot_at) if cur.snapshot_at else None,
+        "generated_at": rfc3339(now),
         "stale_providers": list(cur.stale_providers),
         "failed_providers": list(cur.failed_providers),
         "warnings": warnings_for(state),
@@ -113,6 +156,7 @@ def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
         ).to_dicts(),
         "query": json.loads(q.key),
         "count": len(offers),
+        **_pagination(state, q, qualifying_total(state, q, now), len(offers)),
         "offers": offers,
     }
     data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()

@@ -15,11 +15,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response, status
-from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.gzip import GZipMiddleware
-from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -32,6 +30,8 @@ from .deps import DATABASE_UNAVAILABLE
 from .input_limits import BodySizeLimit, limit_body_lists, validation_error_response
 from .metrics import ApiMetrics, MetricsMiddleware
 from .offers_cache import OffersFastPath
+from .openapi_names import HeadAsGet, operation_id, tidy_openapi
+from .problems import ProblemError, problem_response
 from .state import OffersLoader, StateHolder
 
 __all__ = ["API_VERSION", "create_app"]
@@ -113,14 +113,17 @@ def create_app(
         dependencies=[Depends(limit_body_lists)],
         docs_url=None,  # served with local assets by service.web (no CDN)
         redoc_url=None,
+        generate_unique_id_function=operation_id,
     )
     app.state.context = context
-    app.add_exception_handler(StarletteHTTPException, _body_parse_error_is_422)
+    app.add_exception_handler(StarletteHTTPException, _http_problem)
     app.add_exception_handler(RequestValidationError, validation_error_response)
+    app.add_exception_handler(ProblemError, _own_problem)
     app.add_exception_handler(SQLAlchemyError, _database_unavailable)
     for module in ROUTERS:
         app.include_router(importlib.import_module(f"{routers.__name__}.{module}").router)
     web.mount(app)
+    tidy_openapi(app)
 
     app.add_middleware(OffersFastPath, context=context)
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)
@@ -131,14 +134,16 @@ def create_app(
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type", "If-None-Match"],
-            expose_headers=["ETag"],
+            expose_headers=["ETag", "Deprecation", "Warning"],
         )
     app.add_middleware(MetricsMiddleware, metrics=context.metrics)
+    app.add_middleware(HeadAsGet)
     return app
 
 
-async def _body_parse_error_is_422(request: Request, exc: Exception) -> Response:
-    """A body that is not even JSON (bad bytes) is invalid input: 422 like any other."""
+async def _http_problem(request: Request, exc: Exception) -> Response:
+    """Every HTTP error (404, 405, 409, 503...) as a problem; a body that is not even JSON
+    (bad bytes) is invalid input: 422 like any other."""
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
         return await validation_error_response(
@@ -147,15 +152,32 @@ async def _body_parse_error_is_422(request: Request, exc: Exception) -> Response
                 [{"type": "json_invalid", "loc": ("body",), "msg": "body is not valid JSON"}]
             ),
         )
-    return await http_exception_handler(request, exc)
+    detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    if exc.status_code == status.HTTP_404_NOT_FOUND and detail == "Not Found":
+        detail = f"no resource at {request.url.path}; the API is described at /openapi.json"
+    elif exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        allowed = (exc.headers or {}).get("Allow", "")
+        if "GET" in allowed.split(", ") and "HEAD" not in allowed:
+            allowed = f"{allowed}, HEAD"
+            exc.headers = {**(exc.headers or {}), "Allow": allowed}
+        detail = f"{request.method} is not allowed here; allowed: {allowed or 'none'}"
+    return problem_response(request.scope, exc.status_code, detail, headers=exc.headers)
+
+
+async def _own_problem(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ProblemError)
+    return problem_response(
+        request.scope, exc.status, exc.detail, slug=exc.slug, headers=exc.headers
+    )
 
 
 async def _database_unavailable(request: Request, exc: Exception) -> Response:
     """Any database error a route meets is a 503 without its details (logged here)."""
     log.error("database error on %s %s: %s", request.method, request.url.path, exc)
-    return JSONResponse(
-        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
-        content={"detail": DATABASE_UNAVAILABLE},
+    return problem_response(
+        request.scope,
+        status.HTTP_503_SERVICE_UNAVAILABLE,
+        DATABASE_UNAVAILABLE,
         headers={"Retry-After": "30"},
     )
 

@@ -8,9 +8,10 @@ Three limits bound the work one request can cost (settings, documented in ``.env
   (:func:`limit_body_lists` here, :func:`service.api.offers_query.validate_query` for the
   offers query; 422 naming the parameter and the limit), checked before the values are
   validated one by one (10,000 GPU names cost ~4 s of catalog look-ups);
-- the 422 answer itself: an error's ``input`` and ``msg`` are cut to a few hundred
-  characters, and a NaN or Infinity in them is shown as a string (strict JSON has no such
-  numbers: unsanitised, the error answer itself failed with a 500).
+- the 422 answer itself (an RFC 9457 problem, :mod:`service.api.problems`): an error's
+  ``input`` and ``msg`` are cut to a few hundred characters, and a NaN or Infinity in them
+  is shown as a string (strict JSON has no such numbers: unsanitised, the error answer
+  itself failed with a 500).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .problems import problem_response, validation_problem
 
 __all__ = [
     "MAX_ERROR_CHARS",
@@ -110,10 +113,11 @@ def safe_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
-async def validation_error_response(request: Request, exc: Exception) -> JSONResponse:
-    """The 422 answer of every invalid request: FastAPI's shape, strict JSON, bounded."""
+async def validation_error_response(request: Request, exc: Exception) -> Response:
+    """The 422 answer of every invalid request: a problem whose ``errors`` name each
+    offending parameter, strict JSON, bounded."""
     assert isinstance(exc, RequestValidationError)
-    return JSONResponse(status_code=422, content={"detail": safe_errors(exc.errors())})
+    return validation_problem(request, safe_errors(exc.errors()))
 
 
 def too_many_items(loc: Iterable[str | int], count: int, limit: int) -> dict[str, Any]:
@@ -210,12 +214,12 @@ class BodySizeLimit:
         await self.app(scope, replay, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send, size: str) -> None:
-        response = JSONResponse(
-            status_code=413,
-            content={
-                "detail": f"request body of {size}: at most {self.max_bytes} bytes are "
-                "accepted (setting api_max_body_bytes)"
-            },
+        response = problem_response(
+            scope,
+            413,
+            f"request body of {size}: at most {self.max_bytes} bytes are accepted"
+            " (setting api_max_body_bytes)",
+            slug="body-too-large",
             headers={"Connection": "close"},
         )
         await response(scope, receive, send)

@@ -4,7 +4,11 @@ pricing engine's :class:`~pricing.requirement.Requirement` and :class:`~pricing.
 The parameters are generated from those models' fields, so every constraint the engine
 knows is a query parameter with the same name, type, bounds and description (a test pins
 this). List-valued ones may repeat (``?gpus=H100&gpus=A100``) or be comma-separated
-(``?gpus=H100,A100``). The job's GPU count is ``job_gpus`` (``gpus`` is the model filter).
+(``?gpus=H100,A100``). The job's GPU count is ``job_gpus`` (``gpus`` is the model filter),
+the model's parameter count ``model_params``: the old name ``params`` is still accepted
+(:data:`QUERY_ALIASES`) but not declared in the OpenAPI document, where a query parameter
+of that name breaks generated clients (openapi-python-client names its own query dict
+``params``).
 
 Unknown parameters are rejected (``extra="forbid"``), non-finite numbers too.
 """
@@ -26,20 +30,23 @@ from .input_limits import too_many_items
 
 __all__ = [
     "JOB_PARAMS",
+    "QUERY_ALIASES",
     "REQUIREMENT_PARAMS",
     "OffersQuery",
     "ParsedQuery",
     "SortKey",
+    "deprecated_names",
     "openapi_parameters",
     "parse_offers_query",
     "validate_query",
 ]
 
-#: API name -> Job field (the job's GPU count is ``job_gpus``).
+#: API name -> Job field (the job's GPU count is ``job_gpus``, the model's parameters
+#: ``model_params``).
 JOB_PARAMS: dict[str, str] = {
     "hours": "hours",
     "gpu_hours": "gpu_hours",
-    "params": "params",
+    "model_params": "params",
     "tokens": "tokens",
     "job_gpus": "gpus",
     "interruptible_overhead": "interruptible_overhead",
@@ -128,7 +135,17 @@ def _build_query_model() -> type[BaseModel]:
     )
     fields["limit"] = (
         int,
-        Field(default=20, ge=1, le=MAX_LIMIT, description="offers in the answer"),
+        Field(default=20, ge=1, le=MAX_LIMIT, description="offers in one page of the answer"),
+    )
+    fields["cursor"] = (
+        str | None,
+        Field(
+            default=None,
+            max_length=200,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="the next page: the cursor of the previous page's answer (opaque;"
+            " valid for the snapshot it came from)",
+        ),
     )
     lists = [n for n, (ann, _f) in fields.items() if get_origin(ann) is list]
     validators: dict[str, Any] = {
@@ -164,6 +181,25 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
     return node
 
 
+#: Examples of the offers query in the OpenAPI document.
+EXAMPLES: dict[str, Any] = {
+    "preset": "seed-8xa100",
+    "gpus": ["H100"],
+    "min_gpus": 8,
+    "regions": ["us-east-1"],
+    "providers": ["lambda"],
+    "terms": ["on_demand"],
+    "max_usd_per_gpu_hour": 3.5,
+    "max_price_age_hours": 24,
+    "hours": 100,
+    "model_params": 7e9,
+    "tokens": 2e12,
+    "job_gpus": 64,
+    "sort": "job_cost_usd",
+    "limit": 20,
+}
+
+
 def openapi_parameters() -> list[dict[str, Any]]:
     """The query parameters of :data:`OffersQuery` as OpenAPI parameter objects.
 
@@ -181,8 +217,19 @@ def openapi_parameters() -> list[dict[str, Any]]:
             param["description"] = description
         if name in LIST_PARAMS:
             param["style"], param["explode"] = "form", True
+        if name in EXAMPLES:
+            param["example"] = EXAMPLES[name]
         out.append(param)
     return out
+
+
+#: Deprecated query names still accepted: old -> new.
+QUERY_ALIASES: dict[str, str] = {"params": "model_params"}
+
+
+def deprecated_names(params: Any) -> list[tuple[str, str]]:
+    """The ``(old, new)`` names of :data:`QUERY_ALIASES` a query uses."""
+    return [(old, new) for old, new in QUERY_ALIASES.items() if old in params]
 
 
 def validate_query(params: Any, max_list_items: int | None = None) -> BaseModel:
@@ -193,7 +240,22 @@ def validate_query(params: Any, max_list_items: int | None = None) -> BaseModel:
     """
     data: dict[str, Any] = {}
     too_long = []
+    for old, new in deprecated_names(params):
+        if new in params:
+            raise RequestValidationError(
+                [
+                    {
+                        "type": "value_error",
+                        "loc": ("query", old),
+                        "msg": f"deprecated name of {new}; give {new} only",
+                        "input": params.get(old),
+                    }
+                ]
+            )
+        data[new] = params.get(old)
     for name in params:
+        if name in QUERY_ALIASES:
+            continue
         if name in LIST_PARAMS:
             values = _split_commas(params.getlist(name))
             if max_list_items is not None and len(values) > max_list_items:
@@ -228,6 +290,7 @@ class ParsedQuery(typing.NamedTuple):
     mfu: float | None
     scaling: float | None
     key: str  # canonical form: equal for queries that mean the same
+    offset: int = 0  # offers ranked before this page (from the cursor)
 
 
 def canonical_key(query: BaseModel) -> str:
@@ -256,7 +319,7 @@ def _reraise(exc: ValidationError, rename: dict[str, str] | None = None) -> Requ
     return RequestValidationError(errors)
 
 
-def parse_offers_query(query: BaseModel, key: str | None = None) -> ParsedQuery:
+def parse_offers_query(query: BaseModel, key: str | None = None, offset: int = 0) -> ParsedQuery:
     """The engine's Requirement and Job from a validated query; a 422 if they refuse it."""
     data = query.model_dump(exclude_defaults=True)
     req_data = {k: v for k, v in data.items() if k in REQUIREMENT_PARAMS}
@@ -283,4 +346,5 @@ def parse_offers_query(query: BaseModel, key: str | None = None) -> ParsedQuery:
         mfu=getattr(query, "mfu"),  # noqa: B009
         scaling=getattr(query, "scaling"),  # noqa: B009
         key=key if key is not None else canonical_key(query),
+        offset=offset,
     )

@@ -38,7 +38,11 @@ __all__ = [
 ]
 
 #: API parameter -> the Job field it sets, where the names differ (as the API's JOB_PARAMS).
-JOB_NAMES: dict[str, str] = {"job_gpus": "gpus", "job_storage_gb": "storage_gb"}
+JOB_NAMES: dict[str, str] = {
+    "job_gpus": "gpus",
+    "job_storage_gb": "storage_gb",
+    "model_params": "params",
+}
 
 #: Other spellings an option accepts: the singular of a list option, older CLI names.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -51,6 +55,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "fabrics": ("--fabric", "--interconnect"),
     "form_factors": ("--form-factor",),
     "storage_types": ("--storage-type",),
+    "model_params": ("--params",),
 }
 
 #: Fields the CLI reads as whole numbers (a count of GPUs per offer).

@@ -138,7 +138,7 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
                 rich_help_panel="The answer",
                 min=1,
                 max=MAX_LIMIT,
-                help="offers in the answer",
+                help="offers in one page of the answer",
             ),
         ],
         20,

@@ -27,7 +27,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "GPU": ("preset", "gpus", "min_gpus", "max_gpus", "min_gpu_memory_gb", "form_factors"),
     "Where and who": ("providers", "exclude_providers", "regions", "countries"),
     "Term and price": ("terms", "max_commitment_hours", "max_usd_per_hour", "max_usd_per_gpu_hour"),
-    "Job": ("hours", "gpu_hours", "params", "tokens", "job_gpus", "precision"),
+    "Job": ("hours", "gpu_hours", "model_params", "tokens", "job_gpus", "precision"),
     "Network": ("fabrics", "min_fabric_gbps", "nvlink", "multi_node"),
 }
 #: Presentation, not a filter: shown with the table rather than in the form groups.
@@ -40,7 +40,7 @@ _LABELS: dict[str, str] = {
     "max_gpus": "Max GPUs per offer",
     "hours": "Job hours (wall clock on one offer)",
     "gpu_hours": "Job GPU-hours",
-    "params": "Model parameters",
+    "model_params": "Model parameters",
     "tokens": "Training tokens",
     "mfu": "MFU (replace the model)",
 }

@@ -1,4 +1,4 @@
-"""``GET /index?gpu=H100&term=on_demand&days=30``: the daily price index as a chart, and
+"""``GET /index?gpus=H100&term=on_demand&days=30``: the daily price index as a chart, and
 the current spread of prices across providers.
 
 The index is the answer of ``GET /v1/history/index`` (the router's own function, its
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
@@ -20,7 +20,7 @@ from pricing import expressions as ex
 from pricing.display import for_display
 from pricing.requirement import Requirement
 from service.api.deps import ContextDep, StateDep
-from service.api.routers.history import IndexQuery, price_index
+from service.api.routers.history import IndexQuery, get_price_index
 
 from .charts import Series, line_chart
 from .templating import templates
@@ -64,24 +64,25 @@ def _chart(index: Any) -> Any:
             series("p90", "p90_usd_per_gpu_hour"),
             series("min", "min_usd_per_gpu_hour"),
         ],
-        title=f"Daily {index.gpu} {index.term.value} price index, USD per GPU-hour",
+        title=f"Daily {index.gpus} {index.term.value} price index, USD per GPU-hour",
     )
 
 
 @router.get("/index", response_class=HTMLResponse)
 async def index_page(request: Request, state: StateDep, context: ContextDep) -> HTMLResponse:
     params = {k: v for k, v in request.query_params.items() if v.strip() and k in _ALLOWED}
-    params.setdefault("gpu", "H100")
+    if "gpu" not in params:
+        params.setdefault("gpus", "H100")
     errors: list[str] = []
     index, unavailable = None, None
     try:
         query = IndexQuery.model_validate(params)
     except ValidationError as exc:
         errors = [f"{e['loc'][0]}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
-        query = IndexQuery(gpu="H100")
+        query = IndexQuery(gpus="H100")
     if not errors:
         try:
-            index = await price_index(query, context)
+            index = await get_price_index(query, context, Response())
         except HTTPException as exc:  # no database: the spread still shows
             unavailable = str(exc.detail)
     days = [d for d in index.days if d.offers] if index else []
@@ -99,7 +100,7 @@ async def index_page(request: Request, state: StateDep, context: ContextDep) -> 
             "days": days,
             "chart": _chart(index) if days else None,
             "unavailable": unavailable,
-            "spread": [] if errors else current_spread(state.frame, query.gpu, query.term.value),
+            "spread": [] if errors else current_spread(state.frame, query.model, query.term.value),
             "sample": state.current.source == "sample",
         },
         status_code=422 if errors else 200,

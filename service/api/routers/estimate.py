@@ -1,17 +1,18 @@
 """``POST /v1/estimate``: what a training run costs, for one GPU model and count or across
 the qualifying offers.
 
-With ``gpu_model`` and ``gpu_count``: :func:`pricing.estimate.estimate` on a reference
-topology, priced with the cheapest current offer making exactly that many GPUs. Without
-``gpu_model``: the run (``params`` x ``tokens`` on ``gpu_count`` GPUs, or one instance of
-each offer) is ranked across the offers qualifying under ``requirement``.
+With ``gpu_model`` and ``job_gpus`` (formerly ``gpu_count``, still accepted, deprecated):
+:func:`pricing.estimate.estimate` on a reference topology, priced with the cheapest current
+offer making exactly that many GPUs. Without ``gpu_model``: the run (``model_params`` x
+``tokens`` on ``job_gpus`` GPUs, or one instance of each offer) is ranked across the offers
+qualifying under ``requirement``.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.concurrency import run_in_threadpool
@@ -27,6 +28,8 @@ from ..answers import page_header, ranked_offers
 from ..deps import NoQueryDep, StateDep
 from ..offers_cache import time_bucket
 from ..offers_query import ParsedQuery
+from ..problems import problem_responses
+from ..vocabulary import deprecation_headers, deprecation_note
 
 __all__ = ["EstimateAnswer", "EstimateRequest", "router"]
 
@@ -36,17 +39,29 @@ Factor = Annotated[float, Field(gt=0, le=1)]
 
 
 class EstimateRequest(BaseModel):
-    """A training run: ``6 x params x tokens`` FLOPs."""
+    """A training run: ``6 x model_params x tokens`` FLOPs."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    params: Annotated[float, Field(gt=0, le=1e15, description="model parameters")]
+    model_params: Annotated[float | None, Field(gt=0, le=1e15)] = Field(
+        default=None, description="model parameters (required)", examples=[7e9]
+    )
+    params: Annotated[float | None, Field(gt=0, le=1e15)] = Field(
+        default=None,
+        description="deprecated: use model_params",
+        json_schema_extra={"deprecated": True},
+    )
     tokens: Annotated[float, Field(gt=0, le=1e16, description="training tokens")]
     gpu_model: str | None = Field(
         default=None, max_length=100, description="canonical GPU model; omit to rank offers"
     )
+    job_gpus: Annotated[int | None, Field(ge=1, le=100_000)] = Field(
+        default=None, description="GPUs the run uses (required with gpu_model)", examples=[8]
+    )
     gpu_count: Annotated[int | None, Field(ge=1, le=100_000)] = Field(
-        default=None, description="GPUs of the run (required with gpu_model)"
+        default=None,
+        description="deprecated: use job_gpus",
+        json_schema_extra={"deprecated": True},
     )
     requirement: Requirement | None = Field(
         default=None, description="without gpu_model: which offers qualify"
@@ -60,11 +75,21 @@ class EstimateRequest(BaseModel):
 
     @model_validator(mode="after")
     def _mode(self) -> EstimateRequest:
+        if self.params is not None:
+            if self.model_params is not None:
+                raise ValueError("params: deprecated name of model_params; give model_params only")
+            self.model_params = self.params
+        if self.model_params is None:
+            raise ValueError("model_params: required (the model's parameter count)")
+        if self.gpu_count is not None:
+            if self.job_gpus is not None:
+                raise ValueError("gpu_count: deprecated name of job_gpus; give job_gpus only")
+            self.job_gpus = self.gpu_count
         if self.gpu_model is not None:
             if get_gpu(self.gpu_model) is None:
                 raise ValueError(f"gpu_model: unknown GPU model {self.gpu_model!r}")
-            if self.gpu_count is None:
-                raise ValueError("gpu_count: required with gpu_model")
+            if self.job_gpus is None:
+                raise ValueError("job_gpus: required with gpu_model")
             if self.requirement is not None:
                 raise ValueError("requirement: only without gpu_model")
         return self
@@ -81,24 +106,37 @@ class EstimateAnswer(Provenance):
 @router.post(
     "",
     response_model=EstimateAnswer,
-    responses={
-        413: {"description": "the body is larger than the api_max_body_bytes setting"},
-        503: {"description": "the current offers could not be loaded"},
-    },
+    responses=problem_responses(413, 422, 503),
 )
-async def post_estimate(body: EstimateRequest, state: StateDep) -> EstimateAnswer:
-    """Estimate the training run; see the module doc for the two modes."""
+async def estimate_cost(
+    body: EstimateRequest, state: StateDep, response: Response
+) -> EstimateAnswer:
+    """Estimate what a training run costs.
+
+    Two modes. With `gpu_model` and `job_gpus`: the run on that many GPUs of that model
+    (a reference topology), priced with the cheapest current offer making exactly that
+    many GPUs. Without `gpu_model`: the run ranked across the offers qualifying under
+    `requirement`, on `job_gpus` GPUs or one instance of each offer.
+    """
     now = time_bucket()
     header = page_header(state, now)
     head = {name: header[name] for name in Provenance.model_fields}
+    old_names = [
+        (old, new)
+        for old, new in (("gpu_count", "job_gpus"), ("params", "model_params"))
+        if getattr(body, old) is not None
+    ]
+    deprecation_headers(old_names, response.headers)
+    head["warnings"] = [*head["warnings"], *(deprecation_note(o, n) for o, n in old_names)]
+    params = body.model_params or 0.0
     if body.gpu_model is not None:
-        assert body.gpu_count is not None
+        assert body.job_gpus is not None
         try:
             result = await run_in_threadpool(
                 lambda: estimate(
                     body.gpu_model or "",
-                    body.gpu_count or 1,
-                    body.params,
+                    body.job_gpus or 1,
+                    params,
                     body.tokens,
                     offers=state.frame,
                     precision=body.precision,
@@ -122,7 +160,7 @@ async def post_estimate(body: EstimateRequest, state: StateDep) -> EstimateAnswe
             ) from None
         return EstimateAnswer(mode="model", estimate=result, **head)
     try:
-        job = Job.training(body.params, body.tokens, gpus=body.gpu_count)
+        job = Job.training(params, body.tokens, gpus=body.job_gpus)
     except ValidationError as exc:  # the bounds above make this unreachable; still a 422
         raise RequestValidationError(
             [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]

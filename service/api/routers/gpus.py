@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.gpus import GpuSpec, Precision, catalog, find_gpus, get_gpu
+from adapters.gpus import GpuSpec, Precision, catalog, find_gpus
+from adapters.gpus import get_gpu as lookup_gpu
 
 from ..deps import NoQueryDep
 
@@ -76,9 +77,9 @@ async def list_gpus(query: Annotated[GpuQuery, Query()]) -> GpuList:
     dependencies=[NoQueryDep],
     responses={404: {"description": "no such model in the catalog"}},
 )
-async def get_one(name: str) -> GpuOut:
+async def get_gpu(name: str) -> GpuOut:
     """One model by canonical name (case-insensitive)."""
-    spec = get_gpu(name)
+    spec = lookup_gpu(name)
     if spec is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,

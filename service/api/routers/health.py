@@ -29,7 +29,7 @@ class Ready(BaseModel):
 
 
 @router.get("/healthz", response_model=Health)
-async def healthz() -> Health:
+async def get_health() -> Health:
     """The process is up; says nothing about the database."""
     return Health(status="ok")
 
@@ -39,7 +39,7 @@ async def healthz() -> Health:
     response_model=Ready,
     responses={503: {"description": "the database is unreachable or no offers are loaded"}},
 )
-async def readyz(context: ContextDep) -> Ready:
+async def get_readiness(context: ContextDep) -> Ready:
     """Ready to serve: the database answers and the current offers are in memory."""
     database = "none"
     if context.ready_check is not None:

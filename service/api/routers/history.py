@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, status
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from fastapi import APIRouter, HTTPException, Query, Response, status
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from adapters.gpus import find_gpus
@@ -16,29 +16,57 @@ from adapters.schema import RentalTerm
 from pricing.display import DECIMALS, for_display
 
 from ..deps import ContextDep, NoQueryDep
+from ..offer_ids import offer_id
+from ..problems import problem_responses
+from ..vocabulary import UtcTime, deprecation_headers
 
 __all__ = ["router"]
 
 router = APIRouter(
     prefix="/v1/history",
     tags=["history"],
-    responses={503: {"description": "no database configured"}},
+    responses=problem_responses(503, _503="no database configured"),
 )
 
 
 class IndexQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    gpu: str = Field(min_length=1, max_length=100, description="GPU model or family (H100)")
+    gpus: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="one GPU model or family (H100), as in the offers' gpus",
+        examples=["H100"],
+    )
+    gpu: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="deprecated: use gpus",
+        json_schema_extra={"deprecated": True},
+    )
     term: RentalTerm = RentalTerm.ON_DEMAND
     days: int = Field(default=30, ge=1, le=366, description="UTC days up to today")
 
-    @field_validator("gpu")
+    @field_validator("gpus", "gpu")
     @classmethod
-    def _known(cls, value: str) -> str:
-        if not find_gpus(value):
+    def _known(cls, value: str | None) -> str | None:
+        if value is not None and not find_gpus(value):
             raise ValueError(f"unknown GPU model or family {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _one_name(self) -> IndexQuery:
+        if self.gpus is None and self.gpu is None:
+            raise ValueError("gpus: required (a GPU model or family, e.g. H100)")
+        if self.gpus is not None and self.gpu is not None:
+            raise ValueError("gpu: deprecated name of gpus; give gpus only")
+        return self
+
+    @property
+    def model(self) -> str:
+        return self.gpus or self.gpu or ""
 
 
 class IndexDay(BaseModel):
@@ -52,7 +80,7 @@ class IndexDay(BaseModel):
 
 
 class PriceIndex(BaseModel):
-    gpu: str
+    gpus: str
     term: RentalTerm
     start: date
     end: date
@@ -61,8 +89,8 @@ class PriceIndex(BaseModel):
 
 
 class PricePointOut(BaseModel):
-    valid_from: datetime
-    valid_to: datetime | None = Field(description="null: the price still holds")
+    valid_from: UtcTime
+    valid_to: UtcTime | None = Field(description="null: the price still holds")
     price_amount: str = Field(description="as published, exact")
     price_currency: str
     price_unit: str
@@ -73,6 +101,7 @@ class PricePointOut(BaseModel):
 
 
 class OfferHistory(BaseModel):
+    id: str = Field(description="the offer's id, as in the offers' answers")
     key: str
     prices: list[PricePointOut]
 
@@ -84,18 +113,25 @@ def _engine(context: Any) -> Any:
 
 
 @router.get("/index", response_model=PriceIndex)
-async def price_index(query: Annotated[IndexQuery, Query()], context: ContextDep) -> PriceIndex:
-    """Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts."""
+async def get_price_index(
+    query: Annotated[IndexQuery, Query()], context: ContextDep, response: Response
+) -> PriceIndex:
+    """Get the daily price index of a GPU model or family.
+
+    Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts.
+    """
     from db.history import daily_index
 
     engine = _engine(context)
+    if query.gpu is not None:
+        deprecation_headers([("gpu", "gpus")], response.headers)
     end = datetime.now(UTC).date()
     start = end - timedelta(days=query.days - 1)
     frame = await run_in_threadpool(
-        lambda: daily_index(engine, gpu=query.gpu, start=start, end=end, term=query.term)
+        lambda: daily_index(engine, gpu=query.model, start=start, end=end, term=query.term)
     )
     return PriceIndex(
-        gpu=query.gpu,
+        gpus=query.model,
         term=query.term,
         start=start,
         end=end,
@@ -107,10 +143,19 @@ async def price_index(query: Annotated[IndexQuery, Query()], context: ContextDep
     "/offers/{key:path}",
     response_model=OfferHistory,
     dependencies=[NoQueryDep],
-    responses={404: {"description": "no stored price for this offer key"}},
+    responses=problem_responses(404, _404="no stored price for this offer key"),
 )
-async def offer_history(key: str, context: ContextDep) -> OfferHistory:
-    """Every stored price of one offer (``provider|offer_id|region|term|basis``)."""
+async def get_offer_history(key: str, context: ContextDep) -> OfferHistory:
+    """Get every stored price of one offer by its key.
+
+    The key is `provider|offer_id|region|term|basis` (percent-encoded); the offers' answers
+    link each offer's history by its URL-safe `id` instead: `/v1/offers/{id}/history`.
+    """
+    return await offer_history_of(key, context)
+
+
+async def offer_history_of(key: str, context: Any) -> OfferHistory:
+    """The stored prices of the offer ``key``; 404 if there are none, 503 without database."""
     from db.history import offer_price_history
 
     engine = _engine(context)
@@ -118,6 +163,7 @@ async def offer_history(key: str, context: ContextDep) -> OfferHistory:
     if not points:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no price history for offer {key!r}")
     return OfferHistory(
+        id=offer_id(key),
         key=key,
         prices=[
             PricePointOut(

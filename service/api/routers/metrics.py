@@ -17,6 +17,6 @@ router = APIRouter(tags=["metrics"], dependencies=[NoQueryDep])
     response_class=Response,
     responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}},
 )
-def metrics(context: ContextDep) -> Response:
+def get_metrics(context: ContextDep) -> Response:
     """Requests and latency per route, cache use, snapshot outcomes per provider."""
     return Response(generate_latest(context.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,22 +1,24 @@
-"""``GET /v1/offers``: the cheapest qualifying offers for a requirement and a job.
+"""``GET /v1/offers``: the cheapest qualifying offers for a requirement and a job, a page
+at a time; ``GET /v1/offers/{offer_id}/history``: one offer's stored prices.
 
 A repeated query string is answered before routing (:mod:`service.api.offers_cache`).
-Here: validate the query, look its canonical key up in the same cache, answer 304 if the
-client holds this snapshot's answer, and rank only on a miss (in a worker thread). The
-answer is cached as finished bytes under both keys.
+Here: validate the query (and its cursor: of this query, of this snapshot), look its
+canonical key (cursor included) up in the same cache, answer 304 if the client holds this
+snapshot's answer, and rank only on a miss (in a worker thread). The answer is cached as
+finished bytes under both keys.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from ..answer_schema import OffersPage
 from ..answers import ranked_page
-from ..deps import ContextDep, StateDep
+from ..deps import ContextDep, NoQueryDep, StateDep
+from ..offer_ids import CursorError, decode_cursor, decode_offer_id, query_digest
 from ..offers_cache import (
     etag_for,
     if_none_match,
@@ -25,17 +27,44 @@ from ..offers_cache import (
     raw_key,
     time_bucket,
 )
-from ..offers_query import canonical_key, openapi_parameters, parse_offers_query, validate_query
+from ..offers_query import (
+    canonical_key,
+    deprecated_names,
+    openapi_parameters,
+    parse_offers_query,
+    validate_query,
+)
+from ..problems import ProblemError, problem_responses
+from ..vocabulary import deprecation_headers
+from .history import OfferHistory, offer_history_of
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/offers", tags=["offers"])
 
 
-class InvalidQuery(BaseModel):
-    """FastAPI's 422 shape: each error names the parameter (``loc``) and why (``msg``)."""
-
-    detail: list[dict[str, Any]]
+def _offset(query: BaseModel, key: str, tag: str) -> int:
+    """Where the cursor's page starts; 422 if it is not this query's, 410 if its snapshot
+    is gone."""
+    text = getattr(query, "cursor")  # noqa: B009
+    if text is None:
+        return 0
+    try:
+        cursor = decode_cursor(text)
+        if cursor.query != query_digest(key):
+            raise CursorError("the cursor belongs to another query; keep the query's parameters")
+    except CursorError as exc:
+        raise RequestValidationError(
+            [{"type": "value_error", "loc": ("query", "cursor"), "msg": str(exc), "input": text}]
+        ) from None
+    if cursor.tag != tag:
+        raise ProblemError(
+            410,
+            "the cursor belongs to an older snapshot of the offers; the ranking it pointed"
+            " into is gone: ask again without cursor",
+            slug="cursor-expired",
+        )
+    return cursor.offset
 
 
 @router.get(
@@ -43,36 +72,57 @@ class InvalidQuery(BaseModel):
     response_model=OffersPage,
     responses={
         304: {"description": "If-None-Match matched: same snapshot, same query"},
-        422: {"model": InvalidQuery, "description": "invalid or unknown parameters"},
-        503: {"description": "the current offers could not be loaded"},
+        **problem_responses(410, 422, 503),
     },
     openapi_extra={"parameters": openapi_parameters()},
 )
 async def list_offers(request: Request, state: StateDep, context: ContextDep) -> Response:
-    """The cheapest offers for the requirement and job, by USD per effective TFLOP-hour.
+    """List the cheapest offers for a requirement and a job.
 
-    Each offer carries its price breakdown, the chosen term and why, effective TFLOPs and
-    its factors, and the age of its price. The answer says where the data comes from
-    (``source``; ``sample`` is the offline recording) and which providers are stale or
-    failed, since their offers may be missing or old.
+    Ranked by USD per effective TFLOP-hour (or `sort`). Each offer carries a stable `id`,
+    its price breakdown, the chosen term and why, effective TFLOPs and its factors, the age
+    of its price and a link to its price history. The answer says where the data comes from
+    (`source`; `sample` is the offline recording) and which providers are stale or failed,
+    since their offers may be missing or old. `total` counts every qualifying
+    configuration; `next` is the cursor of the next page (null on the last).
     """
     now = time_bucket()
     query = validate_query(  # 422 names the parameter
         request.query_params, context.settings.api_max_list_items
     )
     key = canonical_key(query)
+    offset = _offset(query, key, state.tag)
     page = state.cache.get((key, now))
     client_etags = if_none_match(request.scope)
     max_age_s = context.settings.cache_max_age_s
     if page is not None:
         context.metrics.offers_cache.labels("hit").inc()
     else:
-        parsed = parse_offers_query(query, key)  # the engine's own rules: 422 too
+        parsed = parse_offers_query(query, key, offset)  # the engine's own rules: 422 too
         context.metrics.offers_cache.labels("miss").inc()
         unchanged = not_modified(etag_for(state, key), client_etags, max_age_s)
         if unchanged is not None:
             return unchanged
         page = await run_in_threadpool(ranked_page, state, parsed, now)
         state.cache.put((key, now), page)
+    old_names = deprecated_names(request.query_params)
+    if old_names:  # not for the fast path: it could not say so
+        response = page_response(page, client_etags, max_age_s)
+        deprecation_headers(old_names, response.headers)
+        return response
     state.cache.put((raw_key(request.scope), now), page)  # the fast path's key
     return page_response(page, client_etags, max_age_s)
+
+
+@router.get(
+    "/{offer_id}/history",
+    response_model=OfferHistory,
+    dependencies=[NoQueryDep],
+    responses=problem_responses(404, 503, _404="no stored price for this offer id"),
+)
+async def get_offer_price_history(offer_id: str, context: ContextDep) -> OfferHistory:
+    """Get every stored price of one offer, by the `id` of the offers' answers."""
+    key = decode_offer_id(offer_id)
+    if key is None:
+        raise ProblemError(404, f"{offer_id!r} is not an offer id (see offers[].id)")
+    return await offer_history_of(key, context)

@@ -16,6 +16,7 @@ from adapters import registry
 from adapters.base import FRESH_WITHIN_HOURS
 
 from ..deps import NoQueryDep, SettingsDep, StateDep
+from ..vocabulary import UtcTime
 
 __all__ = ["ProviderOut", "router"]
 
@@ -39,8 +40,11 @@ class ProviderOut(BaseModel):
         " latest it can be, price_age_s the least the prices can be old"
     )
     offer_count: int
-    last_fetch_at: datetime | None
-    price_age_s: float | None = Field(description="seconds since its prices were fetched")
+    last_fetch_at: UtcTime | None
+    price_age_hours: float | None = Field(description="hours since its prices were fetched")
+    price_age_s: float | None = Field(
+        description="deprecated: use price_age_hours", json_schema_extra={"deprecated": True}
+    )
     error: str | None = None
     credentials: str = Field(description="none_needed | set | missing")
 
@@ -49,9 +53,13 @@ class ProviderList(BaseModel):
     source: str
     sample: bool = Field(description="true: some providers' offers are recorded sample prices")
     note: str | None
-    snapshot_at: datetime | None
+    snapshot_at: UtcTime | None
     fx_as_of: str = Field(description="date of the FX table non-USD prices convert with")
     providers: list[ProviderOut]
+
+
+def _hours(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds / 3600, 3)
 
 
 @router.get("", response_model=ProviderList)
@@ -79,6 +87,7 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
                 capture_date_known=held.capture_date_known if held else True,
                 offer_count=held.offer_count if held else 0,
                 last_fetch_at=held.fetched_at if held else None,
+                price_age_hours=_hours(held.price_age_s(now)) if held else None,
                 price_age_s=held.price_age_s(now) if held else None,
                 error=held.error if held else None,
                 credentials=(

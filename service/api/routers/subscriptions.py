@@ -20,13 +20,14 @@ import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, status
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from service.digest.subscriptions import SubscriptionRequest
 
 from ..deps import SettingsDep, reject_unknown
+from ..problems import problem_response
 
 __all__ = ["ManagerDep", "SubscriptionAccepted", "get_manager", "router"]
 
@@ -104,7 +105,6 @@ def _token_error(exc: Exception) -> HTMLResponse:
         429: {
             "description": "too many requests for this address, from this client or in all"
             " (Retry-After)",
-            "content": {"application/json": {}},
         }
     },
 )
@@ -131,9 +131,11 @@ def subscribe(
         record = manager.subscribe(body, client=client)
         sent, detail = True, "a confirmation link was sent to the address"
     except SubscribeRateLimited as exc:
-        return JSONResponse(
-            {"detail": str(exc)},
-            status_code=status.HTTP_429_TOO_MANY_REQUESTS,
+        return problem_response(
+            request.scope,
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            str(exc),
+            slug="rate-limited",
             headers={"Retry-After": str(exc.retry_after_s)},
         )
     except SmtpSendError as exc:
@@ -150,7 +152,9 @@ def subscribe(
 
 
 @router.get("/confirm", response_class=HTMLResponse, responses=_PAGE_RESPONSES)
-async def confirm_page(request: Request, token: TokenQuery, manager: ManagerDep) -> HTMLResponse:
+async def show_confirm_page(
+    request: Request, token: TokenQuery, manager: ManagerDep
+) -> HTMLResponse:
     """A page with one button; the GET itself changes nothing (mail scanners fetch links)."""
     return await _confirm(request, token, manager, act=False)
 
@@ -200,7 +204,7 @@ def _button(request: Request, label: str, hidden: dict[str, str] | None = None) 
 
 
 @router.get("/unsubscribe", response_class=HTMLResponse, responses=_PAGE_RESPONSES)
-async def unsubscribe_page(
+async def show_unsubscribe_page(
     request: Request, token: TokenQuery, manager: ManagerDep
 ) -> HTMLResponse:
     """A page with one button; the GET itself changes nothing (mail scanners fetch links)."""

@@ -155,4 +155,4 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 
 def error_locs(response: httpx.Response) -> list[list[str]]:
     assert response.status_code == 422, response.text
-    return [e["loc"] for e in response.json()["detail"]]
+    return [e["loc"] for e in response.json()["errors"]]

@@ -56,7 +56,7 @@ async def test_offers_answer_and_openapi_schema_have_the_same_keys(
     client: httpx.AsyncClient,
 ) -> None:
     spec = (await client.get("/openapi.json")).json()
-    body = (await client.get("/v1/offers", params={"params": 7e9, "tokens": 1e10})).json()
+    body = (await client.get("/v1/offers", params={"model_params": 7e9, "tokens": 1e10})).json()
     assert body["offers"]
     assert _mismatches(_response_schema(spec, "/v1/offers", "get"), body, spec, "$") == []
     assert "term_variant" in body["offers"][0]["price"]
@@ -66,8 +66,8 @@ async def test_offers_answer_and_openapi_schema_have_the_same_keys(
 @pytest.mark.parametrize(
     "payload",
     [
-        {"params": 1e9, "tokens": 1e10},
-        {"params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "gpu_count": 8},
+        {"model_params": 1e9, "tokens": 1e10},
+        {"model_params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "job_gpus": 8},
     ],
     ids=["offers", "model"],
 )
@@ -84,8 +84,8 @@ async def test_estimate_answer_and_openapi_schema_have_the_same_keys(
 async def test_estimate_shares_the_offer_and_provenance_of_offers(
     client: httpx.AsyncClient,
 ) -> None:
-    body = (await client.post("/v1/estimate", json={"params": 1e9, "tokens": 1e10})).json()
-    offers = (await client.get("/v1/offers", params={"params": 1e9, "tokens": 1e10})).json()
+    body = (await client.post("/v1/estimate", json={"model_params": 1e9, "tokens": 1e10})).json()
+    offers = (await client.get("/v1/offers", params={"model_params": 1e9, "tokens": 1e10})).json()
     assert body["offers"][0].keys() == offers["offers"][0].keys()
     for group in GROUPS:
         assert body["offers"][0][group].keys() == offers["offers"][0][group].keys()

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.anyio
 async def test_model_and_count(client: httpx.AsyncClient) -> None:
     r = await client.post(
         "/v1/estimate",
-        json={"params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "gpu_count": 8},
+        json={"model_params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "job_gpus": 8},
     )
     assert r.status_code == 200, r.text
     body = r.json()
@@ -24,7 +24,7 @@ async def test_model_and_count(client: httpx.AsyncClient) -> None:
 async def test_across_offers(client: httpx.AsyncClient) -> None:
     r = await client.post(
         "/v1/estimate",
-        json={"params": 1e9, "tokens": 1e10, "requirement": {"providers": ["bolt"]}},
+        json={"model_params": 1e9, "tokens": 1e10, "requirement": {"providers": ["bolt"]}},
     )
     assert r.status_code == 200, r.text
     body = r.json()
@@ -36,12 +36,12 @@ async def test_across_offers(client: httpx.AsyncClient) -> None:
 @pytest.mark.parametrize(
     ("payload", "field"),
     [
-        ({"params": 7e9}, "tokens"),
-        ({"params": -1, "tokens": 1}, "params"),
-        ({"params": 1, "tokens": 1, "gpu_model": "H100-SXM5-80GB"}, ""),
-        ({"params": 1, "tokens": 1, "gpu_model": "nope", "gpu_count": 1}, ""),
-        ({"params": 1, "tokens": 1, "requirement": {"colour": "red"}}, "colour"),
-        ({"params": 1, "tokens": 1, "extra": True}, "extra"),
+        ({"model_params": 7e9}, "tokens"),
+        ({"model_params": -1, "tokens": 1}, "model_params"),
+        ({"model_params": 1, "tokens": 1, "gpu_model": "H100-SXM5-80GB"}, ""),
+        ({"model_params": 1, "tokens": 1, "gpu_model": "nope", "job_gpus": 1}, ""),
+        ({"model_params": 1, "tokens": 1, "requirement": {"colour": "red"}}, "colour"),
+        ({"model_params": 1, "tokens": 1, "extra": True}, "extra"),
     ],
 )
 async def test_invalid_body_is_422(client: httpx.AsyncClient, payload: dict, field: str) -> None:
@@ -53,7 +53,7 @@ async def test_invalid_body_is_422(client: httpx.AsyncClient, payload: dict, fie
 
 
 async def test_unknown_query_parameter(client: httpx.AsyncClient) -> None:
-    r = await client.post("/v1/estimate?fast=1", json={"params": 1e9, "tokens": 1e9})
+    r = await client.post("/v1/estimate?fast=1", json={"model_params": 1e9, "tokens": 1e9})
     assert error_locs(r) == [["query", "fast"]]
 
 
@@ -70,17 +70,17 @@ async def test_every_gpu_and_precision_is_an_answer_never_a_500(
             r = await client.post(
                 "/v1/estimate",
                 json={
-                    "params": 1e9,
+                    "model_params": 1e9,
                     "tokens": 1e10,
                     "gpu_model": spec.name,
-                    "gpu_count": 8,
+                    "job_gpus": 8,
                     "precision": precision.value,
                 },
             )
             answered[r.status_code] = answered.get(r.status_code, 0) + 1
             if spec.figure(precision) is None:  # no datasheet, derived or fallback figure
                 assert r.status_code == 422, (spec.name, precision, r.text)
-                (error,) = r.json()["detail"]
+                (error,) = r.json()["errors"]
                 assert error["loc"] == ["body", "precision"]
                 assert spec.name in error["msg"] and precision.value in error["msg"]
             else:

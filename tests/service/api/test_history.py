@@ -48,7 +48,7 @@ async def db_client(settings: Settings, source: FakeSource, engine):  # type: ig
 
 
 async def test_price_index(db_client: httpx.AsyncClient) -> None:
-    r = await db_client.get("/v1/history/index", params={"gpu": "H100", "days": 5})
+    r = await db_client.get("/v1/history/index", params={"gpus": "H100", "days": 5})
     assert r.status_code == 200, r.text
     body = r.json()
     assert len(body["days"]) == 5 and body["term"] == "on_demand"
@@ -71,15 +71,24 @@ async def test_unknown_offer_is_404(db_client: httpx.AsyncClient) -> None:
 
 
 async def test_invalid_index_parameters(db_client: httpx.AsyncClient) -> None:
-    assert error_locs(await db_client.get("/v1/history/index?gpu=H100&days=0")) == [
+    assert error_locs(await db_client.get("/v1/history/index?gpus=H100&days=0")) == [
         ["query", "days"]
     ]
-    assert error_locs(await db_client.get("/v1/history/index?gpu=H9000")) == [["query", "gpu"]]
-    assert error_locs(await db_client.get("/v1/history/index?gpu=H100&term=x")) == [
+    assert error_locs(await db_client.get("/v1/history/index?gpus=H9000")) == [["query", "gpus"]]
+    assert error_locs(await db_client.get("/v1/history/index?gpus=H100&term=x")) == [
         ["query", "term"]
     ]
-    assert error_locs(await db_client.get("/v1/history/index?gpu=H100&day=1")) == [["query", "day"]]
+    assert error_locs(await db_client.get("/v1/history/index?gpus=H100&day=1")) == [
+        ["query", "day"]
+    ]
 
 
 async def test_without_database_is_503(client: httpx.AsyncClient) -> None:
-    assert (await client.get("/v1/history/index?gpu=H100")).status_code == 503
+    assert (await client.get("/v1/history/index?gpus=H100")).status_code == 503
+
+
+async def test_deprecated_history_gpu(db_client: httpx.AsyncClient) -> None:
+    new = await db_client.get("/v1/history/index?gpus=H100&days=3")
+    old = await db_client.get("/v1/history/index?gpu=H100&days=3")
+    assert new.status_code == old.status_code == 200, old.text
+    assert old.json() == new.json() and "gpus" in old.headers["warning"]

@@ -29,11 +29,11 @@ JSON = {"content-type": "application/json"}
 @pytest.mark.parametrize("number", NON_FINITE)
 async def test_non_finite_top_level_number_is_422(client: httpx.AsyncClient, number: str) -> None:
     r = await client.post(
-        "/v1/estimate", content=f'{{"params": {number}, "tokens": 1e9}}', headers=JSON
+        "/v1/estimate", content=f'{{"model_params": {number}, "tokens": 1e9}}', headers=JSON
     )
     assert r.status_code == 422, r.text
-    (error,) = r.json()["detail"]
-    assert error["loc"] == ["body", "params"] and error["type"] == "finite_number"
+    (error,) = r.json()["errors"]
+    assert error["loc"] == ["body", "model_params"] and error["type"] == "finite_number"
     assert error["input"] in ("NaN", "Infinity", "-Infinity")  # strict JSON: a string
 
 
@@ -45,16 +45,16 @@ async def test_non_finite_top_level_number_is_422(client: httpx.AsyncClient, num
         '"requirement": {{"max_usd_per_gpu_hour": {n}}}',
         '"requirement": {{"min_reliability": {n}}}',
         '"mfu": {n}',
-        '"fabric_gbps_per_gpu": {n}, "gpu_model": "H100-SXM5-80GB", "gpu_count": 8',
+        '"fabric_gbps_per_gpu": {n}, "gpu_model": "H100-SXM5-80GB", "job_gpus": 8',
     ],
 )
 async def test_non_finite_nested_number_is_422(
     client: httpx.AsyncClient, number: str, nested: str
 ) -> None:
-    body = '{"params": 1e9, "tokens": 1e10, ' + nested.format(n=number) + "}"
+    body = '{"model_params": 1e9, "tokens": 1e10, ' + nested.format(n=number) + "}"
     r = await client.post("/v1/estimate", content=body, headers=JSON)
     assert r.status_code == 422, r.text
-    assert any(e["type"] == "finite_number" for e in r.json()["detail"]), r.text
+    assert any(e["type"] == "finite_number" for e in r.json()["errors"]), r.text
 
 
 def test_requirement_and_job_refuse_non_finite_numbers() -> None:
@@ -108,7 +108,7 @@ async def big_body_client(tmp_path: Path, source: FakeSource) -> AsyncIterator[h
 
 
 async def test_body_over_the_limit_is_413_from_content_length(client: httpx.AsyncClient) -> None:
-    body = json.dumps({"params": 1e9, "tokens": 1e9, "gpu_model": "x" * 100_000}).encode()
+    body = json.dumps({"model_params": 1e9, "tokens": 1e9, "gpu_model": "x" * 100_000}).encode()
     r = await client.post("/v1/estimate", content=body, headers=JSON)
     assert r.status_code == 413, r.text
     detail = r.json()["detail"]
@@ -122,7 +122,7 @@ async def test_streamed_body_over_the_limit_is_413(client: httpx.AsyncClient) ->
 
     async def chunks() -> AsyncIterator[bytes]:
         nonlocal sent
-        yield b'{"params": 1e9, "tokens": 1e9, "gpu_model": "'
+        yield b'{"model_params": 1e9, "tokens": 1e9, "gpu_model": "'
         for _ in range(1000):  # 16 MB if read to the end
             sent += 16_384
             yield b"x" * 16_384
@@ -135,7 +135,7 @@ async def test_streamed_body_over_the_limit_is_413(client: httpx.AsyncClient) ->
 
 
 async def test_body_at_the_limit_is_read(client: httpx.AsyncClient) -> None:
-    body = json.dumps({"params": 1e9, "tokens": 1e10}).encode()
+    body = json.dumps({"model_params": 1e9, "tokens": 1e10}).encode()
     body = body[:-1] + b" " * (65536 - len(body)) + b"}"
     assert len(body) == 65536
     r = await client.post("/v1/estimate", content=body, headers=JSON)
@@ -150,10 +150,10 @@ async def test_long_body_list_is_422_before_any_name_is_looked_up(
     looked_up = []
     real = pricing.requirement.find_gpus
     monkeypatch.setattr(pricing.requirement, "find_gpus", lambda q: looked_up.append(q) or real(q))
-    body = {"params": 1e9, "tokens": 1e10, "requirement": {"gpus": ["H100"] * 10_000}}
+    body = {"model_params": 1e9, "tokens": 1e10, "requirement": {"gpus": ["H100"] * 10_000}}
     r = await big_body_client.post("/v1/estimate", json=body)
     assert r.status_code == 422, r.text
-    (error,) = r.json()["detail"]
+    (error,) = r.json()["errors"]
     assert error["loc"] == ["body", "requirement", "gpus"]
     assert "10000 values" in error["msg"] and "at most 100" in error["msg"]
     assert looked_up == []
@@ -169,7 +169,7 @@ async def test_long_query_list_is_422_naming_the_parameter(
     for query in (repeated, comma):
         r = await client.get(f"/v1/offers?{query}")
         assert r.status_code == 422, r.text
-        (error,) = r.json()["detail"]
+        (error,) = r.json()["errors"]
         assert error["loc"] == ["query", field]
         assert "101 values" in error["msg"] and "at most 100" in error["msg"]
 
@@ -181,11 +181,11 @@ async def test_list_at_the_limit_is_accepted(client: httpx.AsyncClient) -> None:
 
 async def test_huge_input_is_not_echoed(big_body_client: httpx.AsyncClient) -> None:
     """A 5 MB string where a GPU model goes: the 422 says so in a few hundred bytes."""
-    body = {"params": 1e9, "tokens": 1e10, "gpu_model": "x" * 5_000_000, "gpu_count": 1}
+    body = {"model_params": 1e9, "tokens": 1e10, "gpu_model": "x" * 5_000_000, "job_gpus": 1}
     r = await big_body_client.post("/v1/estimate", json=body)
     assert r.status_code == 422, r.text
     assert len(r.content) < 1000
-    (error,) = r.json()["detail"]
+    (error,) = r.json()["errors"]
     assert error["loc"] == ["body", "gpu_model"] and "5000000 characters, cut" in error["input"]
 
 
@@ -193,7 +193,7 @@ async def test_many_unknown_names_are_not_echoed(big_body_client: httpx.AsyncCli
     """100 unknown GPU names (the list limit): the message that lists them is cut."""
     names = [f"no-such-gpu-{i:03d}-" + "y" * 40 for i in range(100)]
     r = await big_body_client.post(
-        "/v1/estimate", json={"params": 1e9, "tokens": 1e10, "requirement": {"gpus": names}}
+        "/v1/estimate", json={"model_params": 1e9, "tokens": 1e10, "requirement": {"gpus": names}}
     )
     assert r.status_code == 422, r.text
     assert len(r.content) < 2000

@@ -46,7 +46,7 @@ async def test_filters_lists_commas_and_limit(client: httpx.AsyncClient) -> None
 
 async def test_training_job_and_sort(client: httpx.AsyncClient) -> None:
     r = await client.get(
-        "/v1/offers", params={"params": 7e9, "tokens": 1e10, "sort": "job_cost_usd"}
+        "/v1/offers", params={"model_params": 7e9, "tokens": 1e10, "sort": "job_cost_usd"}
     )
     assert r.status_code == 200, r.text
     offers = r.json()["offers"]
@@ -78,7 +78,7 @@ async def test_preset(client: httpx.AsyncClient) -> None:
         ("limit=0", "limit"),
         ("gpus=H1000", "gpus"),
         ("min_gpus=8&max_gpus=1", "max_gpus"),
-        ("params=7e9", "tokens"),
+        ("model_params=7e9", "tokens"),
         ("hours=1&gpu_hours=2", ""),
         ("sort=price", "sort"),
         ("frobnicate=1", "frobnicate"),
@@ -93,7 +93,7 @@ async def test_invalid_parameters_are_422_naming_them(
     assert all(loc[0] == "query" for loc in locs)
     if param:
         assert any(param in loc for loc in locs), locs
-    assert all(e["msg"] for e in r.json()["detail"])
+    assert all(e["msg"] for e in r.json()["errors"])
 
 
 async def test_etag_cache_control_and_304(client: httpx.AsyncClient) -> None:

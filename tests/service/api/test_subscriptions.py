@@ -227,7 +227,7 @@ async def test_a_non_finite_number_in_the_saved_search_is_422_naming_the_field(
         body = {"email": "ada@example.com", "name": "x", section: {field: value}}
         response = await client.post("/v1/subscriptions", json=body)
         assert response.status_code == 422, response.text
-        (error,) = response.json()["detail"]
+        (error,) = response.json()["errors"]
         assert error["loc"] == ["body", section, field] and "finite" in error["msg"]
     bare = b'{"email": "ada@example.com", "name": "x", "job": {"hours": Infinity}}'
     response = await client.post(

@@ -116,7 +116,7 @@ def test_offers_table_and_preset() -> None:
         (["--gpu", "NOPE-9000"], "error: --gpus: unknown GPU model"),
         (["--min-gpus", "1.5"], "'--min-gpus'"),
         (["--preset", "nope"], "--preset"),
-        (["--tokens", "1e9"], "error: --params:"),
+        (["--tokens", "1e9"], "error: --model-params:"),
         (["--term", "forever"], "error: --terms:"),
         (["--country", "USA"], "error: --countries:"),
         (["--job-gpus", "0"], "error: --job-gpus:"),

@@ -44,6 +44,7 @@ __all__ = [
     "AlertFiring",
     "AlertRow",
     "AlertWebhook",
+    "Firing",
     "FiringRow",
     "SearchObservation",
     "WebhookRow",
@@ -52,7 +53,7 @@ __all__ = [
     "alert_by_subscription",
     "alerts_for_address",
     "count_alerts_for_address",
-    "fire_alert",
+    "fire_alerts",
     "firings",
     "get_alert",
     "insert_alert",
@@ -102,9 +103,7 @@ class AlertFiring(Base):
     value: Mapped[float | None] = mapped_column(sa.Float, comment="the metric when it fired")
     baseline: Mapped[float | None] = mapped_column(sa.Float, comment="7-day median (drop)")
     offer: Mapped[str] = mapped_column(sa.Text, comment="the best offer, JSON")
-    settled: Mapped[bool] = mapped_column(
-        sa.Boolean, index=True, comment="every delivery final"
-    )
+    settled: Mapped[bool] = mapped_column(sa.Boolean, index=True, comment="every delivery final")
 
 
 class AlertWebhook(Base):
@@ -275,47 +274,87 @@ def alerts_for_address(engine: Engine, email: str) -> list[AlertRow]:
         return [_alert_row(r) for r in rows]
 
 
-def fire_alert(
-    engine: Engine,
-    alert: AlertRow,
-    *,
-    now: datetime,
-    value: float | None,
-    baseline: float | None,
-    offer_json: str,
-) -> FiringRow | None:
-    """armed -> fired and the firing row, in one transaction; ``None`` if another
-    evaluator fired it first (the compare-and-set on ``armed`` and ``fire_count`` failed)."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Firing:
+    """A firing to store: the alert as read (its ``fire_count`` is the compare-and-set's
+    expectation) and what it fired on."""
+
+    alert: AlertRow
+    value: float | None
+    baseline: float | None
+    offer_json: str
+
+
+def fire_alerts(engine: Engine, items: Sequence[Firing], *, now: datetime) -> list[FiringRow]:
+    """armed -> fired and a firing row for each of ``items``, in one transaction.
+
+    The alerts are read again inside the transaction, row-locked on PostgreSQL (``FOR
+    UPDATE``; SQLite's ``BEGIN IMMEDIATE`` has one writer at a time): an alert no longer
+    armed, or fired since it was read (its ``fire_count`` moved on), was fired by another
+    evaluator and is left out of the answer. The unique (alert_id, seq) is the last guard.
+    """
     a = _alert.c
-    seq = alert.fire_count + 1
+    if not items:
+        return []
+    wanted = {item.alert.id: item for item in items}
     with write_connection(engine) as connection:
-        taken = connection.execute(
+        live: dict[int, int] = {}
+        ids = sorted(wanted)
+        for start in range(0, len(ids), 1000):
+            query = (
+                sa.select(a.id, a.fire_count)
+                .where(a.id.in_(ids[start : start + 1000]), a.armed.is_(True))
+                .with_for_update()
+            )
+            live.update({row.id: row.fire_count for row in connection.execute(query)})
+        taken = [i for i in ids if live.get(i) == wanted[i].alert.fire_count]
+        if not taken:
+            return []
+        connection.execute(
             sa.update(_alert)
-            .where(a.id == alert.id, a.armed.is_(True), a.fire_count == alert.fire_count)
+            .where(a.id == sa.bindparam("alert_id"))
             .values(
                 armed=False,
-                fire_count=seq,
+                fire_count=sa.bindparam("seq"),
                 last_fired_at=now,
-                last_value=value,
+                last_value=sa.bindparam("value"),
                 last_evaluated_at=now,
+            ),
+            [{"alert_id": i, "seq": live[i] + 1, "value": wanted[i].value} for i in taken],
+        )
+        rows = [
+            {
+                "alert_id": i,
+                "seq": live[i] + 1,
+                "fired_at": now,
+                "value": wanted[i].value,
+                "baseline": wanted[i].baseline,
+                "offer": wanted[i].offer_json,
+                "settled": False,
+            }
+            for i in taken
+        ]
+        connection.execute(sa.insert(_firing), rows)
+        f = _firing.c
+        stored = {
+            (r.alert_id, r.seq): r.id
+            for r in connection.execute(
+                sa.select(f.id, f.alert_id, f.seq).where(f.fired_at == now, f.settled.is_(False))
             )
-        ).rowcount
-        if taken != 1:
-            return None
-        firing_id = connection.execute(
-            sa.insert(_firing)
-            .values(
-                alert_id=alert.id,
-                seq=seq,
-                fired_at=now,
-                value=value,
-                baseline=baseline,
-                offer=offer_json,
-                settled=False,
-            )
-            .returning(_firing.c.id)
-        ).scalar_one()
-    return FiringRow(firing_id, alert.id, seq, now, value, baseline, offer_json, False)
+        }
+    return [
+        FiringRow(
+            stored[(r["alert_id"], r["seq"])],
+            r["alert_id"],
+            r["seq"],
+            now,
+            r["value"],
+            r["baseline"],
+            r["offer"],
+            False,
+        )
+        for r in rows
+    ]
 
 
 def rearm_alerts(engine: Engine, alert_ids: Sequence[int], *, now: datetime) -> int:
@@ -369,9 +408,7 @@ def unsettled_firings(engine: Engine) -> list[FiringRow]:
 
 def settle_firing(engine: Engine, firing_id: int) -> None:
     with write_connection(engine) as connection:
-        connection.execute(
-            sa.update(_firing).where(_firing.c.id == firing_id).values(settled=True)
-        )
+        connection.execute(sa.update(_firing).where(_firing.c.id == firing_id).values(settled=True))
 
 
 def webhooks_of(engine: Engine, alert_id: int) -> list[WebhookRow]:

@@ -64,6 +64,7 @@ __all__ = [
     "SmtpSendError",
     "build_confirmation_message",
     "build_digest_message",
+    "build_list_message",
     "header_text",
     "is_permanent_refusal",
     "is_transient",
@@ -222,12 +223,7 @@ def build_digest_message(
         message_id=message_id,
         date=date,
     )
-    safe_header(unsubscribe_url, field="unsubscribe_url")
-    if not unsubscribe_url.startswith(("https://", "http://")) or ">" in unsubscribe_url:
-        raise ValueError("unsubscribe_url must be an http(s) URL")
-    message["List-Unsubscribe"] = f"<{unsubscribe_url}>"
-    message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
-    message["Precedence"] = "bulk"
+    _list_headers(message, unsubscribe_url)
     message.set_content(digest.text, subtype="plain", charset="utf-8")
     message.add_alternative(digest.html, subtype="html", charset="utf-8")
     parts = message.get_payload()
@@ -242,6 +238,37 @@ def build_digest_message(
         filename="price-index.png",
         disposition="inline",
     )
+    return verified(message)
+
+
+def _list_headers(message: EmailMessage, unsubscribe_url: str) -> None:
+    """The one-click unsubscribe headers (RFC 8058) every list mail carries."""
+    safe_header(unsubscribe_url, field="unsubscribe_url")
+    if not unsubscribe_url.startswith(("https://", "http://")) or ">" in unsubscribe_url:
+        raise ValueError("unsubscribe_url must be an http(s) URL")
+    message["List-Unsubscribe"] = f"<{unsubscribe_url}>"
+    message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    message["Precedence"] = "bulk"
+
+
+def build_list_message(
+    *,
+    subject: str,
+    text: str,
+    html: str,
+    sender: Address,
+    to_email: str,
+    message_id: str,
+    unsubscribe_url: str,
+    date: datetime,
+) -> EmailMessage:
+    """A text + HTML list mail with the one-click unsubscribe headers (a price alert)."""
+    message = _base(
+        sender=sender, to_email=to_email, subject=subject, message_id=message_id, date=date
+    )
+    _list_headers(message, unsubscribe_url)
+    message.set_content(text, subtype="plain", charset="utf-8")
+    message.add_alternative(html, subtype="html", charset="utf-8")
     return verified(message)
 
 

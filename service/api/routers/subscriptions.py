@@ -175,17 +175,23 @@ async def _confirm(request: Request, token: str, manager: Any, *, act: bool) -> 
     state = record.status.value
     if state not in ("pending", "active"):
         return _page("This subscription has ended", "<p>Nothing was changed.</p>", 409)
+    what = _what(record)
     if state == "active":
         return _page(
             "Subscription confirmed",
-            f"<p>The weekly digest <strong>{name}</strong> will be sent to {email}. Every "
-            "digest has a one-click unsubscribe link.</p>",
+            f"<p>The {what} <strong>{name}</strong> will be sent to {email}. Every "
+            "mail has a one-click unsubscribe link.</p>",
         )
     return _page(
         "Confirm your subscription",
-        f"<p>Send the weekly digest <strong>{name}</strong> to {email}?</p>"
+        f"<p>Send the {what} <strong>{name}</strong> to {email}?</p>"
         + _button(request, "Confirm"),
     )
+
+
+def _what(record: Any) -> str:
+    """What a subscription sends, in the pages' words."""
+    return "price alert" if getattr(record.kind, "value", "digest") == "alert" else "weekly digest"
 
 
 def _button(request: Request, label: str, hidden: dict[str, str] | None = None) -> str:
@@ -245,10 +251,11 @@ async def _unsubscribe(request: Request, token: str, manager: Any, *, act: bool)
     if act:
         return _page(
             "Unsubscribed",
-            f"<p>No more digests named <strong>{name}</strong> will be sent to {email}.</p>",
+            f"<p>No more {_what(record)}s named <strong>{name}</strong> will be sent to"
+            f" {email}.</p>",
         )
     return _page(
         "Unsubscribe",
-        f"<p>Stop the weekly digest <strong>{name}</strong> to {email}?</p>"
+        f"<p>Stop the {_what(record)} <strong>{name}</strong> to {email}?</p>"
         + _button(request, "Unsubscribe", {"List-Unsubscribe": "One-Click"}),
     )

@@ -344,16 +344,16 @@ def fire_alerts(engine: Engine, items: Sequence[Firing], *, now: datetime) -> li
         }
     return [
         FiringRow(
-            stored[(r["alert_id"], r["seq"])],
-            r["alert_id"],
-            r["seq"],
+            stored[(i, live[i] + 1)],
+            i,
+            live[i] + 1,
             now,
-            r["value"],
-            r["baseline"],
-            r["offer"],
+            wanted[i].value,
+            wanted[i].baseline,
+            wanted[i].offer_json,
             False,
         )
-        for r in rows
+        for i in taken
     ]
 
 

@@ -11,9 +11,10 @@ Layout::
                         by every digest run, the reason in ``problem``)
     digest_delivery     one row per (subscription, period): the exactly-once record of a
                         weekly digest (period: the ISO week) or of one alert firing's mail
-                        or webhook call (period: ``alert:<firing>``, ``hook:<firing>:<hook>``): claimed -> sending -> sent (or failed, claimable again
-                        after ``retry_at``; or refused, final), with the Message-ID chosen
-                        before the first send
+                        or webhook call (period: ``alert:<firing>``,
+                        ``hook:<firing>:<hook>``): claimed -> sending -> sent (or failed,
+                        claimable again after ``retry_at``; or refused, final), with the
+                        Message-ID chosen before the first send
     mail_quota          one row per limit key (an address, a client, "global"): the row a
                         subscription request locks while it counts and uses its quota
     mail_quota_use      one row per confirmation mail counted against a key, for the sliding

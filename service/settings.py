@@ -265,7 +265,10 @@ class Settings(BaseSettings):
         description="a fired price alert re-arms once the value is this % above its threshold",
     )
     alert_quiet_minutes: int = Field(
-        360, ge=0, le=43200, description="default minutes after a firing before an alert fires again"
+        360,
+        ge=0,
+        le=43200,
+        description="default minutes after a firing before an alert fires again",
     )
     alert_drop_min_observations: int = Field(
         12, ge=1, description="observations a search needs before its 7-day median counts"

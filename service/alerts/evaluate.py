@@ -192,8 +192,8 @@ def _json_row(row: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def condition_of(alert: AlertRow) -> AlertCondition:
     return AlertCondition(
-        kind=alert.condition,  # type: ignore[arg-type]
-        metric=alert.metric,  # type: ignore[arg-type]
+        kind=alert.condition,
+        metric=alert.metric,
         threshold=None if alert.threshold is None else Decimal(alert.threshold),
         drop_pct=alert.drop_pct,
     )

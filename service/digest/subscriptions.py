@@ -155,8 +155,8 @@ class SubscriptionManager:
             )
         except QuotaExceeded as exc:
             quota = exc.quota
-            kind = quota.key.split(":", 1)[0]
-            who = {"address": request.email, "client": "this client"}.get(kind, "gpuscout")
+            limited = quota.key.split(":", 1)[0]
+            who = {"address": request.email, "client": "this client"}.get(limited, "gpuscout")
             raise SubscribeRateLimited(who, quota.limit, quota.window, exc.retry_after_s) from None
         try:
             self.send_confirmation(record, alert=alert)

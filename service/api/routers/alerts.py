@@ -138,8 +138,10 @@ def _history(manager: Any, alert_id: int, token: str) -> FiringHistory:
         )
     except TokenError as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
-    if alert is None or claims.subscription_id != alert.subscription_id or not claims.matches(
-        alert.email
+    if (
+        alert is None
+        or claims.subscription_id != alert.subscription_id
+        or not claims.matches(alert.email)
     ):
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "invalid link")
     return FiringHistory(

@@ -184,8 +184,7 @@ async def _confirm(request: Request, token: str, manager: Any, *, act: bool) -> 
         )
     return _page(
         "Confirm your subscription",
-        f"<p>Send the {what} <strong>{name}</strong> to {email}?</p>"
-        + _button(request, "Confirm"),
+        f"<p>Send the {what} <strong>{name}</strong> to {email}?</p>" + _button(request, "Confirm"),
     )
 
 

@@ -40,7 +40,7 @@ def webhook_server() -> Iterator[WebhookServer]:
     record = WebhookServer(port=0)
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the http.server protocol
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             record.calls.append((dict(self.headers.items()), self.rfile.read(length)))
             self.send_response(record.status)

@@ -101,6 +101,6 @@ def test_retries_back_off_and_a_late_success_counts(webhook_server: WebhookServe
             sleep=sleep,
         )
     assert attempts == 3 and waits == [1.0, 2.0]
-    headers, body = webhook_server.calls[-1]
+    headers, _body = webhook_server.calls[-1]
     assert headers["X-Gpuscout-Signature"] == sign("k", 1_700_000_000, b'{"a":1}')
     assert headers["X-Gpuscout-Timestamp"] == "1700000000"

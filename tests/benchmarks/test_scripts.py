@@ -63,3 +63,10 @@ def test_api_benchmark_serves_and_drives_the_mix() -> None:
     assert "load 1000 stored offers into the API state: median" in out
     assert "cold (first request of each query" in out
     assert "non-200: 0" in out
+
+
+def test_alerts_benchmark_reports_each_run_and_the_target() -> None:
+    out = run("alerts.py", "--alerts", "60", "--offers", "300", "--searches", "12")
+    assert "60 alerts over 12 searches, 300 offers" in out
+    assert "run 1: evaluated in" in out and "run 2: evaluated in" in out
+    assert "(target <= 5 s)" in out

@@ -145,6 +145,28 @@ def _best_plan(costed: pl.DataFrame, requirement: Requirement, now: datetime) ->
     )
 
 
+class _GpuRows:
+    """A costed frame split by GPU model: a search naming GPUs filters only their rows
+    (most do, and one model holds a small share of the market), not the whole frame."""
+
+    def __init__(self, costed: pl.DataFrame) -> None:
+        self.costed = costed
+        self.parts = {
+            str(model[0]): part
+            for model, part in costed.partition_by("gpu_model", as_dict=True).items()
+        }
+        self.joined: dict[tuple[str, ...], pl.DataFrame] = {}
+
+    def rows(self, requirement: Requirement) -> pl.DataFrame:
+        models = requirement.gpu_models()
+        if not models:
+            return self.costed
+        if models not in self.joined:
+            parts = [self.parts[m] for m in models if m in self.parts]
+            self.joined[models] = pl.concat(parts) if parts else self.costed.clear()
+        return self.joined[models]
+
+
 def best_per_search(
     frame: pl.DataFrame, searches: Mapping[str, tuple[Requirement, Job]], now: datetime
 ) -> dict[str, SearchBest]:
@@ -152,7 +174,8 @@ def best_per_search(
 
     Costing depends on the job only and the requirement is a row filter (row-wise, like
     every step of the costing, so the two commute): the frame is costed once per distinct
-    job, and each search is that costed frame filtered by its requirement and reduced,
+    job, and each search is that costed frame (only its GPU models' rows, when it names
+    some: the requirement keeps no other) filtered by its requirement and reduced,
     ``BATCH`` searches collected together.
     """
     numbered = frame.with_row_index(_ROW)
@@ -162,9 +185,10 @@ def best_per_search(
     result: dict[str, SearchBest] = {}
     for keys in by_job.values():
         costed = _costed_for_job(numbered, searches[keys[0]][1], now)
+        by_gpu = _GpuRows(costed)
         for start in range(0, len(keys), BATCH):
             chunk = keys[start : start + BATCH]
-            plans = [_best_plan(costed, searches[k][0], now) for k in chunk]
+            plans = [_best_plan(by_gpu.rows(searches[k][0]), searches[k][0], now) for k in chunk]
             for key, answer in zip(chunk, pl.collect_all(plans), strict=True):
                 row = answer.row(0, named=True)
                 rows = {m: row[f"row:{m}"] for m in METRICS} | {"in_stock": row["in_stock_row"]}

@@ -15,7 +15,18 @@ import typer
 from pydantic import ValidationError
 
 from ..settings import get_settings
-from .digest import engine_for, fail, search_from_options
+from .digest import (
+    GpuHoursOption,
+    GpusOption,
+    HoursOption,
+    ParamsOption,
+    PresetOption,
+    RequirementOption,
+    TokensOption,
+    engine_for,
+    fail,
+    search_from_options,
+)
 from .errors import validation_message
 
 __all__ = ["register"]
@@ -62,15 +73,13 @@ def create_command(
     webhook: Annotated[
         list[str] | None, typer.Option(help="a URL POSTed a signed JSON body (repeatable)")
     ] = None,
-    preset: Annotated[str | None, typer.Option(help="a requirement preset, e.g. 8xh100")] = None,
-    requirement: Annotated[
-        str | None, typer.Option(help="requirement as JSON (merged over --preset)")
-    ] = None,
-    hours: Annotated[float | None, typer.Option(help="job: wall-clock hours")] = None,
-    gpu_hours: Annotated[float | None, typer.Option(help="job: GPU-hours")] = None,
-    params: Annotated[float | None, typer.Option(help="job: model parameters")] = None,
-    tokens: Annotated[float | None, typer.Option(help="job: training tokens")] = None,
-    gpus: Annotated[int | None, typer.Option(help="job: total GPUs")] = None,
+    preset: PresetOption = None,
+    requirement: RequirementOption = None,
+    hours: HoursOption = None,
+    gpu_hours: GpuHoursOption = None,
+    params: ParamsOption = None,
+    tokens: TokensOption = None,
+    gpus: GpusOption = None,
 ) -> None:
     """Create a price alert; a confirmation link is mailed to the address."""
     from service.alerts.manager import AlertLimitExceeded, AlertRequest, create_alert

@@ -59,6 +59,18 @@ def inline_chart(digest: Digest) -> str:
     return digest.html.replace(f"cid:{digest.chart_cid}", f"data:image/png;base64,{data}")
 
 
+# The options of a saved search (``subscribe`` and ``alerts create``).
+PresetOption = Annotated[str | None, typer.Option(help="a requirement preset, e.g. 8xh100")]
+RequirementOption = Annotated[
+    str | None, typer.Option(help="requirement as JSON (merged over --preset)")
+]
+HoursOption = Annotated[float | None, typer.Option(help="job: wall-clock hours")]
+GpuHoursOption = Annotated[float | None, typer.Option(help="job: GPU-hours")]
+ParamsOption = Annotated[float | None, typer.Option(help="job: model parameters")]
+TokensOption = Annotated[float | None, typer.Option(help="job: training tokens")]
+GpusOption = Annotated[int | None, typer.Option(help="job: total GPUs")]
+
+
 def search_from_options(
     preset: str | None,
     requirement: str | None,
@@ -89,15 +101,13 @@ def subscribe_command(
     email: Annotated[str, typer.Option(help="the address digests go to")],
     name: Annotated[str, typer.Option(help="a name for this digest")],
     time_zone: Annotated[str, typer.Option("--tz", help="IANA time zone of the schedule")] = "UTC",
-    preset: Annotated[str | None, typer.Option(help="a requirement preset, e.g. 8xh100")] = None,
-    requirement: Annotated[
-        str | None, typer.Option(help="requirement as JSON (merged over --preset)")
-    ] = None,
-    hours: Annotated[float | None, typer.Option(help="job: wall-clock hours")] = None,
-    gpu_hours: Annotated[float | None, typer.Option(help="job: GPU-hours")] = None,
-    params: Annotated[float | None, typer.Option(help="job: model parameters")] = None,
-    tokens: Annotated[float | None, typer.Option(help="job: training tokens")] = None,
-    gpus: Annotated[int | None, typer.Option(help="job: total GPUs")] = None,
+    preset: PresetOption = None,
+    requirement: RequirementOption = None,
+    hours: HoursOption = None,
+    gpu_hours: GpuHoursOption = None,
+    params: ParamsOption = None,
+    tokens: TokensOption = None,
+    gpus: GpusOption = None,
 ) -> None:
     """Subscribe an address to a weekly digest; a confirmation link is mailed to it."""
     from service.digest.mail import SmtpSendError

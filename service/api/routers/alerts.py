@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from service.alerts.manager import AlertRequest
 
 from ..deps import SettingsDep, reject_unknown
-from .subscriptions import ManagerDep, TokenQuery
+from .subscriptions import ManagerDep, TokenQuery, rate_limited, request_client
 
 __all__ = ["AlertAccepted", "Firing", "FiringHistory", "router"]
 
@@ -77,23 +77,14 @@ def create(
 ) -> AlertAccepted | Response:
     """Store a pending alert and mail the confirmation link to the address."""
     from service.alerts.manager import AlertLimitExceeded, create_alert
-    from service.digest.limits import SubscribeRateLimited, client_address
+    from service.digest.limits import SubscribeRateLimited
     from service.digest.mail import SmtpSendError
 
-    client = client_address(
-        request.client.host if request.client else None,
-        request.headers.get("x-forwarded-for"),
-        settings.trusted_proxies,
-    )
     try:
-        created = create_alert(manager, body, client=client)
+        created = create_alert(manager, body, client=request_client(request, settings))
         sent, detail = True, "a confirmation link was sent to the address"
     except SubscribeRateLimited as exc:
-        return JSONResponse(
-            {"detail": str(exc)},
-            status_code=status.HTTP_429_TOO_MANY_REQUESTS,
-            headers={"Retry-After": str(exc.retry_after_s)},
-        )
+        return rate_limited(exc)
     except AlertLimitExceeded as exc:
         return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
     except ValueError as exc:  # too many webhooks, a refused URL (WebhookUrlRefused)

@@ -28,7 +28,14 @@ from service.digest.subscriptions import SubscriptionRequest
 
 from ..deps import SettingsDep, reject_unknown
 
-__all__ = ["ManagerDep", "SubscriptionAccepted", "get_manager", "router"]
+__all__ = [
+    "ManagerDep",
+    "SubscriptionAccepted",
+    "get_manager",
+    "rate_limited",
+    "request_client",
+    "router",
+]
 
 log = logging.getLogger("gpuscout.api")
 
@@ -77,6 +84,27 @@ class SubscriptionAccepted(BaseModel):
     detail: str
 
 
+def request_client(request: Request, settings: Any) -> str:
+    """The client a request comes from, for the per-client quota (see
+    :func:`service.digest.limits.client_address`)."""
+    from service.digest.limits import client_address
+
+    return client_address(
+        request.client.host if request.client else None,
+        request.headers.get("x-forwarded-for"),
+        settings.trusted_proxies,
+    )
+
+
+def rate_limited(exc: Any) -> JSONResponse:
+    """429 with ``Retry-After`` for a :class:`service.digest.limits.SubscribeRateLimited`."""
+    return JSONResponse(
+        {"detail": str(exc)},
+        status_code=status.HTTP_429_TOO_MANY_REQUESTS,
+        headers={"Retry-After": str(exc.retry_after_s)},
+    )
+
+
 def _page(title: str, body: str, code: int = 200) -> HTMLResponse:
     """A minimal self-contained page (no external resources); ``body`` is trusted markup."""
     return HTMLResponse(
@@ -121,23 +149,14 @@ def subscribe(
     ``subscriptions_per_hour`` in all; beyond that the answer is 429 with ``Retry-After``
     and nothing is stored or sent.
     """
-    from service.digest.limits import SubscribeRateLimited, client_address
+    from service.digest.limits import SubscribeRateLimited
     from service.digest.mail import SmtpSendError
 
-    client = client_address(
-        request.client.host if request.client else None,
-        request.headers.get("x-forwarded-for"),
-        settings.trusted_proxies,
-    )
     try:
-        record = manager.subscribe(body, client=client)
+        record = manager.subscribe(body, client=request_client(request, settings))
         sent, detail = True, "a confirmation link was sent to the address"
     except SubscribeRateLimited as exc:
-        return JSONResponse(
-            {"detail": str(exc)},
-            status_code=status.HTTP_429_TOO_MANY_REQUESTS,
-            headers={"Retry-After": str(exc.retry_after_s)},
-        )
+        return rate_limited(exc)
     except SmtpSendError as exc:
         log.warning("confirmation mail not sent: %s", exc)
         record, sent = exc.record, False

@@ -455,17 +455,22 @@ def note_webhook_result(
 
 
 def add_observations(
-    engine: Engine, at: datetime, best: dict[str, dict[str, float | None]]
+    engine: Engine,
+    at: datetime,
+    best: dict[str, dict[str, float | None]],
+    *,
+    keep_since: datetime,
 ) -> None:
-    """Record each search's best values at ``at`` (``best``: search key -> metric -> value)."""
-    if not best:
-        return
+    """Record each search's best values at ``at`` (``best``: search key -> metric -> value)
+    and delete those older than ``keep_since`` (no median reads them any more)."""
     rows = [
         {"search_key": key, "at": at, **{m: values.get(m) for m in OBSERVED_METRICS}}
         for key, values in best.items()
     ]
     with write_connection(engine) as connection:
-        connection.execute(sa.insert(_observation), rows)
+        connection.execute(sa.delete(_observation).where(_observation.c.at < keep_since))
+        if rows:
+            connection.execute(sa.insert(_observation), rows)
 
 
 def median_best(

@@ -11,7 +11,8 @@ restarts and several schedulers each firing is mailed once; a crash between ``se
 ``X-Gpuscout-Delivery``), at least once and never lost.
 
 A firing is *settled* once its mail and the calls of its enabled webhooks are final, or
-once its subscription has ended (an unsubscribed alert sends nothing more). Unsettled
+once its subscription has ended (an unsubscribed alert sends nothing more), or, logged,
+two days after it fired (:data:`FIRING_MAX_AGE`: a price that old is no alert). Unsettled
 firings are retried by every run, after the snapshot's evaluation.
 """
 
@@ -74,6 +75,8 @@ log = logging.getLogger("gpuscout.alerts")
 
 Transport = Callable[[EmailMessage], int]
 _FINAL = ("sent", "refused")
+#: A firing whose deliveries are still not final this long after it fired is given up.
+FIRING_MAX_AGE = timedelta(days=2)
 
 
 def mail_label(firing_id: int) -> str:
@@ -194,6 +197,17 @@ def deliver_firings(
         sub = None if alert is None else get_subscription(engine, alert.subscription_id)
         if alert is None or sub is None or sub.status is not SubscriptionStatus.ACTIVE:
             settle_firing(engine, firing.id)  # ended: nothing more goes out
+            report.settled += 1
+            continue
+        if now - firing.fired_at > FIRING_MAX_AGE:
+            log.warning(
+                "alert %s firing #%d: still undelivered after %s; given up (news this old"
+                " is no alert)",
+                alert.id,
+                firing.seq,
+                FIRING_MAX_AGE,
+            )
+            settle_firing(engine, firing.id)
             report.settled += 1
             continue
         condition = condition_of(alert)

@@ -281,7 +281,12 @@ def evaluate_alerts(
     frame = fresh_frame(current)
     bests = best_per_search(frame, searches, now)
     medians = _medians(engine, alerts, settings, now)
-    add_observations(engine, now, {k: dict(b.values) for k, b in bests.items()})
+    add_observations(
+        engine,
+        now,
+        {k: dict(b.values) for k, b in bests.items()},
+        keep_since=now - DROP_WINDOW - timedelta(days=1),
+    )
     rearm: list[int] = []
     to_fire: list[Firing] = []
     for alert in alerts:

@@ -308,3 +308,23 @@ def test_unsubscribing_stops_the_alert(
     manager.unsubscribe(unquote(link.split("token=", 1)[1]))
     assert _run(settings, engine, 2, "2.50").evaluation.alerts == 0
     assert len(_alert_mails(handler)) == 1
+
+
+def test_a_firing_left_undelivered_for_days_is_given_up(
+    settings: Settings, engine: Engine, smtp_server: tuple[RecordingHandler, int]
+) -> None:
+    handler, _ = smtp_server
+    alert_id = _create(settings, engine, handler)
+    now = T0 + timedelta(hours=1)
+    evaluate_alerts(settings, engine, state("2.10"), now=now)  # fired, nothing delivered yet
+    with httpx.Client() as http:
+        report = deliver_firings(
+            settings,
+            engine,
+            transport=smtp_transport(settings),
+            http=http,
+            now=now + timedelta(days=3),
+        )
+    assert report.settled == 1 and report.mails == []
+    assert firings(engine, alert_id)[0].settled
+    assert _alert_mails(handler) == []

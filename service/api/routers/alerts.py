@@ -104,7 +104,11 @@ def create(
     )
 
 
-@router.get("/{alert_id}/firings", response_model=FiringHistory)
+@router.get(
+    "/{alert_id}/firings",
+    response_model=FiringHistory,
+    responses={400: {"description": "invalid or expired link, or not this alert's"}},
+)
 async def firing_history(
     request: Request, alert_id: int, token: TokenQuery, manager: ManagerDep
 ) -> FiringHistory:
@@ -118,8 +122,7 @@ def _history(manager: Any, alert_id: int, token: str) -> FiringHistory:
     from service.alerts.evaluate import condition_of
     from service.digest.tokens import Purpose, TokenError, read_token
 
-    alert = get_alert(manager.engine, alert_id)
-    try:
+    try:  # a forged or expired token is refused before the database is asked
         claims = read_token(
             manager.settings.token_secret.get_secret_value(),
             Purpose.ALERT_HISTORY,
@@ -129,6 +132,7 @@ def _history(manager: Any, alert_id: int, token: str) -> FiringHistory:
         )
     except TokenError as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
+    alert = get_alert(manager.engine, alert_id)
     if (
         alert is None
         or claims.subscription_id != alert.subscription_id

@@ -22,7 +22,7 @@ BIG_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 # revision identifiers, used by Alembic.
 revision: str = '0006'
-down_revision: Union[str, Sequence[str], None] = '0004'  # TEMP: 0005 lands in parallel; revert to '0005'
+down_revision: Union[str, Sequence[str], None] = '0005'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

@@ -35,7 +35,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 #: Every module that defines tables on ``db.models.Base``: a new one is added here, so that
 #: autogenerate (and the test comparing models with migrations) sees all tables.
-MODEL_MODULES: tuple[str, ...] = ("db.models", "db.subscriptions")
+MODEL_MODULES: tuple[str, ...] = ("db.models", "db.subscriptions", "db.alerts")
 
 
 def target_metadata() -> MetaData:

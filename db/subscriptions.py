@@ -3,14 +3,18 @@
 Layout::
 
     subscription        an address, a name, a time zone, a saved requirement and job (JSON
-                        of pricing.Requirement / pricing.Job), and a status:
+                        of pricing.Requirement / pricing.Job), a ``kind`` (``digest``: the
+                        weekly digest; ``alert``: a price alert, see :mod:`db.alerts`;
+                        both share the double opt-in and unsubscribe), and a status:
                         pending (not confirmed) -> active -> unsubscribed
                         pending -> invalid (its stored search no longer validates: skipped
                         by every digest run, the reason in ``problem``)
-    digest_delivery     one row per (subscription, ISO week): the exactly-once record of a
-                        weekly digest: claimed -> sending -> sent (or failed, claimable again
-                        after ``retry_at``; or refused, final), with the Message-ID chosen
-                        before the first send
+    digest_delivery     one row per (subscription, period): the exactly-once record of a
+                        weekly digest (period: the ISO week) or of one alert firing's mail
+                        or webhook call (period: ``alert:<firing>``,
+                        ``hook:<firing>:<hook>``): claimed -> sending -> sent (or failed,
+                        claimable again after ``retry_at``; or refused, final), with the
+                        Message-ID chosen before the first send
     mail_quota          one row per limit key (an address, a client, "global"): the row a
                         subscription request locks while it counts and uses its quota
     mail_quota_use      one row per confirmation mail counted against a key, for the sliding
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, cast
@@ -47,6 +51,7 @@ __all__ = [
     "Quota",
     "QuotaExceeded",
     "Subscription",
+    "SubscriptionKind",
     "SubscriptionRecord",
     "SubscriptionStatus",
     "activate_subscription",
@@ -56,6 +61,11 @@ __all__ = [
     "get_subscription",
     "mark_subscription_invalid",
 ]
+
+
+class SubscriptionKind(StrEnum):
+    DIGEST = "digest"  # the weekly digest
+    ALERT = "alert"  # a price alert (db.alerts holds its condition)
 
 
 class SubscriptionStatus(StrEnum):
@@ -85,6 +95,9 @@ class Subscription(Base):
     status: Mapped[str] = mapped_column(
         sa.String(16), index=True, comment="pending | active | unsubscribed | invalid"
     )
+    kind: Mapped[str] = mapped_column(
+        sa.String(16), server_default="digest", index=True, comment="digest | alert"
+    )
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     confirmed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     unsubscribed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
@@ -101,7 +114,10 @@ class DigestDelivery(Base):
     subscription_id: Mapped[int] = mapped_column(
         BigId, sa.ForeignKey("subscription.id", ondelete="CASCADE")
     )
-    week: Mapped[str] = mapped_column(sa.String(8), comment="ISO week in the subscriber's zone")
+    week: Mapped[str] = mapped_column(
+        sa.String(40),
+        comment="ISO week in the subscriber's zone; alert:<firing> | hook:<firing>:<webhook>",
+    )
     status: Mapped[str] = mapped_column(
         sa.String(16), index=True, comment="claimed | sending | sent | failed | refused"
     )
@@ -161,6 +177,7 @@ class SubscriptionRecord:
     confirmed_at: datetime | None
     unsubscribed_at: datetime | None
     problem: str | None = None
+    kind: SubscriptionKind = SubscriptionKind.DIGEST
 
 
 def _record(row: sa.RowMapping) -> SubscriptionRecord:
@@ -176,6 +193,7 @@ def _record(row: sa.RowMapping) -> SubscriptionRecord:
         confirmed_at=row["confirmed_at"],
         unsubscribed_at=row["unsubscribed_at"],
         problem=row["problem"],
+        kind=SubscriptionKind(row["kind"]),
     )
 
 
@@ -271,11 +289,14 @@ def create_subscription(
     job_json: str,
     now: datetime,
     quotas: Sequence[Quota] = (),
+    kind: SubscriptionKind = SubscriptionKind.DIGEST,
+    on_created: Callable[[Connection, int], None] | None = None,
 ) -> SubscriptionRecord:
     """A new pending subscription (values already validated by the caller).
 
     ``quotas`` are checked and used in the same transaction: :class:`QuotaExceeded` and
-    nothing stored once one of them is used up.
+    nothing stored once one of them is used up. ``on_created`` runs in that transaction
+    with the new id (an alert stores its condition there, or raises: nothing is stored).
     """
     with write_connection(engine) as connection:
         _use_quotas(connection, quotas, now)
@@ -288,10 +309,13 @@ def create_subscription(
                 requirement=requirement_json,
                 job=job_json,
                 status=SubscriptionStatus.PENDING.value,
+                kind=kind.value,
                 created_at=now,
             )
             .returning(_subscription.c.id)
         ).scalar_one()
+        if on_created is not None:
+            on_created(connection, new_id)
         row = (
             connection.execute(sa.select(_subscription).where(_subscription.c.id == new_id))
             .mappings()
@@ -312,11 +336,16 @@ def get_subscription(
     return None if row is None else _record(row)
 
 
-def active_subscriptions(engine: Engine) -> list[SubscriptionRecord]:
-    """Confirmed, not unsubscribed subscriptions, by id."""
+def active_subscriptions(
+    engine: Engine, kind: SubscriptionKind = SubscriptionKind.DIGEST
+) -> list[SubscriptionRecord]:
+    """Confirmed, not unsubscribed subscriptions of ``kind``, by id."""
     query = (
         sa.select(_subscription)
-        .where(_subscription.c.status == SubscriptionStatus.ACTIVE.value)
+        .where(
+            _subscription.c.status == SubscriptionStatus.ACTIVE.value,
+            _subscription.c.kind == kind.value,
+        )
         .order_by(_subscription.c.id)
     )
     with engine.connect() as connection:

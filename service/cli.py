@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "subscribe": "digest",
     "digest": "digest",
     "fx": "fx",
+    "alerts": "alerts",
 }
 
 #: Modules under ``service.commands`` that each expose ``register(app)``.

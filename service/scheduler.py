@@ -1,7 +1,9 @@
 """The snapshot schedule: APScheduler 3 runs :func:`run_snapshot_job` on an interval.
 
 :func:`build_scheduler` configures a scheduler without starting it (the API process starts
-it beside uvicorn; ``gpuscout scheduler`` runs it alone). The job is coalesced, never runs
+it beside uvicorn; ``gpuscout scheduler`` runs it alone). After each snapshot it stored,
+the job evaluates and delivers the price alerts (:func:`service.alerts.run.run_alerts`).
+The job is coalesced, never runs
 twice at once in one process (``max_instances=1``), is jittered and has a misfire grace.
 Across processes, the job lock :func:`service.snapshots.take_snapshot` holds lets exactly one
 runner take each snapshot; a runner that finds a snapshot taken less than half an interval
@@ -65,7 +67,32 @@ def run_snapshot_job(
         result.summary.history_added,
         result.summary.history_closed,
     )
+    _alerts_after(settings, engine, now)
     return result
+
+
+def _alerts_after(settings: Settings, engine: Engine | None, now: Callable[[], datetime]) -> None:
+    """Evaluate and deliver the price alerts on the snapshot just stored; a failure is
+    logged, never the snapshot's (the next snapshot's run retries what was left)."""
+    from .alerts.run import run_alerts
+
+    own = engine is None
+    engine = engine or make_engine(settings.database_url)
+    try:
+        report = run_alerts(settings, engine, now=now())
+        log.info(
+            "alerts: %d evaluated over %d searches in %.2f s, %d fired, %d mail(s)",
+            report.evaluation.alerts,
+            report.evaluation.searches,
+            report.evaluation.seconds,
+            len(report.evaluation.fired),
+            len(report.delivery.mails),
+        )
+    except Exception:
+        log.exception("alerts after the snapshot failed")
+    finally:
+        if own:
+            engine.dispose()
 
 
 def build_scheduler(

@@ -264,6 +264,34 @@ class Settings(BaseSettings):
     digest_lease_minutes: float = Field(
         15, gt=0, description="minutes a claimed digest is reserved for the process sending it"
     )
+    alerts_per_address: int = Field(
+        20, ge=1, le=1000, description="pending and active price alerts one address may hold"
+    )
+    alert_webhooks_per_alert: int = Field(
+        2, ge=0, le=10, description="webhook URLs one price alert may call (0: no webhooks)"
+    )
+    alert_hysteresis_pct: float = Field(
+        5.0,
+        ge=0,
+        le=100,
+        description="a fired price alert re-arms once the value is this % above its threshold",
+    )
+    alert_quiet_minutes: int = Field(
+        360,
+        ge=0,
+        le=43200,
+        description="default minutes after a firing before an alert fires again",
+    )
+    alert_drop_min_observations: int = Field(
+        12, ge=1, description="observations a search needs before its 7-day median counts"
+    )
+    alert_webhook_attempts: int = Field(
+        3, ge=1, le=10, description="webhook calls per delivery, with backoff, before it fails"
+    )
+    alert_webhook_max_failures: int = Field(
+        5, ge=1, description="failed deliveries in a row after which a webhook is disabled"
+    )
+    alert_webhook_timeout_s: float = Field(10.0, gt=0, le=60, description="webhook call timeout")
 
     @field_validator("database_url")
     @classmethod

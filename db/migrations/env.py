@@ -10,6 +10,7 @@ from alembic import context
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from db import alerts as _alerts  # noqa: F401  (registers its tables on Base)
 from db import subscriptions as _subscriptions  # noqa: F401  (registers its tables on Base)
 from db.engine import make_engine
 from db.migrate import target_metadata as all_tables

@@ -50,6 +50,7 @@ ROUTERS: tuple[str, ...] = (
     "health",
     "metrics",
     "subscriptions",
+    "alerts",
 )
 #: Responses smaller than this many bytes are not worth gzipping.
 GZIP_MIN_BYTES = 1024

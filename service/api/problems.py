@@ -50,6 +50,8 @@ PROBLEM_TYPES: dict[str, str] = {
     "body-too-large": "Request body too large",
     "rate-limited": "Too many requests",
     "cursor-expired": "Cursor from another snapshot",
+    "alert-limit": "Too many alerts for this address",
+    "webhook-refused": "Webhook refused",
 }
 #: ``"Value error, gpus: required"`` names ``gpus``.
 _NAMED = re.compile(r"(?:Value error, )?([a-z_]+):")

@@ -133,6 +133,15 @@ PARAMETERS: dict[str, str] = {
     "job": "the job of a saved search",
     "top": "offers in each digest",
     "time_zone": "IANA time zone the digest's times are shown in",
+    # price alerts
+    "alert_id": "an alert's id, as the alert's creation answered it",
+    "condition": "when an alert fires (kind, metric, threshold or drop)",
+    "kind": "below (a threshold), in_stock, or drop (from the 7-day median)",
+    "metric": "what a threshold is on: usd_per_gpu_hour, usd_per_effective_tflop_hour, job cost",
+    "threshold": "the value at or below which a below-alert fires, in the metric's unit",
+    "drop_pct": "the drop from the 7-day median that fires a drop-alert, in %",
+    "quiet_minutes": "minutes an alert stays quiet after it fired",
+    "webhooks": "URLs an alert's firings are also POSTed to (signed, HMAC-SHA256)",
 }
 
 #: Deprecated request names: route path -> {old name: new name}.

@@ -22,19 +22,20 @@ from .errors import validation_message
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+    from pricing import Job, Requirement
     from service.digest.build import Digest
 
-__all__ = ["inline_chart", "register"]
+__all__ = ["engine_for", "fail", "inline_chart", "register", "search_from_options"]
 
 digest_app = typer.Typer(help="The weekly email digest: preview, send, confirm, unsubscribe.")
 
 
-def _fail(message: str, code: int = 2) -> NoReturn:
+def fail(message: str, code: int = 2) -> NoReturn:
     typer.secho(message, err=True, fg="red")
     raise typer.Exit(code)
 
 
-def _engine(settings: Settings) -> Engine:
+def engine_for(settings: Settings) -> Engine:
     from db.engine import make_engine
     from db.migrate import upgrade
 
@@ -47,7 +48,7 @@ def _token(link_or_token: str) -> str:
     if "://" in link_or_token or "?" in link_or_token:
         tokens = parse_qs(urlsplit(link_or_token).query).get("token")
         if not tokens:
-            _fail("the link has no token")
+            fail("the link has no token")
         return tokens[0]
     return link_or_token.strip()
 
@@ -58,49 +59,76 @@ def inline_chart(digest: Digest) -> str:
     return digest.html.replace(f"cid:{digest.chart_cid}", f"data:image/png;base64,{data}")
 
 
+# The options of a saved search (``subscribe`` and ``alerts create``).
+PresetOption = Annotated[str | None, typer.Option(help="a requirement preset, e.g. 8xh100")]
+RequirementOption = Annotated[
+    str | None, typer.Option(help="requirement as JSON (merged over --preset)")
+]
+HoursOption = Annotated[float | None, typer.Option(help="job: wall-clock hours")]
+GpuHoursOption = Annotated[float | None, typer.Option(help="job: GPU-hours")]
+ParamsOption = Annotated[float | None, typer.Option(help="job: model parameters")]
+TokensOption = Annotated[float | None, typer.Option(help="job: training tokens")]
+GpusOption = Annotated[int | None, typer.Option(help="job: total GPUs")]
+
+
+def search_from_options(
+    preset: str | None,
+    requirement: str | None,
+    hours: float | None,
+    gpu_hours: float | None,
+    params: float | None,
+    tokens: float | None,
+    gpus: int | None,
+) -> tuple[Requirement, Job]:
+    """The requirement (``--preset``, ``--requirement`` JSON merged over it) and job of a
+    saved search, from the options ``subscribe`` and ``alerts create`` share; raises
+    ValidationError, KeyError or ValueError naming what is wrong."""
+    from pricing import Job, Requirement
+    from pricing.requirement import preset as get_preset
+
+    req = get_preset(preset) if preset else Requirement()
+    if requirement:
+        req = req.merged(**json.loads(requirement))
+    job = (
+        Job(hours=hours, gpu_hours=gpu_hours, params=params, tokens=tokens, gpus=gpus)
+        if any(v is not None for v in (hours, gpu_hours, params, tokens))
+        else Job.for_hours(1, gpus=gpus)
+    )
+    return req, job
+
+
 def subscribe_command(
     email: Annotated[str, typer.Option(help="the address digests go to")],
     name: Annotated[str, typer.Option(help="a name for this digest")],
     time_zone: Annotated[str, typer.Option("--tz", help="IANA time zone of the schedule")] = "UTC",
-    preset: Annotated[str | None, typer.Option(help="a requirement preset, e.g. 8xh100")] = None,
-    requirement: Annotated[
-        str | None, typer.Option(help="requirement as JSON (merged over --preset)")
-    ] = None,
-    hours: Annotated[float | None, typer.Option(help="job: wall-clock hours")] = None,
-    gpu_hours: Annotated[float | None, typer.Option(help="job: GPU-hours")] = None,
-    params: Annotated[float | None, typer.Option(help="job: model parameters")] = None,
-    tokens: Annotated[float | None, typer.Option(help="job: training tokens")] = None,
-    gpus: Annotated[int | None, typer.Option(help="job: total GPUs")] = None,
+    preset: PresetOption = None,
+    requirement: RequirementOption = None,
+    hours: HoursOption = None,
+    gpu_hours: GpuHoursOption = None,
+    params: ParamsOption = None,
+    tokens: TokensOption = None,
+    gpus: GpusOption = None,
 ) -> None:
     """Subscribe an address to a weekly digest; a confirmation link is mailed to it."""
-    from pricing import Job, Requirement
-    from pricing.requirement import preset as get_preset
     from service.digest.mail import SmtpSendError
     from service.digest.schedule import smtp_transport
     from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
 
     settings = get_settings()
     try:
-        req = get_preset(preset) if preset else Requirement()
-        if requirement:
-            req = req.merged(**json.loads(requirement))
-        job = (
-            Job(hours=hours, gpu_hours=gpu_hours, params=params, tokens=tokens, gpus=gpus)
-            if any(v is not None for v in (hours, gpu_hours, params, tokens))
-            else Job.for_hours(1, gpus=gpus)
-        )
+        req, job = search_from_options(preset, requirement, hours, gpu_hours, params, tokens, gpus)
         request = SubscriptionRequest(
             email=email, name=name, time_zone=time_zone, requirement=req, job=job
         )
     except ValidationError as exc:
-        _fail(f"invalid subscription: {validation_message(exc)}")
+        fail(f"invalid subscription: {validation_message(exc)}")
     except (KeyError, ValueError) as exc:
-        _fail(f"invalid subscription: {exc}")
-    manager = SubscriptionManager(settings, _engine(settings), smtp_transport(settings))
+        fail(f"invalid subscription: {exc}")
+    manager = SubscriptionManager(settings, engine_for(settings), smtp_transport(settings))
     try:
         record = manager.subscribe(request)
     except SmtpSendError as exc:
-        _fail(f"subscription stored but the confirmation mail failed: {exc}", 1)
+        fail(f"subscription stored but the confirmation mail failed: {exc}", 1)
     typer.echo(f"subscription {record.id} pending: a confirmation link was sent to {record.email}")
 
 
@@ -113,11 +141,11 @@ def confirm_command(
     from service.digest.tokens import TokenError
 
     settings = get_settings()
-    manager = SubscriptionManager(settings, _engine(settings), lambda _m: 0)
+    manager = SubscriptionManager(settings, engine_for(settings), lambda _m: 0)
     try:
         record = manager.confirm(_token(link))
     except TokenError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     typer.echo(f"subscription {record.id} is {record.status.value}")
 
 
@@ -130,11 +158,11 @@ def unsubscribe_command(
     from service.digest.tokens import TokenError
 
     settings = get_settings()
-    manager = SubscriptionManager(settings, _engine(settings), lambda _m: 0)
+    manager = SubscriptionManager(settings, engine_for(settings), lambda _m: 0)
     try:
         record = manager.unsubscribe(_token(link))
     except TokenError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     typer.echo(f"subscription {record.id} is {record.status.value}")
 
 
@@ -161,21 +189,21 @@ def preview_command(
     from service.digest.compose import DigestComposer, subscription_view
 
     if (subscription is None) == (preset is None):
-        _fail("give exactly one of --subscription ID or --preset NAME")
+        fail("give exactly one of --subscription ID or --preset NAME")
     settings = get_settings()
     now = datetime.now(UTC)
     engine = None
     if subscription is not None:
-        engine = _engine(settings)
+        engine = engine_for(settings)
         record = get_subscription(engine, subscription)
         if record is None:
-            _fail(f"no subscription {subscription}")
+            fail(f"no subscription {subscription}")
         view = subscription_view(record)
     else:
         try:
             requirement = get_preset(preset or "")
         except KeyError as exc:
-            _fail(str(exc.args[0]))
+            fail(str(exc.args[0]))
         view = SubscriptionView(
             id=0,
             name=f"Example: {preset}",
@@ -184,7 +212,7 @@ def preview_command(
             job=Job.for_hours(hours),
         )
         if not sample:
-            engine = _engine(settings)
+            engine = engine_for(settings)
     current = load_current(sample=sample, settings=settings)
     digest = DigestComposer(settings, current, now, engine=engine).digest(view)
     out.write_text(inline_chart(digest), encoding="utf-8")
@@ -201,7 +229,7 @@ def send_command(
     from service.digest.schedule import run_digests
 
     settings = get_settings()
-    report = run_digests(settings, _engine(settings), dry_run=dry_run)
+    report = run_digests(settings, engine_for(settings), dry_run=dry_run)
     for o in report.outcomes:
         line = f"subscription {o.subscription_id} {o.week}: {o.status}"
         if o.message_id and o.status != "would_send":

@@ -316,19 +316,32 @@ def build_digest(
     return Digest(subject, html, text, chart_png, chart_cid, week)
 
 
-def build_confirmation(subscription: SubscriptionView, *, confirm_url: str) -> Confirmation:
-    """The mail asking the address owner to confirm the subscription (double opt-in)."""
+def build_confirmation(
+    subscription: SubscriptionView, *, confirm_url: str, alert: str | None = None
+) -> Confirmation:
+    """The mail asking the address owner to confirm the subscription (double opt-in).
+
+    ``alert``: the subscription is a price alert waiting for that (one line), not a digest.
+    """
     name = _one_line(subscription.name, 60)
+    schedule = (
+        f"Sent on your local schedule ({subscription.time_zone})."
+        if alert is None
+        else f"Sent when it fires: {_one_line(alert, 200)}."
+    )
     context = {
         "name": name,
         "requirement": describe_requirement(subscription.requirement),
         "job": describe_job(subscription.job),
         "confirm_url": confirm_url,
-        "time_zone": subscription.time_zone,
+        "what": "weekly digest" if alert is None else "price alert",
+        "schedule": schedule,
     }
     env = _environment()
     return Confirmation(
-        subject=_one_line(f"Confirm your gpuscout digest: {name}", 150),
+        subject=_one_line(
+            f"Confirm your gpuscout {'digest' if alert is None else 'price alert'}: {name}", 150
+        ),
         html=env.get_template("confirm.html").render(context),
         text=env.get_template("confirm.txt").render(context),
     )

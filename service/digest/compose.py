@@ -36,6 +36,7 @@ __all__ = [
     "DigestComposer",
     "WeekChanges",
     "confirm_url",
+    "signed_link",
     "stale_providers",
     "subscription_view",
     "unsubscribe_url",
@@ -45,34 +46,41 @@ __all__ = [
 CHART_MAX_MODELS = 4
 
 
-def _link(settings: Settings, path: str, token: str) -> str:
+def signed_link(
+    settings: Settings,
+    path: str,
+    purpose: Purpose,
+    subscription_id: int,
+    email: str,
+    *,
+    now: datetime | None = None,
+) -> str:
+    """``public_base_url`` + ``path`` with a ``purpose`` token for one subscription."""
+    token = make_token(
+        settings.token_secret.get_secret_value(), purpose, subscription_id, email, now=now
+    )
     return f"{settings.public_base_url.rstrip('/')}{path}?token={quote(token, safe='')}"
 
 
 def confirm_url(
     settings: Settings, subscription_id: int, email: str, *, now: datetime | None = None
 ) -> str:
-    token = make_token(
-        settings.token_secret.get_secret_value(),
-        Purpose.CONFIRM,
-        subscription_id,
-        email,
-        now=now,
+    return signed_link(
+        settings, "/v1/subscriptions/confirm", Purpose.CONFIRM, subscription_id, email, now=now
     )
-    return _link(settings, "/v1/subscriptions/confirm", token)
 
 
 def unsubscribe_url(
     settings: Settings, subscription_id: int, email: str, *, now: datetime | None = None
 ) -> str:
-    token = make_token(
-        settings.token_secret.get_secret_value(),
+    return signed_link(
+        settings,
+        "/v1/subscriptions/unsubscribe",
         Purpose.UNSUBSCRIBE,
         subscription_id,
         email,
         now=now,
     )
-    return _link(settings, "/v1/subscriptions/unsubscribe", token)
 
 
 def subscription_view(record: SubscriptionRecord) -> SubscriptionView:

@@ -87,8 +87,10 @@ from .saved_search import CorruptSubscription, load_search
 __all__ = [
     "Claim",
     "DeliveryOutcome",
+    "LeaseKeeper",
     "SendReport",
     "claim_delivery",
+    "deliver_claimed",
     "delivery_row",
     "due_week",
     "mark_failed",
@@ -394,7 +396,7 @@ def mark_failed(
     return held
 
 
-class _LeaseKeeper:
+class LeaseKeeper:
     """Renews a claim's lease every third of it, from a thread, until the row is settled.
 
     It stops once a renewal finds the claim gone (the steps after it say so: each checks
@@ -420,7 +422,7 @@ class _LeaseKeeper:
             except Exception:
                 log.exception("renewing the lease of digest %s failed", claim.message_id)
 
-    def __enter__(self) -> _LeaseKeeper:
+    def __enter__(self) -> LeaseKeeper:
         self._thread.start()
         return self
 
@@ -550,8 +552,10 @@ def send_due(
         if claim is None:
             report.outcomes.append(DeliveryOutcome(sub.id, week, "skipped"))
             continue
-        with _LeaseKeeper(engine, claim, clock, lease):
-            report.outcomes.append(_deliver(engine, sub, claim, render, transport, clock, lease))
+        with LeaseKeeper(engine, claim, clock, lease):
+            report.outcomes.append(
+                deliver_claimed(engine, sub, claim, render, transport, clock, lease)
+            )
     return report
 
 
@@ -564,7 +568,7 @@ def _dry_run(sub: SubscriptionRecord, week: str, render: Render) -> DeliveryOutc
     return DeliveryOutcome(sub.id, week, "would_send")
 
 
-def _deliver(
+def deliver_claimed(
     engine: Engine,
     sub: SubscriptionRecord,
     claim: Claim,

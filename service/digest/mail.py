@@ -64,6 +64,7 @@ __all__ = [
     "SmtpSendError",
     "build_confirmation_message",
     "build_digest_message",
+    "build_list_message",
     "header_text",
     "is_permanent_refusal",
     "is_transient",
@@ -205,6 +206,33 @@ def _base(
     return message
 
 
+def _list_message(
+    *,
+    subject: str,
+    text: str,
+    html: str,
+    sender: Address,
+    to_email: str,
+    message_id: str,
+    unsubscribe_url: str,
+    date: datetime,
+) -> EmailMessage:
+    """Text and HTML alternatives with the one-click unsubscribe headers (RFC 8058), not
+    yet :func:`verified`."""
+    message = _base(
+        sender=sender, to_email=to_email, subject=subject, message_id=message_id, date=date
+    )
+    safe_header(unsubscribe_url, field="unsubscribe_url")
+    if not unsubscribe_url.startswith(("https://", "http://")) or ">" in unsubscribe_url:
+        raise ValueError("unsubscribe_url must be an http(s) URL")
+    message["List-Unsubscribe"] = f"<{unsubscribe_url}>"
+    message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    message["Precedence"] = "bulk"
+    message.set_content(text, subtype="plain", charset="utf-8")
+    message.add_alternative(html, subtype="html", charset="utf-8")
+    return message
+
+
 def build_digest_message(
     digest: Digest,
     *,
@@ -215,21 +243,16 @@ def build_digest_message(
     date: datetime,
 ) -> EmailMessage:
     """The digest as one MIME message (see the module docstring for its structure)."""
-    message = _base(
+    message = _list_message(
+        subject=digest.subject,
+        text=digest.text,
+        html=digest.html,
         sender=sender,
         to_email=to_email,
-        subject=digest.subject,
         message_id=message_id,
+        unsubscribe_url=unsubscribe_url,
         date=date,
     )
-    safe_header(unsubscribe_url, field="unsubscribe_url")
-    if not unsubscribe_url.startswith(("https://", "http://")) or ">" in unsubscribe_url:
-        raise ValueError("unsubscribe_url must be an http(s) URL")
-    message["List-Unsubscribe"] = f"<{unsubscribe_url}>"
-    message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
-    message["Precedence"] = "bulk"
-    message.set_content(digest.text, subtype="plain", charset="utf-8")
-    message.add_alternative(digest.html, subtype="html", charset="utf-8")
     parts = message.get_payload()
     assert isinstance(parts, list)
     html_part = parts[1]
@@ -243,6 +266,32 @@ def build_digest_message(
         disposition="inline",
     )
     return verified(message)
+
+
+def build_list_message(
+    *,
+    subject: str,
+    text: str,
+    html: str,
+    sender: Address,
+    to_email: str,
+    message_id: str,
+    unsubscribe_url: str,
+    date: datetime,
+) -> EmailMessage:
+    """A text + HTML list mail with the one-click unsubscribe headers (a price alert)."""
+    return verified(
+        _list_message(
+            subject=subject,
+            text=text,
+            html=html,
+            sender=sender,
+            to_email=to_email,
+            message_id=message_id,
+            unsubscribe_url=unsubscribe_url,
+            date=date,
+        )
+    )
 
 
 def build_confirmation_message(

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from db.subscriptions import SubscriptionRecord
 from pricing import Job, Requirement
 
-__all__ = ["CorruptSubscription", "dump_search", "load_search", "storable"]
+__all__ = ["CorruptSubscription", "dump_search", "load_search", "load_search_json", "storable"]
 
 
 class CorruptSubscription(ValueError):
@@ -89,9 +89,16 @@ def _load(model: type[BaseModel], text: str, field: str) -> Any:
 def load_search(record: SubscriptionRecord) -> tuple[Requirement, Job]:
     """The stored requirement and job of ``record``; :class:`CorruptSubscription` if either
     does not validate."""
+    return load_search_json(record.id, record.requirement_json, record.job_json)
+
+
+def load_search_json(
+    subscription_id: int, requirement_json: str, job_json: str
+) -> tuple[Requirement, Job]:
+    """:func:`load_search` of stored JSON (an alert's row carries its subscription's)."""
     try:
-        requirement = _load(Requirement, record.requirement_json, "requirement")
-        job = _load(Job, record.job_json, "job")
+        requirement = _load(Requirement, requirement_json, "requirement")
+        job = _load(Job, job_json, "job")
     except ValueError as exc:
-        raise CorruptSubscription(record.id, str(exc)) from None
+        raise CorruptSubscription(subscription_id, str(exc)) from None
     return requirement, job

@@ -17,10 +17,11 @@ from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from db.subscriptions import (
     QuotaExceeded,
+    SubscriptionKind,
     SubscriptionRecord,
     SubscriptionStatus,
     activate_subscription,
@@ -121,13 +122,21 @@ class SubscriptionManager:
     clock: Callable[[], datetime] = dataclasses.field(default=lambda: datetime.now(UTC))
 
     def subscribe(
-        self, request: SubscriptionRequest, *, client: str | None = None
+        self,
+        request: SubscriptionRequest,
+        *,
+        client: str | None = None,
+        kind: SubscriptionKind = SubscriptionKind.DIGEST,
+        on_created: Callable[[Connection, int], None] | None = None,
+        alert: str | None = None,
     ) -> SubscriptionRecord:
         """Store a pending subscription and send its confirmation link.
 
         :class:`SubscribeRateLimited` (nothing stored, nothing sent) once a quota is used
         up: the address's, the ``client``'s (the request's client address; ``None`` from the
-        CLI) or the global one (:func:`.limits.subscribe_quotas`).
+        CLI) or the global one (:func:`.limits.subscribe_quotas`). A price alert passes its
+        ``kind``, what stores its condition (``on_created``, in the same transaction) and
+        the line the confirmation mail describes it with (``alert``).
         """
         now = self.clock()
         requirement_json, job_json = dump_search(request.requirement, request.job)
@@ -141,24 +150,28 @@ class SubscriptionManager:
                 job_json=job_json,
                 now=now,
                 quotas=subscribe_quotas(self.settings, request.email, client),
+                kind=kind,
+                on_created=on_created,
             )
         except QuotaExceeded as exc:
             quota = exc.quota
-            kind = quota.key.split(":", 1)[0]
-            who = {"address": request.email, "client": "this client"}.get(kind, "gpuscout")
+            limited = quota.key.split(":", 1)[0]
+            who = {"address": request.email, "client": "this client"}.get(limited, "gpuscout")
             raise SubscribeRateLimited(who, quota.limit, quota.window, exc.retry_after_s) from None
         try:
-            self.send_confirmation(record)
+            self.send_confirmation(record, alert=alert)
         except SmtpSendError as exc:
             exc.record = record  # stored all the same: the caller may say so and retry
             raise
         return record
 
-    def send_confirmation(self, record: SubscriptionRecord) -> None:
+    def send_confirmation(self, record: SubscriptionRecord, *, alert: str | None = None) -> None:
         view = subscription_view(record)
         sender = parse_sender(self.settings.mail_from)
         confirmation = build_confirmation(
-            view, confirm_url=confirm_url(self.settings, record.id, record.email, now=self.clock())
+            view,
+            confirm_url=confirm_url(self.settings, record.id, record.email, now=self.clock()),
+            alert=alert,
         )
         self.transport(
             build_confirmation_message(

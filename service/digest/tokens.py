@@ -40,6 +40,7 @@ class Purpose(StrEnum):
 
     CONFIRM = "gpuscout.subscription.confirm"
     UNSUBSCRIBE = "gpuscout.subscription.unsubscribe"
+    ALERT_HISTORY = "gpuscout.alert.history"  # read an alert's firings (link in its mails)
 
 
 class TokenError(ValueError):

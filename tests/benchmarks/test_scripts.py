@@ -70,3 +70,10 @@ def test_cli_benchmark_times_cold_and_warm() -> None:
     assert "gpuscout: cold (new data dir)" in out
     assert "gpuscout: warm" in out
     assert "target warm median <= 1 s:" in out
+
+
+def test_alerts_benchmark_reports_each_run_and_the_target() -> None:
+    out = run("alerts.py", "--alerts", "60", "--offers", "300", "--searches", "12")
+    assert "60 alerts over 12 searches, 300 offers" in out
+    assert "run 1: evaluated in" in out and "run 2: evaluated in" in out
+    assert "(target <= 5 s)" in out

@@ -29,7 +29,14 @@ from service.digest.subscriptions import SubscriptionRequest
 from ..deps import SettingsDep, reject_unknown
 from ..problems import problem_response
 
-__all__ = ["ManagerDep", "SubscriptionAccepted", "get_manager", "router"]
+__all__ = [
+    "ManagerDep",
+    "SubscriptionAccepted",
+    "get_manager",
+    "rate_limited",
+    "request_client",
+    "router",
+]
 
 log = logging.getLogger("gpuscout.api")
 
@@ -78,6 +85,30 @@ class SubscriptionAccepted(BaseModel):
     detail: str
 
 
+def request_client(request: Request, settings: Any) -> str:
+    """The client a request comes from, for the per-client quota (see
+    :func:`service.digest.limits.client_address`)."""
+    from service.digest.limits import client_address
+
+    return client_address(
+        request.client.host if request.client else None,
+        request.headers.get("x-forwarded-for"),
+        settings.trusted_proxies,
+    )
+
+
+def rate_limited(exc: Any, request: Request) -> Response:
+    """429 problem details with ``Retry-After`` for a
+    :class:`service.digest.limits.SubscribeRateLimited`."""
+    return problem_response(
+        request.scope,
+        status.HTTP_429_TOO_MANY_REQUESTS,
+        str(exc),
+        slug="rate-limited",
+        headers={"Retry-After": str(exc.retry_after_s)},
+    )
+
+
 def _page(title: str, body: str, code: int = 200) -> HTMLResponse:
     """A page in the web pages' look (:mod:`service.web`); ``body`` is trusted markup."""
     from service.web.layout import message_page
@@ -119,25 +150,14 @@ def subscribe(
     ``subscriptions_per_hour`` in all; beyond that the answer is 429 with ``Retry-After``
     and nothing is stored or sent.
     """
-    from service.digest.limits import SubscribeRateLimited, client_address
+    from service.digest.limits import SubscribeRateLimited
     from service.digest.mail import SmtpSendError
 
-    client = client_address(
-        request.client.host if request.client else None,
-        request.headers.get("x-forwarded-for"),
-        settings.trusted_proxies,
-    )
     try:
-        record = manager.subscribe(body, client=client)
+        record = manager.subscribe(body, client=request_client(request, settings))
         sent, detail = True, "a confirmation link was sent to the address"
     except SubscribeRateLimited as exc:
-        return problem_response(
-            request.scope,
-            status.HTTP_429_TOO_MANY_REQUESTS,
-            str(exc),
-            slug="rate-limited",
-            headers={"Retry-After": str(exc.retry_after_s)},
-        )
+        return rate_limited(exc, request)
     except SmtpSendError as exc:
         log.warning("confirmation mail not sent: %s", exc)
         record, sent = exc.record, False
@@ -177,17 +197,22 @@ async def _confirm(request: Request, token: str, manager: Any, *, act: bool) -> 
     state = record.status.value
     if state not in ("pending", "active"):
         return _page("This subscription has ended", "<p>Nothing was changed.</p>", 409)
+    what = _what(record)
     if state == "active":
         return _page(
             "Subscription confirmed",
-            f"<p>The weekly digest <strong>{name}</strong> will be sent to {email}. Every "
-            "digest has a one-click unsubscribe link.</p>",
+            f"<p>The {what} <strong>{name}</strong> will be sent to {email}. Every "
+            "mail has a one-click unsubscribe link.</p>",
         )
     return _page(
         "Confirm your subscription",
-        f"<p>Send the weekly digest <strong>{name}</strong> to {email}?</p>"
-        + _button(request, "Confirm"),
+        f"<p>Send the {what} <strong>{name}</strong> to {email}?</p>" + _button(request, "Confirm"),
     )
+
+
+def _what(record: Any) -> str:
+    """What a subscription sends, in the pages' words."""
+    return "price alert" if getattr(record.kind, "value", "digest") == "alert" else "weekly digest"
 
 
 def _button(request: Request, label: str, hidden: dict[str, str] | None = None) -> str:
@@ -247,10 +272,11 @@ async def _unsubscribe(request: Request, token: str, manager: Any, *, act: bool)
     if act:
         return _page(
             "Unsubscribed",
-            f"<p>No more digests named <strong>{name}</strong> will be sent to {email}.</p>",
+            f"<p>No more {_what(record)}s named <strong>{name}</strong> will be sent to"
+            f" {email}.</p>",
         )
     return _page(
         "Unsubscribe",
-        f"<p>Stop the weekly digest <strong>{name}</strong> to {email}?</p>"
+        f"<p>Stop the {_what(record)} <strong>{name}</strong> to {email}?</p>"
         + _button(request, "Unsubscribe", {"List-Unsubscribe": "One-Click"}),
     )

@@ -57,6 +57,17 @@ REQUESTS: dict[tuple[str, str], tuple[dict[str, object], bool]] = {
         },
         True,
     ),
+    (
+        "POST",
+        "/v1/alerts",
+    ): (
+        {
+            "url": "/v1/alerts",
+            "json": {"email": "a@example.org", "name": "s", "condition": {"kind": "in_stock"}},
+        },
+        True,
+    ),
+    ("GET", "/v1/alerts/{alert_id}/firings"): ({"url": "/v1/alerts/1/firings?token=x"}, False),
     # a forged token is refused before the database is asked: 400 either way
     ("GET", "/v1/subscriptions/confirm"): ({"url": "/v1/subscriptions/confirm?token=x"}, False),
     ("POST", "/v1/subscriptions/confirm"): ({"url": "/v1/subscriptions/confirm?token=x"}, False),

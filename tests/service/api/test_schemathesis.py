@@ -87,6 +87,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "/v1/subscriptions/confirm": {},
     "/v1/subscriptions/unsubscribe": {},
     "/v1/snapshots": {},
+    "/v1/alerts": {"email": "a@example.org", "name": "stock", "condition": {"kind": "in_stock"}},
 }
 NON_FINITE = ("NaN", "Infinity", "-Infinity", "1e400", "-1e400")
 

@@ -50,6 +50,10 @@ DATABASE_ARGS: dict[str, list[str]] = {
     "digest preview": ["digest", "preview", "--preset", "8xh100", "--out", "{tmp}/d.html"],
     "db upgrade": ["db", "upgrade"],
     "scheduler": ["scheduler"],
+    "alerts create": ["alerts", "create", "--email", "a@example.org", "--name", "a", "--in-stock"],
+    "alerts list": ["alerts", "list", "--email", "a@example.org"],
+    "alerts firings": ["alerts", "firings", "1"],
+    "alerts run": ["alerts", "run"],
 }
 #: Commands that read settings but not the database.
 SETTINGS_ARGS: dict[str, list[str]] = {
@@ -58,7 +62,7 @@ SETTINGS_ARGS: dict[str, list[str]] = {
     "fx update": ["fx", "update", "--out", "{tmp}/fx.toml"],
 }
 #: Commands writing to an empty database (a read-only one refuses them).
-WRITERS = ("snapshot", "subscribe")
+WRITERS = ("snapshot", "subscribe", "alerts create")
 
 #: ``estimate`` on the sample: ``[:3]`` the GPU, ``[:5]`` and the count.
 ESTIMATE = ["estimate", "--gpu", "H100-SXM5-80GB", "--count", "8", "--sample"]
@@ -99,6 +103,7 @@ BAD_NUMBERS: list[tuple[str, list[str], str]] = [
     ("serve", ["serve", "--get", "/v1/offers", "--port", "70000"], "--port"),
     ("subscribe", [*DATABASE_ARGS["subscribe"], "--hours", "inf"], "--hours"),
     ("subscribe", [*DATABASE_ARGS["subscribe"], "--gpus", "1" + "0" * 21], "gpus"),
+    ("alerts create", [*DATABASE_ARGS["alerts create"][:-1], "--drop-pct", "nan"], "--drop-pct"),
     (
         "digest preview",
         [*DATABASE_ARGS["digest preview"], "--sample", "--hours", "1e400"],

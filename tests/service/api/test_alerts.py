@@ -1,0 +1,165 @@
+"""``/v1/alerts``: created pending, confirmed by the digest's link, the firing history."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import httpx
+import pytest
+
+from db.engine import make_engine, sqlite_url
+from db.migrate import upgrade
+from service.alerts.run import run_alerts
+from service.api import create_app
+from service.digest.schedule import smtp_transport
+from service.settings import Settings
+from tests.service.alerts.conftest import state
+from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
+
+from .conftest import FakeSource, database_state, sample_offers
+
+BODY: dict[str, Any] = {
+    "email": "ada@example.com",
+    "name": "8x H100 under 2.20",
+    "requirement": {"gpus": ["H100"], "min_gpus": 8},
+    "condition": {"kind": "below", "metric": "usd_per_gpu_hour", "threshold": "2.20"},
+    "webhooks": ["http://127.0.0.1:9/hook"],
+}
+
+
+@contextlib.asynccontextmanager
+async def _client(
+    tmp_path: Path, smtp_port: int, **overrides: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, Settings]]:
+    url = sqlite_url(tmp_path / "api.db")
+    upgrade(url)
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        data_dir=tmp_path,
+        database_url=url,
+        smtp_host="127.0.0.1",
+        smtp_port=smtp_port,
+        smtp_security="none",
+        mail_from="gpuscout <digest@gpuscout.test>",
+        public_base_url="https://gpuscout.test",
+        token_secret="api-test-secret-0123456789",  # type: ignore[arg-type]
+        **overrides,
+    )
+    engine = make_engine(url)
+    app = create_app(
+        settings, offers_loader=FakeSource(database_state(sample_offers())), history=engine
+    )
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 40000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://gpuscout") as c:
+        yield c, settings
+    engine.dispose()
+
+
+def _path(link: str) -> str:
+    parts = urlsplit(link)
+    return f"{parts.path}?{parts.query}"
+
+
+def _link(handler: RecordingHandler, pattern: str) -> str:
+    body = handler.messages[-1].get_body(("plain",))
+    assert body is not None
+    match = re.search(pattern, body.get_content())
+    assert match, body.get_content()
+    return match.group(0)
+
+
+@pytest.mark.anyio
+async def test_create_confirm_fire_and_read_the_history(
+    tmp_path: Path,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    handler, port = smtp_server
+    async with _client(tmp_path, port) as (client, settings):
+        answer = await client.post("/v1/alerts", json=BODY)
+        assert answer.status_code == 202, answer.text
+        created = answer.json()
+        assert created["status"] == "pending" and created["confirmation_sent"]
+        assert set(created["webhook_secrets"]) == {"http://127.0.0.1:9/hook"}
+        assert "price alert" in str(handler.messages[-1]["Subject"])
+        confirm = _path(_link(handler, r"https://gpuscout\.test/v1/subscriptions/confirm\S+"))
+        page = await client.get(confirm)
+        assert "price alert" in page.text and "Confirm" in page.text
+        assert (await client.post(confirm)).status_code == 200
+        engine = make_engine(settings.database_url)
+        with httpx.Client(timeout=1) as http:
+            run_alerts(
+                settings.model_copy(update={"alert_webhook_attempts": 1}),
+                engine,
+                now=datetime.now(UTC),
+                current=state("2.10"),
+                transport=smtp_transport(settings),
+                http=http,
+                sleep=lambda _s: None,
+            )
+        engine.dispose()
+        history = _path(_link(handler, r"https://gpuscout\.test/v1/alerts/\d+/firings\S+"))
+        answer = await client.get(history)
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["alert_id"] == created["id"] and body["armed"] is False
+        (firing,) = body["firings"]
+        assert firing["seq"] == 1 and firing["value"] == pytest.approx(2.1)
+        assert firing["offer"]["gpu_model"] == "H100-SXM5-80GB"
+        # another alert's id with this token, or an altered token: refused
+        bad = history.replace(f"/alerts/{created['id']}/", f"/alerts/{created['id'] + 1}/")
+        assert (await client.get(bad)).status_code == 400
+        assert (await client.get(unquote(history) + "x")).status_code == 400
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("change", "code", "message"),
+    [
+        ({"condition": {"kind": "below"}}, 422, "needs a threshold"),
+        ({"webhooks": ["http://127.0.0.1:9/a"] * 2}, 422, "given twice"),
+        ({"webhooks": [f"http://127.0.0.1:9/{i}" for i in range(3)]}, 422, "at most 2"),
+    ],
+)
+async def test_bad_requests_say_what_is_wrong(
+    tmp_path: Path,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+    change: dict[str, Any],
+    code: int,
+    message: str,
+) -> None:
+    handler, port = smtp_server
+    async with _client(tmp_path, port) as (client, _settings):
+        answer = await client.post("/v1/alerts", json={**BODY, **change})
+        assert answer.status_code == code and message in answer.text
+        assert handler.messages == []
+
+
+@pytest.mark.anyio
+async def test_production_refuses_a_private_webhook(
+    tmp_path: Path,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    _handler, port = smtp_server
+    production = {"environment": "production", "admin_token": "a-real-admin-token-0123456789"}
+    async with _client(tmp_path, port, **production) as (client, _settings):
+        body = {**BODY, "webhooks": ["https://10.0.0.5/hook"]}
+        answer = await client.post("/v1/alerts", json=body)
+        assert answer.status_code == 422 and "non-public" in answer.text
+
+
+@pytest.mark.anyio
+async def test_alerts_per_address(
+    tmp_path: Path,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    _handler, port = smtp_server
+    async with _client(tmp_path, port, alerts_per_address=1) as (client, _settings):
+        assert (await client.post("/v1/alerts", json=BODY)).status_code == 202
+        answer = await client.post("/v1/alerts", json={**BODY, "name": "second"})
+        assert answer.status_code == 409 and "limit" in answer.text

@@ -71,6 +71,15 @@ class EstimateRequest(BaseModel):
     scaling: Factor | None = Field(default=None, description="replace the modelled scaling")
     fabric: Fabric = Field(default=Fabric.INFINIBAND, description="reference fabric")
     fabric_gbps_per_gpu: Annotated[float, Field(gt=0, le=1e5)] = 400.0
+    layers: Annotated[int | None, Field(ge=1, le=10_000)] = Field(
+        default=None, description="transformer layers (attention FLOPs and activations)"
+    )
+    hidden_size: Annotated[int | None, Field(ge=1, le=1_000_000)] = Field(
+        default=None, description="model width d (attention FLOPs and activations)"
+    )
+    context_tokens: Annotated[int | None, Field(ge=1, le=10_000_000)] = Field(
+        default=None, description="sequence length in training (attention FLOPs, activations)"
+    )
     limit: Annotated[int, Field(ge=1, le=100)] = 10
 
     @model_validator(mode="after")
@@ -144,6 +153,9 @@ async def estimate_cost(
                     fabric_gbps_per_gpu=body.fabric_gbps_per_gpu,
                     mfu=body.mfu,
                     scaling=body.scaling,
+                    layers=body.layers,
+                    hidden_size=body.hidden_size,
+                    context_tokens=body.context_tokens,
                 )
             )
         except ValueError as exc:  # e.g. no published peak of this GPU at this precision

@@ -87,3 +87,19 @@ async def test_every_gpu_and_precision_is_an_answer_never_a_500(
                 assert r.status_code == 200, (spec.name, precision, r.text)
     assert sum(answered.values()) == len(catalog()) * len(Precision)
     assert answered.get(422, 0) > 0 and answered.get(200, 0) > 0
+
+
+async def test_the_model_shape_counts_attention_flops(client: httpx.AsyncClient) -> None:
+    """With layers, width and context the FLOPs are 6N + 12 x L x d x ctx per token (PaLM
+    appendix B), more than the 6N of the same run without them."""
+    base = {"model_params": 7e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "job_gpus": 8}
+    plain = (await client.post("/v1/estimate", json=base)).json()
+    shaped = (
+        await client.post(
+            "/v1/estimate",
+            json={**base, "layers": 32, "hidden_size": 4096, "context_tokens": 4096},
+        )
+    ).json()
+    assert shaped["estimate"]["flops_per_token"] == pytest.approx(
+        plain["estimate"]["flops_per_token"] + 12 * 32 * 4096 * 4096
+    )

@@ -541,13 +541,26 @@ def estimate_command(
     fabric_gbps_per_gpu: Annotated[
         float, typer.Option(min=0.001, max=1e5, help="fabric bandwidth per GPU, Gbit/s")
     ] = 400.0,
+    layers: Annotated[
+        int | None,
+        typer.Option(min=1, max=10_000, help="transformer layers (attention FLOPs, activations)"),
+    ] = None,
+    hidden_size: Annotated[
+        int | None,
+        typer.Option(min=1, max=1_000_000, help="model width d (attention FLOPs, activations)"),
+    ] = None,
+    context_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, max=10_000_000, help="sequence length in training, tokens"),
+    ] = None,
     sample: Annotated[bool, typer.Option(help="use the bundled offline sample")] = False,
     fmt: Annotated[
         OutputFormat,
         typer.Option("--format", help="table; json: the API's answer"),
     ] = OutputFormat.TABLE,
 ) -> None:
-    """GPU-hours, wall clock, memory and cost of a training run (FLOPs = 6 x params x tokens)."""
+    """GPU-hours, wall clock, memory and cost of a training run (FLOPs = 6 x params x tokens,
+    plus 12 x layers x hidden x context per token when the model shape is given)."""
     from pricing.estimate import estimate
 
     if params <= 0 or tokens <= 0:
@@ -563,6 +576,9 @@ def estimate_command(
             precision=precision,
             fabric=fabric,
             fabric_gbps_per_gpu=fabric_gbps_per_gpu,
+            layers=layers,
+            hidden_size=hidden_size,
+            context_tokens=context_tokens,
         )
     except ValidationError as exc:  # the job's own bounds (--params, --tokens)
         _fail(cli_message(exc, Job))

@@ -231,3 +231,17 @@ def test_estimate_table_reads_well_and_explains_both_wall_clocks() -> None:
     assert "8.4e+22" in out and "83,999" not in out
     assert "on the reference topology" in out and "on this offer's nodes and term" in out
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_estimate_counts_attention_flops_with_the_model_shape() -> None:
+    """#12: 6N + 12 x layers x hidden x context FLOPs per token, on 12 GPUs (two nodes of
+    8, 12 used): gpu_hours = wall clock x 12."""
+    args = ["estimate", "--gpu", "H100-SXM5-80GB", "--count", "12", "--params", "7e9"]
+    args += ["--tokens", "1e11", "--sample", "--format", "json"]
+    shaped = runner.invoke(
+        app, [*args, "--layers", "32", "--hidden-size", "4096", "--context-tokens", "4096"]
+    )
+    assert shaped.exit_code == 0, shaped.output
+    est = json.loads(shaped.stdout)["estimate"]
+    assert est["flops_per_token"] == pytest.approx(6 * 7e9 + 12 * 32 * 4096 * 4096)
+    assert est["gpu_hours"] == pytest.approx(est["wall_clock_hours"] * 12)

@@ -206,7 +206,7 @@ def _base(
     return message
 
 
-def _list_message(
+def build_list_message(
     *,
     subject: str,
     text: str,
@@ -216,9 +216,11 @@ def _list_message(
     message_id: str,
     unsubscribe_url: str,
     date: datetime,
+    inline_png: tuple[bytes, str] | None = None,
 ) -> EmailMessage:
-    """Text and HTML alternatives with the one-click unsubscribe headers (RFC 8058), not
-    yet :func:`verified`."""
+    """A text + HTML list mail with the one-click unsubscribe headers (RFC 8058): a price
+    alert, or the digest with its chart (``inline_png``: the PNG and its Content-ID, shown
+    inline by the HTML part)."""
     message = _base(
         sender=sender, to_email=to_email, subject=subject, message_id=message_id, date=date
     )
@@ -230,7 +232,21 @@ def _list_message(
     message["Precedence"] = "bulk"
     message.set_content(text, subtype="plain", charset="utf-8")
     message.add_alternative(html, subtype="html", charset="utf-8")
-    return message
+    if inline_png is not None:
+        png, cid = inline_png
+        parts = message.get_payload()
+        assert isinstance(parts, list)
+        html_part = parts[1]
+        assert isinstance(html_part, EmailMessage)
+        html_part.add_related(
+            png,
+            maintype="image",
+            subtype="png",
+            cid=f"<{safe_header(cid, field='chart_cid')}>",
+            filename="price-index.png",
+            disposition="inline",
+        )
+    return verified(message)
 
 
 def build_digest_message(
@@ -243,7 +259,7 @@ def build_digest_message(
     date: datetime,
 ) -> EmailMessage:
     """The digest as one MIME message (see the module docstring for its structure)."""
-    message = _list_message(
+    return build_list_message(
         subject=digest.subject,
         text=digest.text,
         html=digest.html,
@@ -252,45 +268,7 @@ def build_digest_message(
         message_id=message_id,
         unsubscribe_url=unsubscribe_url,
         date=date,
-    )
-    parts = message.get_payload()
-    assert isinstance(parts, list)
-    html_part = parts[1]
-    assert isinstance(html_part, EmailMessage)
-    html_part.add_related(
-        digest.chart_png,
-        maintype="image",
-        subtype="png",
-        cid=f"<{safe_header(digest.chart_cid, field='chart_cid')}>",
-        filename="price-index.png",
-        disposition="inline",
-    )
-    return verified(message)
-
-
-def build_list_message(
-    *,
-    subject: str,
-    text: str,
-    html: str,
-    sender: Address,
-    to_email: str,
-    message_id: str,
-    unsubscribe_url: str,
-    date: datetime,
-) -> EmailMessage:
-    """A text + HTML list mail with the one-click unsubscribe headers (a price alert)."""
-    return verified(
-        _list_message(
-            subject=subject,
-            text=text,
-            html=html,
-            sender=sender,
-            to_email=to_email,
-            message_id=message_id,
-            unsubscribe_url=unsubscribe_url,
-            date=date,
-        )
+        inline_png=(digest.chart_png, digest.chart_cid),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -156,3 +157,38 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 def error_locs(response: httpx.Response) -> list[list[str]]:
     assert response.status_code == 422, response.text
     return [e["loc"] for e in response.json()["errors"]]
+
+
+@contextlib.asynccontextmanager
+async def mail_app(
+    tmp_path: Path, smtp_port: int, *, peer: str = "127.0.0.1", **overrides: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, Settings]]:
+    """The app on a fresh SQLite file, mailing through the SMTP server on ``smtp_port``;
+    requests come from ``peer``."""
+    from db.engine import make_engine, sqlite_url
+    from db.migrate import upgrade
+
+    url = sqlite_url(tmp_path / "api.db")
+    upgrade(url)
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        data_dir=tmp_path,
+        database_url=url,
+        smtp_host="127.0.0.1",
+        smtp_port=smtp_port,
+        smtp_security="none",
+        mail_from="gpuscout <digest@gpuscout.test>",
+        public_base_url="https://gpuscout.test",
+        token_secret="api-test-secret-0123456789",  # type: ignore[arg-type]
+        **overrides,
+    )
+    engine = make_engine(url)
+    app = create_app(
+        settings, offers_loader=FakeSource(database_state(sample_offers())), history=engine
+    )
+    transport = httpx.ASGITransport(app=app, client=(peer, 40000))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gpuscout") as c:
+            yield c, settings
+    finally:
+        engine.dispose()

@@ -13,16 +13,14 @@ from urllib.parse import unquote, urlsplit
 import httpx
 import pytest
 
-from db.engine import make_engine, sqlite_url
-from db.migrate import upgrade
+from db.engine import make_engine
 from service.alerts.run import run_alerts
-from service.api import create_app
 from service.digest.schedule import smtp_transport
 from service.settings import Settings
 from tests.service.alerts.conftest import state
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
 
-from .conftest import FakeSource, database_state, sample_offers
+from .conftest import mail_app
 
 BODY: dict[str, Any] = {
     "email": "ada@example.com",
@@ -37,28 +35,8 @@ BODY: dict[str, Any] = {
 async def _client(
     tmp_path: Path, smtp_port: int, **overrides: Any
 ) -> AsyncIterator[tuple[httpx.AsyncClient, Settings]]:
-    url = sqlite_url(tmp_path / "api.db")
-    upgrade(url)
-    settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        data_dir=tmp_path,
-        database_url=url,
-        smtp_host="127.0.0.1",
-        smtp_port=smtp_port,
-        smtp_security="none",
-        mail_from="gpuscout <digest@gpuscout.test>",
-        public_base_url="https://gpuscout.test",
-        token_secret="api-test-secret-0123456789",  # type: ignore[arg-type]
-        **overrides,
-    )
-    engine = make_engine(url)
-    app = create_app(
-        settings, offers_loader=FakeSource(database_state(sample_offers())), history=engine
-    )
-    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 40000))
-    async with httpx.AsyncClient(transport=transport, base_url="http://gpuscout") as c:
-        yield c, settings
-    engine.dispose()
+    async with mail_app(tmp_path, smtp_port, **overrides) as pair:
+        yield pair
 
 
 def _path(link: str) -> str:

@@ -12,14 +12,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from db.engine import make_engine, sqlite_url
-from db.migrate import upgrade
 from db.subscriptions import get_subscription
-from service.api import create_app
-from service.settings import Settings
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
 
-from .conftest import FakeSource, database_state, sample_offers
+from .conftest import mail_app
 
 
 @contextlib.asynccontextmanager
@@ -27,30 +23,8 @@ async def _client(
     tmp_path: Path, smtp_port: int, *, peer: str = "127.0.0.1", **overrides: Any
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The app on a fresh SQLite file; requests come from ``peer``."""
-    url = sqlite_url(tmp_path / "api.db")
-    upgrade(url)
-    settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        data_dir=tmp_path,
-        database_url=url,
-        smtp_host="127.0.0.1",
-        smtp_port=smtp_port,
-        smtp_security="none",
-        mail_from="gpuscout <digest@gpuscout.test>",
-        public_base_url="https://gpuscout.test",
-        token_secret="api-test-secret-0123456789",  # type: ignore[arg-type]
-        **overrides,
-    )
-    engine = make_engine(url)
-    app = create_app(
-        settings,
-        offers_loader=FakeSource(database_state(sample_offers())),
-        history=engine,
-    )
-    transport = httpx.ASGITransport(app=app, client=(peer, 40000))
-    async with httpx.AsyncClient(transport=transport, base_url="http://gpuscout") as c:
+    async with mail_app(tmp_path, smtp_port, peer=peer, **overrides) as (c, _settings):
         yield c
-    engine.dispose()
 
 
 @pytest.fixture

@@ -9,9 +9,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from adapters.schema import Offer
+from adapters.schema import FIELD_GROUPS, Offer
 from service.api.offers_query import OffersQuery
-from service.web.offer_record import FIELD_GROUPS
 from tests.service.api.conftest import offer
 
 pytestmark = pytest.mark.anyio

@@ -27,6 +27,8 @@ does. :meth:`ProviderState.fresh` follows price age.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import cast
@@ -35,6 +37,7 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from adapters.field_coverage import ProviderCoverage, count_records
 from adapters.run import Origin, RunStatus
 from adapters.schema import FxTable
 from pricing.frame import records_to_frame
@@ -127,7 +130,22 @@ def load_current_offers(
         note=database_note(states, now),
         snapshot_id=None if latest is None else latest[0],
         snapshot_at=None if latest is None else latest[1],
+        count_fields=functools.partial(_stored_coverage, connection.engine, providers),
     )
+
+
+def _stored_coverage(engine: Engine, providers: list[str] | None) -> dict[str, ProviderCoverage]:
+    """Which fields the stored current offers carry, read when first asked (a new
+    connection: the state's own is closed by then). A record leaves its ``None`` fields out,
+    so the keys it has are the fields it carries."""
+    if providers is not None and not providers:
+        return {}
+    statement = f"SELECT record FROM {_current.name}"
+    with engine.connect() as connection:
+        if providers is not None:
+            statement += f" WHERE provider IN ({placeholders(connection, len(providers))})"
+        rows = driver_rows(connection, statement, tuple(providers or ()))
+    return count_records(json.loads(record) for (record,) in rows)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

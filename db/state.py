@@ -20,12 +20,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
 import polars as pl
 
+from adapters.field_coverage import ProviderCoverage, count_offers
 from adapters.run import FRESH_WITHIN_HOURS, Origin, ProviderRun, RunStatus
 from adapters.sample import sample_note
 from adapters.schema import FxTable, Offer
@@ -140,6 +142,18 @@ class CurrentState:
     snapshot_id: int | None = None
     snapshot_at: datetime | None = None
     """when the latest snapshot finished (``None``: the sample, or no snapshot yet)"""
+    count_fields: Callable[[], Mapping[str, ProviderCoverage]] | None = dataclasses.field(
+        default=None, compare=False, repr=False
+    )
+    """counts, when first asked, which fields the offers carry (:attr:`field_coverage`):
+    the frame does not hold every field, and counting them all on every load would double
+    the cost of a load for a figure few requests ask for"""
+
+    @functools.cached_property
+    def field_coverage(self) -> Mapping[str, ProviderCoverage] | None:
+        """Per provider, how many of its offers carry each field of the seed's groups
+        (:mod:`adapters.field_coverage`); ``None``: this state cannot say."""
+        return None if self.count_fields is None else self.count_fields()
 
     @property
     def offer_count(self) -> int:
@@ -253,14 +267,16 @@ def state_from_offers(
         for name, count in counts.items()
         if name not in given
     ]
+    held = tuple(offers)
     return CurrentState(
-        frame=offers_to_frame(offers, fx),
+        frame=offers_to_frame(held, fx),
         providers=by_name([*given.values(), *derived]),
         source=source,
         fx=fx,
         loaded_at=now or datetime.now(UTC),
         note=note,
         snapshot_at=snapshot_at,
+        count_fields=functools.partial(count_offers, held),
     )
 
 

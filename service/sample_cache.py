@@ -177,6 +177,8 @@ def cached_sample(
                 fx=fx,
                 loaded_at=now or datetime.now(UTC),
                 note=note,
+                # the cache keeps the frame, not every field: parse again if asked
+                count_fields=lambda: parse().field_coverage or {},
             )
     state = parse()
     try:

@@ -57,3 +57,13 @@ def test_readme_example_runs(
     get_settings.cache_clear()
     assert result.exit_code == 0, (command, result.output)
     assert result.stdout.strip(), command
+
+
+def test_readme_coverage_table_is_the_generated_one() -> None:
+    """The README's field-coverage table is what the code counts on the offline sample
+    (regenerate: ``uv run python -m service.field_coverage``)."""
+    from service.field_coverage import sample_table
+
+    shown = re.search(r"<!-- coverage:start -->\n(.*?)<!-- coverage:end -->", README, re.S)
+    assert shown is not None, "README lacks the coverage table markers"
+    assert shown.group(1) == sample_table()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -19,9 +20,10 @@ from rich.table import Table
 from adapters import get_adapter, registry
 from adapters.base import Adapter, AdapterError
 from adapters.collect import ProviderRun, RunStatus
+from adapters.field_coverage import GROUP_LABELS, ProviderCoverage, percent_text, total_coverage
 from adapters.gpus import unknown_gpu_names
 from adapters.sample import replay_sample
-from adapters.schema import Offer
+from adapters.schema import FIELD_GROUPS, Offer
 from pricing.display import decimal_text, figure_text
 
 from ..current import sample_note
@@ -36,6 +38,11 @@ err = Console(stderr=True)
 class ParseFormat(StrEnum):
     JSONL = "jsonl"
     TABLE = "table"
+
+
+class CoverageFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
 
 
 def price_text(offer: Offer) -> str:
@@ -69,6 +76,67 @@ def offers_table(offers: list[Offer], title: str | None = None) -> Table:
             figure_text(float(o.usd_per_hour), significant=3, decimals=2),
         )
     return table
+
+
+def coverage_table(coverage: Mapping[str, ProviderCoverage]) -> Table:
+    """Per provider (and all together), the share of its offers carrying each seed group's
+    fields: ten narrow columns, within 80."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0))
+    table.add_column("provider", no_wrap=True, overflow="ellipsis", max_width=12)
+    for label in ("offers", *GROUP_LABELS.values()):
+        table.add_column(label, justify="right", no_wrap=True)
+    for cov in [*coverage.values(), total_coverage(coverage)]:
+        shares = [percent_text(cov.group_share(group)) for group in GROUP_LABELS]
+        table.add_row(cov.provider, str(cov.offers), *shares)
+    return table
+
+
+def field_coverage_table(cov: ProviderCoverage) -> Table:
+    """One provider's coverage field by field, under each group's share."""
+    table = Table(
+        title=f"{cov.provider}: {cov.offers} offer(s)", box=box.SIMPLE_HEAD, show_edge=False
+    )
+    table.add_column("group / field", no_wrap=True)
+    table.add_column("offers", justify="right")
+    table.add_column("share", justify="right")
+    for group, fields in FIELD_GROUPS.items():
+        table.add_row(f"[bold]{group}[/]", "", percent_text(cov.group_share(group)))
+        for name in fields:
+            table.add_row(f"  {name}", str(cov.filled[name]), percent_text(cov.field_share(name)))
+    return table
+
+
+def _print_coverage(
+    sample: bool, provider: str | None, fmt: CoverageFormat, settings: Settings
+) -> None:
+    """``providers --coverage``: the current offers (the database, else the sample)."""
+    from ..current import load_current
+    from ..field_coverage import coverage_answer
+
+    current = load_current(sample=sample, settings=settings)
+    answer = coverage_answer(current, provider)
+    if fmt is CoverageFormat.JSON:
+        sys.stdout.write(json.dumps(answer, indent=2) + "\n")
+        return
+    if current.note:
+        err.print(f"[yellow]{current.note}[/]", highlight=False, soft_wrap=True)
+    coverage = dict(current.field_coverage or {})
+    out = wide_console()
+    if provider is None:
+        out.print(coverage_table(coverage))
+        err.print(
+            "share of each provider's current offers that carry the group's fields "
+            "(filled / offers x fields); --provider NAME: field by field",
+            highlight=False,
+        )
+    elif provider in coverage:
+        out.print(field_coverage_table(coverage[provider]))
+    else:
+        held = ", ".join(coverage) or "none"
+        raise typer.BadParameter(
+            f"no current offers from {provider!r} (providers with offers: {held})",
+            param_hint="--provider",
+        )
 
 
 def summary_table(runs: list[ProviderRun]) -> Table:
@@ -167,12 +235,39 @@ def _print_runs(runs: list[Any]) -> None:
 
 def register(app: typer.Typer) -> None:
     @app.command("providers")
-    def providers() -> None:
+    def providers(
+        coverage: Annotated[
+            bool,
+            typer.Option(
+                "--coverage",
+                help="the share of each provider's current offers carrying each seed"
+                " group's fields (where 'unknown' comes from)",
+            ),
+        ] = False,
+        provider: Annotated[
+            str | None,
+            typer.Option("--provider", "-p", help="with --coverage: this one, field by field"),
+        ] = None,
+        sample: Annotated[
+            bool, typer.Option("--sample", help="with --coverage: the offline sample's offers")
+        ] = False,
+        fmt: Annotated[
+            CoverageFormat, typer.Option("--format", help="with --coverage: table or json")
+        ] = CoverageFormat.TABLE,
+    ) -> None:
         """List the registered providers, whether their credentials are set and, once
-        snapshots are stored, each one's latest outcome and the latest snapshot run."""
+        snapshots are stored, each one's latest outcome and the latest snapshot run;
+        with --coverage, which fields their current offers carry."""
         import sqlalchemy.exc
 
         settings = get_settings()
+        if coverage:
+            _print_coverage(sample, provider, fmt, settings)
+            return
+        if provider is not None or sample or fmt is not CoverageFormat.TABLE:
+            raise typer.BadParameter(
+                "--provider, --sample and --format go with --coverage", param_hint="--coverage"
+            )
         creds = settings.provider_credentials()
         try:
             stored = _stored_state(settings)

@@ -47,3 +47,27 @@ def test_a_database_behind_the_migrations_says_to_upgrade(db_url: str, tmp_path:
     settings = Settings(data_dir=tmp_path, database_url=db_url)
     with pytest.raises(CommandError, match="revision 0004.*gpuscout db upgrade"):
         load_current(settings=settings)
+
+
+def test_field_coverage_of_stored_offers_is_that_of_the_offers(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """Counted from the stored records (``None`` fields left out), when first asked."""
+    from adapters.field_coverage import count_offers
+
+    offers = [
+        offer("alpha", "o1", cuda_version="12.4", os_images=("Ubuntu 22.04",)),
+        offer("alpha", "o2", psu_watts=3000.0),
+        offer("beta", "o1"),
+    ]
+    runs = [ok("alpha", offers[:2]), ok("beta", offers[2:])]
+    store_snapshot(engine, runs, started_at=T0, finished_at=T0)
+    current = load_current(settings=Settings(data_dir=tmp_path, database_url=db_url))
+    assert current.source == "database"
+    coverage = current.field_coverage
+    assert coverage is not None
+    assert coverage == count_offers(offers)
+    alpha = coverage["alpha"]
+    assert (alpha.offers, alpha.filled["cuda_version"], alpha.filled["psu_watts"]) == (2, 1, 1)
+    assert alpha.filled["fetched_at"] == 2  # a column of its own, not in the record
+    assert coverage["beta"].field_share("cuda_version") == 0.0

@@ -1,4 +1,5 @@
-"""``GET /v1/providers``: each provider's last fetch, outcome, offers held and freshness.
+"""``GET /v1/providers``: each provider's last fetch, outcome, offers held and freshness;
+``GET /v1/providers/coverage``: which fields of the seed's groups its current offers carry.
 
 ``fresh`` follows price age: live prices at most the adapter's ``fresh_within_hours`` old
 (:data:`adapters.base.FRESH_WITHIN_HOURS` unless the adapter sets it); sample prices are
@@ -8,17 +9,20 @@ never fresh, whatever their date, and say ``origin: sample``.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
 from adapters import registry
 from adapters.base import FRESH_WITHIN_HOURS
 
+from ...field_coverage import coverage_answer
 from ..deps import NoQueryDep, SettingsDep, StateDep
 from ..vocabulary import UtcTime
 
-__all__ = ["ProviderOut", "router"]
+__all__ = ["CoverageList", "ProviderOut", "router"]
 
 router = APIRouter(prefix="/v1/providers", tags=["providers"], dependencies=[NoQueryDep])
 
@@ -107,3 +111,74 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
         fx_as_of=current.fx.as_of,
         providers=out,
     )
+
+
+class FieldCoverageOut(BaseModel):
+    field: str = Field(description="an offer field (see the offer's groups)")
+    offers: int = Field(description="offers that carry it (not null)")
+    share: float | None = Field(description="offers / the provider's offers, 0-1")
+
+
+class GroupCoverageOut(BaseModel):
+    group: str = Field(description="a seed group: Compute, Memory and storage, Network, ...")
+    share: float | None = Field(
+        description="filled fields over offers x the group's fields, 0-1 (null: no offers)"
+    )
+    fields: list[FieldCoverageOut]
+
+
+class ProviderCoverageOut(BaseModel):
+    provider: str = Field(description='a provider name, or "all" for every offer together')
+    offers: int = Field(description="its current offers")
+    groups: list[GroupCoverageOut]
+
+
+_COVERAGE_EXAMPLE: dict[str, Any] = {
+    "source": "sample",
+    "sample": True,
+    "note": "offline sample: recorded prices, not live (vastai capture date unknown (on"
+    " record by 2025-01-01))",
+    "providers": [
+        {
+            "provider": "vastai",
+            "offers": 2,
+            "groups": [
+                {
+                    "group": "Software",
+                    "share": 0.4,
+                    "fields": [
+                        {"field": "os_images", "offers": 0, "share": 0.0},
+                        {"field": "cuda_version", "offers": 2, "share": 1.0},
+                        {"field": "driver_version", "offers": 2, "share": 1.0},
+                        {"field": "frameworks", "offers": 0, "share": 0.0},
+                        {"field": "backup_service", "offers": 0, "share": 0.0},
+                    ],
+                }
+            ],
+        }
+    ],
+    "all": {"provider": "all", "offers": 2, "groups": []},
+}
+
+
+class CoverageList(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [_COVERAGE_EXAMPLE]})
+
+    source: str = Field(description="database | sample: where the current offers come from")
+    sample: bool = Field(description="true: some providers' offers are recorded sample prices")
+    note: str | None
+    providers: list[ProviderCoverageOut] = Field(
+        description="each provider with current offers, in name order"
+    )
+    all: ProviderCoverageOut = Field(description="every current offer together")
+
+
+@router.get("/coverage", response_model=CoverageList)
+async def provider_coverage(state: StateDep) -> CoverageList:
+    """Per provider, the share of its current offers that carry each field of the seed's
+    groups: where an offer's "unknown" comes from.
+
+    Counted once per snapshot, when first asked (from the stored records or the sample).
+    """
+    answer = await run_in_threadpool(coverage_answer, state.current)
+    return CoverageList.model_validate(answer)

@@ -77,3 +77,42 @@ async def test_sample_offers_are_never_fresh(client: httpx.AsyncClient, source: 
     assert acme["fresh"] is False and acme["origin"] == "sample"
     assert acme["capture_date_known"] is False
     assert body["sample"] is True
+
+
+async def test_coverage_says_which_fields_each_provider_fills(
+    client: httpx.AsyncClient, source: FakeSource
+) -> None:
+    source.current = database_state(
+        [
+            offer(cuda_version="12.4", psu_watts=3000.0),
+            offer(offer_id="1x-h100", gpu_count=1),
+            offer(provider="bolt"),
+        ]
+    )
+    r = await client.get("/v1/providers/coverage")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["source"] == "database" and body["sample"] is False
+    by_name = {p["provider"]: p for p in body["providers"]}
+    assert list(by_name) == ["acme", "bolt"] and by_name["acme"]["offers"] == 2
+    groups = {g["group"]: g for g in by_name["acme"]["groups"]}
+    software = {f["field"]: f for f in groups["Software"]["fields"]}
+    assert software["cuda_version"] == {"field": "cuda_version", "offers": 1, "share": 0.5}
+    assert groups["Software"]["share"] == 0.1  # 1 of 2 offers x 5 fields
+    power = {f["field"]: f["share"] for f in groups["Power and cooling"]["fields"]}
+    assert power == {"psu_watts": 0.5, "psu_redundancy": 0.0, "cooling": 0.0}
+    assert body["all"]["provider"] == "all" and body["all"]["offers"] == 3
+    head = await client.head("/v1/providers/coverage")
+    assert head.status_code == 200 and not head.content
+    assert error_locs(await client.get("/v1/providers/coverage?x=1")) == [["query", "x"]]
+
+
+async def test_coverage_of_the_sample(client: httpx.AsyncClient, source: FakeSource) -> None:
+    from service.current import load_sample
+
+    source.current = load_sample(default_fx())
+    body = (await client.get("/v1/providers/coverage")).json()
+    assert body["sample"] is True and body["note"].startswith("offline sample")
+    vastai = {p["provider"]: p for p in body["providers"]}["vastai"]
+    software = {g["group"]: g for g in vastai["groups"]}["Software"]
+    assert {f["field"]: f["share"] for f in software["fields"]}["cuda_version"] == 1.0

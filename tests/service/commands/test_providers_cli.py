@@ -27,3 +27,42 @@ def test_parse_jsonl_keeps_the_exact_price() -> None:
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert any(str(r["price_amount"]).startswith("0.2466666666") for r in records)
+
+
+def test_providers_coverage_fits_80_columns(tmp_path: Path) -> None:
+    env = {"COLUMNS": "80", "GPUSCOUT_DATA_DIR": str(tmp_path)}
+    result = CliRunner().invoke(app, ["providers", "--coverage", "--sample"], env=env)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == [
+        "provider", "offers", "compute", "memory", "network", "power", "chassis",
+        "software", "price", "support",
+    ]  # fmt: skip
+    assert max(len(line) for line in lines) <= 80
+    vastai = next(line.split() for line in lines if line.startswith("vastai"))
+    assert vastai[1] == "2" and all(cell.endswith("%") for cell in vastai[2:])
+    assert lines[-1].split()[0] == "all"
+
+
+def test_providers_coverage_field_by_field_and_json(tmp_path: Path) -> None:
+    env = {"COLUMNS": "80", "GPUSCOUT_DATA_DIR": str(tmp_path)}
+    args = ["providers", "--coverage", "--sample"]
+    result = CliRunner().invoke(app, [*args, "--provider", "vastai"], env=env)
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[3:]}
+    assert rows["cuda_version"] == ["2", "100%"] and rows["psu_watts"] == ["0", "0%"]
+    result = CliRunner().invoke(app, [*args, "--format", "json"], env=env)
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["source"] == "sample" and answer["all"]["provider"] == "all"
+    assert {p["provider"] for p in answer["providers"]} >= {"aws", "vastai", "sheet"}
+
+
+def test_providers_coverage_refuses_a_provider_without_offers(tmp_path: Path) -> None:
+    env = {"COLUMNS": "200", "GPUSCOUT_DATA_DIR": str(tmp_path)}
+    args = ["providers", "--coverage", "--sample", "--provider", "runpod"]
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 2
+    assert "no current offers from 'runpod'" in result.output
+    result = CliRunner().invoke(app, ["providers", "--format", "json"], env=env)
+    assert result.exit_code == 2 and "go with --coverage" in result.output

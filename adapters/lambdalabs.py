@@ -16,6 +16,17 @@ spot or reserved price in the API. ``regions_with_capacity_available`` lists whe
 can be launched right now: we emit one offer per such region (``available_now=True``; the
 country from the description's last part, ``data/region_countries.csv``), and one
 region-less offer with ``available_now=False`` for a type sold out everywhere.
+
+The OS images come from ``GET /api/v1/images`` (spec operation ``listImages``: ``{"data":
+[Image...]}``, each image with ``name``, ``family``, ``version``, ``architecture`` and the
+``region`` it is in; "Retrieves a list of available images by region"). An offer in a
+region carries the names of that region's images (``os_images``: "Ubuntu 22.04.5 LTS",
+"Lambda Stack 22.04", ...). Instance types do not state their CPU architecture, so a
+region whose images are of several architectures leaves ``os_images`` unknown rather than
+list images the instance may not boot; so does a region-less (sold-out) offer. A failed
+images call does not fail the prices: it is a skipped record and the images stay unknown.
+Lambda's image descriptions say "ML frameworks" without naming them: ``frameworks`` stays
+``None``.
 """
 
 from __future__ import annotations
@@ -29,22 +40,26 @@ import httpx
 
 from .base import (
     Adapter,
+    FailedCall,
     ParseResult,
     ProviderError,
     ResponseFormatError,
     add_per_region,
+    failed_calls_payload,
     key_headers,
     positive_price,
+    read_failed_calls,
 )
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import region_countries
 from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, text, to_float
 
-__all__ = ["LambdaAdapter"]
+__all__ = ["IMAGES_URL", "LambdaAdapter"]
 
 API_BASE = "https://cloud.lambda.ai/api/v1"
 API_URL = API_BASE + "/instance-types"
+IMAGES_URL = API_BASE + "/images"
 
 # "H100 (80 GB SXM5)", "A10 (24 GB PCIe)", "Tesla V100 (16 GB)", "GH200 (96 GB)"
 _GPU_DESCRIPTION = re.compile(r"^\s*(?P<name>.+?)\s*\((?P<gb>\d+(?:\.\d+)?)\s*GB\s*(?P<ff>[^)]*)\)")
@@ -60,13 +75,30 @@ class LambdaAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        return [await self.get_json(client, self.url("/instance-types"), headers=key_headers(self))]
+        """The instance types, then the images (whose failure is only a skipped record)."""
+        headers = key_headers(self)
+        types = await self.get_json(client, self.url("/instance-types"), headers=headers)
+        try:
+            images = await self.get_json(client, self.url("/images"), headers=headers)
+        except ProviderError as exc:
+            return [types, failed_calls_payload([FailedCall("lambda:images", exc.reason)])]
+        return [types, images]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()
+        images: dict[str, tuple[str, ...] | None] = {}
+        types: list[Mapping[str, Any]] = []
         for payload in payloads:
-            for type_name, item in _instance_types(payload).items():
-                _parse_item(result, str(type_name), item, fetched_at)
+            if (calls := read_failed_calls(payload, self.name)) is not None:
+                for call in calls:
+                    result.skip(call.reason, call.ref)
+            elif _is_images(payload):
+                images.update(_region_images(payload, result))
+            else:
+                types.append(_instance_types(payload))
+        for data in types:
+            for type_name, item in data.items():
+                _parse_item(result, str(type_name), item, fetched_at, images)
         return result
 
 
@@ -84,7 +116,41 @@ def _instance_types(payload: Any) -> Mapping[str, Any]:
     return data
 
 
-def _parse_item(result: ParseResult, type_name: str, item: Any, fetched_at: datetime) -> None:
+def _is_images(payload: Any) -> bool:
+    """A ``listImages`` answer: its ``data`` is a list (instance types are an object)."""
+    return isinstance(payload, Mapping) and isinstance(payload.get("data"), list)
+
+
+def _region_images(
+    payload: Mapping[str, Any], result: ParseResult
+) -> dict[str, tuple[str, ...] | None]:
+    """Each region's image names, sorted and once each; ``None`` for a region with images
+    of several architectures (which of them an instance boots is not stated)."""
+    names: dict[str, set[str]] = {}
+    arches: dict[str, set[str]] = {}
+    for image in payload["data"]:
+        if not isinstance(image, Mapping):
+            raise ResponseFormatError("lambda", f"an image is not an object: {image!r:.80}")
+        region, name = image.get("region"), text(image.get("name"))
+        region_name = text(region.get("name")) if isinstance(region, Mapping) else None
+        if name is None or region_name is None:
+            result.skip("image without a name or region", "lambda:images")
+            continue
+        names.setdefault(region_name, set()).add(name)
+        arches.setdefault(region_name, set()).add(str(image.get("architecture")))
+    return {
+        region: tuple(sorted(found)) if len(arches[region]) == 1 else None
+        for region, found in names.items()
+    }
+
+
+def _parse_item(
+    result: ParseResult,
+    type_name: str,
+    item: Any,
+    fetched_at: datetime,
+    images: Mapping[str, tuple[str, ...] | None],
+) -> None:
     ref = f"lambda:instance-type/{type_name}"
     if not isinstance(item, Mapping) or not isinstance(item.get("instance_type"), Mapping):
         result.skip("record has no 'instance_type' object", ref)
@@ -135,6 +201,7 @@ def _parse_item(result: ParseResult, type_name: str, item: Any, fetched_at: date
             "region": str(r.get("name") or "") or None,
             "country": _country(r.get("description")),
             "available_now": True,
+            "os_images": images.get(str(r.get("name") or "")),
         }
         for r in (regions if isinstance(regions, list) else [])
         if isinstance(r, Mapping)

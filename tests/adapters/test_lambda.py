@@ -14,7 +14,7 @@ import pytest
 import respx
 
 from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.lambdalabs import API_URL, LambdaAdapter
+from adapters.lambdalabs import API_URL, IMAGES_URL, LambdaAdapter
 from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "lambda"
@@ -24,6 +24,11 @@ FAST = RetryPolicy(base_wait_s=0, max_wait_s=0)
 
 def recorded() -> dict[str, Any]:
     return json.loads((FIXTURES / "instance_types_response.verbatim.json").read_text())
+
+
+def recorded_images() -> dict[str, Any]:
+    """``GET /api/v1/images`` as recorded (verbatim, beside the instance types)."""
+    return json.loads((FIXTURES / "images_response.verbatim.json").read_text())
 
 
 def adapter(key: str | None = "secret") -> LambdaAdapter:
@@ -134,7 +139,7 @@ def test_broken_records_are_skipped() -> None:
     assert len(result.skipped) == 2
 
 
-@pytest.mark.parametrize("payload", [[], {"nodata": 1}, {"data": []}, "text"])
+@pytest.mark.parametrize("payload", [[], {"nodata": 1}, {"data": [1]}, "text"])
 def test_wrong_shape_is_a_format_error(payload: Any) -> None:
     with pytest.raises(ResponseFormatError):
         parse(payload)
@@ -161,9 +166,64 @@ def run_fetch(a: LambdaAdapter) -> list[Any]:
 @respx.mock
 def test_fetch_sends_bearer_key_and_returns_payload() -> None:
     route = respx.get(API_URL).mock(return_value=httpx.Response(200, json=recorded()))
+    images = respx.get(IMAGES_URL).mock(return_value=httpx.Response(200, json=recorded_images()))
     payloads = run_fetch(adapter())
-    assert payloads == [recorded()]
+    assert payloads == [recorded(), recorded_images()]
     assert route.calls.last.request.headers["Authorization"] == "Bearer secret"
+    assert images.calls.last.request.headers["Authorization"] == "Bearer secret"
+
+
+@respx.mock
+def test_failed_images_call_keeps_the_prices_and_is_reported() -> None:
+    respx.get(API_URL).mock(return_value=httpx.Response(200, json=recorded()))
+    respx.get(IMAGES_URL).mock(return_value=httpx.Response(500))
+    payloads = run_fetch(adapter())
+    result = adapter().parse(payloads, fetched_at=NOW)
+    assert len(result.offers) == 36
+    assert all(o.os_images is None for o in result.offers)
+    assert [s.ref for s in result.skipped if s.ref == "lambda:images"] == ["lambda:images"]
+
+
+def test_offers_carry_their_regions_os_images() -> None:
+    result = adapter().parse([recorded(), recorded_images()], fetched_at=NOW)
+    h100 = by(result.offers, "gpu_8x_h100_sxm5", "us-south-2")
+    assert h100.os_images == (
+        "GPU Base 22.04",
+        "GPU Base 24.04",
+        "Lambda Stack (Legacy) 22.04",
+        "Lambda Stack (Legacy) on Ubuntu 22.04.5 LTS (1459)",
+        "Lambda Stack 22.04",
+        "Lambda Stack 24.04",
+        "Ubuntu 22.04.5 LTS",
+        "Ubuntu 24.04.2 LTS",
+    )
+    # no legacy V100 image in Germany
+    assert by(result.offers, "gpu_8x_a100", "europe-central-1").os_images == (
+        "GPU Base 22.04",
+        "GPU Base 24.04",
+        "Lambda Stack 22.04",
+        "Lambda Stack 24.04",
+        "Ubuntu 22.04.5 LTS",
+        "Ubuntu 24.04.2 LTS",
+    )
+    # sold out everywhere: where it would run is not known, nor its images
+    assert by(result.offers, "gpu_1x_gh200", None).os_images is None
+    assert all(o.frameworks is None and o.cuda_version is None for o in result.offers)
+
+
+def test_region_with_images_of_several_architectures_leaves_them_unknown() -> None:
+    region = {"name": "us-east-1", "description": "Virginia, USA"}
+    images = {
+        "data": [
+            {"name": "Ubuntu 22.04", "architecture": "x86_64", "region": region},
+            {"name": "Lambda Stack 22.04", "architecture": "arm64", "region": region},
+            {"name": "no region", "architecture": "arm64"},
+        ]
+    }
+    result = adapter().parse([{"data": {"t": item(329)}}, images], fetched_at=NOW)
+    [o] = result.offers
+    assert o.region == "us-east-1" and o.os_images is None
+    assert [s.reason for s in result.skipped] == ["image without a name or region"]
 
 
 @respx.mock
@@ -175,7 +235,8 @@ def test_fetch_retries_429_and_5xx_then_succeeds() -> None:
             httpx.Response(200, json={"data": {}}),
         ]
     )
-    assert run_fetch(adapter()) == [{"data": {}}]
+    respx.get(IMAGES_URL).mock(return_value=httpx.Response(200, json={"data": []}))
+    assert run_fetch(adapter()) == [{"data": {}}, {"data": []}]
     assert route.call_count == 3
 
 

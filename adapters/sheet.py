@@ -25,6 +25,11 @@ entry is a flat mapping (a YAML list item or a CSV row) whose keys are the
   with :data:`ILLUSTRATIVE_REASON` (so it never ranks, and the skip says why). In a YAML
   sheet's ``defaults`` it marks the whole sheet.
 
+A size or a power may be written as a spec sheet gives it (:func:`sheet_quantity`): a disk
+or RAM key (``*_gb``) as ``"50 GiB"`` or ``"22 TiB"``, ``psu_watts`` as ``"4 x 2000 W"``
+(all PSUs together, the schema's unit), so that copying a host's data sheet needs no
+arithmetic; a bare number is in the key's own unit.
+
 A YAML sheet is ``{"offers": [...], "defaults": {...}}``; ``defaults`` fill keys an entry
 leaves out. A CSV sheet has one entry per row; an empty cell means "not given" and list
 fields (``os_images``, ``frameworks``) are separated by ``;``.
@@ -43,6 +48,7 @@ import asyncio
 import csv
 import io
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, time
 from pathlib import Path
@@ -57,7 +63,7 @@ from .gpus import resolve_gpu_name, spec_fields
 from .schema import Offer, OfferFields, RentalTerm
 from .units import lenient_float, to_decimal
 
-__all__ = ["ILLUSTRATIVE_REASON", "SHEET_KEYS", "SheetAdapter"]
+__all__ = ["ILLUSTRATIVE_REASON", "SHEET_KEYS", "SheetAdapter", "sheet_quantity"]
 
 #: Keys of a sheet entry that are not Offer fields.
 EXTRA_KEYS = frozenset(
@@ -78,6 +84,16 @@ SHEET_KEYS = frozenset(set(Offer.model_fields) - MANAGED_FIELDS) | EXTRA_KEYS
 #: Fields holding a list; in CSV their items are separated by this.
 LIST_FIELDS = frozenset({"os_images", "frameworks"})
 CSV_LIST_SEPARATOR = ";"
+#: Keys whose value may carry a unit (:func:`sheet_quantity`): sizes in GB, power in W.
+SIZE_FIELDS = frozenset({"ram_gb", "storage_gb", "storage_included_gb", "boot_disk_min_gb"})
+POWER_FIELDS = frozenset({"psu_watts"})
+#: Bytes per unit a size may be written in (decimal GB/TB as disks are sold, binary GiB/TiB
+#: as operating systems and some clouds count).
+_SIZE_UNITS = {"gb": 1000**3, "tb": 1000**4, "gib": 1024**3, "tib": 1024**4}
+_SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[GT]i?B)\b", re.IGNORECASE)
+_POWER = re.compile(
+    r"^\s*(?:(?P<count>\d+)\s*[x×]\s*)?(?P<watts>\d+(?:\.\d+)?)\s*W\s*$", re.IGNORECASE
+)
 
 
 class SheetAdapter(Adapter):
@@ -230,6 +246,12 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
             result.skip(f"{where}: field {key!r} is required", where)
             return None
     fields = {k: v for k, v in entry.items() if k not in EXTRA_KEYS}
+    for key in (SIZE_FIELDS | POWER_FIELDS) & set(fields):
+        value = sheet_quantity(key, fields[key])
+        if isinstance(value, str):
+            result.skip(f"{where}: field {key!r}: {value}", where)
+            return None
+        fields[key] = value
     try:
         fields["price_amount"] = to_decimal(entry["price_amount"])
         for key in ("storage_price_per_gb_month", "ipv4_price_per_hour", "egress_price_per_gb"):
@@ -263,6 +285,30 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
         result.skip(f"{where}: field 'prepaid': an interruptible offer cannot be prepaid", where)
         return None
     return offer
+
+
+def sheet_quantity(key: str, value: Any) -> Any:
+    """A size (``*_gb``) or power (``psu_watts``) as the schema counts it, from a number or a
+    spec sheet's text; a text that is neither is returned as why (a ``str``).
+
+    >>> sheet_quantity("storage_gb", "50 GiB"), sheet_quantity("ram_gb", "2 TB")
+    (53.687091, 2000.0)
+    >>> sheet_quantity("psu_watts", "4 x 2000 W"), sheet_quantity("psu_watts", "3000")
+    (8000.0, 3000.0)
+    """
+    if not isinstance(value, str):
+        return value  # a number, in the key's own unit (or what the schema then refuses)
+    if re.fullmatch(r"\s*[-+]?\d+(?:\.\d*)?\s*", value):
+        return float(value)  # a CSV cell's number
+    if key in POWER_FIELDS:
+        power = _POWER.match(value)
+        if power is None:
+            return f'{value[:40]!r} is not watts (3000, "3000 W" or "4 x 2000 W")'
+        return int(power["count"] or 1) * float(power["watts"])
+    size = _SIZE.match(value)
+    if size is None:
+        return f"{value[:40]!r} is not a size (GB, or a number with GB, TB, GiB or TiB)"
+    return round(float(size["n"]) * _SIZE_UNITS[size["unit"].lower()] / 1000**3, 6)
 
 
 def _price_date(value: Any, read_at: datetime) -> datetime | str:

@@ -103,3 +103,11 @@ def test_markdown_has_a_row_per_provider_and_all() -> None:
     lines = text.splitlines()
     assert lines[0].split(" | ")[2:] == [*list(GROUP_LABELS.values())[:-1], "support |"]
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| `p`", "| `q`", "| all"]
+
+
+def test_doctests() -> None:
+    import doctest
+
+    from adapters import field_coverage
+
+    assert doctest.testmod(field_coverage).failed == 0

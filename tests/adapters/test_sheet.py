@@ -353,3 +353,42 @@ def test_a_bad_price_date_skips_the_entry(value: str, message: str) -> None:
     result = parse_bytes(text.encode(), "hosts.csv")
     assert result.offers == []
     assert [s.reason for s in result.skipped] == [f"hosts.csv row 2 (id a): {message}"]
+
+
+def test_sizes_and_power_as_a_data_sheet_writes_them() -> None:
+    """``"50 GiB"``, ``"1.92 TB"``, ``"4 x 2000 W"``: the schema's GB and all-PSU watts."""
+    header = "id,seller,source,gpu_name,gpu_count,price_amount,price_currency,price_unit,"
+    header += "price_basis,term,storage_gb,ram_gb,psu_watts,psu_redundancy,chassis_form_factor\n"
+    text = header + (
+        "a,h,s,H100 SXM,8,20,USD,hour,instance,on_demand,15.36 TB,2 TiB,4 x 2000 W,2+2,4U\n"
+        "b,h,s,H100 SXM,8,20,USD,hour,instance,on_demand,22 TiB SSD,512,3000,,\n"
+        "c,h,s,H100 SXM,8,20,USD,hour,instance,on_demand,,,lots of watts,,\n"
+        "d,h,s,H100 SXM,8,20,USD,hour,instance,on_demand,big,,,,\n"
+    )
+    result = parse_bytes(text.encode(), "hosts.csv")
+    a, b = result.offers
+    assert a.storage_gb == 15360 and a.ram_gb == pytest.approx(2 * 1.099511627776 * 1000)
+    assert (a.psu_watts, a.psu_redundancy, a.chassis_form_factor) == (8000, "2+2", "4U")
+    assert b.storage_gb == pytest.approx(24189.255811) and b.ram_gb == 512
+    assert b.psu_watts == 3000 and b.psu_redundancy is None and b.cooling is None
+    assert [s.reason for s in result.skipped] == [
+        "hosts.csv row 4 (id c): field 'psu_watts': 'lots of watts' is not watts"
+        ' (3000, "3000 W" or "4 x 2000 W")',
+        "hosts.csv row 5 (id d): field 'storage_gb': 'big' is not a size"
+        " (GB, or a number with GB, TB, GiB or TiB)",
+    ]
+
+
+def test_example_autodl_entry_carries_its_stated_data_disk() -> None:
+    o = find(without_illustrative_flag().offers, "autodl/rtx3090-beijing-a")
+    assert o.storage_gb == pytest.approx(53.687091)  # "data disk 50 GiB"
+    assert o.psu_watts is None and o.os_images is None  # the source states neither
+
+
+def test_sheet_quantity_doctests() -> None:
+    import doctest
+
+    from adapters import sheet
+
+    result = doctest.testmod(sheet)
+    assert result.attempted >= 2 and result.failed == 0

@@ -258,13 +258,52 @@ def _xml_text(element: ET.Element | None) -> str:
 @dataclasses.dataclass(frozen=True, slots=True)
 class _TypeInfo:
     """DescribeInstanceTypes of one GPU type: ``GpuInfo`` (name, maker, count and per-GPU
-    memory in MiB) and the fabric its ``NetworkInfo`` states (:func:`_xml_fabric`)."""
+    memory in MiB), the fabric its ``NetworkInfo`` states (:func:`_xml_fabric`) and what its
+    ``ProcessorInfo``, ``VCpuInfo`` and ``InstanceStorageInfo`` state (:func:`_xml_host`)."""
 
     name: str
     manufacturer: str
     count: int | None
     memory_mib: float | None
     fabric: OfferFields = dataclasses.field(default_factory=lambda: OfferFields())
+    host: OfferFields = dataclasses.field(default_factory=lambda: OfferFields())
+
+
+#: ``processorInfo/supportedArchitectures`` values, as the schema's ``cpu_arch`` names them
+#: (EC2 API reference, ArchitectureType: i386 | x86_64 | arm64 | x86_64_mac | arm64_mac).
+_ARCHITECTURES = {"x86_64": "x86_64", "arm64": "arm64"}
+
+
+def _xml_host(fields: Mapping[str, ET.Element]) -> OfferFields:
+    """CPU and instance-store facts of one DescribeInstanceTypes record.
+
+    * ``vCpuInfo/defaultCores``: the physical cores (``cpu_cores``; ``defaultVCpus`` is
+      the price list's vCPU figure already);
+    * ``processorInfo/supportedArchitectures``: ``cpu_arch`` when it names one architecture
+      (a 32-bit ``i386`` beside ``x86_64`` is still ``x86_64``);
+    * ``instanceStorageInfo/nvmeSupport`` ``required``: the instance store is NVMe
+      (``storage_type``; the price list calls a p5's disks plain "SSD").
+
+    EC2 API reference: API_VCpuInfo, API_ProcessorInfo, API_InstanceStorageInfo. The API
+    states no socket count, RAM ECC nor public bandwidth (``networkPerformance`` is the VPC
+    network), and EBS throughput is network storage's, not the instance store's: those stay
+    unknown.
+    """
+    out: OfferFields = {}
+    vcpu = fields.get("vCpuInfo")
+    cores = to_float(_xml_text(_xml_fields(vcpu).get("defaultCores"))) if vcpu else None
+    if cores is not None and cores > 0:
+        out["cpu_cores"] = cores
+    processor = fields.get("processorInfo")
+    archs = _xml_fields(processor).get("supportedArchitectures") if processor else None
+    names = {_xml_text(a) for a in (archs if archs is not None else ())} - {"i386"}
+    if len(names) == 1 and (arch := _ARCHITECTURES.get(names.pop())) is not None:
+        out["cpu_arch"] = arch
+    storage = fields.get("instanceStorageInfo")
+    nvme = _xml_text(_xml_fields(storage).get("nvmeSupport")) if storage else ""
+    if nvme.lower() == "required":
+        out["storage_type"] = StorageType.NVME
+    return out
 
 
 def _xml_fabric(network: ET.Element | None) -> OfferFields:
@@ -316,10 +355,16 @@ def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _TypeInfo], str]:
             count = int(_xml_text(g.get("count"))) if _xml_text(g.get("count")) else None
             memory_mib = to_float(_xml_text(memory))
             fabric = _xml_fabric(fields.get("networkInfo"))
+            host = _xml_host(fields)
         except ValueError:
             continue
         out[_xml_text(fields.get("instanceType"))] = _TypeInfo(
-            _xml_text(g.get("name")), _xml_text(g.get("manufacturer")), count, memory_mib, fabric
+            _xml_text(g.get("name")),
+            _xml_text(g.get("manufacturer")),
+            count,
+            memory_mib,
+            fabric,
+            host,
         )
     return out, _xml_text(top.get("nextToken"))
 
@@ -508,6 +553,7 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
         "cpu_model": processor or None,
         "cpu_vendor": _cpu_vendor(processor),
         **(info.fabric if info is not None else {}),
+        **(info.host if info is not None else {}),
     }
 
 

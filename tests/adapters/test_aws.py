@@ -7,6 +7,7 @@ import csv
 import json
 import logging
 import urllib.parse
+import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -22,6 +23,7 @@ from adapters.aws import (
     REGION_INDEX_URL,
     AwsAdapter,
     GpuFamily,
+    _xml_host,
     gpu_families,
 )
 from adapters.base import (
@@ -149,9 +151,14 @@ def test_p5_on_demand(full: Any) -> None:
     assert o.vcpus == 192
     assert o.ram_gb == pytest.approx(2048 * 1024**3 / 1e9)  # "2048 GiB"
     assert o.storage_gb == 8 * 3840  # "8 x 3840 SSD"
-    assert o.storage_type is StorageType.SSD
+    # the price list says "SSD"; DescribeInstanceTypes' nvmeSupport "required" says NVMe
+    assert o.storage_type is StorageType.NVME
     assert o.cpu_model == "AMD EPYC 7R13 Processor"
     assert o.cpu_vendor == "amd"
+    # vCpuInfo/defaultCores and processorInfo/supportedArchitectures
+    assert (o.cpu_cores, o.cpu_arch) == (96, "x86_64")
+    # not stated by the API: unknown, not guessed
+    assert (o.cpu_sockets, o.ram_ecc, o.disk_bandwidth_mbps) == (None, None, None)
     assert o.term is RentalTerm.ON_DEMAND
     assert o.price_amount == Decimal("55.0400000000")
     assert o.price_currency == "USD"
@@ -178,8 +185,27 @@ def test_g5_and_g6(full: Any) -> None:
     assert (g5.gpu_model, g5.gpu_count, g5.gpu_memory_gb) == ("A10G", 1, 24)
     assert g5.storage_type is StorageType.NVME and g5.storage_gb == 250
     assert g5.vcpus == 4 and g5.ram_gb == pytest.approx(16 * 1024**3 / 1e9)
+    assert (g5.cpu_cores, g5.cpu_arch) == (2, "x86_64")
     g6 = by_id(full)[("g6.xlarge", "us-east-1")]
     assert (g6.gpu_model, g6.gpu_raw_name, g6.price_amount) == ("L4", "L4", Decimal("0.8048"))
+
+
+@pytest.mark.parametrize(
+    ("archs", "arch"),
+    [(["x86_64"], "x86_64"), (["i386", "x86_64"], "x86_64"), (["arm64"], "arm64"),
+     (["x86_64", "arm64"], None), (["x86_64_mac"], None), ([], None)],
+)  # fmt: skip
+def test_cpu_arch_only_where_one_architecture_is_stated(archs: list[str], arch: str | None) -> None:
+    items = "".join(f"<item>{a}</item>" for a in archs)
+    record = ET.fromstring(
+        "<item><processorInfo><supportedArchitectures>"
+        f"{items}</supportedArchitectures></processorInfo>"
+        "<vCpuInfo><defaultCores>0</defaultCores></vCpuInfo>"
+        "<instanceStorageInfo><nvmeSupport>unsupported</nvmeSupport></instanceStorageInfo></item>"
+    )
+    host = _xml_host({child.tag: child for child in record})
+    assert host.get("cpu_arch") == arch
+    assert "cpu_cores" not in host and "storage_type" not in host
 
 
 def test_p4d_model_from_the_family_table_without_gpuinfo(full: Any) -> None:

@@ -27,6 +27,15 @@ spec and vast-ai/vast-cli (vastai/cli/commands/offers.py):
 * ``reliability2`` (0-1), ``verification`` ("verified"/"unverified"/"deverified"),
   ``hosting_type`` (1 = datacenter, 0 = consumer host), ``geolocation`` ("Texas, US").
 
+Per offer the seed's groups get what the bundle states: ``cpu_name`` (``cpu_model``, and
+``cpu_vendor`` from its brand word: "AMD EPYC ..." or "Xeon ..."), ``cpu_arch``,
+``disk_bw`` (MB/s), ``inet_up``/``inet_down``, ``cuda_max_good`` ("maximum supported CUDA
+version": ``cuda_version``) and ``driver_version``. Left unknown on purpose: ``cpu_cores``
+is the *host's* vCPU count (the spec: "Number of virtual CPUs"), not physical cores;
+``os_version`` is the host machine's Ubuntu (the spec), while a renter runs a Docker image
+of their own choosing, so it is not an ``os_images`` offer; ``disk_name`` is a drive's
+model ("INTEL SSDPE2KX080T8"), from which a storage type would be a guess.
+
 ``cpu_ram`` is left out on purpose: whether it is the host's total or the offer's share is
 not documented (gpuhunt scales it by ``cpu_cores_effective / cpu_cores``, the real capture
 looks like a share), so ``ram_gb`` stays ``None`` rather than guessed.
@@ -71,6 +80,8 @@ BUNDLES_URL = API_BASE + "/bundles/"
 SEARCH_LIMIT = 3000
 
 _VERIFICATION = {"verified": True, "unverified": False, "deverified": False}
+#: The maker of a CPU by the first word of its name as hosts report it.
+_CPU_BRANDS = {"amd": "amd", "epyc": "amd", "ryzen": "amd", "intel": "intel", "xeon": "intel"}
 _HOSTING_DATACENTER = {1: True, 0: False}
 _COUNTRY = re.compile(r"(?:^|,\s*)([A-Za-z]{2})$")
 
@@ -159,7 +170,7 @@ def storage_per_gb_month(storage_cost: Decimal) -> Decimal:
     """Vast's ``storage_cost`` (USD per GB per 30-day month) per 730-hour month, the schema's.
 
     >>> storage_per_gb_month(Decimal("0.72"))
-    Decimal('0.73')
+    Decimal('0.730')
     """
     return storage_cost / VAST_HOURS_PER_MONTH * HOURS_PER_MONTH
 
@@ -193,6 +204,7 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         "gpu_nvlink_gbs": positive(lenient_float(record.get("bw_nvlink"))),
         "gpu_pcie_gen": int(pcie_gen) if pcie_gen and 1 <= pcie_gen <= 7 else None,
         "cpu_model": text(record.get("cpu_name")),
+        "cpu_vendor": _cpu_vendor(text(record.get("cpu_name"))),
         "cpu_arch": text(record.get("cpu_arch")),
         "vcpus": positive(lenient_float(record.get("cpu_cores_effective"))),
         "storage_gb": non_negative(lenient_float(record.get("disk_space"))),
@@ -218,6 +230,17 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         "datacenter": _datacenter(record.get("hosting_type")),
         "available_now": _available(record),
     }
+
+
+def _cpu_vendor(cpu_name: str | None) -> str | None:
+    """``amd``/``intel`` by the name's first word ("AMD EPYC 7642 ...", "Xeon® Platinum
+    8480+"); ``None`` for any other name.
+
+    >>> _cpu_vendor("Xeon® Platinum 8480+"), _cpu_vendor("AMD EPYC 7543"), _cpu_vendor("?")
+    ('intel', 'amd', None)
+    """
+    first = re.split(r"[\s®™(]", cpu_name.strip(), maxsplit=1)[0].lower() if cpu_name else ""
+    return _CPU_BRANDS.get(first)
 
 
 def _country(region: str | None) -> str | None:

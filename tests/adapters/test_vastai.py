@@ -73,7 +73,7 @@ def test_h100_datacenter_offer_field_by_field() -> None:
     assert h100.gpu_memory_gb == pytest.approx(85.52, abs=0.01)  # 81559 MiB
     assert h100.gpu_nvlink_gbs == pytest.approx(370.6)
     assert h100.gpu_pcie_gen == 5
-    assert h100.cpu_model == "Xeon® Platinum 8480+"
+    assert h100.cpu_model == "Xeon® Platinum 8480+" and h100.cpu_vendor == "intel"
     assert h100.vcpus == 224
     assert h100.ram_gb is None  # cpu_ram's meaning is undocumented: not guessed
     assert h100.storage_gb == 8192
@@ -128,6 +128,31 @@ def test_verbatim_cli_capture_in_its_envelope() -> None:
     assert offer.egress_price_per_gb == Decimal("0.0")
     bid = one(result.offers, "m22990-1x", RentalTerm.INTERRUPTIBLE)
     assert bid.price_amount == Decimal("0.2")
+
+
+def test_verbatim_capture_seed_groups() -> None:
+    """What the real record states for the seed's groups, and what it leaves unknown."""
+    offer = one(parse(cli_capture()).offers, "m22990-1x", RentalTerm.ON_DEMAND)
+    # compute: cpu_name and its brand, cpu_arch; cpu_cores is the host's 96 vCPUs: not cores
+    assert (offer.cpu_model, offer.cpu_vendor, offer.cpu_arch) == (
+        "AMD EPYC 7642 48-Core Processor",
+        "amd",
+        "amd64",
+    )
+    assert offer.cpu_cores is None and offer.cpu_sockets is None
+    # memory and storage: disk_bw in MB/s; disk_name is a drive model, not a type
+    assert offer.disk_bandwidth_mbps == pytest.approx(2545.294)
+    assert offer.storage_type is None and offer.ram_gb is None
+    # network: measured inet_up / inet_down
+    assert (offer.public_bandwidth_up_mbps, offer.public_bandwidth_down_mbps) == (77.7, 105.9)
+    # software: cuda_max_good and driver_version; os_version 20.04 is the host's, not an image
+    assert (offer.cuda_version, offer.driver_version) == ("12.2", "535.183.01")
+    assert offer.os_images is None and offer.frameworks is None
+    # support: reliability2, verification, hosting_type 0 (a consumer host)
+    assert offer.reliability == pytest.approx(0.9700835)
+    assert (offer.verified, offer.datacenter) == (True, False)
+    # power and chassis: the bundle says nothing
+    assert (offer.psu_watts, offer.cooling, offer.chassis_form_factor) == (None, None, None)
 
 
 def test_same_machine_twice_is_one_offer() -> None:
@@ -298,3 +323,11 @@ def test_invalid_key_404_is_a_provider_error() -> None:
     )
     with pytest.raises(ProviderError, match="404"):
         fetch(VastAiAdapter({"vastai_api_key": "bad"}, policy=FAST))
+
+
+def test_cpu_vendor_doctest() -> None:
+    import doctest
+
+    from adapters import vastai
+
+    assert doctest.testmod(vastai).failed == 0

@@ -35,6 +35,20 @@ without a list price, and ``minimumBidPrice`` (per GPU-hour, null without spot c
 interruptible 1-GPU offer with ``term_variant="minimum bid"``. An unaliased ``lowestPrice``
 (the query the docs, runpod-python and SkyPilot send, without ``secureCloud``) belongs to the
 type's only cloud; for a type in both clouds its bid is an ``any-cloud`` offer.
+
+CUDA versions are not in GraphQL; the REST v2 catalog states them (runpod/docs
+api-reference-v2/openapi.json, ``GET /v2/catalog/gpus``, schema ``GpuType.cudaVersions``:
+"CUDA versions offered by machines with this GPU type, each tagged with current capacity",
+items ``{"version": "12.8", "available": true}``; present only with
+``include=AVAILABILITY`` and ``product``, scoped by ``count`` and ``cloud``). That API needs
+the key (bearer auth required), so with a key configured the fetch asks it once per cloud
+for 1-GPU pods (``include=AVAILABILITY&product=POD&count=1&cloud=SECURE|COMMUNITY``, each
+answer kept with its query, :func:`~adapters.calls.query_payload`), and the 1-GPU offers of
+that cloud carry the newest version offered as ``cuda_version`` (its machines may be full
+now: ``available_now`` says that). Larger pods, the savings plans and clusters may run on
+other machines: their CUDA stays unknown, as it does without a key, for a type the catalog
+lists without versions (AMD) and when a catalog call fails (a skipped record; the prices
+stand).
 """
 
 from __future__ import annotations
@@ -47,7 +61,16 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
+from .base import (
+    Adapter,
+    FailedCall,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    failed_calls_payload,
+    read_failed_calls,
+)
+from .calls import QUERY_KEY, query_payload, read_query_payload
 from .gpus import GpuSpec, resolve_gpu_name, spec_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
 from .tables import provider_disk
@@ -55,6 +78,7 @@ from .units import positive_quantity, power_of_two_counts, to_decimal, whole_cou
 
 __all__ = [
     "BID_VARIANT",
+    "CATALOG_URL",
     "GPU_TYPES_QUERY",
     "GRAPHQL_URL",
     "RunPodAdapter",
@@ -63,6 +87,10 @@ __all__ = [
 
 API_BASE = "https://api.runpod.io"
 GRAPHQL_URL = API_BASE + "/graphql"
+CATALOG_URL = API_BASE + "/v2/catalog/gpus"
+#: The catalog's ``cloud`` values, by this module's cloud names.
+_CATALOG_CLOUDS = {"secure": "SECURE", "community": "COMMUNITY"}
+_CUDA_VERSION = re.compile(r"^\d+(?:\.\d+)*$")
 
 #: ``term_variant`` of an interruptible offer priced at the minimum bid (:func:`_bid_fields`).
 BID_VARIANT = "minimum bid"
@@ -123,11 +151,40 @@ class RunPodAdapter(Adapter):
             client, self.url("/graphql"), json={"query": GPU_TYPES_QUERY}, headers=headers
         )
         _raise_graphql_errors(payload)
-        return [payload]
+        if not key:
+            return [payload]
+        return [payload, *await self._catalogs(client, headers)]
+
+    async def _catalogs(self, client: httpx.AsyncClient, headers: dict[str, str]) -> list[Any]:
+        """The REST v2 catalog of 1-GPU pods per cloud, for the CUDA versions; a failed call
+        is a skipped record (the GraphQL prices stand)."""
+        out: list[Any] = []
+        failed: list[FailedCall] = []
+        for cloud, value in _CATALOG_CLOUDS.items():
+            query = {"include": "AVAILABILITY", "product": "POD", "count": 1, "cloud": value}
+            try:
+                answer = await self.get_json(
+                    client, self.url("/v2/catalog/gpus"), params=query, headers=headers
+                )
+            except ProviderError as exc:
+                failed.append(FailedCall(f"runpod:catalog/{cloud}", exc.reason))
+                continue
+            out.append(query_payload(query, answer))
+        return out + ([failed_calls_payload(failed)] if failed else [])
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult()
+        graphql: list[Any] = []
+        cuda: dict[tuple[str, str], str] = {}
         for payload in payloads:
+            if (calls := read_failed_calls(payload, self.name)) is not None:
+                for call in calls:
+                    result.skip(call.reason, call.ref)
+            elif isinstance(payload, Mapping) and QUERY_KEY in payload:
+                cuda.update(_catalog_cuda(*read_query_payload(payload, self.name)))
+            else:
+                graphql.append(payload)
+        for payload in graphql:
             for record in _gpu_type_records(payload):
                 if not isinstance(record, Mapping):
                     result.skip("gpuType is not an object")
@@ -140,7 +197,7 @@ class RunPodAdapter(Adapter):
                     "raw_ref": ref,
                     **_disk_fields(),
                 }
-                offers = list(_offers_of(record, base, result))
+                offers = list(_offers_of(record, base, result, cuda))
                 for fields in offers:
                     result.add(ref, **fields)
                 if not offers and len(result.skipped) == skips:
@@ -191,10 +248,34 @@ def _disk_fields() -> OfferFields:
     }
 
 
+def _catalog_cuda(query: Mapping[str, Any], answer: Any) -> dict[tuple[str, str], str]:
+    """(cloud, GPU type id) -> the newest CUDA version the catalog's machines offer, for the
+    1-GPU pods of one cloud's catalog answer (``query`` is what it was asked)."""
+    cloud = next((c for c, v in _CATALOG_CLOUDS.items() if v == query.get("cloud")), None)
+    gpus = answer.get("gpus") if isinstance(answer, Mapping) else None
+    if cloud is None or query.get("count") != 1 or not isinstance(gpus, list):
+        raise ResponseFormatError("runpod", "a catalog answer is not {'gpus': [...]} of 1-GPU pods")
+    out: dict[tuple[str, str], str] = {}
+    for gpu in gpus:
+        versions = gpu.get("cudaVersions") if isinstance(gpu, Mapping) else None
+        found = [
+            str(v["version"])
+            for v in (versions if isinstance(versions, list) else [])
+            if isinstance(v, Mapping) and _CUDA_VERSION.match(str(v.get("version", "")))
+        ]
+        if found and isinstance(gpu.get("id"), str):
+            out[(cloud, gpu["id"])] = max(found, key=lambda v: tuple(map(int, v.split("."))))
+    return out
+
+
 def _offers_of(
-    record: Mapping[str, Any], base: OfferFields, result: ParseResult
+    record: Mapping[str, Any],
+    base: OfferFields,
+    result: ParseResult,
+    cuda: Mapping[tuple[str, str], str],
 ) -> Iterator[OfferFields]:
-    """Offer fields for every cloud, GPU count and term one GPU type is priced at."""
+    """Offer fields for every cloud, GPU count and term one GPU type is priced at; the
+    1-GPU offers of a cloud carry its catalog's CUDA version (``cuda``, by cloud and id)."""
     ref = base.get("raw_ref")
     type_id = record.get("id")
     if not isinstance(type_id, str) or not type_id.strip():
@@ -205,7 +286,9 @@ def _offers_of(
     is_slice = gpu.get("gpu_mig_profile") is not None
 
     def offer(kind: str, count: int, term: RentalTerm, price: Decimal) -> OfferFields:
+        version = cuda.get((kind, type_id)) if count == 1 else None
         return gpu | {
+            "cuda_version": version,
             "offer_id": f"{type_id}:{kind}:{count}x",
             "instance_name": f"{count}x {name}",
             "gpu_count": count,

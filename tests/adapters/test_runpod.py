@@ -15,8 +15,10 @@ import pytest
 import respx
 
 from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from adapters.calls import query_payload
 from adapters.runpod import (
     BID_VARIANT,
+    CATALOG_URL,
     GPU_TYPES_QUERY,
     GRAPHQL_URL,
     RunPodAdapter,
@@ -325,11 +327,86 @@ def test_record_without_id_is_skipped() -> None:
 # --- fetch -------------------------------------------------------------------------------
 
 
+def catalog(cloud: str) -> Any:
+    """REST v2 ``GET /v2/catalog/gpus?include=AVAILABILITY&product=POD&count=1&cloud=...``
+    (reconstructed: field names from runpod/docs api-reference-v2/openapi.json)."""
+    return load(f"rest_v2_catalog_gpus_pod_{cloud}.reconstructed.json")
+
+
+def catalog_payload(cloud: str) -> Any:
+    query = {"include": "AVAILABILITY", "product": "POD", "count": 1, "cloud": cloud.upper()}
+    return query_payload(query, catalog(cloud))
+
+
+def test_catalog_cuda_versions_on_the_1_gpu_offers_of_their_cloud() -> None:
+    offers = parse(pricing(), catalog_payload("secure"), catalog_payload("community")).offers
+    # the newest version offered (12.8; 12.6 is offered but full now), numerically compared
+    assert one(offers, f"{H100}:secure:1x", RentalTerm.ON_DEMAND).cuda_version == "12.8"
+    assert one(offers, "NVIDIA H100 PCIe:secure:1x", RentalTerm.ON_DEMAND).cuda_version == "12.4"
+    rtx = one(offers, "NVIDIA GeForce RTX 4090:community:1x", RentalTerm.ON_DEMAND)
+    assert rtx.cuda_version == "12.10"  # not "12.2": 12.10 is newer
+    # an 8-GPU pod may be another machine; the community H100 lists none; AMD has no CUDA
+    assert one(offers, f"{H100}:secure:8x", RentalTerm.ON_DEMAND).cuda_version is None
+    assert one(offers, f"{H100}:community:1x", RentalTerm.ON_DEMAND).cuda_version is None
+    mi300 = one(offers, "AMD Instinct MI300X OAM:secure:1x", RentalTerm.ON_DEMAND)
+    assert mi300.cuda_version is None
+    # the catalog is asked for 1-GPU pods: the savings plans' machines are not stated
+    plans = [o for o in offers if ":savings-plan:" in o.offer_id]
+    assert plans and all(o.cuda_version is None for o in plans)
+    # without the catalog (no key): unknown
+    assert all(o.cuda_version is None for o in parse(pricing()).offers)
+
+
+def test_catalog_answer_of_another_shape_is_a_format_error() -> None:
+    query = {"include": "AVAILABILITY", "product": "POD", "count": 2, "cloud": "SECURE"}
+    with pytest.raises(ResponseFormatError, match="catalog"):
+        parse(pricing(), query_payload(query, catalog("secure")))
+    with pytest.raises(ResponseFormatError, match="catalog"):
+        parse(pricing(), query_payload({**query, "count": 1}, {"data": []}))
+
+
+@respx.mock
+def test_fetch_with_a_key_asks_the_catalog_per_cloud() -> None:
+    respx.post(GRAPHQL_URL).mock(return_value=httpx.Response(200, json=pricing()))
+    route = respx.get(CATALOG_URL).mock(
+        side_effect=[
+            httpx.Response(200, json=catalog("secure")),
+            httpx.Response(200, json=catalog("community")),
+        ]
+    )
+    payloads = fetch(RunPodAdapter({"runpod_api_key": "rk"}, policy=FAST))
+    assert payloads == [pricing(), catalog_payload("secure"), catalog_payload("community")]
+    params = [dict(c.request.url.params) for c in route.calls]
+    assert params == [
+        {"include": "AVAILABILITY", "product": "POD", "count": "1", "cloud": cloud}
+        for cloud in ("SECURE", "COMMUNITY")
+    ]
+    assert route.calls.last.request.headers["Authorization"] == "Bearer rk"
+
+
+@respx.mock
+def test_failed_catalog_call_keeps_the_prices() -> None:
+    respx.post(GRAPHQL_URL).mock(return_value=httpx.Response(200, json=pricing()))
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        secure = request.url.params["cloud"] == "SECURE"
+        return httpx.Response(200, json=catalog("secure")) if secure else httpx.Response(500)
+
+    respx.get(CATALOG_URL).mock(side_effect=answer)
+    payloads = fetch(RunPodAdapter({"runpod_api_key": "rk"}, policy=FAST))
+    result = RunPodAdapter().parse(payloads, fetched_at=NOW)
+    assert one(result.offers, f"{H100}:secure:1x", RentalTerm.ON_DEMAND).cuda_version == "12.8"
+    assert [s.ref for s in result.skipped if s.ref and "catalog" in s.ref] == [
+        "runpod:catalog/community"
+    ]
+
+
 @respx.mock
 def test_fetch_posts_the_query_with_the_key() -> None:
     route = respx.post(GRAPHQL_URL).mock(return_value=httpx.Response(200, json=pricing()))
+    respx.get(CATALOG_URL).mock(return_value=httpx.Response(200, json={"gpus": []}))
     payloads = fetch(RunPodAdapter({"runpod_api_key": "rk"}, policy=FAST))
-    assert payloads == [pricing()]
+    assert payloads[0] == pricing()
     request = route.calls.last.request
     assert request.headers["Authorization"] == "Bearer rk"
     body = json.loads(request.content)

@@ -24,6 +24,13 @@ and ``data/gcp_n1_gpu_limits.csv``, each row citing its page). Prices are
 ``tieredRates[].unitPrice`` = ``units`` + ``nanos``/1e9 in ``currencyCode``
 (:func:`adapters.units.google_money_to_decimal`).
 
+Physical cores are the vCPUs over two: "For all other machine series [than C4A, N4A,
+T2D, T2A, H4D, H3 and A4X], the compute instances have two vCPUs per core by default", and
+"you can infer its number of physical CPU cores using the default vCPU per core ratio for
+that machine series" (https://cloud.google.com/compute/docs/cpu-platforms); every series
+here (A2, A3, A4, G2, N1) is such a series (:data:`VCPUS_PER_CORE`). The CPU model varies by
+series and zone and is not in the Catalog API: ``cpu_model`` stays unknown.
+
 Not included in the assembled price: the Local SSD bundled with A2 Ultra / A3 machines (a
 separate per-GiB-month storage SKU; its size is reported in ``storage_gb``), sustained-use
 discounts, and DWS / sole-tenancy / reservation SKUs.
@@ -56,6 +63,10 @@ from .tables import data_rows
 from .units import gib_to_gb, google_money_to_decimal
 
 __all__ = ["ADAPTER", "GcpAdapter", "accelerators", "machine_shapes"]
+
+#: vCPUs per physical core of every machine series this adapter prices (A2, A3, A4, G2,
+#: N1): two hardware threads per core by default (cloud.google.com/compute/docs/cpu-platforms).
+VCPUS_PER_CORE = 2
 
 SERVICE_ID = "6F81-5844-456A"  # Compute Engine
 API_BASE = "https://cloudbilling.googleapis.com/v1"
@@ -474,6 +485,7 @@ class GcpAdapter(Adapter):
             "gpu_interconnect": GpuInterconnect.NVLINK if accelerator.nvlink else None,
             "gpu_nvlink_gbs": (spec.nvlink_gbs or None) if spec and accelerator.nvlink else None,
             "vcpus": shape.vcpus,
+            "cpu_cores": shape.vcpus / VCPUS_PER_CORE,
             "ram_gb": round(gib_to_gb(shape.ram_gib), 3),
             "storage_gb": round(gib_to_gb(shape.local_ssd_gib), 3) if shape.local_ssd_gib else None,
             "storage_type": StorageType.SSD if shape.local_ssd_gib else None,

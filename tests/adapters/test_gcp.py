@@ -98,6 +98,8 @@ def test_verbatim_a2_page_assembles_machine_prices() -> None:
     assert one.gpu_form_factor is GpuFormFactor.SXM
     assert one.gpu_interconnect is GpuInterconnect.NVLINK
     assert one.vcpus == 12
+    # two vCPUs per core (cloud.google.com/compute/docs/cpu-platforms); the model is unknown
+    assert one.cpu_cores == 6 and one.cpu_model is None and one.cpu_sockets is None
     assert one.ram_gb == pytest.approx(91.268, abs=0.001)  # 85 GiB
     assert one.storage_gb is None
     assert one.raw_ref == "gcp:sku/039F-D0DA-4055+2922-40C5-B19F+2390-DCAF-DA38"
@@ -115,7 +117,7 @@ def test_reconstructed_page_terms_regions_and_slices() -> None:
     offers = offers_by(result)
     a3 = offers[("a3-highgpu-8g", "us-east4", RentalTerm.ON_DEMAND)]
     assert a3.gpu_model == "H100-SXM5-80GB"
-    assert (a3.gpu_count, a3.vcpus) == (8, 208)
+    assert (a3.gpu_count, a3.vcpus, a3.cpu_cores) == (8, 208, 104)
     assert a3.price_amount == 8 * Decimal("9.79655") + 208 * Decimal("0.02232") + 1872 * Decimal(
         "0.002992"
     )

@@ -41,7 +41,14 @@ import httpx
 
 from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
 from .gpus import resolve_gpu_name, spec_fields
-from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .schema import (
+    GpuFormFactor,
+    OfferFields,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    StorageType,
+)
 from .tables import data_rows
 from .units import gib_to_gb, gpu_share, price_or_reason
 
@@ -80,6 +87,11 @@ class AzureGpuSize:
     gpu_memory_gb: float
     form_factor: GpuFormFactor | None
     source: str  # the series page the row is transcribed from, and notes on it
+    cpu_model: str | None = None
+    cpu_vendor: str | None = None
+    cpu_arch: str | None = None
+    storage_type: StorageType | None = None
+    cpu_source: str | None = None  # the series' specs include the CPU is transcribed from
 
     def fields(self) -> OfferFields:
         """The hardware fields every offer of this size shares."""
@@ -98,6 +110,10 @@ class AzureGpuSize:
             "vcpus": self.vcpus,
             "ram_gb": gib_to_gb(self.ram) if self.ram_unit == "GiB" else self.ram,
             "storage_gb": gib_to_gb(self.temp_disk_gib),
+            "storage_type": self.storage_type,
+            "cpu_model": self.cpu_model,
+            "cpu_vendor": self.cpu_vendor,
+            "cpu_arch": self.cpu_arch,
         }
 
 
@@ -110,6 +126,11 @@ def gpu_sizes() -> dict[str, AzureGpuSize]:
     (e.g. 640 GB for 8 H100), divided by the GPU count. GPU names and form factors are from
     the same pages' summaries (e.g. "eight NVIDIA H100 Tensor Core GPUs" with NVLink 4.0 ->
     SXM; NC A100 v4 "NVIDIA A100 PCIe"; NCads H100 v5 "NVIDIA H100 NVL").
+
+    The CPU (``cpu_model``, ``cpu_vendor``, and ``cpu_arch`` where the page says
+    ``[x86-64]``) is the "Processor" row of the series' specs include in MicrosoftDocs/azure-docs
+    (``cpu_source`` names the file and commit); series whose include was not found leave it
+    empty. ``storage_type`` is ``nvme`` where the row's source says its local disks are NVMe.
     """
     return {
         row["size"]: AzureGpuSize(
@@ -122,6 +143,11 @@ def gpu_sizes() -> dict[str, AzureGpuSize]:
             gpu_memory_gb=float(row["gpu_memory_gb"]),
             form_factor=GpuFormFactor(row["form_factor"]) if row["form_factor"] else None,
             source=row["source"],
+            cpu_model=row["cpu_model"] or None,
+            cpu_vendor=row["cpu_vendor"] or None,
+            cpu_arch=row["cpu_arch"] or None,
+            storage_type=StorageType(row["storage_type"]) if row["storage_type"] else None,
+            cpu_source=row["cpu_source"] or None,
         )
         for row in data_rows("azure_vm_sizes.csv")
     }

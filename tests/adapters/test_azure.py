@@ -17,7 +17,14 @@ import respx
 
 from adapters.azure import API_URL, AzureAdapter, azure_gpu_size, gpu_sizes
 from adapters.base import DUPLICATE_REASON, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
+from adapters.schema import (
+    GpuFormFactor,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    StorageType,
+    Vendor,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "azure"
 NOW = datetime(2025, 9, 15, 12, tzinfo=UTC)
@@ -106,6 +113,9 @@ def test_on_demand_a100(gpu_page: Any) -> None:
     assert o.vcpus == 24
     assert o.ram_gb == 220  # the docs column says GB for this series
     assert o.storage_gb == pytest.approx(64 * 1024**3 / 1e9)  # 64 GiB temp disk
+    # the series' specs include: "AMD EPYC 7V13 (Milan) [x86-64]"
+    assert (o.cpu_model, o.cpu_vendor, o.cpu_arch) == ("AMD EPYC 7V13 (Milan)", "amd", "x86_64")
+    assert o.storage_type is None and o.cpu_sockets is None  # not stated
     assert o.term is RentalTerm.ON_DEMAND
     assert o.price_amount == Decimal("3.673")
     assert o.price_currency == "USD"
@@ -158,6 +168,8 @@ def test_h100_eight_gpus(gpu_page: Any) -> None:
     assert o.gpu_memory_gb == 80
     assert o.gpu_form_factor is GpuFormFactor.SXM
     assert o.vcpus == 96 and o.ram_gb == 1900
+    assert o.cpu_model == "Intel Xeon (Sapphire Rapids)" and o.cpu_arch == "x86_64"
+    assert o.storage_type is StorageType.NVME  # "temp disk 1024 GiB + 8 NVMe"
     assert o.price_amount == Decimal("98.32")
     assert o.usd_per_gpu_hour == Decimal("12.29")
 
@@ -270,6 +282,13 @@ def test_size_table_loads_with_a_source_per_row() -> None:
         assert spec.ram_unit in ("GB", "GiB"), size
         assert spec.gpus > 0 and (spec.gpus < 1 or spec.gpus.denominator == 1), size
         assert spec.source.startswith("https://learn.microsoft.com/"), size
+        # a CPU only with the include it is transcribed from, its arch only as stated
+        assert (spec.cpu_model is None) is (spec.cpu_source is None), size
+        if spec.cpu_source is not None:
+            assert spec.cpu_source.startswith("github:MicrosoftDocs/azure-docs@"), size
+            quoted = spec.cpu_source.replace("®", "")  # the model as written, marks dropped
+            assert spec.cpu_model is not None and spec.cpu_model in quoted, size
+            assert spec.cpu_arch is None or "[x86-64]" in spec.cpu_source, size
     h100 = sizes["Standard_ND96isr_H100_v5"]
     assert (h100.vcpus, h100.gpus, h100.gpu_memory_gb) == (96, 8, 80)
     assert h100.form_factor is GpuFormFactor.SXM

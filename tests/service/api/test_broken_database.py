@@ -31,6 +31,7 @@ REQUESTS: dict[tuple[str, str], tuple[dict[str, object], bool]] = {
     ("GET", "/v1/gpus"): ({"url": "/v1/gpus"}, False),
     ("GET", "/v1/gpus/{name}"): ({"url": "/v1/gpus/H100-SXM5-80GB"}, False),
     ("GET", "/v1/providers"): ({"url": "/v1/providers"}, True),
+    ("GET", "/v1/providers/coverage"): ({"url": "/v1/providers/coverage"}, True),
     ("GET", "/v1/history/index"): ({"url": "/v1/history/index?gpu=H100"}, True),
     ("GET", "/v1/history/offers/{key}"): ({"url": "/v1/history/offers/a|b|c|on_demand|x"}, True),
     ("GET", "/v1/offers/{offer_id}/history"): (

@@ -209,7 +209,10 @@ PROVIDERS: dict[str, FakeProvider] = {
     for p in [
         FakeProvider(
             "lambda",
-            {("GET", "/instance-types"): "instance_types_response.verbatim.json"},
+            {
+                ("GET", "/instance-types"): "instance_types_response.verbatim.json",
+                ("GET", "/images"): "images_response.verbatim.json",
+            },
             _prices("price_cents_per_hour"),
             ("data", "instance_types"),
             {"lambda_api_key": "k"},

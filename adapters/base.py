@@ -26,6 +26,7 @@ import abc
 import asyncio
 import dataclasses
 import email.utils
+import functools
 import json
 import logging
 from collections import Counter
@@ -40,7 +41,7 @@ import tenacity
 
 from .fabrics import fabric_fields
 from .run import FRESH_WITHIN_HOURS
-from .schema import Offer, OfferFields
+from .schema import Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .units import to_decimal
 
 __all__ = [
@@ -62,7 +63,9 @@ __all__ = [
     "add_per_region",
     "failed_calls_payload",
     "failure_groups",
+    "hourly_price",
     "key_headers",
+    "listed_regions",
     "payload_list",
     "positive_price",
     "read_failed_calls",
@@ -541,6 +544,31 @@ class Adapter(abc.ABC):
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         """Pure: decoded raw responses to offers (``fetched_at`` stamps every offer)."""
 
+    def parse_records(
+        self,
+        payloads: Sequence[Any],
+        records: str | Callable[[Any], Iterable[Any]],
+        parse_record: Callable[[ParseResult, Mapping[str, Any], datetime], None],
+        *,
+        what: str,
+        fetched_at: datetime,
+    ) -> ParseResult:
+        """The parse of a provider whose every payload lists records that become offers one
+        by one: ``records`` is the key of the list in each payload (:func:`payload_list`) or
+        lists a payload's records itself; ``parse_record`` adds the offers of one. A record
+        that is not a JSON object is skipped: ``<what> is not an object``.
+        """
+        if isinstance(records, str):
+            records = functools.partial(payload_list, key=records, provider=self.name)
+        result = ParseResult()
+        for payload in payloads:
+            for record in records(payload):
+                if isinstance(record, Mapping):
+                    parse_record(result, record, fetched_at)
+                else:
+                    result.skip(f"{what} is not an object")
+        return result
+
     def decode(self, data: bytes, filename: str) -> Any:
         """Decode one recorded raw response file (JSON unless the adapter says otherwise)."""
         try:
@@ -594,6 +622,38 @@ def positive_price(
         result.skip(f"no positive {name} ({value!r})", ref)
         return None
     return price
+
+
+def hourly_price(
+    amount: Decimal,
+    basis: PriceBasis,
+    term: RentalTerm = RentalTerm.ON_DEMAND,
+    *,
+    currency: str = "USD",
+) -> OfferFields:
+    """The price fields of an offer priced per hour: ``amount`` in ``currency`` for one GPU or
+    the whole instance (``basis``), under ``term``."""
+    return {
+        "price_amount": amount,
+        "price_currency": currency,
+        "price_unit": PriceUnit.HOUR,
+        "price_basis": basis,
+        "term": term,
+    }
+
+
+def listed_regions(
+    regions: Any, country: Callable[[str], str | None], available_now: bool | None = True
+) -> list[OfferFields]:
+    """The :func:`add_per_region` entries of a provider's list of region names: each name that
+    is a non-empty string, its ``country`` and ``available_now``; anything but a list is none.
+    """
+    names = regions if isinstance(regions, list) else []
+    return [
+        {"region": r, "country": country(r), "available_now": available_now}
+        for r in names
+        if isinstance(r, str) and r
+    ]
 
 
 def add_per_region(

@@ -224,14 +224,17 @@ DUPLICATE_REASON = (
 class ParseResult:
     """What :meth:`Adapter.parse` found: the offers, and the records it had to skip.
 
-    The rules every adapter needs live here, once: :meth:`add` validates the fields, drops a
-    price below the floor and a second record with an offer key already seen. An adapter
-    holds only its provider's story.
+    The rules every adapter needs live here, once: :meth:`add` stamps each offer with the
+    ``provider`` and ``fetched_at`` of the run and its record's ``ref`` as ``raw_ref`` (where
+    the fields do not say otherwise), validates the fields, drops a price below the floor and
+    a second record with an offer key already seen. An adapter holds only its provider's story.
     """
 
     offers: list[Offer] = dataclasses.field(default_factory=list)
     skipped: list[SkippedRecord] = dataclasses.field(default_factory=list)
     _refs: dict[str, str | None] = dataclasses.field(default_factory=dict, repr=False)
+    provider: str | None = dataclasses.field(default=None, kw_only=True)
+    fetched_at: datetime | None = dataclasses.field(default=None, kw_only=True)
 
     def skip(self, reason: str, ref: str | None = None) -> None:
         self.skipped.append(SkippedRecord(reason, ref))
@@ -260,6 +263,12 @@ class ParseResult:
             raise TypeError(
                 f"ParseResult.add: unknown Offer field(s): {', '.join(sorted(unknown))}"
             )
+        if self.provider is not None:
+            fields.setdefault("provider", self.provider)
+        if self.fetched_at is not None:
+            fields.setdefault("fetched_at", self.fetched_at)
+        if ref is not None:
+            fields.setdefault("raw_ref", ref)
         provider, offer_id = fields.get("provider"), fields.get("offer_id")
         if isinstance(provider, str) and isinstance(offer_id, str):
             for key, value in fabric_fields(provider, offer_id).items():
@@ -548,23 +557,24 @@ class Adapter(abc.ABC):
         self,
         payloads: Sequence[Any],
         records: str | Callable[[Any], Iterable[Any]],
-        parse_record: Callable[[ParseResult, Mapping[str, Any], datetime], None],
+        parse_record: Callable[[ParseResult, Mapping[str, Any]], None],
         *,
         what: str,
         fetched_at: datetime,
     ) -> ParseResult:
         """The parse of a provider whose every payload lists records that become offers one
         by one: ``records`` is the key of the list in each payload (:func:`payload_list`) or
-        lists a payload's records itself; ``parse_record`` adds the offers of one. A record
-        that is not a JSON object is skipped: ``<what> is not an object``.
+        lists a payload's records itself; ``parse_record`` adds the offers of one to the result
+        (which stamps them, :class:`ParseResult`). A record that is not a JSON object is
+        skipped: ``<what> is not an object``.
         """
         if isinstance(records, str):
             records = functools.partial(payload_list, key=records, provider=self.name)
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         for payload in payloads:
             for record in records(payload):
                 if isinstance(record, Mapping):
-                    parse_record(result, record, fetched_at)
+                    parse_record(result, record)
                 else:
                     result.skip(f"{what} is not an object")
         return result

@@ -121,7 +121,7 @@ def _next_page(page: Any) -> str | None:
     return text(pages.get("next")) if isinstance(pages, Mapping) else None
 
 
-def _parse_size(result: ParseResult, size: Mapping[str, Any], fetched_at: datetime) -> None:
+def _parse_size(result: ParseResult, size: Mapping[str, Any]) -> None:
     """The offers of one size; a size listed twice is the contract's duplicate (same key)."""
     slug = text(size.get("slug"))
     ref = f"digitalocean:size/{slug}"
@@ -141,11 +141,8 @@ def _parse_size(result: ParseResult, size: Mapping[str, Any], fetched_at: dateti
 
     memory_gb = _per_gpu_memory_gb(gpu_info.get("vram"), gpu_count)
     fields: OfferFields = {
-        "provider": "digitalocean",
         "offer_id": slug,
         "instance_name": text(size.get("description")),
-        "fetched_at": fetched_at,
-        "raw_ref": ref,
         **gpu_fields(text(gpu_info.get("model")), memory_gb=memory_gb),
         "gpu_count": gpu_count,
         "vcpus": positive_quantity(size.get("vcpus")),

@@ -94,9 +94,7 @@ def _configurations(payload: Any) -> list[Any]:
     return payload
 
 
-def _parse_configuration(
-    result: ParseResult, record: Mapping[str, Any], fetched_at: datetime
-) -> None:
+def _parse_configuration(result: ParseResult, record: Mapping[str, Any]) -> None:
     gpu_type = text(record.get("gpu_type"))
     ref = f"fluidstack:gpu_type/{gpu_type or record.get('gpu_type')}"
     if gpu_type is None:
@@ -118,10 +116,7 @@ def _parse_configuration(
     listed = listed_regions(record.get("regions"), _country)
     for count in dict.fromkeys(counts):  # distinct, in order
         fields: OfferFields = {
-            "provider": "fluidstack",
             "offer_id": f"{gpu_type}x{count}",
-            "fetched_at": fetched_at,
-            "raw_ref": ref,
             **gpu,
             "gpu_count": count,
             **hourly_price(price, PriceBasis.GPU),

@@ -84,7 +84,7 @@ class ShadeformAdapter(Adapter):
 ADAPTER = ShadeformAdapter
 
 
-def _parse_type(result: ParseResult, record: Mapping[str, Any], fetched_at: datetime) -> None:
+def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
     cloud = text(record.get("cloud"))
     cloud_type = text(record.get("cloud_instance_type"))
     ref = f"shadeform:{cloud}/{cloud_type}"
@@ -106,12 +106,9 @@ def _parse_type(result: ParseResult, record: Mapping[str, Any], fetched_at: date
         return
 
     fields: OfferFields = {
-        "provider": "shadeform",
         "offer_id": f"{cloud}:{cloud_type}",
         "seller": cloud,  # the cloud that runs the machine; Shadeform resells it
         "instance_name": text(record.get("shade_instance_type")),
-        "fetched_at": fetched_at,
-        "raw_ref": ref,
         "gpu_count": gpu_count,
         "vcpus": positive_quantity(config.get("vcpus")),
         "ram_gb": positive_quantity(config.get("memory_in_gb")),

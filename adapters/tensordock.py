@@ -78,7 +78,7 @@ class TensorDockAdapter(Adapter):
         return payloads
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         locations: list[Any] = []
         hostnodes: list[Any] = []
         have_hostnodes = False
@@ -93,7 +93,7 @@ class TensorDockAdapter(Adapter):
             sites = [_hostnode_site(r, result) for r in hostnodes]
         for site in filter(None, sites):
             for gpu in site.gpus:
-                for fields in _gpu_offers(site, gpu, fetched_at):
+                for fields in _gpu_offers(site, gpu):
                     result.add(gpu.ref, **fields)
         return result
 
@@ -324,7 +324,7 @@ def _share(ceiling: float | None, gpus: int, max_gpus: int) -> int | None:
     return max(1, math.floor(ceiling * gpus / max_gpus))
 
 
-def _gpu_offers(site: _Site, gpu: _Gpu, fetched_at: datetime) -> Iterator[OfferFields]:
+def _gpu_offers(site: _Site, gpu: _Gpu) -> Iterator[OfferFields]:
     """Offer fields for each GPU count of one model at one site."""
     gpu_spec = gpu_fields(gpu.v0_name, memory_gb=memory_gb_in_name(_VRAM_IN_NAME, gpu.v0_name))
     storage_rate = gpu.rates.per_storage_gb
@@ -343,13 +343,10 @@ def _gpu_offers(site: _Site, gpu: _Gpu, fetched_at: datetime) -> Iterator[OfferF
             shape = f"{count}x {gpu.display_name or gpu.v0_name} (GPU only)"
         available = gpu.available_count // count if gpu.available_count is not None else None
         yield {
-            "provider": "tensordock",
-            "fetched_at": fetched_at,
             "offer_id": f"{site.key}:{gpu.v0_name}:{count}x",
             "instance_name": shape,
             "region": site.region,
             "country": site.country,
-            "raw_ref": gpu.ref,
             **gpu_spec,
             "gpu_count": count,
             "vcpus": vcpus if priced else None,

@@ -647,8 +647,8 @@ class AlibabaAdapter(Adapter):
             else:
                 keys = ", ".join(sorted(map(str, payload))[:6])
                 raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")
-        result = ParseResult()
-        builder = _OfferBuilder(fetched_at, result, hardware, available)
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
+        builder = _OfferBuilder(result, hardware, available)
         for itype, reason in sorted(rejected.items()):
             result.skip(reason, f"alibaba:instance-type/{itype}")
         for query, response in prices:
@@ -662,7 +662,6 @@ class AlibabaAdapter(Adapter):
 class _OfferBuilder:
     """Turns price and spot responses into offers (one per type, region, term, zone)."""
 
-    fetched_at: datetime
     result: ParseResult
     hardware: Mapping[str, OfferFields]
     available: Mapping[tuple[str, str], bool]
@@ -803,11 +802,8 @@ class _OfferBuilder:
     def _add(self, ref: str, hw: OfferFields, region: str, price: OfferFields) -> None:
         """One offer: the type's hardware in ``region`` at ``price`` (term, amount, name)."""
         fields: OfferFields = {
-            "provider": AlibabaAdapter.name,
             "region": region or None,
             "country": region_countries().get(region),
-            "fetched_at": self.fetched_at,
-            "raw_ref": ref,
             **hw,
             "price_basis": PriceBasis.INSTANCE,
             **price,

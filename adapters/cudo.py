@@ -41,8 +41,9 @@ from typing import Any
 import httpx
 
 from .base import Adapter, ParseResult, hourly_price
+from .fabrics import named_fabric
 from .gpus import gpu_fields
-from .schema import Fabric, OfferFields, PriceBasis, RentalTerm
+from .schema import OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
 from .units import (
     gib_to_gb,
@@ -64,12 +65,6 @@ COMMITMENT_TERMS: Mapping[str, RentalTerm] = {
     "COMMITMENT_TERM_6_MONTHS": RentalTerm.COMMIT_6MO,
     "COMMITMENT_TERM_12_MONTHS": RentalTerm.COMMIT_1Y,
     "COMMITMENT_TERM_36_MONTHS": RentalTerm.COMMIT_3Y,
-}
-
-_FABRICS: Mapping[str, Fabric] = {
-    "infiniband": Fabric.INFINIBAND,
-    "roce": Fabric.ROCE,
-    "ethernet": Fabric.ETHERNET,
 }
 
 
@@ -251,7 +246,7 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any]) -> None:
         "storage_gb": gib_to_gb(disks * disk_gib) if disks and disk_gib else None,
         # a bare-metal format comes with its disks
         "storage_included_gb": gib_to_gb(disks * disk_gib) if disks and disk_gib else None,
-        "fabric": _FABRICS.get(str(item.get("networkType") or "").lower()),
+        "fabric": named_fabric(item.get("networkType")),
         "available_now": None if free is None else free > 0,
         "available_count": int(free) if free is not None and free >= 0 else None,
     }

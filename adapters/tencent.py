@@ -93,10 +93,16 @@ from .base import (
     read_failed_calls,
 )
 from .calls import CallFailure, fresh_retries, keep_failures
-from .gpus import resolve_gpu_name, spec_fields
+from .gpus import gpu_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows
-from .units import lenient_float, nominal_gpu_memory_gb, positive, positive_decimal, to_float
+from .units import (
+    lenient_float,
+    nominal_gpu_memory_gb,
+    positive_decimal,
+    positive_quantity,
+    to_float,
+)
 
 __all__ = [
     "CHARGE_TYPES",
@@ -421,7 +427,7 @@ class TencentAdapter(Adapter):
 
     # decode / parse ----------------------------------------------------------------------
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         for payload in payloads:
             if (calls := read_failed_calls(payload, self.name)) is not None:
                 result.skip_failed(calls)
@@ -438,7 +444,7 @@ class TencentAdapter(Adapter):
                 result.skip(f"{ACTION} failed: {code or message}", "tencent:error")
                 continue
             for row in _quota_set(payload):
-                _Row(self.currency, fetched_at, result).parse(row)
+                _Row(self.currency, result).parse(row)
         return result
 
 
@@ -486,7 +492,6 @@ class _Row:
     """Turns one ``InstanceTypeQuotaItem`` into offers, one per term it prices."""
 
     currency: str
-    fetched_at: datetime
     result: ParseResult
 
     def parse(self, row: Any) -> None:
@@ -512,7 +517,7 @@ class _Row:
         prices = self._prices(charge_type, row.get("Price"), ref)
         if not prices:
             return
-        fields = self._fields(row, itype, zone, region, gpu_count, fraction, ref)
+        fields = _fields(row, itype, zone, region, gpu_count, fraction)
         for price in prices:
             priced: OfferFields = {
                 **fields,
@@ -600,49 +605,42 @@ class _Row:
             self.result.skip("no prepaid price (DiscountPrice / OriginalPrice)", ref)
         return prices
 
-    def _fields(
-        self,
-        row: Mapping[str, Any],
-        itype: str,
-        zone: str,
-        region: str,
-        gpu_count: int,
-        fraction: float | None,
-        ref: str,
-    ) -> OfferFields:
-        family_name = str(row.get("InstanceFamily") or itype.split(".", 1)[0]).strip()
-        family = gpu_families().get(family_name) or _families_folded().get(family_name.casefold())
-        type_name = str(row.get("TypeName") or "").strip()
-        cpu_type = str(row.get("CpuType") or "").strip()
-        status = row.get("Status")
-        gpu: OfferFields = {"gpu_raw_name": type_name or family_name or None}
-        if family is not None:
-            board_gb = nominal_gpu_memory_gb(family.memory_gb)
-            spec = resolve_gpu_name(family.gpu_raw_name, memory_gb=board_gb)
-            gpu = {
-                "gpu_raw_name": family.gpu_raw_name,
-                **spec_fields(spec),
-                # a vGPU slice gets its share of the card (GN7.LARGE20: 1/4 T4 = 4 GB)
-                "gpu_memory_gb": board_gb * fraction if fraction else board_gb,
-            }
-        return {
-            "provider": TencentAdapter.name,
-            "offer_id": itype,
-            "term_variant": zone,
-            "instance_name": f"{itype} ({type_name}, {zone})" if type_name else f"{itype} ({zone})",
-            "region": region,
-            "country": region_countries().get(region),
-            "fetched_at": self.fetched_at,
-            "raw_ref": ref,
-            "gpu_count": gpu_count,
-            "gpu_fraction": fraction,
-            **gpu,
-            "vcpus": positive(lenient_float(row.get("Cpu"))),
-            "ram_gb": positive(lenient_float(row.get("Memory"))),  # documented in GB
-            "cpu_model": cpu_type or None,
-            "cpu_vendor": _CPU_VENDORS.get(cpu_type.split(" ", 1)[0].lower()) if cpu_type else None,
-            "available_now": {"SELL": True, "SOLD_OUT": False}.get(str(status)),
-        }
+
+def _fields(
+    row: Mapping[str, Any],
+    itype: str,
+    zone: str,
+    region: str,
+    gpu_count: int,
+    fraction: float | None,
+) -> OfferFields:
+    """The fields every price of one row shares: the type, zone, GPU and hardware."""
+    family_name = str(row.get("InstanceFamily") or itype.split(".", 1)[0]).strip()
+    family = gpu_families().get(family_name) or _families_folded().get(family_name.casefold())
+    type_name = str(row.get("TypeName") or "").strip()
+    cpu_type = str(row.get("CpuType") or "").strip()
+    status = row.get("Status")
+    gpu: OfferFields = {"gpu_raw_name": type_name or family_name or None}
+    if family is not None:
+        board_gb = nominal_gpu_memory_gb(family.memory_gb)
+        gpu = gpu_fields(family.gpu_raw_name, memory_gb=board_gb)
+        # a vGPU slice gets its share of the card (GN7.LARGE20: 1/4 T4 = 4 GB)
+        gpu["gpu_memory_gb"] = board_gb * fraction if fraction else board_gb
+    return {
+        "offer_id": itype,
+        "term_variant": zone,
+        "instance_name": f"{itype} ({type_name}, {zone})" if type_name else f"{itype} ({zone})",
+        "region": region,
+        "country": region_countries().get(region),
+        "gpu_count": gpu_count,
+        "gpu_fraction": fraction,
+        **gpu,
+        "vcpus": positive_quantity(row.get("Cpu")),
+        "ram_gb": positive_quantity(row.get("Memory")),  # documented in GB
+        "cpu_model": cpu_type or None,
+        "cpu_vendor": _CPU_VENDORS.get(cpu_type.split(" ", 1)[0].lower()) if cpu_type else None,
+        "available_now": {"SELL": True, "SOLD_OUT": False}.get(str(status)),
+    }
 
 
 ADAPTER = TencentAdapter

@@ -98,6 +98,7 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
+    gpu_fields,
     read_failed_calls,
     request_json,
 )
@@ -113,14 +114,13 @@ from .calls import (
     read_query_payload,
     unwrapped_response,
 )
-from .gpus import resolve_gpu_name, spec_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows
 from .units import (
     gib_to_gb,
-    lenient_float,
     nominal_gpu_memory_gb,
-    positive,
+    nominal_memory_gb,
+    positive_quantity,
     to_decimal,
     whole_count,
 )
@@ -324,22 +324,16 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     raw_name = str(row.get("GPUSpec") or "").strip()
     if not raw_name:
         return "no GPUSpec"
-    memory_gib = positive(lenient_float(row.get("GPUMemorySize")))
-    memory = nominal_gpu_memory_gb(memory_gib) if memory_gib else None
+    memory = nominal_memory_gb(row.get("GPUMemorySize"))
     hint = _family_hint(row, raw_name, memory)
     if hint is not None:
         memory = memory or nominal_gpu_memory_gb(hint.memory_gb)
-    spec = resolve_gpu_name(
-        raw_name, memory_gb=memory, form_factor=hint.form_factor if hint else None
-    )
-    ram_gib = positive(lenient_float(row.get("MemorySize")))
+    ram_gib = positive_quantity(row.get("MemorySize"))
     processor = str(row.get("PhysicalProcessorModel") or "").strip()
     return {
-        "gpu_raw_name": raw_name,
-        **spec_fields(spec),
+        **gpu_fields(raw_name, memory_gb=memory, form_factor=hint.form_factor if hint else None),
         "gpu_count": count,
-        "gpu_memory_gb": memory,
-        "vcpus": positive(lenient_float(row.get("CpuCoreCount"))),
+        "vcpus": positive_quantity(row.get("CpuCoreCount")),
         "ram_gb": gib_to_gb(ram_gib) if ram_gib else None,
         "cpu_model": processor or None,
     }

@@ -40,8 +40,9 @@ import pydantic
 import tenacity
 
 from .fabrics import fabric_fields
+from .gpus import resolve_gpu_name, spec_fields
 from .run import FRESH_WITHIN_HOURS
-from .schema import Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .schema import GpuFormFactor, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
 from .units import to_decimal
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "add_per_region",
     "failed_calls_payload",
     "failure_groups",
+    "gpu_fields",
     "hourly_price",
     "key_headers",
     "listed_regions",
@@ -634,6 +636,35 @@ def positive_price(
     return price
 
 
+def gpu_fields(
+    raw: str | None,
+    *,
+    memory_gb: float | None = None,
+    form_factor: GpuFormFactor | str | None = None,
+    vendor: Vendor | None = None,
+    name: str | None = None,
+) -> OfferFields:
+    """The GPU fields of an offer from the provider's raw GPU name: ``gpu_raw_name``, the
+    catalog model it resolves to with the provider's hints (:func:`spec_fields`) and
+    ``gpu_memory_gb`` (``memory_gb``, nominal GB per GPU).
+
+    A :class:`GpuFormFactor` is what the provider states: it narrows the lookup and fills
+    ``gpu_form_factor``; a text hint (``"SXM2"`` from documentation) only narrows the lookup.
+    ``name`` is the text to look up where the raw name needs a rewrite first
+    (``H100_SXM5_80GB`` as ``H100 SXM5 80GB``). No raw name resolves to nothing.
+    """
+    lookup = name or raw
+    spec = (
+        resolve_gpu_name(lookup, memory_gb=memory_gb, form_factor=form_factor) if lookup else None
+    )
+    stated = form_factor if isinstance(form_factor, GpuFormFactor) else None
+    return {
+        "gpu_raw_name": raw or None,
+        **spec_fields(spec, form_factor=stated, vendor=vendor),
+        "gpu_memory_gb": memory_gb,
+    }
+
+
 def hourly_price(
     amount: Decimal,
     basis: PriceBasis,
@@ -683,12 +714,20 @@ def add_per_region(
 def key_headers(
     adapter: Adapter, header: str = "Authorization", scheme: str = "Bearer"
 ) -> dict[str, str]:
-    """JSON request headers carrying the adapter's one required key in ``header``.
+    """JSON request headers carrying the adapter's one key in ``header``.
 
     ``scheme`` prefixes the key (``"Bearer <key>"``); ``""`` sends the bare key (Shadeform's
-    ``X-API-KEY``). A key that is not configured raises
-    :class:`~adapters.base.MissingCredentials`, which skips the provider.
+    ``X-API-KEY``). A required key that is not configured raises
+    :class:`~adapters.base.MissingCredentials`, which skips the provider; an adapter whose
+    catalogue is public sends its optional key only where one is configured.
     """
-    [name] = adapter.credential_names
-    key = adapter.require_credentials()[name]
-    return {header: f"{scheme} {key}" if scheme else key, "Accept": "application/json"}
+    headers = {"Accept": "application/json"}
+    if adapter.credential_names:
+        [name] = adapter.credential_names
+        key = adapter.require_credentials()[name]
+    else:
+        [name] = adapter.optional_credential_names
+        key = adapter.credentials.get(name) or ""
+    if key:
+        headers[header] = f"{scheme} {key}" if scheme else key
+    return headers

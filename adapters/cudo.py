@@ -40,9 +40,8 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, hourly_price
+from .base import Adapter, ParseResult, gpu_fields, hourly_price, key_headers
 from .fabrics import named_fabric
-from .gpus import gpu_fields
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
 from .units import (
@@ -84,12 +83,9 @@ class CudoAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        key = self.credentials.get("cudo_api_key")
-        headers = {"Accept": "application/json"}
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        headers = key_headers(self)
         paths = ["/vms/machine-types-2"]
-        if key:
+        if "Authorization" in headers:
             paths.append("/machine-types")
         else:
             log.info("cudo: no GPUSCOUT_CUDO_API_KEY, bare-metal machines not fetched")

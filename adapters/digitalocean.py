@@ -47,12 +47,12 @@ from .base import (
     Adapter,
     ParseResult,
     add_per_region,
+    gpu_fields,
     hourly_price,
     key_headers,
     listed_regions,
     positive_price,
 )
-from .gpus import gpu_fields
 from .schema import OfferFields, PriceBasis
 from .tables import region_countries
 from .units import (

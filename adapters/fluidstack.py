@@ -34,12 +34,12 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     add_per_region,
+    gpu_fields,
     hourly_price,
     key_headers,
     listed_regions,
     positive_price,
 )
-from .gpus import gpu_fields
 from .schema import OfferFields, PriceBasis
 from .tables import region_countries
 from .units import memory_gb_in_name, text, whole_count

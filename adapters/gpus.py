@@ -67,7 +67,6 @@ __all__ = [
     "conservative_variant",
     "find_gpus",
     "get_gpu",
-    "gpu_fields",
     "resolve_gpu_name",
     "spec_fields",
     "unknown_gpu_names",
@@ -601,35 +600,6 @@ def spec_fields(
         "gpu_model": spec.name if spec else None,
         "gpu_vendor": spec.vendor if spec else vendor,
         "gpu_form_factor": form_factor or from_catalog,
-    }
-
-
-def gpu_fields(
-    raw: str | None,
-    *,
-    memory_gb: float | None = None,
-    form_factor: GpuFormFactor | str | None = None,
-    vendor: Vendor | None = None,
-    name: str | None = None,
-) -> OfferFields:
-    """The GPU fields of an offer from the provider's raw GPU name: ``gpu_raw_name``, the
-    catalog model it resolves to with the provider's hints (:func:`spec_fields`) and
-    ``gpu_memory_gb`` (``memory_gb``, nominal GB per GPU).
-
-    A :class:`GpuFormFactor` is what the provider states: it narrows the lookup and fills
-    ``gpu_form_factor``; a text hint (``"SXM2"`` from documentation) only narrows the lookup.
-    ``name`` is the text to look up where the raw name needs a rewrite first
-    (``H100_SXM5_80GB`` as ``H100 SXM5 80GB``). No raw name resolves to nothing.
-    """
-    lookup = name or raw
-    spec = (
-        resolve_gpu_name(lookup, memory_gb=memory_gb, form_factor=form_factor) if lookup else None
-    )
-    stated = form_factor if isinstance(form_factor, GpuFormFactor) else None
-    return {
-        "gpu_raw_name": raw or None,
-        **spec_fields(spec, form_factor=stated, vendor=vendor),
-        "gpu_memory_gb": memory_gb,
     }
 
 

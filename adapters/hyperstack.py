@@ -47,9 +47,9 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
+    gpu_fields,
     hourly_price,
 )
-from .gpus import gpu_fields
 from .schema import OfferFields, PriceBasis
 from .tables import country_code
 from .units import (

@@ -30,8 +30,15 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, hourly_price, key_headers, payload_list, positive_price
-from .gpus import gpu_fields
+from .base import (
+    Adapter,
+    ParseResult,
+    gpu_fields,
+    hourly_price,
+    key_headers,
+    payload_list,
+    positive_price,
+)
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .units import (
     lenient_float,

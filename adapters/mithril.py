@@ -119,6 +119,7 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
+    gpu_fields,
     hourly_price,
     read_failed_calls,
 )
@@ -134,7 +135,6 @@ from .calls import (
     unwrapped_response,
 )
 from .fabrics import named_fabric
-from .gpus import gpu_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
 from .units import cents_to_units, nominal_memory_gb, positive_quantity, whole_count
 

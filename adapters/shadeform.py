@@ -36,11 +36,11 @@ from .base import (
     Adapter,
     ParseResult,
     add_per_region,
+    gpu_fields,
     hourly_price,
     key_headers,
     positive_price,
 )
-from .gpus import gpu_fields
 from .schema import GpuFormFactor, GpuInterconnect, OfferFields, PriceBasis
 from .units import (
     cents_to_units,

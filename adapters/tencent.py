@@ -90,10 +90,10 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     RetryPolicy,
+    gpu_fields,
     read_failed_calls,
 )
 from .calls import CallFailure, fresh_retries, keep_failures
-from .gpus import gpu_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows
 from .units import (

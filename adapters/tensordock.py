@@ -39,8 +39,14 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, hourly_price, positive_price
-from .gpus import gpu_fields
+from .base import (
+    Adapter,
+    ParseResult,
+    ResponseFormatError,
+    gpu_fields,
+    hourly_price,
+    positive_price,
+)
 from .schema import OfferFields, PriceBasis
 from .tables import country_code, provider_disk
 from .units import (

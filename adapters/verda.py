@@ -30,8 +30,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, hourly_price
-from .gpus import gpu_fields
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, hourly_price
 from .schema import OfferFields, PriceBasis, RentalTerm, StorageType
 from .units import nominal_gpu_memory_gb, strings, to_decimal, to_float
 

@@ -46,8 +46,8 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
-from .gpus import gpu_fields, resolve_gpu_name, spec_fields
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, gpu_fields, key_headers
+from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
 from .tables import data_rows
 from .units import mib_to_gb, positive_quantity, to_decimal, to_float, whole_count
@@ -122,10 +122,7 @@ class VultrAdapter(Adapter):
     base_url = API
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        headers = {}
-        key = self.credentials.get("vultr_api_key")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        headers = key_headers(self)
         pages: list[Any] = []
         for url, params, list_key in (
             (self.url("/plans"), {"type": "vcg", "per_page": str(PER_PAGE)}, "plans"),

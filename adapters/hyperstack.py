@@ -49,6 +49,7 @@ from .base import (
     ResponseFormatError,
     gpu_fields,
     hourly_price,
+    key_headers,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import country_code
@@ -84,8 +85,7 @@ class HyperstackAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        key = self.require_credentials()["hyperstack_api_key"]
-        headers = {"api_key": key, "Accept": "application/json"}
+        headers = key_headers(self, "api_key", scheme="")
         payloads = []
         for url in (self.url("/core/flavors"), self.url("/pricebook")):
             payloads.append(await self.get_json(client, url, headers=headers))

@@ -121,6 +121,7 @@ from .base import (
     ResponseFormatError,
     gpu_fields,
     hourly_price,
+    key_headers,
     read_failed_calls,
 )
 from .calls import (
@@ -307,8 +308,7 @@ class MithrilAdapter(Adapter):
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         """Instance types and auctions, then the current prices per GPU type and region."""
-        key = self.require_credentials()["mithril_api_key"]
-        headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        headers = key_headers(self)
         types = await self._listing(client, self.url("/v2/instance-types"), headers)
         type_rows = _listing_rows(types, "instance_types")
         auctions = await self._listing(client, self.url("/v2/spot/availability"), headers)

@@ -45,6 +45,7 @@ from .base import (
     ResponseFormatError,
     gpu_fields,
     hourly_price,
+    key_headers,
     positive_price,
 )
 from .schema import OfferFields, PriceBasis
@@ -76,8 +77,7 @@ class TensorDockAdapter(Adapter):
     base_url = API_URL
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        token = self.require_credentials()["tensordock_api_token"]
-        headers = {"Authorization": f"Bearer {token}"}
+        headers = key_headers(self)
         payloads = []
         for path in ("locations", "hostnodes"):
             payloads.append(await self.get_json(client, self.url(f"/{path}"), headers=headers))

@@ -279,16 +279,17 @@ def _retry_code(data: Any) -> bool:
     return error is not None and error[0].startswith(RETRY_CODE_PREFIXES)
 
 
-def _is_auth(code: str) -> bool:
-    return code.startswith(AUTH_CODE_PREFIXES)
-
-
-def _auth_error(code: str, message: str) -> ProviderError:
-    return ProviderError(
-        TencentAdapter.name,
-        f"API key rejected: {code}: {message} (check GPUSCOUT_TENCENT_SECRET_ID and "
-        f"GPUSCOUT_TENCENT_SECRET_KEY; the key needs the cvm:{ACTION} permission)",
-    )
+def _call_error(data: Any) -> tuple[str, str] | None:
+    """``(Code, Message)`` of an error answer that costs its call only; a rejected key is a
+    :class:`ProviderError` (it is wrong in every region and billing mode)."""
+    error = _api_error(data)
+    if error is not None and error[0].startswith(AUTH_CODE_PREFIXES):
+        raise ProviderError(
+            TencentAdapter.name,
+            f"API key rejected: {error[0]}: {error[1]} (check GPUSCOUT_TENCENT_SECRET_ID and "
+            f"GPUSCOUT_TENCENT_SECRET_KEY; the key needs the cvm:{ACTION} permission)",
+        )
+    return error
 
 
 def _quota_set(data: Any) -> list[Any]:
@@ -371,12 +372,9 @@ class TencentAdapter(Adapter):
                     data = await self._describe(client, creds, region, charge_type)
                 except ProviderError as exc:  # HTTP, network or not-JSON: this call only
                     return _failure(region, charge_type, "", exc.reason)
-            error = _api_error(data)
+            error = _call_error(data)
             if error is not None:
-                code, message = error
-                if _is_auth(code):
-                    raise _auth_error(code, message)
-                return _failure(region, charge_type, code, message)
+                return _failure(region, charge_type, *error)
             return _gpu_rows_only(data)
 
         calls = [(r, c) for r in self.regions for c in self.charge_types]
@@ -436,12 +434,9 @@ class TencentAdapter(Adapter):
                 raise ResponseFormatError(
                     self.name, f"expected a JSON object, got {type(payload).__name__}"
                 )
-            error = _api_error(payload)
+            error = _call_error(payload)
             if error is not None:
-                code, message = error
-                if _is_auth(code):
-                    raise _auth_error(code, message)
-                result.skip(f"{ACTION} failed: {code or message}", "tencent:error")
+                result.skip(f"{ACTION} failed: {error[0] or error[1]}", "tencent:error")
                 continue
             for row in _quota_set(payload):
                 _Row(self.currency, result).parse(row)

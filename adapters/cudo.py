@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, gpu_fields, hourly_price, key_headers
+from .base import Adapter, ParseResult, gpu_fields, hourly_price, key_headers, positive_price
 from .fabrics import named_fabric
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
@@ -253,13 +253,10 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any]) -> None:
         commitment = str(entry.get("commitmentTerm") or "COMMITMENT_TERM_NONE")
         if (term := _term(commitment, result, ref)) is None:
             continue
-        try:
-            price = _price(entry.get("priceHr"))
-        except ValueError as exc:
-            result.skip(f"bad price: {exc}", ref)
-            continue
-        if price is None or price <= 0:
-            result.skip(f"no usable {commitment} price: {price}", ref)
+        price = positive_price(
+            result, entry.get("priceHr"), f"{commitment} priceHr", ref, convert=_price
+        )
+        if price is None:
             continue
         dc = str(entry.get("dataCenterId") or item.get("dataCenterId") or "")
         place: OfferFields = {"region": dc or None, "country": _country(dc)}

@@ -99,6 +99,7 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     gpu_fields,
+    hourly_price,
     read_failed_calls,
     request_json,
 )
@@ -769,10 +770,9 @@ class _OfferBuilder:
                     "offer_id": itype,
                     "term_variant": zone,
                     "instance_name": f"{itype} (spot, {zone})",
-                    "price_amount": price,
-                    "price_currency": currency,
-                    "price_unit": PriceUnit.HOUR,
-                    "term": RentalTerm.INTERRUPTIBLE,
+                    **hourly_price(
+                        price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE, currency=currency
+                    ),
                     "prepaid": False,
                     "billing_increment_s": SPOT_BILLING_INCREMENT_S,
                 },

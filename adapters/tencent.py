@@ -97,6 +97,7 @@ from .calls import CallFailure, fresh_retries, keep_failures
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows
 from .units import (
+    gpu_share,
     lenient_float,
     nominal_gpu_memory_gb,
     positive_decimal,
@@ -543,12 +544,10 @@ class _Row:
             reason = "no GpuCount (GPU type)" if gpu is not None and gpu > 0 else "no GPU"
             self.result.skip(reason, ref)
             return None
-        if count < 1:
-            return 1, count
-        if count != int(count):
+        if count > 1 and count != int(count):
             self.result.skip(f"GpuCount {count} is not a whole number of GPUs", ref)
             return None
-        return int(count), None
+        return gpu_share(count)
 
     def _prices(self, charge_type: str, raw: Any, ref: str) -> list[_Price]:
         """The prices a row's billing mode gives (see the module docstring), or [] (skipped)."""

@@ -50,7 +50,7 @@ from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, gpu_
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
 from .tables import data_rows
-from .units import mib_to_gb, positive_quantity, to_decimal, to_float, whole_count
+from .units import gpu_share, mib_to_gb, positive_quantity, to_decimal, to_float, whole_count
 
 __all__ = ["ADAPTER", "VultrAdapter"]
 
@@ -91,24 +91,17 @@ def next_cursor(payload: Mapping[str, Any]) -> str | None:
     return cursor if isinstance(cursor, str) and cursor else None
 
 
-def gpu_share(vram_gb: float, card_gb: float) -> tuple[int, float | None] | None:
-    """(whole GPUs, fraction) of a plan with ``vram_gb`` of cards of ``card_gb`` each.
+def card_share(vram_gb: float, card_gb: float) -> tuple[int, float | None] | None:
+    """(whole GPUs, fraction) of a plan with ``vram_gb`` of cards of ``card_gb`` each; ``None``
+    for what is neither a slice of one card nor a whole number of them.
 
-    >>> gpu_share(4, 80)
-    (1, 0.05)
-    >>> gpu_share(160, 80)
-    (2, None)
-    >>> gpu_share(120, 80) is None
-    True
+    >>> card_share(4, 80), card_share(160, 80), card_share(120, 80)
+    ((1, 0.05), (2, None), None)
     """
     if vram_gb <= 0 or card_gb <= 0:
         return None
-    if vram_gb < card_gb:
-        return 1, vram_gb / card_gb
-    count = vram_gb / card_gb
-    if count != int(count):
-        return None
-    return int(count), None
+    cards = vram_gb / card_gb
+    return gpu_share(cards) if cards < 1 or cards == int(cards) else None
 
 
 class VultrAdapter(Adapter):
@@ -194,7 +187,7 @@ def _add_cloud_plan(result: ParseResult, plan: Any) -> None:
     card_gb = card_memory_gb().get(raw_gpu)
     gpu_count, fraction, memory_gb = 1, None, None
     if card_gb is not None:
-        share = gpu_share(vram_gb or 0, card_gb)
+        share = card_share(vram_gb or 0, card_gb)
         if share is None:
             result.skip(f"{vram_gb} GB VRAM is not a whole number of {card_gb:g} GB cards", ref)
             return

@@ -683,15 +683,13 @@ def hourly_price(
     }
 
 
-def listed_regions(
-    regions: Any, country: Callable[[str], str | None], available_now: bool | None = True
-) -> list[OfferFields]:
-    """The :func:`add_per_region` entries of a provider's list of region names: each name that
-    is a non-empty string, its ``country`` and ``available_now``; anything but a list is none.
-    """
+def listed_regions(regions: Any, country: Callable[[str], str | None]) -> list[OfferFields]:
+    """The :func:`add_per_region` entries of a provider's list of the region names where a type
+    can be created now: each non-empty string, with its ``country``; anything but a list is
+    none."""
     names = regions if isinstance(regions, list) else []
     return [
-        {"region": r, "country": country(r), "available_now": available_now}
+        {"region": r, "country": country(r), "available_now": True}
         for r in names
         if isinstance(r, str) and r
     ]

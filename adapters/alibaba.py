@@ -123,6 +123,7 @@ from .units import (
     nominal_memory_gb,
     positive_quantity,
     to_decimal,
+    value_at,
     whole_count,
 )
 
@@ -368,8 +369,7 @@ def _family_hint(
 
 
 def _instance_type_rows(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    box = payload.get("InstanceTypes")
-    rows = box.get("InstanceType") if isinstance(box, Mapping) else None
+    rows = value_at(payload, "InstanceTypes", "InstanceType")
     if not isinstance(rows, list):
         raise ResponseFormatError(
             AlibabaAdapter.name, "DescribeInstanceTypes: 'InstanceTypes.InstanceType' is not a list"
@@ -383,8 +383,7 @@ def _listed_types(payload: Mapping[str, Any]) -> dict[tuple[str, str], bool]:
     Shape: ``AvailableZones.AvailableZone[{RegionId, ZoneId, AvailableResources.
     AvailableResource[{Type, SupportedResources.SupportedResource[{Value, Status}]}]}]``.
     """
-    box = payload.get("AvailableZones")
-    zones = box.get("AvailableZone") if isinstance(box, Mapping) else None
+    zones = value_at(payload, "AvailableZones", "AvailableZone")
     if not isinstance(zones, list):
         raise ResponseFormatError(
             AlibabaAdapter.name,
@@ -407,8 +406,7 @@ def _listed_types(payload: Mapping[str, Any]) -> dict[tuple[str, str], bool]:
 
 
 def _list_at(obj: Mapping[str, Any], outer: str, inner: str) -> list[Mapping[str, Any]]:
-    box = obj.get(outer)
-    items = box.get(inner) if isinstance(box, Mapping) else None
+    items = value_at(obj, outer, inner)
     return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
 
 
@@ -672,8 +670,7 @@ class _OfferBuilder:
         hw = self._hw(itype, ref)
         if hw is None:
             return
-        info = response.get("PriceInfo") if isinstance(response, Mapping) else None
-        price = info.get("Price") if isinstance(info, Mapping) else None
+        price = value_at(response, "PriceInfo", "Price")
         if not isinstance(price, Mapping):
             self.result.skip("DescribePrice response without PriceInfo.Price", ref)
             return

@@ -63,6 +63,7 @@ from .units import (
     non_negative,
     positive_quantity,
     text,
+    value_at,
     whole_count,
 )
 
@@ -114,11 +115,7 @@ ADAPTER = DigitalOceanAdapter
 
 def _next_page(page: Any) -> str | None:
     """The absolute URL of the next page, or ``None`` on the last one."""
-    if not isinstance(page, Mapping):
-        return None
-    links = page.get("links")
-    pages = links.get("pages") if isinstance(links, Mapping) else None
-    return text(pages.get("next")) if isinstance(pages, Mapping) else None
+    return text(value_at(page, "links", "pages", "next"))
 
 
 def _parse_size(result: ParseResult, size: Mapping[str, Any]) -> None:

@@ -246,11 +246,7 @@ def _price_jobs(
             regions[fid].add(region)
     jobs: list[tuple[str, str | None]] = []
     for fid in sorted(regions):
-        found = sorted(regions[fid])
-        if found:
-            jobs.extend((fid, r) for r in found)
-        else:
-            jobs.append((fid, None))
+        jobs.extend([(fid, r) for r in sorted(regions[fid])] or [(fid, None)])
     return jobs
 
 

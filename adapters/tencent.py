@@ -103,6 +103,7 @@ from .units import (
     positive_decimal,
     positive_quantity,
     to_float,
+    value_at,
 )
 
 __all__ = [
@@ -265,8 +266,7 @@ def _failure(region: str, charge_type: str, code: str, message: str) -> CallFail
 
 def _api_error(data: Any) -> tuple[str, str] | None:
     """``(Code, Message)`` of a Tencent error answer, None for a success."""
-    response = data.get("Response") if isinstance(data, Mapping) else None
-    error = response.get("Error") if isinstance(response, Mapping) else None
+    error = value_at(data, "Response", "Error")
     if error is None:
         return None
     if not isinstance(error, Mapping):
@@ -295,8 +295,7 @@ def _call_error(data: Any) -> tuple[str, str] | None:
 
 def _quota_set(data: Any) -> list[Any]:
     """``Response.InstanceTypeQuotaSet`` of a successful answer."""
-    response = data.get("Response") if isinstance(data, Mapping) else None
-    rows = response.get("InstanceTypeQuotaSet") if isinstance(response, Mapping) else None
+    rows = value_at(data, "Response", "InstanceTypeQuotaSet")
     if not isinstance(rows, list):
         raise ResponseFormatError(
             TencentAdapter.name, f"{ACTION} answer has no 'Response.InstanceTypeQuotaSet' list"

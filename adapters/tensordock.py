@@ -58,6 +58,7 @@ from .units import (
     per_gb_hour_to_per_gb_month,
     positive_quantity,
     power_of_two_counts,
+    value_at,
     whole_count,
 )
 
@@ -193,12 +194,8 @@ def _stock_by_location(hostnodes: list[Any]) -> Counter[tuple[str, str]]:
     for host in hostnodes:
         if not isinstance(host, Mapping):
             continue
-        location = host.get("location")
-        loc_id = host.get("location_id") or (
-            location.get("uuid") if isinstance(location, Mapping) else None
-        )
-        resources = host.get("available_resources")
-        gpus = resources.get("gpus") if isinstance(resources, Mapping) else None
+        loc_id = host.get("location_id") or value_at(host, "location", "uuid")
+        gpus = value_at(host, "available_resources", "gpus")
         for gpu in gpus if isinstance(gpus, list) else []:
             count = whole_count(gpu.get("availableCount")) if isinstance(gpu, Mapping) else None
             if loc_id and count and isinstance(gpu.get("v0Name"), str):

@@ -8,6 +8,7 @@ gigabyte the GPU datasheets and cloud price pages use, except where a name says 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "text",
     "to_decimal",
     "to_float",
+    "value_at",
     "whole_count",
 ]
 
@@ -195,6 +197,16 @@ def strings(value: Any) -> tuple[str, ...] | None:
     if not isinstance(value, list):
         return None
     return tuple(v for v in value if isinstance(v, str) and v) or None
+
+
+def value_at(obj: Any, *keys: str) -> Any:
+    """The value at ``keys`` down nested JSON objects (``page["links"]["pages"]["next"]``);
+    ``None`` where a key is missing or a level is not an object."""
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
 
 
 def non_negative(value: float | None) -> float | None:

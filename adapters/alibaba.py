@@ -98,6 +98,8 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
+    gpu_fields,
+    hourly_price,
     read_failed_calls,
     request_json,
 )
@@ -113,15 +115,15 @@ from .calls import (
     read_query_payload,
     unwrapped_response,
 )
-from .gpus import resolve_gpu_name, spec_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows
 from .units import (
     gib_to_gb,
-    lenient_float,
     nominal_gpu_memory_gb,
-    positive,
+    nominal_memory_gb,
+    positive_quantity,
     to_decimal,
+    value_at,
     whole_count,
 )
 
@@ -324,22 +326,16 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     raw_name = str(row.get("GPUSpec") or "").strip()
     if not raw_name:
         return "no GPUSpec"
-    memory_gib = positive(lenient_float(row.get("GPUMemorySize")))
-    memory = nominal_gpu_memory_gb(memory_gib) if memory_gib else None
+    memory = nominal_memory_gb(row.get("GPUMemorySize"))
     hint = _family_hint(row, raw_name, memory)
     if hint is not None:
         memory = memory or nominal_gpu_memory_gb(hint.memory_gb)
-    spec = resolve_gpu_name(
-        raw_name, memory_gb=memory, form_factor=hint.form_factor if hint else None
-    )
-    ram_gib = positive(lenient_float(row.get("MemorySize")))
+    ram_gib = positive_quantity(row.get("MemorySize"))
     processor = str(row.get("PhysicalProcessorModel") or "").strip()
     return {
-        "gpu_raw_name": raw_name,
-        **spec_fields(spec),
+        **gpu_fields(raw_name, memory_gb=memory, form_factor=hint.form_factor if hint else None),
         "gpu_count": count,
-        "gpu_memory_gb": memory,
-        "vcpus": positive(lenient_float(row.get("CpuCoreCount"))),
+        "vcpus": positive_quantity(row.get("CpuCoreCount")),
         "ram_gb": gib_to_gb(ram_gib) if ram_gib else None,
         "cpu_model": processor or None,
     }
@@ -373,8 +369,7 @@ def _family_hint(
 
 
 def _instance_type_rows(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    box = payload.get("InstanceTypes")
-    rows = box.get("InstanceType") if isinstance(box, Mapping) else None
+    rows = value_at(payload, "InstanceTypes", "InstanceType")
     if not isinstance(rows, list):
         raise ResponseFormatError(
             AlibabaAdapter.name, "DescribeInstanceTypes: 'InstanceTypes.InstanceType' is not a list"
@@ -388,8 +383,7 @@ def _listed_types(payload: Mapping[str, Any]) -> dict[tuple[str, str], bool]:
     Shape: ``AvailableZones.AvailableZone[{RegionId, ZoneId, AvailableResources.
     AvailableResource[{Type, SupportedResources.SupportedResource[{Value, Status}]}]}]``.
     """
-    box = payload.get("AvailableZones")
-    zones = box.get("AvailableZone") if isinstance(box, Mapping) else None
+    zones = value_at(payload, "AvailableZones", "AvailableZone")
     if not isinstance(zones, list):
         raise ResponseFormatError(
             AlibabaAdapter.name,
@@ -412,8 +406,7 @@ def _listed_types(payload: Mapping[str, Any]) -> dict[tuple[str, str], bool]:
 
 
 def _list_at(obj: Mapping[str, Any], outer: str, inner: str) -> list[Mapping[str, Any]]:
-    box = obj.get(outer)
-    items = box.get(inner) if isinstance(box, Mapping) else None
+    items = value_at(obj, outer, inner)
     return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
 
 
@@ -647,8 +640,8 @@ class AlibabaAdapter(Adapter):
             else:
                 keys = ", ".join(sorted(map(str, payload))[:6])
                 raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")
-        result = ParseResult()
-        builder = _OfferBuilder(fetched_at, result, hardware, available)
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
+        builder = _OfferBuilder(result, hardware, available)
         for itype, reason in sorted(rejected.items()):
             result.skip(reason, f"alibaba:instance-type/{itype}")
         for query, response in prices:
@@ -662,7 +655,6 @@ class AlibabaAdapter(Adapter):
 class _OfferBuilder:
     """Turns price and spot responses into offers (one per type, region, term, zone)."""
 
-    fetched_at: datetime
     result: ParseResult
     hardware: Mapping[str, OfferFields]
     available: Mapping[tuple[str, str], bool]
@@ -678,8 +670,7 @@ class _OfferBuilder:
         hw = self._hw(itype, ref)
         if hw is None:
             return
-        info = response.get("PriceInfo") if isinstance(response, Mapping) else None
-        price = info.get("Price") if isinstance(info, Mapping) else None
+        price = value_at(response, "PriceInfo", "Price")
         if not isinstance(price, Mapping):
             self.result.skip("DescribePrice response without PriceInfo.Price", ref)
             return
@@ -776,10 +767,9 @@ class _OfferBuilder:
                     "offer_id": itype,
                     "term_variant": zone,
                     "instance_name": f"{itype} (spot, {zone})",
-                    "price_amount": price,
-                    "price_currency": currency,
-                    "price_unit": PriceUnit.HOUR,
-                    "term": RentalTerm.INTERRUPTIBLE,
+                    **hourly_price(
+                        price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE, currency=currency
+                    ),
                     "prepaid": False,
                     "billing_increment_s": SPOT_BILLING_INCREMENT_S,
                 },
@@ -803,11 +793,8 @@ class _OfferBuilder:
     def _add(self, ref: str, hw: OfferFields, region: str, price: OfferFields) -> None:
         """One offer: the type's hardware in ``region`` at ``price`` (term, amount, name)."""
         fields: OfferFields = {
-            "provider": AlibabaAdapter.name,
             "region": region or None,
             "country": region_countries().get(region),
-            "fetched_at": self.fetched_at,
-            "raw_ref": ref,
             **hw,
             "price_basis": PriceBasis.INSTANCE,
             **price,

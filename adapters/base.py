@@ -26,6 +26,7 @@ import abc
 import asyncio
 import dataclasses
 import email.utils
+import functools
 import json
 import logging
 from collections import Counter
@@ -39,8 +40,9 @@ import pydantic
 import tenacity
 
 from .fabrics import fabric_fields
+from .gpus import resolve_gpu_name, spec_fields
 from .run import FRESH_WITHIN_HOURS
-from .schema import Offer, OfferFields
+from .schema import GpuFormFactor, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
 from .units import to_decimal
 
 __all__ = [
@@ -62,7 +64,10 @@ __all__ = [
     "add_per_region",
     "failed_calls_payload",
     "failure_groups",
+    "gpu_fields",
+    "hourly_price",
     "key_headers",
+    "listed_regions",
     "payload_list",
     "positive_price",
     "read_failed_calls",
@@ -221,14 +226,17 @@ DUPLICATE_REASON = (
 class ParseResult:
     """What :meth:`Adapter.parse` found: the offers, and the records it had to skip.
 
-    The rules every adapter needs live here, once: :meth:`add` validates the fields, drops a
-    price below the floor and a second record with an offer key already seen. An adapter
-    holds only its provider's story.
+    The rules every adapter needs live here, once: :meth:`add` stamps each offer with the
+    ``provider`` and ``fetched_at`` of the run and its record's ``ref`` as ``raw_ref`` (where
+    the fields do not say otherwise), validates the fields, drops a price below the floor and
+    a second record with an offer key already seen. An adapter holds only its provider's story.
     """
 
     offers: list[Offer] = dataclasses.field(default_factory=list)
     skipped: list[SkippedRecord] = dataclasses.field(default_factory=list)
     _refs: dict[str, str | None] = dataclasses.field(default_factory=dict, repr=False)
+    provider: str | None = dataclasses.field(default=None, kw_only=True)
+    fetched_at: datetime | None = dataclasses.field(default=None, kw_only=True)
 
     def skip(self, reason: str, ref: str | None = None) -> None:
         self.skipped.append(SkippedRecord(reason, ref))
@@ -257,6 +265,12 @@ class ParseResult:
             raise TypeError(
                 f"ParseResult.add: unknown Offer field(s): {', '.join(sorted(unknown))}"
             )
+        if self.provider is not None:
+            fields.setdefault("provider", self.provider)
+        if self.fetched_at is not None:
+            fields.setdefault("fetched_at", self.fetched_at)
+        if ref is not None:
+            fields.setdefault("raw_ref", ref)
         provider, offer_id = fields.get("provider"), fields.get("offer_id")
         if isinstance(provider, str) and isinstance(offer_id, str):
             for key, value in fabric_fields(provider, offer_id).items():
@@ -541,6 +555,32 @@ class Adapter(abc.ABC):
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         """Pure: decoded raw responses to offers (``fetched_at`` stamps every offer)."""
 
+    def parse_records(
+        self,
+        payloads: Sequence[Any],
+        records: str | Callable[[Any], Iterable[Any]],
+        parse_record: Callable[[ParseResult, Mapping[str, Any]], None],
+        *,
+        what: str,
+        fetched_at: datetime,
+    ) -> ParseResult:
+        """The parse of a provider whose every payload lists records that become offers one
+        by one: ``records`` is the key of the list in each payload (:func:`payload_list`) or
+        lists a payload's records itself; ``parse_record`` adds the offers of one to the result
+        (which stamps them, :class:`ParseResult`). A record that is not a JSON object is
+        skipped: ``<what> is not an object``.
+        """
+        if isinstance(records, str):
+            records = functools.partial(payload_list, key=records, provider=self.name)
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
+        for payload in payloads:
+            for record in records(payload):
+                if isinstance(record, Mapping):
+                    parse_record(result, record)
+                else:
+                    result.skip(f"{what} is not an object")
+        return result
+
     def decode(self, data: bytes, filename: str) -> Any:
         """Decode one recorded raw response file (JSON unless the adapter says otherwise)."""
         try:
@@ -596,6 +636,65 @@ def positive_price(
     return price
 
 
+def gpu_fields(
+    raw: str | None,
+    *,
+    memory_gb: float | None = None,
+    form_factor: GpuFormFactor | str | None = None,
+    vendor: Vendor | None = None,
+    name: str | None = None,
+) -> OfferFields:
+    """The GPU fields of an offer from the provider's raw GPU name: ``gpu_raw_name``, the
+    catalog model it resolves to with the provider's hints (:func:`spec_fields`) and
+    ``gpu_memory_gb`` (``memory_gb``, nominal GB per GPU).
+
+    A :class:`GpuFormFactor` is what the provider states: it narrows the lookup and fills
+    ``gpu_form_factor``; a text hint (``"SXM2"`` from documentation) only narrows the lookup.
+    ``name`` is the text to look up where the raw name needs a rewrite first
+    (``H100_SXM5_80GB`` as ``H100 SXM5 80GB``). No raw name resolves to nothing.
+    """
+    lookup = name or raw
+    spec = (
+        resolve_gpu_name(lookup, memory_gb=memory_gb, form_factor=form_factor) if lookup else None
+    )
+    stated = form_factor if isinstance(form_factor, GpuFormFactor) else None
+    return {
+        "gpu_raw_name": raw or None,
+        **spec_fields(spec, form_factor=stated, vendor=vendor),
+        "gpu_memory_gb": memory_gb,
+    }
+
+
+def hourly_price(
+    amount: Decimal,
+    basis: PriceBasis,
+    term: RentalTerm = RentalTerm.ON_DEMAND,
+    *,
+    currency: str = "USD",
+) -> OfferFields:
+    """The price fields of an offer priced per hour: ``amount`` in ``currency`` for one GPU or
+    the whole instance (``basis``), under ``term``."""
+    return {
+        "price_amount": amount,
+        "price_currency": currency,
+        "price_unit": PriceUnit.HOUR,
+        "price_basis": basis,
+        "term": term,
+    }
+
+
+def listed_regions(regions: Any, country: Callable[[str], str | None]) -> list[OfferFields]:
+    """The :func:`add_per_region` entries of a provider's list of the region names where a type
+    can be created now: each non-empty string, with its ``country``; anything but a list is
+    none."""
+    names = regions if isinstance(regions, list) else []
+    return [
+        {"region": r, "country": country(r), "available_now": True}
+        for r in names
+        if isinstance(r, str) and r
+    ]
+
+
 def add_per_region(
     result: ParseResult, ref: str, fields: OfferFields, regions: Sequence[OfferFields]
 ) -> None:
@@ -613,12 +712,20 @@ def add_per_region(
 def key_headers(
     adapter: Adapter, header: str = "Authorization", scheme: str = "Bearer"
 ) -> dict[str, str]:
-    """JSON request headers carrying the adapter's one required key in ``header``.
+    """JSON request headers carrying the adapter's one key in ``header``.
 
     ``scheme`` prefixes the key (``"Bearer <key>"``); ``""`` sends the bare key (Shadeform's
-    ``X-API-KEY``). A key that is not configured raises
-    :class:`~adapters.base.MissingCredentials`, which skips the provider.
+    ``X-API-KEY``). A required key that is not configured raises
+    :class:`~adapters.base.MissingCredentials`, which skips the provider; an adapter whose
+    catalogue is public sends its optional key only where one is configured.
     """
-    [name] = adapter.credential_names
-    key = adapter.require_credentials()[name]
-    return {header: f"{scheme} {key}" if scheme else key, "Accept": "application/json"}
+    headers = {"Accept": "application/json"}
+    if adapter.credential_names:
+        [name] = adapter.credential_names
+        key = adapter.require_credentials()[name]
+    else:
+        [name] = adapter.optional_credential_names
+        key = adapter.credentials.get(name) or ""
+    if key:
+        headers[header] = f"{scheme} {key}" if scheme else key
+    return headers

@@ -40,9 +40,9 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import Fabric, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .base import Adapter, ParseResult, gpu_fields, hourly_price, key_headers, positive_price
+from .fabrics import named_fabric
+from .schema import OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
 from .units import (
     gib_to_gb,
@@ -66,12 +66,6 @@ COMMITMENT_TERMS: Mapping[str, RentalTerm] = {
     "COMMITMENT_TERM_36_MONTHS": RentalTerm.COMMIT_3Y,
 }
 
-_FABRICS: Mapping[str, Fabric] = {
-    "infiniband": Fabric.INFINIBAND,
-    "roce": Fabric.ROCE,
-    "ethernet": Fabric.ETHERNET,
-}
-
 
 log = logging.getLogger("gpuscout.adapters.cudo")
 
@@ -89,42 +83,33 @@ class CudoAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        key = self.credentials.get("cudo_api_key")
-        headers = {"Accept": "application/json"}
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        headers = key_headers(self)
         paths = ["/vms/machine-types-2"]
-        if key:
+        if "Authorization" in headers:
             paths.append("/machine-types")
         else:
             log.info("cudo: no GPUSCOUT_CUDO_API_KEY, bare-metal machines not fetched")
         return [await self.get_json(client, self.url(path), headers=headers) for path in paths]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
-        for payload in payloads:
-            if not isinstance(payload, Mapping) or not isinstance(
-                payload.get("machineTypes"), list
-            ):
-                raise ResponseFormatError(
-                    self.name, "expected an object with a 'machineTypes' list"
-                )
-            for item in payload["machineTypes"]:
-                if not isinstance(item, Mapping):
-                    result.skip("machine type is not an object")
-                elif "machineType" in item:
-                    _parse_vm(result, item, fetched_at)
-                elif "id" in item and "prices" in item:
-                    _parse_bare_metal(result, item, fetched_at)
-                else:
-                    result.skip("neither a VM family nor a bare-metal machine type")
-        return result
+        return self.parse_records(
+            payloads, "machineTypes", _parse_item, what="machine type", fetched_at=fetched_at
+        )
+
+
+def _parse_item(result: ParseResult, item: Mapping[str, Any]) -> None:
+    if "machineType" in item:
+        _parse_vm(result, item)
+    elif "id" in item and "prices" in item:
+        _parse_bare_metal(result, item)
+    else:
+        result.skip("neither a VM family nor a bare-metal machine type")
 
 
 # --- VMs ---------------------------------------------------------------------------------
 
 
-def _parse_vm(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime) -> None:
+def _parse_vm(result: ParseResult, item: Mapping[str, Any]) -> None:
     family, dc = str(item.get("machineType") or ""), str(item.get("dataCenterId") or "")
     ref = f"cudo:vm/{dc}/{family}"
     raw_gpu = str(item.get("gpuModel") or "").strip()
@@ -146,17 +131,10 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime
         result.skip(f"bad number: {exc}", ref)
         return
     gpu_memory_gb = nominal_gpu_memory_gb(gpu_memory) if gpu_memory else None
-    base: OfferFields = _gpu_fields(raw_gpu, gpu_memory_gb) | {
-        "provider": "cudo",
+    base: OfferFields = gpu_fields(raw_gpu, memory_gb=gpu_memory_gb) | {
         "region": dc or None,
         "country": _country(dc),
-        "fetched_at": fetched_at,
-        "raw_ref": ref,
         "cpu_model": str(item.get("cpuModel") or "") or None,
-        "gpu_memory_gb": gpu_memory_gb,
-        "price_currency": "USD",
-        "price_unit": PriceUnit.HOUR,
-        "price_basis": PriceBasis.INSTANCE,
         "storage_price_per_gb_month": (
             per_gib_hour_to_per_gb_month(storage_price) if storage_price is not None else None
         ),
@@ -187,8 +165,7 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime
                 "gpu_count": gpus,
                 "vcpus": float(vcpus),
                 "ram_gb": gib_to_gb(ram_gib),
-                "price_amount": price,
-                "term": term,
+                **hourly_price(price, PriceBasis.INSTANCE, term),
                 "available_now": max_gpus >= gpus,
             }
             result.add(ref, **(base | vm))
@@ -238,7 +215,7 @@ def _bound(value: Any) -> float:
 # --- bare metal --------------------------------------------------------------------------
 
 
-def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any], fetched_at: datetime) -> None:
+def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any]) -> None:
     machine_id = str(item.get("id") or "")
     ref = f"cudo:machine-type/{machine_id}"
     raw_gpu = str(item.get("gpuModel") or item.get("gpuModelId") or "").strip()
@@ -254,12 +231,9 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any], fetched_at: 
     if gpus <= 0 or not raw_gpu:
         result.skip("no GPU (CPU-only machine type)", ref)
         return
-    base: OfferFields = _gpu_fields(raw_gpu, None) | {
-        "provider": "cudo",
+    base: OfferFields = gpu_fields(raw_gpu) | {
         "offer_id": machine_id,
         "instance_name": machine_id,
-        "fetched_at": fetched_at,
-        "raw_ref": ref,
         "gpu_count": gpus,
         "cpu_model": str(item.get("cpuModel") or "") or None,
         "cpu_arch": str(item.get("architecture") or "") or None,
@@ -268,10 +242,7 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any], fetched_at: 
         "storage_gb": gib_to_gb(disks * disk_gib) if disks and disk_gib else None,
         # a bare-metal format comes with its disks
         "storage_included_gb": gib_to_gb(disks * disk_gib) if disks and disk_gib else None,
-        "fabric": _FABRICS.get(str(item.get("networkType") or "").lower()),
-        "price_currency": "USD",
-        "price_unit": PriceUnit.HOUR,
-        "price_basis": PriceBasis.INSTANCE,
+        "fabric": named_fabric(item.get("networkType")),
         "available_now": None if free is None else free > 0,
         "available_count": int(free) if free is not None and free >= 0 else None,
     }
@@ -282,17 +253,14 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any], fetched_at: 
         commitment = str(entry.get("commitmentTerm") or "COMMITMENT_TERM_NONE")
         if (term := _term(commitment, result, ref)) is None:
             continue
-        try:
-            price = _price(entry.get("priceHr"))
-        except ValueError as exc:
-            result.skip(f"bad price: {exc}", ref)
-            continue
-        if price is None or price <= 0:
-            result.skip(f"no usable {commitment} price: {price}", ref)
+        price = positive_price(
+            result, entry.get("priceHr"), f"{commitment} priceHr", ref, convert=_price
+        )
+        if price is None:
             continue
         dc = str(entry.get("dataCenterId") or item.get("dataCenterId") or "")
         place: OfferFields = {"region": dc or None, "country": _country(dc)}
-        result.add(ref, **(base | place | {"price_amount": price, "term": term}))
+        result.add(ref, **(base | place | hourly_price(price, PriceBasis.INSTANCE, term)))
 
 
 # --- shared ------------------------------------------------------------------------------
@@ -304,11 +272,6 @@ def _term(commitment: str, result: ParseResult, ref: str) -> RentalTerm | None:
     if term is None:
         result.skip(f"commitment term {commitment!r} has no rental term here", ref)
     return term
-
-
-def _gpu_fields(raw: str, memory_gb: float | None) -> OfferFields:
-    spec = resolve_gpu_name(raw, memory_gb=memory_gb)
-    return spec_fields(spec) | {"gpu_raw_name": raw}
 
 
 def _country(data_center_id: str) -> str | None:

@@ -43,9 +43,17 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, add_per_region, key_headers, payload_list, positive_price
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .base import (
+    Adapter,
+    ParseResult,
+    add_per_region,
+    gpu_fields,
+    hourly_price,
+    key_headers,
+    listed_regions,
+    positive_price,
+)
+from .schema import OfferFields, PriceBasis
 from .tables import region_countries
 from .units import (
     gib_to_gb,
@@ -53,8 +61,9 @@ from .units import (
     mib_to_gb,
     nominal_gpu_memory_gb,
     non_negative,
-    positive,
+    positive_quantity,
     text,
+    value_at,
     whole_count,
 )
 
@@ -93,11 +102,9 @@ class DigitalOceanAdapter(Adapter):
         return pages
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
-        for payload in payloads:
-            for size in payload_list(payload, "sizes", self.name):
-                _parse_size(result, size, fetched_at)
-        return result
+        return self.parse_records(
+            payloads, "sizes", _parse_size, what="size", fetched_at=fetched_at
+        )
 
 
 ADAPTER = DigitalOceanAdapter
@@ -108,18 +115,11 @@ ADAPTER = DigitalOceanAdapter
 
 def _next_page(page: Any) -> str | None:
     """The absolute URL of the next page, or ``None`` on the last one."""
-    if not isinstance(page, Mapping):
-        return None
-    links = page.get("links")
-    pages = links.get("pages") if isinstance(links, Mapping) else None
-    return text(pages.get("next")) if isinstance(pages, Mapping) else None
+    return text(value_at(page, "links", "pages", "next"))
 
 
-def _parse_size(result: ParseResult, size: Any, fetched_at: datetime) -> None:
+def _parse_size(result: ParseResult, size: Mapping[str, Any]) -> None:
     """The offers of one size; a size listed twice is the contract's duplicate (same key)."""
-    if not isinstance(size, Mapping):
-        result.skip("size is not an object")
-        return
     slug = text(size.get("slug"))
     ref = f"digitalocean:size/{slug}"
     gpu_info = size.get("gpu_info")
@@ -136,34 +136,19 @@ def _parse_size(result: ParseResult, size: Any, fetched_at: datetime) -> None:
     if price is None:
         return
 
-    raw_gpu = text(gpu_info.get("model"))
     memory_gb = _per_gpu_memory_gb(gpu_info.get("vram"), gpu_count)
     fields: OfferFields = {
-        "provider": "digitalocean",
         "offer_id": slug,
         "instance_name": text(size.get("description")),
-        "fetched_at": fetched_at,
-        "raw_ref": ref,
-        "gpu_raw_name": raw_gpu,
-        **spec_fields(resolve_gpu_name(raw_gpu, memory_gb=memory_gb) if raw_gpu else None),
+        **gpu_fields(text(gpu_info.get("model")), memory_gb=memory_gb),
         "gpu_count": gpu_count,
-        "gpu_memory_gb": memory_gb,
-        "vcpus": positive(lenient_float(size.get("vcpus"))),
+        "vcpus": positive_quantity(size.get("vcpus")),
         "ram_gb": _ram_gb(size.get("memory")),
         "storage_gb": _storage_gb(size),
-        "price_amount": price,
-        "price_currency": "USD",
-        "price_unit": PriceUnit.HOUR,
-        "price_basis": PriceBasis.INSTANCE,
-        "term": RentalTerm.ON_DEMAND,
+        **hourly_price(price, PriceBasis.INSTANCE),
     }
     regions = size.get("regions") if size.get("available") is not False else None
-    listed: list[OfferFields] = [
-        {"region": r, "country": _country(r), "available_now": True}
-        for r in (regions if isinstance(regions, list) else [])
-        if isinstance(r, str) and r
-    ]
-    add_per_region(result, ref, fields, listed)
+    add_per_region(result, ref, fields, listed_regions(regions, _country))
 
 
 def _country(region: str) -> str | None:
@@ -180,13 +165,13 @@ def _per_gpu_memory_gb(vram: Any, gpu_count: int) -> float | None:
     """
     if not isinstance(vram, Mapping) or str(vram.get("unit", "")).lower() not in _TO_GB:
         return None
-    total = positive(lenient_float(vram.get("amount")))
+    total = positive_quantity(vram.get("amount"))
     return nominal_gpu_memory_gb(total / gpu_count) if total is not None else None
 
 
 def _ram_gb(memory: Any) -> float | None:
     """``memory`` is in MiB (see the module docstring), converted to decimal GB."""
-    mib = positive(lenient_float(memory))
+    mib = positive_quantity(memory)
     return mib_to_gb(mib) if mib is not None else None
 
 

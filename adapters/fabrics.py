@@ -36,10 +36,11 @@ import functools
 import io
 import re
 from importlib import resources
+from typing import Any
 
 from .schema import Fabric, OfferFields
 
-__all__ = ["FabricRow", "fabric_fields", "fabric_rows", "load_fabric_rows"]
+__all__ = ["FabricRow", "fabric_fields", "fabric_rows", "load_fabric_rows", "named_fabric"]
 
 _DATA_FILE = "data/fabrics.csv"
 _COLUMNS = ("provider", "match", "fabric", "fabric_gbps", "multi_node", "source", "quote")
@@ -146,3 +147,15 @@ def _documented(provider: str, name: str) -> tuple[tuple[str, object], ...]:
         if row.matches(name):
             return tuple(row.fields().items())
     return ()
+
+
+#: The fabrics an API names in a field of its own; EFA is AWS's, told by its instance types.
+_NAMED = {f.value: f for f in (Fabric.INFINIBAND, Fabric.ROCE, Fabric.ETHERNET)}
+
+
+def named_fabric(word: Any) -> Fabric | None:
+    """The fabric a provider's API states for an instance type in a field of its own (Cudo
+    ``networkType``, Mithril ``network_type``: ``"InfiniBand"``, ``"RoCE"``, ``"Ethernet"``);
+    ``None`` for any other word.
+    """
+    return _NAMED.get(str(word or "").strip().lower())

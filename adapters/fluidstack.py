@@ -34,20 +34,22 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     add_per_region,
+    gpu_fields,
+    hourly_price,
     key_headers,
+    listed_regions,
     positive_price,
 )
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .schema import OfferFields, PriceBasis
 from .tables import region_countries
-from .units import nominal_gpu_memory_gb, text, whole_count
+from .units import memory_gb_in_name, text, whole_count
 
 __all__ = ["CONFIGURATIONS_URL", "FluidStackAdapter"]
 
 API_BASE = "https://platform.fluidstack.io"
 CONFIGURATIONS_URL = API_BASE + "/list_available_configurations"
 
-#: Per-GPU memory at the end of a ``gpu_type`` (``H100_SXM5_80GB``).
+#: Nominal per-GPU memory at the end of a ``gpu_type`` (``RTX_A6000_48GB`` -> 48).
 _MEMORY_IN_NAME = re.compile(r"_(\d+)GB$", re.IGNORECASE)
 
 
@@ -66,11 +68,13 @@ class FluidStackAdapter(Adapter):
         return [await self.get_json(client, url, headers=headers)]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
-        for payload in payloads:
-            for record in _configurations(payload):
-                _parse_configuration(result, record, fetched_at)
-        return result
+        return self.parse_records(
+            payloads,
+            _configurations,
+            _parse_configuration,
+            what="configuration",
+            fetched_at=fetched_at,
+        )
 
 
 ADAPTER = FluidStackAdapter
@@ -90,10 +94,7 @@ def _configurations(payload: Any) -> list[Any]:
     return payload
 
 
-def _parse_configuration(result: ParseResult, record: Any, fetched_at: datetime) -> None:
-    if not isinstance(record, Mapping):
-        result.skip("configuration is not an object")
-        return
+def _parse_configuration(result: ParseResult, record: Mapping[str, Any]) -> None:
     gpu_type = text(record.get("gpu_type"))
     ref = f"fluidstack:gpu_type/{gpu_type or record.get('gpu_type')}"
     if gpu_type is None:
@@ -110,37 +111,17 @@ def _parse_configuration(result: ParseResult, record: Any, fetched_at: datetime)
         result.skip(f"no usable gpu_counts ({record.get('gpu_counts')!r})", ref)
         return
 
-    memory_gb = _memory_gb(gpu_type)
-    spec = resolve_gpu_name(gpu_type.replace("_", " "), memory_gb=memory_gb)
-    regions = record.get("regions")
-    listed: list[OfferFields] = [
-        {"region": r, "country": _country(r), "available_now": True}
-        for r in (regions if isinstance(regions, list) else [])
-        if isinstance(r, str) and r
-    ]
+    memory_gb = memory_gb_in_name(_MEMORY_IN_NAME, gpu_type)
+    gpu = gpu_fields(gpu_type, memory_gb=memory_gb, name=gpu_type.replace("_", " "))
+    listed = listed_regions(record.get("regions"), _country)
     for count in dict.fromkeys(counts):  # distinct, in order
         fields: OfferFields = {
-            "provider": "fluidstack",
             "offer_id": f"{gpu_type}x{count}",
-            "fetched_at": fetched_at,
-            "raw_ref": ref,
-            "gpu_raw_name": gpu_type,
-            **spec_fields(spec),
+            **gpu,
             "gpu_count": count,
-            "gpu_memory_gb": memory_gb,
-            "price_amount": price,
-            "price_currency": "USD",
-            "price_unit": PriceUnit.HOUR,
-            "price_basis": PriceBasis.GPU,
-            "term": RentalTerm.ON_DEMAND,
+            **hourly_price(price, PriceBasis.GPU),
         }
         add_per_region(result, ref, fields, listed)
-
-
-def _memory_gb(gpu_type: str) -> float | None:
-    """Nominal per-GPU memory from the type name (``RTX_A6000_48GB`` -> 48), if present."""
-    match = _MEMORY_IN_NAME.search(gpu_type)
-    return nominal_gpu_memory_gb(float(match.group(1))) if match else None
 
 
 def _country(region: str) -> str | None:

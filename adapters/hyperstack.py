@@ -41,11 +41,20 @@ from typing import Any
 
 import httpx
 
-from .base import ACCOUNT_PRICE_VARIANT, Adapter, ParseResult, ProviderError, ResponseFormatError
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .base import (
+    ACCOUNT_PRICE_VARIANT,
+    Adapter,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    gpu_fields,
+    hourly_price,
+    key_headers,
+)
+from .schema import OfferFields, PriceBasis
 from .tables import country_code
 from .units import (
+    lenient_decimal,
     lenient_float,
     memory_gb_in_name,
     non_negative,
@@ -76,8 +85,7 @@ class HyperstackAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        key = self.require_credentials()["hyperstack_api_key"]
-        headers = {"api_key": key, "Accept": "application/json"}
+        headers = key_headers(self, "api_key", scheme="")
         payloads = []
         for url in (self.url("/core/flavors"), self.url("/pricebook")):
             payloads.append(await self.get_json(client, url, headers=headers))
@@ -97,11 +105,9 @@ class HyperstackAdapter(Adapter):
             raise ResponseFormatError("hyperstack", "no flavors response among the payloads")
         flavors = list(_flavors(groups))
         flavor_basis = _flavor_price_basis(flavors, prices)
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         for group_gpu, flavor in flavors:
-            offers = _parse_flavor(
-                result, group_gpu, flavor, prices, price_problems, flavor_basis, fetched_at
-            )
+            offers = _parse_flavor(result, group_gpu, flavor, prices, price_problems, flavor_basis)
             if offers is not None:
                 ref, fields, key = offers
                 result.add(ref, **fields)
@@ -148,10 +154,7 @@ def _read_pricebook(
             problems[name] = f"no positive pricebook value ({raw!r})"
             continue
         prices[name] = value
-        try:
-            account = to_decimal(paid) if raw is listed else None
-        except ValueError:
-            account = None
+        account = lenient_decimal(paid) if raw is listed else None
         if account is not None and 0 < account != value:
             account_prices[name] = account
 
@@ -225,7 +228,6 @@ def _parse_flavor(
     prices: Mapping[str, Decimal],
     price_problems: Mapping[str, str],
     flavor_basis: PriceBasis | None,
-    fetched_at: datetime,
 ) -> tuple[str, OfferFields, str] | None:
     """One flavor's offer fields at the list price, with its ref and the pricebook name that
     priced it; None (a skip recorded, or a CPU flavor) for none. A flavor listed twice in a
@@ -251,31 +253,21 @@ def _parse_flavor(
         result.skip(price_problems.get(raw_gpu) or price_problems.get(name) or priced, ref)
         return None
     key, price, basis = priced
-    memory_gb = memory_gb_in_name(_MEMORY_IN_NAME, raw_gpu)
-    spec = resolve_gpu_name(raw_gpu, memory_gb=memory_gb)
     disks = (non_negative(lenient_float(flavor.get(k))) for k in ("disk", "ephemeral"))
     storage = [gb for gb in disks if gb is not None]
     stock = flavor.get("stock_available")
-    fields: OfferFields = spec_fields(spec) | {
-        "provider": "hyperstack",
+    fields: OfferFields = {
         "offer_id": name,
         "instance_name": text(flavor.get("display_name")),
         "region": region,
         # ISO country from the word before the dash (``NORWAY-1`` -> ``NO``), if known
         "country": country_code(region.split("-", 1)[0]) if region else None,
-        "fetched_at": fetched_at,
-        "raw_ref": ref,
-        "gpu_raw_name": raw_gpu,
+        **gpu_fields(raw_gpu, memory_gb=memory_gb_in_name(_MEMORY_IN_NAME, raw_gpu)),
         "gpu_count": gpu_count,
-        "gpu_memory_gb": memory_gb,
         "vcpus": positive_quantity(flavor.get("cpu")),
         "ram_gb": positive_quantity(flavor.get("ram")),
         "storage_gb": sum(storage) if storage else None,
-        "price_amount": price,
-        "price_currency": "USD",
-        "price_unit": PriceUnit.HOUR,
-        "price_basis": basis,
-        "term": RentalTerm.ON_DEMAND,
+        **hourly_price(price, basis),
         "available_now": stock if isinstance(stock, bool) else None,
     }
     return ref, fields, key

@@ -30,10 +30,25 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, key_headers, payload_list, positive_price
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
-from .units import lenient_float, nominal_gpu_memory_gb, non_negative, positive, text, whole_count
+from .base import (
+    Adapter,
+    ParseResult,
+    gpu_fields,
+    hourly_price,
+    key_headers,
+    payload_list,
+    positive_price,
+)
+from .schema import OfferFields, PriceBasis, RentalTerm
+from .units import (
+    lenient_float,
+    nominal_memory_gb,
+    non_negative,
+    positive_quantity,
+    power_of_two_counts,
+    text,
+    whole_count,
+)
 
 __all__ = ["SERVER_META_URL", "JarvisLabsAdapter", "instance_gpu_counts"]
 
@@ -57,7 +72,7 @@ class JarvisLabsAdapter(Adapter):
         return [await self.get_json(client, url, headers=key_headers(self))]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         groups: dict[tuple[str, str], dict[str | None, list[Mapping[str, Any]]]] = {}
         for payload in payloads:
             for row in payload_list(payload, "server_meta", self.name):
@@ -70,61 +85,10 @@ class JarvisLabsAdapter(Adapter):
         for by_kind in groups.values():
             on_demand = next((by_kind[k] for k in _ON_DEMAND_KINDS if k in by_kind), [])
             for row in on_demand:
-                self._emit(row, RentalTerm.ON_DEMAND, result, fetched_at)
+                _emit(row, RentalTerm.ON_DEMAND, result)
             for row in by_kind.get("container", []):
-                self._emit(row, RentalTerm.INTERRUPTIBLE, result, fetched_at)
+                _emit(row, RentalTerm.INTERRUPTIBLE, result)
         return result
-
-    def _emit(
-        self,
-        row: Mapping[str, Any],
-        term: RentalTerm,
-        result: ParseResult,
-        fetched_at: datetime,
-    ) -> None:
-        ref = _ref(row)
-        spot = term is RentalTerm.INTERRUPTIBLE
-        key = "spot_price" if spot else "price_per_hour"
-        # null spot_price: spot is not sold there (not a broken row)
-        price = positive_price(result, row.get(key), key, ref, required=not spot)
-        if price is None:
-            return
-        gpu_type, region = row["gpu_type"], row["region"]
-        kind = "container" if spot or row.get("workload_type") == "container" else "vm"
-        memory = positive(lenient_float(row.get("vram")))
-        memory_gb = nominal_gpu_memory_gb(memory) if memory else None
-        # No form-factor hint: "H100" and "A100-80GB" (80 GB for SXM and PCIe alike) stay
-        # unmapped, as no JarvisLabs document found states SXM or PCIe for them. A third-party
-        # transcription of jarvislabs.ai/pricing reads "NVIDIA H100 SXM"; unused until
-        # confirmed on JarvisLabs' own page.
-        spec = resolve_gpu_name(gpu_type, memory_gb=memory_gb)
-        cpus_per_gpu = positive(lenient_float(row.get("cpus_per_gpu")))
-        ram_per_gpu = positive(lenient_float(row.get("ram_per_gpu")))
-        free = _free_gpus(row, spot)
-        for count in instance_gpu_counts(whole_count(row.get("num_gpus")) or 1):
-            available = free // count if free is not None else None
-            fields: OfferFields = {
-                "provider": self.name,
-                "offer_id": f"{region}:{gpu_type}:{count}x",
-                "instance_name": f"{count}x {gpu_type} ({kind})",
-                "region": region,
-                "fetched_at": fetched_at,
-                "raw_ref": ref,
-                "gpu_raw_name": gpu_type,
-                **spec_fields(spec),
-                "gpu_count": count,
-                "gpu_memory_gb": memory_gb,
-                "vcpus": cpus_per_gpu * count if cpus_per_gpu else None,
-                "ram_gb": ram_per_gpu * count if ram_per_gpu else None,
-                "price_amount": price,
-                "price_currency": "USD",
-                "price_unit": PriceUnit.HOUR,
-                "price_basis": PriceBasis.GPU,
-                "term": term,
-                "available_count": available,
-                "available_now": available > 0 if available is not None else None,
-            }
-            result.add(ref, **fields)
 
 
 ADAPTER = JarvisLabsAdapter
@@ -133,14 +97,43 @@ ADAPTER = JarvisLabsAdapter
 # --- pure helpers ---------------------------------------------------------------------
 
 
-def instance_gpu_counts(max_gpus: int) -> list[int]:
-    """GPU counts offered per instance: powers of two up to ``max_gpus``, and ``max_gpus``.
+def _emit(row: Mapping[str, Any], term: RentalTerm, result: ParseResult) -> None:
+    ref = _ref(row)
+    spot = term is RentalTerm.INTERRUPTIBLE
+    key = "spot_price" if spot else "price_per_hour"
+    # null spot_price: spot is not sold there (not a broken row)
+    price = positive_price(result, row.get(key), key, ref, required=not spot)
+    if price is None:
+        return
+    gpu_type, region = row["gpu_type"], row["region"]
+    kind = "container" if spot or row.get("workload_type") == "container" else "vm"
+    # No form-factor hint: "H100" and "A100-80GB" (80 GB for SXM and PCIe alike) stay
+    # unmapped, as no JarvisLabs document found states SXM or PCIe for them. A third-party
+    # transcription of jarvislabs.ai/pricing reads "NVIDIA H100 SXM"; unused until
+    # confirmed on JarvisLabs' own page.
+    gpu = gpu_fields(gpu_type, memory_gb=nominal_memory_gb(row.get("vram")))
+    cpus_per_gpu = positive_quantity(row.get("cpus_per_gpu"))
+    ram_per_gpu = positive_quantity(row.get("ram_per_gpu"))
+    free = _free_gpus(row, spot)
+    for count in instance_gpu_counts(whole_count(row.get("num_gpus")) or 1):
+        available = free // count if free is not None else None
+        fields: OfferFields = {
+            "offer_id": f"{region}:{gpu_type}:{count}x",
+            "instance_name": f"{count}x {gpu_type} ({kind})",
+            "region": region,
+            **gpu,
+            "gpu_count": count,
+            "vcpus": cpus_per_gpu * count if cpus_per_gpu else None,
+            "ram_gb": ram_per_gpu * count if ram_per_gpu else None,
+            **hourly_price(price, PriceBasis.GPU, term),
+            "available_count": available,
+            "available_now": available > 0 if available is not None else None,
+        }
+        result.add(ref, **fields)
 
-    >>> instance_gpu_counts(8), instance_gpu_counts(3)
-    ([1, 2, 4, 8], [1, 2, 3])
-    """
-    counts = [2**i for i in range(max_gpus.bit_length()) if 2**i <= max_gpus]
-    return counts if counts[-1] == max_gpus else [*counts, max_gpus]
+
+#: GPU counts offered per instance: powers of two up to ``num_gpus``, and ``num_gpus``.
+instance_gpu_counts = power_of_two_counts
 
 
 def _checked_row(row: Any, result: ParseResult) -> dict[str, Any] | None:

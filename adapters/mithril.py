@@ -119,6 +119,9 @@ from .base import (
     ParseResult,
     ProviderError,
     ResponseFormatError,
+    gpu_fields,
+    hourly_price,
+    key_headers,
     read_failed_calls,
 )
 from .calls import (
@@ -132,9 +135,9 @@ from .calls import (
     read_query_payload,
     unwrapped_response,
 )
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import Fabric, GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm
-from .units import cents_to_units, lenient_float, nominal_gpu_memory_gb, positive, whole_count
+from .fabrics import named_fabric
+from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
+from .units import cents_to_units, nominal_memory_gb, positive_quantity, whole_count
 
 __all__ = [
     "API_BASE",
@@ -168,12 +171,6 @@ _PRICE_FIELDS: tuple[tuple[str, RentalTerm, bool], ...] = (
 _PRICE_KEYS = frozenset(
     {"spot_price_cents", "reserved_price_cents", "minimum_price_cents", "dynamic_win_price_cents"}
 )
-#: ``network_type`` values (lower-cased) naming a fabric of the schema.
-_FABRICS: Mapping[str, Fabric] = {
-    "infiniband": Fabric.INFINIBAND,
-    "roce": Fabric.ROCE,
-    "ethernet": Fabric.ETHERNET,
-}
 _CPU_VENDORS: Mapping[str, str] = {"intel": "intel", "amd": "amd"}
 #: The listing calls, by the kind :func:`_list_kind` tells from a JSON array.
 _LISTINGS: Mapping[str, str] = {
@@ -249,11 +246,7 @@ def _price_jobs(
             regions[fid].add(region)
     jobs: list[tuple[str, str | None]] = []
     for fid in sorted(regions):
-        found = sorted(regions[fid])
-        if found:
-            jobs.extend((fid, r) for r in found)
-        else:
-            jobs.append((fid, None))
+        jobs.extend([(fid, r) for r in sorted(regions[fid])] or [(fid, None)])
     return jobs
 
 
@@ -278,23 +271,19 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     gpu_type = str(row.get("gpu_type") or "").strip()
     if not gpu_type:
         return "no gpu_type"
-    memory = positive(lenient_float(row.get("gpu_memory_gb")))
-    memory_gb = nominal_gpu_memory_gb(memory) if memory else None
     form = _socket_form_factor(str(row.get("gpu_socket") or ""))
-    spec = resolve_gpu_name(gpu_type, memory_gb=memory_gb, form_factor=form)
-    network = str(row.get("network_type") or "").strip().lower()
     cpu = str(row.get("cpu_type") or "").strip().lower()
     return {
         "instance_name": str(row.get("name") or "").strip() or str(row.get("fid") or ""),
-        "gpu_raw_name": gpu_type,
-        **spec_fields(spec, form_factor=form),
+        **gpu_fields(
+            gpu_type, memory_gb=nominal_memory_gb(row.get("gpu_memory_gb")), form_factor=form
+        ),
         "gpu_count": count,
-        "gpu_memory_gb": memory_gb,
-        "vcpus": positive(lenient_float(row.get("num_cpus"))),
+        "vcpus": positive_quantity(row.get("num_cpus")),
         "cpu_vendor": _CPU_VENDORS.get(cpu),
-        "ram_gb": positive(lenient_float(row.get("ram_gb"))),
-        "storage_gb": positive(lenient_float(row.get("local_storage_gb"))),
-        "fabric": _FABRICS.get(network),
+        "ram_gb": positive_quantity(row.get("ram_gb")),
+        "storage_gb": positive_quantity(row.get("local_storage_gb")),
+        "fabric": named_fabric(row.get("network_type")),
     }
 
 
@@ -315,8 +304,7 @@ class MithrilAdapter(Adapter):
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         """Instance types and auctions, then the current prices per GPU type and region."""
-        key = self.require_credentials()["mithril_api_key"]
-        headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        headers = key_headers(self)
         types = await self._listing(client, self.url("/v2/instance-types"), headers)
         type_rows = _listing_rows(types, "instance_types")
         auctions = await self._listing(client, self.url("/v2/spot/availability"), headers)
@@ -387,11 +375,11 @@ class MithrilAdapter(Adapter):
                 raise ResponseFormatError(
                     self.name, f"unexpected payload type {type(payload).__name__}"
                 )
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         for fid, reason in sorted(rejected.items()):
             result.skip(reason, f"mithril:instance-type/{fid}")
         for query, response in prices:
-            _offers(result, query, response, hardware, fetched_at)
+            _offers(result, query, response, hardware)
         result.skip_failed(failed)
         return result
 
@@ -418,7 +406,6 @@ def _offers(
     query: Mapping[str, Any],
     response: Any,
     hardware: Mapping[str, OfferFields],
-    fetched_at: datetime,
 ) -> None:
     """The spot and reserved offers of one price response."""
     fid = str(query["instance_type"])
@@ -436,17 +423,10 @@ def _offers(
         if usd is None:
             continue
         fields: OfferFields = {
-            "provider": MithrilAdapter.name,
             "offer_id": fid,
             "region": region,
-            "fetched_at": fetched_at,
-            "raw_ref": ref,
             **hw,
-            "price_amount": usd,
-            "price_currency": "USD",
-            "price_unit": PriceUnit.HOUR,
-            "price_basis": PriceBasis.INSTANCE,
-            "term": term,
+            **hourly_price(usd, PriceBasis.INSTANCE, term),
             "prepaid": prepaid,
         }
         result.add(ref, **fields)

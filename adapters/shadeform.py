@@ -32,16 +32,24 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, add_per_region, key_headers, payload_list, positive_price
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import GpuFormFactor, GpuInterconnect, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .base import (
+    Adapter,
+    ParseResult,
+    add_per_region,
+    gpu_fields,
+    hourly_price,
+    key_headers,
+    positive_price,
+)
+from .schema import GpuFormFactor, GpuInterconnect, OfferFields, PriceBasis
 from .units import (
     cents_to_units,
     gpu_vendor,
     lenient_float,
-    nominal_gpu_memory_gb,
+    nominal_memory_gb,
     non_negative,
-    positive,
+    positive_quantity,
+    strings,
     text,
     whole_count,
 )
@@ -68,20 +76,15 @@ class ShadeformAdapter(Adapter):
         return [await self.get_json(client, self.url("/instances/types"), headers=headers)]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
-        for payload in payloads:
-            for record in payload_list(payload, "instance_types", self.name):
-                _parse_type(result, record, fetched_at)
-        return result
+        return self.parse_records(
+            payloads, "instance_types", _parse_type, what="instance type", fetched_at=fetched_at
+        )
 
 
 ADAPTER = ShadeformAdapter
 
 
-def _parse_type(result: ParseResult, record: Any, fetched_at: datetime) -> None:
-    if not isinstance(record, Mapping):
-        result.skip("instance type is not an object")
-        return
+def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
     cloud = text(record.get("cloud"))
     cloud_type = text(record.get("cloud_instance_type"))
     ref = f"shadeform:{cloud}/{cloud_type}"
@@ -103,22 +106,15 @@ def _parse_type(result: ParseResult, record: Any, fetched_at: datetime) -> None:
         return
 
     fields: OfferFields = {
-        "provider": "shadeform",
         "offer_id": f"{cloud}:{cloud_type}",
         "seller": cloud,  # the cloud that runs the machine; Shadeform resells it
         "instance_name": text(record.get("shade_instance_type")),
-        "fetched_at": fetched_at,
-        "raw_ref": ref,
         "gpu_count": gpu_count,
-        "vcpus": positive(lenient_float(config.get("vcpus"))),
-        "ram_gb": positive(lenient_float(config.get("memory_in_gb"))),
+        "vcpus": positive_quantity(config.get("vcpus")),
+        "ram_gb": positive_quantity(config.get("memory_in_gb")),
         "storage_gb": non_negative(lenient_float(config.get("storage_in_gb"))),
-        "os_images": _os_images(config.get("os_options")),
-        "price_amount": price,
-        "price_currency": "USD",
-        "price_unit": PriceUnit.HOUR,
-        "price_basis": PriceBasis.INSTANCE,
-        "term": RentalTerm.ON_DEMAND,
+        "os_images": strings(config.get("os_options")),
+        **hourly_price(price, PriceBasis.INSTANCE),
         **_gpu_fields(config, gpu_count),
     }
     regions = record.get("availability")
@@ -136,17 +132,13 @@ def _parse_type(result: ParseResult, record: Any, fetched_at: datetime) -> None:
 
 def _gpu_fields(config: Mapping[str, Any], gpu_count: int) -> OfferFields:
     """GPU model, vendor, memory, form factor and interconnect from ``configuration``."""
-    raw = text(config.get("gpu_type"))
-    memory = positive(lenient_float(config.get("vram_per_gpu_in_gb")))
-    memory_gb = nominal_gpu_memory_gb(memory) if memory is not None else None
     form = _FORM_FACTOR.get(str(config.get("interconnect", "")).lower())
-    spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=form) if raw else None
-    return {
-        "gpu_raw_name": raw,
-        **spec_fields(spec, form_factor=form, vendor=gpu_vendor(config.get("gpu_manufacturer"))),
-        "gpu_memory_gb": memory_gb,
-        "gpu_interconnect": _interconnect(form, config.get("nvlink"), gpu_count),
-    }
+    return gpu_fields(
+        text(config.get("gpu_type")),
+        memory_gb=nominal_memory_gb(config.get("vram_per_gpu_in_gb")),
+        form_factor=form,
+        vendor=gpu_vendor(config.get("gpu_manufacturer")),
+    ) | {"gpu_interconnect": _interconnect(form, config.get("nvlink"), gpu_count)}
 
 
 def _interconnect(
@@ -164,13 +156,6 @@ def _interconnect(
             GpuInterconnect.NVLINK if form is GpuFormFactor.SXM else GpuInterconnect.NVLINK_BRIDGE
         )
     return GpuInterconnect.PCIE if form is GpuFormFactor.PCIE else None
-
-
-def _os_images(options: Any) -> tuple[str, ...] | None:
-    if not isinstance(options, list):
-        return None
-    images = tuple(o for o in options if isinstance(o, str) and o)
-    return images or None
 
 
 def _country(display_name: Any) -> str | None:

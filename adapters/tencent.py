@@ -90,13 +90,21 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     RetryPolicy,
+    gpu_fields,
     read_failed_calls,
 )
 from .calls import CallFailure, fresh_retries, keep_failures
-from .gpus import resolve_gpu_name, spec_fields
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows
-from .units import lenient_float, nominal_gpu_memory_gb, positive, positive_decimal, to_float
+from .units import (
+    gpu_share,
+    lenient_float,
+    nominal_gpu_memory_gb,
+    positive_decimal,
+    positive_quantity,
+    to_float,
+    value_at,
+)
 
 __all__ = [
     "CHARGE_TYPES",
@@ -258,8 +266,7 @@ def _failure(region: str, charge_type: str, code: str, message: str) -> CallFail
 
 def _api_error(data: Any) -> tuple[str, str] | None:
     """``(Code, Message)`` of a Tencent error answer, None for a success."""
-    response = data.get("Response") if isinstance(data, Mapping) else None
-    error = response.get("Error") if isinstance(response, Mapping) else None
+    error = value_at(data, "Response", "Error")
     if error is None:
         return None
     if not isinstance(error, Mapping):
@@ -273,22 +280,22 @@ def _retry_code(data: Any) -> bool:
     return error is not None and error[0].startswith(RETRY_CODE_PREFIXES)
 
 
-def _is_auth(code: str) -> bool:
-    return code.startswith(AUTH_CODE_PREFIXES)
-
-
-def _auth_error(code: str, message: str) -> ProviderError:
-    return ProviderError(
-        TencentAdapter.name,
-        f"API key rejected: {code}: {message} (check GPUSCOUT_TENCENT_SECRET_ID and "
-        f"GPUSCOUT_TENCENT_SECRET_KEY; the key needs the cvm:{ACTION} permission)",
-    )
+def _call_error(data: Any) -> tuple[str, str] | None:
+    """``(Code, Message)`` of an error answer that costs its call only; a rejected key is a
+    :class:`ProviderError` (it is wrong in every region and billing mode)."""
+    error = _api_error(data)
+    if error is not None and error[0].startswith(AUTH_CODE_PREFIXES):
+        raise ProviderError(
+            TencentAdapter.name,
+            f"API key rejected: {error[0]}: {error[1]} (check GPUSCOUT_TENCENT_SECRET_ID and "
+            f"GPUSCOUT_TENCENT_SECRET_KEY; the key needs the cvm:{ACTION} permission)",
+        )
+    return error
 
 
 def _quota_set(data: Any) -> list[Any]:
     """``Response.InstanceTypeQuotaSet`` of a successful answer."""
-    response = data.get("Response") if isinstance(data, Mapping) else None
-    rows = response.get("InstanceTypeQuotaSet") if isinstance(response, Mapping) else None
+    rows = value_at(data, "Response", "InstanceTypeQuotaSet")
     if not isinstance(rows, list):
         raise ResponseFormatError(
             TencentAdapter.name, f"{ACTION} answer has no 'Response.InstanceTypeQuotaSet' list"
@@ -365,12 +372,9 @@ class TencentAdapter(Adapter):
                     data = await self._describe(client, creds, region, charge_type)
                 except ProviderError as exc:  # HTTP, network or not-JSON: this call only
                     return _failure(region, charge_type, "", exc.reason)
-            error = _api_error(data)
+            error = _call_error(data)
             if error is not None:
-                code, message = error
-                if _is_auth(code):
-                    raise _auth_error(code, message)
-                return _failure(region, charge_type, code, message)
+                return _failure(region, charge_type, *error)
             return _gpu_rows_only(data)
 
         calls = [(r, c) for r in self.regions for c in self.charge_types]
@@ -421,7 +425,7 @@ class TencentAdapter(Adapter):
 
     # decode / parse ----------------------------------------------------------------------
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         for payload in payloads:
             if (calls := read_failed_calls(payload, self.name)) is not None:
                 result.skip_failed(calls)
@@ -430,15 +434,12 @@ class TencentAdapter(Adapter):
                 raise ResponseFormatError(
                     self.name, f"expected a JSON object, got {type(payload).__name__}"
                 )
-            error = _api_error(payload)
+            error = _call_error(payload)
             if error is not None:
-                code, message = error
-                if _is_auth(code):
-                    raise _auth_error(code, message)
-                result.skip(f"{ACTION} failed: {code or message}", "tencent:error")
+                result.skip(f"{ACTION} failed: {error[0] or error[1]}", "tencent:error")
                 continue
             for row in _quota_set(payload):
-                _Row(self.currency, fetched_at, result).parse(row)
+                _Row(self.currency, result).parse(row)
         return result
 
 
@@ -486,7 +487,6 @@ class _Row:
     """Turns one ``InstanceTypeQuotaItem`` into offers, one per term it prices."""
 
     currency: str
-    fetched_at: datetime
     result: ParseResult
 
     def parse(self, row: Any) -> None:
@@ -512,7 +512,7 @@ class _Row:
         prices = self._prices(charge_type, row.get("Price"), ref)
         if not prices:
             return
-        fields = self._fields(row, itype, zone, region, gpu_count, fraction, ref)
+        fields = _fields(row, itype, zone, region, gpu_count, fraction)
         for price in prices:
             priced: OfferFields = {
                 **fields,
@@ -543,12 +543,10 @@ class _Row:
             reason = "no GpuCount (GPU type)" if gpu is not None and gpu > 0 else "no GPU"
             self.result.skip(reason, ref)
             return None
-        if count < 1:
-            return 1, count
-        if count != int(count):
+        if count > 1 and count != int(count):
             self.result.skip(f"GpuCount {count} is not a whole number of GPUs", ref)
             return None
-        return int(count), None
+        return gpu_share(count)
 
     def _prices(self, charge_type: str, raw: Any, ref: str) -> list[_Price]:
         """The prices a row's billing mode gives (see the module docstring), or [] (skipped)."""
@@ -600,49 +598,42 @@ class _Row:
             self.result.skip("no prepaid price (DiscountPrice / OriginalPrice)", ref)
         return prices
 
-    def _fields(
-        self,
-        row: Mapping[str, Any],
-        itype: str,
-        zone: str,
-        region: str,
-        gpu_count: int,
-        fraction: float | None,
-        ref: str,
-    ) -> OfferFields:
-        family_name = str(row.get("InstanceFamily") or itype.split(".", 1)[0]).strip()
-        family = gpu_families().get(family_name) or _families_folded().get(family_name.casefold())
-        type_name = str(row.get("TypeName") or "").strip()
-        cpu_type = str(row.get("CpuType") or "").strip()
-        status = row.get("Status")
-        gpu: OfferFields = {"gpu_raw_name": type_name or family_name or None}
-        if family is not None:
-            board_gb = nominal_gpu_memory_gb(family.memory_gb)
-            spec = resolve_gpu_name(family.gpu_raw_name, memory_gb=board_gb)
-            gpu = {
-                "gpu_raw_name": family.gpu_raw_name,
-                **spec_fields(spec),
-                # a vGPU slice gets its share of the card (GN7.LARGE20: 1/4 T4 = 4 GB)
-                "gpu_memory_gb": board_gb * fraction if fraction else board_gb,
-            }
-        return {
-            "provider": TencentAdapter.name,
-            "offer_id": itype,
-            "term_variant": zone,
-            "instance_name": f"{itype} ({type_name}, {zone})" if type_name else f"{itype} ({zone})",
-            "region": region,
-            "country": region_countries().get(region),
-            "fetched_at": self.fetched_at,
-            "raw_ref": ref,
-            "gpu_count": gpu_count,
-            "gpu_fraction": fraction,
-            **gpu,
-            "vcpus": positive(lenient_float(row.get("Cpu"))),
-            "ram_gb": positive(lenient_float(row.get("Memory"))),  # documented in GB
-            "cpu_model": cpu_type or None,
-            "cpu_vendor": _CPU_VENDORS.get(cpu_type.split(" ", 1)[0].lower()) if cpu_type else None,
-            "available_now": {"SELL": True, "SOLD_OUT": False}.get(str(status)),
-        }
+
+def _fields(
+    row: Mapping[str, Any],
+    itype: str,
+    zone: str,
+    region: str,
+    gpu_count: int,
+    fraction: float | None,
+) -> OfferFields:
+    """The fields every price of one row shares: the type, zone, GPU and hardware."""
+    family_name = str(row.get("InstanceFamily") or itype.split(".", 1)[0]).strip()
+    family = gpu_families().get(family_name) or _families_folded().get(family_name.casefold())
+    type_name = str(row.get("TypeName") or "").strip()
+    cpu_type = str(row.get("CpuType") or "").strip()
+    status = row.get("Status")
+    gpu: OfferFields = {"gpu_raw_name": type_name or family_name or None}
+    if family is not None:
+        board_gb = nominal_gpu_memory_gb(family.memory_gb)
+        gpu = gpu_fields(family.gpu_raw_name, memory_gb=board_gb)
+        # a vGPU slice gets its share of the card (GN7.LARGE20: 1/4 T4 = 4 GB)
+        gpu["gpu_memory_gb"] = board_gb * fraction if fraction else board_gb
+    return {
+        "offer_id": itype,
+        "term_variant": zone,
+        "instance_name": f"{itype} ({type_name}, {zone})" if type_name else f"{itype} ({zone})",
+        "region": region,
+        "country": region_countries().get(region),
+        "gpu_count": gpu_count,
+        "gpu_fraction": fraction,
+        **gpu,
+        "vcpus": positive_quantity(row.get("Cpu")),
+        "ram_gb": positive_quantity(row.get("Memory")),  # documented in GB
+        "cpu_model": cpu_type or None,
+        "cpu_vendor": _CPU_VENDORS.get(cpu_type.split(" ", 1)[0].lower()) if cpu_type else None,
+        "available_now": {"SELL": True, "SOLD_OUT": False}.get(str(status)),
+    }
 
 
 ADAPTER = TencentAdapter

@@ -39,18 +39,26 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .base import (
+    Adapter,
+    ParseResult,
+    ResponseFormatError,
+    gpu_fields,
+    hourly_price,
+    key_headers,
+    positive_price,
+)
+from .schema import OfferFields, PriceBasis
 from .tables import country_code, provider_disk
 from .units import (
     gbps_to_mbps,
+    lenient_decimal,
     lenient_float,
     memory_gb_in_name,
     per_gb_hour_to_per_gb_month,
     positive_quantity,
     power_of_two_counts,
-    to_decimal,
+    value_at,
     whole_count,
 )
 
@@ -70,15 +78,14 @@ class TensorDockAdapter(Adapter):
     base_url = API_URL
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        token = self.require_credentials()["tensordock_api_token"]
-        headers = {"Authorization": f"Bearer {token}"}
+        headers = key_headers(self)
         payloads = []
         for path in ("locations", "hostnodes"):
             payloads.append(await self.get_json(client, self.url(f"/{path}"), headers=headers))
         return payloads
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         locations: list[Any] = []
         hostnodes: list[Any] = []
         have_hostnodes = False
@@ -93,7 +100,7 @@ class TensorDockAdapter(Adapter):
             sites = [_hostnode_site(r, result) for r in hostnodes]
         for site in filter(None, sites):
             for gpu in site.gpus:
-                for fields in _gpu_offers(site, gpu, fetched_at):
+                for fields in _gpu_offers(site, gpu):
                     result.add(gpu.ref, **fields)
         return result
 
@@ -187,12 +194,8 @@ def _stock_by_location(hostnodes: list[Any]) -> Counter[tuple[str, str]]:
     for host in hostnodes:
         if not isinstance(host, Mapping):
             continue
-        location = host.get("location")
-        loc_id = host.get("location_id") or (
-            location.get("uuid") if isinstance(location, Mapping) else None
-        )
-        resources = host.get("available_resources")
-        gpus = resources.get("gpus") if isinstance(resources, Mapping) else None
+        loc_id = host.get("location_id") or value_at(host, "location", "uuid")
+        gpus = value_at(host, "available_resources", "gpus")
         for gpu in gpus if isinstance(gpus, list) else []:
             count = whole_count(gpu.get("availableCount")) if isinstance(gpu, Mapping) else None
             if loc_id and count and isinstance(gpu.get("v0Name"), str):
@@ -289,13 +292,8 @@ def _gpu(
     if not isinstance(name, str) or not name.strip():
         result.skip("gpu without v0Name", ref)
         return None
-    try:
-        price = to_decimal(raw.get("price_per_hr"))
-    except ValueError as exc:
-        result.skip(f"bad price_per_hr: {exc}", ref)
-        return None
-    if price is None or price <= 0:
-        result.skip(f"no positive price_per_hr ({raw.get('price_per_hr')!r})", ref)
+    price = positive_price(result, raw.get("price_per_hr"), "price_per_hr", ref)
+    if price is None:
         return None
     max_count = whole_count(raw.get(max_count_key))
     if max_count is None:
@@ -329,10 +327,9 @@ def _share(ceiling: float | None, gpus: int, max_gpus: int) -> int | None:
     return max(1, math.floor(ceiling * gpus / max_gpus))
 
 
-def _gpu_offers(site: _Site, gpu: _Gpu, fetched_at: datetime) -> Iterator[OfferFields]:
+def _gpu_offers(site: _Site, gpu: _Gpu) -> Iterator[OfferFields]:
     """Offer fields for each GPU count of one model at one site."""
-    memory_gb = memory_gb_in_name(_VRAM_IN_NAME, gpu.v0_name)
-    spec = resolve_gpu_name(gpu.v0_name, memory_gb=memory_gb)
+    gpu_spec = gpu_fields(gpu.v0_name, memory_gb=memory_gb_in_name(_VRAM_IN_NAME, gpu.v0_name))
     storage_rate = gpu.rates.per_storage_gb
     storage_month = per_gb_hour_to_per_gb_month(storage_rate) if storage_rate is not None else None
     min_storage_gb = provider_disk("tensordock").boot_disk_min_gb
@@ -349,28 +346,19 @@ def _gpu_offers(site: _Site, gpu: _Gpu, fetched_at: datetime) -> Iterator[OfferF
             shape = f"{count}x {gpu.display_name or gpu.v0_name} (GPU only)"
         available = gpu.available_count // count if gpu.available_count is not None else None
         yield {
-            "provider": "tensordock",
-            "fetched_at": fetched_at,
             "offer_id": f"{site.key}:{gpu.v0_name}:{count}x",
             "instance_name": shape,
             "region": site.region,
             "country": site.country,
-            "raw_ref": gpu.ref,
-            "gpu_raw_name": gpu.v0_name,
-            **spec_fields(spec),
+            **gpu_spec,
             "gpu_count": count,
-            "gpu_memory_gb": memory_gb,
             "vcpus": vcpus if priced else None,
             "ram_gb": ram_gb if priced else None,
             "storage_gb": storage_gb,
             "public_bandwidth_up_mbps": site.up_mbps,
             "public_bandwidth_down_mbps": site.down_mbps,
             "reliability": site.reliability,
-            "price_amount": price,
-            "price_currency": "USD",
-            "price_unit": PriceUnit.HOUR,
-            "price_basis": PriceBasis.INSTANCE if priced else PriceBasis.GPU,
-            "term": RentalTerm.ON_DEMAND,
+            **hourly_price(price, PriceBasis.INSTANCE if priced else PriceBasis.GPU),
             "storage_price_per_gb_month": storage_month,
             "storage_included_gb": 0.0,
             "boot_disk_min_gb": min_storage_gb,
@@ -389,8 +377,5 @@ def _vm_price(gpu: _Gpu, count: int, vcpus: int | None, ram_gb: int | None) -> D
 
 def _rate(value: Any) -> Decimal | None:
     """A non-negative add-on rate; garbage or a negative rate is treated as unpublished."""
-    try:
-        rate = to_decimal(value)
-    except ValueError:
-        return None
+    rate = lenient_decimal(value)
     return rate if rate is not None and rate >= 0 else None

@@ -8,6 +8,7 @@ gigabyte the GPU datasheets and cloud price pages use, except where a name says 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "memory_gb_in_name",
     "mib_to_gb",
     "nominal_gpu_memory_gb",
+    "nominal_memory_gb",
     "non_negative",
     "per_gb_hour_to_per_gb_month",
     "per_gib_hour_to_per_gb_month",
@@ -34,9 +36,11 @@ __all__ = [
     "power_of_two_counts",
     "price_or_reason",
     "size_text_to_gb",
+    "strings",
     "text",
     "to_decimal",
     "to_float",
+    "value_at",
     "whole_count",
 ]
 
@@ -101,6 +105,13 @@ def nominal_gpu_memory_gb(size: float) -> float:
     as is rather than converted; this helper names that decision.
     """
     return float(size)
+
+
+def nominal_memory_gb(value: Any) -> float | None:
+    """A provider's GPU memory field (``"24"``, ``80``) as the nominal GB per GPU
+    (:func:`nominal_gpu_memory_gb`); ``None`` unless it is a number above zero."""
+    size = positive_quantity(value)
+    return nominal_gpu_memory_gb(size) if size is not None else None
 
 
 def per_gb_hour_to_per_gb_month(price_per_gb_hour: Decimal) -> Decimal:
@@ -179,6 +190,23 @@ def positive_decimal(value: Any) -> Decimal | None:
 def text(value: Any) -> str | None:
     """A string field, stripped; ``None`` when absent, empty or not a string."""
     return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def strings(value: Any) -> tuple[str, ...] | None:
+    """The non-empty strings of a JSON list (OS image names); ``None`` for none or no list."""
+    if not isinstance(value, list):
+        return None
+    return tuple(v for v in value if isinstance(v, str) and v) or None
+
+
+def value_at(obj: Any, *keys: str) -> Any:
+    """The value at ``keys`` down nested JSON objects (``page["links"]["pages"]["next"]``);
+    ``None`` where a key is missing or a level is not an object."""
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
 
 
 def non_negative(value: float | None) -> float | None:

@@ -30,10 +30,9 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
-from .units import nominal_gpu_memory_gb, to_decimal, to_float
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, hourly_price
+from .schema import OfferFields, PriceBasis, RentalTerm, StorageType
+from .units import nominal_gpu_memory_gb, strings, to_decimal, to_float
 
 __all__ = ["VerdaAdapter"]
 
@@ -112,9 +111,9 @@ class VerdaAdapter(Adapter):
                     )
                 case _:
                     raise ResponseFormatError(self.name, f"unrecognised payload: {_brief(payload)}")
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         for record in types:
-            _parse_type(result, record, countries, where, fetched_at)
+            _parse_type(result, record, countries, where)
         return result
 
 
@@ -165,7 +164,6 @@ def _parse_type(
     record: Any,
     countries: Mapping[str, str],
     where: Mapping[bool, Mapping[str, list[str]]],
-    fetched_at: datetime,
 ) -> None:
     if not isinstance(record, Mapping) or not record.get("instance_type"):
         result.skip("instance type record without 'instance_type'", None)
@@ -198,15 +196,7 @@ def _parse_type(
         if term is RentalTerm.INTERRUPTIBLE and on_demand is not None and price >= on_demand:
             result.skip("spot price not below on-demand: no spot discount published", ref)
             continue
-        fields: OfferFields = base | {
-            "fetched_at": fetched_at,
-            "raw_ref": ref,
-            "price_amount": price,
-            "price_currency": currency,
-            "price_unit": PriceUnit.HOUR,
-            "price_basis": PriceBasis.INSTANCE,
-            "term": term,
-        }
+        fields = base | hourly_price(price, PriceBasis.INSTANCE, term, currency=currency)
         available = where.get(term is RentalTerm.INTERRUPTIBLE)
         locations = (available or {}).get(type_name, [])
         if not locations:
@@ -229,19 +219,15 @@ def _base_fields(record: Mapping[str, Any], gpu: Mapping[str, Any], gpu_count: i
         else None
     )
     raw_gpu = _COUNT_PREFIX.sub("", str(gpu.get("description") or "")).strip()
-    spec = resolve_gpu_name(raw_gpu, memory_gb=per_gpu_gb) if raw_gpu else None
-    return spec_fields(spec) | {
-        "provider": "verda",
+    return gpu_fields(raw_gpu, memory_gb=per_gpu_gb) | {
         "offer_id": str(record["instance_type"]),
         "instance_name": record.get("name") or None,
         "gpu_count": gpu_count,
-        "gpu_raw_name": raw_gpu or None,
-        "gpu_memory_gb": per_gpu_gb,
         "vcpus": to_float(cpu.get("number_of_cores")) or None,
         "ram_gb": to_float(memory.get("size_in_gigabytes")) or None,
         "storage_gb": to_float(storage.get("size_in_gigabytes")),
         "storage_type": _storage_type(storage.get("description")),
-        "os_images": _os_images(record.get("supported_os")),
+        "os_images": strings(record.get("supported_os")),
     }
 
 
@@ -259,13 +245,6 @@ def _storage_type(description: Any) -> StorageType | None:
     if "SSD" in text:
         return StorageType.SSD
     return None
-
-
-def _os_images(value: Any) -> tuple[str, ...] | None:
-    if not isinstance(value, list):
-        return None
-    images = tuple(str(v) for v in value if v)
-    return images or None
 
 
 ADAPTER = VerdaAdapter

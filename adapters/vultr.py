@@ -46,11 +46,11 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, gpu_fields, key_headers
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
 from .tables import data_rows
-from .units import mib_to_gb, positive_quantity, to_decimal, to_float, whole_count
+from .units import gpu_share, mib_to_gb, positive_quantity, to_decimal, to_float, whole_count
 
 __all__ = ["ADAPTER", "VultrAdapter"]
 
@@ -91,24 +91,17 @@ def next_cursor(payload: Mapping[str, Any]) -> str | None:
     return cursor if isinstance(cursor, str) and cursor else None
 
 
-def gpu_share(vram_gb: float, card_gb: float) -> tuple[int, float | None] | None:
-    """(whole GPUs, fraction) of a plan with ``vram_gb`` of cards of ``card_gb`` each.
+def card_share(vram_gb: float, card_gb: float) -> tuple[int, float | None] | None:
+    """(whole GPUs, fraction) of a plan with ``vram_gb`` of cards of ``card_gb`` each; ``None``
+    for what is neither a slice of one card nor a whole number of them.
 
-    >>> gpu_share(4, 80)
-    (1, 0.05)
-    >>> gpu_share(160, 80)
-    (2, None)
-    >>> gpu_share(120, 80) is None
-    True
+    >>> card_share(4, 80), card_share(160, 80), card_share(120, 80)
+    ((1, 0.05), (2, None), None)
     """
     if vram_gb <= 0 or card_gb <= 0:
         return None
-    if vram_gb < card_gb:
-        return 1, vram_gb / card_gb
-    count = vram_gb / card_gb
-    if count != int(count):
-        return None
-    return int(count), None
+    cards = vram_gb / card_gb
+    return gpu_share(cards) if cards < 1 or cards == int(cards) else None
 
 
 class VultrAdapter(Adapter):
@@ -122,10 +115,7 @@ class VultrAdapter(Adapter):
     base_url = API
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        headers = {}
-        key = self.credentials.get("vultr_api_key")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        headers = key_headers(self)
         pages: list[Any] = []
         for url, params, list_key in (
             (self.url("/plans"), {"type": "vcg", "per_page": str(PER_PAGE)}, "plans"),
@@ -159,165 +149,162 @@ class VultrAdapter(Adapter):
         raise ProviderError(self.name, f"more than {MAX_PAGES} pages from {url}")
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         for index, payload in enumerate(payloads):
             if isinstance(payload, dict) and isinstance(payload.get("plans"), list):
                 for plan in payload["plans"]:
-                    self._add_cloud_plan(result, plan, fetched_at)
+                    _add_cloud_plan(result, plan)
             elif isinstance(payload, dict) and isinstance(payload.get("plans_metal"), list):
                 for plan in payload["plans_metal"]:
-                    self._add_metal_plan(result, plan, fetched_at)
+                    _add_metal_plan(result, plan)
             else:
                 raise ResponseFormatError(
                     self.name, f"payload {index} has neither 'plans' nor 'plans_metal' list"
                 )
         return result
 
-    # --- cloud GPU ---------------------------------------------------------------------------
 
-    def _add_cloud_plan(self, result: ParseResult, plan: Any, fetched_at: datetime) -> None:
-        if not isinstance(plan, dict) or not isinstance(plan.get("id"), str):
-            result.skip("plan without an id")
-            return
-        if plan.get("type") != "vcg":
-            return  # CPU plans (vc2, vhf, ...) are not GPU offers
-        plan_id = plan["id"]
-        ref = f"vultr:plan/{plan_id}"
-        raw_gpu = plan.get("gpu_type")
-        if not isinstance(raw_gpu, str) or not raw_gpu:
-            result.skip("Cloud GPU plan without gpu_type", ref)
-            return
-        try:
-            vram_gb = to_float(plan.get("gpu_vram_gb"))
-        except ValueError:
-            result.skip(f"gpu_vram_gb is not a number: {plan.get('gpu_vram_gb')!r}", ref)
-            return
-        card_gb = card_memory_gb().get(raw_gpu)
-        gpu_count, fraction, memory_gb = 1, None, None
-        if card_gb is not None:
-            share = gpu_share(vram_gb or 0, card_gb)
-            if share is None:
-                result.skip(f"{vram_gb} GB VRAM is not a whole number of {card_gb:g} GB cards", ref)
-                return
-            gpu_count, fraction = share
-            memory_gb = vram_gb if fraction is not None else card_gb
-        # No form-factor hint: no Vultr document found says SXM or PCIe for Cloud GPU A100/H100
-        # plans, and the plan record does not tell them apart, so those stay unmapped.
-        spec = resolve_gpu_name(raw_gpu.replace("_", " "), memory_gb=card_gb)
-        hardware: OfferFields = spec_fields(spec) | {
-            "gpu_raw_name": raw_gpu,
-            "gpu_count": gpu_count,
-            "gpu_fraction": fraction,
-            "gpu_memory_gb": memory_gb,
-            "vcpus": positive_quantity(plan.get("vcpu_count")),
-            "ram_gb": _ram_gb(plan.get("ram")),
-            "storage_gb": _storage_gb(plan),
-        }
-        self._add_prices(result, plan, ref, hardware, fetched_at)
+# --- cloud GPU ---------------------------------------------------------------------------
 
-    # --- bare metal --------------------------------------------------------------------------
 
-    def _add_metal_plan(self, result: ParseResult, plan: Any, fetched_at: datetime) -> None:
-        if not isinstance(plan, dict) or not isinstance(plan.get("id"), str):
-            result.skip("bare-metal plan without an id")
+def _add_cloud_plan(result: ParseResult, plan: Any) -> None:
+    if not isinstance(plan, dict) or not isinstance(plan.get("id"), str):
+        result.skip("plan without an id")
+        return
+    if plan.get("type") != "vcg":
+        return  # CPU plans (vc2, vhf, ...) are not GPU offers
+    plan_id = plan["id"]
+    ref = f"vultr:plan/{plan_id}"
+    raw_gpu = plan.get("gpu_type")
+    if not isinstance(raw_gpu, str) or not raw_gpu:
+        result.skip("Cloud GPU plan without gpu_type", ref)
+        return
+    try:
+        vram_gb = to_float(plan.get("gpu_vram_gb"))
+    except ValueError:
+        result.skip(f"gpu_vram_gb is not a number: {plan.get('gpu_vram_gb')!r}", ref)
+        return
+    card_gb = card_memory_gb().get(raw_gpu)
+    gpu_count, fraction, memory_gb = 1, None, None
+    if card_gb is not None:
+        share = card_share(vram_gb or 0, card_gb)
+        if share is None:
+            result.skip(f"{vram_gb} GB VRAM is not a whole number of {card_gb:g} GB cards", ref)
             return
-        plan_id = plan["id"]
-        m = _METAL_GPU.search(plan_id)
-        if m is None:
-            return  # a CPU-only machine
-        ref = f"vultr:plan-metal/{plan_id}"
-        gpu_count = int(m["count"])
-        if gpu_count <= 0:
-            result.skip("bare-metal plan id names 0 GPUs", ref)
-            return
-        raw_gpu = m["gpu"]
-        form_factor = (
-            GpuFormFactor.SXM if gpu_count == 8 and raw_gpu.lower() in _HGX_METAL_GPUS else None
+        gpu_count, fraction = share
+        memory_gb = vram_gb if fraction is not None else card_gb
+    # No form-factor hint: no Vultr document found says SXM or PCIe for Cloud GPU A100/H100
+    # plans, and the plan record does not tell them apart, so those stay unmapped.
+    hardware: OfferFields = {
+        **gpu_fields(raw_gpu, memory_gb=card_gb, name=raw_gpu.replace("_", " ")),
+        "gpu_count": gpu_count,
+        "gpu_fraction": fraction,
+        "gpu_memory_gb": memory_gb,  # a slice's share of the card it was resolved with
+        "vcpus": positive_quantity(plan.get("vcpu_count")),
+        "ram_gb": _ram_gb(plan.get("ram")),
+        "storage_gb": _storage_gb(plan),
+    }
+    _add_prices(result, plan, ref, hardware)
+
+
+# --- bare metal --------------------------------------------------------------------------
+
+
+def _add_metal_plan(result: ParseResult, plan: Any) -> None:
+    if not isinstance(plan, dict) or not isinstance(plan.get("id"), str):
+        result.skip("bare-metal plan without an id")
+        return
+    plan_id = plan["id"]
+    m = _METAL_GPU.search(plan_id)
+    if m is None:
+        return  # a CPU-only machine
+    ref = f"vultr:plan-metal/{plan_id}"
+    gpu_count = int(m["count"])
+    if gpu_count <= 0:
+        result.skip("bare-metal plan id names 0 GPUs", ref)
+        return
+    raw_gpu = m["gpu"]
+    form_factor = (
+        GpuFormFactor.SXM if gpu_count == 8 and raw_gpu.lower() in _HGX_METAL_GPUS else None
+    )
+    spec = resolve_gpu_name(raw_gpu, form_factor=form_factor)
+    cpu_model = plan.get("cpu_model")
+    storage_type = plan.get("type")
+    hardware: OfferFields = spec_fields(spec, form_factor=form_factor) | {
+        "gpu_raw_name": raw_gpu,
+        "gpu_count": gpu_count,
+        # Vultr does not publish the memory; it is the catalog's figure for the model.
+        "gpu_memory_gb": spec.memory_gb if spec else None,
+        "cpu_model": cpu_model if isinstance(cpu_model, str) and cpu_model else None,
+        "cpu_sockets": whole_count(plan.get("physical_cpus")),
+        "cpu_cores": positive_quantity(plan.get("cpu_cores")),
+        "vcpus": positive_quantity(plan.get("cpu_threads")),
+        "ram_gb": _ram_gb(plan.get("ram")),
+        "storage_gb": _storage_gb(plan),
+        "storage_type": _STORAGE_TYPES.get(str(storage_type).lower()),
+    }
+    _add_prices(result, plan, ref, hardware)
+
+
+# --- prices ------------------------------------------------------------------------------
+
+
+def _add_prices(
+    result: ParseResult, plan: Mapping[str, Any], ref: str, hardware: OfferFields
+) -> None:
+    locations = plan.get("locations")
+    if not isinstance(locations, list) or not any(isinstance(x, str) for x in locations):
+        result.skip("plan not deployable in any location", ref)
+        return
+    overrides = plan.get("location_cost")
+    if overrides is not None and not isinstance(overrides, dict):
+        result.skip(f"location_cost is not an object: {overrides!r}", ref)
+        return
+    terms = []
+    if plan.get("deploy_ondemand") is not False:
+        terms.append((RentalTerm.ON_DEMAND, "hourly_cost", "monthly_cost"))
+    if plan.get("deploy_preemptible") is not False:
+        terms.append(
+            (RentalTerm.INTERRUPTIBLE, "hourly_cost_preemptible", "monthly_cost_preemptible")
         )
-        spec = resolve_gpu_name(raw_gpu, form_factor=form_factor)
-        cpu_model = plan.get("cpu_model")
-        storage_type = plan.get("type")
-        hardware: OfferFields = spec_fields(spec, form_factor=form_factor) | {
-            "gpu_raw_name": raw_gpu,
-            "gpu_count": gpu_count,
-            # Vultr does not publish the memory; it is the catalog's figure for the model.
-            "gpu_memory_gb": spec.memory_gb if spec else None,
-            "cpu_model": cpu_model if isinstance(cpu_model, str) and cpu_model else None,
-            "cpu_sockets": whole_count(plan.get("physical_cpus")),
-            "cpu_cores": positive_quantity(plan.get("cpu_cores")),
-            "vcpus": positive_quantity(plan.get("cpu_threads")),
-            "ram_gb": _ram_gb(plan.get("ram")),
-            "storage_gb": _storage_gb(plan),
-            "storage_type": _STORAGE_TYPES.get(str(storage_type).lower()),
-        }
-        self._add_prices(result, plan, ref, hardware, fetched_at)
-
-    # --- prices ------------------------------------------------------------------------------
-
-    def _add_prices(
-        self,
-        result: ParseResult,
-        plan: Mapping[str, Any],
-        ref: str,
-        hardware: OfferFields,
-        fetched_at: datetime,
-    ) -> None:
-        locations = plan.get("locations")
-        if not isinstance(locations, list) or not any(isinstance(x, str) for x in locations):
-            result.skip("plan not deployable in any location", ref)
-            return
-        overrides = plan.get("location_cost")
-        if overrides is not None and not isinstance(overrides, dict):
-            result.skip(f"location_cost is not an object: {overrides!r}", ref)
-            return
-        terms = []
-        if plan.get("deploy_ondemand") is not False:
-            terms.append((RentalTerm.ON_DEMAND, "hourly_cost", "monthly_cost"))
-        if plan.get("deploy_preemptible") is not False:
-            terms.append(
-                (RentalTerm.INTERRUPTIBLE, "hourly_cost_preemptible", "monthly_cost_preemptible")
-            )
-        if not terms:
-            result.skip("plan deployable neither on demand nor preemptible", ref)
-            return
-        base: OfferFields = hardware | {
-            "provider": self.name,
-            "offer_id": str(plan["id"]),
-            "instance_name": str(plan["id"]),
-            "fetched_at": fetched_at,
-            "raw_ref": ref,
-            "price_currency": CURRENCY,
-            "price_basis": PriceBasis.INSTANCE,
-            "billing_increment_s": BILLING_INCREMENT_S,
-            "datacenter": True,
-        }
-        problems: dict[str, None] = {}  # each reason once per plan, in order
-        for location in locations:
-            if not isinstance(location, str) or not location:
+    if not terms:
+        result.skip("plan deployable neither on demand nor preemptible", ref)
+        return
+    base: OfferFields = hardware | {
+        "offer_id": str(plan["id"]),
+        "instance_name": str(plan["id"]),
+        "price_currency": CURRENCY,
+        "price_basis": PriceBasis.INSTANCE,
+        "billing_increment_s": BILLING_INCREMENT_S,
+        "datacenter": True,
+    }
+    problems: dict[str, None] = {}  # each reason once per plan, in order
+    for location in locations:
+        if not isinstance(location, str) or not location:
+            continue
+        override = (overrides or {}).get(location)
+        if override is not None and not isinstance(override, dict):
+            problems[f"location_cost of {location} is not an object"] = None
+            continue
+        prices = {**plan, **(override or {})}
+        for term, hourly_key, monthly_key in terms:
+            price = _plan_price(prices, hourly_key, monthly_key)
+            if price is None and term is RentalTerm.INTERRUPTIBLE:
+                continue  # no preemptible option for this plan
+            if isinstance(price, str) or price is None:
+                problems[price or "plan without a price"] = None
                 continue
-            override = (overrides or {}).get(location)
-            if override is not None and not isinstance(override, dict):
-                problems[f"location_cost of {location} is not an object"] = None
-                continue
-            prices = {**plan, **(override or {})}
-            for term, hourly_key, monthly_key in terms:
-                price = _plan_price(prices, hourly_key, monthly_key)
-                if price is None and term is RentalTerm.INTERRUPTIBLE:
-                    continue  # no preemptible option for this plan
-                if isinstance(price, str) or price is None:
-                    problems[price or "plan without a price"] = None
-                    continue
-                amount, unit = price
-                offer: OfferFields = base | {
-                    "region": location,
-                    "price_amount": amount,
-                    "price_unit": unit,
-                    "term": term,
-                    "billing_cap_hours_per_month": _cap_hours(prices, hourly_key, monthly_key),
-                }
-                result.add(ref, **offer)
-        for reason in problems:
-            result.skip(reason, ref)
+            amount, unit = price
+            offer: OfferFields = base | {
+                "region": location,
+                "price_amount": amount,
+                "price_unit": unit,
+                "term": term,
+                "billing_cap_hours_per_month": _cap_hours(prices, hourly_key, monthly_key),
+            }
+            result.add(ref, **offer)
+    for reason in problems:
+        result.skip(reason, ref)
 
 
 def _cap_hours(prices: Mapping[str, Any], hourly_key: str, monthly_key: str) -> float | None:

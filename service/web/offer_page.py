@@ -16,9 +16,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import ContextDep, StateDep
+from service.offer_record import grouped_fields, published_record, terms_of
 
 from .charts import Series, line_chart
-from .offer_record import grouped_fields, published_record, terms_of
 from .templating import templates
 
 __all__ = ["router"]

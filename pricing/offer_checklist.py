@@ -35,6 +35,8 @@ __all__ = [
     "checklists",
     "frame_rows",
     "status_columns",
+    "summaries",
+    "summary_expr",
     "summary_text",
 ]
 
@@ -198,3 +200,31 @@ def frame_rows(
         .with_columns(pl.col("term").cast(frame.schema["term"]))
         .select(frame.columns)
     )
+
+
+def summary_expr() -> pl.Expr:
+    """:attr:`Checklist.summary` as one String expression over offer frame rows."""
+    met = pl.sum_horizontal([(c == Status.MET.value).cast(pl.Int32) for c in status_columns()])
+    unknown = pl.sum_horizontal(
+        [(c == Status.UNKNOWN.value).cast(pl.Int32) for c in status_columns()]
+    )
+    head = pl.format(f"{{}} of {len(CHECKLIST)} met", met)
+    return (
+        pl.when(unknown > 0)
+        .then(pl.format("{}, {} unknown", head, unknown))
+        .otherwise(head)
+        .alias("checklist")
+    )
+
+
+def summaries(frame: pl.DataFrame, picked: pl.DataFrame) -> pl.Series:
+    """The checklist summary of each row of ``picked`` (rows carrying the
+    :data:`OFFER_KEY_COLUMNS`), from its row of the offer ``frame``; null where the frame
+    lacks it. Vectorised: for a ranking of many configurations."""
+    keys = list(OFFER_KEY_COLUMNS)
+    wanted = _keyed(picked.select(keys)).with_row_index("_order")
+    present = _keyed(frame).with_columns(_present=pl.lit(True))
+    joined = wanted.join(present, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    return joined.sort("_order").select(
+        pl.when(pl.col("_present")).then(summary_expr()).alias("checklist")
+    )["checklist"]

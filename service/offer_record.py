@@ -26,6 +26,7 @@ from pricing.offer_checklist import Checklist, checklists
 __all__ = [
     "RecordSource",
     "checklist_of",
+    "detail_parts",
     "frame_key",
     "grouped_fields",
     "published_record",
@@ -132,3 +133,28 @@ def checklist_of(frame: pl.DataFrame, key: str) -> Checklist | None:
     """The seed's checklist for the current offer ``key`` (None: no such offer)."""
     found = checklists(frame.filter(frame_key() == key).head(1))
     return found[0] if found else None
+
+
+def detail_parts(record: dict[str, Any], checklist: Checklist) -> dict[str, Any]:
+    """The ``fields`` (by group) and ``checklist`` of the API's offer detail
+    (:class:`service.api.answer_schema.OfferDetail`), for the API and ``gpuscout offer``."""
+    return {
+        "fields": [
+            {"group": group, "fields": dict(given), "not_published": missing}
+            for group, given, missing in grouped_fields(record)
+        ],
+        "checklist": {
+            **checklist.counts(),
+            "checks": [
+                {
+                    "key": c.key,
+                    "group": c.group,
+                    "item": c.item,
+                    "threshold": c.threshold,
+                    "status": c.status.value,
+                    "value": c.value,
+                }
+                for c in checklist.checks
+            ],
+        },
+    }

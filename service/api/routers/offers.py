@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from service.offer_record import checklist_of, frame_key, grouped_fields, published_record
+from service.offer_record import checklist_of, detail_parts, frame_key, published_record
 
 from ..answer_schema import OfferDetail, OffersPage, Provenance
 from ..answers import page_header, ranked_page
@@ -165,23 +165,6 @@ async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> Offe
         id=offer_id,
         key=key,
         record_from=origin,
-        fields=[
-            {"group": group, "fields": dict(given), "not_published": missing}
-            for group, given, missing in grouped_fields(record)
-        ],
-        checklist={
-            **checklist.counts(),
-            "checks": [
-                {
-                    "key": c.key,
-                    "group": c.group,
-                    "item": c.item,
-                    "threshold": c.threshold,
-                    "status": c.status.value,
-                    "value": c.value,
-                }
-                for c in checklist.checks
-            ],
-        },
+        **detail_parts(record, checklist),
         links={"history": history_link(key)},
     )

@@ -68,7 +68,11 @@ CASES: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = [
         {"support_tier": "Enterprise"},
         {"support_tier": "basic"},
     ),
-    ({"min_disk_bandwidth_mbps": 1000}, {"disk_bandwidth_mbps": 3500.0}, {"disk_bandwidth_mbps": 800.0}),
+    (
+        {"min_disk_bandwidth_mbps": 1000},
+        {"disk_bandwidth_mbps": 3500.0},
+        {"disk_bandwidth_mbps": 800.0},
+    ),
 ]  # fmt: skip
 
 

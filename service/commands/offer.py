@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..current import load_current
 from .console import wide_console
 
 __all__ = ["offer_command", "register"]
@@ -116,7 +117,6 @@ def offer_command(
     ] = DetailFormat.TABLE,
 ) -> None:
     """Show one current offer: every field its provider publishes, and the seed's checklist."""
-    from service.current import load_current
     from service.offer_record import checklist_of, detail_parts, frame_key
 
     from ..api.offer_ids import history_link, offer_id

@@ -107,7 +107,8 @@ async def test_offer_page_has_the_checklist(client: httpx.AsyncClient) -> None:
     r = await client.get(f"/offer?key={quote(offer().key, safe='')}")
     section = r.text.split('id="checklist-h"', 1)[1].split("</section>", 1)[0]
     assert re.match(r">The renter's checklist: \d+ of \d+ met, \d+ unknown</h2>", section)
-    rows = re.findall(r'<td data-label="Item">([^<]+)</td>.*?<strong>([^<]+)</strong>', section, re.S)
+    item = r'<td data-label="Item">([^<]+)</td>.*?<strong>([^<]+)</strong>'
+    rows = re.findall(item, section, re.S)
     statuses = dict(rows)
     assert statuses["InfiniBand at 400G or more"] == "met"  # 3200 Gbps
     assert statuses["Redundant power supplies"] == "unknown"  # not published

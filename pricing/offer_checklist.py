@@ -33,10 +33,10 @@ __all__ = [
     "Checklist",
     "Status",
     "checklists",
+    "counts_frame",
     "frame_rows",
     "status_columns",
     "summaries",
-    "summary_expr",
     "summary_text",
 ]
 
@@ -178,6 +178,13 @@ def _keyed(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col("term").cast(pl.String))
 
 
+def _candidates(frame: pl.DataFrame, picked: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``frame`` that may be ``picked``'s (their offer ids), keyed: a filter
+    on one column first, so the join on every key column runs over a few rows only."""
+    ids = picked.get_column("offer_id").unique().implode()
+    return _keyed(frame.filter(pl.col("offer_id").is_in(ids)))
+
+
 def frame_rows(
     frame: pl.DataFrame, picked: pl.DataFrame | Iterable[dict[str, Any]]
 ) -> pl.DataFrame:
@@ -194,7 +201,7 @@ def frame_rows(
         return frame.clear()
     wanted = _keyed(picked.select(keys)).with_row_index("_order")
     return (
-        wanted.join(_keyed(frame), on=keys, how="inner", nulls_equal=True)
+        wanted.join(_candidates(frame, picked), on=keys, how="inner", nulls_equal=True)
         .sort("_order")
         .drop("_order")
         .with_columns(pl.col("term").cast(frame.schema["term"]))
@@ -202,18 +209,24 @@ def frame_rows(
     )
 
 
-def summary_expr() -> pl.Expr:
-    """:attr:`Checklist.summary` as one String expression over offer frame rows."""
-    met = pl.sum_horizontal([(c == Status.MET.value).cast(pl.Int32) for c in status_columns()])
-    unknown = pl.sum_horizontal(
-        [(c == Status.UNKNOWN.value).cast(pl.Int32) for c in status_columns()]
+def counts_frame(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per row of ``rows`` (offer frame rows): ``met``, ``not_met``, ``unknown``, ``items``
+    and ``summary``, as :meth:`Checklist.counts` gives them, vectorised (the statuses are
+    computed once, then counted)."""
+    statuses = rows.select(status_columns())
+
+    def tally(status: Status) -> pl.Expr:
+        return pl.sum_horizontal(pl.all().eq(status.value).cast(pl.Int64))
+
+    counts = statuses.select(
+        met=tally(Status.MET), not_met=tally(Status.NOT_MET), unknown=tally(Status.UNKNOWN)
     )
-    head = pl.format(f"{{}} of {len(CHECKLIST)} met", met)
-    return (
-        pl.when(unknown > 0)
-        .then(pl.format("{}, {} unknown", head, unknown))
-        .otherwise(head)
-        .alias("checklist")
+    head = pl.format(f"{{}} of {len(CHECKLIST)} met", pl.col("met"))
+    return counts.with_columns(
+        items=pl.lit(len(CHECKLIST), dtype=pl.Int64),
+        summary=pl.when(pl.col("unknown") > 0)
+        .then(pl.format("{}, {} unknown", head, pl.col("unknown")))
+        .otherwise(head),
     )
 
 
@@ -223,8 +236,10 @@ def summaries(frame: pl.DataFrame, picked: pl.DataFrame) -> pl.Series:
     lacks it. Vectorised: for a ranking of many configurations."""
     keys = list(OFFER_KEY_COLUMNS)
     wanted = _keyed(picked.select(keys)).with_row_index("_order")
-    present = _keyed(frame).with_columns(_present=pl.lit(True))
+    present = _candidates(frame, picked).with_columns(_present=pl.lit(True))
     joined = wanted.join(present, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    return joined.sort("_order").select(
-        pl.when(pl.col("_present")).then(summary_expr()).alias("checklist")
-    )["checklist"]
+    joined = joined.sort("_order")
+    shown = joined.select("_present").with_columns(counts_frame(joined)["summary"])
+    return shown.select(pl.when(pl.col("_present")).then(pl.col("summary")).alias("checklist"))[
+        "checklist"
+    ]

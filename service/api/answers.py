@@ -23,7 +23,7 @@ import polars as pl
 from adapters.sample import SAMPLE_NOTE
 from pricing.coverage import left_out, left_out_note
 from pricing.display import for_display
-from pricing.offer_checklist import OFFER_KEY_COLUMNS, checklists, frame_rows
+from pricing.offer_checklist import OFFER_KEY_COLUMNS, counts_frame, frame_rows
 from pricing.rank import RankOptions, SortKey, costed_plan, rank
 
 from .answer_schema import GROUPS, TOP_LEVEL
@@ -62,7 +62,7 @@ def checklist_counts(frame: pl.DataFrame, ranked: pl.DataFrame) -> dict[str, dic
     of the offer ``frame``: the ranking's result does not carry every field an item reads)."""
     rows = frame_rows(frame, ranked)
     keys = (offer_key(r) for r in rows.select(OFFER_KEY_COLUMNS).iter_rows(named=True))
-    return {k: c.counts() for k, c in zip(keys, checklists(rows), strict=True)}
+    return dict(zip(keys, counts_frame(rows).iter_rows(named=True), strict=True))
 
 
 def _options(q: ParsedQuery, now: datetime, limit: int | None) -> RankOptions:

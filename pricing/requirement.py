@@ -13,7 +13,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from adapters.gpus import find_gpus
 from adapters.schema import Cooling, Fabric, GpuFormFactor, RentalTerm, StorageType
@@ -23,6 +31,19 @@ from .readings import VERSION_PATTERN
 
 __all__ = ["PRESETS", "Requirement", "preset", "preset_names"]
 
+
+def _version(value: str) -> str:
+    """A renter's version, checked here so the API's query and the CLI refuse it by name."""
+    if not re.fullmatch(VERSION_PATTERN, value.strip()):
+        raise ValueError(
+            f"not a version: {value!r}; give major[.minor[.patch]], e.g. 12.4"
+            " (each part at most 4 digits)"
+        )
+    return value.strip()
+
+
+#: ``major[.minor[.patch]]`` (:data:`pricing.readings.VERSION_PATTERN`).
+Version = Annotated[str, Field(max_length=20), AfterValidator(_version)]
 NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
 
@@ -128,12 +149,12 @@ class Requirement(BaseModel):
         ' those words side by side, case and separators aside ("ubuntu-22.04", "Ubuntu'
         ' 22.04.3 LTS"), not one that does not say it ("lambda-stack-22-04")',
     )
-    min_cuda_version: Annotated[str | None, Field(max_length=20)] = Field(
+    min_cuda_version: Version | None = Field(
         default=None,
         description="CUDA version the offer states, at least (major[.minor[.patch]]:"
         ' "12.4" < "12.10")',
     )
-    min_driver_version: Annotated[str | None, Field(max_length=20)] = Field(
+    min_driver_version: Version | None = Field(
         default=None, description='NVIDIA driver version the offer states, at least ("535.104")'
     )
     frameworks: tuple[Annotated[str, Field(min_length=1, max_length=100)], ...] = Field(
@@ -212,16 +233,6 @@ class Requirement(BaseModel):
         if bad:
             raise ValueError(f"not ISO 3166-1 alpha-2 codes: {', '.join(bad)}")
         return tuple(c.upper() for c in value)
-
-    @field_validator("min_cuda_version", "min_driver_version")
-    @classmethod
-    def _version(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(VERSION_PATTERN, value.strip()):
-            raise ValueError(
-                f"not a version: {value!r}; give major[.minor[.patch]], e.g. 12.4"
-                " (each part at most 4 digits)"
-            )
-        return None if value is None else value.strip()
 
     @field_validator("os_images", "frameworks", "support_tiers")
     @classmethod

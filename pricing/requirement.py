@@ -105,7 +105,8 @@ class Requirement(BaseModel):
         default=(), description="local storage kinds allowed (nvme, ssd, ...)"
     )
     min_disk_bandwidth_mbps: Positive | None = Field(
-        default=None, description="disk bandwidth as the provider measures it (Vast.ai: MB/s)"
+        default=None,
+        description="disk bandwidth as the provider measures it (Vast.ai: MB/s), at least",
     )
     # network
     min_bandwidth_down_mbps: Positive | None = Field(

@@ -162,3 +162,31 @@ def test_summaries_of_ranked_rows_match_the_checklists() -> None:
     missing = ranked.with_columns(offer_id=pl.lit("gone"))
     assert summaries(frame, missing).to_list() == [None, None]
     assert frame_rows(frame, missing).is_empty()
+
+
+def test_the_binding_note_names_the_checklist_items_the_closest_offers_miss() -> None:
+    from pricing.coverage import binding_note
+
+    near = make_offer(
+        offer_id="near",
+        gpu_model="A100-SXM4-80GB",
+        cpu_model="AMD EPYC 7702",
+        cpu_sockets=2,
+        cpu_cores=128.0,
+        ram_gb=512.0,
+        ram_ecc=True,
+        storage_gb=15360.0,
+        storage_type=StorageType.NVME,
+        fabric=Fabric.INFINIBAND,
+        fabric_gbps=400.0,
+        psu_watts=8000.0,
+        psu_redundancy="2+2",
+        cooling=Cooling.AIR,
+        chassis_form_factor="2U",
+        os_images=("ubuntu-22.04",),
+        cuda_version="12.2",
+        frameworks=("pytorch",),
+        backup_service=False,
+    )
+    note = binding_note(offers_to_frame([near]), preset("seed-checklist"), NOW)
+    assert note is not None and note.endswith("miss only backup_service, min_chassis_u")

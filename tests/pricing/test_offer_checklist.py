@@ -18,6 +18,29 @@ from .factories import AT_NOW, NOW, make_offer
 
 MET, NOT_MET, UNKNOWN = Status.MET, Status.NOT_MET, Status.UNKNOWN
 
+#: The seed's example server, with every item of the checklist published.
+SEED_FIELDS: dict[str, object] = {
+    "gpu_model": "A100-SXM4-80GB",
+    "cpu_model": "AMD EPYC 7702 64-Core Processor",
+    "cpu_sockets": 2,
+    "cpu_cores": 128.0,
+    "ram_gb": 512.0,
+    "ram_ecc": True,
+    "storage_gb": 15360.0,
+    "storage_type": StorageType.SSD,
+    "fabric": Fabric.INFINIBAND,
+    "fabric_gbps": 400.0,
+    "psu_watts": 8000.0,
+    "psu_redundancy": "2+2",
+    "cooling": Cooling.AIR,
+    "chassis_form_factor": "4U",
+    "os_images": ("Ubuntu 22.04 LTS",),
+    "cuda_version": "12.2",
+    "frameworks": ("PyTorch", "TensorFlow"),
+    "backup_service": True,
+    "support_tier": "business",
+}
+
 
 def _checklist(**fields: object) -> Checklist:
     (checklist,) = checklists(offers_to_frame([make_offer(**fields)]))
@@ -52,27 +75,7 @@ def test_the_checklist_preset_is_the_items_and_the_seed_server() -> None:
 
 
 def test_the_seed_server_meets_every_item() -> None:
-    seed = _checklist(
-        gpu_model="A100-SXM4-80GB",
-        cpu_model="AMD EPYC 7702 64-Core Processor",
-        cpu_sockets=2,
-        cpu_cores=128.0,
-        ram_gb=512.0,
-        ram_ecc=True,
-        storage_gb=15360.0,
-        storage_type=StorageType.SSD,
-        fabric=Fabric.INFINIBAND,
-        fabric_gbps=400.0,
-        psu_watts=8000.0,
-        psu_redundancy="2+2",
-        cooling=Cooling.AIR,
-        chassis_form_factor="4U",
-        os_images=("Ubuntu 22.04 LTS",),
-        cuda_version="12.2",
-        frameworks=("PyTorch", "TensorFlow"),
-        backup_service=True,
-        support_tier="business",
-    )
+    seed = _checklist(**SEED_FIELDS)
     assert set(_statuses(seed).values()) == {MET}
     assert seed.summary == f"{len(CHECKLIST)} of {len(CHECKLIST)} met"
     by_key = {c.key: c for c in seed.checks}
@@ -168,25 +171,7 @@ def test_the_binding_note_names_the_checklist_items_the_closest_offers_miss() ->
     from pricing.coverage import binding_note
 
     near = make_offer(
-        offer_id="near",
-        gpu_model="A100-SXM4-80GB",
-        cpu_model="AMD EPYC 7702",
-        cpu_sockets=2,
-        cpu_cores=128.0,
-        ram_gb=512.0,
-        ram_ecc=True,
-        storage_gb=15360.0,
-        storage_type=StorageType.NVME,
-        fabric=Fabric.INFINIBAND,
-        fabric_gbps=400.0,
-        psu_watts=8000.0,
-        psu_redundancy="2+2",
-        cooling=Cooling.AIR,
-        chassis_form_factor="2U",
-        os_images=("ubuntu-22.04",),
-        cuda_version="12.2",
-        frameworks=("pytorch",),
-        backup_service=False,
+        **{**SEED_FIELDS, "chassis_form_factor": "2U", "backup_service": False, "offer_id": "near"}
     )
     note = binding_note(offers_to_frame([near]), preset("seed-checklist"), NOW)
     assert note is not None and note.endswith("miss only backup_service, min_chassis_u")

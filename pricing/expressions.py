@@ -47,6 +47,7 @@ from adapters.schema import (
     RentalTerm,
 )
 
+from . import readings
 from .efficiency import Interruptible, Scaling
 from .job import Job, JobKind
 from .requirement import Requirement
@@ -716,6 +717,36 @@ def _provider_in(names: Sequence[str]) -> pl.Expr:
     return _in("provider", names) | _in("seller", names).fill_null(False)
 
 
+def _seed_conditions(req: Requirement) -> list[pl.Expr]:
+    """The power, chassis and software constraints, on the frame's readings of the
+    published text (:mod:`pricing.readings`; unknown where a reading is null)."""
+    u = req.allow_unknown
+    conds: list[pl.Expr] = []
+    if req.min_psu_watts is not None:
+        conds.append(_known(pl.col("psu_watts") >= req.min_psu_watts, u))
+    if req.psu_redundant is not None:
+        conds.append(_known(pl.col("psu_redundant") == req.psu_redundant, u))
+    if req.min_chassis_u is not None:
+        conds.append(_known(pl.col("chassis_u") >= req.min_chassis_u, u))
+    if req.os_images:
+        keys = pl.col("os_image_keys")
+        matches = [readings.os_image_matches(keys, image) for image in req.os_images]
+        conds.append(_known(pl.any_horizontal(matches), u))
+    for column, wanted in (
+        ("cuda_version_key", req.min_cuda_version),
+        ("driver_version_key", req.min_driver_version),
+    ):
+        if wanted is not None:
+            conds.append(_known(pl.col(column) >= readings.version_key(pl.lit(wanted)), u))
+    if req.frameworks:
+        names = [pl.select(readings.framework_key(pl.lit(f))).item() for f in req.frameworks]
+        has = pl.col("framework_keys").list.eval(pl.element().is_in(names)).list.any()
+        conds.append(_known(has, u))
+    if req.backup_service is not None:
+        conds.append(_known(pl.col("backup_service") == req.backup_service, u))
+    return conds
+
+
 def qualifies(req: Requirement, now: datetime) -> pl.Expr:
     """True for rows that meet every constraint of ``req`` at ``now``.
 
@@ -744,6 +775,10 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
     if req.min_cpu_cores is not None:
         cores = pl.coalesce(pl.col("cpu_cores"), pl.col("vcpus") / 2)
         conds.append(_known(cores >= req.min_cpu_cores, u))
+    if req.min_cpu_sockets is not None:
+        conds.append(_known(pl.col("cpu_sockets") >= req.min_cpu_sockets, u))
+    if req.server_cpu is not None:
+        conds.append(_known(pl.col("cpu_server_class") == req.server_cpu, u))
     if req.min_vcpus is not None:
         conds.append(_known(pl.col("vcpus") >= req.min_vcpus, u))
     if req.min_vcpus_per_gpu is not None:
@@ -758,6 +793,8 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
         conds.append(_known(pl.col("storage_gb") >= req.min_storage_gb, u))
     if req.storage_types:
         conds.append(_known(_in("storage_type", req.storage_types), u))
+    if req.min_disk_bandwidth_mbps is not None:
+        conds.append(_known(pl.col("disk_bandwidth_mbps") >= req.min_disk_bandwidth_mbps, u))
     if req.min_bandwidth_down_mbps is not None:
         down = pl.col("public_bandwidth_down_mbps") >= req.min_bandwidth_down_mbps
         conds.append(_known(down, u))
@@ -771,6 +808,7 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
         conds.append(_known(pl.col("multi_node") == req.multi_node, u))
     if req.cooling:
         conds.append(_known(_in("cooling", req.cooling), u))
+    conds += _seed_conditions(req)
     if req.regions:
         region = pl.col("region").str.to_lowercase()
         starts = [region.str.starts_with(r.lower()) for r in req.regions]
@@ -787,6 +825,9 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
         conds.append(_known(usd_per_gpu_hour() <= req.max_usd_per_gpu_hour, u))
     if req.min_reliability is not None:
         conds.append(_known(pl.col("reliability") >= req.min_reliability, u))
+    if req.support_tiers:
+        tiers = [t.lower() for t in req.support_tiers]
+        conds.append(_known(pl.col("support_tier").str.to_lowercase().is_in(tiers), u))
     if req.min_sla_uptime_pct is not None:
         conds.append(_known(pl.col("sla_uptime_pct") >= req.min_sla_uptime_pct, u))
     if req.verified_only:

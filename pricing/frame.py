@@ -36,6 +36,7 @@ from adapters.schema import (
     usd_per_hour,
 )
 
+from . import readings
 from .efficiency import Efficiency, default_efficiency
 
 __all__ = [
@@ -111,6 +112,25 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "datacenter": pl.Boolean(),
     "available_now": pl.Boolean(),
     "available_count": pl.Int64(),
+    # the seed's power, chassis, software and support fields, and their readings
+    # (:data:`_READINGS`), for the requirement's filters and the checklist
+    "disk_bandwidth_mbps": pl.Float64(),
+    "psu_watts": pl.Float64(),
+    "psu_redundancy": pl.String(),
+    "psu_redundant": pl.Boolean(),
+    "chassis_form_factor": pl.String(),
+    "chassis_u": pl.Float64(),
+    "os_images": pl.List(pl.String()),
+    "os_image_keys": pl.List(pl.String()),
+    "cuda_version": pl.String(),
+    "cuda_version_key": pl.Int64(),
+    "driver_version": pl.String(),
+    "driver_version_key": pl.Int64(),
+    "frameworks": pl.List(pl.String()),
+    "framework_keys": pl.List(pl.String()),
+    "backup_service": pl.Boolean(),
+    "support_tier": pl.String(),
+    "cpu_server_class": pl.Boolean(),
 }
 
 #: The prices of extras (disk, a public IPv4, egress) as the offer gives them, in its
@@ -121,9 +141,26 @@ _EXTRA_PRICES: dict[str, tuple[str, float]] = {
     "ipv4_price_per_hour": ("ipv4_usd_per_hour", 1.0),
     "egress_price_per_gb": ("egress_usd_per_gb", 1.0),
 }
+#: Comparable readings of free-text fields (:mod:`pricing.readings`), made once per frame so
+#: that a query's filter compares numbers and words instead of parsing text per request.
+_READINGS: dict[str, pl.Expr] = {
+    "psu_redundant": readings.psu_redundant(pl.col("psu_redundancy")),
+    "chassis_u": readings.chassis_units(pl.col("chassis_form_factor")),
+    "os_image_keys": pl.col("os_images").list.eval(readings.os_image_key(pl.element())),
+    "cuda_version_key": readings.version_key(pl.col("cuda_version")),
+    "driver_version_key": readings.version_key(pl.col("driver_version")),
+    "framework_keys": pl.col("frameworks").list.eval(readings.framework_key(pl.element())),
+    "cpu_server_class": readings.server_cpu(pl.col("cpu_model")),
+}
 #: Columns computed from an offer's fields rather than read from them.
 _DERIVED = frozenset(
-    {"gpus", "commitment_hours", "usd_per_hour", *(c for c, _ in _EXTRA_PRICES.values())}
+    {
+        "gpus",
+        "commitment_hours",
+        "usd_per_hour",
+        *(c for c, _ in _EXTRA_PRICES.values()),
+        *_READINGS,
+    }
 )
 #: The offer fields a frame reads, as they are read: the prices as their decimal text (made
 #: exact, or USD floats, in :func:`_derive`) and the term as text (made a
@@ -200,6 +237,16 @@ def _row(o: Offer) -> tuple[object, ...]:
         o.datacenter,
         o.available_now,
         o.available_count,
+        o.disk_bandwidth_mbps,
+        o.psu_watts,
+        o.psu_redundancy,
+        o.chassis_form_factor,
+        None if o.os_images is None else list(o.os_images),
+        o.cuda_version,
+        o.driver_version,
+        None if o.frameworks is None else list(o.frameworks),
+        o.backup_service,
+        o.support_tier,
         *(None if p is None else str(p) for p in (
             o.storage_price_per_gb_month, o.ipv4_price_per_hour, o.egress_price_per_gb
         )),
@@ -276,6 +323,7 @@ _DERIVATIONS: dict[str, pl.Expr] = {
     "price_amount": pl.col("_exact_price"),
     "term": pl.col("term").cast(TERM_DTYPE),
     "usd_per_hour": pl.col("_usd_per_hour"),
+    **_READINGS,
 }
 
 

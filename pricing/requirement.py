@@ -10,15 +10,40 @@ The filter itself is the polars expression :func:`pricing.expressions.qualifies`
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from adapters.gpus import find_gpus
 from adapters.schema import Cooling, Fabric, GpuFormFactor, RentalTerm, StorageType
 
+from .checklist import SEED_SERVER, checklist_requirement
+from .readings import VERSION_PATTERN
+
 __all__ = ["PRESETS", "Requirement", "preset", "preset_names"]
 
+
+def _version(value: str) -> str:
+    """A renter's version, checked here so the API's query and the CLI refuse it by name."""
+    if not re.fullmatch(VERSION_PATTERN, value.strip()):
+        raise ValueError(
+            f"not a version: {value!r}; give major[.minor[.patch]], e.g. 12.4"
+            " (each part at most 4 digits)"
+        )
+    return value.strip()
+
+
+#: ``major[.minor[.patch]]`` (:data:`pricing.readings.VERSION_PATTERN`).
+Version = Annotated[str, Field(max_length=20), AfterValidator(_version)]
 NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
 
@@ -52,6 +77,15 @@ class Requirement(BaseModel):
         default=None,
         description="physical cores; where only vCPUs are published, vcpus / 2 (2 threads/core)",
     )
+    min_cpu_sockets: PositiveInt | None = Field(
+        default=None, description="CPU sockets (physical CPUs) per instance, at least"
+    )
+    server_cpu: bool | None = Field(
+        default=None,
+        description="True: a server CPU line named in cpu_model (Xeon, EPYC, Opteron, Arm"
+        " server parts such as Graviton, Grace or Altra); False: a desktop or workstation"
+        " line (Core, Ryzen, Threadripper); a name that says neither is unknown",
+    )
     min_vcpus: Positive | None = Field(default=None, description="vCPUs (threads), at least")
     min_vcpus_per_gpu: Positive | None = Field(
         default=None,
@@ -69,6 +103,10 @@ class Requirement(BaseModel):
     )
     storage_types: tuple[StorageType, ...] = Field(
         default=(), description="local storage kinds allowed (nvme, ssd, ...)"
+    )
+    min_disk_bandwidth_mbps: Positive | None = Field(
+        default=None,
+        description="disk bandwidth as the provider measures it (Vast.ai: MB/s), at least",
     )
     # network
     min_bandwidth_down_mbps: Positive | None = Field(
@@ -91,7 +129,43 @@ class Requirement(BaseModel):
         description="let a multi-node job span nodes joined by plain Ethernet (no RDMA)",
     )
     # power and cooling
+    min_psu_watts: Positive | None = Field(
+        default=None,
+        description="power supply capacity in W, all PSUs together (4 x 2000 W is 8000)",
+    )
+    psu_redundant: bool | None = Field(
+        default=None,
+        description='True: redundant PSUs (a spare: "2+2", "N+1", "1+1", "2N");'
+        ' False: without ("2+0", "N")',
+    )
     cooling: tuple[Cooling, ...] = Field(default=(), description="cooling kinds allowed")
+    # chassis
+    min_chassis_u: Positive | None = Field(
+        default=None, description='chassis height in rack units, at least ("4U" is 4)'
+    )
+    # software
+    os_images: tuple[Annotated[str, Field(min_length=1, max_length=100)], ...] = Field(
+        default=(),
+        description='OS images, any of: "Ubuntu 22.04" matches an image whose name states'
+        ' those words side by side, case and separators aside ("ubuntu-22.04", "Ubuntu'
+        ' 22.04.3 LTS"), not one that does not say it ("lambda-stack-22-04")',
+    )
+    min_cuda_version: Version | None = Field(
+        default=None,
+        description="CUDA version the offer states, at least (major[.minor[.patch]]:"
+        ' "12.4" < "12.10")',
+    )
+    min_driver_version: Version | None = Field(
+        default=None, description='NVIDIA driver version the offer states, at least ("535.104")'
+    )
+    frameworks: tuple[Annotated[str, Field(min_length=1, max_length=100)], ...] = Field(
+        default=(),
+        description="frameworks installed, any of, case-insensitive, version aside"
+        " (pytorch, tensorflow)",
+    )
+    backup_service: bool | None = Field(
+        default=None, description="True: the provider offers backup and recovery"
+    )
     # where and who
     regions: tuple[str, ...] = Field(
         default=(), description="region prefixes, case-insensitive (us-east matches us-east-1)"
@@ -120,6 +194,9 @@ class Requirement(BaseModel):
     # service and availability
     min_reliability: Annotated[float | None, Field(ge=0, le=1)] = Field(
         default=None, description="marketplace host reliability, 0-1, at least"
+    )
+    support_tiers: tuple[Annotated[str, Field(min_length=1, max_length=100)], ...] = Field(
+        default=(), description="the provider's support tiers allowed, case-insensitive"
     )
     min_sla_uptime_pct: Annotated[float | None, Field(gt=0, le=100)] = Field(
         default=None, description="uptime the provider's SLA promises, in %, at least"
@@ -157,6 +234,14 @@ class Requirement(BaseModel):
         if bad:
             raise ValueError(f"not ISO 3166-1 alpha-2 codes: {', '.join(bad)}")
         return tuple(c.upper() for c in value)
+
+    @field_validator("os_images", "frameworks", "support_tiers")
+    @classmethod
+    def _words(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        blank = [v for v in value if not re.search(r"[0-9A-Za-z]", v)]
+        if blank:
+            raise ValueError(f"names need a letter or digit: {', '.join(map(repr, blank))}")
+        return tuple(v.strip() for v in value)
 
     @model_validator(mode="after")
     def _ranges(self) -> Requirement:
@@ -197,21 +282,12 @@ class Requirement(BaseModel):
         return Requirement.model_validate(data)
 
 
-#: Named common needs. The seed's example server is ``seed-8xa100``.
+#: Named common needs. The seed's example server is ``seed-8xa100`` (its hardware);
+#: ``seed-checklist`` is every item of the seed's checklist (:mod:`pricing.checklist`) at
+#: the seed's thresholds, the example server's own figures where it names them.
 PRESETS: dict[str, dict[str, Any]] = {
-    "seed-8xa100": {
-        # The seed document's example: 8x A100-80G, 2x 64-core EPYC, 512 GB ECC RAM,
-        # 8x 1.92 TB SSD (~15 TB), 400G InfiniBand.
-        "gpus": ("A100-SXM4-80GB", "A100-PCIE-80GB"),
-        "min_gpus": 8,
-        "max_gpus": 8,
-        "min_cpu_cores": 128,
-        "min_ram_gb": 512,
-        "min_storage_gb": 15000,
-        "storage_types": (StorageType.NVME, StorageType.SSD),
-        "fabrics": (Fabric.INFINIBAND,),
-        "min_fabric_gbps": 400,
-    },
+    "seed-8xa100": dict(SEED_SERVER),
+    "seed-checklist": checklist_requirement(),
     "1xh100": {"gpus": ("H100",), "min_gpus": 1, "max_gpus": 1},
     "8xh100": {"gpus": ("H100",), "min_gpus": 8, "max_gpus": 8},
     "8xh100-ib": {

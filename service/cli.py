@@ -28,6 +28,7 @@ __all__ = ["COMMANDS", "COMMAND_MODULES", "RootGroup", "app", "command_from", "m
 #: module exposes ``register(app)``), in the order ``--help`` lists them.
 COMMANDS: dict[str, str] = {
     "offers": "pricing",
+    "offer": "offer",
     "estimate": "pricing",
     "gpus": "gpus",
     "providers": "providers",

@@ -9,6 +9,8 @@ the answer's shape: the router declares them as its response model (the OpenAPI 
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from .vocabulary import UtcTime
@@ -16,9 +18,14 @@ from .vocabulary import UtcTime
 __all__ = [
     "GROUPS",
     "TOP_LEVEL",
+    "CheckItem",
+    "ChecklistSummary",
+    "FieldGroup",
     "Hardware",
     "JobCost",
     "LeftOut",
+    "OfferChecklist",
+    "OfferDetail",
     "OfferLinks",
     "OffersPage",
     "PageLinks",
@@ -165,6 +172,16 @@ class OfferLinks(_Answer):
     )
 
 
+class ChecklistSummary(_Answer):
+    """How many items of the seed's checklist (``pricing/checklist.py``) an offer meets."""
+
+    met: int
+    not_met: int
+    unknown: int = Field(description="items whose fields the provider does not publish")
+    items: int
+    summary: str = Field(examples=["9 of 18 met, 3 unknown"])
+
+
 class RankedOffer(_Answer):
     """One ranked offer: who and where at the top level, the rest in four groups."""
 
@@ -195,6 +212,9 @@ class RankedOffer(_Answer):
     price: Price
     performance: Performance
     job: JobCost
+    checklist: ChecklistSummary = Field(
+        description="the seed's checklist for this offer, counted (items: /v1/offers/{id})"
+    )
     links: OfferLinks
 
 
@@ -254,8 +274,57 @@ class OffersPage(Provenance):
     offers: list[RankedOffer]
 
 
-#: Fields of an offer that are not ranking columns: made from the offer's key.
-DERIVED = ("id", "links")
+class CheckItem(_Answer):
+    """One item of the seed's checklist for one offer."""
+
+    key: str = Field(examples=["psu_redundancy"])
+    group: str = Field(description="the field group it belongs to", examples=["Power and cooling"])
+    item: str = Field(examples=["Redundant power supplies"])
+    threshold: str = Field(examples=["a spare PSU (2+2, N+1, 1+1, 2N)"])
+    status: Literal["met", "not met", "unknown"] = Field(
+        description="unknown: the provider does not publish what decides it"
+    )
+    value: str = Field(
+        description='the published fields behind it, "name: value"; "not stated" if none',
+        examples=["psu_redundancy: 2+2"],
+    )
+
+
+class OfferChecklist(ChecklistSummary):
+    checks: list[CheckItem]
+
+
+class FieldGroup(_Answer):
+    """One group of the offer's fields (the seed's parameter groups)."""
+
+    group: str = Field(examples=["Power and cooling"])
+    fields: dict[str, Any] = Field(
+        description="the fields the provider published, as in the stored record",
+        examples=[{"psu_watts": 8000, "psu_redundancy": "2+2"}],
+    )
+    not_published: list[str] = Field(description="the group's fields left empty")
+
+
+class OfferDetail(Provenance):
+    """One current offer: every published field, grouped, and the seed's checklist."""
+
+    id: str = Field(examples=["YWNtZXw4eC1oMTAwfHVzLWVhc3QtMXxvbl9kZW1hbmR8aW5zdGFuY2U"])
+    key: str = Field(
+        description="provider|offer_id|region|term|basis[|variant]",
+        examples=["acme|8x-h100|us-east-1|on_demand|instance"],
+    )
+    record_from: Literal["database", "sample", "frame"] = Field(
+        description="where the fields come from: the stored record, the replayed sample, or"
+        " (neither available) the columns the ranking reads"
+    )
+    fields: list[FieldGroup]
+    checklist: OfferChecklist
+    links: OfferLinks
+
+
+#: Fields of an offer that are not ranking columns: made from the offer's key, and the
+#: checklist summary (:mod:`pricing.offer_checklist`, for the answer's rows only).
+DERIVED = ("id", "checklist", "links")
 
 
 def _layout(model: type[BaseModel]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:

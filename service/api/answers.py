@@ -23,6 +23,7 @@ import polars as pl
 from adapters.sample import SAMPLE_NOTE
 from pricing.coverage import left_out, left_out_note
 from pricing.display import for_display
+from pricing.offer_checklist import OFFER_KEY_COLUMNS, counts_frame, frame_rows
 from pricing.rank import RankOptions, SortKey, costed_plan, rank
 
 from .answer_schema import GROUPS, TOP_LEVEL
@@ -32,7 +33,7 @@ from .offers_query import ParsedQuery
 from .state import ApiState
 from .vocabulary import rfc3339
 
-__all__ = ["page_header", "ranked_offers", "ranked_page", "warnings_for"]
+__all__ = ["checklist_counts", "page_header", "ranked_offers", "ranked_page", "warnings_for"]
 
 
 def _json_value(value: Any) -> Any:
@@ -43,15 +44,25 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def _shape(row: dict[str, Any]) -> dict[str, Any]:
-    """One ranking row as a :class:`RankedOffer` dict (a column the ranking lacks: KeyError)."""
+def _shape(row: dict[str, Any], checklist: dict[str, Any]) -> dict[str, Any]:
+    """One ranking row as a :class:`RankedOffer` dict (a column the ranking lacks: KeyError),
+    with its ``checklist`` summary."""
     key = offer_key(row)
     out: dict[str, Any] = {"id": offer_id(key)}
     out.update((k, _json_value(row[k])) for k in TOP_LEVEL)
     for group, columns in GROUPS.items():
         out[group] = {c: _json_value(row[c]) for c in columns}
+    out["checklist"] = checklist
     out["links"] = {"history": history_link(key)}
     return out
+
+
+def checklist_counts(frame: pl.DataFrame, ranked: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """Offer key -> the checklist summary, for the ``ranked`` rows only (from their rows
+    of the offer ``frame``: the ranking's result does not carry every field an item reads)."""
+    rows = frame_rows(frame, ranked)
+    keys = (offer_key(r) for r in rows.select(OFFER_KEY_COLUMNS).iter_rows(named=True))
+    return dict(zip(keys, counts_frame(rows).iter_rows(named=True), strict=True))
 
 
 def _options(q: ParsedQuery, now: datetime, limit: int | None) -> RankOptions:
@@ -121,7 +132,11 @@ def warnings_for(state: ApiState) -> list[str]:
 
 def ranked_offers(state: ApiState, q: ParsedQuery, now: datetime) -> list[dict[str, Any]]:
     """The ranked offers of a query, shaped as in the answer (blocking)."""
-    return [_shape(row) for row in for_display(_rank(state, q, now)).iter_rows(named=True)]
+    ranked = _rank(state, q, now)
+    counts = checklist_counts(state.frame, ranked)
+    return [
+        _shape(row, counts[offer_key(row)]) for row in for_display(ranked).iter_rows(named=True)
+    ]
 
 
 def page_header(state: ApiState, now: datetime) -> dict[str, Any]:

@@ -132,6 +132,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("fabric", "fabric"),
     Column("billed_hours", "billed h", _whole, numeric=True),
     Column("job_cost_usd", "compute $", _money, numeric=True),
+    Column("checklist", "checklist"),
+    Column("id", "id"),
 )
 
 #: The order columns are shown in, whichever are chosen.
@@ -139,7 +141,7 @@ _SHOWN_ORDER: tuple[str, ...] = (
     "rank", "provider_label", "offer_id", "regions", "offers", "gpus_label", "gpu_memory_gb",
     "fabric", "term", "usd_per_hour", "usd_per_gpu_hour", "effective_tflops",
     "usd_per_effective_tflop_hour", "wall_clock_hours", "billed_hours", "job_cost_usd",
-    "all_in_cost_usd", "price_age_hours",
+    "all_in_cost_usd", "price_age_hours", "checklist", "id",
 )  # fmt: skip
 
 

@@ -418,6 +418,20 @@ def _emit_answer(answer: dict[str, Any], fmt: OutputFormat) -> None:
         typer.echo(out.getvalue(), nl=False)
 
 
+def _with_checklist(frame: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
+    """The ranking with each row's ``checklist`` summary (the seed's items, counted) and its
+    API ``id`` (what ``gpuscout offer`` takes): the table's ``--wide`` columns."""
+    import polars as pl
+
+    from pricing.offer_checklist import OFFER_KEY_COLUMNS, summaries
+
+    from ..api.offer_ids import offer_id, offer_key
+
+    rows = ranked.select(OFFER_KEY_COLUMNS).iter_rows(named=True)
+    ids = pl.Series("id", [offer_id(offer_key(r)) for r in rows], dtype=pl.String)
+    return ranked.with_columns(summaries(frame, ranked), ids)
+
+
 def offers_command(**options: Any) -> None:
     """Rank the current offers by USD per effective TFLOP-hour for a job.
 
@@ -466,6 +480,8 @@ def offers_command(**options: Any) -> None:
         _fail(
             f"--columns: unknown {', '.join(unknown)}; known: {', '.join(c.name for c in COLUMNS)}"
         )
+    if options["wide"] or {"checklist", "id"} & set(names or ()):
+        ranked = _with_checklist(current.frame, ranked)
     print_table(
         ranked,
         wide_console(),

@@ -28,6 +28,8 @@ from adapters.schema import Offer
 from db.history import PriceChange, WeekOverWeek
 from pricing import Job, RankOptions, Requirement, rank
 from pricing.display import provider_label
+from pricing.frame import offers_to_frame
+from pricing.offer_checklist import summaries
 
 from .chart import IndexPoint, render_price_chart
 
@@ -195,9 +197,11 @@ def _change_rows(changes: Sequence[PriceChange]) -> list[dict[str, Any]]:
     return rows
 
 
-def _top_rows(ranked: pl.DataFrame, stale: set[str], sample: set[str]) -> list[dict[str, Any]]:
+def _top_rows(
+    ranked: pl.DataFrame, checklist: Sequence[str | None], stale: set[str], sample: set[str]
+) -> list[dict[str, Any]]:
     rows = []
-    for r in ranked.iter_rows(named=True):
+    for r, summary in zip(ranked.iter_rows(named=True), checklist, strict=True):
         rows.append(
             {
                 "rank": r["rank"],
@@ -211,6 +215,7 @@ def _top_rows(ranked: pl.DataFrame, stale: set[str], sample: set[str]) -> list[d
                 "job_cost_usd": r["job_cost_usd"],
                 "all_in_cost_usd": r["all_in_cost_usd"],
                 "caveats": r["caveats"],
+                "checklist": summary,
                 "stale": r["provider"] in stale,
                 "sample": r["provider"] in sample,
             }
@@ -260,9 +265,12 @@ def build_digest(
     local_now = now.astimezone(ZoneInfo(subscription.time_zone))
     week = iso_week_label(local_now)
     options = RankOptions(limit=top, now=now)
+    if not isinstance(offers, pl.DataFrame):  # Offer objects (tests, one-off digests)
+        offers = offers_to_frame(offers)
     ranked = rank(offers, subscription.requirement, subscription.job, options)
     stale_names = {s.provider for s in stale_providers}
-    top_rows = _top_rows(ranked, stale_names, set(sample_providers))
+    checklist = summaries(offers, ranked).to_list()  # the seed's checklist, counted
+    top_rows = _top_rows(ranked, checklist, stale_names, set(sample_providers))
     name = _one_line(subscription.name, 60)
     best = top_rows[0] if top_rows else None
     if best is not None:

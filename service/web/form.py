@@ -2,7 +2,8 @@
 
 Every parameter of :data:`service.api.offers_query.OffersQuery` is a control here (a test
 pins it), grouped the way a renter thinks: GPU, where and who, term and price, network,
-the job, then the rest. The controls carry the values of the request's query string: the
+the job, the seed's groups (CPU, memory and storage; power and cooling; chassis; software;
+support), then the rest. The controls carry the values of the request's query string: the
 URL is the page's state.
 """
 
@@ -29,7 +30,17 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "Term and price": ("terms", "max_commitment_hours", "max_usd_per_hour", "max_usd_per_gpu_hour"),
     "Job": ("hours", "gpu_hours", "model_params", "tokens", "job_gpus", "precision"),
     "Network": ("fabrics", "min_fabric_gbps", "nvlink", "multi_node"),
-}
+    "CPU, memory and storage": (
+        "server_cpu", "min_cpu_sockets", "min_cpu_cores", "min_ram_gb", "ram_ecc",
+        "min_storage_gb", "storage_types", "min_disk_bandwidth_mbps",
+    ),
+    "Power and cooling": ("min_psu_watts", "psu_redundant", "cooling"),
+    "Chassis": ("min_chassis_u",),
+    "Software": (
+        "os_images", "min_cuda_version", "min_driver_version", "frameworks", "backup_service",
+    ),
+    "Support": ("support_tiers", "min_sla_uptime_pct"),
+}  # fmt: skip
 #: Presentation, not a filter: shown with the table rather than in the form groups.
 PRESENTATION: tuple[str, ...] = ("sort", "limit")
 
@@ -43,6 +54,18 @@ _LABELS: dict[str, str] = {
     "model_params": "Model parameters",
     "tokens": "Training tokens",
     "mfu": "MFU (replace the model)",
+    "server_cpu": "Server-class CPU (Xeon, EPYC, ...)",
+    "min_cpu_sockets": "Min CPU sockets",
+    "min_psu_watts": "Min PSU watts (all PSUs together)",
+    "psu_redundant": "Redundant PSUs (2+2, N+1)",
+    "min_chassis_u": "Min chassis height (U)",
+    "os_images": "OS images (e.g. Ubuntu 22.04)",
+    "min_cuda_version": "Min CUDA version",
+    "min_driver_version": "Min driver version",
+    "frameworks": "Frameworks (pytorch, tensorflow)",
+    "backup_service": "Backup service",
+    "support_tiers": "Support tiers",
+    "min_disk_bandwidth_mbps": "Min disk bandwidth (MB/s)",
 }
 
 

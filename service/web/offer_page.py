@@ -1,5 +1,6 @@
-"""``GET /offer?key=``: one offer, every field its provider published, its terms and its
-price history; ``GET /offer/record?key=`` is the raw record as JSON.
+"""``GET /offer?key=``: one offer, every field its provider published, the seed's checklist
+for it (met / not met / unknown, with the value behind each), its terms and its price
+history; ``GET /offer/record?key=`` is the raw record as JSON.
 
 ``key`` is the offer's stored key (:attr:`adapters.schema.Offer.key`), the one
 ``/v1/history/offers/{key}`` takes, so the page and the API name an offer alike.
@@ -16,9 +17,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import ContextDep, StateDep
+from service.offer_record import checklist_of, grouped_fields, published_record, terms_of
 
 from .charts import Series, line_chart
-from .offer_record import grouped_fields, published_record, terms_of
 from .templating import templates
 
 __all__ = ["router"]
@@ -78,6 +79,7 @@ async def offer_page(
             "row": row,
             "terms": terms,
             "groups": grouped_fields(record),
+            "checklist": checklist_of(state.frame, key),
             "origin": origin,
             "points": points,
             "chart": _chart(points, now) if points else None,

@@ -1,5 +1,6 @@
 """``GET /v1/offers``: the cheapest qualifying offers for a requirement and a job, a page
-at a time; ``GET /v1/offers/{offer_id}/history``: one offer's stored prices.
+at a time; ``GET /v1/offers/{offer_id}``: one current offer, every published field by group
+and the seed's checklist; ``GET /v1/offers/{offer_id}/history``: its stored prices.
 
 A repeated query string is answered before routing (:mod:`service.api.offers_cache`).
 Here: validate the query (and its cursor: of this query, of this snapshot), look its
@@ -15,10 +16,12 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from ..answer_schema import OffersPage
-from ..answers import ranked_page
+from service.offer_record import checklist_of, detail_parts, frame_key, published_record
+
+from ..answer_schema import OfferDetail, OffersPage, Provenance
+from ..answers import page_header, ranked_page
 from ..deps import ContextDep, NoQueryDep, StateDep
-from ..offer_ids import CursorError, decode_cursor, decode_offer_id, query_digest
+from ..offer_ids import CursorError, decode_cursor, decode_offer_id, history_link, query_digest
 from ..offers_cache import (
     etag_for,
     if_none_match,
@@ -126,3 +129,42 @@ async def get_offer_price_history(offer_id: str, context: ContextDep) -> OfferHi
     if key is None:
         raise ProblemError(404, f"{offer_id!r} is not an offer id (see offers[].id)")
     return await offer_history_of(key, context)
+
+
+@router.get(
+    "/{offer_id}",
+    response_model=OfferDetail,
+    dependencies=[NoQueryDep],
+    responses=problem_responses(404, 503, _404="not an offer id, or no current offer with it"),
+)
+async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> OfferDetail:
+    """Get one current offer: every field its provider publishes, by group, and the checklist.
+
+    The fields are grouped as the seed groups them (compute, memory and storage, network,
+    power and cooling, chassis, software, price and term, support), each group listing
+    what is not published too. The checklist gives each of the seed's items as met, not
+    met or unknown (not published), with the value behind it, and the count.
+    """
+    key = decode_offer_id(offer_id)
+    if key is None:
+        raise ProblemError(404, f"{offer_id!r} is not an offer id (see offers[].id)")
+    hit = state.frame.filter(frame_key() == key)
+    checklist = checklist_of(hit, key)
+    if hit.is_empty() or checklist is None:
+        raise ProblemError(404, f"no current offer with id {offer_id!r} (key {key!r})")
+    record, origin = await run_in_threadpool(
+        published_record,
+        key,
+        hit.row(0, named=True),
+        source=state.current.source,
+        engine=context.history,
+    )
+    header = page_header(state, time_bucket())
+    return OfferDetail(
+        **{name: header[name] for name in Provenance.model_fields},
+        id=offer_id,
+        key=key,
+        record_from=origin,
+        **detail_parts(record, checklist),
+        links={"history": history_link(key)},
+    )

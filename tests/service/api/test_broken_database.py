@@ -34,6 +34,7 @@ REQUESTS: dict[tuple[str, str], tuple[dict[str, object], bool]] = {
     ("GET", "/v1/providers/coverage"): ({"url": "/v1/providers/coverage"}, True),
     ("GET", "/v1/history/index"): ({"url": "/v1/history/index?gpu=H100"}, True),
     ("GET", "/v1/history/offers/{key}"): ({"url": "/v1/history/offers/a|b|c|on_demand|x"}, True),
+    ("GET", "/v1/offers/{offer_id}"): ({"url": "/v1/offers/YXxifGN8b25fZGVtYW5kfHg"}, True),
     ("GET", "/v1/offers/{offer_id}/history"): (
         {"url": "/v1/offers/YXxifGN8b25fZGVtYW5kfHg/history"},
         True,

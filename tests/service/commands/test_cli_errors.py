@@ -29,6 +29,7 @@ ECB = ROOT / "tests/fixtures/fx/eurofxref-daily.2026-07-09.verbatim.xml"
 #: Per command: arguments that make it read settings and use the database.
 DATABASE_ARGS: dict[str, list[str]] = {
     "offers": ["offers"],
+    "offer": ["offer", "acme|8x-h100|us-east-1|on_demand|instance"],
     "estimate": [
         "estimate",
         "--gpu",

@@ -108,4 +108,5 @@ def test_wide_shows_every_column_and_columns_picks(h100: pl.DataFrame) -> None:
 
 def test_every_column_is_a_column_of_the_labelled_ranking(h100: pl.DataFrame) -> None:
     known = {*h100.columns, "provider_label", "gpus_label", "regions", "offers"}
+    known |= {"checklist", "id"}  # added by the offers command where shown (_with_checklist)
     assert {c.name for c in COLUMNS} <= known

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from datetime import timedelta
 
 import pytest
@@ -10,6 +11,7 @@ from pydantic import ValidationError
 
 from db.history import PriceChange, WeekOverWeek
 from pricing.frame import offers_to_frame
+from pricing.offer_checklist import checklists
 from service.digest.build import (
     Digest,
     DigestLinks,
@@ -79,6 +81,15 @@ def test_build_digest_is_pure_and_complete() -> None:
         assert "alpha" in part and "beta" in part and "3 days old" in part
         assert LINKS.unsubscribe_url.replace("&", "&amp;") in part or LINKS.unsubscribe_url in part
     assert "(stale)" in first.text
+
+
+def test_each_listed_offer_carries_its_checklist_summary() -> None:
+    digest = _build()
+    frame = offers_to_frame(OFFERS)
+    expected = {c.summary for c in checklists(frame)}
+    for part in (digest.html, digest.text):
+        shown = set(re.findall(r"checklist: (\d+ of \d+ met(?:, \d+ unknown)?)", part))
+        assert shown == expected and len(re.findall("checklist: ", part)) == len(OFFERS)
 
 
 def test_user_text_is_escaped_and_kept_on_one_line() -> None:

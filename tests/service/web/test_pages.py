@@ -100,3 +100,17 @@ async def test_pages_without_a_database(client: httpx.AsyncClient) -> None:
     assert "HTTP 503" in providers and "gcp" in providers
     gpus = await client.get("/gpus?q=H100")
     assert "H100-SXM5-80GB" in gpus.text and "datasheet" in gpus.text
+
+
+async def test_offer_page_has_the_checklist(client: httpx.AsyncClient) -> None:
+    """The seed's checklist: each item's status and the published value behind it."""
+    r = await client.get(f"/offer?key={quote(offer().key, safe='')}")
+    section = r.text.split('id="checklist-h"', 1)[1].split("</section>", 1)[0]
+    assert re.match(r">The renter's checklist: \d+ of \d+ met, \d+ unknown</h2>", section)
+    item = r'<td data-label="Item">([^<]+)</td>.*?<strong>([^<]+)</strong>'
+    rows = re.findall(item, section, re.S)
+    statuses = dict(rows)
+    assert statuses["InfiniBand at 400G or more"] == "met"  # 3200 Gbps
+    assert statuses["Redundant power supplies"] == "unknown"  # not published
+    assert statuses["Four or more GPUs"] == "met"
+    assert "fabric: infiniband; fabric_gbps: 3200" in section

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from service.current import load_current
+from service.offer_record import frame_key, published_record, terms_of
 from service.settings import Settings
-from service.web.offer_record import frame_key, published_record, terms_of
 
 
 def test_sample_offer_shows_every_published_field(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""One offer for its page: the fields the provider published, and its rows in the frame.
+"""One offer for its page, the API's detail and ``gpuscout offer``: the fields the provider
+published, its rows in the frame, and the seed's checklist for it.
 
 The ranking's frame holds the fields it ranks by; the page shows every field of the
 :class:`~adapters.schema.Offer` the provider filled in. Those come from the stored record
@@ -20,9 +21,12 @@ from adapters.schema import FIELD_GROUPS, Offer
 from pricing import expressions as ex
 from pricing.display import for_display
 from pricing.frame import CONFIG_KEYS
+from pricing.offer_checklist import Checklist, checklists
 
 __all__ = [
     "RecordSource",
+    "checklist_of",
+    "detail_parts",
     "frame_key",
     "grouped_fields",
     "published_record",
@@ -123,3 +127,34 @@ def terms_of(frame: pl.DataFrame, key: str) -> tuple[dict[str, Any] | None, list
         .sort("term", "usd_per_hour")
     )
     return row, for_display(terms).to_dicts()
+
+
+def checklist_of(frame: pl.DataFrame, key: str) -> Checklist | None:
+    """The seed's checklist for the current offer ``key`` (None: no such offer)."""
+    found = checklists(frame.filter(frame_key() == key).head(1))
+    return found[0] if found else None
+
+
+def detail_parts(record: dict[str, Any], checklist: Checklist) -> dict[str, Any]:
+    """The ``fields`` (by group) and ``checklist`` of the API's offer detail
+    (:class:`service.api.answer_schema.OfferDetail`), for the API and ``gpuscout offer``."""
+    return {
+        "fields": [
+            {"group": group, "fields": dict(given), "not_published": missing}
+            for group, given, missing in grouped_fields(record)
+        ],
+        "checklist": {
+            **checklist.counts(),
+            "checks": [
+                {
+                    "key": c.key,
+                    "group": c.group,
+                    "item": c.item,
+                    "threshold": c.threshold,
+                    "status": c.status.value,
+                    "value": c.value,
+                }
+                for c in checklist.checks
+            ],
+        },
+    }

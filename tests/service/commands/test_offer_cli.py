@@ -1,0 +1,77 @@
+"""``gpuscout offer ID``: one offer's fields by group and the seed's checklist; and the
+checklist and id columns of ``gpuscout offers``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from adapters.schema import Cooling, default_fx
+from db.current import CurrentState, state_from_offers
+from pricing.checklist import CHECKLIST
+from service.api.offer_ids import offer_id
+from service.cli import app
+from service.commands import offer as offer_cli
+from service.commands import pricing as pricing_cli
+from tests.pricing.factories import make_offer
+
+runner = CliRunner()
+
+RACK = make_offer(
+    offer_id="rack",
+    psu_watts=8000.0,
+    psu_redundancy="2+2",
+    cooling=Cooling.AIR,
+    chassis_form_factor="4U",
+    cuda_version="12.4",
+)
+OFFERS = [RACK, make_offer(offer_id="vm", gpu_count=1)]
+
+
+@pytest.fixture(autouse=True)
+def fake_current(monkeypatch: pytest.MonkeyPatch) -> None:
+    def load(sample: bool = False) -> CurrentState:
+        return state_from_offers(OFFERS, fx=default_fx(), source="sample", note="sample")
+
+    monkeypatch.setattr(offer_cli, "load_current", load)
+    monkeypatch.setattr(pricing_cli, "load_current", load)
+
+
+def test_offer_by_id_as_json_is_the_api_detail() -> None:
+    result = runner.invoke(app, ["offer", offer_id(RACK.key), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    detail = json.loads(result.stdout)
+    assert detail["key"] == RACK.key and detail["id"] == offer_id(RACK.key)
+    power = next(g for g in detail["fields"] if g["group"] == "Power and cooling")
+    assert power["fields"] == {"psu_watts": 8000.0, "psu_redundancy": "2+2", "cooling": "air"}
+    checks = {c["key"]: c["status"] for c in detail["checklist"]["checks"]}
+    assert len(checks) == len(CHECKLIST)
+    assert checks["psu_watts"] == checks["psu_redundancy"] == checks["chassis"] == "met"
+    assert checks["cuda"] == checks["cooling"] == "met" and checks["backup"] == "unknown"
+
+
+def test_offer_by_key_as_a_table() -> None:
+    result = runner.invoke(app, ["offer", RACK.key], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Power and cooling" in result.stdout and "psu_redundancy" in result.stdout
+    assert "The seed's checklist: " in result.stdout
+    assert "Redundant power supplies" in result.stdout
+
+
+def test_unknown_offer_is_one_error_line() -> None:
+    result = runner.invoke(app, ["offer", "nothing"])
+    assert result.exit_code == 2 and "neither an offer id nor an offer key" in result.stderr
+    result = runner.invoke(app, ["offer", "acme|gone|us-east-1|on_demand|instance"])
+    assert result.exit_code == 2 and "no current offer with key" in result.stderr
+
+
+def test_offers_table_shows_checklist_and_id_columns() -> None:
+    result = runner.invoke(
+        app, ["offers", "--columns", "rank,offer_id,checklist,id"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if "rack" in line]
+    (line,) = lines
+    assert offer_id(RACK.key) in line and f"of {len(CHECKLIST)} met" in line

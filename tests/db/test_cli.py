@@ -127,7 +127,8 @@ def test_snapshot_says_when_the_guard_kept_a_providers_last_good_offers(
     sampled = replay_sample()
     emptied = [dataclasses.replace(r, offers=[]) if r.provider == "lambda" else r for r in sampled]
     monkeypatch.setattr(providers_command, "replay_sample", lambda names=None: emptied)
-    second = runner.invoke(app, ["snapshot", "--sample"])
+    # wide enough that the summary table never folds the text asserted below
+    second = runner.invoke(app, ["snapshot", "--sample"], env={"COLUMNS": "200"})
     assert second.exit_code == 1, second.output  # a suspect run counts as failed
     assert "suspect (36 earlier offers kept)" in second.stdout
     assert "lambda: suspect answer, last good offers kept: 0 offers (36 stored)" in second.stderr

@@ -182,7 +182,9 @@ def test_estimate_bad_options_exit_2(args: list[str]) -> None:
 
 
 def test_table_names_the_seller_behind_a_provider() -> None:
-    result = runner.invoke(app, ["offers", "--gpu", "A100", "--provider", "coreweave"])
+    result = runner.invoke(
+        app, ["offers", "--gpu", "A100", "--provider", "coreweave"], env={"COLUMNS": "200"}
+    )
     assert result.exit_code == 0, result.output
     assert "coreweave (sheet)" in result.stdout
     assert "a100" in result.stdout and "acme" not in result.stdout

@@ -5,10 +5,11 @@ the rule "the database when it holds offers, else the bundled sample, and always
 lives in one place. Both give a :class:`db.state.CurrentState`, priced with the FX table
 the settings select (read again on every load).
 
-Two things keep a command on the sample fast: an embedded SQLite database whose file does
-not exist (or is empty) holds no offers, so it is not opened (nor created) and SQLAlchemy is
-not imported; and the sample is parsed once and kept beside the data dir
-(:mod:`service.sample_cache`).
+Three things keep a command fast: an embedded SQLite database whose file does not exist (or
+is empty) holds no offers, so it is not opened (nor created) and SQLAlchemy is not
+imported; the sample is parsed once and kept beside the data dir
+(:mod:`service.sample_cache`); and so is the frame of a stored snapshot's offers
+(:mod:`service.frame_cache`), so only the providers' outcomes are read on each load.
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
                 f"the database is at revision {at}, this gpuscout reads {head}: run "
                 "`gpuscout db upgrade` (or `gpuscout snapshot`, which migrates first)"
             )
-        state = load_current_offers(engine, fx=fx)
+        from .frame_cache import FileFrameStore
+
+        state = load_current_offers(engine, fx=fx, frames=FileFrameStore(settings.data_dir))
     finally:
         engine.dispose()
     return None if state.frame.is_empty() else state

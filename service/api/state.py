@@ -28,6 +28,7 @@ from adapters.sample import SAMPLE_NOTE
 from db.current import CurrentState
 from pricing.coverage import Unrankable
 
+from ..memory import release_memory
 from .offers_cache import ResultCache
 
 __all__ = [
@@ -131,8 +132,12 @@ class StateHolder:
         self._state = state  # one reference assignment: readers see old or new, never half
 
     def refresh(self) -> ApiState:
-        """Load the current state and swap it in (blocking: call from a thread)."""
+        """Load the current state and swap it in (blocking: call from a thread).
+
+        Requests in flight keep the state they read; once the load's own garbage is freed
+        the heap it grew is given back (:func:`service.memory.release_memory`)."""
         with self._refresh_lock:
             state = build_state(self.loader(), cache_entries=self.cache_entries).warm()
             self.set(state)
-            return state
+        release_memory()
+        return state

@@ -42,20 +42,25 @@ def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
     return cached_sample(settings.data_dir, fx, manifest=manifest_bytes(), note=note, parse=parse)
 
 
-def _no_sqlite_file(url: str) -> bool:
-    """The URL names an SQLite file that does not exist (and could be created) or is empty:
-    it holds no offers.
-
-    ``sqlite:///path`` and ``sqlite+pysqlite:///path``, with or without a query; an
-    in-memory database or any other URL is for the database to say.
-    """
+def _sqlite_file(url: str) -> Path | None:
+    """The file an SQLite URL names: ``sqlite:///path`` and ``sqlite+pysqlite:///path``,
+    with or without a query; ``None`` for an in-memory database or any other URL."""
     scheme, sep, rest = url.partition(":///")
     if not sep or scheme.split("+")[0] != "sqlite":
-        return False
+        return None
     path = rest.split("?", 1)[0]
     if not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return Path(path)
+
+
+def _no_sqlite_file(url: str) -> bool:
+    """The URL names an SQLite file that does not exist (and could be created) or is empty:
+    it holds no offers. Any other database is for the database to say.
+    """
+    file = _sqlite_file(url)
+    if file is None:
         return False
-    file = Path(path)
     if file.exists():
         return file.is_file() and file.stat().st_size == 0
     # SQLite would create it: where it cannot (a parent is a file), the database says so
@@ -71,6 +76,15 @@ def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
     """
     if _no_sqlite_file(settings.database_url):
         return None
+    from .frame_cache import FileFrameStore, sqlite_marker
+
+    store = FileFrameStore(settings.data_dir)
+    file = _sqlite_file(settings.database_url)
+    marker = sqlite_marker(file, fx) if file is not None else None
+    if marker is not None:
+        kept = store.read_state(marker, fx)
+        if kept is not None:
+            return kept
     import sqlalchemy as sa
     from alembic.util.exc import CommandError
 
@@ -88,11 +102,11 @@ def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
                 f"the database is at revision {at}, this gpuscout reads {head}: run "
                 "`gpuscout db upgrade` (or `gpuscout snapshot`, which migrates first)"
             )
-        from .frame_cache import FileFrameStore
-
-        state = load_current_offers(engine, fx=fx, frames=FileFrameStore(settings.data_dir))
+        state = load_current_offers(engine, fx=fx, frames=store)
     finally:
         engine.dispose()
+    if marker is not None and not state.frame.is_empty():
+        store.keep_state(marker, state)
     return None if state.frame.is_empty() else state
 
 

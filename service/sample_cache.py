@@ -36,7 +36,15 @@ from adapters.run import Origin, RunStatus
 from adapters.schema import FxTable
 from db.state import CurrentState, ProviderState
 
-__all__ = ["CACHE_DIR", "cache_key", "cached_sample", "code_digest", "write_atomically"]
+__all__ = [
+    "CACHE_DIR",
+    "cache_key",
+    "cached_sample",
+    "code_digest",
+    "providers_from_json",
+    "providers_json",
+    "write_atomically",
+]
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +98,8 @@ def _when(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-def _providers_json(state: CurrentState) -> str:
+def providers_json(state: CurrentState) -> str:
+    """Each provider's state as JSON text (read back by :func:`providers_from_json`)."""
     return json.dumps(
         [
             {
@@ -108,7 +117,7 @@ def _providers_json(state: CurrentState) -> str:
     )
 
 
-def _providers(text: str) -> dict[str, ProviderState]:
+def providers_from_json(text: str) -> dict[str, ProviderState]:
     rows: list[dict[str, Any]] = json.loads(text)
     return {
         r["provider"]: ProviderState(
@@ -126,7 +135,7 @@ def _providers(text: str) -> dict[str, ProviderState]:
 
 
 def _read(frame_path: Path, providers_path: Path) -> tuple[pl.DataFrame, dict[str, ProviderState]]:
-    return pl.read_ipc(frame_path), _providers(providers_path.read_text("utf-8"))
+    return pl.read_ipc(frame_path), providers_from_json(providers_path.read_text("utf-8"))
 
 
 def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
@@ -144,7 +153,7 @@ def _store(directory: Path, key: str, state: CurrentState) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     frame_path, providers_path = _paths(directory, key)
     # the providers first: a frame file present means both are complete
-    write_atomically(providers_path, lambda p: p.write_text(_providers_json(state), "utf-8"))
+    write_atomically(providers_path, lambda p: p.write_text(providers_json(state), "utf-8"))
     write_atomically(frame_path, lambda p: state.frame.write_ipc(p))
     for old in directory.glob("sample-*"):
         if old.stem != f"sample-{key}":

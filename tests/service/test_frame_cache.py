@@ -4,6 +4,9 @@ package change, and never trusted when the file is broken."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -130,3 +133,26 @@ def test_an_unwritable_data_dir_only_costs_the_time(
     assert load_current(settings=settings).frame.height == 1
     assert load_current(settings=settings).frame.height == 1
     assert framings == [1, 1]
+
+
+def test_a_warm_load_of_an_sqlite_file_reads_no_sqlalchemy(engine: Engine, db_url: str,
+                                                          tmp_path: Path) -> None:  # fmt: skip
+    """What makes a warm ``gpuscout offers`` on a stored snapshot fast (#15): the kept
+    state is found with the standard library's sqlite3; SQLAlchemy is not even imported."""
+    if not db_url.startswith("sqlite"):
+        pytest.skip("the SQLite file's own fast path")
+    store_snapshot(engine, [ok("alpha", [offer("alpha")])], started_at=T0, finished_at=T0)
+    load_current(settings=_settings(db_url, tmp_path))  # keeps the frame and the state
+    code = (
+        "import sys; from pathlib import Path; from service.current import load_current;"
+        "from service.settings import Settings;"
+        f"s = Settings(_env_file=None, data_dir=Path({str(tmp_path)!r}), database_url={db_url!r});"
+        "c = load_current(settings=s);"
+        "print(c.source, c.frame.height, c.snapshot_at.isoformat(), 'sqlalchemy' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert done.stdout.split() == ["database", "1", T0.isoformat(), "False"], done.stderr

@@ -157,3 +157,41 @@ async def test_what_every_query_shares_is_found_once_per_snapshot(
     assert found == [1]
     await client.get("/v1/offers?gpus=B200")
     assert found == [1]
+
+
+@pytest.mark.anyio
+async def test_requests_are_answered_from_the_old_state_while_a_refresh_loads(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    """A refresh loads the next state off to the side: requests meanwhile get the current
+    one at once (never a wait, never half of each), then the next one once it is swapped."""
+    import asyncio
+    import threading
+
+    from tests.service.api.conftest import database_state, offer
+
+    before = await client.get("/v1/offers")
+    context = app.state.context
+    release, loading = threading.Event(), threading.Event()
+    old_loader = context.holder.loader
+
+    def slow_loader() -> object:
+        loading.set()
+        release.wait(10)
+        return database_state([offer(provider="newco", offer_id="x", price_amount=1)])
+
+    context.holder.loader = slow_loader
+    refresh = asyncio.get_running_loop().run_in_executor(None, context.refresh_state)
+    try:
+        assert await asyncio.get_running_loop().run_in_executor(None, loading.wait, 10)
+        for query in ("", "?gpus=A100"):  # cached, and a new query ranked on the old state
+            during = await asyncio.wait_for(client.get(f"/v1/offers{query}"), 5)
+            assert during.status_code == 200
+            assert "newco" not in {o["provider"] for o in during.json()["offers"]}
+        assert (await client.get("/v1/offers")).content == before.content
+    finally:
+        release.set()
+        await refresh
+        context.holder.loader = old_loader
+    after = await client.get("/v1/offers")
+    assert [o["provider"] for o in after.json()["offers"]] == ["newco"]

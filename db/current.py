@@ -55,9 +55,9 @@ from .state import (
     ProviderState,
     Source,
     by_name,
-    database_note,
     state_from_offers,
     state_from_runs,
+    stored_state,
 )
 
 __all__ = [
@@ -172,16 +172,7 @@ def load_current_offers(
         frame = _read_frame(connection, providers, states, fx)
         if frames is not None and key is not None:
             frames.put(key, frame)
-    return CurrentState(
-        frame=frame,
-        providers=states,
-        source="database",
-        fx=fx,
-        loaded_at=now,
-        note=database_note(states, now),
-        snapshot_id=None if latest is None else latest[0],
-        snapshot_at=None if latest is None else latest[1],
-    )
+    return stored_state(frame, states, fx, now, latest)
 
 
 def _read_frame(

@@ -36,7 +36,7 @@ from pathlib import Path
 import polars as pl
 
 from adapters.schema import FxTable
-from db.state import CurrentState, database_note
+from db.state import CurrentState, stored_state
 from pricing.frame import OFFER_SCHEMA
 
 from .sample_cache import (
@@ -185,21 +185,11 @@ class FileFrameStore:
             kept = json.loads(path.read_text("utf-8"))
             providers = providers_from_json(kept["providers"])
             frame = self._read(self.directory / str(kept["frame"]), int(kept["rows"]))
-            at = kept["snapshot_at"]
-            snapshot_at = datetime.fromisoformat(at) if at else None
+            at, snapshot_id = kept["snapshot_at"], kept["snapshot_id"]
+            snapshot = (int(snapshot_id), datetime.fromisoformat(at)) if at else None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("state cache %s ignored: %s", path, exc)
             return None
         if frame is None:
             return None
-        now = now or datetime.now(UTC)
-        return CurrentState(
-            frame=frame,
-            providers=providers,
-            source="database",
-            fx=fx,
-            loaded_at=now,
-            note=database_note(providers, now),
-            snapshot_id=kept["snapshot_id"],
-            snapshot_at=snapshot_at,
-        )
+        return stored_state(frame, providers, fx, now or datetime.now(UTC), snapshot)

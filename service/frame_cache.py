@@ -81,6 +81,7 @@ def sqlite_marker(path: Path, fx: FxTable) -> str | None:
     except (sqlite3.Error, ValueError):
         return None
     try:
+        connection.execute("BEGIN")  # one read transaction: every row of one moment
         rows = [
             connection.execute(sql).fetchall()
             for sql in (

@@ -17,6 +17,12 @@ places make one:
 Either way prices convert to USD with the FX table passed in, and the state names it
 (:attr:`CurrentState.fx_note`).
 
+Framing 100k stored records takes seconds; a :class:`FrameStore` passed to
+:func:`load_current_offers` keeps the frame between processes (the API's start, every CLI
+call) under a key naming everything it was built from: the database, its latest snapshot,
+the number of current offers, each provider's held offers and fetch time, and the FX table
+(:func:`frame_key`). The provider outcomes are always read, the rows only on a miss.
+
 Each provider's state says where its held offers come from (:attr:`ProviderState.origin`:
 a live fetch, or the offline sample replayed by ``gpuscout snapshot --sample``) and whether
 their capture date is known; the state as a whole says so too (:attr:`CurrentState.sample`,
@@ -28,10 +34,11 @@ does. :meth:`ProviderState.fresh` follows price age.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import cast
+from typing import Protocol, cast
 
 import polars as pl
 import sqlalchemy as sa
@@ -50,17 +57,19 @@ from .state import (
     ProviderState,
     Source,
     by_name,
-    database_note,
     state_from_offers,
     state_from_runs,
+    stored_state,
 )
 
 __all__ = [
     "CurrentState",
+    "FrameStore",
     "Origin",
     "Outcome",
     "ProviderState",
     "Source",
+    "frame_key",
     "latest_snapshot",
     "load_current_offers",
     "state_from_offers",
@@ -80,23 +89,66 @@ def latest_snapshot(connection: Connection) -> tuple[int, datetime] | None:
     return None if row is None else (row[0], row[1])
 
 
+class FrameStore(Protocol):
+    """Keeps frames of the current offers between loads, by :func:`frame_key`."""
+
+    def get(self, key: str, rows: int) -> pl.DataFrame | None:
+        """The frame kept under ``key`` if it is whole (``rows`` rows), else ``None``."""
+        ...
+
+    def put(self, key: str, frame: pl.DataFrame) -> None: ...
+
+
+def frame_key(
+    connection: Connection,
+    latest: tuple[int, datetime] | None,
+    rows: int,
+    states: Mapping[str, ProviderState],
+    fx: FxTable,
+) -> str:
+    """A digest of everything the frame of the current offers is built from, as stored.
+
+    Every snapshot adds a ``snapshot`` row in the transaction that writes the current
+    offers, so its id and finish time move with them; the database's URL (no password),
+    the row count and each provider's held offers and fetch time guard against another
+    database at the same URL or a snapshot id reused after a reset; the FX table gives
+    the USD figures.
+    """
+    url = connection.engine.url.render_as_string(hide_password=True)
+    parts = [
+        url,
+        None if latest is None else [latest[0], latest[1].isoformat()],
+        rows,
+        [
+            [p.provider, p.offer_count, p.fetched_at.isoformat() if p.fetched_at else None]
+            for p in states.values()
+        ],
+        [fx.as_of, fx.source, sorted((k, str(v)) for k, v in fx.units_per_usd.items())],
+    ]
+    return hashlib.blake2b(json.dumps(parts).encode(), digest_size=12).hexdigest()
+
+
 def load_current_offers(
     engine: Engine | Connection,
     *,
     fx: FxTable,
     providers: list[str] | None = None,
     now: datetime | None = None,
+    frames: FrameStore | None = None,
 ) -> CurrentState:
     """The current offers (ordered by key) and every provider's state, in one read.
 
     Prices convert to USD with ``fx``. The frame is built from the stored records as they
     are (see :func:`pricing.frame.records_to_frame`); an offer without its own
-    ``fetched_at`` has its provider's.
+    ``fetched_at`` has its provider's. With ``frames`` (and every provider), a frame kept
+    there for the same stored offers is used instead, and a new one kept.
     """
     now = now or datetime.now(UTC)
     if isinstance(engine, Engine):
         with engine.connect() as connection, connection.begin():
-            return load_current_offers(connection, fx=fx, providers=providers, now=now)
+            return load_current_offers(
+                connection, fx=fx, providers=providers, now=now, frames=frames
+            )
     connection = engine
     states = by_name(
         ProviderState(
@@ -111,6 +163,28 @@ def load_current_offers(
         )
         for row in connection.execute(sa.select(_status)).mappings()
     )
+    latest = latest_snapshot(connection)
+    frame: pl.DataFrame | None = None
+    key: str | None = None
+    if frames is not None and providers is None:
+        count = connection.execute(sa.select(sa.func.count()).select_from(_current)).scalar_one()
+        key = frame_key(connection, latest, count, states, fx)
+        frame = frames.get(key, count)
+    if frame is None:
+        frame = _read_frame(connection, providers, states, fx)
+        if frames is not None and key is not None:
+            frames.put(key, frame)
+    count_fields = functools.partial(stored_coverage, connection.engine, providers)
+    return stored_state(frame, states, fx, now, latest, count_fields)
+
+
+def _read_frame(
+    connection: Connection,
+    providers: list[str] | None,
+    states: Mapping[str, ProviderState],
+    fx: FxTable,
+) -> pl.DataFrame:
+    """The current offers' frame from their stored records (of ``providers``: all)."""
     statement = f"SELECT provider, record, fetched_at FROM {_current.name}"
     if providers is not None:
         statement += f" WHERE provider IN ({placeholders(connection, len(providers))})"
@@ -120,21 +194,12 @@ def load_current_offers(
         else []
     )
     names, records, times = list(zip(*rows, strict=True)) or [(), (), ()]
-    latest = latest_snapshot(connection)
-    return CurrentState(
-        frame=records_to_frame(records, _fetched_at(names, times, states, connection), fx),
-        providers=states,
-        source="database",
-        fx=fx,
-        loaded_at=now,
-        note=database_note(states, now),
-        snapshot_id=None if latest is None else latest[0],
-        snapshot_at=None if latest is None else latest[1],
-        count_fields=functools.partial(_stored_coverage, connection.engine, providers),
-    )
+    return records_to_frame(records, _fetched_at(names, times, states, connection), fx)
 
 
-def _stored_coverage(engine: Engine, providers: list[str] | None) -> dict[str, ProviderCoverage]:
+def stored_coverage(
+    engine: Engine, providers: list[str] | None = None
+) -> dict[str, ProviderCoverage]:
     """Which fields the stored current offers carry, read when first asked (a new
     connection: the state's own is closed by then). A record leaves its ``None`` fields out,
     so the keys it has are the fields it carries."""

@@ -43,6 +43,7 @@ __all__ = [
     "database_note",
     "state_from_offers",
     "state_from_runs",
+    "stored_state",
 ]
 
 #: Where a state's offers come from: the database, or the offline sample's recorded prices.
@@ -209,6 +210,30 @@ class CurrentState:
 
 def by_name(states: Iterable[ProviderState]) -> dict[str, ProviderState]:
     return {p.provider: p for p in sorted(states, key=lambda p: p.provider)}
+
+
+def stored_state(
+    frame: pl.DataFrame,
+    providers: Mapping[str, ProviderState],
+    fx: FxTable,
+    now: datetime,
+    snapshot: tuple[int, datetime] | None,
+    count_fields: Callable[[], Mapping[str, ProviderCoverage]] | None = None,
+) -> CurrentState:
+    """A state of stored offers (read from the database, or kept beside the data dir):
+    its note said at ``now``; ``snapshot`` is the latest one's id and finish time;
+    ``count_fields`` reads which fields the stored offers carry, when first asked."""
+    return CurrentState(
+        frame=frame,
+        providers=providers,
+        source="database",
+        fx=fx,
+        loaded_at=now,
+        note=database_note(providers, now),
+        snapshot_id=None if snapshot is None else snapshot[0],
+        snapshot_at=None if snapshot is None else snapshot[1],
+        count_fields=count_fields,
+    )
 
 
 def database_note(states: Mapping[str, ProviderState], now: datetime) -> str | None:

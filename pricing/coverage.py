@@ -41,10 +41,12 @@ __all__ = [
     "NOT_IN_CATALOG",
     "NO_FIGURE",
     "UNIDENTIFIED",
+    "Unrankable",
     "binding_constraints",
     "binding_note",
     "left_out",
     "left_out_note",
+    "note_of",
 ]
 
 UNIDENTIFIED = "GPU not identified"
@@ -62,13 +64,46 @@ def _squash(text: str) -> str:
 
 
 def _loosely_named(req: Requirement) -> pl.Expr:
-    """The raw name (or, failing that, the stored model name) contains a wanted GPU name."""
+    """The raw name (or, failing that, the stored model name) contains a wanted GPU name;
+    reads the ``squashed_name`` column :class:`Unrankable` adds."""
     wanted = [w for w in (_squash(g) for g in req.gpus) if w]
     if not wanted:
         return pl.lit(True)
-    name = pl.coalesce(pl.col("gpu_raw_name"), pl.col("gpu_model"))
-    squashed = name.str.to_lowercase().str.replace_all(_NOT_ALNUM, "")
+    squashed = pl.col(_SQUASHED)
     return pl.any_horizontal([squashed.str.contains(w, literal=True) for w in wanted])
+
+
+_SQUASHED = "squashed_name"
+_IN_CATALOG = pl.col("form_factor_varies").is_not_null()
+
+
+class Unrankable:
+    """The offers of one frame no ranking can rank at some precision, found once per frame.
+
+    Whether an offer's GPU is a catalog model with a figure does not depend on the query,
+    so the API finds these rows once per snapshot (:class:`service.api.state.ApiState`)
+    and each query filters only them: on 100k offers the loose name match over every raw
+    GPU name was most of a query's time (the filters around it run on all rows, the
+    lowercase-and-regex pass with them). Holds the offers whose GPU is not in the catalog
+    (with a raw name or a model name) or lacks a figure at some precision, with their
+    catalog columns, each precision's peak (``peak_<p>``) and the squashed name.
+    """
+
+    __slots__ = ("rows",)
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        peaks = {f"peak_{p.value}": peak_tflops(p) for p in Precision}
+        catalog = catalog_frame().select("gpu_model", *_CATALOG_COLUMNS, **peaks)
+        named = pl.col("gpu_raw_name").is_not_null() | pl.col("gpu_model").is_not_null()
+        lacking = pl.any_horizontal([pl.col(c).is_null() for c in peaks])
+        name = pl.coalesce(pl.col("gpu_raw_name"), pl.col("gpu_model"))
+        self.rows: pl.DataFrame = (
+            frame.lazy()
+            .join(catalog.lazy(), on="gpu_model", how="left")
+            .filter((~_IN_CATALOG & named) | (_IN_CATALOG & lacking))
+            .with_columns(name.str.to_lowercase().str.replace_all(_NOT_ALNUM, "").alias(_SQUASHED))
+            .collect()
+        )
 
 
 def left_out(
@@ -78,23 +113,22 @@ def left_out(
     *,
     precision: Precision = Precision.BF16,
     job: Job | None = None,
+    unrankable: Unrankable | None = None,
 ) -> pl.DataFrame:
     """Offers ``requirement`` would want that a ranking at ``precision`` cannot rank: one row
     per (provider, raw GPU name, model, reason) with its number of offers, most first. With
-    ``job``, also the configurations it cannot be placed on, by placement reason."""
+    ``job``, also the configurations it cannot be placed on, by placement reason.
+
+    ``unrankable`` is ``frame``'s, when the caller keeps it (found here otherwise)."""
     req = requirement or Requirement()
     at = now or datetime.now(UTC)
-    catalog = catalog_frame().select("gpu_model", *_CATALOG_COLUMNS, peak=peak_tflops(precision))
-    rows = frame.lazy().join(catalog.lazy(), on="gpu_model", how="left")
-    in_catalog = pl.col("form_factor_varies").is_not_null()
+    rows = (unrankable or Unrankable(frame)).rows.lazy()
     unknown_gpu = req.model_copy(update={"gpus": (), "allow_unknown": True})
     blank = [pl.lit(None, dtype=pl.Float64).alias("catalog_memory_gb")]
     blank += [pl.lit(None, dtype=pl.String).alias("catalog_form_factor")]
     blank += [pl.lit(None, dtype=pl.Boolean).alias("form_factor_varies")]
     not_known = (
-        rows.filter(
-            ~in_catalog & (pl.col("gpu_raw_name").is_not_null() | pl.col("gpu_model").is_not_null())
-        )
+        rows.filter(~_IN_CATALOG)
         .with_columns(blank)
         .filter(qualifies(unknown_gpu, at) & _loosely_named(req))
         .with_columns(
@@ -104,7 +138,7 @@ def left_out(
         )
     )
     no_figure = (
-        rows.filter(in_catalog & pl.col("peak").is_null())
+        rows.filter(_IN_CATALOG & pl.col(f"peak_{precision.value}").is_null())
         .filter(qualifies(req, at))
         .with_columns(reason=pl.lit(NO_FIGURE))
     )
@@ -146,7 +180,11 @@ def left_out_note(
 ) -> str | None:
     """One line for people naming every offer :func:`left_out` lists, with its reason (with
     ``job``: the configurations it cannot be placed on, by reason and count)."""
-    left = left_out(frame, requirement, now, precision=precision, job=job)
+    return note_of(left_out(frame, requirement, now, precision=precision, job=job))
+
+
+def note_of(left: pl.DataFrame) -> str | None:
+    """:func:`left_out_note` of a :func:`left_out` table already at hand."""
     if left.is_empty():
         return None
     placing = pl.col("reason").is_in(PLACEMENT_REASONS)

@@ -5,16 +5,20 @@ the rule "the database when it holds offers, else the bundled sample, and always
 lives in one place. Both give a :class:`db.state.CurrentState`, priced with the FX table
 the settings select (read again on every load).
 
-Two things keep a command on the sample fast: an embedded SQLite database whose file does
-not exist (or is empty) holds no offers, so it is not opened (nor created) and SQLAlchemy is
-not imported; and the sample is parsed once and kept beside the data dir
-(:mod:`service.sample_cache`).
+Three things keep a command fast: an embedded SQLite database whose file does not exist (or
+is empty) holds no offers, so it is not opened (nor created) and SQLAlchemy is not
+imported; the sample is parsed once and kept beside the data dir
+(:mod:`service.sample_cache`); and so is the frame of a stored snapshot's offers
+(:mod:`service.frame_cache`), so only the providers' outcomes are read on each load.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from adapters.field_coverage import ProviderCoverage
 from adapters.sample import manifest_bytes, replay_sample, sample_note
 from adapters.schema import FxTable
 from db.state import CurrentState, state_from_runs
@@ -41,20 +45,25 @@ def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
     return cached_sample(settings.data_dir, fx, manifest=manifest_bytes(), note=note, parse=parse)
 
 
-def _no_sqlite_file(url: str) -> bool:
-    """The URL names an SQLite file that does not exist (and could be created) or is empty:
-    it holds no offers.
-
-    ``sqlite:///path`` and ``sqlite+pysqlite:///path``, with or without a query; an
-    in-memory database or any other URL is for the database to say.
-    """
+def _sqlite_file(url: str) -> Path | None:
+    """The file an SQLite URL names: ``sqlite:///path`` and ``sqlite+pysqlite:///path``,
+    with or without a query; ``None`` for an in-memory database or any other URL."""
     scheme, sep, rest = url.partition(":///")
     if not sep or scheme.split("+")[0] != "sqlite":
-        return False
+        return None
     path = rest.split("?", 1)[0]
     if not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return Path(path)
+
+
+def _no_sqlite_file(url: str) -> bool:
+    """The URL names an SQLite file that does not exist (and could be created) or is empty:
+    it holds no offers. Any other database is for the database to say.
+    """
+    file = _sqlite_file(url)
+    if file is None:
         return False
-    file = Path(path)
     if file.exists():
         return file.is_file() and file.stat().st_size == 0
     # SQLite would create it: where it cannot (a parent is a file), the database says so
@@ -70,6 +79,15 @@ def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
     """
     if _no_sqlite_file(settings.database_url):
         return None
+    from .frame_cache import FileFrameStore, sqlite_marker
+
+    store = FileFrameStore(settings.data_dir)
+    file = _sqlite_file(settings.database_url)
+    marker = sqlite_marker(file, fx) if file is not None else None
+    if marker is not None:
+        kept = store.read_state(marker, fx)
+        if kept is not None:
+            return dataclasses.replace(kept, count_fields=_coverage_reader(settings))
     import sqlalchemy as sa
     from alembic.util.exc import CommandError
 
@@ -87,10 +105,29 @@ def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
                 f"the database is at revision {at}, this gpuscout reads {head}: run "
                 "`gpuscout db upgrade` (or `gpuscout snapshot`, which migrates first)"
             )
-        state = load_current_offers(engine, fx=fx)
+        state = load_current_offers(engine, fx=fx, frames=store)
     finally:
         engine.dispose()
+    if marker is not None and not state.frame.is_empty():
+        store.keep_state(marker, state)
     return None if state.frame.is_empty() else state
+
+
+def _coverage_reader(settings: Settings) -> Callable[[], Mapping[str, ProviderCoverage]]:
+    """Which fields the stored offers carry, read from the database when first asked (a
+    kept state holds the frame, not the records the count needs)."""
+
+    def count() -> Mapping[str, ProviderCoverage]:
+        from db.current import stored_coverage
+        from db.engine import make_engine
+
+        engine = make_engine(settings.database_url)
+        try:
+            return stored_coverage(engine)
+        finally:
+            engine.dispose()
+
+    return count
 
 
 def load_current(sample: bool = False, settings: Settings | None = None) -> CurrentState:

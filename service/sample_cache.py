@@ -8,8 +8,8 @@ outcome as JSON, under a name that is the digest of
 
 * the package version and the sample manifest's bytes (a new release or a new sample), and
 * the size and modification time of every file under ``adapters/`` and ``pricing/`` and of
-  ``db/state.py`` (code or data files changed in a working copy: no stale frame while
-  developing), and
+  ``db/state.py`` and ``db/current.py`` (code or data files changed in a working copy: no
+  stale frame while developing), and
 * the FX table (other rates, other USD figures).
 
 Anything else in the cache directory named ``sample-*`` is an older state and is removed
@@ -36,14 +36,22 @@ from adapters.run import Origin, RunStatus
 from adapters.schema import FxTable
 from db.state import CurrentState, ProviderState
 
-__all__ = ["CACHE_DIR", "cache_key", "cached_sample"]
+__all__ = [
+    "CACHE_DIR",
+    "cache_key",
+    "cached_sample",
+    "code_digest",
+    "providers_from_json",
+    "providers_json",
+    "write_atomically",
+]
 
 log = logging.getLogger(__name__)
 
 #: The cache's directory under the data dir.
 CACHE_DIR = "cache"
 #: Code and data the sample's state is computed by, relative to the repository root.
-_INPUTS = ("adapters", "pricing", "db/state.py")
+_INPUTS = ("adapters", "pricing", "db/state.py", "db/current.py")
 _ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -67,12 +75,20 @@ def _stamps() -> list[str]:
     return out
 
 
+def code_digest() -> str:
+    """The package version and the stamps of the code that parses and frames offers: what
+    any cached frame was computed by (also :mod:`service.frame_cache`'s)."""
+    h = hashlib.blake2b(digest_size=12)
+    h.update(f"{_version()}\n".encode())
+    h.update("\n".join(_stamps()).encode())
+    return h.hexdigest()
+
+
 def cache_key(fx: FxTable, manifest: bytes) -> str:
     """The digest naming the sample's state for these inputs (see the module doc)."""
     h = hashlib.blake2b(digest_size=12)
-    h.update(f"{_version()}\n".encode())
+    h.update(code_digest().encode())
     h.update(manifest)
-    h.update("\n".join(_stamps()).encode())
     rates = sorted((k, str(v)) for k, v in fx.units_per_usd.items())
     h.update(json.dumps([fx.as_of, fx.source, rates]).encode())
     return h.hexdigest()
@@ -82,7 +98,8 @@ def _when(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-def _providers_json(state: CurrentState) -> str:
+def providers_json(state: CurrentState) -> str:
+    """Each provider's state as JSON text (read back by :func:`providers_from_json`)."""
     return json.dumps(
         [
             {
@@ -100,7 +117,7 @@ def _providers_json(state: CurrentState) -> str:
     )
 
 
-def _providers(text: str) -> dict[str, ProviderState]:
+def providers_from_json(text: str) -> dict[str, ProviderState]:
     rows: list[dict[str, Any]] = json.loads(text)
     return {
         r["provider"]: ProviderState(
@@ -118,10 +135,10 @@ def _providers(text: str) -> dict[str, ProviderState]:
 
 
 def _read(frame_path: Path, providers_path: Path) -> tuple[pl.DataFrame, dict[str, ProviderState]]:
-    return pl.read_ipc(frame_path), _providers(providers_path.read_text("utf-8"))
+    return pl.read_ipc(frame_path), providers_from_json(providers_path.read_text("utf-8"))
 
 
-def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
+def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     os.close(fd)
     try:
@@ -136,8 +153,8 @@ def _store(directory: Path, key: str, state: CurrentState) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     frame_path, providers_path = _paths(directory, key)
     # the providers first: a frame file present means both are complete
-    _write_atomically(providers_path, lambda p: p.write_text(_providers_json(state), "utf-8"))
-    _write_atomically(frame_path, lambda p: state.frame.write_ipc(p))
+    write_atomically(providers_path, lambda p: p.write_text(providers_json(state), "utf-8"))
+    write_atomically(frame_path, lambda p: state.frame.write_ipc(p))
     for old in directory.glob("sample-*"):
         if old.stem != f"sample-{key}":
             old.unlink(missing_ok=True)

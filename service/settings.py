@@ -297,8 +297,8 @@ class Settings(BaseSettings):
     @classmethod
     def _database_url(cls, value: str) -> str:
         """A URL gpuscout cannot open is a configuration error at start, not a traceback later."""
-        if not value:
-            return value
+        if not value or value.startswith(("sqlite:///", "sqlite+pysqlite:///")):
+            return value  # a file path: no need to import SQLAlchemy (a warm CLI call)
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 

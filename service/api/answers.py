@@ -20,8 +20,7 @@ from urllib.parse import urlencode
 
 import polars as pl
 
-from adapters.sample import SAMPLE_NOTE
-from pricing.coverage import left_out, left_out_note
+from pricing.coverage import left_out, note_of
 from pricing.display import for_display
 from pricing.offer_checklist import OFFER_KEY_COLUMNS, counts_frame, frame_rows
 from pricing.rank import RankOptions, SortKey, costed_plan, rank
@@ -111,23 +110,8 @@ def _pagination(state: ApiState, q: ParsedQuery, total: int, count: int) -> dict
 
 
 def warnings_for(state: ApiState) -> list[str]:
-    cur = state.current
-    out = []
-    if cur.sample:
-        out.append(cur.note or SAMPLE_NOTE)
-    if cur.stale_providers:
-        out.append(
-            "stale providers (last fetch failed; their older offers are included): "
-            + ", ".join(cur.stale_providers)
-        )
-    if cur.failed_providers:
-        out.append(
-            "failed providers (no offers from them; cheaper offers may be missing): "
-            + ", ".join(cur.failed_providers)
-        )
-    if cur.fx_note:
-        out.append(cur.fx_note)
-    return out
+    """What every answer on ``state`` warns about its data (kept per state)."""
+    return list(state.warnings)
 
 
 def ranked_offers(state: ApiState, q: ParsedQuery, now: datetime) -> list[dict[str, Any]]:
@@ -161,14 +145,20 @@ def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
     """Rank, shape and serialize one answer (blocking: run in a worker thread)."""
     offers = ranked_offers(state, q, now)
     header = page_header(state, now)
-    note = left_out_note(state.frame, q.requirement, now, precision=q.precision, job=q.job)
+    left = left_out(
+        state.frame,
+        q.requirement,
+        now,
+        precision=q.precision,
+        job=q.job,
+        unrankable=state.unrankable,
+    )
+    note = note_of(left)
     if note:
         header["warnings"] = [*header["warnings"], note]
     body = {
         **header,
-        "left_out": left_out(
-            state.frame, q.requirement, now, precision=q.precision, job=q.job
-        ).to_dicts(),
+        "left_out": left.to_dicts(),
         "query": json.loads(q.key),
         "count": len(offers),
         **_pagination(state, q, qualifying_total(state, q, now), len(offers)),

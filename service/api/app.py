@@ -17,7 +17,6 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.middleware.gzip import GZipMiddleware
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -29,7 +28,7 @@ from .app_context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
 from .deps import DATABASE_UNAVAILABLE
 from .input_limits import BodySizeLimit, limit_body_lists, validation_error_response
 from .metrics import ApiMetrics, MetricsMiddleware
-from .offers_cache import OffersFastPath
+from .offers_cache import GZipElsewhere, OffersFastPath
 from .openapi_names import HeadAsGet, operation_id, tidy_openapi
 from .problems import ProblemError, problem_response
 from .state import OffersLoader, StateHolder
@@ -52,8 +51,6 @@ ROUTERS: tuple[str, ...] = (
     "subscriptions",
     "alerts",
 )
-#: Responses smaller than this many bytes are not worth gzipping.
-GZIP_MIN_BYTES = 1024
 
 
 def create_app(
@@ -128,7 +125,7 @@ def create_app(
 
     app.add_middleware(OffersFastPath, context=context)
     app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)
-    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)
+    app.add_middleware(GZipElsewhere)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

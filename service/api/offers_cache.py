@@ -10,16 +10,26 @@ through :func:`page_response` either way:
    validation (that query string was validated when it was first answered);
 2. the router, by the canonical query (equal for queries that mean the same), after
    validating it; only a miss ranks, and fills both keys.
+
+A page holds its answer twice: the JSON bytes and those bytes gzip-compressed once, when
+the answer is made. A client whose ``Accept-Encoding`` takes gzip gets the stored
+compressed bytes (``Content-Encoding: gzip``), any other the plain ones; both carry
+``Vary: Accept-Encoding`` and the same weak ETag (a weak validator names the answer, not
+its encoding: RFC 9110, 8.8.1). Compressing a 26 kB answer on every hit was about a third
+of a cached hit's time, so :class:`GZipElsewhere` compresses every other response and
+leaves these alone.
 """
 
 from __future__ import annotations
 
 import collections
+import gzip
 import hashlib
 from collections.abc import Hashable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -28,11 +38,15 @@ if TYPE_CHECKING:
     from .state import ApiState
 
 __all__ = [
+    "GZIP_LEVEL",
+    "GZIP_MIN_BYTES",
     "OFFERS_PATH",
     "TIME_BUCKET_S",
     "CachedPage",
+    "GZipElsewhere",
     "OffersFastPath",
     "ResultCache",
+    "accepts_gzip",
     "etag_for",
     "etag_matches",
     "if_none_match",
@@ -48,14 +62,25 @@ OFFERS_PATH = "/v1/offers"
 TIME_BUCKET_S = 300
 
 
-class CachedPage:
-    """A finished answer: the body bytes and its validator."""
+#: Responses smaller than this many bytes are not worth gzipping.
+GZIP_MIN_BYTES = 1024
+#: zlib's level for answers and pages: 9 is several times slower than 6 on JSON and HTML
+#: for about 1% smaller output.
+GZIP_LEVEL = 6
 
-    __slots__ = ("body", "etag")
+
+class CachedPage:
+    """A finished answer: the body bytes, the same gzip-compressed (``None``: too small to
+    be worth it) and its validator."""
+
+    __slots__ = ("body", "etag", "gzipped")
 
     def __init__(self, body: bytes, etag: str) -> None:
         self.body = body
         self.etag = etag
+        self.gzipped = (
+            gzip.compress(body, GZIP_LEVEL, mtime=0) if len(body) >= GZIP_MIN_BYTES else None
+        )
 
 
 class ResultCache:
@@ -123,8 +148,32 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
     return False
 
 
+def accepts_gzip(scope: Scope) -> bool:
+    """The request's ``Accept-Encoding`` takes gzip (``gzip`` or ``*``, not at ``q=0``)."""
+    values = b",".join(v for k, v in scope["headers"] if k == b"accept-encoding").lower()
+    if b"gzip" not in values and b"*" not in values:
+        return False
+    taken: dict[str, bool] = {}
+    for item in values.decode("latin-1").split(","):
+        coding, _, params = item.partition(";")
+        q = 1.0
+        for param in params.split(";"):
+            name, _, value = param.strip().partition("=")
+            if name == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        taken[coding.strip()] = q > 0
+    return taken.get("gzip", taken.get("*", False))
+
+
 def _headers(etag: str, max_age_s: int) -> dict[str, str]:
-    return {"ETag": etag, "Cache-Control": f"public, max-age={max_age_s}"}
+    return {
+        "ETag": etag,
+        "Cache-Control": f"public, max-age={max_age_s}",
+        "Vary": "Accept-Encoding",
+    }
 
 
 def not_modified(etag: str, if_none_match: str | None, max_age_s: int) -> Response | None:
@@ -134,11 +183,33 @@ def not_modified(etag: str, if_none_match: str | None, max_age_s: int) -> Respon
     return None
 
 
-def page_response(page: CachedPage, if_none_match: str | None, max_age_s: int) -> Response:
-    """A cached answer as sent: a 304 if the client holds it, else its bytes."""
-    return not_modified(page.etag, if_none_match, max_age_s) or Response(
-        page.body, media_type="application/json", headers=_headers(page.etag, max_age_s)
-    )
+def page_response(page: CachedPage, scope: Scope, max_age_s: int) -> Response:
+    """A cached answer as sent to the request of ``scope``: a 304 if the client holds it,
+    else its stored gzip bytes if it takes gzip, else its plain bytes."""
+    unchanged = not_modified(page.etag, if_none_match(scope), max_age_s)
+    if unchanged is not None:
+        return unchanged
+    headers = _headers(page.etag, max_age_s)
+    body = page.body
+    if page.gzipped is not None and accepts_gzip(scope):
+        body = page.gzipped
+        headers["Content-Encoding"] = "gzip"
+    return Response(body, media_type="application/json", headers=headers)
+
+
+class GZipElsewhere:
+    """Starlette's gzip for every response except the offers answers, which carry their
+    own compressed bytes (see the module doc)."""
+
+    def __init__(self, app: ASGIApp, minimum_size: int = GZIP_MIN_BYTES) -> None:
+        self.app = app
+        self.gzip = GZipMiddleware(app, minimum_size=minimum_size, compresslevel=GZIP_LEVEL)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == OFFERS_PATH:
+            await self.app(scope, receive, send)
+        else:
+            await self.gzip(scope, receive, send)
 
 
 class OffersFastPath:
@@ -157,7 +228,7 @@ class OffersFastPath:
                     scope["gpuscout.route"] = OFFERS_PATH
                     self.context.metrics.offers_cache.labels("hit").inc()
                     max_age_s = self.context.settings.cache_max_age_s
-                    response = page_response(page, if_none_match(scope), max_age_s)
+                    response = page_response(page, scope, max_age_s)
                     await response(scope, receive, send)
                     return
         await self.app(scope, receive, send)

@@ -6,12 +6,17 @@ of one snapshot and half of the next. A refresh loads a complete new
 outcome) and then replaces the reference in one assignment.
 
 Each state carries its own :class:`~service.api.offers_cache.ResultCache` of finished
-answers, so a cached answer can never outlive the snapshot it was computed from.
+answers, so a cached answer can never outlive the snapshot it was computed from, and what
+every answer about it shares, found once per state rather than once per query: the offers
+no ranking can rank (:attr:`ApiState.unrankable`, what the coverage note filters) and the
+warnings about the data (:attr:`ApiState.warnings`). :meth:`StateHolder.refresh` finds
+both before it swaps the state in, so no request pays for them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import threading
 from collections.abc import Callable
@@ -19,8 +24,11 @@ from datetime import UTC, datetime
 
 import polars as pl
 
+from adapters.sample import SAMPLE_NOTE
 from db.current import CurrentState
+from pricing.coverage import Unrankable
 
+from ..memory import release_memory
 from .offers_cache import ResultCache
 
 __all__ = [
@@ -46,6 +54,38 @@ class ApiState:
     def frame(self) -> pl.DataFrame:
         """The offers to rank (:data:`pricing.frame.OFFER_SCHEMA` and ``config_id``)."""
         return self.current.frame
+
+    @functools.cached_property
+    def unrankable(self) -> Unrankable:
+        """The offers whose GPU no ranking can rank (:func:`pricing.coverage.left_out`)."""
+        return Unrankable(self.current.frame)
+
+    @functools.cached_property
+    def warnings(self) -> tuple[str, ...]:
+        """What every answer on this state warns about its data: sample prices, stale or
+        failed providers, converted currencies (a pass over every offer's currency)."""
+        cur = self.current
+        out = []
+        if cur.sample:
+            out.append(cur.note or SAMPLE_NOTE)
+        if cur.stale_providers:
+            out.append(
+                "stale providers (last fetch failed; their older offers are included): "
+                + ", ".join(cur.stale_providers)
+            )
+        if cur.failed_providers:
+            out.append(
+                "failed providers (no offers from them; cheaper offers may be missing): "
+                + ", ".join(cur.failed_providers)
+            )
+        if cur.fx_note:
+            out.append(cur.fx_note)
+        return tuple(out)
+
+    def warm(self) -> ApiState:
+        """Find what the state keeps per snapshot now (blocking), not on a first request."""
+        _ = self.unrankable, self.warnings
+        return self
 
     @staticmethod
     def age_s(when: datetime, now: datetime | None = None) -> float:
@@ -92,8 +132,12 @@ class StateHolder:
         self._state = state  # one reference assignment: readers see old or new, never half
 
     def refresh(self) -> ApiState:
-        """Load the current state and swap it in (blocking: call from a thread)."""
+        """Load the current state and swap it in (blocking: call from a thread).
+
+        Requests in flight keep the state they read; once the load's own garbage is freed
+        the heap it grew is given back (:func:`service.memory.release_memory`)."""
         with self._refresh_lock:
-            state = build_state(self.loader(), cache_entries=self.cache_entries)
+            state = build_state(self.loader(), cache_entries=self.cache_entries).warm()
             self.set(state)
-            return state
+        release_memory()
+        return state

@@ -7,6 +7,7 @@ each runs, exits 0 and prints what its README table is read from.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,13 +57,24 @@ def test_rank_benchmark_prints_ratios() -> None:
     assert "(all, worst ratio)" in out
 
 
-def test_api_benchmark_serves_and_drives_the_mix() -> None:
+def test_api_benchmark_serves_and_drives_every_phase() -> None:
     out = run(
-        "api.py", "--offers", "1000", "--loads", "2", "--seconds", "0.5", "--connections", "2"
+        "api.py", "--offers", "1000", "--loads", "2", "--seconds", "0.5", "--connections", "2",
+        "--workers", "1",
+    )  # fmt: skip
+    assert "load 1000 stored offers into the API state: first (frames" in out
+    assert "--- 1 worker(s): gpuscout serve ready in" in out and "RSS" in out
+    phases = (
+        "cold (first request of each query",
+        "cold queries (never seen",
+        "cached mix, gzip",
+        "steady mix (api, cached, identity)",
+        "explorer first pages",
     )
-    assert "load 1000 stored offers into the API state: median" in out
-    assert "cold (first request of each query" in out
-    assert "non-200: 0" in out
+    for phase in phases:
+        assert phase in out
+    assert "summary: cold" in out
+    assert re.findall(r"non-200: (\d+)", out) == ["0"] * len(phases)
 
 
 def test_cli_benchmark_times_cold_and_warm() -> None:

@@ -110,11 +110,11 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
         state.cache.put((key, now), page)
     old_names = deprecated_names(request.query_params)
     if old_names:  # not for the fast path: it could not say so
-        response = page_response(page, client_etags, max_age_s)
+        response = page_response(page, request.scope, max_age_s)
         deprecation_headers(old_names, response.headers)
         return response
     state.cache.put((raw_key(request.scope), now), page)  # the fast path's key
-    return page_response(page, client_etags, max_age_s)
+    return page_response(page, request.scope, max_age_s)
 
 
 @router.get(

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import gzip
+
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from service.api.offers_cache import etag_matches
+from service.api.offers_cache import accepts_gzip, etag_matches, raw_key, time_bucket
 
 ETAG = 'W/"abc-123"'
 
@@ -63,3 +65,133 @@ async def test_a_mismatching_if_none_match_gets_the_body_from_either_lookup(
         r = await client.get(f"/v1/offers?{query}", headers={"If-None-Match": '"nope", W/"x"'})
         assert r.status_code == 200 and r.content == first.content
         assert r.headers["etag"] == first.headers["etag"]
+
+
+async def _raw(client: httpx.AsyncClient, path: str, encoding: str) -> httpx.Response:
+    """The response with its body as sent (httpx would decode gzip in ``content``)."""
+    async with client.stream("GET", path, headers={"Accept-Encoding": encoding}) as r:
+        r._content = b"".join([chunk async for chunk in r.aiter_raw()])
+    return r
+
+
+@pytest.mark.anyio
+async def test_gzip_clients_get_the_stored_compressed_answer_from_either_lookup(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    plain = await _raw(client, "/v1/offers?limit=50", "identity")
+    assert "content-encoding" not in plain.headers
+    assert "Accept-Encoding" in plain.headers["vary"]
+    cache = app.state.context.holder.state.cache
+    # the router's miss (another spelling), the router's hit, the fast path's hit
+    paths = ("/v1/offers?precision=bf16&limit=50", "/v1/offers?limit=50&precision=bf16")
+    for path in (*paths, "/v1/offers?limit=50"):
+        r = await _raw(client, path, "br;q=1.0, gzip;q=0.8")
+        assert r.status_code == 200
+        assert r.headers["content-encoding"] == "gzip"
+        assert "Accept-Encoding" in r.headers["vary"]
+        assert r.headers["etag"] == plain.headers["etag"]
+        assert int(r.headers["content-length"]) == len(r.content)
+        assert gzip.decompress(r.content) == plain.content
+        page = cache.get((raw_key({"query_string": path.split("?")[1].encode()}), time_bucket()))
+        assert page is not None and r.content == page.gzipped  # the stored bytes, not new ones
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("encoding", ["identity", "gzip;q=0", "br", "*;q=0"])
+async def test_clients_that_refuse_gzip_get_the_plain_answer(
+    client: httpx.AsyncClient, encoding: str
+) -> None:
+    first = await _raw(client, "/v1/offers?limit=50", "identity")
+    for _ in range(2):  # the router, then the fast path
+        r = await _raw(client, "/v1/offers?limit=50", encoding)
+        assert "content-encoding" not in r.headers and r.content == first.content
+
+
+@pytest.mark.parametrize(
+    ("header", "takes"),
+    [
+        ("gzip", True),
+        ("gzip, deflate, br", True),
+        ("br;q=1.0, gzip;q=0.8", True),
+        ("*", True),
+        ("GZIP", True),
+        ("gzip;q=0", False),
+        ("gzip; q=0.0", False),
+        ("*;q=0", False),
+        ("br", False),
+        ("identity", False),
+        ("", False),
+    ],
+)
+def test_accepts_gzip_reads_quality_values(header: str, takes: bool) -> None:
+    scope = {"headers": [(b"accept-encoding", header.encode())]}
+    assert accepts_gzip(scope) is takes
+
+
+@pytest.mark.anyio
+async def test_what_every_query_shares_is_found_once_per_snapshot(
+    client: httpx.AsyncClient, app: FastAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The offers no ranking can rank and the data's warnings are the state's, not each
+    query's: new queries reuse them; a new snapshot finds them again, before serving."""
+    import pricing.coverage
+
+    found: list[int] = []
+    real = pricing.coverage.Unrankable.__init__
+
+    def counting(self: pricing.coverage.Unrankable, frame: object) -> None:
+        found.append(1)
+        real(self, frame)  # type: ignore[arg-type]
+
+    await client.get("/v1/offers?limit=1")  # the app loads its first state
+    monkeypatch.setattr(pricing.coverage.Unrankable, "__init__", counting)
+    state = app.state.context.holder.state
+    assert state is not None
+    queries = ("gpus=H100", "gpus=A100", "min_gpus=8&hours=10", "gpus=h-100&job_gpus=16&hours=5")
+    for query in queries:
+        r = await client.get(f"/v1/offers?{query}")
+        assert r.status_code == 200
+        assert r.json()["warnings"][: len(state.warnings)] == list(state.warnings)
+    assert found == []  # found when the state was built, reused by every query
+    app.state.context.refresh_state()
+    assert found == [1]
+    await client.get("/v1/offers?gpus=B200")
+    assert found == [1]
+
+
+@pytest.mark.anyio
+async def test_requests_are_answered_from_the_old_state_while_a_refresh_loads(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    """A refresh loads the next state off to the side: requests meanwhile get the current
+    one at once (never a wait, never half of each), then the next one once it is swapped."""
+    import asyncio
+    import threading
+
+    from tests.service.api.conftest import database_state, offer
+
+    before = await client.get("/v1/offers")
+    context = app.state.context
+    release, loading = threading.Event(), threading.Event()
+    old_loader = context.holder.loader
+
+    def slow_loader() -> object:
+        loading.set()
+        release.wait(10)
+        return database_state([offer(provider="newco", offer_id="x", price_amount=1)])
+
+    context.holder.loader = slow_loader
+    refresh = asyncio.get_running_loop().run_in_executor(None, context.refresh_state)
+    try:
+        assert await asyncio.get_running_loop().run_in_executor(None, loading.wait, 10)
+        for query in ("", "?gpus=A100"):  # cached, and a new query ranked on the old state
+            during = await asyncio.wait_for(client.get(f"/v1/offers{query}"), 5)
+            assert during.status_code == 200
+            assert "newco" not in {o["provider"] for o in during.json()["offers"]}
+        assert (await client.get("/v1/offers")).content == before.content
+    finally:
+        release.set()
+        await refresh
+        context.holder.loader = old_loader
+    after = await client.get("/v1/offers")
+    assert [o["provider"] for o in after.json()["offers"]] == ["newco"]

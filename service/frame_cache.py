@@ -1,0 +1,196 @@
+"""The frame of the stored current offers kept beside the data dir, read back in milliseconds.
+
+Framing 100k stored records (reading them, decoding their JSON, deriving USD figures) takes
+seconds and much more memory than the frame; every API replica does it at start and after
+each snapshot, and every CLI call on a stored snapshot did. :class:`FileFrameStore` is the
+:class:`db.current.FrameStore` that keeps the frame as an Arrow IPC file in
+``<data_dir>/cache/``, named by the digest of
+
+* :func:`db.current.frame_key`: the database, its latest snapshot, the current offers'
+  count, each provider's held offers and fetch time, the FX table;
+* the columns and types of :data:`pricing.frame.OFFER_SCHEMA` (a new column is a new file);
+* :func:`service.sample_cache.code_digest`: the package version and the code that frames.
+
+On an SQLite database a warm load need not even import SQLAlchemy: :func:`sqlite_marker`
+reads, with the standard library and read-only, the raw rows that say which offers the file
+holds (its migration revision, latest snapshot, current offer count, every provider's
+status row), and :meth:`FileFrameStore.read_state` answers from the kept frame and the
+provider states kept beside it when that marker is the one they were kept under (a state
+is kept only after a full load, at the head revision, under the marker read before it).
+
+A file is never trusted blindly: one that cannot be read, lacks a column of
+``OFFER_SCHEMA`` (or has it with another type) or has another number of rows than the
+database holds is removed and the frame built again. Older ``current-*`` files are removed
+when a new one is written; a data dir that cannot be written only costs the time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from adapters.schema import FxTable
+from db.state import CurrentState, stored_state
+from pricing.frame import OFFER_SCHEMA
+
+from .sample_cache import (
+    CACHE_DIR,
+    code_digest,
+    providers_from_json,
+    providers_json,
+    write_atomically,
+)
+
+__all__ = ["FileFrameStore", "sqlite_marker"]
+
+log = logging.getLogger(__name__)
+
+_PREFIX = "current-"
+_STATE_PREFIX = "state-"
+
+
+def _schema_text() -> str:
+    return ";".join(f"{name}:{dtype!r}" for name, dtype in OFFER_SCHEMA.items())
+
+
+def _problem(frame: pl.DataFrame, rows: int) -> str | None:
+    """Why ``frame`` is not a whole frame of ``rows`` current offers (``None``: it is)."""
+    if frame.height != rows:
+        return f"{frame.height} rows, the database holds {rows}"
+    schema = frame.schema
+    for name, dtype in OFFER_SCHEMA.items():
+        if name not in schema:
+            return f"no column {name}"
+        if schema[name] != dtype:
+            return f"column {name} is {schema[name]}, not {dtype}"
+    return None if "config_id" in schema else "no column config_id"
+
+
+def sqlite_marker(path: Path, fx: FxTable) -> str | None:
+    """A digest of the raw rows saying which current offers the SQLite file at ``path``
+    holds, read with :mod:`sqlite3` (read-only), and of ``fx``; ``None`` when it cannot be
+    read (no such tables yet, a locked or broken file): the full load then says why."""
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except (sqlite3.Error, ValueError):
+        return None
+    try:
+        connection.execute("BEGIN")  # one read transaction: every row of one moment
+        rows = [
+            connection.execute(sql).fetchall()
+            for sql in (
+                "SELECT version_num FROM alembic_version",
+                "SELECT * FROM snapshot ORDER BY id DESC LIMIT 1",
+                "SELECT count(*) FROM current_offer",
+                "SELECT * FROM provider_status ORDER BY provider",
+            )
+        ]
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()
+    rates = sorted((k, str(v)) for k, v in fx.units_per_usd.items())
+    text = repr([str(path.resolve()), rows, fx.as_of, fx.source, rates])
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.blake2b(digest_size=12)
+    for part in (*parts, _schema_text(), code_digest()):
+        h.update(part.encode() + b"\n")
+    return h.hexdigest()
+
+
+class FileFrameStore:
+    """Frames of the current offers as Arrow IPC files in ``<data_dir>/cache/``."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.directory = data_dir / CACHE_DIR
+        #: the file of the frame last read or kept (what :meth:`keep_state` points at)
+        self.used: Path | None = None
+
+    def path(self, key: str) -> Path:
+        return self.directory / f"{_PREFIX}{_digest(key)}.arrow"
+
+    def get(self, key: str, rows: int) -> pl.DataFrame | None:
+        return self._read(self.path(key), rows)
+
+    def _read(self, path: Path, rows: int) -> pl.DataFrame | None:
+        if not path.is_file():
+            return None
+        try:
+            # read into memory, not mapped: a file changed under a mapping would crash us
+            frame = pl.read_ipc(path.read_bytes())
+            problem = _problem(frame, rows)
+        except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
+            problem = f"unreadable: {exc}"
+        if problem is None:
+            self.used = path
+            return frame
+        log.warning("frame cache %s ignored (%s); framing the stored offers again", path, problem)
+        path.unlink(missing_ok=True)
+        return None
+
+    def put(self, key: str, frame: pl.DataFrame) -> None:
+        path = self.path(key)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, lambda p: frame.write_ipc(p))
+            self.used = path
+            for old in self.directory.glob(f"{_PREFIX}*.arrow"):
+                if old != path:
+                    old.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("frame cache not written to %s: %s", self.directory, exc)
+
+    def _state_path(self, marker: str) -> Path:
+        return self.directory / f"{_STATE_PREFIX}{_digest(marker)}.json"
+
+    def keep_state(self, marker: str, state: CurrentState) -> None:
+        """Keep what :meth:`read_state` needs besides the frame (kept by the load that made
+        ``state``), under ``marker`` read before that load."""
+        if self.used is None:
+            return
+        text = json.dumps(
+            {
+                "frame": self.used.name,
+                "rows": state.frame.height,
+                "providers": providers_json(state),
+                "snapshot_id": state.snapshot_id,
+                "snapshot_at": state.snapshot_at.isoformat() if state.snapshot_at else None,
+            }
+        )
+        path = self._state_path(marker)
+        try:
+            write_atomically(path, lambda p: p.write_text(text, "utf-8"))
+            for old in self.directory.glob(f"{_STATE_PREFIX}*.json"):
+                if old != path:
+                    old.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("state cache not written to %s: %s", self.directory, exc)
+
+    def read_state(
+        self, marker: str, fx: FxTable, now: datetime | None = None
+    ) -> CurrentState | None:
+        """The state kept under ``marker`` with its frame, or ``None``."""
+        path = self._state_path(marker)
+        if not path.is_file():
+            return None
+        try:
+            kept = json.loads(path.read_text("utf-8"))
+            providers = providers_from_json(kept["providers"])
+            frame = self._read(self.directory / str(kept["frame"]), int(kept["rows"]))
+            at, snapshot_id = kept["snapshot_at"], kept["snapshot_id"]
+            snapshot = (int(snapshot_id), datetime.fromisoformat(at)) if at else None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("state cache %s ignored: %s", path, exc)
+            return None
+        if frame is None:
+            return None
+        return stored_state(frame, providers, fx, now or datetime.now(UTC), snapshot)

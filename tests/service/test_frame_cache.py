@@ -1,0 +1,158 @@
+"""The frame of the stored current offers kept beside the data dir (``service.frame_cache``):
+read back while the stored offers are the same, built again when they, the FX table or the
+package change, and never trusted when the file is broken."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+from sqlalchemy.engine import Engine
+
+import db.current
+import service.current
+from adapters.schema import default_fx
+from db.snapshots import store_snapshot
+from service import sample_cache
+from service.current import load_current
+from service.settings import Settings
+from tests.db.factories import T0, at, failed, offer, ok
+
+
+@pytest.fixture
+def framings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per frame built from the stored records (a cache miss)."""
+    built: list[int] = []
+    real = db.current._read_frame
+
+    def counting(*args: object, **kwargs: object) -> pl.DataFrame:
+        built.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(db.current, "_read_frame", counting)
+    return built
+
+
+def _files(data_dir: Path) -> list[Path]:
+    return sorted((data_dir / "cache").glob("current-*.arrow"))
+
+
+def _settings(db_url: str, data_dir: Path) -> Settings:
+    return Settings(_env_file=None, data_dir=data_dir, database_url=db_url)  # type: ignore[call-arg]
+
+
+def test_the_kept_frame_is_the_built_one_until_a_new_snapshot(
+    engine: Engine, db_url: str, tmp_path: Path, framings: list[int]
+) -> None:
+    settings = _settings(db_url, tmp_path)
+    runs = [ok("alpha", [offer("alpha"), offer("alpha", "o2")]), ok("beta", [offer("beta")])]
+    store_snapshot(engine, runs, started_at=T0, finished_at=T0)
+    built = load_current(settings=settings)
+    again = load_current(settings=settings)
+    assert framings == [1]  # built once, then read back
+    assert_frame_equal(again.frame, built.frame)
+    assert again.providers == built.providers and again.snapshot_at == built.snapshot_at
+    assert len(_files(tmp_path)) == 1
+
+    # a new snapshot (alpha fails: its offers are kept, its outcome is stale)
+    store_snapshot(engine, [failed("alpha", at(2))], started_at=at(2), finished_at=at(2))
+    stale = load_current(settings=settings)
+    assert framings == [1, 1] and stale.stale_providers == ["alpha"]
+    # the same offers, framed again and equal; the old file replaced by the new one
+    assert_frame_equal(stale.frame, built.frame)
+    assert len(_files(tmp_path)) == 1
+    # new prices: a new frame
+    store_snapshot(engine, [ok("beta", [offer("beta", price="1.50")], at(3))], started_at=at(3),
+                   finished_at=at(3))  # fmt: skip
+    repriced = load_current(settings=settings)
+    assert framings == [1, 1, 1]
+    assert repriced.frame.filter(pl.col("provider") == "beta")["usd_per_hour"].to_list() == [1.5]
+    load_current(settings=settings)
+    assert framings == [1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda path: path.write_bytes(b"not arrow at all"),
+        lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
+        lambda path: pl.read_ipc(path.read_bytes()).drop("usd_per_hour").write_ipc(path),
+        lambda path: pl.read_ipc(path.read_bytes()).head(1).write_ipc(path),
+        lambda path: (
+            pl.read_ipc(path.read_bytes())
+            .with_columns(pl.col("gpu_count").cast(pl.Float64))
+            .write_ipc(path)
+        ),
+    ],
+    ids=["garbage", "truncated", "missing-column", "missing-rows", "other-type"],
+)
+def test_a_broken_file_is_ignored_and_built_again(
+    engine: Engine, db_url: str, tmp_path: Path, framings: list[int], damage: object
+) -> None:
+    settings = _settings(db_url, tmp_path)
+    store_snapshot(engine, [ok("alpha", [offer("alpha"), offer("alpha", "o2")])],
+                   started_at=T0, finished_at=T0)  # fmt: skip
+    built = load_current(settings=settings)
+    (path,) = _files(tmp_path)
+    damage(path)  # type: ignore[operator]
+    again = load_current(settings=settings)
+    assert framings == [1, 1]
+    assert_frame_equal(again.frame, built.frame)
+    load_current(settings=settings)  # the file written anew is whole
+    assert framings == [1, 1]
+
+
+def test_another_package_version_or_fx_table_is_another_file(
+    engine: Engine, db_url: str, tmp_path: Path, framings: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    settings = _settings(db_url, tmp_path)
+    store_snapshot(engine, [ok("alpha", [offer("alpha")])], started_at=T0, finished_at=T0)
+    load_current(settings=settings)
+    monkeypatch.setattr(sample_cache, "_version", lambda: "99.0")
+    load_current(settings=settings)
+    assert framings == [1, 1]
+    other = default_fx().model_copy(update={"as_of": "1999-01-01"})
+    monkeypatch.setattr(service.current, "fx_table", lambda settings: other)
+    assert load_current(settings=settings).fx.as_of == "1999-01-01"
+    assert framings == [1, 1, 1]
+    assert len(_files(tmp_path)) == 1
+
+
+def test_an_unwritable_data_dir_only_costs_the_time(
+    engine: Engine, db_url: str, tmp_path: Path, framings: list[int]
+) -> None:
+    (tmp_path / "cache").write_text("a file where the directory would be")
+    settings = _settings(db_url, tmp_path)
+    store_snapshot(engine, [ok("alpha", [offer("alpha")])], started_at=T0, finished_at=T0)
+    assert load_current(settings=settings).frame.height == 1
+    assert load_current(settings=settings).frame.height == 1
+    assert framings == [1, 1]
+
+
+def test_a_warm_load_of_an_sqlite_file_reads_no_sqlalchemy(engine: Engine, db_url: str,
+                                                          tmp_path: Path) -> None:  # fmt: skip
+    """What makes a warm ``gpuscout offers`` on a stored snapshot fast (#15): the kept
+    state is found with the standard library's sqlite3; SQLAlchemy is not even imported."""
+    if not db_url.startswith("sqlite"):
+        pytest.skip("the SQLite file's own fast path")
+    store_snapshot(engine, [ok("alpha", [offer("alpha")])], started_at=T0, finished_at=T0)
+    load_current(settings=_settings(db_url, tmp_path))  # keeps the frame and the state
+    code = (
+        "import sys; from pathlib import Path; from service.current import load_current;"
+        "from service.settings import Settings;"
+        f"s = Settings(_env_file=None, data_dir=Path({str(tmp_path)!r}), database_url={db_url!r});"
+        "c = load_current(settings=s);"
+        "print(c.source, c.frame.height, c.snapshot_at.isoformat(), 'sqlalchemy' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert done.stdout.split() == ["database", "1", T0.isoformat(), "False"], done.stderr

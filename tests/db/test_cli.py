@@ -134,7 +134,7 @@ def test_snapshot_says_when_the_guard_kept_a_providers_last_good_offers(
     assert "lambda: suspect answer, last good offers kept: 0 offers (36 stored)" in second.stderr
     assert f"1 of {len(sampled)} provider(s) failed" in second.stderr
 
-    listed = runner.invoke(app, ["providers"])
+    listed = runner.invoke(app, ["providers"], env={"COLUMNS": "200"})
     assert listed.exit_code == 0, listed.output
     assert "suspect answer" in listed.stdout  # the provider's stored error
     assert "last snapshot run 2" in listed.stderr and ": ok, stored snapshot 2" in listed.stderr

@@ -38,7 +38,7 @@ from pricing.requirement import PRESETS, Requirement, preset
 
 from ..current import load_current
 from .console import wide_console
-from .offer_options import OptionSpec, field_options, model_options, split_commas
+from .offer_options import OptionSpec, field_options, model_options, option_name, split_commas
 from .offers_table import COLUMNS, GroupBy, fold, label_rows, offers_table, print_wide
 
 if TYPE_CHECKING:
@@ -451,7 +451,9 @@ def offers_command(**options: Any) -> None:
     )
     ranked = rank(current.frame, requirement, job, rank_options)
     if ranked.is_empty():
-        why = binding_note(current.frame, requirement, precision=options["precision"])
+        why = binding_note(
+            current.frame, requirement, precision=options["precision"], name=option_name
+        )
         err.print(
             why or "no offer meets the requirement and can run the job (see the note)",
             highlight=False,

@@ -9,7 +9,9 @@ comma-separated (``--gpus H100,A100``), as the API.
 
 :data:`ALIASES` are the other spellings each option accepts (the singular of a list option,
 and the CLI's older names): documented here and in ``--help``, checked by a test against
-the API's parameters.
+the API's parameters. Where another command's old name meant something else or is
+retired (``history --gpu``, ``estimate --gpu``/``--count``, ``subscribe --gpus`` as a job
+GPU count), :mod:`.deprecated` keeps it working, hidden, with a one-line note.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from pricing.requirement import PRESETS, Requirement, preset
 
 from ..current import load_current
 from .console import wide_console
+from .deprecated import deprecated_option, resolve_deprecated
 from .offer_options import OptionSpec, field_options, model_options, option_name, split_commas
 from .offers_table import COLUMNS, GroupBy, fold, label_rows, offers_table, print_wide
 
@@ -532,10 +533,20 @@ def _estimate_text(key: str, value: Any) -> str:
 
 
 def estimate_command(
-    gpu: Annotated[str, typer.Option("--gpu", help="canonical GPU model, e.g. A100-SXM4-80GB")],
-    count: Annotated[int, typer.Option(min=1, max=MAX_ESTIMATE_GPUS, help="total GPUs")],
-    params: Annotated[float, typer.Option(help="model parameters, e.g. 7e9")],
-    tokens: Annotated[float, typer.Option(help="training tokens, e.g. 2e12")],
+    gpu_model: Annotated[
+        str | None, typer.Option(help="canonical GPU model, e.g. A100-SXM4-80GB (required)")
+    ] = None,
+    job_gpus: Annotated[
+        int | None, typer.Option(min=1, max=MAX_ESTIMATE_GPUS, help="total GPUs (required)")
+    ] = None,
+    params: Annotated[
+        float | None, typer.Option("--model-params", "--params", help="model parameters, e.g. 7e9")
+    ] = None,
+    tokens: Annotated[float | None, typer.Option(help="training tokens, e.g. 2e12")] = None,
+    old_gpu: Annotated[str | None, deprecated_option("--gpu", "--gpu-model")] = None,
+    old_count: Annotated[
+        int | None, deprecated_option("--count", "--job-gpus", min=1, max=MAX_ESTIMATE_GPUS)
+    ] = None,
     precision: Annotated[Precision, typer.Option(help="arithmetic precision of the job")] = (
         Precision.BF16
     ),
@@ -565,8 +576,14 @@ def estimate_command(
     plus 12 x layers x hidden x context per token when the model shape is given)."""
     from pricing.estimate import estimate
 
+    gpu = resolve_deprecated(gpu_model, old_gpu, "--gpu", "--gpu-model")
+    count = resolve_deprecated(job_gpus, old_count, "--count", "--job-gpus")
+    missing = [o for v, o in ((gpu, "--gpu-model"), (count, "--job-gpus")) if v is None]
+    missing += [o for v, o in ((params, "--model-params"), (tokens, "--tokens")) if v is None]
+    if missing or params is None or tokens is None:
+        _fail(f"{', '.join(missing)}: required")
     if params <= 0 or tokens <= 0:
-        _fail("--params and --tokens must be > 0")
+        _fail("--model-params and --tokens must be > 0")
     current = _load(sample)
     try:
         result = estimate(
@@ -585,7 +602,7 @@ def estimate_command(
     except ValidationError as exc:  # the job's own bounds (--params, --tokens)
         _fail(cli_message(exc, Job))
     except ValueError as exc:
-        _fail(f"--gpu/--precision: {exc}")
+        _fail(f"--gpu-model/--precision: {exc}")
     if fmt is not OutputFormat.TABLE:
         answer = _estimate_answer(current, result)
         if fmt is OutputFormat.JSON:

@@ -39,7 +39,13 @@ from pricing.requirement import PRESETS, Requirement, preset
 from ..current import load_current
 from .console import wide_console
 from .deprecated import deprecated_option, resolve_deprecated
-from .offer_options import OptionSpec, field_options, model_options, option_name, split_commas
+from .offer_options import (
+    OptionSpec,
+    field_options,
+    fields_from_options,
+    model_options,
+    option_name,
+)
 from .offers_table import COLUMNS, GroupBy, fold, label_rows, offers_table, print_wide
 
 if TYPE_CHECKING:
@@ -242,17 +248,7 @@ def _load(sample: bool) -> CurrentState:
 
 def _models(options: dict[str, Any]) -> tuple[Requirement, Job, dict[str, Any]]:
     """The requirement and job the options ask for, and the query in the API's names."""
-    query: dict[str, Any] = {}
-    req: dict[str, Any] = {}
-    job: dict[str, Any] = {}
-    for spec in _SPECS:
-        value = options.get(spec.param)
-        if spec.is_list:
-            value = split_commas(value) or None
-        if value is None or (value is False and spec.info.default is False):
-            continue
-        (req if spec.model is Requirement else job)[spec.field] = value
-        query[spec.param] = list(value) if isinstance(value, tuple) else value
+    req, job, query = fields_from_options(options, _SPECS)
     name = options.get("preset")
     try:
         base = preset(name) if name else Requirement()

@@ -25,7 +25,7 @@ from pricing import Job, Requirement
 from pricing.requirement import preset as get_preset
 
 from .deprecated import note_deprecated
-from .offer_options import field_options, model_options, split_commas
+from .offer_options import field_options, fields_from_options, model_options, split_commas
 
 __all__ = ["SEARCH_EXTRAS", "search_from_options", "with_search_options"]
 
@@ -85,20 +85,12 @@ def search_from_options(search: dict[str, Any]) -> tuple[Requirement, Job]:
     requirement = get_preset(options["preset"]) if options.get("preset") else Requirement()
     if options.get("requirement"):
         requirement = requirement.merged(**json.loads(options["requirement"]))
-    fields: dict[type, dict[str, Any]] = {Requirement: {}, Job: {}}
-    for spec in _SPECS:
-        value = options.get(spec.param)
-        if spec.is_list:
-            value = split_commas(value) or None
-        if value is None or (value is False and spec.info.default is False):
-            continue
-        fields[spec.model][spec.field] = value
+    fields, job, _query = fields_from_options(options, _SPECS)
     names = field_options(_SPECS)
     try:
-        requirement = requirement.merged(**fields[Requirement])
+        requirement = requirement.merged(**fields)
     except ValueError as exc:
         raise ValueError(_named(exc, names[Requirement])) from None
-    job = fields[Job]
     if not _LENGTH & job.keys():
         job["hours"] = 1.0
     try:

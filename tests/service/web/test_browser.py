@@ -98,6 +98,22 @@ def _shoot(page: Any, name: str) -> None:
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
 
 
+def _confirm_from_mail(page: Any, live: LiveServer) -> Any:
+    """After a form's "check your mail": follow the one mail's confirmation link and press
+    Confirm on its page, in the site's look; the mail."""
+    page.get_by_text("Almost done: check your mail.").wait_for()
+    (mail,) = live.mail.messages
+    text = mail.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    link = re.search(re.escape(live.base_url) + r"/v1/subscriptions/confirm\?token=\S+", text)
+    assert link is not None, text
+    page.goto(link.group(0))
+    assert page.get_by_role("heading", name="Confirm your subscription").is_visible()
+    assert page.locator("link[rel=stylesheet]").get_attribute("href") == "/static/style.css"
+    page.get_by_role("button", name="Confirm").click()
+    page.get_by_role("heading", name="Subscription confirmed").wait_for()
+    return mail
+
+
 def test_filter_sort_open_offer_and_subscribe(browser: Any, live_server: LiveServer) -> None:
     outside: list[str] = []
     page = _guarded_page(browser, live_server, outside)
@@ -159,18 +175,7 @@ def test_filter_sort_open_offer_and_subscribe(browser: Any, live_server: LiveSer
     page.get_by_label("Email address").fill("renter@example.org")
     page.get_by_label("Name of the digest").fill("H100 for ten hours")
     page.get_by_role("button", name="Subscribe").click()
-    page.get_by_text("Almost done: check your mail.").wait_for()
-    (mail,) = live_server.mail.messages
-    text = mail.get_body(("plain",)).get_content()  # type: ignore[union-attr]
-    link = re.search(
-        re.escape(live_server.base_url) + r"/v1/subscriptions/confirm\?token=\S+", text
-    )
-    assert link is not None, text
-    page.goto(link.group(0))
-    assert page.get_by_role("heading", name="Confirm your subscription").is_visible()
-    assert page.locator("link[rel=stylesheet]").get_attribute("href") == "/static/style.css"
-    page.get_by_role("button", name="Confirm").click()
-    page.get_by_role("heading", name="Subscription confirmed").wait_for()
+    _confirm_from_mail(page, live_server)
 
     # the API docs render from the app's own files
     page.goto(live_server.base_url + "/docs")
@@ -209,19 +214,8 @@ def test_create_an_alert_by_keyboard_without_javascript_and_confirm_it(
     assert page.evaluate("document.activeElement.id") == "a-drop"
     page.keyboard.type("15")
     page.keyboard.press("Enter")  # submits the form
-    page.get_by_text("Almost done: check your mail.").wait_for()
-    (mail,) = live_server.mail.messages
+    mail = _confirm_from_mail(page, live_server)
     assert "price alert" in str(mail["Subject"])
-    text = mail.get_body(("plain",)).get_content()  # type: ignore[union-attr]
-    link = re.search(
-        re.escape(live_server.base_url) + r"/v1/subscriptions/confirm\?token=\S+", text
-    )
-    assert link is not None, text
-    page.goto(link.group(0))
-    assert page.get_by_role("heading", name="Confirm your subscription").is_visible()
-    assert page.locator("link[rel=stylesheet]").get_attribute("href") == "/static/style.css"
-    page.get_by_role("button", name="Confirm").click()
-    page.get_by_role("heading", name="Subscription confirmed").wait_for()
     assert "price alert" in page.locator("main").inner_text()
     engine = make_engine(live_server.settings.database_url)
     try:

@@ -333,7 +333,13 @@ def find_gpus(query: str) -> tuple[GpuSpec, ...]:
 
     Spaces, hyphens and case are ignored, so ``"rtx 4090"`` finds ``RTX-4090``.
     """
-    key = _key(query)
+    return _find(_key(query))
+
+
+@functools.lru_cache(maxsize=1024)
+def _find(key: str) -> tuple[GpuSpec, ...]:
+    """:func:`find_gpus` of a :func:`_key`, kept: every requirement validates its GPUs with
+    it (an alert evaluation reads thousands), and the catalog is fixed per process."""
     if not key:
         return ()
     for matches in (

@@ -25,6 +25,7 @@ in configurations: a 512-GPU job on the sample hears how many 1-GPU VMs have no 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import polars as pl
@@ -288,15 +289,18 @@ def binding_note(
     now: datetime | None = None,
     *,
     precision: Precision = Precision.BF16,
+    name: Callable[[str], str] = str,
 ) -> str | None:
     """Why nothing qualifies, in one line: which constraints the closest offers miss
-    (None when some offer meets them all)."""
+    (None when some offer meets them all). ``name`` words a constraint for the surface
+    showing the note: the API shows the field (``min_gpus``), the CLI its option
+    (``--min-gpus``)."""
     table = binding_constraints(frame, requirement, now, precision=precision)
     if table.is_empty():
         return None
     parts = [
         f"{n} configuration(s) from {', '.join(providers)} (e.g. {', '.join(offers)})"
-        f" miss only {', '.join(missed)}"
+        f" miss only {', '.join(name(m) for m in missed)}"
         for missed, n, providers, offers in table.iter_rows()
     ]
     return "no offer meets the requirement; the closest: " + "; ".join(parts)

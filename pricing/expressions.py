@@ -309,7 +309,9 @@ def effective_tflops() -> pl.Expr:
 NOT_MULTI_NODE = "provider does not offer it across nodes"
 MULTI_NODE_UNSTATED = "multi-node use not stated"
 NO_FABRIC = "no cluster fabric stated"
-ETHERNET_ONLY = "plain Ethernet fabric (allow_ethernet admits it)"
+#: (Worded for every surface: the API's ``allow_ethernet`` and the CLI's ``--allow-ethernet``
+#: are one setting, so the text names neither.)
+ETHERNET_ONLY = "plain Ethernet fabric (admitted when Ethernet between nodes is allowed)"
 TOO_FEW_NODES = "needs more nodes than the provider has (available_count)"
 NO_FIT = "training state does not fit in one GPU's memory"
 MEMORY_UNKNOWN = "GPU memory not known"
@@ -467,8 +469,8 @@ def interruptible_risk() -> pl.Expr:
     return pl.when(on).then(
         pl.format(
             "interruptible: ~{} preemption(s) expected on {} node(s), +{}% wall clock for lost"
-            " work and restarts (spot reclaim rate: AWS Spot Advisor top band); set"
-            " exclude_interruptible to rank without",
+            " work and restarts (spot reclaim rate: AWS Spot Advisor top band); exclude"
+            " interruptible terms to rank without",
             pl.col("interruptions_expected").round(2).cast(pl.String),
             pl.col("nodes").cast(pl.String),
             extra.round(2).cast(pl.String),

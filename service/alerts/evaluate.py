@@ -1,12 +1,12 @@
 """Evaluating every alert against the newest snapshot, once per distinct search.
 
-Alerts are grouped by their :func:`.condition.search_key` (requirement and job): each group
-is costed once, by :func:`pricing.rank.costed_plan` over the current frame, and reduced to
-its best value of each metric and its count of offers available now; the plans of all
-groups are collected together (``pl.collect_all``, run in parallel by polars). So 10k
-alerts over a few hundred searches cost a few hundred costings, not 10k rankings
-(``benchmarks/alerts.py`` measures it). The current frame is cut to the providers whose
-latest fetch succeeded: held (stale) offers of a failing provider never fire an alert.
+Alerts are grouped by their :func:`.condition.search_key` (requirement and job); each
+distinct search's best offer per metric (the first row its ranking would show, and how many
+of its offers are available now) comes from :func:`.search_best.best_per_search`, which
+costs the frame once per distinct job and evaluates each search as a filter and an argmin
+over those costed rows, not a ranking per search (``benchmarks/alerts.py`` measures it).
+The current frame is cut to the providers whose latest fetch succeeded: held (stale)
+offers of a failing provider never fire an alert.
 
 Each alert's verdict comes from :func:`.condition.judge`; a firing is stored with the
 compare-and-set of :func:`db.alerts.fire_alert`, so two evaluators of one snapshot fire a
@@ -20,10 +20,9 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from datetime import date, datetime, timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
 import polars as pl
 from sqlalchemy.engine import Engine
@@ -41,13 +40,12 @@ from db.alerts import (
 )
 from db.current import CurrentState
 from db.subscriptions import mark_subscription_invalid
-from pricing import Job, RankOptions, Requirement
-from pricing.expressions import qualifies, usd_per_gpu_hour
-from pricing.rank import KEY, costed_plan
+from pricing import Job, Requirement
 
 from ..digest.saved_search import CorruptSubscription, load_search_json
 from ..settings import Settings
-from .condition import METRICS, AlertCondition, State, judge
+from .condition import AlertCondition, State, judge
+from .search_best import BEST_OFFER_COLUMNS, SearchBest, best_per_search
 
 __all__ = [
     "BEST_OFFER_COLUMNS",
@@ -64,45 +62,6 @@ log = logging.getLogger("gpuscout.alerts")
 
 #: The window of a drop alert's median.
 DROP_WINDOW = timedelta(days=7)
-#: Searches whose plans are collected together (bounds the memory of one batch).
-BATCH = 64
-#: What a firing records of its best offer (and the mail and webhook show).
-BEST_OFFER_COLUMNS = (
-    "provider",
-    "offer_id",
-    "instance_name",
-    "region",
-    "gpu_model",
-    "gpu_count",
-    "term",
-    "usd_per_hour",
-    "usd_per_gpu_hour",
-    "peak_tflops",
-    "mfu",
-    "scaling",
-    "effective_tflops",
-    "job_cost_usd",
-    "usd_per_effective_tflop_hour",
-    "available_now",
-    "fetched_at",
-)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SearchBest:
-    """A search's best value of each metric (``None``: nothing qualifies), how many of its
-    qualifying offer rows are available now, and the offer that gave each best (of the rows
-    tied on the value, the first in the frame, which is in offer-key order), under
-    ``"in_stock"`` the best by :data:`pricing.rank.KEY` of those available now."""
-
-    values: Mapping[str, float | None]
-    in_stock: int
-    offers: Mapping[str, dict[str, Any] | None]
-    """per metric (and ``in_stock``) the best offer, :data:`BEST_OFFER_COLUMNS`"""
-
-
-#: The frame's row number: ties between equally good rows go to the first.
-_ROW = "_alert_row"
 
 
 def fresh_frame(current: CurrentState) -> pl.DataFrame:
@@ -111,107 +70,6 @@ def fresh_frame(current: CurrentState) -> pl.DataFrame:
         return current.frame
     fresh = [n for n, p in current.providers.items() if p.last_status is RunStatus.OK]
     return current.frame.filter(pl.col("provider").is_in(fresh))
-
-
-def _costed_for_job(frame: pl.DataFrame, job: Job, now: datetime) -> pl.DataFrame:
-    """Every row of ``frame`` costed for ``job``, no requirement applied yet."""
-    return (
-        costed_plan(frame, Requirement(), job, RankOptions(now=now))
-        .with_columns(usd_per_gpu_hour=usd_per_gpu_hour())
-        .collect()
-    )
-
-
-def _best_row(values: pl.Expr, among: pl.Expr | None = None) -> pl.Expr:
-    """The best row's offer columns as a struct: of the rows with the least ``values``
-    (``among`` those only, if given), the first in the frame."""
-    rows = pl.col(_ROW) if among is None else pl.col(_ROW).filter(among)
-    kept = values if among is None else values.filter(among)
-    first = rows.filter(kept == kept.min()).min()
-    return pl.struct(*BEST_OFFER_COLUMNS).filter(pl.col(_ROW) == first).first()
-
-
-def _best_plan(costed: pl.DataFrame, requirement: Requirement, now: datetime) -> pl.LazyFrame:
-    available = pl.col("available_now").fill_null(False)
-    return (
-        costed.lazy()
-        .filter(qualifies(requirement, now))
-        .select(
-            *[pl.col(m).min().cast(pl.Float64) for m in METRICS],
-            *[_best_row(pl.col(m)).alias(f"row:{m}") for m in METRICS],
-            in_stock=available.sum().cast(pl.Int64),
-            in_stock_row=_best_row(pl.col(KEY), available),
-        )
-    )
-
-
-class _GpuRows:
-    """A costed frame split by GPU model: a search naming GPUs filters only their rows
-    (most do, and one model holds a small share of the market), not the whole frame."""
-
-    def __init__(self, costed: pl.DataFrame) -> None:
-        self.costed = costed
-        self.parts = {
-            str(model[0]): part
-            for model, part in costed.partition_by("gpu_model", as_dict=True).items()
-        }
-        self.joined: dict[tuple[str, ...], pl.DataFrame] = {}
-
-    def rows(self, requirement: Requirement) -> pl.DataFrame:
-        models = requirement.gpu_models()
-        if not models:
-            return self.costed
-        if models not in self.joined:
-            parts = [self.parts[m] for m in models if m in self.parts]
-            self.joined[models] = pl.concat(parts) if parts else self.costed.clear()
-        return self.joined[models]
-
-
-def best_per_search(
-    frame: pl.DataFrame, searches: Mapping[str, tuple[Requirement, Job]], now: datetime
-) -> dict[str, SearchBest]:
-    """Each search's :class:`SearchBest` over ``frame``.
-
-    Costing depends on the job only and the requirement is a row filter (row-wise, like
-    every step of the costing, so the two commute): the frame is costed once per distinct
-    job, and each search is that costed frame (only its GPU models' rows, when it names
-    some: the requirement keeps no other) filtered by its requirement and reduced,
-    ``BATCH`` searches collected together.
-    """
-    numbered = frame.with_row_index(_ROW)
-    by_job: dict[str, list[str]] = {}
-    for key, (_requirement, job) in searches.items():
-        by_job.setdefault(job.model_dump_json(), []).append(key)
-    result: dict[str, SearchBest] = {}
-    for keys in by_job.values():
-        costed = _costed_for_job(numbered, searches[keys[0]][1], now)
-        by_gpu = _GpuRows(costed)
-        for start in range(0, len(keys), BATCH):
-            chunk = keys[start : start + BATCH]
-            plans = [_best_plan(by_gpu.rows(searches[k][0]), searches[k][0], now) for k in chunk]
-            for key, answer in zip(chunk, pl.collect_all(plans), strict=True):
-                row = answer.row(0, named=True)
-                rows = {m: row[f"row:{m}"] for m in METRICS} | {"in_stock": row["in_stock_row"]}
-                result[key] = SearchBest(
-                    {m: row[m] for m in METRICS},
-                    int(row["in_stock"] or 0),
-                    {k: None if v is None else _json_row(v) for k, v in rows.items()},
-                )
-    return result
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
-    return value
-
-
-def _json_row(row: Mapping[str, Any]) -> dict[str, Any] | None:
-    if all(v is None for v in row.values()):
-        return None
-    return {c: _json_value(row.get(c)) for c in BEST_OFFER_COLUMNS}
 
 
 def condition_of(alert: AlertRow) -> AlertCondition:

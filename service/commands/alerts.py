@@ -9,25 +9,15 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal, InvalidOperation
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 
 from ..settings import get_settings
-from .digest import (
-    GpuHoursOption,
-    GpusOption,
-    HoursOption,
-    ParamsOption,
-    PresetOption,
-    RequirementOption,
-    TokensOption,
-    engine_for,
-    fail,
-    search_from_options,
-)
+from .digest import engine_for, fail
 from .errors import validation_message
+from .search_options import search_from_options, with_search_options
 
 __all__ = ["register"]
 
@@ -51,6 +41,7 @@ def _condition(
 
 
 @alerts_app.command("create")
+@with_search_options
 def create_command(
     email: Annotated[str, typer.Option(help="the address alerts go to")],
     name: Annotated[str, typer.Option(help="a name for this alert")],
@@ -73,13 +64,7 @@ def create_command(
     webhook: Annotated[
         list[str] | None, typer.Option(help="a URL POSTed a signed JSON body (repeatable)")
     ] = None,
-    preset: PresetOption = None,
-    requirement: RequirementOption = None,
-    hours: HoursOption = None,
-    gpu_hours: GpuHoursOption = None,
-    params: ParamsOption = None,
-    tokens: TokensOption = None,
-    gpus: GpusOption = None,
+    **search: Any,
 ) -> None:
     """Create a price alert; a confirmation link is mailed to the address."""
     from service.alerts.manager import AlertLimitExceeded, AlertRequest, create_alert
@@ -91,7 +76,7 @@ def create_command(
     settings = get_settings()
     condition = _condition(below, metric, in_stock, drop_pct)
     try:
-        req, job = search_from_options(preset, requirement, hours, gpu_hours, params, tokens, gpus)
+        req, job = search_from_options(search)
         request = AlertRequest(
             email=email,
             name=name,

@@ -14,6 +14,7 @@ from rich.table import Table
 from adapters.schema import RentalTerm
 
 from ..settings import get_settings
+from .deprecated import deprecated_option, refuse, resolve_deprecated
 
 if TYPE_CHECKING:
     from ..snapshots import SnapshotResult
@@ -80,7 +81,11 @@ def register(app: typer.Typer) -> None:
 
     @app.command("history")
     def history(
-        gpu: Annotated[str, typer.Option("--gpu", help="GPU model or family, e.g. H100")],
+        gpus: Annotated[
+            str | None,
+            typer.Option("--gpus", help="one GPU model or family, e.g. H100 (required)"),
+        ] = None,
+        old_gpu: Annotated[str | None, deprecated_option("--gpu", "--gpus")] = None,
         days: Annotated[
             int, typer.Option("--days", min=1, max=MAX_HISTORY_DAYS, help="days back from today")
         ] = 30,
@@ -92,6 +97,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Daily price index of a GPU (USD per GPU-hour) from the stored price history."""
+        gpu = resolve_deprecated(gpus, old_gpu, "--gpu", "--gpus")
+        if gpu is None:
+            refuse("--gpus: required (a GPU model or family, e.g. H100)")
         from db.engine import make_engine
         from db.history import daily_index
         from db.migrate import upgrade

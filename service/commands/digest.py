@@ -6,11 +6,10 @@ Settings, the engine and the SMTP client are built inside each command, never at
 from __future__ import annotations
 
 import base64
-import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 from urllib.parse import parse_qs, urlsplit
 
 import typer
@@ -18,14 +17,14 @@ from pydantic import ValidationError
 
 from ..settings import Settings, get_settings
 from .errors import validation_message
+from .search_options import search_from_options, with_search_options
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from pricing import Job, Requirement
     from service.digest.build import Digest
 
-__all__ = ["engine_for", "fail", "inline_chart", "register", "search_from_options"]
+__all__ = ["engine_for", "fail", "inline_chart", "register"]
 
 digest_app = typer.Typer(help="The weekly email digest: preview, send, confirm, unsubscribe.")
 
@@ -59,55 +58,12 @@ def inline_chart(digest: Digest) -> str:
     return digest.html.replace(f"cid:{digest.chart_cid}", f"data:image/png;base64,{data}")
 
 
-# The options of a saved search (``subscribe`` and ``alerts create``).
-PresetOption = Annotated[str | None, typer.Option(help="a requirement preset, e.g. 8xh100")]
-RequirementOption = Annotated[
-    str | None, typer.Option(help="requirement as JSON (merged over --preset)")
-]
-HoursOption = Annotated[float | None, typer.Option(help="job: wall-clock hours")]
-GpuHoursOption = Annotated[float | None, typer.Option(help="job: GPU-hours")]
-ParamsOption = Annotated[float | None, typer.Option(help="job: model parameters")]
-TokensOption = Annotated[float | None, typer.Option(help="job: training tokens")]
-GpusOption = Annotated[int | None, typer.Option(help="job: total GPUs")]
-
-
-def search_from_options(
-    preset: str | None,
-    requirement: str | None,
-    hours: float | None,
-    gpu_hours: float | None,
-    params: float | None,
-    tokens: float | None,
-    gpus: int | None,
-) -> tuple[Requirement, Job]:
-    """The requirement (``--preset``, ``--requirement`` JSON merged over it) and job of a
-    saved search, from the options ``subscribe`` and ``alerts create`` share; raises
-    ValidationError, KeyError or ValueError naming what is wrong."""
-    from pricing import Job, Requirement
-    from pricing.requirement import preset as get_preset
-
-    req = get_preset(preset) if preset else Requirement()
-    if requirement:
-        req = req.merged(**json.loads(requirement))
-    job = (
-        Job(hours=hours, gpu_hours=gpu_hours, params=params, tokens=tokens, gpus=gpus)
-        if any(v is not None for v in (hours, gpu_hours, params, tokens))
-        else Job.for_hours(1, gpus=gpus)
-    )
-    return req, job
-
-
+@with_search_options
 def subscribe_command(
     email: Annotated[str, typer.Option(help="the address digests go to")],
     name: Annotated[str, typer.Option(help="a name for this digest")],
     time_zone: Annotated[str, typer.Option("--tz", help="IANA time zone of the schedule")] = "UTC",
-    preset: PresetOption = None,
-    requirement: RequirementOption = None,
-    hours: HoursOption = None,
-    gpu_hours: GpuHoursOption = None,
-    params: ParamsOption = None,
-    tokens: TokensOption = None,
-    gpus: GpusOption = None,
+    **search: Any,
 ) -> None:
     """Subscribe an address to a weekly digest; a confirmation link is mailed to it."""
     from service.digest.mail import SmtpSendError
@@ -116,7 +72,7 @@ def subscribe_command(
 
     settings = get_settings()
     try:
-        req, job = search_from_options(preset, requirement, hours, gpu_hours, params, tokens, gpus)
+        req, job = search_from_options(search)
         request = SubscriptionRequest(
             email=email, name=name, time_zone=time_zone, requirement=req, job=job
         )

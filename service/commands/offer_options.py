@@ -9,7 +9,9 @@ comma-separated (``--gpus H100,A100``), as the API.
 
 :data:`ALIASES` are the other spellings each option accepts (the singular of a list option,
 and the CLI's older names): documented here and in ``--help``, checked by a test against
-the API's parameters.
+the API's parameters. Where another command's old name meant something else or is
+retired (``history --gpu``, ``estimate --gpu``/``--count``, ``subscribe --gpus`` as a job
+GPU count), :mod:`.deprecated` keeps it working, hidden, with a one-line note.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ __all__ = [
     "INTEGER_FIELDS",
     "JOB_NAMES",
     "OptionSpec",
+    "field_options",
+    "fields_from_options",
     "model_options",
     "option_name",
     "split_commas",
@@ -142,6 +146,25 @@ def model_options() -> list[OptionSpec]:
 def split_commas(values: list[Any] | None) -> tuple[Any, ...]:
     """``["H100,A100", "L40S"]`` -> ``("H100", "A100", "L40S")``."""
     return tuple(part.strip() for v in values or () for part in str(v).split(",") if part.strip())
+
+
+def fields_from_options(
+    options: Mapping[str, Any], specs: list[OptionSpec]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The Requirement fields, the Job fields and the API query (its parameter names) the
+    given ``options`` (typer's values by parameter) set; unset and default-off ones left out."""
+    requirement: dict[str, Any] = {}
+    job: dict[str, Any] = {}
+    query: dict[str, Any] = {}
+    for spec in specs:
+        value = options.get(spec.param)
+        if spec.is_list:
+            value = split_commas(value) or None
+        if value is None or (value is False and spec.info.default is False):
+            continue
+        (requirement if spec.model is Requirement else job)[spec.field] = value
+        query[spec.param] = list(value) if isinstance(value, tuple) else value
+    return requirement, job, query
 
 
 def field_options(specs: list[OptionSpec]) -> Mapping[type[BaseModel], dict[str, str]]:

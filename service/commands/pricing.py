@@ -38,7 +38,14 @@ from pricing.requirement import PRESETS, Requirement, preset
 
 from ..current import load_current
 from .console import wide_console
-from .offer_options import OptionSpec, field_options, model_options, split_commas
+from .deprecated import deprecated_option, resolve_deprecated
+from .offer_options import (
+    OptionSpec,
+    field_options,
+    fields_from_options,
+    model_options,
+    option_name,
+)
 from .offers_table import COLUMNS, GroupBy, fold, label_rows, offers_table, print_wide
 
 if TYPE_CHECKING:
@@ -241,17 +248,7 @@ def _load(sample: bool) -> CurrentState:
 
 def _models(options: dict[str, Any]) -> tuple[Requirement, Job, dict[str, Any]]:
     """The requirement and job the options ask for, and the query in the API's names."""
-    query: dict[str, Any] = {}
-    req: dict[str, Any] = {}
-    job: dict[str, Any] = {}
-    for spec in _SPECS:
-        value = options.get(spec.param)
-        if spec.is_list:
-            value = split_commas(value) or None
-        if value is None or (value is False and spec.info.default is False):
-            continue
-        (req if spec.model is Requirement else job)[spec.field] = value
-        query[spec.param] = list(value) if isinstance(value, tuple) else value
+    req, job, query = fields_from_options(options, _SPECS)
     name = options.get("preset")
     try:
         base = preset(name) if name else Requirement()
@@ -465,7 +462,9 @@ def offers_command(**options: Any) -> None:
     )
     ranked = rank(current.frame, requirement, job, rank_options)
     if ranked.is_empty():
-        why = binding_note(current.frame, requirement, precision=options["precision"])
+        why = binding_note(
+            current.frame, requirement, precision=options["precision"], name=option_name
+        )
         err.print(
             why or "no offer meets the requirement and can run the job (see the note)",
             highlight=False,
@@ -546,10 +545,20 @@ def _estimate_text(key: str, value: Any) -> str:
 
 
 def estimate_command(
-    gpu: Annotated[str, typer.Option("--gpu", help="canonical GPU model, e.g. A100-SXM4-80GB")],
-    count: Annotated[int, typer.Option(min=1, max=MAX_ESTIMATE_GPUS, help="total GPUs")],
-    params: Annotated[float, typer.Option(help="model parameters, e.g. 7e9")],
-    tokens: Annotated[float, typer.Option(help="training tokens, e.g. 2e12")],
+    gpu_model: Annotated[
+        str | None, typer.Option(help="canonical GPU model, e.g. A100-SXM4-80GB (required)")
+    ] = None,
+    job_gpus: Annotated[
+        int | None, typer.Option(min=1, max=MAX_ESTIMATE_GPUS, help="total GPUs (required)")
+    ] = None,
+    params: Annotated[
+        float | None, typer.Option("--model-params", "--params", help="model parameters, e.g. 7e9")
+    ] = None,
+    tokens: Annotated[float | None, typer.Option(help="training tokens, e.g. 2e12")] = None,
+    old_gpu: Annotated[str | None, deprecated_option("--gpu", "--gpu-model")] = None,
+    old_count: Annotated[
+        int | None, deprecated_option("--count", "--job-gpus", min=1, max=MAX_ESTIMATE_GPUS)
+    ] = None,
     precision: Annotated[Precision, typer.Option(help="arithmetic precision of the job")] = (
         Precision.BF16
     ),
@@ -579,8 +588,14 @@ def estimate_command(
     plus 12 x layers x hidden x context per token when the model shape is given)."""
     from pricing.estimate import estimate
 
+    gpu = resolve_deprecated(gpu_model, old_gpu, "--gpu", "--gpu-model")
+    count = resolve_deprecated(job_gpus, old_count, "--count", "--job-gpus")
+    missing = [o for v, o in ((gpu, "--gpu-model"), (count, "--job-gpus")) if v is None]
+    missing += [o for v, o in ((params, "--model-params"), (tokens, "--tokens")) if v is None]
+    if missing or params is None or tokens is None:
+        _fail(f"{', '.join(missing)}: required")
     if params <= 0 or tokens <= 0:
-        _fail("--params and --tokens must be > 0")
+        _fail("--model-params and --tokens must be > 0")
     current = _load(sample)
     try:
         result = estimate(
@@ -599,7 +614,7 @@ def estimate_command(
     except ValidationError as exc:  # the job's own bounds (--params, --tokens)
         _fail(cli_message(exc, Job))
     except ValueError as exc:
-        _fail(f"--gpu/--precision: {exc}")
+        _fail(f"--gpu-model/--precision: {exc}")
     if fmt is not OutputFormat.TABLE:
         answer = _estimate_answer(current, result)
         if fmt is OutputFormat.JSON:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -43,12 +44,12 @@ def _non_finite(value: Any) -> bool:
     return False
 
 
-def _require_finite(model: BaseModel, prefix: str) -> None:
-    """ValueError naming each field of ``model`` holding Infinity or NaN, e.g.
+def _require_finite(model: BaseModel, prefix: str, names: Iterable[str] | None = None) -> None:
+    """ValueError naming each field of ``model`` (of ``names`` only, if given: the fields a
+    stored row sets, the others hold their finite defaults) holding Infinity or NaN, e.g.
     ``requirement.max_usd_per_hour: must be a finite number``."""
-    bad = [
-        f"{prefix}.{name}" for name in type(model).model_fields if _non_finite(getattr(model, name))
-    ]
+    fields = type(model).model_fields if names is None else names
+    bad = [f"{prefix}.{name}" for name in fields if _non_finite(getattr(model, name))]
     if bad:
         raise ValueError(f"{', '.join(bad)}: must be a finite number")
 
@@ -82,7 +83,7 @@ def _load(model: type[BaseModel], text: str, field: str) -> Any:
     except (ValidationError, ValueError, TypeError) as exc:
         detail = " ".join(str(exc).split())
         raise ValueError(detail if detail.startswith(field) else f"{field}: {detail}") from None
-    _require_finite(value, field)
+    _require_finite(value, field, raw)
     return value
 
 

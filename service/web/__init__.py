@@ -25,6 +25,7 @@ PAGES: tuple[str, ...] = (
     "catalog_page",
     "index_page",
     "subscribe_page",
+    "alert_page",
     "docs_page",
 )
 

@@ -26,13 +26,14 @@ from service.digest.subscriptions import SubscriptionRequest
 from .form import clean_query
 from .templating import templates
 
-__all__ = ["router"]
+__all__ = ["router", "search_from_query"]
 
 router = APIRouter(include_in_schema=False)
 
 
-def _search(query: str, max_items: int | None) -> tuple[Any, Job, list[str]]:
-    """The requirement and job of an explorer query string (errors as sentences)."""
+def search_from_query(query: str, max_items: int | None) -> tuple[Any, Job, list[str]]:
+    """The requirement and job of an explorer query string (errors as sentences): what the
+    digest's and the alert's forms save."""
     try:
         parsed = parse_offers_query(validate_query(clean_query(QueryParams(query)), max_items))
     except RequestValidationError as exc:
@@ -58,7 +59,7 @@ def _render(request: Request, status_code: int = 200, **context: Any) -> HTMLRes
 @router.get("/subscribe", response_class=HTMLResponse)
 async def subscribe_form(request: Request, settings: SettingsDep) -> HTMLResponse:
     query = str(clean_query(request.query_params))
-    requirement, job, errors = _search(query, settings.api_max_list_items)
+    requirement, job, errors = search_from_query(query, settings.api_max_list_items)
     return _render(request, query=query, requirement=requirement, job=job, errors=errors)
 
 
@@ -72,7 +73,7 @@ async def subscribe_post(
     email, name = form.get("email", "").strip(), form.get("name", "").strip()
     time_zone = form.get("time_zone", "").strip() or "UTC"
     query = form.get("query", "")
-    requirement, job, errors = _search(query, settings.api_max_list_items)
+    requirement, job, errors = search_from_query(query, settings.api_max_list_items)
     shown = {"query": query, "requirement": requirement, "job": job}
     shown |= {"email": email, "name": name, "time_zone": time_zone}
     if errors:

@@ -32,16 +32,16 @@ DATABASE_ARGS: dict[str, list[str]] = {
     "offer": ["offer", "acme|8x-h100|us-east-1|on_demand|instance"],
     "estimate": [
         "estimate",
-        "--gpu",
+        "--gpu-model",
         "H100-SXM5-80GB",
-        "--count",
+        "--job-gpus",
         "8",
-        "--params",
+        "--model-params",
         "1e9",
         "--tokens",
         "1e10",
     ],
-    "history": ["history", "--gpu", "H100"],
+    "history": ["history", "--gpus", "H100"],
     "snapshot": ["snapshot", "--sample"],
     "serve": ["serve", "--get", "/v1/offers"],
     "subscribe": ["subscribe", "--email", "a@example.org", "--name", "weekly"],
@@ -66,7 +66,7 @@ SETTINGS_ARGS: dict[str, list[str]] = {
 WRITERS = ("snapshot", "subscribe", "alerts create")
 
 #: ``estimate`` on the sample: ``[:3]`` the GPU, ``[:5]`` and the count.
-ESTIMATE = ["estimate", "--gpu", "H100-SXM5-80GB", "--count", "8", "--sample"]
+ESTIMATE = ["estimate", "--gpu-model", "H100-SXM5-80GB", "--job-gpus", "8", "--sample"]
 ESTIMATE += ["--params", "1e9", "--tokens", "1e10"]
 #: (command, arguments, what the one line names); numbers out of range, NaN, Infinity.
 BAD_NUMBERS: list[tuple[str, list[str], str]] = [
@@ -80,8 +80,8 @@ BAD_NUMBERS: list[tuple[str, list[str], str]] = [
     ("offers", ["offers", "--sample", "--params", "1e300", "--tokens", "1e9"], "--model-params"),
     (
         "estimate",
-        [*DATABASE_ARGS["estimate"][:3], "--count", "1" + "0" * 22, "--sample"],
-        "--count",
+        [*DATABASE_ARGS["estimate"][:3], "--job-gpus", "1" + "0" * 22, "--sample"],
+        "--job-gpus",
     ),
     (
         "estimate",
@@ -99,11 +99,11 @@ BAD_NUMBERS: list[tuple[str, list[str], str]] = [
         "--fabric-gbps-per-gpu",
     ),
     ("estimate", [*ESTIMATE, "--precision", "fp64x"], "--precision"),
-    ("history", ["history", "--gpu", "H100", "--days", "1000000"], "--days"),
-    ("history", ["history", "--gpu", "H100", "--days", "1" + "0" * 30], "--days"),
+    ("history", ["history", "--gpus", "H100", "--days", "1000000"], "--days"),
+    ("history", ["history", "--gpus", "H100", "--days", "1" + "0" * 30], "--days"),
     ("serve", ["serve", "--get", "/v1/offers", "--port", "70000"], "--port"),
     ("subscribe", [*DATABASE_ARGS["subscribe"], "--hours", "inf"], "--hours"),
-    ("subscribe", [*DATABASE_ARGS["subscribe"], "--gpus", "1" + "0" * 21], "gpus"),
+    ("subscribe", [*DATABASE_ARGS["subscribe"], "--job-gpus", "1" + "0" * 21], "--job-gpus"),
     ("alerts create", [*DATABASE_ARGS["alerts create"][:-1], "--drop-pct", "nan"], "--drop-pct"),
     (
         "digest preview",
@@ -121,7 +121,7 @@ BAD_NUMBERS: list[tuple[str, list[str], str]] = [
 #: (command, arguments, the path the one line names): paths that cannot be written (or read).
 BAD_PATHS: list[tuple[str, list[str], str]] = [
     ("parse", ["parse", "vastai", "{tmp}/no-such-file.json"], "does not exist"),
-    ("history", ["history", "--gpu", "H100", "--plot", "{tmp}/a-file/x.png"], "{tmp}/a-file"),
+    ("history", ["history", "--gpus", "H100", "--plot", "{tmp}/a-file/x.png"], "{tmp}/a-file"),
     (
         "digest preview",
         ["digest", "preview", "--preset", "8xh100", "--sample", "--out", "{tmp}/gone/x.html"],

@@ -108,3 +108,27 @@ def test_sort_orders_the_answer() -> None:
     assert result.exit_code == 0, result.output
     prices = [o["price"]["usd_per_hour"] for o in json.loads(result.stdout)["offers"]]
     assert prices == sorted(prices)
+
+
+def test_notes_name_cli_options_not_api_fields() -> None:
+    """The CLI's "closest offers miss only ..." note names the options the user typed."""
+    result = CliRunner().invoke(
+        app, ["offers", "--sample", "--gpus", "H100", "--min-gpus", "16"], env={"COLUMNS": "400"}
+    )
+    assert "miss only --min-gpus" in result.stderr, result.stderr
+    assert "min_gpus" not in result.stderr
+
+
+def test_caveats_name_no_surface_s_spelling() -> None:
+    """Caveats travel to the API, the CLI and the pages alike: they name no parameter."""
+    from adapters.schema import RentalTerm, default_fx
+    from pricing import Requirement, rank
+    from pricing import expressions as ex
+    from service.current import load_sample
+
+    assert "allow_ethernet" not in ex.ETHERNET_ONLY
+    frame = load_sample(default_fx()).frame
+    ranked = rank(frame, Requirement(terms=(RentalTerm.INTERRUPTIBLE,)))
+    risk = ranked["interruptible_risk"][0]
+    assert "exclude interruptible terms to rank without" in risk
+    assert "exclude_interruptible" not in risk

@@ -2,7 +2,8 @@
 with the system browser; ``playwright install`` is never needed) against a real uvicorn.
 
 Walks what a person does: set filters, sort, open an offer and see its price history
-chart, subscribe and confirm; and checks that no request leaves the app's origin.
+chart, subscribe and confirm, create a price alert (by keyboard, JavaScript off) and confirm
+it from its mail; and checks that no request leaves the app's origin.
 Set ``GPUSCOUT_SCREENSHOTS=docs/screenshots`` to write the README's screenshots.
 """
 
@@ -51,9 +52,12 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
-def _guarded_page(browser: Any, live: LiveServer, outside: list[str], width: int = 1280) -> Any:
-    """A page whose every request is checked: one to another origin is recorded, refused."""
-    page = browser.new_page(viewport={"width": width, "height": 900})
+def _guarded_page(
+    browser: Any, live: LiveServer, outside: list[str], width: int = 1280, **context: Any
+) -> Any:
+    """A page whose every request is checked: one to another origin is recorded, refused.
+    ``context``: options of the browser context (``java_script_enabled=False``)."""
+    page = browser.new_context(viewport={"width": width, "height": 900}, **context).new_page()
 
     def check(route: Any) -> None:
         url = route.request.url
@@ -92,6 +96,22 @@ def _shoot(page: Any, name: str) -> None:
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def _confirm_from_mail(page: Any, live: LiveServer) -> Any:
+    """After a form's "check your mail": follow the one mail's confirmation link and press
+    Confirm on its page, in the site's look; the mail."""
+    page.get_by_text("Almost done: check your mail.").wait_for()
+    (mail,) = live.mail.messages
+    text = mail.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    link = re.search(re.escape(live.base_url) + r"/v1/subscriptions/confirm\?token=\S+", text)
+    assert link is not None, text
+    page.goto(link.group(0))
+    assert page.get_by_role("heading", name="Confirm your subscription").is_visible()
+    assert page.locator("link[rel=stylesheet]").get_attribute("href") == "/static/style.css"
+    page.get_by_role("button", name="Confirm").click()
+    page.get_by_role("heading", name="Subscription confirmed").wait_for()
+    return mail
 
 
 def test_filter_sort_open_offer_and_subscribe(browser: Any, live_server: LiveServer) -> None:
@@ -155,22 +175,56 @@ def test_filter_sort_open_offer_and_subscribe(browser: Any, live_server: LiveSer
     page.get_by_label("Email address").fill("renter@example.org")
     page.get_by_label("Name of the digest").fill("H100 for ten hours")
     page.get_by_role("button", name="Subscribe").click()
-    page.get_by_text("Almost done: check your mail.").wait_for()
-    (mail,) = live_server.mail.messages
-    text = mail.get_body(("plain",)).get_content()  # type: ignore[union-attr]
-    link = re.search(
-        re.escape(live_server.base_url) + r"/v1/subscriptions/confirm\?token=\S+", text
-    )
-    assert link is not None, text
-    page.goto(link.group(0))
-    assert page.get_by_role("heading", name="Confirm your subscription").is_visible()
-    assert page.locator("link[rel=stylesheet]").get_attribute("href") == "/static/style.css"
-    page.get_by_role("button", name="Confirm").click()
-    page.get_by_role("heading", name="Subscription confirmed").wait_for()
+    _confirm_from_mail(page, live_server)
 
     # the API docs render from the app's own files
     page.goto(live_server.base_url + "/docs")
     page.locator(".opblock-summary-path", has_text="/v1/offers").first.wait_for()
+    assert outside == []
+
+
+def test_create_an_alert_by_keyboard_without_javascript_and_confirm_it(
+    browser: Any, live_server: LiveServer
+) -> None:
+    """From the explorer's search to a confirmed alert on it: the form is reached by its
+    link, filled with the keyboard only (Tab, arrow keys, Enter), posts without JavaScript,
+    and the mailed link confirms it on the digest's page in the site's look."""
+    from db.alerts import active_alerts
+    from db.engine import make_engine
+
+    outside: list[str] = []
+    page = _guarded_page(browser, live_server, outside, java_script_enabled=False)
+    page.goto(live_server.base_url + "/?gpus=H100&min_gpus=8")
+    page.get_by_role("link", name="Alert me on a price change").click()
+    page.wait_for_url(re.compile(r"/alert\?gpus=H100&min_gpus=8"))
+    assert page.get_by_role("heading", name="A price alert by mail").is_visible()
+    assert "gpus=H100&min_gpus=8" in page.locator("form code").inner_text()
+    for label in ("Email address", "Name of the alert", "Price measured in", "Threshold"):
+        assert page.get_by_label(label, exact=True).count() == 1, label  # each is labelled
+    page.get_by_label("Email address").focus()
+    page.keyboard.type("renter@example.org")
+    page.keyboard.press("Tab")
+    page.keyboard.type("8x H100 drop")
+    page.keyboard.press("Tab")  # into the radio group, on the checked "below"
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")  # "drop"
+    assert page.get_by_label(re.compile("drops by a percentage")).is_checked()
+    for _ in range(3):  # past "Price measured in" and "Threshold"
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "a-drop"
+    page.keyboard.type("15")
+    page.keyboard.press("Enter")  # submits the form
+    mail = _confirm_from_mail(page, live_server)
+    assert "price alert" in str(mail["Subject"])
+    assert "price alert" in page.locator("main").inner_text()
+    engine = make_engine(live_server.settings.database_url)
+    try:
+        (alert,) = active_alerts(engine)
+    finally:
+        engine.dispose()
+    assert (alert.condition, alert.metric, alert.drop_pct) == ("drop", "usd_per_gpu_hour", 15)
+    assert alert.threshold is None and alert.name == "8x H100 drop"
+    assert '"gpus":["H100"]' in alert.requirement_json and '"min_gpus":8' in alert.requirement_json
     assert outside == []
 
 

@@ -4,6 +4,7 @@ the API says. The browser tests (test_browser.py) walk them in Chromium."""
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -114,3 +115,34 @@ async def test_offer_page_has_the_checklist(client: httpx.AsyncClient) -> None:
     assert statuses["Redundant power supplies"] == "unknown"  # not published
     assert statuses["Four or more GPUs"] == "met"
     assert "fabric: infiniband; fabric_gbps: 3200" in section
+
+
+async def test_alert_form_carries_the_explorers_search(client: httpx.AsyncClient) -> None:
+    from service.alerts.condition import METRICS
+    from service.web.alert_page import METRIC_LABELS
+
+    assert tuple(METRIC_LABELS) == METRICS  # the form offers every metric an alert takes
+    page = await client.get("/?gpus=H100&hours=10")
+    assert 'href="/alert?gpus=H100&amp;hours=10"' in page.text
+    form = (await client.get("/alert?gpus=H100&hours=10")).text
+    assert '<input type="hidden" name="query" value="gpus=H100&amp;hours=10">' in form
+    ids = re.findall(r'<(?:input|select) [^>]*id="([^"]+)"', form)
+    assert ids and all(f'<label for="{i}">' in form for i in ids)  # every control labelled
+    assert "<script" not in form and "http" not in form.split("<main")[1].split("</main>")[0]
+
+
+async def test_alert_form_refusals_name_the_control(client: httpx.AsyncClient) -> None:
+    def post(**fields: str) -> Any:
+        data = {"email": "ada@example.com", "name": "H100", "query": "gpus=H100", **fields}
+        return client.post("/alert", data=data)
+
+    r = await post(kind="below", threshold="", drop_pct="15")  # drop_pct is not read
+    assert r.status_code == 422
+    assert "Alert me when: a &#39;below&#39; alert needs a threshold" in r.text
+    assert 'value="15"' in r.text  # what was typed is kept
+    r = await post(kind="drop", drop_pct="150")
+    assert r.status_code == 422 and "Drop: " in r.text
+    r = await post(kind="in_stock", email="not-an-address")
+    assert r.status_code == 422 and "Email address: " in r.text
+    r = await post(kind="in_stock", query="gpus=H9000")
+    assert r.status_code == 422 and "unknown GPU model" in r.text

@@ -1,0 +1,128 @@
+"""``GET /alert`` and ``POST /alert``: a price alert on the explorer's search, for people.
+
+The form posts here (form-encoded, works without JavaScript); the alert goes through the
+very code of ``POST /v1/alerts`` (:func:`service.api.routers.alerts.create`: the same double
+opt-in, limits and webhook checks). Its requirement and job are the explorer's query string
+the form was opened with (``/alert?gpus=H100&min_gpus=8``), as for the digest's form; the
+confirmation and unsubscribe pages are the digest's, in the same look.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams
+
+from service.alerts.condition import METRICS
+from service.alerts.manager import AlertRequest
+from service.api.deps import SettingsDep
+from service.api.routers.alerts import AlertAccepted, create
+from service.api.routers.subscriptions import ManagerDep
+
+from .form import clean_query
+from .subscribe_page import search_from_query
+from .templating import templates
+
+__all__ = ["CONDITIONS", "METRIC_LABELS", "router"]
+
+router = APIRouter(include_in_schema=False)
+
+#: The kinds of condition, as the form offers them.
+CONDITIONS: dict[str, str] = {
+    "below": "the price is at or below a threshold",
+    "in_stock": "a matching offer is available now",
+    "drop": "the price drops by a percentage below its 7-day median",
+}
+#: What the price is measured in, as the form offers it (:data:`METRICS`).
+METRIC_LABELS: dict[str, str] = {
+    "usd_per_gpu_hour": "USD per GPU-hour",
+    "usd_per_effective_tflop_hour": "USD per effective TFLOP-hour",
+    "job_cost_usd": "USD for the whole job",
+}
+
+#: A validation error's location -> the label of the control it is about.
+_FIELD_LABELS = {
+    "email": "Email address",
+    "name": "Name of the alert",
+    "condition": "Alert me when",
+    "kind": "Alert me when",
+    "metric": "Price measured in",
+    "threshold": "Threshold",
+    "drop_pct": "Drop",
+    "webhooks": "Webhook URL",
+}
+
+
+def _render(request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
+    defaults: dict[str, Any] = {"errors": [], "done": None, "email": "", "name": "", "webhook": ""}
+    defaults |= {"kind": "below", "metric": METRICS[0], "threshold": "", "drop_pct": ""}
+    return templates().TemplateResponse(
+        request,
+        "alert.html",
+        {
+            "title": "Price alert",
+            "nav": "alert",
+            "conditions": CONDITIONS,
+            "metrics": METRIC_LABELS,
+            **defaults,
+            **context,
+        },
+        status_code=status_code,
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+def _error(error: Any) -> str:
+    """A validation error as a sentence naming the control it is about."""
+    named = [str(p) for p in error["loc"] if str(p) in _FIELD_LABELS]
+    label = _FIELD_LABELS[named[-1]] if named else "Alert"
+    return f"{label}: {error['msg'].removeprefix('Value error, ')}"
+
+
+@router.get("/alert", response_class=HTMLResponse)
+async def alert_form(request: Request, settings: SettingsDep) -> HTMLResponse:
+    query = str(clean_query(request.query_params))
+    requirement, job, errors = search_from_query(query, settings.api_max_list_items)
+    return _render(request, query=query, requirement=requirement, job=job, errors=errors)
+
+
+@router.post("/alert", response_class=HTMLResponse)
+async def alert_post(request: Request, settings: SettingsDep, manager: ManagerDep) -> HTMLResponse:
+    """The form's post (``application/x-www-form-urlencoded``; the app's body limit applies).
+
+    Only the fields of the chosen condition are read: a threshold typed before choosing
+    "drop" is ignored, not an error."""
+    form = QueryParams((await request.body()).decode("utf-8", "replace"))
+    field = {k: form.get(k, "").strip() for k in ("email", "name", "webhook", "kind")}
+    field |= {k: form.get(k, "").strip() for k in ("metric", "threshold", "drop_pct")}
+    query = form.get("query", "")
+    requirement, job, errors = search_from_query(query, settings.api_max_list_items)
+    shown = {"query": query, "requirement": requirement, "job": job, **field}
+    if errors:
+        return _render(request, 422, errors=errors, **shown)
+    condition: dict[str, Any] = {"kind": field["kind"], "metric": field["metric"] or METRICS[0]}
+    if field["kind"] == "below":
+        condition["threshold"] = field["threshold"] or None
+    elif field["kind"] == "drop":
+        condition["drop_pct"] = field["drop_pct"] or None
+    try:
+        body = AlertRequest(
+            email=field["email"],
+            name=field["name"],
+            requirement=requirement,
+            job=job,
+            condition=condition,
+            webhooks=(field["webhook"],) if field["webhook"] else (),
+        )
+    except ValidationError as exc:
+        return _render(request, 422, errors=[_error(e) for e in exc.errors()], **shown)
+    answer = await run_in_threadpool(create, request, body, manager, settings)
+    if not isinstance(answer, AlertAccepted):  # a limit (409, 429) or a refused webhook (422)
+        detail = json.loads(bytes(answer.body)).get("detail", "refused")
+        return _render(request, answer.status_code, errors=[detail], **shown)
+    return _render(request, 202, done=answer, **shown)

@@ -459,9 +459,17 @@ def _top_configurations(costed: pl.LazyFrame, options: RankOptions, limit: int) 
     (the same choice as :func:`_cheapest_terms`) before stage two orders by it.
     """
     if options.sort == KEY:
-        first = pl.col(AFTER) == pl.col(AFTER).min()
-        per_config = costed.group_by("config_id").agg(
-            pl.col(AFTER).min(), pl.col(KEY).filter(first).min()
+        # AFTER is 0 or 1: the least key among a configuration's available rows if it has
+        # one, else among all its rows; plain minima (polars' fast group-by path), where a
+        # filter by the group's own minimum evaluates group by group
+        available = "_key_available"
+        per_config = (
+            costed.select(
+                "config_id", AFTER, KEY, pl.when(pl.col(AFTER) == 0).then(KEY).alias(available)
+            )
+            .group_by("config_id")
+            .agg(pl.col(AFTER).min(), pl.col(KEY).min(), pl.col(available).min())
+            .with_columns(pl.when(pl.col(AFTER) == 0).then(available).otherwise(KEY).alias(KEY))
         )
         by = [AFTER, KEY, "config_id"]
     else:

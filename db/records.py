@@ -10,13 +10,20 @@ needed (the price history), :func:`decode_offers` parses all records of a query 
 
 from __future__ import annotations
 
+import enum
+import functools
 import gc
 import hashlib
+import operator
+import types
+import typing
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
 from pydantic import TypeAdapter
+from typing_extensions import TypedDict
 
 from adapters.schema import FxTable, Offer, fx_context
 
@@ -29,8 +36,35 @@ __all__ = [
 ]
 
 _RECORD_EXCLUDE = {"usd_per_hour", "fetched_at"}
-_RECORDS_EXCLUDE = {"__all__": _RECORD_EXCLUDE}
 _OFFERS = TypeAdapter(list[Offer])
+
+
+def _as_text(annotation: Any) -> Any:
+    """``annotation`` with every enum type (all ``StrEnum``) replaced by ``str``."""
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return str
+    args = typing.get_args(annotation)
+    if isinstance(annotation, types.UnionType) and args:
+        return functools.reduce(operator.or_, (_as_text(arg) for arg in args))
+    return annotation
+
+
+#: An offer's stored fields as a plain dict (its ``__dict__``), enum fields typed ``str``.
+#: Serialising the dicts writes the same JSON as the model's serialiser, byte for byte (an
+#: enum is a ``StrEnum``, so its text is its value) and about twice as fast: pydantic reads
+#: a model's enum value through the Python-level ``Enum.value`` descriptor, three to nine
+#: calls an offer, but takes a ``str`` subclass as the string it is.
+_RecordDict = TypedDict(  # type: ignore[misc]
+    "_RecordDict",
+    {
+        name: _as_text(field.annotation)
+        for name, field in Offer.model_fields.items()
+        if name not in _RECORD_EXCLUDE
+    },
+    total=False,
+)
+_RECORD_DICTS = TypeAdapter(list[_RecordDict])
+_DICT_EXCLUDE = {"__all__": {"fetched_at"}}
 #: Between two records of a serialised list: ``{"provider":`` opens every record (the first
 #: field, required, never ``None``) and a JSON string cannot hold ``,{"`` (its quotes are
 #: escaped) nor a raw newline, so the list splits exactly into its records.
@@ -70,14 +104,16 @@ def record_json(offer: Offer) -> str:
 def record_jsons(offers: Sequence[Offer]) -> list[bytes]:
     """:func:`record_json` of every offer, UTF-8 encoded, from one serialiser call.
 
-    Serialising the whole list at once and splitting it is cheaper than one call per offer;
-    the result is byte for byte the same (an offer of a subclass, whose serialiser may
-    differ, makes it fall back to one call per offer).
+    Serialising the whole list at once (of the offers' field dicts, see :data:`_RecordDict`)
+    and splitting it is cheaper than one call per offer; the result is byte for byte the
+    same (an offer of a subclass, whose serialiser may differ, makes it fall back to one
+    call per offer).
     """
     if not offers:
         return []
     if all(type(offer) is Offer for offer in offers):
-        text = _OFFERS.serializer.to_json(list(offers), exclude=_RECORDS_EXCLUDE, exclude_none=True)
+        dicts = [offer.__dict__ for offer in offers]
+        text = _RECORD_DICTS.serializer.to_json(dicts, exclude=_DICT_EXCLUDE, exclude_none=True)
         records = text[1:-1].replace(_BETWEEN, _NEWLINE_BETWEEN).split(b"\n")
         if len(records) == len(offers):
             return records

@@ -117,42 +117,116 @@ class _Encoded:
 
     The records and their hashes are always needed to compare; the price hash and the other
     column values only for offers that change, so :meth:`_Columns.price` computes them then.
+    The keys (and the check for repeated ones) only when the run differs from what its
+    provider has stored (:meth:`same_as`): an identical run is told by one aggregate.
     """
 
-    __slots__ = ("fetched_at", "index", "keys", "offers", "record_hashes", "records")
+    __slots__ = (
+        "_index",
+        "fetched_at",
+        "fingerprint",
+        "keys",
+        "offers",
+        "provider",
+        "record_hashes",
+        "records",
+    )
 
     def __init__(self, run: ProviderRun) -> None:
         offers = run.offers
-        records = record_jsons(offers)
         blake2b, from_bytes = hashlib.blake2b, int.from_bytes
         started_at = run.started_at
-        index = {offer.key: i for i, offer in enumerate(offers)}  # a repeated key: the last
-        if len(index) < len(offers):
-            log.warning(
-                "%s: %d offers repeat a key; the last of each was kept",
-                run.provider,
-                len(offers) - len(index),
-            )
-            kept = list(index.values())
-            offers = [offers[i] for i in kept]
-            records = [records[i] for i in kept]
-            index = dict(zip(index, range(len(kept)), strict=True))
-        self.index = index
-        self.keys = list(index)
+        self.provider = run.provider
         self.offers = list(offers)
-        self.records = records
+        self.records = record_jsons(offers)
         self.record_hashes = [
             from_bytes(blake2b(record, digest_size=8).digest(), "big", signed=True)
-            for record in records
+            for record in self.records
         ]
         self.fetched_at = [
             None if (fetched := offer.fetched_at) == started_at else fetched for offer in offers
         ]
+        self.fingerprint = _Fingerprint.of(self.record_hashes, self.fetched_at)
+        self._index: dict[str, int] | None = None
+        self.keys: list[str] = []
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Each distinct key's position in the lists; a repeated key keeps its last offer."""
+        if self._index is None:
+            offers = self.offers
+            index = {offer.key: i for i, offer in enumerate(offers)}
+            if len(index) < len(offers):
+                log.warning(
+                    "%s: %d offers repeat a key; the last of each was kept",
+                    self.provider,
+                    len(offers) - len(index),
+                )
+                kept = list(index.values())
+                self.offers = [offers[i] for i in kept]
+                self.records = [self.records[i] for i in kept]
+                self.record_hashes = [self.record_hashes[i] for i in kept]
+                self.fetched_at = [self.fetched_at[i] for i in kept]
+                index = dict(zip(index, range(len(kept)), strict=True))
+            self._index = index
+            self.keys = list(index)
+        return self._index
+
+    def same_as(self, stored: _Fingerprint) -> bool:
+        """Whether the stored offer set of this run's provider (``stored``) is this one:
+        the same records (as a multiset of hashes: a record holds its key, so equal multisets
+        are equal sets keyed alike) and every fetch time the provider's (NULL: the run's
+        start). Then storing the run changes no row."""
+        return self.fingerprint == stored and not self.fingerprint.timed
 
     def drop(self, keys: Iterable[str]) -> None:
         """Forget ``keys`` (their positions stay, unused)."""
         for key in keys:
             del self.index[key]
+
+
+_LOW_32 = 0xFFFFFFFF
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Fingerprint:
+    """An offer set in four numbers: its size, the sums of its record hashes' high and low
+    32 bits (exact in SQL on both databases: no 64-bit overflow) and how many offers carry a
+    fetch time of their own. Equal sets have equal fingerprints; a changed record changes the
+    sums but for a 64-bit hash collision, as likely as one in the per-offer comparison."""
+
+    count: int
+    high: int
+    low: int
+    timed: int
+
+    @classmethod
+    def of(
+        cls, record_hashes: Sequence[int], fetched_at: Sequence[datetime | None]
+    ) -> _Fingerprint:
+        return cls(
+            len(record_hashes),
+            sum(h >> 32 for h in record_hashes),
+            sum(h & _LOW_32 for h in record_hashes),
+            len(fetched_at) - fetched_at.count(None),
+        )
+
+    @classmethod
+    def stored(cls, connection: Connection, provider: str) -> _Fingerprint:
+        """The fingerprint of ``provider``'s current offers, by one aggregate query."""
+        hashes = _current.c.record_hash
+        # inlined numbers: PostgreSQL shifts a bigint by an integer, not by a bigint parameter
+        shift: sa.ColumnElement[int] = sa.literal_column("32")
+        mask: sa.ColumnElement[int] = sa.literal_column(str(_LOW_32))
+        count, high, low, timed = connection.execute(
+            sa.select(
+                sa.func.count(),
+                sa.func.coalesce(sa.func.sum(hashes.op(">>", return_type=sa.BigInteger)(shift)), 0),
+                sa.func.coalesce(sa.func.sum(hashes.op("&", return_type=sa.BigInteger)(mask)), 0),
+                sa.func.count(_current.c.fetched_at),
+            ).where(_current.c.provider == provider)
+        ).one()
+        return cls(int(count), int(high), int(low), int(timed))
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -205,6 +279,9 @@ class _Columns:
 
     def __init__(self, connection: Connection, fx: FxTable) -> None:
         self.fx = _FxKey(fx)
+        #: :func:`_price` of this table by the price fields, enums as their text: a dict
+        #: lookup without the Python-level ``Enum.__hash__`` and ``_FxKey`` calls.
+        self._prices: dict[tuple[Any, ...], tuple[int, Decimal, float]] = {}
         dialect = connection.dialect
         self.sqlite = dialect.name == "sqlite"
         self._time: dict[datetime | None, Any] = {None: None}
@@ -262,23 +339,33 @@ class _Columns:
         )
         since = time(valid_from)
         as_str = str.__str__
-        price, fx_key = _price, self.fx
+        prices, fx_key = self._prices, self.fx
         current: list[tuple[Any, ...]] = []
         opened: list[tuple[Any, ...]] = []
         add_current, add_opened = current.append, opened.append
         for key in keys:
             i = index[key]
             offer = offers[i]
-            amount, term = offer.price_amount, offer.term
-            p_hash, usd, usd_float = price(
-                amount,
-                offer.price_currency,
+            amount, term, unit, basis = (
+                offer.price_amount,
+                offer.term,
                 offer.price_unit,
                 offer.price_basis,
-                term,
-                offer.gpu_count,
-                fx_key,
             )
+            memo = (
+                amount,
+                offer.price_currency,
+                as_str(unit),
+                as_str(basis),
+                as_str(term),
+                offer.gpu_count,
+            )
+            got = prices.get(memo)
+            if got is None:
+                got = prices[memo] = _price(
+                    amount, offer.price_currency, unit, basis, term, offer.gpu_count, fx_key
+                )
+            p_hash, usd, usd_float = got
             fraction = offer.gpu_fraction
             gpus = float(offer.gpu_count) if fraction is None else fraction
             per_gpu = usd_float / gpus if gpus > 0 else None
@@ -311,8 +398,8 @@ class _Columns:
                         region,
                         str(amount) if sqlite else amount,
                         offer.price_currency,
-                        as_str(offer.price_unit),
-                        as_str(offer.price_basis),
+                        as_str(unit),
+                        as_str(basis),
                         usd_value,
                         per_gpu,
                         p_hash,
@@ -624,20 +711,22 @@ def store_snapshot(
 
 def _guarded(
     connection: Connection, run: ProviderRun, offers: _Encoded | None, guard: OfferGuard
-) -> tuple[ProviderRun, int]:
-    """``run`` as it is stored (an ok run the guard finds suspect becomes an error run), and
-    the number of offers its provider has stored now."""
-    stored = connection.execute(
-        sa.select(sa.func.count()).where(_current.c.provider == run.provider)
-    ).scalar_one()
+) -> tuple[ProviderRun, int, bool]:
+    """``run`` as it is stored (an ok run the guard finds suspect becomes an error run), the
+    number of offers its provider has stored now, and whether they are the run's offers
+    already (:meth:`_Encoded.same_as`)."""
+    stored = _Fingerprint.stored(connection, run.provider)
+    same = offers is not None and offers.same_as(stored)
     if run.status is RunStatus.OK and offers is not None:
         verdict = guard.verdict(
-            offer_count=len(offers.index), skipped=run.skipped, stored_count=stored
+            offer_count=stored.count if same else len(offers.index),
+            skipped=run.skipped,
+            stored_count=stored.count,
         )
         if verdict is not None:
             log.warning("%s: %s", run.provider, verdict)
             run = dataclasses.replace(run, status=RunStatus.ERROR, error=verdict)
-    return run, stored
+    return run, stored.count, same
 
 
 def _store(
@@ -665,8 +754,10 @@ def _store(
         ).scalar_one()
         changes: list[ProviderChanges] = []
         for fetched in runs:
-            run, stored = _guarded(connection, fetched, encoded.get(fetched.provider), guard)
-            if run.status is RunStatus.OK:
+            run, stored, same = _guarded(connection, fetched, encoded.get(fetched.provider), guard)
+            if run.status is RunStatus.OK and same:
+                change = ProviderChanges(run.provider, run.status, stored)
+            elif run.status is RunStatus.OK:
                 change = _store_offers(connection, run, encoded[run.provider], snapshot_id, fx)
             else:
                 change = ProviderChanges(

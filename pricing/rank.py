@@ -15,8 +15,8 @@
    :meth:`RankOptions.order` (a partial sort of one row per configuration);
 5. each chosen configuration keeps its cheapest row (ties: the earlier term, then the
    earlier frame row), with every offer column, and gets its break-even against on-demand
-   (a small frame reads them from its cached costed rows, a large one costs the chosen
-   configurations' rows again: see :data:`STREAMING_MIN_ROWS`);
+   (a frame reads them from its cached costed rows, one of :data:`STREAMING_MIN_ROWS`
+   rows or more costs the chosen configurations' rows again);
 6. the total order (:meth:`RankOptions.order`, nulls last) and the rank.
 
 The answer equals the full ranking (every configuration's cheapest term, in that order)
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from polars._typing import EngineType
 
 __all__ = [
+    "ENGINE",
     "KEY",
     "RESULT_COLUMNS",
     "SORT_KEYS",
@@ -177,20 +178,20 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "ranked_after",
 )
 
-#: How each row's peak was had (see :func:`pricing.frame.catalog_frame`): carried from the
-#: catalog table to the result so every output can say "derived" or "ranked at FP16".
-_FIGURE_COLUMNS = ("peak_basis", "peak_precision", "peak_note")
+#: Catalog columns the answer shows but no step reads: the GPU's family and how its peak was
+#: had (see :func:`pricing.frame.catalog_frame`), so every output can say "derived" or
+#: "ranked at FP16". Joined to the chosen rows only, not carried through the costing.
+_FIGURE_COLUMNS = ("gpu_family", "peak_basis", "peak_precision", "peak_note")
 
+#: Catalog columns the qualifying and costing steps read.
 _CATALOG_COLUMNS = (
     "gpu_model",
-    "gpu_family",
     "catalog_form_factor",
     "catalog_memory_gb",
     "form_factor_varies",
     "pcie_no_p2p",
     "tflops_bf16",
     "peak_tflops",
-    *_FIGURE_COLUMNS,
     "mfu",
 )
 
@@ -234,19 +235,29 @@ class RankOptions:
         return [*head, *SORT_KEYS]
 
 
-#: From this many offer rows :func:`rank` collects with the streaming engine (below it with
-#: the in-memory one) and costs the chosen configurations' rows again instead of caching
-#: every costed row. Measured with ``benchmarks/rank.py`` (polars 2.1): in memory the chain
-#: answers faster up to 300k rows (streaming's start-up costs 1.2-2x there); from 1M rows
-#: streaming is faster where many rows qualify (stage one's group-by runs 1.4-2x slower in
-#: memory), so neither engine wins at every size. The cache saves 10-15% up to 100k rows and
-#: costs about 10% at 1M.
-STREAMING_MIN_ROWS = 500_000
+#: From this many offer rows :func:`rank_plan` costs the chosen configurations' rows again
+#: (:func:`_chosen_costed_again`) instead of caching every costed row
+#: (:func:`_chosen_from_cache`); the name is kept from when the streaming engine came with
+#: it. Measured with ``benchmarks/rank.py`` (polars 2.1, 2 shared CPUs, both in memory):
+#: the cache is faster up to 1M rows (1M: 0.70x the time for every offer qualifying,
+#: for 8x H100: 0.36x), because the costing of every row then runs once, not twice; at 3M
+#: costing again is (the cache takes 1.3x its time for every offer, 1.4x for 8x H100).
+#: Between the two measured sizes.
+STREAMING_MIN_ROWS = 2_000_000
+
+#: The engine :func:`rank` collects with. Measured with ``benchmarks/rank.py --engines``
+#: (polars 2.1, 2 shared CPUs, the chain as :func:`rank_plan` builds it): in memory takes
+#: 0.46-0.98x the streaming engine's time at 100k rows and 0.56-0.96x at 1M (the issue's
+#: own figures: 0.67x at 1M and 3M, with far less memory for full rankings), so no size
+#: measured gives streaming the lead. Re-check with ``--engines`` after a polars upgrade.
+ENGINE: Final[EngineType] = "in-memory"
 
 
 def engine_for(offers: pl.DataFrame) -> EngineType:
-    """The polars engine :func:`rank` collects with (see :data:`STREAMING_MIN_ROWS`)."""
-    return "in-memory" if offers.height < STREAMING_MIN_ROWS else "streaming"
+    """The polars engine :func:`rank` collects ``offers`` with (:data:`ENGINE` at every
+    size: see there for the figures)."""
+    del offers  # no size measured makes the streaming engine faster
+    return ENGINE
 
 
 def _as_frame(offers: Iterable[Offer] | pl.DataFrame) -> pl.DataFrame:
@@ -283,7 +294,7 @@ def _build_catalog_table(
             mfu=mfu_expr,
         )
         .filter(pl.col("peak_tflops") > 0)
-        .select(_CATALOG_COLUMNS)
+        .select(*_CATALOG_COLUMNS, *_FIGURE_COLUMNS)
         .collect()
     )
 
@@ -293,6 +304,8 @@ class _Chain:
     """The steps of the chain and what they read, resolved once per call."""
 
     catalog: pl.LazyFrame
+    #: Per GPU model: :data:`_FIGURE_COLUMNS`.
+    figures: pl.LazyFrame
     qualifies: pl.Expr
     requirement: Requirement
     job: Job
@@ -317,8 +330,10 @@ class _Chain:
         requirement = requirement or Requirement()
         eff = options.efficiency or default_efficiency()
         now = options.now or datetime.now(UTC)
+        table = _catalog_table(options.precision, eff, options.mfu)
         return cls(
-            catalog=_catalog_table(options.precision, eff, options.mfu).lazy(),
+            catalog=table.select(_CATALOG_COLUMNS).lazy(),
+            figures=table.select("gpu_model", *_FIGURE_COLUMNS).lazy(),
             qualifies=ex.qualifies(requirement, now),
             requirement=requirement,
             job=job,
@@ -414,7 +429,8 @@ def costed_plan(
     their reason. ``options.limit`` and ``options.sort`` do not apply.
     """
     chain = _Chain.of(requirement, job, options or RankOptions(), require_fit=require_fit)
-    return chain.costed(chain.qualified(_as_frame(offers).lazy()))
+    costed = chain.costed(chain.qualified(_as_frame(offers).lazy()))
+    return costed.join(chain.figures, on="gpu_model", how="left")
 
 
 def placement_plan(
@@ -443,9 +459,17 @@ def _top_configurations(costed: pl.LazyFrame, options: RankOptions, limit: int) 
     (the same choice as :func:`_cheapest_terms`) before stage two orders by it.
     """
     if options.sort == KEY:
-        first = pl.col(AFTER) == pl.col(AFTER).min()
-        per_config = costed.group_by("config_id").agg(
-            pl.col(AFTER).min(), pl.col(KEY).filter(first).min()
+        # AFTER is 0 or 1: the least key among a configuration's available rows if it has
+        # one, else among all its rows; plain minima (polars' fast group-by path), where a
+        # filter by the group's own minimum evaluates group by group
+        available = "_key_available"
+        per_config = (
+            costed.select(
+                "config_id", AFTER, KEY, pl.when(pl.col(AFTER) == 0).then(KEY).alias(available)
+            )
+            .group_by("config_id")
+            .agg(pl.col(AFTER).min(), pl.col(KEY).min(), pl.col(available).min())
+            .with_columns(pl.when(pl.col(AFTER) == 0).then(available).otherwise(KEY).alias(KEY))
         )
         by = [AFTER, KEY, "config_id"]
     else:
@@ -497,8 +521,8 @@ def _peers_summary(qualified: pl.LazyFrame) -> pl.LazyFrame:
 #: The costing's columns the answer keeps when the costed rows are cached: with the offer
 #: columns (fetched back by :data:`_ROW`) and the peers' summary, the whole answer.
 _COSTED_COLUMNS = (
-    _ROW, "config_id", "term", "gpu_family", "catalog_memory_gb", "form_factor_varies",
-    "peak_tflops", *_FIGURE_COLUMNS, "mfu", "nodes", "job_gpus", "memory_per_gpu_gb",
+    _ROW, "config_id", "term", "catalog_memory_gb", "form_factor_varies",
+    "peak_tflops", "mfu", "nodes", "job_gpus", "memory_per_gpu_gb",
     "total_gpus", "scaling_intra_node", "scaling_inter_node", "scaling", "effective_tflops",
     "compute_hours", "wall_clock_hours", "interruptions_expected", "billed_hours",
     "job_cost_usd", "job_storage_gb", "required_extras_usd", "storage_cost_usd",
@@ -565,6 +589,7 @@ def rank_plan(
     on_demand = pl.col("term") == RentalTerm.ON_DEMAND.value
     return (
         best.join(peers, on="config_id", how="left")
+        .join(chain.figures, on="gpu_model", how="left")
         .with_columns(
             break_even_hours=pl.when(on_commitment)
             .then(ex.break_even_hours())

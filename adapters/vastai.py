@@ -51,7 +51,15 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, gpu_fields, hourly_price, key_headers, positive_price
+from .base import (
+    Adapter,
+    ParseResult,
+    gpu_fields,
+    hourly_price,
+    key_headers,
+    positive_price,
+    required_count,
+)
 from .schema import HOURS_PER_MONTH, OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
 from .units import (
@@ -62,7 +70,6 @@ from .units import (
     non_negative,
     positive,
     text,
-    whole_count,
 )
 
 __all__ = [
@@ -128,9 +135,8 @@ def _parse_offer(result: ParseResult, record: Mapping[str, Any]) -> None:
     if raw_gpu is None:
         result.skip("no gpu_name", ref)
         return
-    gpu_count = whole_count(record.get("num_gpus"))
+    gpu_count = required_count(result, record.get("num_gpus"), "num_gpus", ref)
     if gpu_count is None:
-        result.skip(f"bad num_gpus {record.get('num_gpus')!r}", ref)
         return
     on_demand = positive_price(result, record.get("dph_base"), "dph_base", ref)
     if on_demand is None:

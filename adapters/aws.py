@@ -67,11 +67,12 @@ from .base import (
     ResponseFormatError,
     failed_calls_payload,
     failure_groups,
+    gpu_fields,
+    hourly_price,
     read_failed_calls,
     request,
     request_stream,
 )
-from .gpus import resolve_gpu_name, spec_fields
 from .schema import (
     Fabric,
     GpuFormFactor,
@@ -83,7 +84,15 @@ from .schema import (
     Vendor,
 )
 from .tables import data_rows
-from .units import gpu_share, lenient_float, mib_to_gb, price_or_reason, size_text_to_gb, to_float
+from .units import (
+    gpu_share,
+    lenient_float,
+    mib_to_gb,
+    price_or_reason,
+    size_text_to_gb,
+    to_float,
+    value_at,
+)
 
 __all__ = ["AwsAdapter", "GpuFamily", "gpu_families"]
 
@@ -530,19 +539,15 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
     raw_name = (info.name if info and info.name else None) or (
         family.gpu_raw_name if family else None
     )
-    spec = None
-    if raw_name:
-        # A slice's memory is its share; the catalog knows the whole board's.
-        board_memory = per_gpu_memory / fraction if per_gpu_memory and fraction else per_gpu_memory
-        spec = resolve_gpu_name(raw_name, memory_gb=board_memory, form_factor=form_factor)
+    # A slice's memory is its share; the catalog knows the whole board's.
+    board_memory = per_gpu_memory / fraction if per_gpu_memory and fraction else per_gpu_memory
     vendor = None
     if info is not None and info.manufacturer:
         vendor = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD}.get(info.manufacturer.lower())
     storage_gb, storage_kind = _storage(row.get("Storage"))
     processor = row.get("Physical Processor")
     return {
-        "gpu_raw_name": raw_name or None,
-        **spec_fields(spec, form_factor=form_factor, vendor=vendor),
+        **gpu_fields(raw_name, memory_gb=board_memory, form_factor=form_factor, vendor=vendor),
         "gpu_count": gpu_count,
         "gpu_fraction": fraction,
         "gpu_memory_gb": per_gpu_memory,
@@ -656,7 +661,7 @@ class AwsAdapter(Adapter):
         return pages
 
     def _region_csv_urls(self, index: Any) -> dict[str, str]:
-        regions = index.get("regions") if isinstance(index, Mapping) else None
+        regions = value_at(index, "regions")
         if not isinstance(regions, Mapping):
             raise ResponseFormatError(self.name, "region index lacks a 'regions' object")
         urls: dict[str, str] = {}
@@ -665,7 +670,7 @@ class AwsAdapter(Adapter):
                 continue
             if self.regions is not None and code not in self.regions:
                 continue
-            path = entry.get("currentVersionUrl") if isinstance(entry, Mapping) else None
+            path = value_at(entry, "currentVersionUrl")
             if not isinstance(path, str) or not path.endswith("index.json"):
                 raise ResponseFormatError(self.name, f"region {code!r} has no currentVersionUrl")
             urls[code] = self.url(path[: -len("index.json")] + "index.csv", **PRICING)
@@ -836,8 +841,8 @@ class AwsAdapter(Adapter):
                 rows.extend(_csv_records(text))
             else:
                 raise ResponseFormatError(self.name, "text payload is neither CSV nor XML")
-        result = ParseResult()
-        builder = _OfferBuilder(self.name, fetched_at, result, gpu_info)
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
+        builder = _OfferBuilder(result, gpu_info)
         builder.price_list(rows)
         builder.spot(spots)
         result.skip_failed(failed)  # the run reports them: a rejected key must not go unseen
@@ -874,15 +879,7 @@ class _OfferBuilder:
     """Turns price-list rows and spot items into offers, one per instance type, region and
     term (the contract drops a second record with the same offer key)."""
 
-    def __init__(
-        self,
-        provider: str,
-        fetched_at: datetime,
-        result: ParseResult,
-        gpu_info: Mapping[str, _TypeInfo],
-    ) -> None:
-        self.provider = provider
-        self.fetched_at = fetched_at
+    def __init__(self, result: ParseResult, gpu_info: Mapping[str, _TypeInfo]) -> None:
         self.result = result
         self.gpu_info = gpu_info
         self.hardware_by_type: dict[str, OfferFields] = {}
@@ -939,10 +936,7 @@ class _OfferBuilder:
                 "offer_id": itype,
                 "instance_name": itype,
                 "region": product.get("Region Code") or None,
-                "price_amount": price,
-                "price_currency": hourly[0].get("Currency"),
-                "price_unit": PriceUnit.HOUR,
-                "term": RentalTerm.ON_DEMAND,
+                **hourly_price(price, PriceBasis.INSTANCE, currency=hourly[0].get("Currency")),
                 "prepaid": False,
                 "billing_increment_s": BILLING_INCREMENT_S,
                 "min_rental_hours": MIN_RENTAL_HOURS,
@@ -980,15 +974,15 @@ class _OfferBuilder:
             self.result.skip(reason, ref)
         if reasons:
             return
-        hourly_price, upfront_price = (Decimal(p) for p in parts)
-        if hourly_price < 0 or upfront_price < 0:
+        hourly_part, upfront_part = (Decimal(p) for p in parts)
+        if hourly_part < 0 or upfront_part < 0:
             self.result.skip("negative reserved price part", ref)
             return
-        if upfront_price == 0:
-            price, unit, prepaid = hourly_price, PriceUnit.HOUR, False
+        if upfront_part == 0:
+            price, unit, prepaid = hourly_part, PriceUnit.HOUR, False
         else:
             hours = term.commitment_hours or Decimal(0)
-            price, unit, prepaid = upfront_price + hourly_price * hours, PriceUnit.TERM, True
+            price, unit, prepaid = upfront_part + hourly_part * hours, PriceUnit.TERM, True
         self._add(
             ref,
             hw,
@@ -1037,11 +1031,8 @@ class _OfferBuilder:
                         "term_variant": az,
                         "instance_name": f"{itype} (spot, {az})",
                         "region": region,
-                        "price_amount": price,
                         # DescribeSpotPriceHistory prices are USD per instance-hour
-                        "price_currency": "USD",
-                        "price_unit": PriceUnit.HOUR,
-                        "term": RentalTerm.INTERRUPTIBLE,
+                        **hourly_price(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
                         "prepaid": False,
                         "billing_increment_s": BILLING_INCREMENT_S,
                         "min_rental_hours": MIN_RENTAL_HOURS,
@@ -1051,9 +1042,6 @@ class _OfferBuilder:
     def _add(self, ref: str, hw: OfferFields, term_fields: OfferFields) -> None:
         """One offer: the instance type's hardware with one price and term."""
         fields: OfferFields = {
-            "provider": self.provider,
-            "fetched_at": self.fetched_at,
-            "raw_ref": ref,
             **hw,
             "price_basis": PriceBasis.INSTANCE,
             **term_fields,

@@ -39,8 +39,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
-from .gpus import resolve_gpu_name, spec_fields
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, gpu_fields
 from .schema import (
     GpuFormFactor,
     OfferFields,
@@ -98,12 +97,10 @@ class AzureGpuSize:
         gpu_count, fraction = gpu_share(float(self.gpus))
         # A slice shows its share of the memory; the catalog knows the whole board's.
         board_memory_gb = self.gpu_memory_gb / fraction if fraction else self.gpu_memory_gb
-        spec = resolve_gpu_name(
-            self.gpu_raw_name, memory_gb=board_memory_gb, form_factor=self.form_factor
-        )
         return {
-            "gpu_raw_name": self.gpu_raw_name,
-            **spec_fields(spec, form_factor=self.form_factor),
+            **gpu_fields(
+                self.gpu_raw_name, memory_gb=board_memory_gb, form_factor=self.form_factor
+            ),
             "gpu_count": gpu_count,
             "gpu_fraction": fraction,
             "gpu_memory_gb": self.gpu_memory_gb,
@@ -281,64 +278,60 @@ class AzureAdapter(Adapter):
         return pages
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         for page in payloads:
             items, billing_currency = _items(page)
             for item in items:
-                self._parse_item(item, billing_currency, fetched_at, result)
+                _parse_item(item, billing_currency, result)
         return result
 
-    def _parse_item(
-        self, item: Any, billing_currency: str | None, fetched_at: datetime, result: ParseResult
-    ) -> None:
-        if not isinstance(item, Mapping):
-            result.skip("item is not an object")
-            return
-        ref = f"azure:sku/{item.get('skuId') or item.get('meterId') or '?'}"
-        if item.get("serviceName") not in (None, "Virtual Machines"):
-            result.skip("not a virtual machine meter", ref)
-            return
-        if _is_windows(str(item.get("productName") or "")):
-            result.skip("Windows price (Linux only)", ref)
-            return
-        if item.get("isPrimaryMeterRegion") is False:
-            result.skip("non-primary meter region", ref)
-            return
-        sku = str(item.get("armSkuName") or "").strip()
-        size = azure_gpu_size(sku) if sku else None
-        if size is None:
-            result.skip(f"not a known GPU VM size: {sku or '(none)'}", ref)
-            return
-        try:
-            kinds = list(_price_kinds(item))
-        except ValueError as exc:
-            result.skip(str(exc), ref)
-            return
-        shared: OfferFields = {
-            "provider": self.name,
-            "offer_id": sku,
-            "region": str(item.get("armRegionName") or "").strip() or None,
-            "fetched_at": fetched_at,
-            **size.fields(),
-            "price_currency": item.get("currencyCode") or billing_currency or "",
-            "price_basis": PriceBasis.INSTANCE,
+
+def _parse_item(item: Any, billing_currency: str | None, result: ParseResult) -> None:
+    if not isinstance(item, Mapping):
+        result.skip("item is not an object")
+        return
+    ref = f"azure:sku/{item.get('skuId') or item.get('meterId') or '?'}"
+    if item.get("serviceName") not in (None, "Virtual Machines"):
+        result.skip("not a virtual machine meter", ref)
+        return
+    if _is_windows(str(item.get("productName") or "")):
+        result.skip("Windows price (Linux only)", ref)
+        return
+    if item.get("isPrimaryMeterRegion") is False:
+        result.skip("non-primary meter region", ref)
+        return
+    sku = str(item.get("armSkuName") or "").strip()
+    size = azure_gpu_size(sku) if sku else None
+    if size is None:
+        result.skip(f"not a known GPU VM size: {sku or '(none)'}", ref)
+        return
+    try:
+        kinds = list(_price_kinds(item))
+    except ValueError as exc:
+        result.skip(str(exc), ref)
+        return
+    shared: OfferFields = {
+        "offer_id": sku,
+        "region": str(item.get("armRegionName") or "").strip() or None,
+        **size.fields(),
+        "price_currency": item.get("currencyCode") or billing_currency or "",
+        "price_basis": PriceBasis.INSTANCE,
+    }
+    for kind, raw_price, ref_suffix in kinds:
+        price = price_or_reason(raw_price)
+        if isinstance(price, str):
+            result.skip(price, ref + ref_suffix)
+            continue
+        fields: OfferFields = {
+            **shared,
+            "term_variant": kind.variant,
+            "instance_name": sku + kind.label,
+            "price_amount": price,
+            "price_unit": kind.unit,
+            "term": kind.term,
+            "prepaid": kind.prepaid,
         }
-        for kind, raw_price, ref_suffix in kinds:
-            price = price_or_reason(raw_price)
-            if isinstance(price, str):
-                result.skip(price, ref + ref_suffix)
-                continue
-            fields: OfferFields = {
-                **shared,
-                "term_variant": kind.variant,
-                "instance_name": sku + kind.label,
-                "raw_ref": ref + ref_suffix,
-                "price_amount": price,
-                "price_unit": kind.unit,
-                "term": kind.term,
-                "prepaid": kind.prepaid,
-            }
-            result.add(ref + ref_suffix, **fields)
+        result.add(ref + ref_suffix, **fields)
 
 
 ADAPTER = AzureAdapter

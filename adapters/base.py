@@ -43,7 +43,7 @@ from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
 from .run import FRESH_WITHIN_HOURS
 from .schema import GpuFormFactor, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
-from .units import to_decimal
+from .units import to_decimal, whole_count
 
 __all__ = [
     "ACCOUNT_PRICE_VARIANT",
@@ -74,6 +74,7 @@ __all__ = [
     "request",
     "request_json",
     "request_stream",
+    "required_count",
 ]
 
 log = logging.getLogger("gpuscout.adapters")
@@ -634,6 +635,16 @@ def positive_price(
         result.skip(f"no positive {name} ({value!r})", ref)
         return None
     return price
+
+
+def required_count(result: ParseResult, value: Any, name: str, ref: str | None) -> int | None:
+    """``value`` (the record's ``name`` field) as a whole count of one or more
+    (:func:`~adapters.units.whole_count`), else ``None`` with the record skipped:
+    ``bad <name> <value>``."""
+    count = whole_count(value)
+    if count is None:
+        result.skip(f"bad {name} {value!r}", ref)
+    return count
 
 
 def gpu_fields(

@@ -52,6 +52,7 @@ from .base import (
     key_headers,
     listed_regions,
     positive_price,
+    required_count,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import region_countries
@@ -64,7 +65,6 @@ from .units import (
     positive_quantity,
     text,
     value_at,
-    whole_count,
 )
 
 __all__ = ["SIZES_URL", "DigitalOceanAdapter"]
@@ -128,9 +128,8 @@ def _parse_size(result: ParseResult, size: Mapping[str, Any]) -> None:
     if slug is None:
         result.skip("GPU size without a slug", ref)
         return
-    gpu_count = whole_count(gpu_info.get("count"))
+    gpu_count = required_count(result, gpu_info.get("count"), "gpu_info.count", ref)
     if gpu_count is None:
-        result.skip(f"bad gpu_info.count {gpu_info.get('count')!r}", ref)
         return
     price = positive_price(result, size.get("price_hourly"), "price_hourly", ref)
     if price is None:

@@ -48,14 +48,13 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError
-from .gpus import resolve_gpu_name, spec_fields
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, gpu_fields, hourly_price
+from .gpus import get_gpu
 from .schema import (
     GpuFormFactor,
     GpuInterconnect,
     OfferFields,
     PriceBasis,
-    PriceUnit,
     RentalTerm,
     StorageType,
 )
@@ -285,10 +284,7 @@ class _RateTable:
     def __init__(self) -> None:
         self.rates: dict[RateKey, Rate] = {}
 
-    def add_sku(self, sku: Any, result: ParseResult) -> None:
-        if not isinstance(sku, dict):
-            result.skip("SKU is not an object")
-            return
+    def add_sku(self, result: ParseResult, sku: Mapping[str, Any]) -> None:
         sku_id = str(sku.get("skuId") or sku.get("name") or "?")
         ref = f"gcp:sku/{sku_id}"
         category = sku.get("category")
@@ -428,16 +424,10 @@ class GcpAdapter(Adapter):
         raise ProviderError(self.name, f"more than {MAX_PAGES} SKU pages")
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
         table = _RateTable()
-        for index, page in enumerate(payloads):
-            if not isinstance(page, dict) or "skus" not in page:
-                raise ResponseFormatError(self.name, f"payload {index} has no 'skus' list")
-            skus = page["skus"]
-            if not isinstance(skus, list):
-                raise ResponseFormatError(self.name, f"payload {index}: 'skus' is not a list")
-            for sku in skus:
-                table.add_sku(sku, result)
+        result = self.parse_records(
+            payloads, "skus", table.add_sku, what="SKU", fetched_at=fetched_at
+        )
         reported: set[tuple[str, str]] = set()
         for kind, accelerator, region, term in table.gpu_keys():
             gpu = table.get(kind, accelerator, region, term)
@@ -453,7 +443,7 @@ class GcpAdapter(Adapter):
                         reported.add((price, ref))
                         result.skip(price, ref)
                     continue
-                self._add_machine(result, shape, gpu, price, region, term, fetched_at)
+                self._add_machine(result, shape, gpu, price, region, term)
         return result
 
     def _add_machine(
@@ -464,24 +454,19 @@ class GcpAdapter(Adapter):
         price: MachinePrice,
         region: str,
         term: RentalTerm,
-        fetched_at: datetime,
     ) -> None:
         ref = "gcp:sku/" + "+".join(r.sku_id for r in price.rates)
         accelerator = accelerators()[shape.accelerator]
-        spec = resolve_gpu_name(
+        named = gpu_fields(
             gpu.label, memory_gb=accelerator.memory_gb, form_factor=accelerator.form_factor
         )
+        spec = get_gpu(named["gpu_model"]) if named["gpu_model"] else None
         fields: OfferFields = {
-            "provider": self.name,
             "offer_id": shape.name,
             "instance_name": shape.name,
             "region": region,
-            "fetched_at": fetched_at,
-            "raw_ref": ref,
-            "gpu_raw_name": gpu.label,
-            **spec_fields(spec, form_factor=accelerator.form_factor),
+            **named,
             "gpu_count": shape.gpu_count,
-            "gpu_memory_gb": accelerator.memory_gb,
             "gpu_interconnect": GpuInterconnect.NVLINK if accelerator.nvlink else None,
             "gpu_nvlink_gbs": (spec.nvlink_gbs or None) if spec and accelerator.nvlink else None,
             "vcpus": shape.vcpus,
@@ -489,11 +474,7 @@ class GcpAdapter(Adapter):
             "ram_gb": round(gib_to_gb(shape.ram_gib), 3),
             "storage_gb": round(gib_to_gb(shape.local_ssd_gib), 3) if shape.local_ssd_gib else None,
             "storage_type": StorageType.SSD if shape.local_ssd_gib else None,
-            "price_amount": price.amount,
-            "price_currency": price.currency,
-            "price_unit": PriceUnit.HOUR,
-            "price_basis": PriceBasis.INSTANCE,
-            "term": term,
+            **hourly_price(price.amount, PriceBasis.INSTANCE, term, currency=price.currency),
             # Per-second billing after a 1-minute minimum for vCPUs, memory and GPUs
             # (https://cloud.google.com/compute/vm-instance-pricing#billingmodel).
             "billing_increment_s": None if term.is_commitment else 1,

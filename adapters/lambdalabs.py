@@ -46,12 +46,13 @@ from .base import (
     ResponseFormatError,
     add_per_region,
     failed_calls_payload,
+    gpu_fields,
+    hourly_price,
     key_headers,
     positive_price,
     read_failed_calls,
 )
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .schema import OfferFields, PriceBasis
 from .tables import region_countries
 from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, text, to_float
 
@@ -85,20 +86,19 @@ class LambdaAdapter(Adapter):
         return [types, images]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         images: dict[str, tuple[str, ...] | None] = {}
         types: list[Mapping[str, Any]] = []
         for payload in payloads:
             if (calls := read_failed_calls(payload, self.name)) is not None:
-                for call in calls:
-                    result.skip(call.reason, call.ref)
+                result.skip_failed(calls)
             elif _is_images(payload):
                 images.update(_region_images(payload, result))
             else:
                 types.append(_instance_types(payload))
         for data in types:
             for type_name, item in data.items():
-                _parse_item(result, str(type_name), item, fetched_at, images)
+                _parse_item(result, str(type_name), item, images)
         return result
 
 
@@ -148,7 +148,6 @@ def _parse_item(
     result: ParseResult,
     type_name: str,
     item: Any,
-    fetched_at: datetime,
     images: Mapping[str, tuple[str, ...] | None],
 ) -> None:
     ref = f"lambda:instance-type/{type_name}"
@@ -179,21 +178,14 @@ def _parse_item(
         return
 
     fields: OfferFields = {
-        "provider": "lambda",
         "offer_id": str(itype.get("name") or type_name),
         "instance_name": text(itype.get("description")),
-        "fetched_at": fetched_at,
-        "raw_ref": ref,
         **_gpu_fields(str(itype.get("gpu_description") or "")),
         "gpu_count": gpu_count,
         "vcpus": vcpus or None,
         "ram_gb": gib_to_gb(memory_gib) if memory_gib else None,
         "storage_gb": gib_to_gb(storage_gib) if storage_gib is not None else None,
-        "price_amount": usd_per_hour,
-        "price_currency": "USD",
-        "price_unit": PriceUnit.HOUR,
-        "price_basis": PriceBasis.INSTANCE,
-        "term": RentalTerm.ON_DEMAND,
+        **hourly_price(usd_per_hour, PriceBasis.INSTANCE),
     }
     regions = item.get("regions_with_capacity_available")
     listed: list[OfferFields] = [
@@ -220,10 +212,10 @@ def _gpu_fields(gpu_description: str) -> OfferFields:
     memory_gb = nominal_gpu_memory_gb(float(match["gb"])) if match else None
     words = match["ff"].lower() if match else ""
     form_hint = "sxm" if "sxm" in words else "pcie" if "pcie" in words else None
-    spec = resolve_gpu_name(raw, memory_gb=memory_gb, form_factor=form_hint) if raw else None
-    if spec is None and match:
-        spec = resolve_gpu_name(match["name"], memory_gb=memory_gb, form_factor=form_hint)
-    return {"gpu_raw_name": raw or None, "gpu_memory_gb": memory_gb, **spec_fields(spec)}
+    fields = gpu_fields(raw, memory_gb=memory_gb, form_factor=form_hint)
+    if fields["gpu_model"] is None and match:
+        fields = gpu_fields(raw, memory_gb=memory_gb, form_factor=form_hint, name=match["name"])
+    return fields
 
 
 def _country(description: Any) -> str | None:

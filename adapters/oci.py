@@ -41,9 +41,8 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, hourly_price
+from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
 from .units import lenient_float, positive, to_decimal, to_float
 
 __all__ = ["ADAPTER", "PREEMPTIBLE_SHARE", "OciAdapter"]
@@ -119,7 +118,7 @@ class OciAdapter(Adapter):
         return payloads
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
+        result = ParseResult(provider=self.name, fetched_at=fetched_at)
         shapes: list[Any] = []
         prices: dict[str, Decimal | str] = {}  # part number -> USD/h, or why it has none
         for index, payload in enumerate(payloads):
@@ -134,93 +133,78 @@ class OciAdapter(Adapter):
         if not shapes:
             raise ResponseFormatError(self.name, "no shapes payload (shapes.json) given")
         for shape in shapes:
-            self._add_shape(result, shape, prices, fetched_at)
+            _add_shape(result, shape, prices)
         return result
 
-    def _add_shape(
-        self,
-        result: ParseResult,
-        shape: Any,
-        prices: Mapping[str, Decimal | str],
-        fetched_at: datetime,
-    ) -> None:
-        if not isinstance(shape, dict) or not isinstance(shape.get("name"), str):
-            result.skip("shape without a name")
-            return
-        shape_name = shape["name"]
-        ref = f"oci:shape/{shape_name}"
-        try:
-            gpu_count = to_float(shape.get("gpuQty"))
-        except ValueError:
-            result.skip(f"gpuQty is not a number: {shape.get('gpuQty')!r}", ref)
-            return
-        if not gpu_count:
-            return  # a CPU shape: not a GPU offer
-        if gpu_count < 0 or gpu_count != int(gpu_count):
-            result.skip(f"bad gpuQty {shape.get('gpuQty')!r}", ref)
-            return
-        if shape.get("hidden") is True or str(shape.get("status", "ACTIVE")).upper() != "ACTIVE":
-            result.skip("shape hidden or not active", ref)
-            return
-        ocpu = _ocpu_product(shape)
-        if ocpu is None:
-            result.skip("GPU shape without an ocpu (GPU SKU) product", ref)
-            return
-        part, ocpus = ocpu
-        price = prices.get(part, f"no USD pay-as-you-go price for part {part}")
-        if isinstance(price, str):
-            result.skip(price, ref)
-            return
-        count = int(gpu_count)
-        raw_gpu = _gpu_from_shape_name(shape_name)
-        model = _VERSION_SUFFIX.sub("", raw_gpu) if raw_gpu else None
-        hgx = shape_name.startswith("BM.") and count == 8 and model in _HGX_BARE_METAL_GPUS
-        form_factor = GpuFormFactor.SXM if hgx else None
-        total_memory_gb = positive(lenient_float(shape.get("gpuMemoryQty")))  # all GPUs, GB
-        memory_gb = total_memory_gb / count if total_memory_gb else None
-        spec = (
-            resolve_gpu_name(model, memory_gb=memory_gb, form_factor=form_factor) if model else None
+
+def _add_shape(result: ParseResult, shape: Any, prices: Mapping[str, Decimal | str]) -> None:
+    if not isinstance(shape, dict) or not isinstance(shape.get("name"), str):
+        result.skip("shape without a name")
+        return
+    shape_name = shape["name"]
+    ref = f"oci:shape/{shape_name}"
+    try:
+        gpu_count = to_float(shape.get("gpuQty"))
+    except ValueError:
+        result.skip(f"gpuQty is not a number: {shape.get('gpuQty')!r}", ref)
+        return
+    if not gpu_count:
+        return  # a CPU shape: not a GPU offer
+    if gpu_count < 0 or gpu_count != int(gpu_count):
+        result.skip(f"bad gpuQty {shape.get('gpuQty')!r}", ref)
+        return
+    if shape.get("hidden") is True or str(shape.get("status", "ACTIVE")).upper() != "ACTIVE":
+        result.skip("shape hidden or not active", ref)
+        return
+    ocpu = _ocpu_product(shape)
+    if ocpu is None:
+        result.skip("GPU shape without an ocpu (GPU SKU) product", ref)
+        return
+    part, ocpus = ocpu
+    price = prices.get(part, f"no USD pay-as-you-go price for part {part}")
+    if isinstance(price, str):
+        result.skip(price, ref)
+        return
+    count = int(gpu_count)
+    raw_gpu = _gpu_from_shape_name(shape_name)
+    model = _VERSION_SUFFIX.sub("", raw_gpu) if raw_gpu else None
+    hgx = shape_name.startswith("BM.") and count == 8 and model in _HGX_BARE_METAL_GPUS
+    form_factor = GpuFormFactor.SXM if hgx else None
+    total_memory_gb = positive(lenient_float(shape.get("gpuMemoryQty")))  # all GPUs, GB
+    memory_gb = total_memory_gb / count if total_memory_gb else None
+    processor = _value(shape.get("processorType"))
+    x86 = processor in ("intel", "amd")
+    fields: OfferFields = {
+        "offer_id": shape_name,
+        "instance_name": shape_name,
+        "region": None,
+        "raw_ref": f"{ref}+part/{part}",
+        **gpu_fields(raw_gpu, memory_gb=memory_gb, form_factor=form_factor, name=model),
+        "gpu_raw_name": raw_gpu or shape_name,
+        "gpu_count": count,
+        # OCI's data marks some Intel GPU shapes (A10, A100) as "arm"; an OCPU is one
+        # physical core either way, so cores are safe and vCPUs only for x86.
+        "cpu_cores": ocpus,
+        "vcpus": ocpus * VCPUS_PER_X86_OCPU if x86 and ocpus else None,
+        "cpu_vendor": processor if x86 else None,
+        "cpu_arch": "x86_64" if x86 else None,
+        "ram_gb": lenient_float(shape.get("bundleMemoryQty")) or None,
+        **hourly_price(price, PriceBasis.GPU, currency=CURRENCY),
+        "datacenter": True,
+    }
+    result.add(ref, **fields)
+    if price > 0 and shape.get("allowPreemptible") is True and not _bare_metal(shape):
+        result.add(
+            ref,
+            **(
+                fields
+                | {
+                    "price_amount": price * PREEMPTIBLE_SHARE,
+                    "term": RentalTerm.INTERRUPTIBLE,
+                    "term_variant": "preemptible",
+                }
+            ),
         )
-        processor = _value(shape.get("processorType"))
-        x86 = processor in ("intel", "amd")
-        fields: OfferFields = {
-            "provider": self.name,
-            "offer_id": shape_name,
-            "instance_name": shape_name,
-            "region": None,
-            "fetched_at": fetched_at,
-            "raw_ref": f"{ref}+part/{part}",
-            "gpu_raw_name": raw_gpu or shape_name,
-            **spec_fields(spec, form_factor=form_factor),
-            "gpu_count": count,
-            "gpu_memory_gb": memory_gb,
-            # OCI's data marks some Intel GPU shapes (A10, A100) as "arm"; an OCPU is one
-            # physical core either way, so cores are safe and vCPUs only for x86.
-            "cpu_cores": ocpus,
-            "vcpus": ocpus * VCPUS_PER_X86_OCPU if x86 and ocpus else None,
-            "cpu_vendor": processor if x86 else None,
-            "cpu_arch": "x86_64" if x86 else None,
-            "ram_gb": lenient_float(shape.get("bundleMemoryQty")) or None,
-            "price_amount": price,
-            "price_currency": CURRENCY,
-            "price_unit": PriceUnit.HOUR,
-            "price_basis": PriceBasis.GPU,
-            "term": RentalTerm.ON_DEMAND,
-            "datacenter": True,
-        }
-        result.add(ref, **fields)
-        if price > 0 and shape.get("allowPreemptible") is True and not _bare_metal(shape):
-            result.add(
-                ref,
-                **(
-                    fields
-                    | {
-                        "price_amount": price * PREEMPTIBLE_SHARE,
-                        "term": RentalTerm.INTERRUPTIBLE,
-                        "term_variant": "preemptible",
-                    }
-                ),
-            )
 
 
 def _bare_metal(shape: Mapping[str, Any]) -> bool:

@@ -68,13 +68,16 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     failed_calls_payload,
+    gpu_fields,
+    hourly_price,
+    key_headers,
     read_failed_calls,
 )
 from .calls import QUERY_KEY, query_payload, read_query_payload
-from .gpus import GpuSpec, resolve_gpu_name, spec_fields
-from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
+from .gpus import get_gpu
+from .schema import OfferFields, PriceBasis, RentalTerm, Vendor
 from .tables import provider_disk
-from .units import positive_quantity, power_of_two_counts, to_decimal, whole_count
+from .units import positive_quantity, power_of_two_counts, to_decimal, value_at, whole_count
 
 __all__ = [
     "BID_VARIANT",
@@ -143,15 +146,12 @@ class RunPodAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        headers = {}
-        key = self.credentials.get("runpod_api_key")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        headers = key_headers(self)
         payload = await self.post_json(
             client, self.url("/graphql"), json={"query": GPU_TYPES_QUERY}, headers=headers
         )
         _raise_graphql_errors(payload)
-        if not key:
+        if "Authorization" not in headers:
             return [payload]
         return [payload, *await self._catalogs(client, headers)]
 
@@ -173,35 +173,30 @@ class RunPodAdapter(Adapter):
         return out + ([failed_calls_payload(failed)] if failed else [])
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
         graphql: list[Any] = []
+        failed: list[FailedCall] = []
         cuda: dict[tuple[str, str], str] = {}
         for payload in payloads:
             if (calls := read_failed_calls(payload, self.name)) is not None:
-                for call in calls:
-                    result.skip(call.reason, call.ref)
+                failed.extend(calls)
             elif isinstance(payload, Mapping) and QUERY_KEY in payload:
                 cuda.update(_catalog_cuda(*read_query_payload(payload, self.name)))
             else:
                 graphql.append(payload)
-        for payload in graphql:
-            for record in _gpu_type_records(payload):
-                if not isinstance(record, Mapping):
-                    result.skip("gpuType is not an object")
-                    continue
-                ref = f"runpod:gpuType/{record.get('id')}"
-                skips = len(result.skipped)
-                base: OfferFields = {
-                    "provider": self.name,
-                    "fetched_at": fetched_at,
-                    "raw_ref": ref,
-                    **_disk_fields(),
-                }
-                offers = list(_offers_of(record, base, result, cuda))
-                for fields in offers:
-                    result.add(ref, **fields)
-                if not offers and len(result.skipped) == skips:
-                    result.skip("no price in any cloud or term", ref)
+
+        def parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
+            ref = f"runpod:gpuType/{record.get('id')}"
+            skips = len(result.skipped)
+            offers = list(_offers_of(record, ref, result, cuda))
+            for fields in offers:
+                result.add(ref, **fields)
+            if not offers and len(result.skipped) == skips:
+                result.skip("no price in any cloud or term", ref)
+
+        result = self.parse_records(
+            graphql, _gpu_type_records, parse_type, what="gpuType", fetched_at=fetched_at
+        )
+        result.skip_failed(failed)
         return result
 
 
@@ -252,7 +247,7 @@ def _catalog_cuda(query: Mapping[str, Any], answer: Any) -> dict[tuple[str, str]
     """(cloud, GPU type id) -> the newest CUDA version the catalog's machines offer, for the
     1-GPU pods of one cloud's catalog answer (``query`` is what it was asked)."""
     cloud = next((c for c, v in _CATALOG_CLOUDS.items() if v == query.get("cloud")), None)
-    gpus = answer.get("gpus") if isinstance(answer, Mapping) else None
+    gpus = value_at(answer, "gpus")
     if cloud is None or query.get("count") != 1 or not isinstance(gpus, list):
         raise ResponseFormatError("runpod", "a catalog answer is not {'gpus': [...]} of 1-GPU pods")
     out: dict[tuple[str, str], str] = {}
@@ -270,18 +265,17 @@ def _catalog_cuda(query: Mapping[str, Any], answer: Any) -> dict[tuple[str, str]
 
 def _offers_of(
     record: Mapping[str, Any],
-    base: OfferFields,
+    ref: str,
     result: ParseResult,
     cuda: Mapping[tuple[str, str], str],
 ) -> Iterator[OfferFields]:
     """Offer fields for every cloud, GPU count and term one GPU type is priced at; the
     1-GPU offers of a cloud carry its catalog's CUDA version (``cuda``, by cloud and id)."""
-    ref = base.get("raw_ref")
     type_id = record.get("id")
     if not isinstance(type_id, str) or not type_id.strip():
         result.skip("gpuType without id", ref)
         return
-    gpu = base | _gpu_fields(record, type_id)
+    gpu = _disk_fields() | _gpu_fields(record, type_id)
     name = record.get("displayName") or type_id
     is_slice = gpu.get("gpu_mig_profile") is not None
 
@@ -292,11 +286,7 @@ def _offers_of(
             "offer_id": f"{type_id}:{kind}:{count}x",
             "instance_name": f"{count}x {name}",
             "gpu_count": count,
-            "term": term,
-            "price_amount": price,
-            "price_currency": "USD",
-            "price_unit": PriceUnit.HOUR,
-            "price_basis": PriceBasis.GPU,
+            **hourly_price(price, PriceBasis.GPU, term),
         }
 
     for cloud in _CLOUDS:
@@ -358,22 +348,16 @@ def _gpu_fields(record: Mapping[str, Any], type_id: str) -> OfferFields:
     """GPU model, vendor, memory and (for a MIG slice) its profile and fraction."""
     memory_gb = positive_quantity(record.get("memoryInGb"))
     mig = _MIG.search(type_id)
-    spec: GpuSpec | None
-    if mig:
-        # the slice's memory would contradict the parent GPU's: resolve the parent by name
-        spec = resolve_gpu_name(type_id)
-        fraction = memory_gb / spec.memory_gb if spec and spec.memory_gb and memory_gb else None
-        if fraction is not None and not 0 < fraction < 1:
-            fraction = None
-    else:
-        spec = resolve_gpu_name(type_id, memory_gb=memory_gb)
-        fraction = None
     vendor = _VENDORS.get(str(record.get("manufacturer")).strip().lower())
-    return spec_fields(spec, vendor=vendor) | {
-        "gpu_raw_name": type_id,
+    # a slice's memory would contradict the parent GPU's: resolve the parent by name
+    fields = gpu_fields(type_id, memory_gb=None if mig else memory_gb, vendor=vendor)
+    model = fields.get("gpu_model")
+    parent = get_gpu(model) if mig and model else None
+    fraction = memory_gb / parent.memory_gb if parent and parent.memory_gb and memory_gb else None
+    return fields | {
         "gpu_memory_gb": memory_gb,
         "gpu_mig_profile": mig.group(1) if mig else None,
-        "gpu_fraction": fraction,
+        "gpu_fraction": fraction if fraction is not None and 0 < fraction < 1 else None,
     }
 
 

@@ -40,6 +40,7 @@ from .base import (
     hourly_price,
     key_headers,
     positive_price,
+    required_count,
 )
 from .schema import GpuFormFactor, GpuInterconnect, OfferFields, PriceBasis
 from .units import (
@@ -51,7 +52,6 @@ from .units import (
     positive_quantity,
     strings,
     text,
-    whole_count,
 )
 
 __all__ = ["TYPES_URL", "ShadeformAdapter"]
@@ -95,9 +95,8 @@ def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
     if not isinstance(config, Mapping):
         result.skip("no configuration object", ref)
         return
-    gpu_count = whole_count(config.get("num_gpus"))
+    gpu_count = required_count(result, config.get("num_gpus"), "num_gpus", ref)
     if gpu_count is None:
-        result.skip(f"bad num_gpus {config.get('num_gpus')!r}", ref)
         return
     price = positive_price(
         result, record.get("hourly_price"), "hourly_price", ref, convert=cents_to_units

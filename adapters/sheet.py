@@ -58,10 +58,16 @@ import httpx
 import pydantic
 import yaml
 
-from .base import Adapter, MissingCredentials, ParseResult, ProviderError, ResponseFormatError
-from .gpus import resolve_gpu_name, spec_fields
+from .base import (
+    Adapter,
+    MissingCredentials,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    gpu_fields,
+)
 from .schema import Offer, OfferFields, RentalTerm
-from .units import lenient_float, to_decimal
+from .units import lenient_float, to_decimal, value_at
 
 __all__ = ["ILLUSTRATIVE_REASON", "SHEET_KEYS", "SheetAdapter", "sheet_quantity"]
 
@@ -217,7 +223,7 @@ def _from_csv(row: Mapping[str | None, Any]) -> dict[str, Any]:
 
 def _labelled(where: str, entry: Any) -> str:
     """Where an entry stands, with its id when it has one: ``q.yaml offers[2] (id b)``."""
-    ident = entry.get("id") if isinstance(entry, Mapping) else None
+    ident = value_at(entry, "id")
     return where if ident is None else f"{where} (id {ident})"
 
 
@@ -357,15 +363,14 @@ def _field_error(exc: pydantic.ValidationError) -> str:
 
 
 def _gpu_fields(raw: str, entry: Mapping[str, Any]) -> OfferFields:
-    """Catalog model, vendor and form factor for the sheet's GPU name, helped by its memory
-    and form factor; a form factor the entry gives is its own (it overrides this one)."""
+    """The GPU fields of the sheet's GPU name (:func:`gpu_fields`), the catalog lookup helped
+    by its memory and form factor; what the entry gives itself overrides these."""
     form = entry.get("gpu_form_factor")
-    spec = resolve_gpu_name(
+    return gpu_fields(
         raw,
         memory_gb=lenient_float(entry.get("gpu_memory_gb")),  # Offer names a bad value
         form_factor=str(form) if form else None,
     )
-    return spec_fields(spec)
 
 
 ADAPTER = SheetAdapter

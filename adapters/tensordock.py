@@ -47,6 +47,7 @@ from .base import (
     hourly_price,
     key_headers,
     positive_price,
+    required_count,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import country_code, provider_disk
@@ -295,9 +296,8 @@ def _gpu(
     price = positive_price(result, raw.get("price_per_hr"), "price_per_hr", ref)
     if price is None:
         return None
-    max_count = whole_count(raw.get(max_count_key))
+    max_count = required_count(result, raw.get(max_count_key), max_count_key, ref)
     if max_count is None:
-        result.skip(f"bad {max_count_key} {raw.get(max_count_key)!r}", ref)
         return None
     resources = resources if isinstance(resources, Mapping) else {}
     pricing = pricing if isinstance(pricing, Mapping) else {}

@@ -51,9 +51,16 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, payload_list, positive_price
-from .gpus import resolve_gpu_name, spec_fields
-from .schema import HOURS_PER_MONTH, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from .base import (
+    Adapter,
+    ParseResult,
+    gpu_fields,
+    hourly_price,
+    key_headers,
+    positive_price,
+    required_count,
+)
+from .schema import HOURS_PER_MONTH, OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
 from .units import (
     gpu_vendor,
@@ -63,7 +70,6 @@ from .units import (
     non_negative,
     positive,
     text,
-    whole_count,
 )
 
 __all__ = [
@@ -110,52 +116,40 @@ class VastAiAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        key = self.credentials.get("vastai_api_key")
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
         payload = await self.post_json(
-            client, self.url("/bundles/"), json=search_body(), headers=headers
+            client, self.url("/bundles/"), json=search_body(), headers=key_headers(self)
         )
         return [payload]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         """One on-demand and one interruptible offer per listing; a machine's GPU slice
         listed twice is the contract's duplicate (its offer id names machine and count)."""
-        result = ParseResult()
-        for payload in payloads:
-            for record in payload_list(payload, "offers", self.name):
-                self._parse_offer(record, result, fetched_at)
-        return result
+        return self.parse_records(
+            payloads, "offers", _parse_offer, what="offer", fetched_at=fetched_at
+        )
 
-    def _parse_offer(self, record: Any, result: ParseResult, fetched_at: datetime) -> None:
-        if not isinstance(record, Mapping):
-            result.skip("offer is not an object")
-            return
-        ref = f"vastai:offer/{record.get('id', record.get('ask_contract_id'))}"
-        raw_gpu = text(record.get("gpu_name"))
-        if raw_gpu is None:
-            result.skip("no gpu_name", ref)
-            return
-        gpu_count = whole_count(record.get("num_gpus"))
-        if gpu_count is None:
-            result.skip(f"bad num_gpus {record.get('num_gpus')!r}", ref)
-            return
-        on_demand = positive_price(result, record.get("dph_base"), "dph_base", ref)
-        if on_demand is None:
-            return
-        # no bid price (null or 0): not sold as interruptible; a bad one skips only the bid
-        min_bid = record.get("min_bid")
-        bid = positive_price(result, min_bid, "min_bid", ref) if min_bid else None
 
-        fields: OfferFields = {
-            "provider": self.name,
-            "fetched_at": fetched_at,
-            "raw_ref": ref,
-            **_common_fields(record, raw_gpu, gpu_count),
-        }
-        for price, term in ((on_demand, RentalTerm.ON_DEMAND), (bid, RentalTerm.INTERRUPTIBLE)):
-            if price is not None:
-                priced: OfferFields = {**fields, "price_amount": price, "term": term}
-                result.add(ref, **priced)
+def _parse_offer(result: ParseResult, record: Mapping[str, Any]) -> None:
+    ref = f"vastai:offer/{record.get('id', record.get('ask_contract_id'))}"
+    raw_gpu = text(record.get("gpu_name"))
+    if raw_gpu is None:
+        result.skip("no gpu_name", ref)
+        return
+    gpu_count = required_count(result, record.get("num_gpus"), "num_gpus", ref)
+    if gpu_count is None:
+        return
+    on_demand = positive_price(result, record.get("dph_base"), "dph_base", ref)
+    if on_demand is None:
+        return
+    # no bid price (null or 0): not sold as interruptible; a bad one skips only the bid
+    min_bid = record.get("min_bid")
+    bid = positive_price(result, min_bid, "min_bid", ref) if min_bid else None
+
+    fields = _common_fields(record, raw_gpu, gpu_count)
+    for price, term in ((on_demand, RentalTerm.ON_DEMAND), (bid, RentalTerm.INTERRUPTIBLE)):
+        if price is not None:
+            priced = fields | hourly_price(price, PriceBasis.INSTANCE, term)
+            result.add(ref, **priced)
 
 
 ADAPTER = VastAiAdapter
@@ -187,7 +181,6 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
     """Everything but the price and term, shared by the on-demand and interruptible offers."""
     gpu_mib = positive(lenient_float(record.get("gpu_ram")))
     # matched on GiB, the unit GPU names quote ("80GB" = 81920 MiB)
-    spec = resolve_gpu_name(raw_gpu, memory_gb=gpu_mib / 1024 if gpu_mib else None)
     region = text(record.get("geolocation"))
     pcie_gen = lenient_float(record.get("pci_gen"))
     cuda = positive(lenient_float(record.get("cuda_max_good")))
@@ -197,8 +190,12 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         "offer_id": _offer_id(record, gpu_count),
         "region": region,
         "country": _country(region),
-        "gpu_raw_name": raw_gpu,
-        **spec_fields(spec, vendor=gpu_vendor(record.get("gpu_arch"))),
+        # matched on GiB, the unit GPU names quote ("80GB" = 81920 MiB)
+        **gpu_fields(
+            raw_gpu,
+            memory_gb=gpu_mib / 1024 if gpu_mib else None,
+            vendor=gpu_vendor(record.get("gpu_arch")),
+        ),
         "gpu_count": gpu_count,
         "gpu_memory_gb": mib_to_gb(gpu_mib) if gpu_mib else None,
         "gpu_nvlink_gbs": positive(lenient_float(record.get("bw_nvlink"))),
@@ -214,9 +211,6 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         "public_bandwidth_down_mbps": positive(lenient_float(record.get("inet_down"))),
         "cuda_version": str(cuda) if cuda else None,
         "driver_version": text(record.get("driver_version")),
-        "price_currency": "USD",
-        "price_unit": PriceUnit.HOUR,
-        "price_basis": PriceBasis.INSTANCE,
         "storage_price_per_gb_month": (
             storage_per_gb_month(storage_cost) if storage_cost and storage_cost >= 0 else None
         ),

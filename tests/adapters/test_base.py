@@ -371,3 +371,15 @@ def test_every_url_is_built_on_the_base_url_which_a_setting_replaces() -> None:
     assert (
         type(local).base_url == "https://api.{region}.example.test/v1/"
     )  # the class keeps its own
+
+
+@pytest.mark.parametrize(
+    ("value", "count"), [(2, 2), ("8", 8), (4.0, 4), (0, None), (1.5, None), ("x", None)]
+)
+def test_required_count_is_a_whole_count_or_a_skip_naming_the_field(
+    value: Any, count: int | None
+) -> None:
+    result = ParseResult()
+    assert base.required_count(result, value, "num_gpus", "p:1") == count
+    expected = [] if count else [base.SkippedRecord(f"bad num_gpus {value!r}", "p:1")]
+    assert result.skipped == expected

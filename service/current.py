@@ -108,6 +108,8 @@ def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
         state = load_current_offers(engine, fx=fx, frames=store)
     finally:
         engine.dispose()
+    # the engine is gone: a later count opens (and closes) one of its own
+    state = dataclasses.replace(state, count_fields=_coverage_reader(settings))
     if marker is not None and not state.frame.is_empty():
         store.keep_state(marker, state)
     return None if state.frame.is_empty() else state

@@ -25,8 +25,7 @@ from service.api.routers.alerts import AlertAccepted, create
 from service.api.routers.subscriptions import ManagerDep
 
 from .form import clean_query
-from .subscribe_page import search_from_query
-from .templating import templates
+from .subscribe_page import render_form, search_from_query
 
 __all__ = ["CONDITIONS", "METRIC_LABELS", "router"]
 
@@ -59,22 +58,10 @@ _FIELD_LABELS = {
 
 
 def _render(request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
-    defaults: dict[str, Any] = {"errors": [], "done": None, "email": "", "name": "", "webhook": ""}
-    defaults |= {"kind": "below", "metric": METRICS[0], "threshold": "", "drop_pct": ""}
-    return templates().TemplateResponse(
-        request,
-        "alert.html",
-        {
-            "title": "Price alert",
-            "nav": "alert",
-            "conditions": CONDITIONS,
-            "metrics": METRIC_LABELS,
-            **defaults,
-            **context,
-        },
-        status_code=status_code,
-        headers={"Cache-Control": "no-store"},
-    )
+    page: dict[str, Any] = {"title": "Price alert", "nav": "alert", "webhook": ""}
+    page |= {"conditions": CONDITIONS, "metrics": METRIC_LABELS}
+    page |= {"kind": "below", "metric": METRICS[0], "threshold": "", "drop_pct": ""}
+    return render_form(request, "alert.html", page, status_code, **context)
 
 
 def _error(error: Any) -> str:

@@ -26,7 +26,7 @@ from service.digest.subscriptions import SubscriptionRequest
 from .form import clean_query
 from .templating import templates
 
-__all__ = ["router", "search_from_query"]
+__all__ = ["render_form", "router", "search_from_query"]
 
 router = APIRouter(include_in_schema=False)
 
@@ -41,19 +41,28 @@ def search_from_query(query: str, max_items: int | None) -> tuple[Any, Job, list
     return parsed.requirement, parsed.job or Job.for_hours(1), []
 
 
-def _render(request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
-    context.setdefault("errors", [])
-    context.setdefault("done", None)
-    context.setdefault("email", "")
-    context.setdefault("name", "")
-    context.setdefault("time_zone", "UTC")
+def render_form(
+    request: Request,
+    template: str,
+    page: dict[str, Any],
+    status_code: int = 200,
+    **context: Any,
+) -> HTMLResponse:
+    """A form page (the digest's or an alert's): ``page`` holds its title, nav entry and
+    the blank values of its controls, ``context`` what this request fills in; never cached,
+    since it carries what the visitor typed."""
     return templates().TemplateResponse(
         request,
-        "subscribe.html",
-        {"title": "Weekly digest", "nav": "subscribe", **context},
+        template,
+        {"errors": [], "done": None, "email": "", "name": "", **page, **context},
         status_code=status_code,
         headers={"Cache-Control": "no-store"},
     )
+
+
+def _render(request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
+    page = {"title": "Weekly digest", "nav": "subscribe", "time_zone": "UTC"}
+    return render_form(request, "subscribe.html", page, status_code, **context)
 
 
 @router.get("/subscribe", response_class=HTMLResponse)

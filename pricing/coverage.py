@@ -147,15 +147,21 @@ def left_out(
     parts = [not_known.select(keys), no_figure.select(keys)]
     if job is not None:
         options = RankOptions(precision=precision, now=at, limit=None)
+        placed = placement_plan(frame, req, job, options).select(
+            "config_id", "term", "provider", "gpu_raw_name", "gpu_model", "placement_reason"
+        )
+        # a configuration is left out when none of its rows can be placed: only those with
+        # some row that cannot are grouped (most jobs fit almost everywhere: few rows)
+        placed = placed.cache()
+        refused = placed.filter(pl.col("placement_reason").is_not_null()).select("config_id")
         placed_reasons = (
-            placement_plan(frame, req, job, options)
-            .sort("term")
+            placed.join(refused.unique(), on="config_id", how="semi")
             .group_by("config_id")
             .agg(
                 pl.col("provider").first(),
                 pl.col("gpu_raw_name").first(),
                 pl.col("gpu_model").first(),
-                reason=pl.col("placement_reason").first(),
+                reason=pl.col("placement_reason").sort_by("term").first(),
                 placed=pl.col("placement_reason").is_null().any(),
             )
             .filter(~pl.col("placed"))

@@ -50,15 +50,18 @@ if TYPE_CHECKING:
 __all__ = [
     "ENGINE",
     "KEY",
+    "OFFER_ROW",
     "RESULT_COLUMNS",
     "SORT_KEYS",
     "STREAMING_MIN_ROWS",
     "RankOptions",
+    "RankedPage",
     "SortKey",
     "costed_plan",
     "engine_for",
     "placement_plan",
     "rank",
+    "rank_page",
     "rank_plan",
 ]
 
@@ -196,8 +199,13 @@ _CATALOG_COLUMNS = (
 )
 
 #: Row number of an offer in its frame: breaks ties between term variants of one
-#: configuration that cost the same (the earlier row wins), so equal inputs rank alike.
-_ROW = "_offer_row"
+#: configuration that cost the same (the earlier row wins), so equal inputs rank alike;
+#: :func:`rank_page` returns it, so a caller can fetch what it keeps per frame row.
+OFFER_ROW: Final = "_offer_row"
+_ROW = OFFER_ROW
+
+#: How many configurations qualify in all (:func:`rank_page`): a column of one value.
+_TOTAL = "_configurations"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -450,8 +458,11 @@ def placement_plan(
 _SORT_EXPRESSIONS: dict[str, pl.Expr] = {"usd_per_gpu_hour": ex.usd_per_gpu_hour()}
 
 
-def _top_configurations(costed: pl.LazyFrame, options: RankOptions, limit: int) -> pl.LazyFrame:
-    """Stages one and two: the ``config_id`` of the top ``limit`` configurations.
+def _top_configurations(
+    costed: pl.LazyFrame, options: RankOptions, limit: int
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Stages one and two: the ``config_id`` of the top ``limit`` configurations, and the
+    number of configurations stage one found (one row, column :data:`_TOTAL`).
 
     Under the default sort a configuration's place is its least key (one group-by), and
     ties break by ``config_id``, exactly as in :data:`SORT_KEYS`. Another sort key is read
@@ -478,7 +489,9 @@ def _top_configurations(costed: pl.LazyFrame, options: RankOptions, limit: int) 
             costed.select("config_id", "term", _ROW, AFTER, KEY, sort_value.alias(options.sort))
         )
         by = [AFTER, options.sort, KEY, "config_id"]
-    return per_config.bottom_k(limit, by=by).select("config_id")
+    per_config = per_config.cache()  # one row per configuration, read twice
+    total = per_config.select(pl.len().alias(_TOTAL))
+    return per_config.bottom_k(limit, by=by).select("config_id"), total
 
 
 def _cheapest_terms(costed: pl.LazyFrame) -> pl.LazyFrame:
@@ -530,9 +543,18 @@ _COSTED_COLUMNS = (
 )  # fmt: skip
 
 
-def _chosen_from_cache(
-    chain: _Chain, rows: pl.LazyFrame, options: RankOptions
-) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+@dataclasses.dataclass(frozen=True)
+class _Chosen:
+    """What the chain's last steps read: the chosen configurations' cheapest rows (with
+    every offer column), their peers' summary, and how many configurations qualify
+    (``None`` with no limit: then every one is in the answer)."""
+
+    best: pl.LazyFrame
+    peers: pl.LazyFrame
+    total: pl.LazyFrame | None
+
+
+def _chosen_from_cache(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) -> _Chosen:
     """The chosen configurations' cheapest rows and peers, read from the costed rows.
 
     The qualified and the costed rows are cached (narrow: what the costing reads and adds)
@@ -540,31 +562,32 @@ def _chosen_from_cache(
     """
     qualified = chain.qualified(rows).cache()
     costed = chain.costed(qualified).cache()
+    total = None
     if options.limit is not None:
-        top = _top_configurations(costed, options, options.limit)
+        top, total = _top_configurations(costed, options, options.limit)
         costed = costed.join(top, on="config_id", how="inner")
         qualified = qualified.join(top, on="config_id", how="inner")
     best = _cheapest_terms(costed).select(_COSTED_COLUMNS)
     wide = best.join(rows.drop("config_id", "term"), on=_ROW, how="inner")
-    return wide, _peers_summary(qualified)
+    return _Chosen(wide, _peers_summary(qualified), total)
 
 
-def _chosen_costed_again(
-    chain: _Chain, rows: pl.LazyFrame, options: RankOptions
-) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+def _chosen_costed_again(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) -> _Chosen:
     """The chosen configurations' cheapest rows and peers, from their rows costed again.
 
     Caching every costed row of a large frame costs more than costing the rows of
     ``limit`` configurations twice: stage one reads the costing of every row, the answer
     qualifies and costs the chosen configurations' rows again, with every offer column.
     """
+    total = None
     if options.limit is not None:
-        top = _top_configurations(chain.costed(chain.qualified(rows)), options, options.limit)
+        costed = chain.costed(chain.qualified(rows))
+        top, total = _top_configurations(costed, options, options.limit)
         # cached: the requirement filter then runs on these rows, not pushed below the join
         # (an inner join on the unique ids: the streaming engine runs it faster than a semi)
         rows = rows.join(top, on="config_id", how="inner").cache()
     qualified = chain.qualified(rows).cache()
-    return _cheapest_terms(chain.costed(qualified)), _peers_summary(qualified)
+    return _Chosen(_cheapest_terms(chain.costed(qualified)), _peers_summary(qualified), total)
 
 
 def rank_plan(
@@ -572,24 +595,34 @@ def rank_plan(
     requirement: Requirement | None = None,
     job: Job | None = None,
     options: RankOptions | None = None,
+    *,
+    paged: bool = False,
 ) -> pl.LazyFrame:
     """The lazy chain behind :func:`rank` (for ``explain()`` and benchmarks).
 
     Frames of :data:`STREAMING_MIN_ROWS` rows or more cost the chosen configurations'
     rows again (:func:`_chosen_costed_again`), smaller ones cache the costed rows
-    (:func:`_chosen_from_cache`); the answer is the same.
+    (:func:`_chosen_from_cache`); the answer is the same. ``paged`` adds the columns
+    :func:`rank_page` splits off: :data:`OFFER_ROW` and the number of qualifying
+    configurations (counted by stage one, which groups them anyway).
     """
     options = options or RankOptions()
     chain = _Chain.of(requirement, job, options)
     frame = _as_frame(offers)
     rows = frame.lazy().with_row_index(_ROW)
     large = frame.height >= STREAMING_MIN_ROWS
-    best, peers = (_chosen_costed_again if large else _chosen_from_cache)(chain, rows, options)
+    chosen = (_chosen_costed_again if large else _chosen_from_cache)(chain, rows, options)
+    best = chosen.best.join(chosen.peers, on="config_id", how="left")
+    extra: list[str] = []
+    if paged:
+        extra.append(_ROW)
+        if chosen.total is not None:  # a few rows, one count: the join costs nothing
+            best = best.join(chosen.total, how="cross")
+            extra.append(_TOTAL)
     on_commitment = pl.col("commitment_hours").is_not_null()
     on_demand = pl.col("term") == RentalTerm.ON_DEMAND.value
     return (
-        best.join(peers, on="config_id", how="left")
-        .join(chain.figures, on="gpu_model", how="left")
+        best.join(chain.figures, on="gpu_model", how="left")
         .with_columns(
             break_even_hours=pl.when(on_commitment)
             .then(ex.break_even_hours())
@@ -613,7 +646,7 @@ def rank_plan(
         )
         .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)
-        .select(RESULT_COLUMNS)
+        .select(*RESULT_COLUMNS, *extra)
     )
 
 
@@ -633,3 +666,42 @@ def rank(
     """
     frame = _as_frame(offers)
     return rank_plan(frame, requirement, job, options).collect(engine=engine_for(frame))
+
+
+@dataclasses.dataclass(frozen=True)
+class RankedPage:
+    """:func:`rank`'s answer with what a page of it needs besides: each row's place in the
+    ranked frame (:data:`OFFER_ROW`: to fetch what a caller keeps per offer, such as the
+    checklist) and how many configurations qualify, on every page together."""
+
+    rows: pl.DataFrame
+    offer_rows: pl.Series
+    total: int
+
+
+def rank_page(
+    offers: pl.DataFrame,
+    requirement: Requirement | None = None,
+    job: Job | None = None,
+    options: RankOptions | None = None,
+) -> RankedPage:
+    """:func:`rank` and the number of qualifying configurations, in one pass.
+
+    The total is stage one's count of configurations (it groups every qualifying row by
+    configuration anyway), so a page costs one ranking, not a ranking and a costing. With
+    ``options.limit`` ``None`` every configuration is in the answer and the total is its
+    length.
+    """
+    frame = _as_frame(offers)
+    ranked = rank_plan(frame, requirement, job, options, paged=True).collect(
+        engine=engine_for(frame)
+    )
+    if _TOTAL in ranked.columns:
+        total = int(ranked.get_column(_TOTAL)[0]) if ranked.height else 0
+    else:
+        total = ranked.height
+    return RankedPage(
+        rows=ranked.select(RESULT_COLUMNS),
+        offer_rows=ranked.get_column(_ROW),
+        total=total,
+    )

@@ -18,21 +18,18 @@ from datetime import datetime
 from typing import Any, cast
 from urllib.parse import urlencode
 
-import polars as pl
-
 from pricing.coverage import left_out, note_of
 from pricing.display import for_display
-from pricing.offer_checklist import OFFER_KEY_COLUMNS, counts_frame, frame_rows
-from pricing.rank import RankOptions, SortKey, costed_plan, rank
+from pricing.rank import RankedPage, RankOptions, SortKey, rank_page
 
 from .answer_schema import GROUPS, TOP_LEVEL
 from .offer_ids import Cursor, encode_cursor, history_link, offer_id, offer_key, query_digest
 from .offers_cache import OFFERS_PATH, CachedPage, etag_for
 from .offers_query import ParsedQuery
-from .state import ApiState
+from .state import COUNT_COLUMNS, ApiState
 from .vocabulary import rfc3339
 
-__all__ = ["checklist_counts", "page_header", "ranked_offers", "ranked_page", "warnings_for"]
+__all__ = ["page_header", "ranked_offers", "ranked_page", "warnings_for"]
 
 
 def _json_value(value: Any) -> Any:
@@ -56,14 +53,6 @@ def _shape(row: dict[str, Any], checklist: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def checklist_counts(frame: pl.DataFrame, ranked: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """Offer key -> the checklist summary, for the ``ranked`` rows only (from their rows
-    of the offer ``frame``: the ranking's result does not carry every field an item reads)."""
-    rows = frame_rows(frame, ranked)
-    keys = (offer_key(r) for r in rows.select(OFFER_KEY_COLUMNS).iter_rows(named=True))
-    return dict(zip(keys, counts_frame(rows).iter_rows(named=True), strict=True))
-
-
 def _options(q: ParsedQuery, now: datetime, limit: int | None) -> RankOptions:
     sort = cast(SortKey, q.sort)  # validated by the query model (queries.SortKey)
     return RankOptions(
@@ -71,16 +60,9 @@ def _options(q: ParsedQuery, now: datetime, limit: int | None) -> RankOptions:
     )
 
 
-def _rank(state: ApiState, q: ParsedQuery, now: datetime) -> pl.DataFrame:
-    """The ranking down to the end of this page (the rows before it are sliced off)."""
-    ranked = rank(state.frame, q.requirement, q.job, _options(q, now, q.offset + q.limit))
-    return ranked.slice(q.offset)
-
-
-def qualifying_total(state: ApiState, q: ParsedQuery, now: datetime) -> int:
-    """How many configurations qualify: the length of the whole ranking, every page."""
-    plan = costed_plan(state.frame, q.requirement, q.job, _options(q, now, None))
-    return int(plan.select(pl.col("config_id").n_unique()).collect().item())
+def _rank(state: ApiState, q: ParsedQuery, now: datetime) -> RankedPage:
+    """The ranking down to the end of this page, and the total of every page."""
+    return rank_page(state.frame, q.requirement, q.job, _options(q, now, q.offset + q.limit))
 
 
 def _query_string(canonical: dict[str, Any]) -> str:
@@ -114,13 +96,22 @@ def warnings_for(state: ApiState) -> list[str]:
     return list(state.warnings)
 
 
+def _page_offers(state: ApiState, page: RankedPage, offset: int) -> list[dict[str, Any]]:
+    """The page's rows (from ``offset``) shaped as in the answer, each with its checklist
+    summary (kept per offer row by the state)."""
+    rows = for_display(page.rows.slice(offset))
+    counts = state.checklist.select(COUNT_COLUMNS)[page.offer_rows.slice(offset)]
+    return [
+        _shape(row, checklist)
+        for row, checklist in zip(
+            rows.iter_rows(named=True), counts.iter_rows(named=True), strict=True
+        )
+    ]
+
+
 def ranked_offers(state: ApiState, q: ParsedQuery, now: datetime) -> list[dict[str, Any]]:
     """The ranked offers of a query, shaped as in the answer (blocking)."""
-    ranked = _rank(state, q, now)
-    counts = checklist_counts(state.frame, ranked)
-    return [
-        _shape(row, counts[offer_key(row)]) for row in for_display(ranked).iter_rows(named=True)
-    ]
+    return _page_offers(state, _rank(state, q, now), q.offset)
 
 
 def page_header(state: ApiState, now: datetime) -> dict[str, Any]:
@@ -143,7 +134,8 @@ def page_header(state: ApiState, now: datetime) -> dict[str, Any]:
 
 def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
     """Rank, shape and serialize one answer (blocking: run in a worker thread)."""
-    offers = ranked_offers(state, q, now)
+    page = _rank(state, q, now)
+    offers = _page_offers(state, page, q.offset)
     header = page_header(state, now)
     left = left_out(
         state.frame,
@@ -161,7 +153,7 @@ def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
         "left_out": left.to_dicts(),
         "query": json.loads(q.key),
         "count": len(offers),
-        **_pagination(state, q, qualifying_total(state, q, now), len(offers)),
+        **_pagination(state, q, page.total, len(offers)),
         "offers": offers,
     }
     data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()

@@ -171,3 +171,15 @@ def test_a_spot_job_on_too_many_nodes_is_not_placed() -> None:
     assert out.is_empty()
     note = left_out_note(_frame([spot]), None, NOW, job=Job.for_hours(10, gpus=4000))
     assert note is not None and ex.NEVER_FINISHES in note
+
+
+def test_a_configuration_is_left_out_only_when_none_of_its_terms_can_be_placed() -> None:
+    """Its spot term outpaced by preemptions, its on-demand term fine: it runs, so the
+    note leaves it alone; with only the spot term it is left out, with that reason."""
+    spot = _cluster("mixed", term=RentalTerm.INTERRUPTIBLE, gpu_count=1, fabric_gbps=400)
+    on_demand = _cluster("mixed", gpu_count=1, fabric_gbps=400)
+    spot_only = _cluster("spot-only", term=RentalTerm.INTERRUPTIBLE, gpu_count=1, fabric_gbps=400)
+    job = Job.for_hours(10, gpus=4000)
+    left = left_out(_frame([spot, on_demand, spot_only]), None, NOW, job=job)
+    assert left.select("reason", "offers").rows() == [(ex.NEVER_FINISHES, 1)]
+    assert rank([spot, on_demand], job=job, options=AT_NOW)["term"].to_list() == ["on_demand"]

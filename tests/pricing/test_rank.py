@@ -15,7 +15,7 @@ from adapters.gpus import Precision
 from adapters.sample import replay_sample
 from adapters.schema import Fabric, Offer, PriceBasis, PriceUnit, RentalTerm
 from pricing import RESULT_COLUMNS, Job, RankOptions, Requirement, offers_to_frame, rank
-from pricing.rank import KEY, costed_plan
+from pricing.rank import KEY, costed_plan, rank_page
 
 from .factories import AT_NOW, NOW, make_offer
 
@@ -370,3 +370,29 @@ def test_top_k_equals_the_full_ranking_cut_for_every_limit(
                 options = RankOptions(limit=limit, sort=sort, now=NOW)
                 top = rank(frame, job=job, options=options)
                 assert_frame_equal(top, full.head(limit), check_exact=True)
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
+def test_a_ranked_page_carries_its_rows_offer_rows_and_the_total(
+    large: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rank_page`` is ``rank`` plus each row's place in the frame and the number of
+    qualifying configurations (all pages), counted in the same pass."""
+    if large:
+        monkeypatch.setattr(rank_module, "STREAMING_MIN_ROWS", 0)
+    rng = random.Random(23)
+    keys = ["provider", "offer_id", "region", "term", "price_basis", "term_variant"]
+    for case in range(25):
+        frame = _random_frame(rng)
+        job = Job.for_hours(rng.choice((1, 100)), gpus=rng.choice((None, 8, 16)))
+        sort = rng.choice((KEY, "job_cost_usd", "usd_per_gpu_hour"))
+        costed = costed_plan(frame, job=job, options=RankOptions(now=NOW)).collect()
+        qualifying = costed.get_column("config_id").n_unique()
+        for limit in (None, 1, 3, 50):
+            options = RankOptions(limit=limit, sort=sort, now=NOW)
+            page = rank_page(frame, job=job, options=options)
+            assert_frame_equal(page.rows, rank(frame, job=job, options=options), check_exact=True)
+            assert page.total == qualifying, (case, limit)
+            assert page.offer_rows.len() == page.rows.height
+            at_rows = frame[page.offer_rows].select(keys)
+            assert at_rows.rows() == page.rows.select(keys).rows(), (case, limit)

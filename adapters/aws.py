@@ -73,6 +73,7 @@ from .base import (
     request,
     request_stream,
 )
+from .calls import CallFailure, http_status
 from .schema import (
     Fabric,
     GpuFormFactor,
@@ -81,11 +82,12 @@ from .schema import (
     PriceUnit,
     RentalTerm,
     StorageType,
-    Vendor,
 )
-from .tables import data_rows
+from .tables import data_rows, typed_row
 from .units import (
+    cpu_vendor,
     gpu_share,
+    gpu_vendor,
     lenient_float,
     mib_to_gb,
     price_or_reason,
@@ -143,13 +145,7 @@ def gpu_families() -> dict[str, GpuFamily]:
     the GPUs are joined by NVLink/NVSwitch (P3, P4, P5, P6). Used when no
     DescribeInstanceTypes ``GpuInfo`` is given; the price list itself has no GPU model.
     """
-    return {
-        row["family"]: GpuFamily(
-            row["gpu_raw_name"],
-            GpuFormFactor(row["form_factor"]) if row["form_factor"] else None,
-        )
-        for row in data_rows("aws_gpu_families.csv")
-    }
+    return {row["family"]: typed_row(GpuFamily, row) for row in data_rows("aws_gpu_families.csv")}
 
 
 # --- price-list rows ---------------------------------------------------------------------
@@ -380,94 +376,68 @@ def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _TypeInfo], str]:
 
 # --- spot failures -----------------------------------------------------------------------
 
-_HTTP_STATUS = re.compile(r"^HTTP (\d{3}) ")
 _EC2_CODE = re.compile(r"<Code>([^<]+)</Code>")
 _EC2_MESSAGE = re.compile(r"<Message>([^<]*)")
 _EC2_URL = re.compile(r"https://ec2\.[a-z0-9-]+\.amazonaws\.com/")
 _XML_ENTITIES = {"&quot;": '"', "&apos;": "'"}
+_AUTH_HINT = (
+    " (AWS keys rejected or without ec2:DescribeSpotPriceHistory,"
+    " or the region is not enabled for the account)"
+)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _SpotFailure:
-    """Why one region's spot prices were not fetched.
+def _spot_failure(region: str, reason: str) -> CallFailure:
+    """Why one region's spot prices were not fetched, read back from a failed :func:`request`.
 
-    EC2 answers a failed Query-API call with ``<Response><Errors><Error><Code>...</Code>
-    <Message>...</Message></Error></Errors><RequestID>...</RequestID></Response>`` ("Error
-    codes for the Amazon EC2 API", example error response,
-    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
+    Its :class:`ProviderError` carries only text, ``HTTP <status> from <url>: <body
+    excerpt>`` (``... after N attempts`` for a retried status). EC2 answers a failed Query-API
+    call with ``<Response><Errors><Error><Code>...</Code><Message>...</Message></Error>
+    </Errors><RequestID>...</RequestID></Response>`` ("Error codes for the Amazon EC2 API",
+    example error response,
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html), the
+    ``<Code>`` first, so the excerpt holds it: the cause is ``HTTP 401 AuthFailure``, the same
+    in every region, and EC2's ``<Message>`` the detail. Any other failure (timeout, network,
+    payload) keeps its text, the regional URL replaced so that it reads the same in every
+    region and equal failures group. The skipped record names no region or request id in its
+    reason, and says what an auth failure (:func:`_auth`) may mean.
     """
+    status = http_status(reason)
+    if status is None:
+        cause, detail = _EC2_URL.sub("EC2", reason), ""
+    else:
+        code, message = _EC2_CODE.search(reason), _EC2_MESSAGE.search(reason)
+        cause = f"HTTP {status} {_xml_unescape(code.group(1)) if code else ''}".strip()
+        detail = _xml_unescape(message.group(1)).removesuffix("...") if message else ""
+    hint = _AUTH_HINT if status in AUTH_STATUSES else ""
+    failed = FailedCall(f"aws:spot/{region}", f"spot prices not fetched: {cause}{hint}")
+    return CallFailure(failed, cause, region, detail)
 
-    region: str
-    status: int | None  # HTTP status; None for a network error or an unreadable answer
-    code: str  # EC2 error code (AuthFailure, UnauthorizedOperation...); "" if none
-    message: str  # EC2's <Message>; for a failure without an HTTP status, what went wrong
 
-    @classmethod
-    def from_error(cls, region: str, reason: str) -> _SpotFailure:
-        """Read the status and the EC2 error back from a failed :func:`request`.
-
-        Its :class:`ProviderError` carries only text, ``HTTP <status> from <url>: <body
-        excerpt>`` (``... after N attempts`` for a retried status); EC2's ``<Code>`` comes
-        first in the body, so the excerpt holds it. Any other failure (timeout, network,
-        payload) keeps its text, the regional URL replaced so that it reads the same in
-        every region and equal failures group.
-        """
-        status = _HTTP_STATUS.match(reason)
-        if status is None:
-            return cls(region, None, "", _EC2_URL.sub("EC2", reason))
-        code = _EC2_CODE.search(reason)
-        message = _EC2_MESSAGE.search(reason)
-        return cls(
-            region,
-            int(status.group(1)),
-            _xml_unescape(code.group(1)) if code else "",
-            _xml_unescape(message.group(1)).removesuffix("...") if message else "",
-        )
-
-    @property
-    def auth(self) -> bool:
-        """Rejected keys, keys without the permission, or a region not enabled."""
-        return self.status in AUTH_STATUSES
-
-    @property
-    def cause(self) -> str:
-        """What failed, the same text in every region: ``HTTP 401 AuthFailure``."""
-        if self.status is None:
-            return self.message
-        return f"HTTP {self.status} {self.code}".strip()
-
-    @property
-    def failed_call(self) -> FailedCall:
-        """The skipped record parse reports (no region or request id in the reason)."""
-        reason = f"spot prices not fetched: {self.cause}"
-        if self.auth:
-            reason += (
-                " (AWS keys rejected or without ec2:DescribeSpotPriceHistory,"
-                " or the region is not enabled for the account)"
-            )
-        return FailedCall(f"aws:spot/{self.region}", reason)
+def _auth(failure: CallFailure) -> bool:
+    """Rejected keys, keys without the permission, or a region not enabled."""
+    return http_status(failure.cause) in AUTH_STATUSES
 
 
 def _xml_unescape(text: str) -> str:
     return saxutils.unescape(text, _XML_ENTITIES).strip()
 
 
-def _spot_failure_warning(failures: Sequence[_SpotFailure], regions: int) -> str:
+def _spot_failure_warning(failures: Sequence[CallFailure], regions: int) -> str:
     """One line for all failed regions, grouped by cause, saying what the user can do."""
     text = f"aws: spot prices not fetched in {len(failures)} of {regions} regions: "
     text += failure_groups(
         failures,
         cause=lambda f: f.cause,
-        place=lambda f: f.region,
-        detail=lambda f: f.message if f.status is not None else "",
+        place=lambda f: f.place,
+        detail=lambda f: f.detail,
         max_named=MAX_REGIONS_NAMED,
     )
-    if len(failures) == regions and all(f.auth for f in failures):
+    if len(failures) == regions and all(_auth(f) for f in failures):
         text += (
             "; the AWS keys were rejected or lack ec2:DescribeSpotPriceHistory: check "
             "GPUSCOUT_AWS_ACCESS_KEY_ID and GPUSCOUT_AWS_SECRET_ACCESS_KEY"
         )
-    elif any(f.auth for f in failures):
+    elif any(_auth(f) for f in failures):
         text += "; an auth failure in some regions only is usually a region not enabled"
     return text + "; on-demand and reserved prices kept"
 
@@ -492,11 +462,6 @@ def _storage(text: str) -> tuple[float | None, StorageType | None]:
         (k for k in (StorageType.NVME, StorageType.SSD, StorageType.HDD) if k in rest), None
     )
     return total, kind
-
-
-def _cpu_vendor(processor: str) -> str | None:
-    first = processor.split(" ", 1)[0].lower() if processor else ""
-    return {"intel": "intel", "amd": "amd", "aws": "aws"}.get(first)
 
 
 def _family(instance_type: str) -> str:
@@ -543,7 +508,7 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
     board_memory = per_gpu_memory / fraction if per_gpu_memory and fraction else per_gpu_memory
     vendor = None
     if info is not None and info.manufacturer:
-        vendor = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD}.get(info.manufacturer.lower())
+        vendor = gpu_vendor(info.manufacturer)
     storage_gb, storage_kind = _storage(row.get("Storage"))
     processor = row.get("Physical Processor")
     return {
@@ -556,7 +521,7 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
         "storage_gb": storage_gb,
         "storage_type": storage_kind,
         "cpu_model": processor or None,
-        "cpu_vendor": _cpu_vendor(processor),
+        "cpu_vendor": cpu_vendor(processor),
         **(info.fabric if info is not None else {}),
         **(info.host if info is not None else {}),
     }
@@ -620,7 +585,7 @@ class AwsAdapter(Adapter):
         payloads.extend(pages)
         if failures:
             log.warning("%s", _spot_failure_warning(failures, len(types_by_region)))
-            payloads.append(failed_calls_payload([f.failed_call for f in failures]))
+            payloads.append(failed_calls_payload([f.call for f in failures]))
         return payloads
 
     async def _fetch_instance_types(
@@ -718,7 +683,7 @@ class AwsAdapter(Adapter):
         client: httpx.AsyncClient,
         creds: Credentials,
         types_by_region: Mapping[str, Sequence[str]],
-    ) -> tuple[list[str], list[_SpotFailure]]:
+    ) -> tuple[list[str], list[CallFailure]]:
         """Current spot prices per AZ of every region: the pages, and the failed regions.
 
         A failure never fails the provider, even in every region (rejected keys, EC2 down):
@@ -728,20 +693,20 @@ class AwsAdapter(Adapter):
         start = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         gate = asyncio.Semaphore(CONCURRENT_DOWNLOADS)
 
-        async def one(region: str, types: Sequence[str]) -> list[str] | _SpotFailure:
+        async def one(region: str, types: Sequence[str]) -> list[str] | CallFailure:
             async with gate:
                 try:
                     return await self._spot_region(client, creds, region, types, start)
                 except ProviderError as exc:
-                    return _SpotFailure.from_error(region, exc.reason)
+                    return _spot_failure(region, exc.reason)
                 except httpx.HTTPError as exc:  # those request() leaves as they are
-                    return _SpotFailure.from_error(region, f"{type(exc).__name__}: {exc}")
+                    return _spot_failure(region, f"{type(exc).__name__}: {exc}")
 
         # Regions in parallel (a few at a time): an unreachable EC2 costs every region its
         # retries, which one after another would take minutes. Results keep region order.
         outcomes = await asyncio.gather(*(one(r, t) for r, t in types_by_region.items()))
         pages = [page for o in outcomes if isinstance(o, list) for page in o]
-        failures = [o for o in outcomes if isinstance(o, _SpotFailure)]
+        failures = [o for o in outcomes if isinstance(o, CallFailure)]
         return pages, failures
 
     async def _spot_region(
@@ -773,19 +738,17 @@ class AwsAdapter(Adapter):
     ) -> list[str]:
         """Every page of one EC2 Query-API call, following ``nextToken``; ``next_token``
         reads it from a page (and raises on a page of the wrong kind)."""
-        pages: list[str] = []
-        token = ""
-        while True:
-            if len(pages) >= MAX_EC2_PAGES:
-                raise ProviderError(
-                    self.name, f"more than {MAX_EC2_PAGES} {params['Action']} pages"
-                )
+
+        async def page(token: str | None) -> str:
             body = dict(params, NextToken=token) if token else params
-            text = await self._ec2_query(client, creds, region, body)
-            pages.append(text)
-            token = next_token(_xml_root(text))
-            if not token:
-                return pages
+            return await self._ec2_query(client, creds, region, body)
+
+        return await self.follow_pages(
+            page,
+            lambda text: next_token(_xml_root(text)) or None,
+            max_pages=MAX_EC2_PAGES,
+            too_many=f"more than {MAX_EC2_PAGES} {params['Action']} pages",
+        )
 
     async def _ec2_query(
         self, client: httpx.AsyncClient, creds: Credentials, region: str, params: Mapping[str, str]

@@ -137,7 +137,7 @@ from .calls import (
 )
 from .fabrics import named_fabric
 from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
-from .units import cents_to_units, nominal_memory_gb, positive_quantity, whole_count
+from .units import cents_to_units, cpu_vendor, nominal_memory_gb, positive_quantity, whole_count
 
 __all__ = [
     "API_BASE",
@@ -171,7 +171,6 @@ _PRICE_FIELDS: tuple[tuple[str, RentalTerm, bool], ...] = (
 _PRICE_KEYS = frozenset(
     {"spot_price_cents", "reserved_price_cents", "minimum_price_cents", "dynamic_win_price_cents"}
 )
-_CPU_VENDORS: Mapping[str, str] = {"intel": "intel", "amd": "amd"}
 #: The listing calls, by the kind :func:`_list_kind` tells from a JSON array.
 _LISTINGS: Mapping[str, str] = {
     "instance_types": "GET /v2/instance-types",
@@ -272,7 +271,6 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     if not gpu_type:
         return "no gpu_type"
     form = _socket_form_factor(str(row.get("gpu_socket") or ""))
-    cpu = str(row.get("cpu_type") or "").strip().lower()
     return {
         "instance_name": str(row.get("name") or "").strip() or str(row.get("fid") or ""),
         **gpu_fields(
@@ -280,7 +278,7 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
         ),
         "gpu_count": count,
         "vcpus": positive_quantity(row.get("num_cpus")),
-        "cpu_vendor": _CPU_VENDORS.get(cpu),
+        "cpu_vendor": cpu_vendor(row.get("cpu_type")),
         "ram_gb": positive_quantity(row.get("ram_gb")),
         "storage_gb": positive_quantity(row.get("local_storage_gb")),
         "fabric": named_fabric(row.get("network_type")),

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import enum
 import functools
 import io
+import re
 import tomllib
-from collections.abc import Mapping
+import types
+import typing
+from collections.abc import Hashable, Mapping
 from decimal import Decimal
+from fractions import Fraction
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "DATA_DIR",
@@ -28,7 +33,10 @@ __all__ = [
     "read_table",
     "region_countries",
     "sourced_rows",
+    "typed_row",
 ]
+
+T = TypeVar("T")
 
 #: Folder of the adapters' data files (tables with a source per row), beside this module.
 DATA_DIR = "data"
@@ -81,6 +89,52 @@ def sourced_rows(filename: str, rows: str) -> list[dict[str, Any]]:
         if entry.get("source") not in sources:
             raise ValueError(f"{filename}: {rows} {number} does not name one of its [sources]")
     return entries
+
+
+def typed_row(cls: type[T], row: Mapping[str, Any]) -> T:
+    """The dataclass ``cls`` from one table row, each field read from the cell of its name as
+    its annotation says (columns it has no field for, such as ``source``, are left out).
+
+    A text cell becomes the field's type: a number (``int``, ``float``, ``Decimal``,
+    ``Fraction``), an enum member by value, ``true`` for a ``bool``, the words of a
+    ``frozenset[str]``, a case-blind ``re.Pattern``; an empty cell is ``None`` for an optional
+    field, and a union tries its types in order (``int | float``: ``"85"`` stays whole). A
+    TOML value is typed already and kept. A cell that does not read is a ValueError, so
+    each table's loader states its types once, in its dataclass, not per column.
+    """
+    hints = _field_types(typing.cast(Hashable, cls))
+    return cls(**{name: _cell(hints[name], row[name]) for name in hints if name in row})
+
+
+@functools.cache
+def _field_types(cls: Any) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {field.name: hints[field.name] for field in dataclasses.fields(cls)}
+
+
+def _cell(kind: Any, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        options = [k for k in typing.get_args(kind) if k is not type(None)]
+        if not text and len(options) < len(typing.get_args(kind)):
+            return None
+        for option in options[:-1]:
+            try:
+                return _cell(option, text)
+            except ValueError:
+                continue
+        return _cell(options[-1], text)
+    if kind is bool:
+        return text == "true"
+    if typing.get_origin(kind) is frozenset:
+        return frozenset(text.split())
+    if kind is re.Pattern or typing.get_origin(kind) is re.Pattern:
+        return re.compile(text, re.IGNORECASE)
+    if kind in (int, float, Decimal, Fraction, str) or issubclass(kind, enum.Enum):
+        return kind(text)
+    raise TypeError(f"no reading of a table cell as {kind!r}")
 
 
 def _read(filename: str) -> str:

@@ -95,8 +95,9 @@ from .base import (
 )
 from .calls import CallFailure, fresh_retries, keep_failures
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
-from .tables import sourced_rows
+from .tables import sourced_rows, typed_row
 from .units import (
+    cpu_vendor,
     gpu_share,
     lenient_float,
     nominal_gpu_memory_gb,
@@ -237,10 +238,8 @@ class GpuFamily:
 def gpu_families() -> Mapping[str, GpuFamily]:
     """``InstanceFamily`` -> GPU, read from ``data/tencent_gpu_families.toml`` (the pages and
     their words there) on first use."""
-    return {
-        row["family"]: GpuFamily(row["gpu_raw_name"], row["memory_gb"])
-        for row in sourced_rows("tencent_gpu_families.toml", "family")
-    }
+    rows = sourced_rows("tencent_gpu_families.toml", "family")
+    return {row["family"]: typed_row(GpuFamily, row) for row in rows}
 
 
 @functools.cache
@@ -454,7 +453,6 @@ def _gpu_rows_only(data: Any) -> dict[str, Any]:
 # --- one InstanceTypeQuotaItem -----------------------------------------------------------
 
 _ZONE = re.compile(r"^(?P<region>[a-z]+(?:-[a-z]+)+)-\d+$")
-_CPU_VENDORS = {"intel": "intel", "amd": "amd"}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -631,7 +629,7 @@ def _fields(
         "vcpus": positive_quantity(row.get("Cpu")),
         "ram_gb": positive_quantity(row.get("Memory")),  # documented in GB
         "cpu_model": cpu_type or None,
-        "cpu_vendor": _CPU_VENDORS.get(cpu_type.split(" ", 1)[0].lower()) if cpu_type else None,
+        "cpu_vendor": cpu_vendor(cpu_type),
         "available_now": {"SELL": True, "SOLD_OUT": False}.get(str(status)),
     }
 

@@ -224,25 +224,12 @@ def _xml_spot(root: ET.Element) -> tuple[list[_Spot], str]:
     """Items and ``nextToken`` of a DescribeSpotPriceHistory Query-API XML response."""
     if _strip_ns(root.tag) != "DescribeSpotPriceHistoryResponse":
         raise ResponseFormatError(AwsAdapter.name, f"unexpected XML response <{root.tag}>")
-    items: list[_Spot] = []
-    token = ""
-    for child in root:
-        tag = _strip_ns(child.tag)
-        if tag == "nextToken":
-            token = (child.text or "").strip()
-        elif tag == "spotPriceHistorySet":
-            for item in child:
-                f = {_strip_ns(e.tag): (e.text or "").strip() for e in item}
-                items.append(
-                    _Spot(
-                        f.get("instanceType", ""),
-                        f.get("availabilityZone", ""),
-                        f.get("productDescription", ""),
-                        f.get("spotPrice", ""),
-                        f.get("timestamp", ""),
-                    )
-                )
-    return items, token
+    data = _xml_data(root)
+    keys = ("instanceType", "availabilityZone", "productDescription", "spotPrice", "timestamp")
+    items = [
+        _Spot(*(_xml_str(item, k) for k in keys)) for item in _xml_list(data, "spotPriceHistorySet")
+    ]
+    return items, _xml_str(data, "nextToken")
 
 
 def _xml_root(text: str) -> ET.Element:
@@ -252,12 +239,27 @@ def _xml_root(text: str) -> ET.Element:
         raise ResponseFormatError(AwsAdapter.name, f"EC2 response is not XML: {exc}") from None
 
 
-def _xml_fields(element: ET.Element) -> dict[str, ET.Element]:
-    return {_strip_ns(child.tag): child for child in element}
+def _xml_data(element: ET.Element) -> Any:
+    """A Query-API XML element as JSON-like data: a set of ``<item>`` elements is a list, an
+    element with others a dict by tag (namespace dropped), any other its text, stripped."""
+    children = list(element)
+    if not children:
+        return (element.text or "").strip()
+    if all(_strip_ns(child.tag) == "item" for child in children):
+        return [_xml_data(child) for child in children]
+    return {_strip_ns(child.tag): _xml_data(child) for child in children}
 
 
-def _xml_text(element: ET.Element | None) -> str:
-    return (element.text or "").strip() if element is not None else ""
+def _xml_str(data: Any, *keys: str) -> str:
+    """The text at ``keys`` down :func:`_xml_data`; ``""`` where there is none."""
+    value = value_at(data, *keys)
+    return value if isinstance(value, str) else ""
+
+
+def _xml_list(data: Any, *keys: str) -> list[Any]:
+    """The items of the set at ``keys`` down :func:`_xml_data`; none where it is empty."""
+    value = value_at(data, *keys)
+    return value if isinstance(value, list) else []
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -279,7 +281,7 @@ class _TypeInfo:
 _ARCHITECTURES = {"x86_64": "x86_64", "arm64": "arm64"}
 
 
-def _xml_host(fields: Mapping[str, ET.Element]) -> OfferFields:
+def _xml_host(record: Any) -> OfferFields:
     """CPU and instance-store facts of one DescribeInstanceTypes record.
 
     * ``vCpuInfo/defaultCores``: the physical cores (``cpu_cores``; ``defaultVCpus`` is
@@ -295,23 +297,19 @@ def _xml_host(fields: Mapping[str, ET.Element]) -> OfferFields:
     unknown.
     """
     out: OfferFields = {}
-    vcpu = fields.get("vCpuInfo")
-    cores = to_float(_xml_text(_xml_fields(vcpu).get("defaultCores"))) if vcpu else None
+    cores = to_float(_xml_str(record, "vCpuInfo", "defaultCores"))
     if cores is not None and cores > 0:
         out["cpu_cores"] = cores
-    processor = fields.get("processorInfo")
-    archs = _xml_fields(processor).get("supportedArchitectures") if processor else None
-    names = {_xml_text(a) for a in (archs if archs is not None else ())} - {"i386"}
+    archs = _xml_list(record, "processorInfo", "supportedArchitectures")
+    names = {a for a in archs if isinstance(a, str)} - {"i386"}
     if len(names) == 1 and (arch := _ARCHITECTURES.get(names.pop())) is not None:
         out["cpu_arch"] = arch
-    storage = fields.get("instanceStorageInfo")
-    nvme = _xml_text(_xml_fields(storage).get("nvmeSupport")) if storage else ""
-    if nvme.lower() == "required":
+    if _xml_str(record, "instanceStorageInfo", "nvmeSupport").lower() == "required":
         out["storage_type"] = StorageType.NVME
     return out
 
 
-def _xml_fabric(network: ET.Element | None) -> OfferFields:
+def _xml_fabric(network: Any) -> OfferFields:
     """The cluster fabric a DescribeInstanceTypes ``networkInfo`` states.
 
     ``networkInfo/efaSupported`` true: ``fabric=efa`` and ``multi_node`` (EFA exists for
@@ -323,17 +321,11 @@ def _xml_fabric(network: ET.Element | None) -> OfferFields:
     network is not one), so nothing is set and ``data/fabrics.csv`` may fill it; a card
     without a number leaves ``fabric_gbps`` unset rather than undercounted.
     """
-    if network is None:
-        return {}
-    fields = _xml_fields(network)
-    if _xml_text(fields.get("efaSupported")).lower() != "true":
+    if _xml_str(network, "efaSupported").lower() != "true":
         return {}
     out: OfferFields = {"fabric": Fabric.EFA, "multi_node": True}
-    cards = fields.get("networkCards")
-    peaks = [
-        to_float(_xml_text(_xml_fields(card).get("peakBandwidthInGbps")))
-        for card in (cards if cards is not None else ())
-    ]
+    cards = _xml_list(network, "networkCards")
+    peaks = [to_float(_xml_str(card, "peakBandwidthInGbps")) for card in cards]
     if peaks and all(p is not None and p > 0 for p in peaks):
         out["fabric_gbps"] = sum(p for p in peaks if p is not None)
     return out
@@ -346,32 +338,24 @@ def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _TypeInfo], str]:
     manufacturer, count, memoryInfo/sizeInMiB}, networkInfo}``.
     """
     out: dict[str, _TypeInfo] = {}
-    top = _xml_fields(root)
-    for item in top.get("instanceTypeSet", ()):
-        fields = _xml_fields(item)
-        gpu_info = fields.get("gpuInfo")
-        gpus = _xml_fields(gpu_info).get("gpus") if gpu_info is not None else None
-        first = next(iter(gpus), None) if gpus is not None else None
-        if first is None:
+    data = _xml_data(root)
+    for item in _xml_list(data, "instanceTypeSet"):
+        gpus = _xml_list(item, "gpuInfo", "gpus")
+        if not gpus:
             continue
-        g = _xml_fields(first)
-        memory = _xml_fields(g["memoryInfo"]).get("sizeInMiB") if "memoryInfo" in g else None
+        gpu = gpus[0]
         try:
-            count = int(_xml_text(g.get("count"))) if _xml_text(g.get("count")) else None
-            memory_mib = to_float(_xml_text(memory))
-            fabric = _xml_fabric(fields.get("networkInfo"))
-            host = _xml_host(fields)
+            count = int(_xml_str(gpu, "count")) if _xml_str(gpu, "count") else None
+            memory_mib = to_float(_xml_str(gpu, "memoryInfo", "sizeInMiB"))
+            fabric = _xml_fabric(value_at(item, "networkInfo"))
+            host = _xml_host(item)
         except ValueError:
             continue
-        out[_xml_text(fields.get("instanceType"))] = _TypeInfo(
-            _xml_text(g.get("name")),
-            _xml_text(g.get("manufacturer")),
-            count,
-            memory_mib,
-            fabric,
-            host,
+        name, maker = _xml_str(gpu, "name"), _xml_str(gpu, "manufacturer")
+        out[_xml_str(item, "instanceType")] = _TypeInfo(
+            name, maker, count, memory_mib, fabric, host
         )
-    return out, _xml_text(top.get("nextToken"))
+    return out, _xml_str(data, "nextToken")
 
 
 # --- spot failures -----------------------------------------------------------------------

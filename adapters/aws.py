@@ -39,7 +39,6 @@ https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/reserved-instances-types.htm
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import dataclasses
 import functools
@@ -73,7 +72,7 @@ from .base import (
     request,
     request_stream,
 )
-from .calls import CallFailure, http_status
+from .calls import CallFailure, gather_limited, http_status
 from .schema import (
     Fabric,
     GpuFormFactor,
@@ -541,20 +540,8 @@ class AwsAdapter(Adapter):
         """
         index = await self.get_json(client, self.url(REGION_INDEX_PATH, **PRICING))
         csv_urls = self._region_csv_urls(index)
-        gate = asyncio.Semaphore(CONCURRENT_DOWNLOADS)
-
-        async def one(url: str) -> str:
-            async with gate:
-                return await self._stream_gpu_rows(client, url)
-
-        tasks = [asyncio.create_task(one(u)) for u in csv_urls.values()]
-        try:
-            price_lists = list(await asyncio.gather(*tasks))
-        except BaseException:
-            for task in tasks:  # one region failed: stop the other downloads
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        downloads = [functools.partial(self._stream_gpu_rows, client, u) for u in csv_urls.values()]
+        price_lists = await gather_limited(downloads, CONCURRENT_DOWNLOADS)
         payloads: list[Any] = list(price_lists)
         creds = self._spot_credentials()
         if creds is None:
@@ -675,20 +662,19 @@ class AwsAdapter(Adapter):
         later page fails, its earlier pages are dropped too, so no region is half-priced.
         """
         start = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        gate = asyncio.Semaphore(CONCURRENT_DOWNLOADS)
 
         async def one(region: str, types: Sequence[str]) -> list[str] | CallFailure:
-            async with gate:
-                try:
-                    return await self._spot_region(client, creds, region, types, start)
-                except ProviderError as exc:
-                    return _spot_failure(region, exc.reason)
-                except httpx.HTTPError as exc:  # those request() leaves as they are
-                    return _spot_failure(region, f"{type(exc).__name__}: {exc}")
+            try:
+                return await self._spot_region(client, creds, region, types, start)
+            except ProviderError as exc:
+                return _spot_failure(region, exc.reason)
+            except httpx.HTTPError as exc:  # those request() leaves as they are
+                return _spot_failure(region, f"{type(exc).__name__}: {exc}")
 
         # Regions in parallel (a few at a time): an unreachable EC2 costs every region its
-        # retries, which one after another would take minutes. Results keep region order.
-        outcomes = await asyncio.gather(*(one(r, t) for r, t in types_by_region.items()))
+        # retries. Results keep region order.
+        calls = [functools.partial(one, r, t) for r, t in types_by_region.items()]
+        outcomes = await gather_limited(calls, CONCURRENT_DOWNLOADS)
         pages = [page for o in outcomes if isinstance(o, list) for page in o]
         failures = [o for o in outcomes if isinstance(o, CallFailure)]
         return pages, failures

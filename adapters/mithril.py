@@ -105,7 +105,7 @@ does not repeat what was asked, wrapped by :func:`~adapters.units.query_payload`
 
 from __future__ import annotations
 
-import asyncio
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -129,6 +129,7 @@ from .calls import (
     RESPONSE_KEY,
     CallFailure,
     failure_cause,
+    gather_limited,
     http_status,
     keep_failures,
     query_payload,
@@ -313,21 +314,19 @@ class MithrilAdapter(Adapter):
             if row.get("fid") and not isinstance(_hardware(row), str)
         ]
         jobs = _price_jobs(gpu_types, auction_rows)
-        gate = asyncio.Semaphore(self.concurrency)
         pricing_url = self.url("/v2/pricing/current")
 
         async def one(fid: str, region: str | None) -> dict[str, Any] | CallFailure:
             params = {"instance_type": fid} | ({"region": region} if region else {})
             try:
-                async with gate:
-                    response = await self.get_json(
-                        client, pricing_url, params=params, headers=headers
-                    )
+                response = await self.get_json(client, pricing_url, params=params, headers=headers)
             except ProviderError as exc:
                 return _failure(fid, region, exc.reason)
             return query_payload({"instance_type": fid, "region": region}, response)
 
-        outcomes = await asyncio.gather(*(one(fid, region) for fid, region in jobs))
+        outcomes = await gather_limited(
+            [functools.partial(one, *j) for j in jobs], self.concurrency
+        )
         priced = [o for o in outcomes if not isinstance(o, CallFailure)]
         failures = [o for o in outcomes if isinstance(o, CallFailure)]
         hint = _KEY_HINT if any(_auth_failure(f.cause) for f in failures) else ""

@@ -66,7 +66,6 @@ price (Tencent fills fields that do not apply with 0).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import hashlib
@@ -93,7 +92,7 @@ from .base import (
     gpu_fields,
     read_failed_calls,
 )
-from .calls import CallFailure, fresh_retries, keep_failures
+from .calls import CallFailure, fresh_retries, gather_limited, keep_failures
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows, typed_row
 from .units import (
@@ -363,28 +362,22 @@ class TencentAdapter(Adapter):
         which fails the provider.
         """
         creds = self.require_credentials()
-        gate = asyncio.Semaphore(CONCURRENT_REQUESTS)
 
         async def one(region: str, charge_type: str) -> dict[str, Any] | CallFailure:
-            async with gate:
-                try:
-                    data = await self._describe(client, creds, region, charge_type)
-                except ProviderError as exc:  # HTTP, network or not-JSON: this call only
-                    return _failure(region, charge_type, "", exc.reason)
+            try:
+                data = await self._describe(client, creds, region, charge_type)
+            except ProviderError as exc:  # HTTP, network or not-JSON: this call only
+                return _failure(region, charge_type, "", exc.reason)
             error = _call_error(data)
             if error is not None:
                 return _failure(region, charge_type, *error)
             return _gpu_rows_only(data)
 
         calls = [(r, c) for r in self.regions for c in self.charge_types]
-        tasks = [asyncio.create_task(one(r, c)) for r, c in calls]
-        try:
-            outcomes = await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:  # the key was rejected: stop the other calls
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        # a rejected key raises in one call and stops the others
+        outcomes = await gather_limited(
+            [functools.partial(one, *c) for c in calls], CONCURRENT_REQUESTS
+        )
         payloads = [o for o in outcomes if not isinstance(o, CallFailure)]
         failures = [o for o in outcomes if isinstance(o, CallFailure)]
         return keep_failures(

@@ -18,7 +18,7 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from decimal import Decimal
 from fractions import Fraction
 from importlib import resources
@@ -95,45 +95,49 @@ def typed_row(cls: type[T], row: Mapping[str, Any]) -> T:
     """The dataclass ``cls`` from one table row, each field read from the cell of its name as
     its annotation says (columns it has no field for, such as ``source``, are left out).
 
-    A text cell becomes the field's type: a number (``int``, ``float``, ``Decimal``,
-    ``Fraction``), an enum member by value, ``true`` for a ``bool``, the words of a
+    A text cell becomes the field's type: a number (``int``, ``float``, ``Fraction``), an
+    enum member by value, ``true`` for a ``bool``, the words of a
     ``frozenset[str]``, a case-blind ``re.Pattern``; an empty cell is ``None`` for an optional
     field, and a union tries its types in order (``int | float``: ``"85"`` stays whole). A
     TOML value is typed already and kept. A cell that does not read is a ValueError, so
     each table's loader states its types once, in its dataclass, not per column.
     """
-    hints = _field_types(typing.cast(Hashable, cls))
-    return cls(**{name: _cell(hints[name], row[name]) for name in hints if name in row})
+    readers = _readers(typing.cast(Hashable, cls))
+    cells = {name: row[name] for name in readers if name in row}
+    return cls(**{k: readers[k](v) if isinstance(v, str) else v for k, v in cells.items()})
 
 
 @functools.cache
-def _field_types(cls: Any) -> dict[str, Any]:
+def _readers(cls: Any) -> dict[str, Callable[[str], Any]]:
     hints = typing.get_type_hints(cls)
-    return {field.name: hints[field.name] for field in dataclasses.fields(cls)}
+    return {field.name: _reader(hints[field.name]) for field in dataclasses.fields(cls)}
 
 
-def _cell(kind: Any, value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
+def _reader(kind: Any) -> Callable[[str], Any]:
+    """How a text cell becomes ``kind`` (:func:`typed_row`); read once per field."""
     if typing.get_origin(kind) in (typing.Union, types.UnionType):
-        options = [k for k in typing.get_args(kind) if k is not type(None)]
-        if not text and len(options) < len(typing.get_args(kind)):
-            return None
-        for option in options[:-1]:
-            try:
-                return _cell(option, text)
-            except ValueError:
-                continue
-        return _cell(options[-1], text)
+        optional = type(None) in typing.get_args(kind)
+        options = [_reader(k) for k in typing.get_args(kind) if k is not type(None)]
+
+        def first_reading(text: str) -> Any:
+            if optional and not text.strip():
+                return None
+            for option in options[:-1]:
+                try:
+                    return option(text)
+                except ValueError:
+                    continue
+            return options[-1](text)
+
+        return first_reading
     if kind is bool:
-        return text == "true"
+        return lambda text: text.strip() == "true"
     if typing.get_origin(kind) is frozenset:
-        return frozenset(text.split())
+        return lambda text: frozenset(text.split())
     if kind is re.Pattern or typing.get_origin(kind) is re.Pattern:
-        return re.compile(text, re.IGNORECASE)
-    if kind in (int, float, Decimal, Fraction, str) or issubclass(kind, enum.Enum):
-        return kind(text)
+        return lambda text: re.compile(text.strip(), re.IGNORECASE)
+    if kind in (int, float, Fraction, str) or issubclass(kind, enum.Enum):
+        return lambda text: kind(text.strip())
     raise TypeError(f"no reading of a table cell as {kind!r}")
 
 

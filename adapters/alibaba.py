@@ -116,7 +116,7 @@ from .calls import (
     unwrapped_response,
 )
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
-from .tables import sourced_rows
+from .tables import sourced_rows, typed_row
 from .units import (
     gib_to_gb,
     nominal_gpu_memory_gb,
@@ -200,10 +200,8 @@ class GpuFamilyHint:
 def gpu_family_hints() -> Mapping[str, GpuFamilyHint]:
     """Instance family (``InstanceTypeFamily`` without ``ecs.``) -> the documented GPU, read
     from ``data/alibaba_gpu_families.toml`` (sources and quotes there) on first use."""
-    return {
-        row["family"]: GpuFamilyHint(row["gpu_family"], row["form_factor"], row["memory_gb"])
-        for row in sourced_rows("alibaba_gpu_families.toml", "family")
-    }
+    rows = sourced_rows("alibaba_gpu_families.toml", "family")
+    return {row["family"]: typed_row(GpuFamilyHint, row) for row in rows}
 
 
 #: Documented and reported memory sizes closer than this fraction are the same size.
@@ -478,12 +476,9 @@ class AlibabaAdapter(Adapter):
         ]
 
     async def _instance_types(self, call: _Call) -> list[Any]:
-        pages: list[Any] = []
-        token = ""
-        for _ in range(MAX_PAGES):
+        async def page(token: str | None) -> Any:
             params = {"MinimumGPUAmount": "1", "MaxResults": str(INSTANCE_TYPES_PAGE)}
-            if token:
-                params["NextToken"] = token
+            params |= {"NextToken": token} if token else {}
             try:
                 page = await call(self.regions[0], "DescribeInstanceTypes", params)
             except ProviderError as exc:
@@ -496,11 +491,14 @@ class AlibabaAdapter(Adapter):
             if not isinstance(page, Mapping):
                 raise ResponseFormatError(self.name, "DescribeInstanceTypes: not a JSON object")
             _instance_type_rows(page)  # the shape is checked before anything is priced
-            pages.append(page)
-            token = str(page.get("NextToken") or "")
-            if not token:
-                return pages
-        raise ProviderError(self.name, f"DescribeInstanceTypes: more than {MAX_PAGES} pages")
+            return page
+
+        return await self.follow_pages(
+            page,
+            lambda page: str(page.get("NextToken") or "") or None,
+            max_pages=MAX_PAGES,
+            too_many=f"DescribeInstanceTypes: more than {MAX_PAGES} pages",
+        )
 
     async def _listing(
         self, call: _Call, region: str, gpu_types: set[str]

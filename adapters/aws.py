@@ -39,7 +39,6 @@ https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/reserved-instances-types.htm
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import dataclasses
 import functools
@@ -73,6 +72,7 @@ from .base import (
     request,
     request_stream,
 )
+from .calls import CallFailure, gather_limited, http_status
 from .schema import (
     Fabric,
     GpuFormFactor,
@@ -81,11 +81,12 @@ from .schema import (
     PriceUnit,
     RentalTerm,
     StorageType,
-    Vendor,
 )
-from .tables import data_rows
+from .tables import data_rows, typed_row
 from .units import (
+    cpu_vendor,
     gpu_share,
+    gpu_vendor,
     lenient_float,
     mib_to_gb,
     price_or_reason,
@@ -143,13 +144,7 @@ def gpu_families() -> dict[str, GpuFamily]:
     the GPUs are joined by NVLink/NVSwitch (P3, P4, P5, P6). Used when no
     DescribeInstanceTypes ``GpuInfo`` is given; the price list itself has no GPU model.
     """
-    return {
-        row["family"]: GpuFamily(
-            row["gpu_raw_name"],
-            GpuFormFactor(row["form_factor"]) if row["form_factor"] else None,
-        )
-        for row in data_rows("aws_gpu_families.csv")
-    }
+    return {row["family"]: typed_row(GpuFamily, row) for row in data_rows("aws_gpu_families.csv")}
 
 
 # --- price-list rows ---------------------------------------------------------------------
@@ -228,25 +223,12 @@ def _xml_spot(root: ET.Element) -> tuple[list[_Spot], str]:
     """Items and ``nextToken`` of a DescribeSpotPriceHistory Query-API XML response."""
     if _strip_ns(root.tag) != "DescribeSpotPriceHistoryResponse":
         raise ResponseFormatError(AwsAdapter.name, f"unexpected XML response <{root.tag}>")
-    items: list[_Spot] = []
-    token = ""
-    for child in root:
-        tag = _strip_ns(child.tag)
-        if tag == "nextToken":
-            token = (child.text or "").strip()
-        elif tag == "spotPriceHistorySet":
-            for item in child:
-                f = {_strip_ns(e.tag): (e.text or "").strip() for e in item}
-                items.append(
-                    _Spot(
-                        f.get("instanceType", ""),
-                        f.get("availabilityZone", ""),
-                        f.get("productDescription", ""),
-                        f.get("spotPrice", ""),
-                        f.get("timestamp", ""),
-                    )
-                )
-    return items, token
+    data = _xml_data(root)
+    keys = ("instanceType", "availabilityZone", "productDescription", "spotPrice", "timestamp")
+    items = [
+        _Spot(*(_xml_str(item, k) for k in keys)) for item in _xml_list(data, "spotPriceHistorySet")
+    ]
+    return items, _xml_str(data, "nextToken")
 
 
 def _xml_root(text: str) -> ET.Element:
@@ -256,12 +238,27 @@ def _xml_root(text: str) -> ET.Element:
         raise ResponseFormatError(AwsAdapter.name, f"EC2 response is not XML: {exc}") from None
 
 
-def _xml_fields(element: ET.Element) -> dict[str, ET.Element]:
-    return {_strip_ns(child.tag): child for child in element}
+def _xml_data(element: ET.Element) -> Any:
+    """A Query-API XML element as JSON-like data: a set of ``<item>`` elements is a list, an
+    element with others a dict by tag (namespace dropped), any other its text, stripped."""
+    children = list(element)
+    if not children:
+        return (element.text or "").strip()
+    if all(_strip_ns(child.tag) == "item" for child in children):
+        return [_xml_data(child) for child in children]
+    return {_strip_ns(child.tag): _xml_data(child) for child in children}
 
 
-def _xml_text(element: ET.Element | None) -> str:
-    return (element.text or "").strip() if element is not None else ""
+def _xml_str(data: Any, *keys: str) -> str:
+    """The text at ``keys`` down :func:`_xml_data`; ``""`` where there is none."""
+    value = value_at(data, *keys)
+    return value if isinstance(value, str) else ""
+
+
+def _xml_list(data: Any, *keys: str) -> list[Any]:
+    """The items of the set at ``keys`` down :func:`_xml_data`; none where it is empty."""
+    value = value_at(data, *keys)
+    return value if isinstance(value, list) else []
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -283,7 +280,7 @@ class _TypeInfo:
 _ARCHITECTURES = {"x86_64": "x86_64", "arm64": "arm64"}
 
 
-def _xml_host(fields: Mapping[str, ET.Element]) -> OfferFields:
+def _xml_host(record: Any) -> OfferFields:
     """CPU and instance-store facts of one DescribeInstanceTypes record.
 
     * ``vCpuInfo/defaultCores``: the physical cores (``cpu_cores``; ``defaultVCpus`` is
@@ -299,23 +296,19 @@ def _xml_host(fields: Mapping[str, ET.Element]) -> OfferFields:
     unknown.
     """
     out: OfferFields = {}
-    vcpu = fields.get("vCpuInfo")
-    cores = to_float(_xml_text(_xml_fields(vcpu).get("defaultCores"))) if vcpu else None
+    cores = to_float(_xml_str(record, "vCpuInfo", "defaultCores"))
     if cores is not None and cores > 0:
         out["cpu_cores"] = cores
-    processor = fields.get("processorInfo")
-    archs = _xml_fields(processor).get("supportedArchitectures") if processor else None
-    names = {_xml_text(a) for a in (archs if archs is not None else ())} - {"i386"}
+    archs = _xml_list(record, "processorInfo", "supportedArchitectures")
+    names = {a for a in archs if isinstance(a, str)} - {"i386"}
     if len(names) == 1 and (arch := _ARCHITECTURES.get(names.pop())) is not None:
         out["cpu_arch"] = arch
-    storage = fields.get("instanceStorageInfo")
-    nvme = _xml_text(_xml_fields(storage).get("nvmeSupport")) if storage else ""
-    if nvme.lower() == "required":
+    if _xml_str(record, "instanceStorageInfo", "nvmeSupport").lower() == "required":
         out["storage_type"] = StorageType.NVME
     return out
 
 
-def _xml_fabric(network: ET.Element | None) -> OfferFields:
+def _xml_fabric(network: Any) -> OfferFields:
     """The cluster fabric a DescribeInstanceTypes ``networkInfo`` states.
 
     ``networkInfo/efaSupported`` true: ``fabric=efa`` and ``multi_node`` (EFA exists for
@@ -327,17 +320,11 @@ def _xml_fabric(network: ET.Element | None) -> OfferFields:
     network is not one), so nothing is set and ``data/fabrics.csv`` may fill it; a card
     without a number leaves ``fabric_gbps`` unset rather than undercounted.
     """
-    if network is None:
-        return {}
-    fields = _xml_fields(network)
-    if _xml_text(fields.get("efaSupported")).lower() != "true":
+    if _xml_str(network, "efaSupported").lower() != "true":
         return {}
     out: OfferFields = {"fabric": Fabric.EFA, "multi_node": True}
-    cards = fields.get("networkCards")
-    peaks = [
-        to_float(_xml_text(_xml_fields(card).get("peakBandwidthInGbps")))
-        for card in (cards if cards is not None else ())
-    ]
+    cards = _xml_list(network, "networkCards")
+    peaks = [to_float(_xml_str(card, "peakBandwidthInGbps")) for card in cards]
     if peaks and all(p is not None and p > 0 for p in peaks):
         out["fabric_gbps"] = sum(p for p in peaks if p is not None)
     return out
@@ -350,124 +337,90 @@ def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _TypeInfo], str]:
     manufacturer, count, memoryInfo/sizeInMiB}, networkInfo}``.
     """
     out: dict[str, _TypeInfo] = {}
-    top = _xml_fields(root)
-    for item in top.get("instanceTypeSet", ()):
-        fields = _xml_fields(item)
-        gpu_info = fields.get("gpuInfo")
-        gpus = _xml_fields(gpu_info).get("gpus") if gpu_info is not None else None
-        first = next(iter(gpus), None) if gpus is not None else None
-        if first is None:
+    data = _xml_data(root)
+    for item in _xml_list(data, "instanceTypeSet"):
+        gpus = _xml_list(item, "gpuInfo", "gpus")
+        if not gpus:
             continue
-        g = _xml_fields(first)
-        memory = _xml_fields(g["memoryInfo"]).get("sizeInMiB") if "memoryInfo" in g else None
+        gpu = gpus[0]
         try:
-            count = int(_xml_text(g.get("count"))) if _xml_text(g.get("count")) else None
-            memory_mib = to_float(_xml_text(memory))
-            fabric = _xml_fabric(fields.get("networkInfo"))
-            host = _xml_host(fields)
+            count = int(_xml_str(gpu, "count")) if _xml_str(gpu, "count") else None
+            memory_mib = to_float(_xml_str(gpu, "memoryInfo", "sizeInMiB"))
+            fabric = _xml_fabric(value_at(item, "networkInfo"))
+            host = _xml_host(item)
         except ValueError:
             continue
-        out[_xml_text(fields.get("instanceType"))] = _TypeInfo(
-            _xml_text(g.get("name")),
-            _xml_text(g.get("manufacturer")),
-            count,
-            memory_mib,
-            fabric,
-            host,
+        name, maker = _xml_str(gpu, "name"), _xml_str(gpu, "manufacturer")
+        out[_xml_str(item, "instanceType")] = _TypeInfo(
+            name, maker, count, memory_mib, fabric, host
         )
-    return out, _xml_text(top.get("nextToken"))
+    return out, _xml_str(data, "nextToken")
 
 
 # --- spot failures -----------------------------------------------------------------------
 
-_HTTP_STATUS = re.compile(r"^HTTP (\d{3}) ")
 _EC2_CODE = re.compile(r"<Code>([^<]+)</Code>")
 _EC2_MESSAGE = re.compile(r"<Message>([^<]*)")
 _EC2_URL = re.compile(r"https://ec2\.[a-z0-9-]+\.amazonaws\.com/")
 _XML_ENTITIES = {"&quot;": '"', "&apos;": "'"}
+_AUTH_HINT = (
+    " (AWS keys rejected or without ec2:DescribeSpotPriceHistory,"
+    " or the region is not enabled for the account)"
+)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _SpotFailure:
-    """Why one region's spot prices were not fetched.
+def _spot_failure(region: str, reason: str) -> CallFailure:
+    """Why one region's spot prices were not fetched, read back from a failed :func:`request`.
 
-    EC2 answers a failed Query-API call with ``<Response><Errors><Error><Code>...</Code>
-    <Message>...</Message></Error></Errors><RequestID>...</RequestID></Response>`` ("Error
-    codes for the Amazon EC2 API", example error response,
-    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
+    Its :class:`ProviderError` carries only text, ``HTTP <status> from <url>: <body
+    excerpt>`` (``... after N attempts`` for a retried status). EC2 answers a failed Query-API
+    call with ``<Response><Errors><Error><Code>...</Code><Message>...</Message></Error>
+    </Errors><RequestID>...</RequestID></Response>`` ("Error codes for the Amazon EC2 API",
+    example error response,
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html), the
+    ``<Code>`` first, so the excerpt holds it: the cause is ``HTTP 401 AuthFailure``, the same
+    in every region, and EC2's ``<Message>`` the detail. Any other failure (timeout, network,
+    payload) keeps its text, the regional URL replaced so that it reads the same in every
+    region and equal failures group. The skipped record names no region or request id in its
+    reason, and says what an auth failure (:func:`_auth`) may mean.
     """
+    status = http_status(reason)
+    if status is None:
+        cause, detail = _EC2_URL.sub("EC2", reason), ""
+    else:
+        code, message = _EC2_CODE.search(reason), _EC2_MESSAGE.search(reason)
+        cause = f"HTTP {status} {_xml_unescape(code.group(1)) if code else ''}".strip()
+        detail = _xml_unescape(message.group(1)).removesuffix("...") if message else ""
+    hint = _AUTH_HINT if status in AUTH_STATUSES else ""
+    failed = FailedCall(f"aws:spot/{region}", f"spot prices not fetched: {cause}{hint}")
+    return CallFailure(failed, cause, region, detail)
 
-    region: str
-    status: int | None  # HTTP status; None for a network error or an unreadable answer
-    code: str  # EC2 error code (AuthFailure, UnauthorizedOperation...); "" if none
-    message: str  # EC2's <Message>; for a failure without an HTTP status, what went wrong
 
-    @classmethod
-    def from_error(cls, region: str, reason: str) -> _SpotFailure:
-        """Read the status and the EC2 error back from a failed :func:`request`.
-
-        Its :class:`ProviderError` carries only text, ``HTTP <status> from <url>: <body
-        excerpt>`` (``... after N attempts`` for a retried status); EC2's ``<Code>`` comes
-        first in the body, so the excerpt holds it. Any other failure (timeout, network,
-        payload) keeps its text, the regional URL replaced so that it reads the same in
-        every region and equal failures group.
-        """
-        status = _HTTP_STATUS.match(reason)
-        if status is None:
-            return cls(region, None, "", _EC2_URL.sub("EC2", reason))
-        code = _EC2_CODE.search(reason)
-        message = _EC2_MESSAGE.search(reason)
-        return cls(
-            region,
-            int(status.group(1)),
-            _xml_unescape(code.group(1)) if code else "",
-            _xml_unescape(message.group(1)).removesuffix("...") if message else "",
-        )
-
-    @property
-    def auth(self) -> bool:
-        """Rejected keys, keys without the permission, or a region not enabled."""
-        return self.status in AUTH_STATUSES
-
-    @property
-    def cause(self) -> str:
-        """What failed, the same text in every region: ``HTTP 401 AuthFailure``."""
-        if self.status is None:
-            return self.message
-        return f"HTTP {self.status} {self.code}".strip()
-
-    @property
-    def failed_call(self) -> FailedCall:
-        """The skipped record parse reports (no region or request id in the reason)."""
-        reason = f"spot prices not fetched: {self.cause}"
-        if self.auth:
-            reason += (
-                " (AWS keys rejected or without ec2:DescribeSpotPriceHistory,"
-                " or the region is not enabled for the account)"
-            )
-        return FailedCall(f"aws:spot/{self.region}", reason)
+def _auth(failure: CallFailure) -> bool:
+    """Rejected keys, keys without the permission, or a region not enabled."""
+    return http_status(failure.cause) in AUTH_STATUSES
 
 
 def _xml_unescape(text: str) -> str:
     return saxutils.unescape(text, _XML_ENTITIES).strip()
 
 
-def _spot_failure_warning(failures: Sequence[_SpotFailure], regions: int) -> str:
+def _spot_failure_warning(failures: Sequence[CallFailure], regions: int) -> str:
     """One line for all failed regions, grouped by cause, saying what the user can do."""
     text = f"aws: spot prices not fetched in {len(failures)} of {regions} regions: "
     text += failure_groups(
         failures,
         cause=lambda f: f.cause,
-        place=lambda f: f.region,
-        detail=lambda f: f.message if f.status is not None else "",
+        place=lambda f: f.place,
+        detail=lambda f: f.detail,
         max_named=MAX_REGIONS_NAMED,
     )
-    if len(failures) == regions and all(f.auth for f in failures):
+    if len(failures) == regions and all(_auth(f) for f in failures):
         text += (
             "; the AWS keys were rejected or lack ec2:DescribeSpotPriceHistory: check "
             "GPUSCOUT_AWS_ACCESS_KEY_ID and GPUSCOUT_AWS_SECRET_ACCESS_KEY"
         )
-    elif any(f.auth for f in failures):
+    elif any(_auth(f) for f in failures):
         text += "; an auth failure in some regions only is usually a region not enabled"
     return text + "; on-demand and reserved prices kept"
 
@@ -492,11 +445,6 @@ def _storage(text: str) -> tuple[float | None, StorageType | None]:
         (k for k in (StorageType.NVME, StorageType.SSD, StorageType.HDD) if k in rest), None
     )
     return total, kind
-
-
-def _cpu_vendor(processor: str) -> str | None:
-    first = processor.split(" ", 1)[0].lower() if processor else ""
-    return {"intel": "intel", "amd": "amd", "aws": "aws"}.get(first)
 
 
 def _family(instance_type: str) -> str:
@@ -543,7 +491,7 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
     board_memory = per_gpu_memory / fraction if per_gpu_memory and fraction else per_gpu_memory
     vendor = None
     if info is not None and info.manufacturer:
-        vendor = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD}.get(info.manufacturer.lower())
+        vendor = gpu_vendor(info.manufacturer)
     storage_gb, storage_kind = _storage(row.get("Storage"))
     processor = row.get("Physical Processor")
     return {
@@ -556,7 +504,7 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
         "storage_gb": storage_gb,
         "storage_type": storage_kind,
         "cpu_model": processor or None,
-        "cpu_vendor": _cpu_vendor(processor),
+        "cpu_vendor": cpu_vendor(processor),
         **(info.fabric if info is not None else {}),
         **(info.host if info is not None else {}),
     }
@@ -592,20 +540,8 @@ class AwsAdapter(Adapter):
         """
         index = await self.get_json(client, self.url(REGION_INDEX_PATH, **PRICING))
         csv_urls = self._region_csv_urls(index)
-        gate = asyncio.Semaphore(CONCURRENT_DOWNLOADS)
-
-        async def one(url: str) -> str:
-            async with gate:
-                return await self._stream_gpu_rows(client, url)
-
-        tasks = [asyncio.create_task(one(u)) for u in csv_urls.values()]
-        try:
-            price_lists = list(await asyncio.gather(*tasks))
-        except BaseException:
-            for task in tasks:  # one region failed: stop the other downloads
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        downloads = [functools.partial(self._stream_gpu_rows, client, u) for u in csv_urls.values()]
+        price_lists = await gather_limited(downloads, CONCURRENT_DOWNLOADS)
         payloads: list[Any] = list(price_lists)
         creds = self._spot_credentials()
         if creds is None:
@@ -620,7 +556,7 @@ class AwsAdapter(Adapter):
         payloads.extend(pages)
         if failures:
             log.warning("%s", _spot_failure_warning(failures, len(types_by_region)))
-            payloads.append(failed_calls_payload([f.failed_call for f in failures]))
+            payloads.append(failed_calls_payload([f.call for f in failures]))
         return payloads
 
     async def _fetch_instance_types(
@@ -718,7 +654,7 @@ class AwsAdapter(Adapter):
         client: httpx.AsyncClient,
         creds: Credentials,
         types_by_region: Mapping[str, Sequence[str]],
-    ) -> tuple[list[str], list[_SpotFailure]]:
+    ) -> tuple[list[str], list[CallFailure]]:
         """Current spot prices per AZ of every region: the pages, and the failed regions.
 
         A failure never fails the provider, even in every region (rejected keys, EC2 down):
@@ -726,22 +662,21 @@ class AwsAdapter(Adapter):
         later page fails, its earlier pages are dropped too, so no region is half-priced.
         """
         start = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        gate = asyncio.Semaphore(CONCURRENT_DOWNLOADS)
 
-        async def one(region: str, types: Sequence[str]) -> list[str] | _SpotFailure:
-            async with gate:
-                try:
-                    return await self._spot_region(client, creds, region, types, start)
-                except ProviderError as exc:
-                    return _SpotFailure.from_error(region, exc.reason)
-                except httpx.HTTPError as exc:  # those request() leaves as they are
-                    return _SpotFailure.from_error(region, f"{type(exc).__name__}: {exc}")
+        async def one(region: str, types: Sequence[str]) -> list[str] | CallFailure:
+            try:
+                return await self._spot_region(client, creds, region, types, start)
+            except ProviderError as exc:
+                return _spot_failure(region, exc.reason)
+            except httpx.HTTPError as exc:  # those request() leaves as they are
+                return _spot_failure(region, f"{type(exc).__name__}: {exc}")
 
         # Regions in parallel (a few at a time): an unreachable EC2 costs every region its
-        # retries, which one after another would take minutes. Results keep region order.
-        outcomes = await asyncio.gather(*(one(r, t) for r, t in types_by_region.items()))
+        # retries. Results keep region order.
+        calls = [functools.partial(one, r, t) for r, t in types_by_region.items()]
+        outcomes = await gather_limited(calls, CONCURRENT_DOWNLOADS)
         pages = [page for o in outcomes if isinstance(o, list) for page in o]
-        failures = [o for o in outcomes if isinstance(o, _SpotFailure)]
+        failures = [o for o in outcomes if isinstance(o, CallFailure)]
         return pages, failures
 
     async def _spot_region(
@@ -773,19 +708,17 @@ class AwsAdapter(Adapter):
     ) -> list[str]:
         """Every page of one EC2 Query-API call, following ``nextToken``; ``next_token``
         reads it from a page (and raises on a page of the wrong kind)."""
-        pages: list[str] = []
-        token = ""
-        while True:
-            if len(pages) >= MAX_EC2_PAGES:
-                raise ProviderError(
-                    self.name, f"more than {MAX_EC2_PAGES} {params['Action']} pages"
-                )
+
+        async def page(token: str | None) -> str:
             body = dict(params, NextToken=token) if token else params
-            text = await self._ec2_query(client, creds, region, body)
-            pages.append(text)
-            token = next_token(_xml_root(text))
-            if not token:
-                return pages
+            return await self._ec2_query(client, creds, region, body)
+
+        return await self.follow_pages(
+            page,
+            lambda text: next_token(_xml_root(text)) or None,
+            max_pages=MAX_EC2_PAGES,
+            too_many=f"more than {MAX_EC2_PAGES} {params['Action']} pages",
+        )
 
     async def _ec2_query(
         self, client: httpx.AsyncClient, creds: Credentials, region: str, params: Mapping[str, str]

@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, gpu_fields
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields
 from .schema import (
     GpuFormFactor,
     OfferFields,
@@ -48,7 +48,7 @@ from .schema import (
     RentalTerm,
     StorageType,
 )
-from .tables import data_rows
+from .tables import data_rows, typed_row
 from .units import gib_to_gb, gpu_share, price_or_reason
 
 __all__ = ["AzureAdapter", "AzureGpuSize", "azure_gpu_size", "gpu_sizes"]
@@ -129,25 +129,7 @@ def gpu_sizes() -> dict[str, AzureGpuSize]:
     (``cpu_source`` names the file and commit); series whose include was not found leave it
     empty. ``storage_type`` is ``nvme`` where the row's source says its local disks are NVMe.
     """
-    return {
-        row["size"]: AzureGpuSize(
-            vcpus=int(row["vcpus"]),
-            ram=float(row["ram"]),
-            ram_unit=row["ram_unit"],
-            temp_disk_gib=float(row["temp_disk_gib"]),
-            gpus=Fraction(row["gpus"]),
-            gpu_raw_name=row["gpu_raw_name"],
-            gpu_memory_gb=float(row["gpu_memory_gb"]),
-            form_factor=GpuFormFactor(row["form_factor"]) if row["form_factor"] else None,
-            source=row["source"],
-            cpu_model=row["cpu_model"] or None,
-            cpu_vendor=row["cpu_vendor"] or None,
-            cpu_arch=row["cpu_arch"] or None,
-            storage_type=StorageType(row["storage_type"]) if row["storage_type"] else None,
-            cpu_source=row["cpu_source"] or None,
-        )
-        for row in data_rows("azure_vm_sizes.csv")
-    }
+    return {row["size"]: typed_row(AzureGpuSize, row) for row in data_rows("azure_vm_sizes.csv")}
 
 
 @functools.cache
@@ -259,23 +241,21 @@ class AzureAdapter(Adapter):
 
         Stops too on a page without items (a 2023 incident returned a link past the end).
         """
-        pages: list[Any] = []
-        url: str | None = self.url("/retail/prices")
-        params: dict[str, str] | None = {
-            "api-version": API_VERSION,
-            "$filter": API_FILTER,
-            "meterRegion": "'primary'",
-        }
-        while url is not None:
-            if len(pages) >= MAX_PAGES:
-                raise ProviderError(self.name, f"more than {MAX_PAGES} pages; stopping")
-            page = await self.get_json(client, url, params=params)
-            items, _ = _items(page)
-            pages.append(page)
+        params = {"api-version": API_VERSION, "$filter": API_FILTER, "meterRegion": "'primary'"}
+
+        async def page(link: str | None) -> Any:
+            # a next link carries the query, $skip included
+            url, query = (link, None) if link else (self.url("/retail/prices"), params)
+            page = await self.get_json(client, url, params=query)
+            _items(page)
+            return page
+
+        def next_link(page: Any) -> str | None:
             link = page.get("NextPageLink")
-            url = link if isinstance(link, str) and link and items else None
-            params = None  # the link carries the query, $skip included
-        return pages
+            return link if isinstance(link, str) and link and _items(page)[0] else None
+
+        too_many = f"more than {MAX_PAGES} pages; stopping"
+        return await self.follow_pages(page, next_link, max_pages=MAX_PAGES, too_many=too_many)
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult(provider=self.name, fetched_at=fetched_at)

@@ -548,6 +548,36 @@ class Adapter(abc.ABC):
             client, "POST", url, provider=self.name, policy=self.policy, **kwargs
         )
 
+    async def follow_pages(
+        self,
+        page: Callable[[Any], Awaitable[Any]],
+        next_cursor: Callable[[Any], Any],
+        *,
+        max_pages: int,
+        too_many: str,
+        repeated: str | None = None,
+    ) -> list[Any]:
+        """Every page of a paged listing: ``page(None)``, then ``page(cursor)`` with each cursor
+        (a token, an offset, a next link) ``next_cursor`` reads from the page before, until it
+        reads ``None``.
+
+        A server that never stops paging must not hold the run: a page past ``max_pages`` is a
+        :class:`ProviderError` saying ``too_many``, and where ``repeated`` is given, so is a
+        cursor given twice (an API whose cursors are unique says so at once).
+        """
+        pages: list[Any] = []
+        cursor: Any = None
+        seen: set[Any] = set()
+        while len(pages) < max_pages:
+            pages.append(await page(cursor))
+            cursor = next_cursor(pages[-1])
+            if cursor is None:
+                return pages
+            if repeated is not None and cursor in seen:
+                raise ProviderError(self.name, repeated)
+            seen.add(cursor)
+        raise ProviderError(self.name, too_many)
+
     @abc.abstractmethod
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         """Call the provider and return the decoded raw responses, in order."""

@@ -14,8 +14,8 @@ import asyncio
 import dataclasses
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import tenacity
 
@@ -35,6 +35,7 @@ __all__ = [
     "error_code",
     "failure_cause",
     "fresh_retries",
+    "gather_limited",
     "http_status",
     "keep_failures",
     "query_payload",
@@ -131,6 +132,32 @@ def fresh_retries(
         retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
         sleep=asyncio.sleep,
     )
+
+
+T = TypeVar("T")
+
+
+async def gather_limited(calls: Iterable[Callable[[], Awaitable[T]]], limit: int) -> list[T]:
+    """The results of ``calls``, in order, with at most ``limit`` under way at once (a provider
+    throttles, and one call after another would take minutes where each costs retries).
+
+    A call that raises stops the others (cancelled, not left running behind a failed fetch)
+    and its error is raised; a call that may fail alone returns its failure instead.
+    """
+    gate = asyncio.Semaphore(limit)
+
+    async def gated(call: Callable[[], Awaitable[T]]) -> T:
+        async with gate:
+            return await call()
+
+    tasks = [asyncio.create_task(gated(call)) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

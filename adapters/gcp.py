@@ -48,7 +48,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, gpu_fields, hourly_price
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, hourly_price
 from .gpus import get_gpu
 from .schema import (
     GpuFormFactor,
@@ -58,7 +58,7 @@ from .schema import (
     RentalTerm,
     StorageType,
 )
-from .tables import data_rows
+from .tables import data_rows, typed_row
 from .units import gib_to_gb, google_money_to_decimal
 
 __all__ = ["ADAPTER", "GcpAdapter", "accelerators", "machine_shapes"]
@@ -121,16 +121,8 @@ class Accelerator:
 @functools.cache
 def accelerators() -> dict[str, Accelerator]:
     """Accelerator type -> what Google documents of it, read once from the data file."""
-    return {
-        row["type_id"]: Accelerator(
-            type_id=row["type_id"],
-            memory_gb=float(row["memory_gb"]),
-            form_factor=GpuFormFactor(row["form_factor"]) if row["form_factor"] else None,
-            nvlink=row["nvlink"] == "true",
-            sku_label=re.compile(row["sku_label"], re.IGNORECASE),
-        )
-        for row in data_rows("gcp_accelerators.csv")
-    }
+    rows = data_rows("gcp_accelerators.csv")
+    return {row["type_id"]: typed_row(Accelerator, row) for row in rows}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -147,7 +139,7 @@ class MachineShape:
     accelerator: str
     gpu_count: int
     vcpus: int
-    ram_gib: float
+    ram_gib: int | float  # whole GiB as Google lists a machine type; N1 shapes compute it
     series: str | None
     local_ssd_gib: int = 0
     spot_only: bool = False
@@ -176,19 +168,7 @@ def _n1_gpu_shapes() -> list[MachineShape]:
 @functools.cache
 def machine_shapes() -> tuple[MachineShape, ...]:
     """The A2, A3, A4 and G2 machine types of ``gcp_machine_types.csv``, then N1 + GPUs."""
-    documented = [
-        MachineShape(
-            name=row["name"],
-            accelerator=row["accelerator"],
-            gpu_count=int(row["gpu_count"]),
-            vcpus=int(row["vcpus"]),
-            ram_gib=int(row["ram_gib"]),  # Google lists whole GB (GiB) per machine type
-            series=row["series"] or None,
-            local_ssd_gib=int(row["local_ssd_gib"]),
-            spot_only=row["spot_only"] == "true",
-        )
-        for row in data_rows("gcp_machine_types.csv")
-    ]
+    documented = [typed_row(MachineShape, row) for row in data_rows("gcp_machine_types.csv")]
     return (*documented, *_n1_gpu_shapes())
 
 
@@ -404,24 +384,22 @@ class GcpAdapter(Adapter):
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         key = self.require_credentials()["gcp_api_key"]
-        pages: list[Any] = []
-        token: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_PAGES):
+
+        async def page(token: str | None) -> Any:
             params = {"key": key, "currencyCode": "USD", "pageSize": str(PAGE_SIZE)}
-            if token:
-                params["pageToken"] = token
+            params |= {"pageToken": token} if token else {}
             page = await self.get_json(client, self.url(SKUS_PATH), params=params)
             if not isinstance(page, dict) or not isinstance(page.get("skus", []), list):
                 raise ResponseFormatError(self.name, "SKU page is not {'skus': [...]}")
-            pages.append(page)
-            token = page.get("nextPageToken") or None
-            if token is None:
-                return pages
-            if token in seen:
-                raise ProviderError(self.name, "the API returned the same page token twice")
-            seen.add(token)
-        raise ProviderError(self.name, f"more than {MAX_PAGES} SKU pages")
+            return page
+
+        return await self.follow_pages(
+            page,
+            lambda page: page.get("nextPageToken") or None,
+            max_pages=MAX_PAGES,
+            too_many=f"more than {MAX_PAGES} SKU pages",
+            repeated="the API returned the same page token twice",
+        )
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         table = _RateTable()

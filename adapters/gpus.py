@@ -52,6 +52,7 @@ from enum import StrEnum
 from importlib import resources
 
 from adapters.schema import GpuFormFactor, OfferFields, Vendor
+from adapters.tables import typed_row
 
 __all__ = [
     "ALIAS_PATTERNS",
@@ -222,37 +223,11 @@ class GpuSpec:
 
 # --- loading -----------------------------------------------------------------------------
 
-_FLOAT_FIELDS = frozenset(
-    f.name for f in dataclasses.fields(GpuSpec) if f.type in ("float | None",)
-)
-#: The fields a CSV row holds (``variant_assumed`` is set by resolution, never read).
-_CSV_FIELDS = tuple(f for f in dataclasses.fields(GpuSpec) if f.name != "variant_assumed")
-
-
-def _optional_float(text: str) -> float | None:
-    text = text.strip()
-    return float(text) if text else None
-
 
 def _parse_row(row: dict[str, str], line: int) -> GpuSpec:
     try:
-        values: dict[str, object] = {}
-        for field in _CSV_FIELDS:
-            raw = row[field.name]
-            if field.name in _FLOAT_FIELDS:
-                values[field.name] = _optional_float(raw)
-            elif field.name == "release_year":
-                values[field.name] = int(raw) if raw.strip() else None
-            elif field.name == "vendor":
-                values[field.name] = Vendor(raw.strip())
-            elif field.name == "form_factor":
-                values[field.name] = GpuFormFactor(raw.strip())
-            elif field.name == "memory_type":
-                values[field.name] = raw.strip() or None
-            else:
-                values[field.name] = raw.strip()
-        spec = GpuSpec(**values)  # type: ignore[arg-type]
-    except (KeyError, ValueError) as exc:
+        spec = typed_row(GpuSpec, row)
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"{_DATA_FILE} line {line}: {exc}") from None
     if not spec.name or not spec.family or not spec.source or not spec.architecture:
         raise ValueError(
@@ -288,15 +263,7 @@ def _load_rules(text: str) -> tuple[FigureRule, ...]:
     rules: list[FigureRule] = []
     for line, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
         try:
-            rule = FigureRule(
-                rule=row["rule"].strip(),
-                precision=Precision(row["precision"].strip()),
-                from_precision=Precision(row["from_precision"].strip()),
-                factor=float(row["factor"]),
-                architectures=frozenset(row["architectures"].split()),
-                text=row["text"].strip(),
-                source=row["source"].strip(),
-            )
+            rule = typed_row(FigureRule, row)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{_RULES_FILE} line {line}: {exc}") from None
         if not (rule.rule and rule.text and rule.source and rule.architectures):

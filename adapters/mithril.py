@@ -105,7 +105,7 @@ does not repeat what was asked, wrapped by :func:`~adapters.units.query_payload`
 
 from __future__ import annotations
 
-import asyncio
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -129,6 +129,7 @@ from .calls import (
     RESPONSE_KEY,
     CallFailure,
     failure_cause,
+    gather_limited,
     http_status,
     keep_failures,
     query_payload,
@@ -137,7 +138,7 @@ from .calls import (
 )
 from .fabrics import named_fabric
 from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
-from .units import cents_to_units, nominal_memory_gb, positive_quantity, whole_count
+from .units import cents_to_units, cpu_vendor, nominal_memory_gb, positive_quantity, whole_count
 
 __all__ = [
     "API_BASE",
@@ -171,7 +172,6 @@ _PRICE_FIELDS: tuple[tuple[str, RentalTerm, bool], ...] = (
 _PRICE_KEYS = frozenset(
     {"spot_price_cents", "reserved_price_cents", "minimum_price_cents", "dynamic_win_price_cents"}
 )
-_CPU_VENDORS: Mapping[str, str] = {"intel": "intel", "amd": "amd"}
 #: The listing calls, by the kind :func:`_list_kind` tells from a JSON array.
 _LISTINGS: Mapping[str, str] = {
     "instance_types": "GET /v2/instance-types",
@@ -272,7 +272,6 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     if not gpu_type:
         return "no gpu_type"
     form = _socket_form_factor(str(row.get("gpu_socket") or ""))
-    cpu = str(row.get("cpu_type") or "").strip().lower()
     return {
         "instance_name": str(row.get("name") or "").strip() or str(row.get("fid") or ""),
         **gpu_fields(
@@ -280,7 +279,7 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
         ),
         "gpu_count": count,
         "vcpus": positive_quantity(row.get("num_cpus")),
-        "cpu_vendor": _CPU_VENDORS.get(cpu),
+        "cpu_vendor": cpu_vendor(row.get("cpu_type")),
         "ram_gb": positive_quantity(row.get("ram_gb")),
         "storage_gb": positive_quantity(row.get("local_storage_gb")),
         "fabric": named_fabric(row.get("network_type")),
@@ -315,21 +314,19 @@ class MithrilAdapter(Adapter):
             if row.get("fid") and not isinstance(_hardware(row), str)
         ]
         jobs = _price_jobs(gpu_types, auction_rows)
-        gate = asyncio.Semaphore(self.concurrency)
         pricing_url = self.url("/v2/pricing/current")
 
         async def one(fid: str, region: str | None) -> dict[str, Any] | CallFailure:
             params = {"instance_type": fid} | ({"region": region} if region else {})
             try:
-                async with gate:
-                    response = await self.get_json(
-                        client, pricing_url, params=params, headers=headers
-                    )
+                response = await self.get_json(client, pricing_url, params=params, headers=headers)
             except ProviderError as exc:
                 return _failure(fid, region, exc.reason)
             return query_payload({"instance_type": fid, "region": region}, response)
 
-        outcomes = await asyncio.gather(*(one(fid, region) for fid, region in jobs))
+        outcomes = await gather_limited(
+            [functools.partial(one, *j) for j in jobs], self.concurrency
+        )
         priced = [o for o in outcomes if not isinstance(o, CallFailure)]
         failures = [o for o in outcomes if isinstance(o, CallFailure)]
         hint = _KEY_HINT if any(_auth_failure(f.cause) for f in failures) else ""

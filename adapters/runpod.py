@@ -75,9 +75,16 @@ from .base import (
 )
 from .calls import QUERY_KEY, query_payload, read_query_payload
 from .gpus import get_gpu
-from .schema import OfferFields, PriceBasis, RentalTerm, Vendor
+from .schema import OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
-from .units import positive_quantity, power_of_two_counts, to_decimal, value_at, whole_count
+from .units import (
+    gpu_vendor,
+    positive_quantity,
+    power_of_two_counts,
+    to_decimal,
+    value_at,
+    whole_count,
+)
 
 __all__ = [
     "BID_VARIANT",
@@ -129,7 +136,6 @@ _COMMITMENTS = (
     ("threeMonthPrice", RentalTerm.COMMIT_3MO),
     ("sixMonthPrice", RentalTerm.COMMIT_6MO),
 )
-_VENDORS = {"nvidia": Vendor.NVIDIA, "amd": Vendor.AMD, "intel": Vendor.INTEL}
 _IN_STOCK = {"high": True, "medium": True, "low": True, "none": False}
 _MIG = re.compile(r"\bMIG\s+(\d+g\.\d+gb)\b", re.IGNORECASE)
 #: Datacenter ids are "<country>-<state>-<n>" ("US-KS-2") or "<area>-<country>-<n>"
@@ -348,7 +354,7 @@ def _gpu_fields(record: Mapping[str, Any], type_id: str) -> OfferFields:
     """GPU model, vendor, memory and (for a MIG slice) its profile and fraction."""
     memory_gb = positive_quantity(record.get("memoryInGb"))
     mig = _MIG.search(type_id)
-    vendor = _VENDORS.get(str(record.get("manufacturer")).strip().lower())
+    vendor = gpu_vendor(record.get("manufacturer"))
     # a slice's memory would contradict the parent GPU's: resolve the parent by name
     fields = gpu_fields(type_id, memory_gb=None if mig else memory_gb, vendor=vendor)
     model = fields.get("gpu_model")

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import enum
 import functools
 import io
+import re
 import tomllib
-from collections.abc import Mapping
+import types
+import typing
+from collections.abc import Callable, Hashable, Mapping
 from decimal import Decimal
+from fractions import Fraction
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "DATA_DIR",
@@ -28,7 +33,10 @@ __all__ = [
     "read_table",
     "region_countries",
     "sourced_rows",
+    "typed_row",
 ]
+
+T = TypeVar("T")
 
 #: Folder of the adapters' data files (tables with a source per row), beside this module.
 DATA_DIR = "data"
@@ -81,6 +89,56 @@ def sourced_rows(filename: str, rows: str) -> list[dict[str, Any]]:
         if entry.get("source") not in sources:
             raise ValueError(f"{filename}: {rows} {number} does not name one of its [sources]")
     return entries
+
+
+def typed_row(cls: type[T], row: Mapping[str, Any]) -> T:
+    """The dataclass ``cls`` from one table row, each field read from the cell of its name as
+    its annotation says (columns it has no field for, such as ``source``, are left out).
+
+    A text cell becomes the field's type: a number (``int``, ``float``, ``Fraction``), an
+    enum member by value, ``true`` for a ``bool``, the words of a
+    ``frozenset[str]``, a case-blind ``re.Pattern``; an empty cell is ``None`` for an optional
+    field, and a union tries its types in order (``int | float``: ``"85"`` stays whole). A
+    TOML value is typed already and kept. A cell that does not read is a ValueError, so
+    each table's loader states its types once, in its dataclass, not per column.
+    """
+    readers = _readers(typing.cast(Hashable, cls))
+    cells = {name: row[name] for name in readers if name in row}
+    return cls(**{k: readers[k](v) if isinstance(v, str) else v for k, v in cells.items()})
+
+
+@functools.cache
+def _readers(cls: Any) -> dict[str, Callable[[str], Any]]:
+    hints = typing.get_type_hints(cls)
+    return {field.name: _reader(hints[field.name]) for field in dataclasses.fields(cls)}
+
+
+def _reader(kind: Any) -> Callable[[str], Any]:
+    """How a text cell becomes ``kind`` (:func:`typed_row`); read once per field."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        optional = type(None) in typing.get_args(kind)
+        options = [_reader(k) for k in typing.get_args(kind) if k is not type(None)]
+
+        def first_reading(text: str) -> Any:
+            if optional and not text.strip():
+                return None
+            for option in options[:-1]:
+                try:
+                    return option(text)
+                except ValueError:
+                    continue
+            return options[-1](text)
+
+        return first_reading
+    if kind is bool:
+        return lambda text: text.strip() == "true"
+    if typing.get_origin(kind) is frozenset:
+        return lambda text: frozenset(text.split())
+    if kind is re.Pattern or typing.get_origin(kind) is re.Pattern:
+        return lambda text: re.compile(text.strip(), re.IGNORECASE)
+    if kind in (int, float, Fraction, str) or issubclass(kind, enum.Enum):
+        return lambda text: kind(text.strip())
+    raise TypeError(f"no reading of a table cell as {kind!r}")
 
 
 def _read(filename: str) -> str:

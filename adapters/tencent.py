@@ -66,7 +66,6 @@ price (Tencent fills fields that do not apply with 0).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import hashlib
@@ -93,10 +92,11 @@ from .base import (
     gpu_fields,
     read_failed_calls,
 )
-from .calls import CallFailure, fresh_retries, keep_failures
+from .calls import CallFailure, fresh_retries, gather_limited, keep_failures
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
-from .tables import sourced_rows
+from .tables import sourced_rows, typed_row
 from .units import (
+    cpu_vendor,
     gpu_share,
     lenient_float,
     nominal_gpu_memory_gb,
@@ -237,10 +237,8 @@ class GpuFamily:
 def gpu_families() -> Mapping[str, GpuFamily]:
     """``InstanceFamily`` -> GPU, read from ``data/tencent_gpu_families.toml`` (the pages and
     their words there) on first use."""
-    return {
-        row["family"]: GpuFamily(row["gpu_raw_name"], row["memory_gb"])
-        for row in sourced_rows("tencent_gpu_families.toml", "family")
-    }
+    rows = sourced_rows("tencent_gpu_families.toml", "family")
+    return {row["family"]: typed_row(GpuFamily, row) for row in rows}
 
 
 @functools.cache
@@ -364,28 +362,22 @@ class TencentAdapter(Adapter):
         which fails the provider.
         """
         creds = self.require_credentials()
-        gate = asyncio.Semaphore(CONCURRENT_REQUESTS)
 
         async def one(region: str, charge_type: str) -> dict[str, Any] | CallFailure:
-            async with gate:
-                try:
-                    data = await self._describe(client, creds, region, charge_type)
-                except ProviderError as exc:  # HTTP, network or not-JSON: this call only
-                    return _failure(region, charge_type, "", exc.reason)
+            try:
+                data = await self._describe(client, creds, region, charge_type)
+            except ProviderError as exc:  # HTTP, network or not-JSON: this call only
+                return _failure(region, charge_type, "", exc.reason)
             error = _call_error(data)
             if error is not None:
                 return _failure(region, charge_type, *error)
             return _gpu_rows_only(data)
 
         calls = [(r, c) for r in self.regions for c in self.charge_types]
-        tasks = [asyncio.create_task(one(r, c)) for r, c in calls]
-        try:
-            outcomes = await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:  # the key was rejected: stop the other calls
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        # a rejected key raises in one call and stops the others
+        outcomes = await gather_limited(
+            [functools.partial(one, *c) for c in calls], CONCURRENT_REQUESTS
+        )
         payloads = [o for o in outcomes if not isinstance(o, CallFailure)]
         failures = [o for o in outcomes if isinstance(o, CallFailure)]
         return keep_failures(
@@ -454,7 +446,6 @@ def _gpu_rows_only(data: Any) -> dict[str, Any]:
 # --- one InstanceTypeQuotaItem -----------------------------------------------------------
 
 _ZONE = re.compile(r"^(?P<region>[a-z]+(?:-[a-z]+)+)-\d+$")
-_CPU_VENDORS = {"intel": "intel", "amd": "amd"}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -631,7 +622,7 @@ def _fields(
         "vcpus": positive_quantity(row.get("Cpu")),
         "ram_gb": positive_quantity(row.get("Memory")),  # documented in GB
         "cpu_model": cpu_type or None,
-        "cpu_vendor": _CPU_VENDORS.get(cpu_type.split(" ", 1)[0].lower()) if cpu_type else None,
+        "cpu_vendor": cpu_vendor(cpu_type),
         "available_now": {"SELL": True, "SOLD_OUT": False}.get(str(status)),
     }
 

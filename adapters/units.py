@@ -16,6 +16,7 @@ from .schema import HOURS_PER_MONTH, Vendor
 
 __all__ = [
     "cents_to_units",
+    "cpu_vendor",
     "gbps_to_mbps",
     "gib_to_gb",
     "google_money_to_decimal",
@@ -246,6 +247,22 @@ def lenient_decimal(value: Any) -> Decimal | None:
         return to_decimal(value)
     except ValueError:
         return None
+
+
+def cpu_vendor(name: Any) -> str | None:
+    """The CPU's maker by the brand word its name starts with (``"AMD EPYC 7642"``,
+    ``"Xeon® Platinum 8480+"``, ``"AWS Graviton3"``); ``None`` for any other name.
+
+    >>> cpu_vendor("Xeon® Platinum 8480+"), cpu_vendor("AMD EPYC 7543"), cpu_vendor("?")
+    ('intel', 'amd', None)
+    """
+    words = re.split(r"[\s®™(]", name.strip(), maxsplit=1) if isinstance(name, str) else [""]
+    return _CPU_BRANDS.get(words[0].lower())
+
+
+#: Brand words -> maker; "aws" is Graviton ("AWS Graviton2 Processor" in the EC2 price list).
+_CPU_BRANDS = dict.fromkeys(("amd", "epyc", "ryzen"), "amd") | {"intel": "intel", "xeon": "intel"}
+_CPU_BRANDS["aws"] = "aws"
 
 
 def gpu_vendor(name: Any) -> Vendor | None:

@@ -63,6 +63,7 @@ from .base import (
 from .schema import HOURS_PER_MONTH, OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
 from .units import (
+    cpu_vendor,
     gpu_vendor,
     lenient_decimal,
     lenient_float,
@@ -86,8 +87,6 @@ BUNDLES_URL = API_BASE + "/bundles/"
 SEARCH_LIMIT = 3000
 
 _VERIFICATION = {"verified": True, "unverified": False, "deverified": False}
-#: The maker of a CPU by the first word of its name as hosts report it.
-_CPU_BRANDS = {"amd": "amd", "epyc": "amd", "ryzen": "amd", "intel": "intel", "xeon": "intel"}
 _HOSTING_DATACENTER = {1: True, 0: False}
 _COUNTRY = re.compile(r"(?:^|,\s*)([A-Za-z]{2})$")
 
@@ -201,7 +200,7 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         "gpu_nvlink_gbs": positive(lenient_float(record.get("bw_nvlink"))),
         "gpu_pcie_gen": int(pcie_gen) if pcie_gen and 1 <= pcie_gen <= 7 else None,
         "cpu_model": text(record.get("cpu_name")),
-        "cpu_vendor": _cpu_vendor(text(record.get("cpu_name"))),
+        "cpu_vendor": cpu_vendor(record.get("cpu_name")),
         "cpu_arch": text(record.get("cpu_arch")),
         "vcpus": positive(lenient_float(record.get("cpu_cores_effective"))),
         "storage_gb": non_negative(lenient_float(record.get("disk_space"))),
@@ -224,17 +223,6 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         "datacenter": _datacenter(record.get("hosting_type")),
         "available_now": _available(record),
     }
-
-
-def _cpu_vendor(cpu_name: str | None) -> str | None:
-    """``amd``/``intel`` by the name's first word ("AMD EPYC 7642 ...", "Xeon® Platinum
-    8480+"); ``None`` for any other name.
-
-    >>> _cpu_vendor("Xeon® Platinum 8480+"), _cpu_vendor("AMD EPYC 7543"), _cpu_vendor("?")
-    ('intel', 'amd', None)
-    """
-    first = re.split(r"[\s®™(]", cpu_name.strip(), maxsplit=1)[0].lower() if cpu_name else ""
-    return _CPU_BRANDS.get(first)
 
 
 def _country(region: str | None) -> str | None:

@@ -46,7 +46,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, gpu_fields, key_headers
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, key_headers
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
 from .tables import data_rows
@@ -132,21 +132,20 @@ class VultrAdapter(Adapter):
         list_key: str,
         headers: dict[str, str],
     ) -> list[Any]:
-        pages = []
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
+        async def page(cursor: str | None) -> Any:
             query = dict(params, cursor=cursor) if cursor else params
             page = await self.get_json(client, url, params=query, headers=headers)
             if not isinstance(page, dict) or not isinstance(page.get(list_key), list):
                 raise ResponseFormatError(self.name, f"{url} did not return a {list_key!r} list")
-            pages.append(page)
-            new_cursor = next_cursor(page)
-            if new_cursor is None:
-                return pages
-            if new_cursor == cursor:
-                raise ProviderError(self.name, f"{url} returned the same cursor twice")
-            cursor = new_cursor
-        raise ProviderError(self.name, f"more than {MAX_PAGES} pages from {url}")
+            return page
+
+        return await self.follow_pages(
+            page,
+            next_cursor,
+            max_pages=MAX_PAGES,
+            too_many=f"more than {MAX_PAGES} pages from {url}",
+            repeated=f"{url} returned the same cursor twice",
+        )
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult(provider=self.name, fetched_at=fetched_at)

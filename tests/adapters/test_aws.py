@@ -23,6 +23,7 @@ from adapters.aws import (
     REGION_INDEX_URL,
     AwsAdapter,
     GpuFamily,
+    _xml_data,
     _xml_host,
     gpu_families,
 )
@@ -203,7 +204,7 @@ def test_cpu_arch_only_where_one_architecture_is_stated(archs: list[str], arch: 
         "<vCpuInfo><defaultCores>0</defaultCores></vCpuInfo>"
         "<instanceStorageInfo><nvmeSupport>unsupported</nvmeSupport></instanceStorageInfo></item>"
     )
-    host = _xml_host({child.tag: child for child in record})
+    host = _xml_host(_xml_data(record))
     assert host.get("cpu_arch") == arch
     assert "cpu_cores" not in host and "storage_type" not in host
 

@@ -123,3 +123,32 @@ def test_every_data_file_loads_with_a_source_per_row(name: str) -> None:
     assert rows, name
     assert all(row["source"].strip() for row in rows), name
     assert data_rows(name) is rows  # read once
+
+
+def test_typed_row_reads_each_cell_as_its_field_says() -> None:
+    from adapters.azure import AzureGpuSize
+    from adapters.gcp import Accelerator, MachineShape
+    from adapters.schema import GpuFormFactor, StorageType
+
+    row = dict.fromkeys(("cpu_model", "cpu_vendor", "cpu_arch", "cpu_source"), "")
+    row |= {"vcpus": "36", "ram": "440", "ram_unit": "GiB", "temp_disk_gib": "720"}
+    row |= {"gpus": "1/6", "gpu_raw_name": "NVIDIA A10", "gpu_memory_gb": "4"}
+    row |= {"form_factor": "", "source": "page", "storage_type": "nvme", "size": "unused"}
+    size = tables.typed_row(AzureGpuSize, row)
+    assert (size.vcpus, size.ram, size.gpus.denominator, size.form_factor) == (36, 440.0, 6, None)
+    assert (size.storage_type, size.cpu_model) == (StorageType.NVME, None)
+    gpu = {"type_id": "t", "memory_gb": "80", "form_factor": "sxm", "nvlink": "true"}
+    accelerator = tables.typed_row(Accelerator, gpu | {"sku_label": "nvidia a100 gpu"})
+    assert accelerator.form_factor is GpuFormFactor.SXM and accelerator.nvlink
+    assert accelerator.sku_label.fullmatch("NVIDIA A100 GPU")  # patterns ignore case
+    shape = {"name": "a", "accelerator": "t", "gpu_count": "1", "vcpus": "12", "series": ""}
+    whole = tables.typed_row(MachineShape, shape | {"ram_gib": "85"})
+    assert (whole.ram_gib, type(whole.ram_gib), whole.series, whole.spot_only) == (
+        85,
+        int,
+        None,
+        False,
+    )
+    assert tables.typed_row(MachineShape, shape | {"ram_gib": "7.5"}).ram_gib == 7.5
+    with pytest.raises(ValueError):
+        tables.typed_row(Accelerator, gpu | {"sku_label": "x", "form_factor": "socket"})

@@ -325,7 +325,7 @@ def test_invalid_key_404_is_a_provider_error() -> None:
         fetch(VastAiAdapter({"vastai_api_key": "bad"}, policy=FAST))
 
 
-def test_cpu_vendor_doctest() -> None:
+def test_doctests() -> None:
     import doctest
 
     from adapters import vastai

@@ -57,7 +57,8 @@ def _modules_after(args: list[str], tmp_path: Path) -> set[str]:
 
 #: What a warm ``offers`` table never runs: the database (a stored snapshot's frame is kept
 #: beside it), HTTP, the web framework and pages, mail, the scheduler, the API's answers
-#: (the table is built from the frame), and every provider's parse (the sample's is kept).
+#: (the table is built from the frame), every provider's parse (the sample's is kept), and
+#: the ECB's XML (only a download reads it).
 WARM_NEVER = {
     "sqlalchemy",
     "alembic",
@@ -75,6 +76,7 @@ WARM_NEVER = {
     "service.snapshots",
     "service.commands.db",
     "adapters.base",
+    "xml.etree",
     *(f"adapters.{m}" for m in ADAPTER_MODULES),
 }
 

@@ -292,7 +292,9 @@ Fraction = Annotated[float, Field(ge=0, le=1)]
 class Offer(BaseModel):
     """One rentable configuration at one provider, one location and one rental term."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+    #: The validator is built on first use (``defer_build``): a warm ``gpuscout offers``
+    #: reads a kept frame and validates no offer, so it does not pay for building it.
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False, defer_build=True)
 
     # identity and provenance
     provider: Annotated[str, Field(min_length=1)]

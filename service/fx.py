@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -89,6 +88,8 @@ def fx_table(settings: Settings) -> FxTable:
 
 def ecb_toml(xml_text: str, *, source_url: str = ECB_DAILY_URL) -> str:
     """The ECB daily XML as an FX TOML file (``as_of``, ``source``, rates per EUR)."""
+    import xml.etree.ElementTree as ET  # only to download: reading the table is TOML
+
     try:
         root = ET.fromstring(xml_text)
     except ET.ParseError as exc:

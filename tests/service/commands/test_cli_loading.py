@@ -1,17 +1,22 @@
-"""The CLI loads a command's module only when the command runs (``service.cli.COMMANDS``)."""
+"""The CLI loads a command's module only when the command runs (``service.cli.COMMANDS``),
+and a warm ``gpuscout offers`` loads only what it runs (#15: under a second)."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import typer
 from typer.main import get_group
+from typer.testing import CliRunner
 
-from service.cli import COMMAND_MODULES, COMMANDS
+from adapters import ADAPTER_MODULES
+from service.cli import COMMAND_MODULES, COMMANDS, app
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -25,27 +30,88 @@ def test_the_map_is_what_each_module_registers() -> None:
     assert registered == COMMANDS
 
 
-def _modules_after(args: list[str], tmp_path: Path) -> set[str]:
+def _run_main(args: list[str], tmp_path: Path, report: str, prelude: str = "") -> str:
+    """What ``report`` (Python code run after the command) prints, the command run in a new
+    process through :func:`service.cli.main`, as the ``gpuscout`` script runs it."""
     code = (
-        "import sys\n"
+        "import gc, sys\n"
         "from service.cli import main\n"
+        f"{prelude}\n"
         f"sys.argv = ['gpuscout', *{args!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('MODULES', *sorted(sys.modules), file=sys.stderr)\n"
+        f"{report}\n"
     )
     env = {**os.environ, "GPUSCOUT_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop("GPUSCOUT_DATABASE_URL", None)
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
     )
-    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    return done.stderr
+
+
+def _modules_after(args: list[str], tmp_path: Path) -> set[str]:
+    said = _run_main(args, tmp_path, "print('MODULES', *sorted(sys.modules), file=sys.stderr)")
+    line = next(x for x in said.splitlines() if x.startswith("MODULES "))
     return set(line.split()[1:])
 
 
-def test_offers_on_the_sample_imports_no_database_web_or_http_code(tmp_path: Path) -> None:
+#: What a warm ``offers`` table never runs: the database (a stored snapshot's frame is kept
+#: beside it), HTTP, the web framework and pages, mail, the scheduler, the API's answers
+#: (the table is built from the frame), every provider's parse (the sample's is kept), and
+#: the ECB's XML (only a download reads it).
+WARM_NEVER = {
+    "sqlalchemy",
+    "alembic",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "httpx",
+    "jinja2",
+    "matplotlib",
+    "service.api",
+    "service.web",
+    "service.digest",
+    "service.alerts",
+    "service.scheduler",
+    "service.snapshots",
+    "service.commands.db",
+    "adapters.base",
+    "xml.etree",
+    *(f"adapters.{m}" for m in ADAPTER_MODULES),
+}
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["sample", "stored-snapshot"])
+def test_a_warm_offers_imports_only_what_it_runs(tmp_path: Path, stored: bool) -> None:
     args = ["offers", "--gpu", "H100", "--hours", "100"]
-    _modules_after(args, tmp_path)  # cold: parses the sample, fills the cache
+    if stored:
+        _run_main(["snapshot", "--sample"], tmp_path, "")
+    cold = _modules_after(args, tmp_path)  # the sample parsed, or the stored frame kept
     warm = _modules_after(args, tmp_path)
     assert "service.commands.pricing" in warm
-    heavy = {"sqlalchemy", "alembic", "fastapi", "httpx", "matplotlib", "service.commands.db"}
-    assert not heavy & warm, heavy & warm
+    assert (stored and "service.frame_cache" in warm) or "service.sample_cache" in warm
+    assert cold & WARM_NEVER, "the cold run should load some of them: the check would see them"
+    assert not WARM_NEVER & warm, sorted(WARM_NEVER & warm)
+
+
+def test_main_runs_the_command_with_the_collector_on(tmp_path: Path) -> None:
+    """The collector is off only while :func:`service.cli.main` imports the command: the
+    command itself (a server, the scheduler) runs with it on, the imports frozen."""
+    probe = (
+        "from service.cli import app\n"
+        "@app.command('probe')\n"
+        "def probe() -> None:\n"
+        "    print('GC', gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)\n"
+    )
+    said = _run_main(["probe"], tmp_path, "", prelude=probe)
+    assert "GC True True" in said, said
+
+
+def test_a_cli_run_in_process_leaves_the_collector_alone(tmp_path: Path) -> None:
+    """Only :func:`service.cli.main` (the process's entry point) turns the collector off
+    and freezes; a CLI invoked by a test or another program changes nothing."""
+    frozen = gc.get_freeze_count()
+    result = CliRunner().invoke(app, ["gpus", "--help"])
+    assert result.exit_code == 0, result.output
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen

@@ -6,7 +6,7 @@ For every fault, half of the HTTP adapters get it while the other half answer th
 recordings, then the halves swap. Each time: no exception escapes, the healthy providers'
 offers are stored, and each faulted provider's run is an error whose text says what went
 wrong, shown in the stored run and in its provider status, with its last good offers kept
-(stale). Retry waits are 0 (``RetryPolicy``), timeouts a fraction of a second.
+(stale). Retry waits are 0 (``RetryPolicy``), timeouts a second, deadlines a few.
 """
 
 from __future__ import annotations
@@ -50,8 +50,11 @@ def make_settings(server: FakeServer, path: Path, **overrides: Any) -> Settings:
     fields: dict[str, Any] = {
         "database_url": sqlite_url(path / "gpuscout.db"),
         "http_retries": 2,
-        "http_timeout_s": 0.5,
-        "provider_deadline_s": 1.5,
+        # bounds a loaded machine cannot hit by accident (healthy providers parse their
+        # recordings on one event loop while other tests run), short enough that a hanging
+        # or dripping provider is cut off in seconds
+        "http_timeout_s": 1.0,
+        "provider_deadline_s": 4.0,
         "snapshot_lease_s": 5,
         "retention_snapshots_days": 0,
         "retention_history_days": 0,

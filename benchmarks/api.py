@@ -458,7 +458,7 @@ class Start:
         rss = ", ".join(f"{r:.0f}" for r in self.rss)
         return (
             f"ready in {self.ready_s:.2f} s, CPU {self.cpu_s:.2f} s (all processes), RSS {rss}"
-            f" MB (parent, workers, resource tracker), PSS {self.pss:.0f} MB"
+            f" MB (each process), PSS {self.pss:.0f} MB"
         )
 
 
@@ -497,9 +497,10 @@ def bench_workers(url: str, directory: Path, workers: int, args: argparse.Namesp
     stop(server, log)
     server, again = start(url, directory, port, workers, log)
     load = os.getloadavg()[0]
+    processes = "" if workers == 1 else "; processes: parent, workers, resource tracker"
     print(
         f"--- {workers} worker(s), gpuscout serve (target ready <= 2 s, RSS <= 400 MB a "
-        f"worker; load average {load:.1f}):\nfirst start (frames the stored records): "
+        f"worker; load average {load:.1f}{processes}):\nfirst start (frames the stored records): "
         f"{first}\nrestart (reads the kept frame): {again}",
         flush=True,
     )

@@ -63,7 +63,7 @@ _STATE_PREFIX = "state-"
 _LOCK = "framing.lock"
 #: How long a load waits for another process's framing before framing the records itself
 #: (one that hangs, say on a locked database, must not keep the others from starting).
-FRAMING_WAIT_S = 120.0
+FRAMING_WAIT_S = 60.0
 
 
 def _schema_text() -> str:

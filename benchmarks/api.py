@@ -3,16 +3,19 @@ the API state, starting ``gpuscout serve``, then ``GET /v1/offers`` and the expl
 HTTP (uvicorn on 127.0.0.1, driven from a separate client process).
 
     uv run python benchmarks/api.py [--offers 100000] [--loads 5] [--seconds 15]
-        [--connections 8] [--workers 1,2]
+        [--connections 8] [--workers 1,2] [--no-bytecode]
 
 The offers are stored as one snapshot (not timed). Loading them into the API state (what an
 API replica does at start and after every snapshot) is timed ``--loads`` times: the first
 load frames the stored records and keeps the frame beside the data dir
 (:mod:`service.frame_cache`), the others read it back; on a shared machine the CPU time
 (all threads) is the steadier figure. Then, for each ``--workers`` count, the real
-``gpuscout serve --no-scheduler --workers N`` runs on that database (the first start
-without the kept frame, so it frames the records itself; later ones with it) and the
-client (a small asyncio HTTP/1.1 keep-alive client, loopback only, its own process) drives:
+``gpuscout serve --no-scheduler --workers N`` starts on that database twice: a first start
+without the kept frame (one worker frames the records, the others wait and read its frame)
+and a restart with it. The servers run as installed: with their bytecode (written once,
+untimed; ``--no-bytecode`` keeps ``PYTHONDONTWRITEBYTECODE``, about a second more a
+process). The client (a small asyncio HTTP/1.1 keep-alive client, loopback only, its own
+process) drives the restarted server:
 
 * **warm-up**: the first request of each of 40 realistic queries (kept for comparison);
 * **cold**: queries the cache has never seen (each of the 40 with a unique, never binding
@@ -23,8 +26,9 @@ client (a small asyncio HTTP/1.1 keep-alive client, loopback only, its own proce
 * **explorer**: the first page of new queries at ``/`` (``--mode web`` of the earlier
   script): targets p99 <= 100 ms and <= 300 kB a page (uncompressed).
 
-Printed per worker count: time from start to ``/readyz`` (target <= 2 s with 100k offers),
-the server's RSS after the load (all its processes; target <= 400 MB), and each phase's
+Printed per worker count: time from start to ``/readyz`` of both starts (target <= 2 s
+with 100k offers) and the CPU seconds they took, the server's RSS once ready and after the
+drive (each process; target <= 400 MB a worker), and each phase's
 throughput and p50/p95/p99, with the client's and the server's CPU seconds, since the
 client shares the machine's cores with the server.
 """
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import os
 import random
@@ -171,10 +176,12 @@ def measure_load(url: str, directory: Path, loads: int) -> float:
 
 
 # --- server ----------------------------------------------------------------------------
-def start_server(
-    url: str, directory: Path, port: int, workers: int, log: Path
-) -> subprocess.Popen[bytes]:
-    """``gpuscout serve --no-scheduler --workers N`` on the database at ``url``."""
+#: Whether the server may write and read bytecode (``--no-bytecode`` keeps
+#: PYTHONDONTWRITEBYTECODE, and every import of every process compiles its source again).
+_BYTECODE = {"write": True}
+
+
+def _server_env(url: str, directory: Path) -> dict[str, str]:
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -182,10 +189,28 @@ def start_server(
         "GPUSCOUT_DATA_DIR": str(directory),
         "GPUSCOUT_API_CACHE_ENTRIES": "4096",
     }
+    if _BYTECODE["write"]:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: imports use .pyc files
+    return env
+
+
+def write_bytecode(url: str, directory: Path) -> None:
+    """Import what a server imports once, untimed, so that every timed start reads the
+    bytecode as an installed one does (the Docker image compiles it at build)."""
+    code = "import service.cli, service.api.app, service.current, uvicorn"
+    subprocess.run([sys.executable, "-c", code], env=_server_env(url, directory), check=True)
+
+
+def start_server(
+    url: str, directory: Path, port: int, workers: int, log: Path
+) -> subprocess.Popen[bytes]:
+    """``gpuscout serve --no-scheduler --workers N`` on the database at ``url``."""
     cmd = [sys.executable, "-c", "from service.cli import main; main()", "serve"]
     cmd += ["--no-scheduler", "--port", str(port), "--workers", str(workers)]
     with log.open("ab") as out:
-        return subprocess.Popen(cmd, env=env, cwd=directory, stdout=out, stderr=out)
+        return subprocess.Popen(
+            cmd, env=_server_env(url, directory), cwd=directory, stdout=out, stderr=out
+        )
 
 
 def _children(pid: int) -> list[int]:
@@ -420,23 +445,66 @@ def _wait_ready(port: int, timeout_s: float, server: subprocess.Popen[bytes]) ->
     raise SystemExit("server not ready in time")
 
 
-def bench_workers(url: str, directory: Path, workers: int, args: argparse.Namespace) -> None:
-    """Start ``gpuscout serve`` with ``workers`` processes, drive it, stop it."""
-    port = args.port or _free_port()
-    log = directory / f"serve-{workers}.log"
-    kept = any((directory / "cache").glob("current-*.arrow"))
+@dataclasses.dataclass(frozen=True)
+class Start:
+    """One start of the server, up to ``/readyz`` answering 200."""
+
+    ready_s: float
+    cpu_s: float
+    rss: list[float]
+    pss: float
+
+    def __str__(self) -> str:
+        rss = ", ".join(f"{r:.0f}" for r in self.rss)
+        return (
+            f"ready in {self.ready_s:.2f} s, CPU {self.cpu_s:.2f} s (all processes), RSS {rss}"
+            f" MB (each process), PSS {self.pss:.0f} MB"
+        )
+
+
+def start(
+    url: str, directory: Path, port: int, workers: int, log: Path
+) -> tuple[subprocess.Popen[bytes], Start]:
+    """Start the server and time it to ready; the figures of that start."""
     server = start_server(url, directory, port, workers, log)
     try:
         ready_s = _wait_ready(port, 300, server)
         cpu_s = tree_cpu_s(server.pid)
         rss, pss = tree_memory_mb(server.pid)
-        print(
-            f"--- {workers} worker(s): gpuscout serve ready in {ready_s:.2f} s, CPU {cpu_s:.2f} s"
-            f" ({'with the kept frame' if kept else 'framing the stored records'}; target <= 2 s);"
-            f" RSS {', '.join(f'{r:.0f}' for r in rss)} MB (processes), PSS {pss:.0f} MB "
-            f"(target RSS <= 400 MB); load average {os.getloadavg()[0]:.1f}",
-            flush=True,
-        )
+    except BaseException:
+        stop(server, log)
+        raise
+    return server, Start(ready_s, cpu_s, rss, pss)
+
+
+def stop(server: subprocess.Popen[bytes], log: Path, failed: bool = False) -> None:
+    if failed:
+        sys.stderr.write(log.read_text(errors="replace")[-4000:])
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def bench_workers(url: str, directory: Path, workers: int, args: argparse.Namespace) -> None:
+    """Start ``gpuscout serve`` with ``workers`` processes twice: a first start (no kept
+    frame: one worker frames the stored records, the others wait for it) and a restart
+    (the kept frame); drive the restarted server, stop it."""
+    import shutil
+
+    port = args.port or _free_port()
+    log = directory / f"serve-{workers}.log"
+    shutil.rmtree(directory / "cache", ignore_errors=True)
+    server, first = start(url, directory, port, workers, log)
+    stop(server, log)
+    server, again = start(url, directory, port, workers, log)
+    load = os.getloadavg()[0]
+    processes = "" if workers == 1 else "; processes: parent, workers, resource tracker"
+    print(
+        f"--- {workers} worker(s), gpuscout serve (target ready <= 2 s, RSS <= 400 MB a "
+        f"worker; load average {load:.1f}{processes}):\nfirst start (frames the stored records): "
+        f"{first}\nrestart (reads the kept frame): {again}",
+        flush=True,
+    )
+    try:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         subprocess.run(
             [sys.executable, __file__, "--role", "client", "--port", str(port),
@@ -450,11 +518,9 @@ def bench_workers(url: str, directory: Path, workers: int, args: argparse.Namesp
             flush=True,
         )
     except BaseException:
-        sys.stderr.write(log.read_text(errors="replace")[-4000:])
+        stop(server, log, failed=True)
         raise
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    stop(server, log)
 
 
 def main() -> None:
@@ -468,7 +534,12 @@ def main() -> None:
     parser.add_argument("--role", choices=["all", "client"], default="all")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--server-pid", type=int, help="client role: the server to watch")
+    parser.add_argument(
+        "--no-bytecode", action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE if set: every server process compiles its imports",
+    )  # fmt: skip
     args = parser.parse_args()
+    _BYTECODE["write"] = not args.no_bytecode
     if args.role == "client":
         client(args.port, args.seconds, args.connections, args.max_requests, args.server_pid)
         return
@@ -476,9 +547,7 @@ def main() -> None:
         directory = Path(tmp)
         url = store_offers(args.offers, directory)
         measure_load(url, directory, args.loads)
-        import shutil
-
-        shutil.rmtree(directory / "cache", ignore_errors=True)  # the first start frames
+        write_bytecode(url, directory)
         for workers in (int(w) for w in args.workers.split(",")):
             bench_workers(url, directory, workers, args)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from adapters.field_coverage import ProviderCoverage
 from adapters.sample import manifest_bytes, replay_sample, sample_note
@@ -25,6 +26,9 @@ from db.state import CurrentState, state_from_runs
 
 from .fx import fx_table
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .frame_cache import FileFrameStore
 
 __all__ = ["load_current", "load_database", "load_sample"]
 
@@ -84,10 +88,32 @@ def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
     store = FileFrameStore(settings.data_dir)
     file = _sqlite_file(settings.database_url)
     marker = sqlite_marker(file, fx) if file is not None else None
-    if marker is not None:
-        kept = store.read_state(marker, fx)
-        if kept is not None:
-            return dataclasses.replace(kept, count_fields=_coverage_reader(settings))
+    kept = _kept(store, marker, settings, fx)
+    if kept is not None:
+        return kept
+    # one process frames at a time: one that waited reads what the other kept
+    with store.framing():
+        kept = _kept(store, marker, settings, fx)
+        return kept if kept is not None else _frame_stored(settings, fx, store, marker)
+
+
+def _kept(
+    store: FileFrameStore, marker: str | None, settings: Settings, fx: FxTable
+) -> CurrentState | None:
+    """The state kept under an SQLite file's ``marker``, if there is one."""
+    if marker is None:
+        return None
+    kept = store.read_state(marker, fx)
+    if kept is None:
+        return None
+    return dataclasses.replace(kept, count_fields=_coverage_reader(settings))
+
+
+def _frame_stored(
+    settings: Settings, fx: FxTable, store: FileFrameStore, marker: str | None
+) -> CurrentState | None:
+    """:func:`load_database` through SQLAlchemy: the revision checked, the frame kept in
+    (or read from) ``store``, and the state kept under ``marker``."""
     import sqlalchemy as sa
     from alembic.util.exc import CommandError
 

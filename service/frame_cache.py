@@ -22,14 +22,21 @@ A file is never trusted blindly: one that cannot be read, lacks a column of
 ``OFFER_SCHEMA`` (or has it with another type) or has another number of rows than the
 database holds is removed and the frame built again. Older ``current-*`` files are removed
 when a new one is written; a data dir that cannot be written only costs the time.
+
+Processes that start together (the API's workers, a CLI call beside them) would each frame
+the same records, on the same cores, each peaking at several times the frame's memory:
+:meth:`FileFrameStore.framing` lets one frame while the others wait, then read what it kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import sqlite3
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,6 +60,10 @@ log = logging.getLogger(__name__)
 
 _PREFIX = "current-"
 _STATE_PREFIX = "state-"
+_LOCK = "framing.lock"
+#: How long a load waits for another process's framing before framing the records itself
+#: (one that hangs, say on a locked database, must not keep the others from starting).
+FRAMING_WAIT_S = 60.0
 
 
 def _schema_text() -> str:
@@ -114,6 +125,44 @@ class FileFrameStore:
         self.directory = data_dir / CACHE_DIR
         #: the file of the frame last read or kept (what :meth:`keep_state` points at)
         self.used: Path | None = None
+
+    @contextlib.contextmanager
+    def framing(self, wait_s: float = FRAMING_WAIT_S) -> Iterator[bool]:
+        """Hold the data dir's framing lock (an exclusive ``flock``, given back when the
+        process ends however it ends) while framing the stored records; says whether it is
+        held. Waits up to ``wait_s`` for another holder; where there is no lock to take (no
+        ``fcntl``, a data dir that cannot be written, a file system without locks) the
+        caller frames without it."""
+        try:
+            import fcntl
+        except ImportError:  # not on Windows: each process frames for itself
+            yield False
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            handle = (self.directory / _LOCK).open("ab")
+        except OSError:
+            yield False
+            return
+        with handle:
+            deadline, held = time.monotonic() + wait_s, False
+            while not held:
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    held = True
+                except BlockingIOError:  # another process frames: wait for what it keeps
+                    if time.monotonic() >= deadline:
+                        break
+                    time.sleep(0.02)
+                except OSError:  # a file system without locks
+                    break
+            if not held:
+                log.warning("frame cache lock %s not taken; framing without it", handle.name)
+            try:
+                yield held
+            finally:
+                if held:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def path(self, key: str) -> Path:
         return self.directory / f"{_PREFIX}{_digest(key)}.arrow"

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from adapters.collect import ProviderRun
+from adapters.run import ProviderRun
 
 from ..settings import Settings
 from .metrics import ApiMetrics

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from starlette.concurrency import run_in_threadpool
 
-from adapters.collect import ProviderRun
+from adapters.run import ProviderRun
 
 from ..current import load_current
 from ..settings import Settings
@@ -35,8 +35,6 @@ def default_hooks(settings: Settings, *, fetch: Fetch | None = None) -> dict[str
     from db.current import latest_snapshot
     from db.engine import make_engine
 
-    from ..snapshots import take_snapshot
-
     engine = make_engine(settings.database_url)
 
     def ready_check() -> None:
@@ -48,6 +46,8 @@ def default_hooks(settings: Settings, *, fetch: Fetch | None = None) -> dict[str
             return latest_snapshot(connection)
 
     async def snapshot_runner(*, on_start: Callable[[], None]) -> list[ProviderRun]:
+        from ..snapshots import take_snapshot  # migrations, adapters: not needed to serve
+
         result = await run_in_threadpool(
             take_snapshot, settings, fetch=fetch, engine=engine, on_start=on_start
         )

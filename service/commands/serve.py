@@ -88,6 +88,12 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _app(settings: Settings) -> FastAPI:
+    from ..api import create_app
+
+    return create_app(settings)
+
+
 def _start_scheduler(settings: Settings) -> Any:
     from ..scheduler import build_scheduler
 
@@ -143,8 +149,6 @@ def register(app: typer.Typer) -> None:
 
         import uvicorn
 
-        from ..api import create_app
-
         bind_host = host or settings.api_host
         bind_port = port if port is not None else settings.api_port
         warning = placeholder_warning(settings, bind_host)
@@ -153,8 +157,10 @@ def register(app: typer.Typer) -> None:
             typer.secho(message, err=True, fg="red" if loud else "yellow", bold=loud)
         processes = workers if workers is not None else settings.api_workers
         # Several workers each build their own app from the settings (uvicorn imports the
-        # factory in every process); one worker serves the app built here.
-        api: str | FastAPI = "service.api.app:create_app" if processes > 1 else create_app(settings)
+        # factory in every process): this one, which only starts and watches them, imports
+        # no app (a second of imports before the first worker even starts); one worker
+        # serves the app built here.
+        api: str | FastAPI = "service.api.app:create_app" if processes > 1 else _app(settings)
         scheduler = None if no_scheduler else _start_scheduler(settings)
         shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host
         typer.echo(f"gpuscout API on http://{shown}:{bind_port}/v1/offers (docs: /docs)")

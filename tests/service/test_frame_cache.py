@@ -4,9 +4,12 @@ package change, and never trusted when the file is broken."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import subprocess
 import sys
+import threading
+import types
 from pathlib import Path
 
 import polars as pl
@@ -16,6 +19,7 @@ from sqlalchemy.engine import Engine
 
 import db.current
 import service.current
+import service.frame_cache
 from adapters.schema import default_fx
 from db.snapshots import store_snapshot
 from service import sample_cache
@@ -156,3 +160,47 @@ def test_a_warm_load_of_an_sqlite_file_reads_no_sqlalchemy(engine: Engine, db_ur
         env={**os.environ, "PYTHONPATH": str(root)},
     )  # fmt: skip
     assert done.stdout.split() == ["database", "1", T0.isoformat(), "False"], done.stderr
+
+
+def test_loads_started_together_frame_the_records_once(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API's workers start together: one frames the stored records, the others wait
+    for its lock and read the frame (and state) it kept, instead of framing them too."""
+    settings = _settings(db_url, tmp_path)
+    store_snapshot(engine, [ok("alpha", [offer("alpha"), offer("alpha", "o2")])],
+                   started_at=T0, finished_at=T0)  # fmt: skip
+    # a framing load waits until the other load frames too, or waits for the lock
+    both_there = threading.Event()
+    framed: list[str] = []
+    real_read, real_time = db.current._read_frame, service.frame_cache.time
+
+    def read_frame(*args: object, **kwargs: object) -> pl.DataFrame:
+        framed.append(threading.current_thread().name)
+        if len(framed) == 2:
+            both_there.set()
+        both_there.wait(timeout=10)
+        return real_read(*args, **kwargs)  # type: ignore[arg-type]
+
+    def sleep(seconds: float) -> None:  # only a load waiting for the lock sleeps
+        both_there.set()
+        real_time.sleep(seconds)
+
+    monkeypatch.setattr(db.current, "_read_frame", read_frame)
+    clock = types.SimpleNamespace(monotonic=real_time.monotonic, sleep=sleep)
+    monkeypatch.setattr(service.frame_cache, "time", clock)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        states = list(pool.map(lambda _: load_current(settings=settings), range(2)))
+    assert len(framed) == 1 and both_there.is_set()
+    assert [s.frame.height for s in states] == [2, 2]
+    assert_frame_equal(states[0].frame, states[1].frame)
+
+
+def test_a_framing_lock_held_elsewhere_is_waited_for_then_done_without(tmp_path: Path) -> None:
+    store = service.frame_cache.FileFrameStore(tmp_path)
+    with store.framing() as held:
+        assert held
+        with store.framing(wait_s=0.05) as second:  # another open file: as another process
+            assert not second
+    with store.framing() as again:  # given back on leaving
+        assert again

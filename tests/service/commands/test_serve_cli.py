@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,3 +125,26 @@ def test_several_workers_serve_the_app_factory_and_the_access_log_follows_its_se
     result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
     target, kw = seen[1]
     assert not isinstance(target, str) and kw["workers"] is None and kw["factory"] is False
+
+
+def test_the_parent_of_several_workers_builds_no_app(tmp_path: Path) -> None:
+    """Each worker imports and builds its own app: the parent only migrates, binds and
+    watches them, so it imports none of the API (nor polars) before starting them."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, uvicorn\n"
+        "from service.cli import main\n"
+        "uvicorn.run = lambda app, **kw: print('served', app, kw['workers'])\n"
+        "sys.argv = ['gpuscout', 'serve', '--no-scheduler', '--workers', '2']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('imported', [m for m in ('service.api.app', 'polars') if m in sys.modules])\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(root), "GPUSCOUT_DATA_DIR": str(tmp_path)}
+    env.pop("GPUSCOUT_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert "served service.api.app:create_app 2" in done.stdout, done.stderr
+    assert "imported []" in done.stdout, done.stdout
+    assert (tmp_path / "gpuscout.db").exists()  # migrated before the workers start

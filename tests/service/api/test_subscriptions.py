@@ -64,7 +64,9 @@ async def test_double_opt_in_and_one_click_unsubscribe(
     assert confirm
 
     # a forged or altered token does nothing
-    forged = _path(confirm.group(0))[:-2] + "xx"
+    # one changed character before the last (the last may carry unused padding bits)
+    real = _path(confirm.group(0))
+    forged = real[:-2] + ("y" if real[-2] == "x" else "x") + real[-1]
     assert (await client.get(forged)).status_code == 400
     assert (await client.post(forged)).status_code == 400
     # a GET (a mail scanner prefetching the link) shows a button and confirms nothing

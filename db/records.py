@@ -123,8 +123,8 @@ def record_jsons(offers: Sequence[Offer]) -> list[bytes]:
     """
     if not offers:
         return []
-    if all(type(offer) is Offer for offer in offers):
-        dicts = [offer.__dict__ for offer in offers]
+    dicts = [offer.__dict__ for offer in offers if type(offer) is Offer]
+    if len(dicts) == len(offers):
         text = _RECORD_DICTS.serializer.to_json(dicts, exclude_none=True)
         records = text.replace(_BETWEEN, _NEWLINE_BETWEEN).split(b"\n")
         if len(records) == len(offers):

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import logging
 from collections.abc import Container, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -51,7 +50,7 @@ from adapters.schema import (
 from .engine import Target, driver_rows, placeholders, transaction
 from .guard import OfferGuard
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
-from .records import gc_paused, hash64, record_jsons
+from .records import gc_paused, hash64, hash64s, record_jsons
 
 __all__ = ["ProviderChanges", "SnapshotSummary", "snapshot_origin", "store_snapshot"]
 
@@ -134,19 +133,20 @@ class _Encoded:
 
     def __init__(self, run: ProviderRun) -> None:
         offers = run.offers
-        blake2b, from_bytes = hashlib.blake2b, int.from_bytes
         started_at = run.started_at
         self.provider = run.provider
         self.offers = list(offers)
         self.records = record_jsons(offers)
-        self.record_hashes = [
-            from_bytes(blake2b(record, digest_size=8).digest(), "big", signed=True)
-            for record in self.records
-        ]
-        self.fetched_at = [
-            None if (fetched := offer.fetched_at) == started_at else fetched for offer in offers
-        ]
-        self.fingerprint = _Fingerprint.of(self.record_hashes, self.fetched_at)
+        self.record_hashes: Sequence[int] = hash64s(self.records)
+        times = [offer.fetched_at for offer in offers]
+        # usually every offer carries the run's start: one count (in C) tells
+        own = times.count(started_at)
+        self.fetched_at: list[datetime | None] = (
+            [None] * len(times)
+            if own == len(times)
+            else [None if fetched == started_at else fetched for fetched in times]
+        )
+        self.fingerprint = _Fingerprint.of(self.record_hashes, len(times) - own)
         self._index: dict[str, int] | None = None
         self.keys: list[str] = []
 
@@ -201,15 +201,12 @@ class _Fingerprint:
     timed: int
 
     @classmethod
-    def of(
-        cls, record_hashes: Sequence[int], fetched_at: Sequence[datetime | None]
-    ) -> _Fingerprint:
-        return cls(
-            len(record_hashes),
-            sum(h >> 32 for h in record_hashes),
-            sum(h & _LOW_32 for h in record_hashes),
-            len(fetched_at) - fetched_at.count(None),
-        )
+    def of(cls, record_hashes: Sequence[int], timed: int) -> _Fingerprint:
+        """The fingerprint of an offer set of ``record_hashes``, ``timed`` of whose offers
+        carry a fetch time of their own."""
+        low = sum(map(_LOW_32.__and__, record_hashes))
+        # h == (h >> 32) * 2**32 + (h & _LOW_32) for every h: the high sum follows exactly
+        return cls(len(record_hashes), (sum(record_hashes) - low) >> 32, low, timed)
 
     @classmethod
     def stored(cls, connection: Connection, provider: str) -> _Fingerprint:
@@ -273,17 +270,25 @@ class _FxKey:
         return hash(self._key)
 
 
+#: The columns an offer's price fields determine, driver-ready: price hash, USD per hour,
+#: USD per GPU-hour, GPUs, and the term, unit and basis as text.
+_PriceColumns = tuple[int, Any, float | None, float, str, str, str]
+
+
 class _Columns:
-    """Builds rows of driver-ready values: on SQLite the text SQLAlchemy's column types store
-    (decimals, naive UTC datetimes), on PostgreSQL the Python values themselves."""
+    """Builds rows of driver-ready values for one snapshot: on SQLite the text SQLAlchemy's
+    column types store (decimals, naive UTC datetimes), on PostgreSQL the Python values
+    themselves, with the type of each column (:attr:`copy_types`) for a binary COPY."""
 
     def __init__(self, connection: Connection, fx: FxTable) -> None:
         self.fx = _FxKey(fx)
-        #: :func:`_price` of this table by the price fields, enums as their text: a dict
-        #: lookup without the Python-level ``Enum.__hash__`` and ``_FxKey`` calls.
-        self._prices: dict[tuple[Any, ...], tuple[int, Decimal, float]] = {}
+        #: :meth:`_columns_of_price` by the price fields, enums as their text (a dict lookup
+        #: without the Python-level ``Enum.__hash__``); the amount as a ``Decimal``, so that
+        #: 2.5 and 2.50 share an entry (no column here depends on the spelling)
+        self._prices: dict[tuple[Any, ...], _PriceColumns] = {}
         dialect = connection.dialect
         self.sqlite = dialect.name == "sqlite"
+        self.copy_types = {} if self.sqlite else _copy_types(connection, (_current, _history))
         self._time: dict[datetime | None, Any] = {None: None}
         process = _current.c.fetched_at.type.dialect_impl(dialect).bind_processor(dialect)
         self._process_time = process or (lambda value: value)
@@ -291,8 +296,24 @@ class _Columns:
         result = _current.c.fetched_at.type.dialect_impl(dialect).result_processor(dialect, None)
         self._result_time = result or (lambda value: value)
 
-    def price_hash(self, offer: Offer) -> int:
-        return _price(
+    def price_columns(self, offer: Offer) -> _PriceColumns:
+        """The columns ``offer``'s price fields determine, computed once per distinct price."""
+        key = (
+            offer.price_amount,
+            offer.price_currency,
+            str.__str__(offer.price_unit),
+            str.__str__(offer.price_basis),
+            str.__str__(offer.term),
+            offer.gpu_count,
+            offer.gpu_fraction,
+        )
+        got = self._prices.get(key)
+        if got is None:
+            got = self._prices[key] = self._columns_of_price(offer)
+        return got
+
+    def _columns_of_price(self, offer: Offer) -> _PriceColumns:
+        p_hash, usd, usd_float = _price(
             offer.price_amount,
             offer.price_currency,
             offer.price_unit,
@@ -300,7 +321,18 @@ class _Columns:
             offer.term,
             offer.gpu_count,
             self.fx,
-        )[0]
+        )
+        fraction = offer.gpu_fraction
+        gpus = float(offer.gpu_count) if fraction is None else fraction
+        return (
+            p_hash,
+            str(usd) if self.sqlite else usd,
+            usd_float / gpus if gpus > 0 else None,
+            gpus,
+            str.__str__(offer.term),
+            str.__str__(offer.price_unit),
+            str.__str__(offer.price_basis),
+        )
 
     def time(self, value: datetime | None) -> Any:
         try:
@@ -329,7 +361,8 @@ class _Columns:
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """``CURRENT_COLUMNS`` rows of ``keys`` and, in one pass, ``HISTORY_COLUMNS`` rows
         (opened at ``valid_from``) of those of them in ``history`` (``None``: all of them).
-        Each offer's price is computed once for both."""
+        The columns that follow from an offer's price fields are computed once per distinct
+        price (:meth:`price_columns`)."""
         sqlite, time, index = self.sqlite, self.time, enc.index
         offers, records, hashes, fetched = (
             enc.offers,
@@ -338,39 +371,17 @@ class _Columns:
             enc.fetched_at,
         )
         since = time(valid_from)
-        as_str = str.__str__
-        prices, fx_key = self._prices, self.fx
+        price_columns = self.price_columns
         current: list[tuple[Any, ...]] = []
         opened: list[tuple[Any, ...]] = []
         add_current, add_opened = current.append, opened.append
         for key in keys:
             i = index[key]
             offer = offers[i]
-            amount, term, unit, basis = (
-                offer.price_amount,
-                offer.term,
-                offer.price_unit,
-                offer.price_basis,
+            p_hash, usd_value, per_gpu, gpus, term_text, unit_text, basis_text = price_columns(
+                offer
             )
-            memo = (
-                amount,
-                offer.price_currency,
-                as_str(unit),
-                as_str(basis),
-                as_str(term),
-                offer.gpu_count,
-            )
-            got = prices.get(memo)
-            if got is None:
-                got = prices[memo] = _price(
-                    amount, offer.price_currency, unit, basis, term, offer.gpu_count, fx_key
-                )
-            p_hash, usd, usd_float = got
-            fraction = offer.gpu_fraction
-            gpus = float(offer.gpu_count) if fraction is None else fraction
-            per_gpu = usd_float / gpus if gpus > 0 else None
-            usd_value = str(usd) if sqlite else usd
-            term_text, model, region = as_str(term), offer.gpu_model, offer.region
+            model, region, stamp = offer.gpu_model, offer.region, fetched[i]
             add_current(
                 (
                     key,
@@ -383,7 +394,7 @@ class _Columns:
                     per_gpu,
                     p_hash,
                     hashes[i],
-                    time(fetched[i]),
+                    None if stamp is None else time(stamp),
                     records[i].decode(),
                 )
             )
@@ -396,10 +407,11 @@ class _Columns:
                         gpus,
                         term_text,
                         region,
-                        str(amount) if sqlite else amount,
+                        # the amount as stated (2.50 stays 2.50), not from the memo
+                        str(offer.price_amount) if sqlite else offer.price_amount,
                         offer.price_currency,
-                        as_str(unit),
-                        as_str(basis),
+                        unit_text,
+                        basis_text,
                         usd_value,
                         per_gpu,
                         p_hash,
@@ -415,26 +427,51 @@ def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
+def _copy_types(connection: Connection, tables: Iterable[sa.Table]) -> dict[str, dict[str, int]]:
+    """The type OID of each column of ``tables`` (by table and column name), as PostgreSQL's
+    catalog has it: a binary COPY sends each value in its column type's own format, so the
+    client has to pick the type's dumper."""
+    names = [table.name for table in tables]
+    rows = driver_rows(
+        connection,
+        "SELECT c.relname, a.attname, a.atttypid FROM pg_attribute a"
+        " JOIN pg_class c ON c.oid = a.attrelid"
+        " WHERE a.attrelid = ANY(CAST(? AS regclass[])) AND a.attnum > 0"
+        " AND NOT a.attisdropped",
+        ("{" + ",".join(names) + "}",),
+    )
+    types: dict[str, dict[str, int]] = {name: {} for name in names}
+    for table, column, oid in rows:
+        types[table][column] = int(oid)
+    return types
+
+
 def _bulk_insert(
-    connection: Connection, table: sa.Table, columns: Sequence[str], rows: list[tuple[Any, ...]]
+    connection: Connection,
+    table: sa.Table,
+    names: Sequence[str],
+    rows: list[tuple[Any, ...]],
+    columns: _Columns,
 ) -> None:
     """Insert many rows of driver-ready values (see :class:`_Columns`) through the driver:
-    COPY on PostgreSQL, one ``executemany`` of a prepared statement on SQLite. Both skip
-    SQLAlchemy's per-row statement machinery."""
+    a binary COPY on PostgreSQL (no text for the server to parse), one ``executemany`` of a
+    prepared statement on SQLite. Both skip SQLAlchemy's per-row statement machinery."""
     if not rows:
         return
     driver = connection.connection.driver_connection
     assert driver is not None
-    if connection.dialect.name == "postgresql":
-        statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"
+    if not columns.sqlite:
+        statement = f"COPY {table.name} ({', '.join(names)}) FROM STDIN (FORMAT BINARY)"
+        types = columns.copy_types[table.name]
         with driver.cursor() as cursor, cursor.copy(statement) as copy:
+            copy.set_types([types[name] for name in names])
             write_row = copy.write_row
             for row in rows:
                 write_row(row)
         return
     statement = (
-        f"INSERT INTO {table.name} ({', '.join(columns)}) "
-        f"VALUES ({placeholders(connection, len(columns))})"
+        f"INSERT INTO {table.name} ({', '.join(names)}) "
+        f"VALUES ({placeholders(connection, len(names))})"
     )
     cursor = driver.cursor()
     try:
@@ -553,11 +590,14 @@ def _keys_held_by_others(connection: Connection, provider: str, keys: Sequence[s
 
 
 def _store_offers(
-    connection: Connection, run: ProviderRun, offers: _Encoded, snapshot_id: int, fx: FxTable
+    connection: Connection,
+    run: ProviderRun,
+    offers: _Encoded,
+    snapshot_id: int,
+    columns: _Columns,
 ) -> ProviderChanges:
     """Replace the current offers of a successful run and record the price changes."""
     provider, at = run.provider, run.started_at
-    columns = _Columns(connection, fx)
     stored = driver_rows(
         connection,
         f"SELECT offer_key, price_hash, record_hash, fetched_at FROM {_current.name}"
@@ -576,7 +616,7 @@ def _store_offers(
         # the record holds every price field: an equal record means an equal price
         elif record_hashes[i] != r_hash:
             updated.append(key)
-            if columns.price_hash(all_offers[i]) != p_hash:
+            if columns.price_columns(all_offers[i])[0] != p_hash:
                 repriced.append(key)
         elif fetched[i] != stored_time(fetched_at):
             updated.append(key)
@@ -610,11 +650,11 @@ def _store_offers(
         connection, removed, valid_to=at, snapshot_id=snapshot_id, gone=True
     ) + _close_history(connection, repriced, valid_to=at, snapshot_id=snapshot_id)
     # history rows in the order added + repriced, as ``rows`` emits them
-    _bulk_insert(connection, _history, HISTORY_COLUMNS, added_history + repriced_history)
+    _bulk_insert(connection, _history, HISTORY_COLUMNS, added_history + repriced_history, columns)
     for chunk in _chunks(removed):
         connection.execute(sa.delete(_current).where(_current.c.offer_key.in_(chunk)))
     _update_current(connection, updated_rows)
-    _bulk_insert(connection, _current, CURRENT_COLUMNS, added_rows)
+    _bulk_insert(connection, _current, CURRENT_COLUMNS, added_rows, columns)
     return ProviderChanges(
         provider=provider,
         status=run.status,
@@ -753,12 +793,14 @@ def _store(
             .returning(_snapshot.c.id)
         ).scalar_one()
         changes: list[ProviderChanges] = []
+        columns: _Columns | None = None  # built for the first run that changes rows
         for fetched in runs:
             run, stored, same = _guarded(connection, fetched, encoded.get(fetched.provider), guard)
             if run.status is RunStatus.OK and same:
                 change = ProviderChanges(run.provider, run.status, stored)
             elif run.status is RunStatus.OK:
-                change = _store_offers(connection, run, encoded[run.provider], snapshot_id, fx)
+                columns = columns or _Columns(connection, fx)
+                change = _store_offers(connection, run, encoded[run.provider], snapshot_id, columns)
             else:
                 change = ProviderChanges(
                     run.provider,

@@ -37,7 +37,9 @@ CHILD = textwrap.dedent(
     def close_then_hang(*args, **kwargs):
         closed.append(close(*args, **kwargs))
         if len(closed) == 2:  # gone and repriced rows closed, the transaction still open
-            marker.write_text(str(sum(closed)))
+            # written whole, then renamed: the test never reads a half-written marker
+            marker.with_suffix(".part").write_text(str(sum(closed)))
+            marker.with_suffix(".part").rename(marker)
             time.sleep(120)
         return closed[-1]
 

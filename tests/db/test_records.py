@@ -7,7 +7,7 @@ from decimal import Decimal
 from adapters.collect import RunStatus
 from adapters.sample import replay_sample
 from adapters.schema import Offer
-from db.records import hash64, record_json, record_jsons
+from db.records import hash64, hash64s, record_json, record_jsons
 
 from .factories import offer
 
@@ -23,7 +23,12 @@ def test_record_jsons_equal_record_json_per_offer() -> None:
     records = record_jsons(offers)
     assert [r.decode() for r in records] == [record_json(o) for o in offers]
     assert [hash64(r) for r in records] == [hash64(record_json(o)) for o in offers]
+    assert hash64s(records) == tuple(hash64(r) for r in records)
+    assert {h < 0 for h in hash64s(records)} == {True, False}  # both signs unpacked
     assert record_jsons([]) == []
+    assert hash64s([]) == ()
+    # one record is both the first and the last of the list: both brackets come off
+    assert [r.decode() for r in record_jsons(offers[:1])] == [record_json(offers[0])]
 
 
 def test_record_jsons_of_a_subclass_fall_back_to_its_serialiser() -> None:

@@ -175,6 +175,10 @@ def measure_load(url: str, directory: Path, loads: int) -> float:
     return median
 
 
+#: Seconds of quiet after the drive before the steady RSS is read.
+STEADY_AFTER_S = 3.0
+
+
 # --- server ----------------------------------------------------------------------------
 #: Whether the server may write and read bytecode (``--no-bytecode`` keeps
 #: PYTHONDONTWRITEBYTECODE, and every import of every process compiles its source again).
@@ -515,6 +519,15 @@ def bench_workers(url: str, directory: Path, workers: int, args: argparse.Namesp
         rss, pss = tree_memory_mb(server.pid)
         print(
             f"after the drive: RSS {', '.join(f'{r:.0f}' for r in rss)} MB, PSS {pss:.0f} MB",
+            flush=True,
+        )
+        # steady: polars' allocator gives freed pages back within about 1.5 s of quiet
+        # (jemalloc's dirty and muzzy decay), so the answers in flight are not counted
+        time.sleep(STEADY_AFTER_S)
+        rss, pss = tree_memory_mb(server.pid)
+        print(
+            f"steady ({STEADY_AFTER_S:g} s later): RSS {', '.join(f'{r:.0f}' for r in rss)} MB"
+            f" (target <= 400 MB a worker), PSS {pss:.0f} MB",
             flush=True,
         )
     except BaseException:

@@ -82,6 +82,7 @@ def test_api_benchmark_serves_and_drives_every_phase() -> None:
     for phase in phases:
         assert phase in out
     assert "summary: cold" in out
+    assert re.search(r"^steady \([\d.]+ s later\): RSS [\d.]+ MB", out, re.M), out
     assert re.findall(r"non-200: (\d+)", out) == ["0"] * len(phases)
 
 

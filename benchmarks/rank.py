@@ -227,7 +227,7 @@ def print_engines(
     figures = ", ".join(f"{e} {t:.1f} ms" for e, t in zip(engines, times, strict=True))
     print(
         f"{'':>9} {'  engines:':<20} {figures}; in-memory/streaming "
-        f"{times[0] / times[1]:.2f}; rank uses {engine_for(frame)}"
+        f"{times[0] / times[1]:.2f}; rank uses {engine_for(frame, req)}"
     )
 
 

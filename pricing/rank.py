@@ -15,7 +15,7 @@
    :meth:`RankOptions.order` (a partial sort of one row per configuration);
 5. each chosen configuration keeps its cheapest row (ties: the earlier term, then the
    earlier frame row), with every offer column, and gets its break-even against on-demand
-   (a frame reads them from its cached costed rows, one of :data:`STREAMING_MIN_ROWS`
+   (a frame reads them from its cached costed rows, one of :data:`COSTED_AGAIN_MIN_ROWS`
    rows or more costs the chosen configurations' rows again);
 6. the total order (:meth:`RankOptions.order`, nulls last) and the rank.
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from polars._typing import EngineType
 
 __all__ = [
-    "ENGINE",
+    "COSTED_AGAIN_MIN_ROWS",
     "KEY",
     "OFFER_ROW",
     "RESULT_COLUMNS",
@@ -245,27 +245,32 @@ class RankOptions:
 
 #: From this many offer rows :func:`rank_plan` costs the chosen configurations' rows again
 #: (:func:`_chosen_costed_again`) instead of caching every costed row
-#: (:func:`_chosen_from_cache`); the name is kept from when the streaming engine came with
-#: it. Measured with ``benchmarks/rank.py`` (polars 2.1, 2 shared CPUs, both in memory):
-#: the cache is faster up to 1M rows (1M: 0.70x the time for every offer qualifying,
-#: for 8x H100: 0.36x), because the costing of every row then runs once, not twice; at 3M
-#: costing again is (the cache takes 1.3x its time for every offer, 1.4x for 8x H100).
-#: Between the two measured sizes.
-STREAMING_MIN_ROWS = 2_000_000
+#: (:func:`_chosen_from_cache`). Measured with ``benchmarks/rank.py`` (polars 2.1, 2 shared
+#: CPUs, both in memory): the cache is faster up to 1M rows (1M: 0.70x the time for every
+#: offer qualifying, for 8x H100: 0.36x), because the costing of every row then runs once,
+#: not twice; at 3M costing again is (the cache takes 1.3x its time for every offer, 1.4x
+#: for 8x H100). Between the two measured sizes.
+COSTED_AGAIN_MIN_ROWS = 2_000_000
 
-#: The engine :func:`rank` collects with. Measured with ``benchmarks/rank.py --engines``
-#: (polars 2.1, 2 shared CPUs, the chain as :func:`rank_plan` builds it): in memory takes
-#: 0.46-0.98x the streaming engine's time at 100k rows and 0.56-0.96x at 1M (the issue's
-#: own figures: 0.67x at 1M and 3M, with far less memory for full rankings), so no size
-#: measured gives streaming the lead. Re-check with ``--engines`` after a polars upgrade.
-ENGINE: Final[EngineType] = "in-memory"
+#: From this many offer rows a ranking that names no GPU model (most rows qualify) collects
+#: with polars' streaming engine, any other in memory (:func:`engine_for`). Measured with
+#: ``benchmarks/rank.py --engines`` (polars 2.1, 2 shared CPUs, 2026-12-01), the streaming
+#: engine's time against the in-memory one with every offer qualifying: 1.03x at 100k,
+#: 0.85x at 300k, 0.66x at 600k, 0.60x at 1M, 0.37x at 3M; for US, 24 GB, no commitment
+#: (no GPU model named, a fifth of the rows): 1.19x at 100k, 1.16x at 300k, 1.05x at 600k,
+#: 0.97x at 1M, 0.53x at 3M; for 8x H100 (a few percent of the rows) 1.5x or more at every
+#: size from 100k to 1M and 1.27x at 3M.
+STREAMING_MIN_ROWS = 500_000
 
 
-def engine_for(offers: pl.DataFrame) -> EngineType:
-    """The polars engine :func:`rank` collects ``offers`` with (:data:`ENGINE` at every
-    size: see there for the figures)."""
-    del offers  # no size measured makes the streaming engine faster
-    return ENGINE
+def engine_for(offers: pl.DataFrame, requirement: Requirement | None = None) -> EngineType:
+    """The polars engine :func:`rank` collects ``offers`` with under ``requirement``:
+    streaming for a frame of :data:`STREAMING_MIN_ROWS` rows or more when the requirement
+    names no GPU model, else in memory (see there for the figures)."""
+    names_a_model = requirement is not None and bool(requirement.gpus)
+    if offers.height >= STREAMING_MIN_ROWS and not names_a_model:
+        return "streaming"
+    return "in-memory"
 
 
 def _as_frame(offers: Iterable[Offer] | pl.DataFrame) -> pl.DataFrame:
@@ -600,7 +605,7 @@ def rank_plan(
 ) -> pl.LazyFrame:
     """The lazy chain behind :func:`rank` (for ``explain()`` and benchmarks).
 
-    Frames of :data:`STREAMING_MIN_ROWS` rows or more cost the chosen configurations'
+    Frames of :data:`COSTED_AGAIN_MIN_ROWS` rows or more cost the chosen configurations'
     rows again (:func:`_chosen_costed_again`), smaller ones cache the costed rows
     (:func:`_chosen_from_cache`); the answer is the same. ``paged`` adds the columns
     :func:`rank_page` splits off: :data:`OFFER_ROW` and the number of qualifying
@@ -610,7 +615,7 @@ def rank_plan(
     chain = _Chain.of(requirement, job, options)
     frame = _as_frame(offers)
     rows = frame.lazy().with_row_index(_ROW)
-    large = frame.height >= STREAMING_MIN_ROWS
+    large = frame.height >= COSTED_AGAIN_MIN_ROWS
     chosen = (_chosen_costed_again if large else _chosen_from_cache)(chain, rows, options)
     best = chosen.best.join(chosen.peers, on="config_id", how="left")
     extra: list[str] = []
@@ -665,7 +670,9 @@ def rank(
     :class:`RankOptions`'s defaults.
     """
     frame = _as_frame(offers)
-    return rank_plan(frame, requirement, job, options).collect(engine=engine_for(frame))
+    return rank_plan(frame, requirement, job, options).collect(
+        engine=engine_for(frame, requirement)
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -694,7 +701,7 @@ def rank_page(
     """
     frame = _as_frame(offers)
     ranked = rank_plan(frame, requirement, job, options, paged=True).collect(
-        engine=engine_for(frame)
+        engine=engine_for(frame, requirement)
     )
     if _TOTAL in ranked.columns:
         total = int(ranked.get_column(_TOTAL)[0]) if ranked.height else 0

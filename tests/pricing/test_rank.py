@@ -354,9 +354,9 @@ def _reference(frame: pl.DataFrame, job: Job, sort: str) -> list[tuple[int, str,
 def test_top_k_equals_the_full_ranking_cut_for_every_limit(
     large: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Both shapes of the chain (see ``STREAMING_MIN_ROWS``), on the same random frames."""
+    """Both shapes of the chain (see ``COSTED_AGAIN_MIN_ROWS``), on the same random frames."""
     if large:
-        monkeypatch.setattr(rank_module, "STREAMING_MIN_ROWS", 0)
+        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
     rng = random.Random(11)
     for case in range(40):
         frame = _random_frame(rng)
@@ -379,7 +379,7 @@ def test_a_ranked_page_carries_its_rows_offer_rows_and_the_total(
     """``rank_page`` is ``rank`` plus each row's place in the frame and the number of
     qualifying configurations (all pages), counted in the same pass."""
     if large:
-        monkeypatch.setattr(rank_module, "STREAMING_MIN_ROWS", 0)
+        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
     rng = random.Random(23)
     keys = ["provider", "offer_id", "region", "term", "price_basis", "term_variant"]
     for case in range(25):

@@ -1,4 +1,4 @@
-"""The engine rank collects with (pricing.rank.ENGINE, chosen by measurement) answers
+"""The engine rank collects with (pricing.rank.engine_for, chosen by measurement) answers
 exactly as the other engine does, at every frame size, on both shapes of the chain."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from pricing import Job, RankOptions, rank
-from pricing.rank import ENGINE, engine_for, rank_plan
+from pricing import Job, RankOptions, Requirement, rank
+from pricing.rank import STREAMING_MIN_ROWS, engine_for, rank_plan
 
 from .factories import NOW
 from .test_rank import _random_frame
@@ -19,17 +19,21 @@ from .test_rank import _random_frame
 rank_module = importlib.import_module("pricing.rank")
 
 
-def test_the_measured_engine_serves_every_size() -> None:
-    """No measured size gives the streaming engine the lead (see ENGINE's figures)."""
+def test_the_engine_follows_the_measured_rule() -> None:
+    """Streaming from STREAMING_MIN_ROWS rows when the requirement names no GPU model (most
+    rows qualify), in memory otherwise (see STREAMING_MIN_ROWS's figures)."""
     small = pl.DataFrame({"x": [1]})
-    large = pl.DataFrame({"x": pl.int_range(0, 3_000_000, eager=True)})
-    assert engine_for(small) == engine_for(large) == ENGINE == "in-memory"
+    large = pl.DataFrame({"x": pl.int_range(0, STREAMING_MIN_ROWS, eager=True)})
+    h100 = Requirement(gpus=("H100",))
+    assert engine_for(small) == engine_for(small, h100) == "in-memory"
+    assert engine_for(large) == engine_for(large, Requirement(min_gpus=8)) == "streaming"
+    assert engine_for(large, h100) == "in-memory"
 
 
 @pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
 def test_either_engine_gives_the_same_answer(large: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     if large:
-        monkeypatch.setattr(rank_module, "STREAMING_MIN_ROWS", 0)
+        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
     rng = random.Random(5)
     for _ in range(10):
         frame = _random_frame(rng)

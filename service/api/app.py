@@ -8,9 +8,11 @@ database named in settings, else the offline sample.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import importlib
 import logging
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -31,9 +33,9 @@ from .metrics import ApiMetrics, MetricsMiddleware
 from .offers_cache import GZipElsewhere, OffersFastPath
 from .openapi_names import HeadAsGet, operation_id, tidy_openapi
 from .problems import ProblemError, problem_response
-from .state import OffersLoader, StateHolder
+from .state import ApiState, OffersLoader, StateHolder
 
-__all__ = ["API_VERSION", "create_app"]
+__all__ = ["API_VERSION", "create_app", "serving_app"]
 
 log = logging.getLogger("gpuscout.api")
 
@@ -61,6 +63,7 @@ def create_app(
     ready_check: ReadyCheck | None = None,
     snapshot_marker: SnapshotMarker | None = None,
     history: Any = None,
+    load_now: bool = False,
 ) -> FastAPI:
     """Build one API app.
 
@@ -68,6 +71,11 @@ def create_app(
     read through :func:`service.current.load_current`, polled for new snapshots), falling
     back to the offline sample; every hook given here overrides that wiring. The loader
     returns a :class:`db.current.CurrentState`, framed and priced with its FX table.
+
+    ``load_now`` starts loading the current offers as soon as the hooks exist, in a thread
+    of its own, instead of when the server starts the app: reading and framing them (mostly
+    SQLite and polars, outside the GIL) then overlaps building the routes and starting the
+    server (``gpuscout serve`` does this; tests load at start-up, after their set-up).
     """
     settings = settings or get_settings()
     hooks: dict[str, Any] = {}
@@ -86,11 +94,15 @@ def create_app(
         snapshot_marker=snapshot_marker or hooks.get("snapshot_marker"),
         history=history if history is not None else hooks.get("history"),
     )
+    first_load = _load_in_background(context) if load_now else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            await run_in_threadpool(context.refresh_state)
+            if first_load is not None:
+                await asyncio.wrap_future(first_load)
+            else:
+                await run_in_threadpool(context.refresh_state)
         except Exception:
             log.exception("could not load the current offers; /readyz will say so")
         poller = asyncio.get_running_loop().create_task(_poll(context))
@@ -137,6 +149,27 @@ def create_app(
     app.add_middleware(MetricsMiddleware, metrics=context.metrics)
     app.add_middleware(HeadAsGet)
     return app
+
+
+def serving_app() -> FastAPI:
+    """The app a worker of ``gpuscout serve --workers N`` builds (uvicorn's factory): the
+    settings from the environment, the offers loading from the start (``load_now``)."""
+    return create_app(load_now=True)
+
+
+def _load_in_background(context: ApiContext) -> concurrent.futures.Future[ApiState]:
+    """:meth:`ApiContext.refresh_state` in a thread of its own, started now; the future
+    holds its state or its exception (the lifespan waits for it and says what failed)."""
+    future: concurrent.futures.Future[ApiState] = concurrent.futures.Future()
+
+    def load() -> None:
+        try:
+            future.set_result(context.refresh_state())
+        except BaseException as exc:  # handed to the lifespan, which logs it
+            future.set_exception(exc)
+
+    threading.Thread(target=load, name="gpuscout-first-load", daemon=True).start()
+    return future
 
 
 async def _http_problem(request: Request, exc: Exception) -> Response:

@@ -91,7 +91,7 @@ def _is_loopback(host: str) -> bool:
 def _app(settings: Settings) -> FastAPI:
     from ..api import create_app
 
-    return create_app(settings)
+    return create_app(settings, load_now=True)
 
 
 def _start_scheduler(settings: Settings) -> Any:
@@ -160,7 +160,7 @@ def register(app: typer.Typer) -> None:
         # factory in every process): this one, which only starts and watches them, imports
         # no app (a second of imports before the first worker even starts); one worker
         # serves the app built here.
-        api: str | FastAPI = "service.api.app:create_app" if processes > 1 else _app(settings)
+        api: str | FastAPI = "service.api.app:serving_app" if processes > 1 else _app(settings)
         scheduler = None if no_scheduler else _start_scheduler(settings)
         shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host
         typer.echo(f"gpuscout API on http://{shown}:{bind_port}/v1/offers (docs: /docs)")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import threading
+
 import httpx
 import pytest
 
@@ -56,3 +58,43 @@ async def test_cors_from_settings(client: httpx.AsyncClient) -> None:
     assert r.headers["access-control-allow-origin"] == "https://example.org"
     other = await client.get("/healthz", headers={"Origin": "https://evil.example"})
     assert "access-control-allow-origin" not in other.headers
+
+
+async def test_load_now_starts_loading_when_the_app_is_built_and_the_start_waits_for_it(
+    settings: Settings, source: FakeSource
+) -> None:
+    """``gpuscout serve`` builds its app with ``load_now``: the offers load while the routes
+    are built and the server starts; the start-up uses that load, it does not load again."""
+    began, go_on = threading.Event(), threading.Event()
+
+    def slow() -> CurrentState:
+        began.set()
+        assert go_on.wait(10)
+        return source()
+
+    app = create_app(settings, offers_loader=slow, load_now=True)
+    assert began.wait(10)  # before any start-up ran
+    assert source.loads == 0
+    go_on.set()
+    async with app.router.lifespan_context(app):
+        assert source.loads == 1
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            r = await c.get("/readyz")
+            assert r.status_code == 200 and r.json()["offers"] == 5
+    assert source.loads == 1
+
+
+async def test_a_failed_early_load_is_logged_and_readyz_says_so(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken() -> CurrentState:
+        raise RuntimeError("no such table: current_offer")
+
+    app = create_app(settings, offers_loader=broken, load_now=True)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            assert (await c.get("/readyz")).status_code == 503
+    assert "could not load the current offers" in caplog.text
+    assert "no such table: current_offer" in caplog.text

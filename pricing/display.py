@@ -74,7 +74,7 @@ def for_display(frame: pl.DataFrame) -> pl.DataFrame:
         for name in _EXACT
         if name in schema and isinstance(schema[name], pl.Decimal)
     ]
-    return frame.with_columns(exprs).drop(INTERNAL_COLUMNS, strict=False)
+    return frame.lazy().with_columns(exprs).drop(INTERNAL_COLUMNS, strict=False).collect()
 
 
 def provider_label(provider: str, seller: str | None) -> str:

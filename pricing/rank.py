@@ -345,8 +345,9 @@ class _Chain:
         now = options.now or datetime.now(UTC)
         table = _catalog_table(options.precision, eff, options.mfu)
         return cls(
-            catalog=table.select(_CATALOG_COLUMNS).lazy(),
-            figures=table.select("gpu_model", *_FIGURE_COLUMNS).lazy(),
+            # lazy selects: an eager one is a query of its own, some 0.2 ms each time
+            catalog=table.lazy().select(_CATALOG_COLUMNS),
+            figures=table.lazy().select("gpu_model", *_FIGURE_COLUMNS),
             qualifies=ex.qualifies(requirement, now),
             requirement=requirement,
             job=job,
@@ -707,8 +708,9 @@ def rank_page(
         total = int(ranked.get_column(_TOTAL)[0]) if ranked.height else 0
     else:
         total = ranked.height
+    columns = ranked.get_columns()  # RESULT_COLUMNS, then the page's own: no query to split
     return RankedPage(
-        rows=ranked.select(RESULT_COLUMNS),
+        rows=pl.DataFrame(columns[: len(RESULT_COLUMNS)]),
         offer_rows=ranked.get_column(_ROW),
         total=total,
     )

@@ -26,7 +26,7 @@ from .answer_schema import GROUPS, TOP_LEVEL
 from .offer_ids import Cursor, encode_cursor, history_link, offer_id, offer_key, query_digest
 from .offers_cache import OFFERS_PATH, CachedPage, etag_for
 from .offers_query import ParsedQuery
-from .state import COUNT_COLUMNS, ApiState
+from .state import ApiState
 from .vocabulary import rfc3339
 
 __all__ = ["page_header", "ranked_offers", "ranked_page", "warnings_for"]
@@ -100,7 +100,7 @@ def _page_offers(state: ApiState, page: RankedPage, offset: int) -> list[dict[st
     """The page's rows (from ``offset``) shaped as in the answer, each with its checklist
     summary (kept per offer row by the state)."""
     rows = for_display(page.rows.slice(offset))
-    counts = state.checklist.select(COUNT_COLUMNS)[page.offer_rows.slice(offset)]
+    counts = state.checklist[page.offer_rows.slice(offset)]
     return [
         _shape(row, checklist)
         for row, checklist in zip(

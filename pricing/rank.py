@@ -1,6 +1,7 @@
 """Rank offers by USD per effective TFLOP-hour for a job: one lazy polars chain.
 
-:func:`rank_plan` builds it, :func:`rank` collects it:
+:func:`rank_plan` builds it, :func:`rank` collects it (:func:`rank_page` with what a page
+of an answer needs besides: each row's place in the frame and the total):
 
 1. **qualify**: the offers joined to the GPU catalog (GPUs without a peak at the precision
    drop out) and filtered by the requirement (offer-only conditions run below the join);
@@ -202,7 +203,6 @@ _CATALOG_COLUMNS = (
 #: configuration that cost the same (the earlier row wins), so equal inputs rank alike;
 #: :func:`rank_page` returns it, so a caller can fetch what it keeps per frame row.
 OFFER_ROW: Final = "_offer_row"
-_ROW = OFFER_ROW
 
 #: How many configurations qualify in all (:func:`rank_page`): a column of one value.
 _TOTAL = "_configurations"
@@ -491,9 +491,8 @@ def _top_configurations(
         by = [AFTER, KEY, "config_id"]
     else:
         sort_value = _SORT_EXPRESSIONS.get(options.sort, pl.col(options.sort))
-        per_config = _cheapest_terms(
-            costed.select("config_id", "term", _ROW, AFTER, KEY, sort_value.alias(options.sort))
-        )
+        columns = ("config_id", "term", OFFER_ROW, AFTER, KEY)
+        per_config = _cheapest_terms(costed.select(*columns, sort_value.alias(options.sort)))
         by = [AFTER, options.sort, KEY, "config_id"]
     per_config = per_config.cache()  # one row per configuration, read twice
     total = per_config.select(pl.len().alias(_TOTAL))
@@ -503,7 +502,7 @@ def _top_configurations(
 def _cheapest_terms(costed: pl.LazyFrame) -> pl.LazyFrame:
     """One row per configuration: available before not available now, then its least key,
     then the earlier term, then frame row."""
-    return costed.sort(AFTER, KEY, "term", _ROW, nulls_last=True).unique(
+    return costed.sort(AFTER, KEY, "term", OFFER_ROW, nulls_last=True).unique(
         subset="config_id", keep="first", maintain_order=True
     )
 
@@ -538,9 +537,9 @@ def _peers_summary(qualified: pl.LazyFrame) -> pl.LazyFrame:
 
 
 #: The costing's columns the answer keeps when the costed rows are cached: with the offer
-#: columns (fetched back by :data:`_ROW`) and the peers' summary, the whole answer.
+#: columns (fetched back by :data:`OFFER_ROW`) and the peers' summary, the whole answer.
 _COSTED_COLUMNS = (
-    _ROW, "config_id", "term", "catalog_memory_gb", "form_factor_varies",
+    OFFER_ROW, "config_id", "term", "catalog_memory_gb", "form_factor_varies",
     "peak_tflops", "mfu", "nodes", "job_gpus", "memory_per_gpu_gb",
     "total_gpus", "scaling_intra_node", "scaling_inter_node", "scaling", "effective_tflops",
     "compute_hours", "wall_clock_hours", "interruptions_expected", "billed_hours",
@@ -574,7 +573,7 @@ def _chosen_from_cache(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) 
         costed = costed.join(top, on="config_id", how="inner")
         qualified = qualified.join(top, on="config_id", how="inner")
     best = _cheapest_terms(costed).select(_COSTED_COLUMNS)
-    wide = best.join(rows.drop("config_id", "term"), on=_ROW, how="inner")
+    wide = best.join(rows.drop("config_id", "term"), on=OFFER_ROW, how="inner")
     return _Chosen(wide, _peers_summary(qualified), total)
 
 
@@ -615,13 +614,13 @@ def rank_plan(
     options = options or RankOptions()
     chain = _Chain.of(requirement, job, options)
     frame = _as_frame(offers)
-    rows = frame.lazy().with_row_index(_ROW)
+    rows = frame.lazy().with_row_index(OFFER_ROW)
     large = frame.height >= COSTED_AGAIN_MIN_ROWS
     chosen = (_chosen_costed_again if large else _chosen_from_cache)(chain, rows, options)
     best = chosen.best.join(chosen.peers, on="config_id", how="left")
     extra: list[str] = []
     if paged:
-        extra.append(_ROW)
+        extra.append(OFFER_ROW)
         if chosen.total is not None:  # a few rows, one count: the join costs nothing
             best = best.join(chosen.total, how="cross")
             extra.append(_TOTAL)
@@ -711,6 +710,6 @@ def rank_page(
     columns = ranked.get_columns()  # RESULT_COLUMNS, then the page's own: no query to split
     return RankedPage(
         rows=pl.DataFrame(columns[: len(RESULT_COLUMNS)]),
-        offer_rows=ranked.get_column(_ROW),
+        offer_rows=ranked.get_column(OFFER_ROW),
         total=total,
     )

@@ -35,7 +35,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from adapters.collect import Origin, ProviderRun, RunStatus
+from adapters.run import Origin, ProviderRun, RunStatus
 from adapters.schema import (
     USD_QUANTUM,
     FxTable,

@@ -27,7 +27,7 @@ from decimal import Decimal
 import polars as pl
 from sqlalchemy.engine import Engine
 
-from adapters.collect import RunStatus
+from adapters.run import RunStatus
 from db.alerts import (
     AlertRow,
     Firing,

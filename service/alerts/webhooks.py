@@ -32,9 +32,11 @@ import ipaddress
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import httpx
+if TYPE_CHECKING:  # the API checks webhook URLs when an alert is made; only sending posts
+    import httpx
 
 __all__ = [
     "SIGNATURE_HEADER",
@@ -146,6 +148,8 @@ def post_webhook(
 
     ``check`` runs before every attempt (the production URL check: DNS may have changed).
     """
+    import httpx
+
     error = "not attempted"
     retryable = True
     for attempt in range(1, attempts + 1):

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import polars as pl
 from sqlalchemy.engine import Engine
 
-from adapters.collect import RunStatus
+from adapters.run import RunStatus
 from adapters.schema import FxTable
 from db.current import CurrentState
 from db.history import PriceChange, WeekOverWeek, daily_index, week_over_week

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from adapters import registry
-from adapters.base import FRESH_WITHIN_HOURS
+from adapters.run import FRESH_WITHIN_HOURS
 
 from ...field_coverage import coverage_answer
 from ..deps import NoQueryDep, SettingsDep, StateDep

@@ -19,9 +19,8 @@ from fastapi import APIRouter, HTTPException, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from adapters.collect import ProviderRun
+from adapters.run import ProviderRun
 
-from ...snapshots import SnapshotLocked
 from ..app_context import ApiContext
 from ..deps import AdminDep, ContextDep
 
@@ -81,6 +80,8 @@ async def _background(context: ApiContext, started: asyncio.Future[None]) -> Non
     """Run the snapshot; ``started`` settles once it holds the lock, or fails with
     :class:`SnapshotLocked` (the request answers 409) or with the error that stopped the run
     before it held the lock (a database error: 503), or when the run ends early."""
+    from ...snapshots import SnapshotLocked  # with the runner: not needed to serve offers
+
     loop = asyncio.get_running_loop()
 
     def on_start() -> None:  # called from the runner's worker thread
@@ -115,6 +116,8 @@ async def take_snapshot(
     context: ContextDep, query: Annotated[SnapshotQuery, Query()], response: Response
 ) -> SnapshotOut:
     """Fetch every enabled provider now and store the snapshot."""
+    from ...snapshots import SnapshotLocked  # with the runner: not needed to serve offers
+
     if context.snapshot_runner is None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "snapshots are not configured")
     if context.snapshot_lock.locked():

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import httpx
 import pytest
@@ -98,3 +102,23 @@ async def test_a_failed_early_load_is_logged_and_readyz_says_so(
             assert (await c.get("/readyz")).status_code == 503
     assert "could not load the current offers" in caplog.text
     assert "no such table: current_offer" in caplog.text
+
+
+def test_building_the_app_loads_no_snapshot_or_http_client_code(tmp_path: Path) -> None:
+    """A worker builds its app before it can answer: the snapshot runner (migrations,
+    adapters) and the HTTP client (webhooks, providers) load when first used, not then."""
+    code = (
+        "import sys\n"
+        "from service.api import create_app\n"
+        "from service.settings import Settings\n"
+        f"create_app(Settings(_env_file=None, data_dir={str(tmp_path)!r}))\n"
+        "heavy = ('httpx', 'alembic', 'service.snapshots', 'adapters.base', 'adapters.collect')\n"
+        "print([m for m in heavy if m in sys.modules])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    env.pop("GPUSCOUT_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout

@@ -8,15 +8,16 @@ checklist never disagrees with the filter a renter would set, and an unpublished
 never a pass. An item without constraints is met where the offer states one of its fields.
 
 Evaluated over rows of the offer frame (:data:`pricing.frame.OFFER_SCHEMA`, which holds
-every field an item reads): a whole frame at once, as a few polars expressions, or the
-rows an answer returns (:func:`frame_rows`), never the whole snapshot per request.
+every field an item reads), a whole frame at once as a few polars expressions: the API
+counts every offer's summary once per snapshot (:attr:`service.api.state.ApiState.
+checklist`) and a page fetches its rows' by position; :func:`summaries` finds a ranking's
+rows in the frame by their key.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -34,7 +35,6 @@ __all__ = [
     "Status",
     "checklists",
     "counts_frame",
-    "frame_rows",
     "status_columns",
     "summaries",
     "summary_text",
@@ -183,30 +183,6 @@ def _candidates(frame: pl.DataFrame, picked: pl.DataFrame) -> pl.DataFrame:
     on one column first, so the join on every key column runs over a few rows only."""
     ids = picked.get_column("offer_id").unique().implode()
     return _keyed(frame.filter(pl.col("offer_id").is_in(ids)))
-
-
-def frame_rows(
-    frame: pl.DataFrame, picked: pl.DataFrame | Iterable[dict[str, Any]]
-) -> pl.DataFrame:
-    """The rows of the offer ``frame`` for each of ``picked`` (anything carrying the
-    :data:`OFFER_KEY_COLUMNS`: ranking rows, answer rows), in ``picked``'s order; a row the
-    frame lacks is left out."""
-    keys = list(OFFER_KEY_COLUMNS)
-    if not isinstance(picked, pl.DataFrame):
-        picked = pl.DataFrame(
-            [{k: row.get(k) for k in keys} for row in picked],
-            schema=dict.fromkeys(keys, pl.String()),
-        )
-    if picked.is_empty():
-        return frame.clear()
-    wanted = _keyed(picked.select(keys)).with_row_index("_order")
-    return (
-        wanted.join(_candidates(frame, picked), on=keys, how="inner", nulls_equal=True)
-        .sort("_order")
-        .drop("_order")
-        .with_columns(pl.col("term").cast(frame.schema["term"]))
-        .select(frame.columns)
-    )
 
 
 def counts_frame(rows: pl.DataFrame) -> pl.DataFrame:

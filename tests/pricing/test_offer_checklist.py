@@ -10,8 +10,8 @@ from adapters.schema import FIELD_GROUPS, Cooling, Fabric, StorageType
 from pricing.checklist import CHECKLIST, SEED_SERVER, checklist_requirement
 from pricing.expressions import qualifies
 from pricing.frame import OFFER_SCHEMA, offers_to_frame
-from pricing.offer_checklist import Checklist, Status, checklists, frame_rows, summaries
-from pricing.rank import rank
+from pricing.offer_checklist import Checklist, Status, checklists, counts_frame, summaries
+from pricing.rank import rank_page
 from pricing.requirement import PRESETS, Requirement, preset
 
 from .factories import AT_NOW, NOW, make_offer
@@ -157,14 +157,15 @@ def test_summaries_of_ranked_rows_match_the_checklists() -> None:
         make_offer(offer_id="b", gpu_count=2, price_amount=Decimal("5")),
     ]
     frame = offers_to_frame(offers)
-    ranked = rank(frame, options=AT_NOW)
-    rows = frame_rows(frame, ranked)
+    page = rank_page(frame, options=AT_NOW)
+    ranked = page.rows
+    rows = frame[page.offer_rows]  # as the API fetches a page's rows
     assert rows["offer_id"].to_list() == ranked["offer_id"].to_list()
     expected = [c.summary for c in checklists(rows)]
     assert summaries(frame, ranked).to_list() == expected
+    assert counts_frame(rows)["summary"].to_list() == expected
     missing = ranked.with_columns(offer_id=pl.lit("gone"))
     assert summaries(frame, missing).to_list() == [None, None]
-    assert frame_rows(frame, missing).is_empty()
 
 
 def test_the_binding_note_names_the_checklist_items_the_closest_offers_miss() -> None:

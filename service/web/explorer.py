@@ -37,7 +37,7 @@ async def explorer(request: Request, state: StateDep, context: ContextDep) -> HT
     params = clean_query(request.query_params)
     answer, errors = None, []
     try:
-        answer = await offers_answer(state, params, context.settings.api_max_list_items)
+        answer = await offers_answer(state, params, context)
     except QueryError as exc:
         errors = exc.errors
     for offer in (answer or {}).get("offers", []):

@@ -12,10 +12,10 @@ from typing import Any
 from urllib.parse import quote
 
 from fastapi.exceptions import RequestValidationError
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 
 from service.api.answers import ranked_page
+from service.api.app_context import ApiContext
 from service.api.offers_cache import time_bucket
 from service.api.offers_query import canonical_key, parse_offers_query, validate_query
 from service.api.state import ApiState
@@ -40,17 +40,17 @@ def _errors(exc: RequestValidationError) -> list[dict[str, Any]]:
 
 
 async def offers_answer(
-    state: ApiState, params: QueryParams, max_list_items: int | None
+    state: ApiState, params: QueryParams, context: ApiContext
 ) -> dict[str, Any]:
     """The ``/v1/offers`` answer for ``params`` as a dict; :class:`QueryError` if refused."""
     now = time_bucket()
     try:
-        query = validate_query(params, max_list_items)
+        query = validate_query(params, context.settings.api_max_list_items)
         key = canonical_key(query)
         page = state.cache.get((key, now))
         if page is None:
             parsed = parse_offers_query(query, key)
-            page = await run_in_threadpool(ranked_page, state, parsed, now)
+            page = await context.ranking(ranked_page, state, parsed, now)
             state.cache.put((key, now), page)
     except RequestValidationError as exc:
         raise QueryError(_errors(exc)) from None

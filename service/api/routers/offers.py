@@ -106,7 +106,7 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
         unchanged = not_modified(etag_for(state, key), client_etags, max_age_s)
         if unchanged is not None:
             return unchanged
-        page = await run_in_threadpool(ranked_page, state, parsed, now)
+        page = await context.ranking(ranked_page, state, parsed, now)
         state.cache.put((key, now), page)
     old_names = deprecated_names(request.query_params)
     if old_names:  # not for the fast path: it could not say so

@@ -1,0 +1,72 @@
+"""The app context's ranking queue: at most ``api_ranking_threads`` rankings at once, the
+others in arrival order."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+
+import pytest
+
+from service.api.app_context import ApiContext
+from service.api.metrics import ApiMetrics
+from service.api.state import StateHolder
+from service.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+
+def _context(settings: Settings, threads: int) -> ApiContext:
+    settings = settings.model_copy(update={"api_ranking_threads": threads})
+    holder = StateHolder(lambda: None, cache_entries=0)  # type: ignore[arg-type, return-value]
+    return ApiContext(settings=settings, holder=holder, metrics=ApiMetrics(lambda: None))
+
+
+def test_the_default_is_one_ranking_per_core(settings: Settings) -> None:
+    assert settings.api_ranking_threads == (os.cpu_count() or 1)
+
+
+async def test_rankings_beyond_the_bound_wait_their_turn_in_arrival_order(
+    settings: Settings,
+) -> None:
+    context = _context(settings, threads=2)
+    lock = threading.Lock()
+    running = 0
+    most = 0
+    started: list[int] = []
+
+    def work(n: int) -> int:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+            started.append(n)
+        time.sleep(0.05)
+        with lock:
+            running -= 1
+        return n * 10
+
+    tasks = []
+    for n in range(6):
+        tasks.append(asyncio.create_task(context.ranking(work, n)))
+        await asyncio.sleep(0.005)  # arrive in order 0, 1, 2, ...
+    assert await asyncio.gather(*tasks) == [0, 10, 20, 30, 40, 50]
+    assert most == 2
+    assert started == [0, 1, 2, 3, 4, 5]
+
+
+async def test_one_thread_runs_rankings_one_at_a_time(settings: Settings) -> None:
+    context = _context(settings, threads=1)
+    active = threading.Event()
+    overlaps = []
+
+    def work() -> None:
+        overlaps.append(active.is_set())
+        active.set()
+        time.sleep(0.02)
+        active.clear()
+
+    await asyncio.gather(*(context.ranking(work) for _ in range(4)))
+    assert overlaps == [False] * 4

@@ -75,13 +75,16 @@ def test_api_benchmark_serves_and_drives_every_phase() -> None:
     phases = (
         "cold (first request of each query",
         "cold queries (never seen",
+        "cold queries at 100 req/s offered (open loop, 2 connections): 50 requests",
         "cached mix, gzip",
         "steady mix (api, cached, identity)",
         "explorer first pages",
     )
     for phase in phases:
         assert phase in out
-    assert "summary: cold" in out
+    assert re.search(r"open loop, 2 connections\): .*; went out > 1 ms late: \d+$", out, re.M)
+    assert "summary: cold, closed loop (2 connections)" in out
+    assert "; cold at 100 req/s offered (open loop, 2 connections, latency from when" in out
     assert re.search(r"^steady \([\d.]+ s later\): RSS [\d.]+ MB", out, re.M), out
     assert re.findall(r"non-200: (\d+)", out) == ["0"] * len(phases)
 

@@ -98,9 +98,9 @@ def warnings_for(state: ApiState) -> list[str]:
 
 def _page_offers(state: ApiState, page: RankedPage, offset: int) -> list[dict[str, Any]]:
     """The page's rows (from ``offset``) shaped as in the answer, each with its checklist
-    summary (kept per offer row by the state)."""
+    summary (:meth:`ApiState.checklist_of`)."""
     rows = for_display(page.rows.slice(offset))
-    counts = state.checklist[page.offer_rows.slice(offset)]
+    counts = state.checklist_of(page.offer_rows.slice(offset))
     return [
         _shape(row, checklist)
         for row, checklist in zip(

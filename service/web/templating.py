@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from urllib.parse import urlencode
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import QueryParams
 
-__all__ = ["TEMPLATES_DIR", "hours", "money", "templates", "with_param"]
+__all__ = ["TEMPLATES_DIR", "break_even", "hours", "money", "templates", "with_param"]
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
@@ -41,6 +42,18 @@ def hours(value: Any) -> str:
     if h < 48:
         return f"{h:.1f} h"
     return f"{h / 24:.1f} d"
+
+
+def break_even(term: Mapping[str, Any]) -> str:
+    """A term's "beats on-demand after" cell: its break-even hours; ``–`` where none applies
+    (on-demand itself, and terms without a commitment such as interruptible ones, which are
+    cheaper from the first hour); "no on-demand price" for a commitment with no on-demand
+    price of its configuration to compare to."""
+    if term.get("break_even_hours") is not None:
+        return hours(term["break_even_hours"])
+    if term.get("commitment_hours"):
+        return "no on-demand price"
+    return "–"
 
 
 def age(when: Any, now: datetime | None = None) -> str:
@@ -76,7 +89,7 @@ def with_param(params: QueryParams, **changes: Any) -> str:
 def templates() -> Jinja2Templates:
     """The one template set (built on first use, not at import)."""
     t = Jinja2Templates(directory=str(TEMPLATES_DIR))
-    t.env.filters.update(money=money, hours=hours, age=age, number=number)
+    t.env.filters.update(money=money, hours=hours, age=age, number=number, break_even=break_even)
     t.env.globals.update(with_param=with_param)
     t.env.trim_blocks = True
     t.env.lstrip_blocks = True

@@ -65,14 +65,13 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     failed_calls_payload,
-    failure_groups,
     gpu_fields,
     hourly_price,
     read_failed_calls,
     request,
     request_stream,
 )
-from .calls import CallFailure, gather_limited, http_status
+from .calls import CallFailure, failure_groups, gather_limited, http_status
 from .schema import (
     Fabric,
     GpuFormFactor,
@@ -118,8 +117,6 @@ INSTANCE_TYPE_FILTER_CHUNK = 50
 #: what an opt-in region the account has not enabled answers) and ``UnauthorizedOperation``
 #: (403, the keys lack ``ec2:DescribeSpotPriceHistory``).
 AUTH_STATUSES = frozenset({401, 403})
-#: Region names listed per cause in the spot-failure warning.
-MAX_REGIONS_NAMED = 6
 
 #: Linux on-demand and spot instances are billed per second with a one-minute minimum
 #: (https://aws.amazon.com/ec2/pricing/on-demand/ , "Per Second Billing").
@@ -408,13 +405,7 @@ def _xml_unescape(text: str) -> str:
 def _spot_failure_warning(failures: Sequence[CallFailure], regions: int) -> str:
     """One line for all failed regions, grouped by cause, saying what the user can do."""
     text = f"aws: spot prices not fetched in {len(failures)} of {regions} regions: "
-    text += failure_groups(
-        failures,
-        cause=lambda f: f.cause,
-        place=lambda f: f.place,
-        detail=lambda f: f.detail,
-        max_named=MAX_REGIONS_NAMED,
-    )
+    text += failure_groups(failures)
     if len(failures) == regions and all(_auth(f) for f in failures):
         text += (
             "; the AWS keys were rejected or lack ec2:DescribeSpotPriceHistory: check "

@@ -50,6 +50,7 @@ from .base import (
     gpu_fields,
     hourly_price,
     key_headers,
+    payload_list,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import country_code
@@ -160,16 +161,9 @@ def _read_pricebook(
 
 
 def _flavor_groups(payload: Any) -> list[Any]:
-    if not isinstance(payload, Mapping):
-        raise ResponseFormatError(
-            "hyperstack", f"expected a JSON object or list, got {type(payload).__name__}"
-        )
-    if payload.get("status") is False:
+    if isinstance(payload, Mapping) and payload.get("status") is False:
         raise ProviderError("hyperstack", f"API error: {payload.get('message')!r}")
-    data = payload.get("data")
-    if not isinstance(data, list):
-        raise ResponseFormatError("hyperstack", "flavors response has no 'data' list")
-    return data
+    return payload_list(payload, "data", "hyperstack")
 
 
 def _flavors(groups: list[Any]) -> list[tuple[str, Any]]:

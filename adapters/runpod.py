@@ -71,6 +71,7 @@ from .base import (
     gpu_fields,
     hourly_price,
     key_headers,
+    payload_list,
     read_failed_calls,
 )
 from .calls import QUERY_KEY, query_payload, read_query_payload
@@ -225,16 +226,11 @@ def _raise_graphql_errors(payload: Any) -> None:
 
 
 def _gpu_type_records(payload: Any) -> list[Any]:
-    if not isinstance(payload, Mapping):
-        raise ResponseFormatError("runpod", f"expected an object, got {type(payload).__name__}")
     _raise_graphql_errors(payload)
-    data = payload.get("data")
+    data = value_at(payload, "data")
     if not isinstance(data, Mapping):
         raise ResponseFormatError("runpod", "response has no 'data' object")
-    records = data.get("gpuTypes")
-    if not isinstance(records, list):
-        raise ResponseFormatError("runpod", "'data.gpuTypes' is missing or not a list")
-    return records
+    return payload_list(data, "gpuTypes", "runpod")
 
 
 def _disk_fields() -> OfferFields:

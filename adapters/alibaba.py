@@ -113,7 +113,6 @@ from .calls import (
     keep_failures,
     query_payload,
     read_query_payload,
-    unwrapped_response,
 )
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows, typed_row
@@ -631,10 +630,6 @@ class AlibabaAdapter(Adapter):
                     spots.append((query, response))
                 else:
                     raise ResponseFormatError(self.name, f"unknown query action {action!r}")
-            elif "PriceInfo" in payload or "SpotPrices" in payload:
-                raise unwrapped_response(self.name)
-            elif "Code" in payload and "Message" in payload:
-                raise ProviderError(self.name, f"API error {payload['Code']}: {payload['Message']}")
             else:
                 keys = ", ".join(sorted(map(str, payload))[:6])
                 raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")

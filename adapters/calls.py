@@ -40,7 +40,6 @@ __all__ = [
     "keep_failures",
     "query_payload",
     "read_query_payload",
-    "unwrapped_response",
 ]
 
 #: Key of gpuscout's own wrapper (lower-case prefix: not a provider response) of a response
@@ -61,15 +60,6 @@ def read_query_payload(payload: Mapping[str, Any], provider: str) -> tuple[Mappi
     if not isinstance(query, Mapping) or RESPONSE_KEY not in payload:
         raise ResponseFormatError(provider, f"bad {QUERY_KEY} payload")
     return query, payload[RESPONSE_KEY]
-
-
-def unwrapped_response(provider: str) -> ResponseFormatError:
-    """The error for a price response recorded bare: without its query it cannot be placed."""
-    return ResponseFormatError(
-        provider,
-        "a price response without its query (instance type, region): "
-        f"wrap it as {{{QUERY_KEY!r}: ..., {RESPONSE_KEY!r}: ...}}",
-    )
 
 
 _HTTP_STATUS = re.compile(r"^HTTP (\d{3})\b")

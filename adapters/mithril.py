@@ -134,7 +134,6 @@ from .calls import (
     keep_failures,
     query_payload,
     read_query_payload,
-    unwrapped_response,
 )
 from .fabrics import named_fabric
 from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
@@ -167,10 +166,6 @@ CONCURRENT_CALLS = 8
 _PRICE_FIELDS: tuple[tuple[str, RentalTerm, bool], ...] = (
     ("spot_price_cents", RentalTerm.INTERRUPTIBLE, False),
     ("reserved_price_cents", RESERVED_TERM, True),
-)
-#: Keys that mark a bare ``CurrentPricesResponse`` (one that lost its query).
-_PRICE_KEYS = frozenset(
-    {"spot_price_cents", "reserved_price_cents", "minimum_price_cents", "dynamic_win_price_cents"}
 )
 #: The listing calls, by the kind :func:`_list_kind` tells from a JSON array.
 _LISTINGS: Mapping[str, str] = {
@@ -390,10 +385,6 @@ class MithrilAdapter(Adapter):
             ):
                 raise ResponseFormatError(self.name, f"bad {QUERY_KEY}: {dict(query)!r}")
             return query, response
-        if _PRICE_KEYS & set(payload):
-            raise unwrapped_response(self.name)
-        if "detail" in payload:  # FastAPI's error body ({"detail": ...})
-            raise ProviderError(self.name, f"API error: {payload['detail']!r}"[:300])
         keys = ", ".join(sorted(map(str, payload))[:6])
         raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")
 

@@ -426,10 +426,6 @@ class TencentAdapter(Adapter):
                 raise ResponseFormatError(
                     self.name, f"expected a JSON object, got {type(payload).__name__}"
                 )
-            error = _call_error(payload)
-            if error is not None:
-                result.skip(f"{ACTION} failed: {error[0] or error[1]}", "tencent:error")
-                continue
             for row in _quota_set(payload):
                 _Row(self.currency, result).parse(row)
         return result

@@ -105,10 +105,6 @@ class VerdaAdapter(Adapter):
                     countries.update(_countries(payload))
                 case "availability":
                     where[bool(payload["is_spot"])] = _locations_by_type(payload)
-                case "availability_raw":
-                    raise ResponseFormatError(
-                        self.name, "availability response without its is_spot query"
-                    )
                 case _:
                     raise ResponseFormatError(self.name, f"unrecognised payload: {_brief(payload)}")
         result = ParseResult(provider=self.name, fetched_at=fetched_at)

@@ -126,7 +126,6 @@ from .base import (
 )
 from .calls import (
     QUERY_KEY,
-    RESPONSE_KEY,
     CallFailure,
     failure_cause,
     gather_limited,
@@ -145,7 +144,6 @@ __all__ = [
     "PRICING_URL",
     "QUERY_KEY",
     "RESERVED_TERM",
-    "RESPONSE_KEY",
     "SPOT_AVAILABILITY_URL",
     "MithrilAdapter",
 ]

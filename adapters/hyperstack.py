@@ -87,10 +87,8 @@ class HyperstackAdapter(Adapter):
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = key_headers(self, "api_key", scheme="")
-        payloads = []
-        for url in (self.url("/core/flavors"), self.url("/pricebook")):
-            payloads.append(await self.get_json(client, url, headers=headers))
-        return payloads
+        paths = ("/core/flavors", "/pricebook")
+        return [await self.get_json(client, self.url(p), headers=headers) for p in paths]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         groups: list[Any] = []

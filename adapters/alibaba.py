@@ -100,7 +100,6 @@ from .base import (
     ResponseFormatError,
     gpu_fields,
     hourly_price,
-    read_failed_calls,
     request_json,
 )
 from .calls import (
@@ -602,11 +601,8 @@ class AlibabaAdapter(Adapter):
         available: dict[tuple[str, str], bool] = {}
         prices: list[tuple[Mapping[str, Any], Any]] = []
         spots: list[tuple[Mapping[str, Any], Any]] = []
-        failed: list[FailedCall] = []
+        payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                failed.extend(calls)
-                continue
             if not isinstance(payload, Mapping):
                 raise ResponseFormatError(
                     self.name, f"expected a JSON object, got {type(payload).__name__}"

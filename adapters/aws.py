@@ -67,7 +67,6 @@ from .base import (
     failed_calls_payload,
     gpu_fields,
     hourly_price,
-    read_failed_calls,
     request,
     request_stream,
 )
@@ -745,11 +744,9 @@ class AwsAdapter(Adapter):
         rows: list[_Row] = []
         spots: list[_Spot] = []
         gpu_info: dict[str, _TypeInfo] = {}
-        failed: list[FailedCall] = []
+        payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                failed.extend(calls)
-            elif not isinstance(payload, str):
+            if not isinstance(payload, str):
                 raise ResponseFormatError(
                     self.name,
                     f"unexpected payload type {type(payload).__name__}: parse reads what fetch"

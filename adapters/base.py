@@ -585,6 +585,19 @@ class Adapter(abc.ABC):
                     result.skip(f"{what} is not an object")
         return result
 
+    def split_failed_calls(self, payloads: Sequence[Any]) -> tuple[list[Any], list[FailedCall]]:
+        """The payloads but a :func:`failed_calls_payload`, and the calls it lists (for
+        :meth:`ParseResult.skip_failed`)."""
+        rest: list[Any] = []
+        failed: list[FailedCall] = []
+        for payload in payloads:
+            calls = read_failed_calls(payload, self.name)
+            if calls is None:
+                rest.append(payload)
+            else:
+                failed.extend(calls)
+        return rest, failed
+
     def decode(self, data: bytes, filename: str) -> Any:
         """Decode one recorded raw response file (JSON unless the adapter says otherwise)."""
         try:

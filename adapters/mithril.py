@@ -122,7 +122,6 @@ from .base import (
     gpu_fields,
     hourly_price,
     key_headers,
-    read_failed_calls,
 )
 from .calls import (
     QUERY_KEY,
@@ -344,11 +343,9 @@ class MithrilAdapter(Adapter):
         hardware: dict[str, OfferFields] = {}
         rejected: dict[str, str] = {}
         prices: list[tuple[Mapping[str, Any], Any]] = []
-        failed: list[FailedCall] = []
+        payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                failed.extend(calls)
-            elif isinstance(payload, list):
+            if isinstance(payload, list):
                 kind = _list_kind(payload)
                 rows = _listing_rows(payload, kind) if kind else []
                 for row in rows if kind == "instance_types" else []:

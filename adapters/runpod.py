@@ -72,7 +72,6 @@ from .base import (
     hourly_price,
     key_headers,
     payload_list,
-    read_failed_calls,
 )
 from .calls import QUERY_KEY, query_payload, read_query_payload
 from .gpus import get_gpu
@@ -181,12 +180,10 @@ class RunPodAdapter(Adapter):
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         graphql: list[Any] = []
-        failed: list[FailedCall] = []
         cuda: dict[tuple[str, str], str] = {}
+        payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                failed.extend(calls)
-            elif isinstance(payload, Mapping) and QUERY_KEY in payload:
+            if isinstance(payload, Mapping) and QUERY_KEY in payload:
                 cuda.update(_catalog_cuda(*read_query_payload(payload, self.name)))
             else:
                 graphql.append(payload)

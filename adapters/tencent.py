@@ -90,7 +90,6 @@ from .base import (
     ResponseFormatError,
     RetryPolicy,
     gpu_fields,
-    read_failed_calls,
 )
 from .calls import CallFailure, fresh_retries, gather_limited, keep_failures
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
@@ -418,16 +417,15 @@ class TencentAdapter(Adapter):
     # decode / parse ----------------------------------------------------------------------
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult(provider=self.name, fetched_at=fetched_at)
+        payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                result.skip_failed(calls)
-                continue
             if not isinstance(payload, Mapping):
                 raise ResponseFormatError(
                     self.name, f"expected a JSON object, got {type(payload).__name__}"
                 )
             for row in _quota_set(payload):
                 _Row(self.currency, result).parse(row)
+        result.skip_failed(failed)
         return result
 
 

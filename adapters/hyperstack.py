@@ -62,6 +62,7 @@ from .units import (
     positive_quantity,
     text,
     to_decimal,
+    whole_count,
 )
 
 __all__ = ["API_BASE", "FLAVORS_URL", "PRICEBOOK_URL", "HyperstackAdapter"]
@@ -190,7 +191,11 @@ def _flavor_price_basis(
     for group_gpu, flavor in flavors:
         if not isinstance(flavor, Mapping):
             continue
-        name, gpu, count = flavor.get("name"), flavor.get("gpu") or group_gpu, _count(flavor)
+        name, gpu, count = (
+            flavor.get("name"),
+            flavor.get("gpu") or group_gpu,
+            whole_count(flavor.get("gpu_count"), least=0),
+        )
         if isinstance(name, str) and name in prices and isinstance(gpu, str) and gpu and count:
             by_gpu.setdefault(gpu, {})[count] = prices[name]
     verdicts: set[PriceBasis] = set()
@@ -233,7 +238,7 @@ def _parse_flavor(
     if not isinstance(name, str) or not name:
         result.skip("flavor without a name", ref)
         return None
-    gpu_count = _count(flavor)
+    gpu_count = whole_count(flavor.get("gpu_count"), least=0)
     raw_gpu = text(flavor.get("gpu")) or text(group_gpu)
     if gpu_count is None:
         result.skip(f"bad gpu_count {flavor.get('gpu_count')!r}", ref)
@@ -279,11 +284,3 @@ def _price(
             return "pricebook prices flavors but their basis (VM or GPU) is not proven"
         return flavor_name, prices[flavor_name], flavor_basis
     return f"no pricebook entry for {gpu!r} or {flavor_name!r}"
-
-
-def _count(flavor: Mapping[str, Any]) -> int | None:
-    """A whole, non-negative GPU count (``8``, ``8.0`` or ``"8"``), else ``None``."""
-    value = lenient_float(flavor.get("gpu_count"))
-    if value is None or value < 0 or value != int(value):
-        return None
-    return int(value)

@@ -191,11 +191,8 @@ def _flavor_price_basis(
     for group_gpu, flavor in flavors:
         if not isinstance(flavor, Mapping):
             continue
-        name, gpu, count = (
-            flavor.get("name"),
-            flavor.get("gpu") or group_gpu,
-            whole_count(flavor.get("gpu_count"), least=0),
-        )
+        name, gpu = flavor.get("name"), flavor.get("gpu") or group_gpu
+        count = whole_count(flavor.get("gpu_count"))  # a CPU flavor's 0 proves nothing
         if isinstance(name, str) and name in prices and isinstance(gpu, str) and gpu and count:
             by_gpu.setdefault(gpu, {})[count] = prices[name]
     verdicts: set[PriceBasis] = set()

@@ -117,6 +117,7 @@ from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows, typed_row
 from .units import (
     gib_to_gb,
+    lenient_decimal,
     nominal_gpu_memory_gb,
     nominal_memory_gb,
     positive_quantity,
@@ -771,10 +772,7 @@ class _OfferBuilder:
         return hw
 
     def _decimal(self, raw: Any, name: str, ref: str) -> Decimal | None:
-        try:
-            value = to_decimal(raw)
-        except ValueError:
-            value = None
+        value = lenient_decimal(raw)
         if value is None:
             self.result.skip(f"{name} is not a number: {raw!r}", ref)
         return value

@@ -419,11 +419,7 @@ class TencentAdapter(Adapter):
         result = ParseResult(provider=self.name, fetched_at=fetched_at)
         payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if not isinstance(payload, Mapping):
-                raise ResponseFormatError(
-                    self.name, f"expected a JSON object, got {type(payload).__name__}"
-                )
-            for row in _quota_set(payload):
+            for row in _quota_set(payload):  # a format error for anything but an answer
                 _Row(self.currency, result).parse(row)
         result.skip_failed(failed)
         return result

@@ -362,11 +362,9 @@ def _gpu_fields(record: Mapping[str, Any], type_id: str) -> OfferFields:
 
 def _lowest_fields(lowest: Mapping[str, Any], count: int) -> OfferFields:
     """vCPU, RAM (GB) and stock from a 1-GPU ``lowestPrice`` quote: only valid for 1 GPU."""
-    stock = lowest.get("stockStatus", ...)
-    if stock is ...:
-        available = None
-    else:
-        available = _IN_STOCK.get(str(stock).strip().lower()) if stock is not None else False
+    stock = lowest.get("stockStatus", ...)  # absent: unknown; null: out of stock
+    word = str(stock).strip().lower()
+    available = None if stock is ... else stock is not None and _IN_STOCK.get(word)
     if count != 1:
         return {"available_now": available}
     return {

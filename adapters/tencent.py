@@ -557,13 +557,10 @@ class _Row:
                 return []
             return [_Price(RentalTerm.INTERRUPTIBLE, discounted, PriceUnit.HOUR)]
         listed = positive_decimal(raw.get("UnitPrice"))
-        return _list_and_account(
-            RentalTerm.ON_DEMAND, PriceUnit.HOUR, listed, discounted
-        ) or self._none("no hourly price (UnitPriceDiscount / UnitPrice)", ref)
-
-    def _none(self, reason: str, ref: str) -> list[_Price]:
-        self.result.skip(reason, ref)
-        return []
+        prices = _list_and_account(RentalTerm.ON_DEMAND, PriceUnit.HOUR, listed, discounted)
+        if not prices:
+            self.result.skip("no hourly price (UnitPriceDiscount / UnitPrice)", ref)
+        return prices
 
     def _prepaid(self, raw: Mapping[str, Any], ref: str) -> list[_Price]:
         prices = []

@@ -437,10 +437,6 @@ def _storage(text: str) -> tuple[float | None, StorageType | None]:
     return total, kind
 
 
-def _family(instance_type: str) -> str:
-    return instance_type.split(".", 1)[0]
-
-
 def _region_of_az(az: str) -> str | None:
     """ "us-east-1a" -> "us-east-1"; None for local/wavelength zones and garbage."""
     m = _AZ.match(az)
@@ -472,7 +468,7 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
         per_gpu_memory = total_gpu_memory / gpu_count
     elif info is not None and info.memory_mib:
         per_gpu_memory = mib_to_gb(info.memory_mib)
-    family = gpu_families().get(_family(row.get("Instance Type")))
+    family = gpu_families().get(row.get("Instance Type").split(".", 1)[0])
     form_factor = family.form_factor if family else None
     raw_name = (info.name if info and info.name else None) or (
         family.gpu_raw_name if family else None

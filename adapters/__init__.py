@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .base import Adapter
@@ -56,11 +56,3 @@ def get_adapter(name: str) -> type[Adapter]:
     except KeyError:
         known = ", ".join(registry())
         raise KeyError(f"unknown provider {name!r}; known: {known}") from None
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Adapter":
-        from .base import Adapter
-
-        return Adapter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

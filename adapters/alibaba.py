@@ -100,7 +100,6 @@ from .base import (
     ResponseFormatError,
     gpu_fields,
     hourly_price,
-    read_failed_calls,
     request_json,
 )
 from .calls import (
@@ -113,12 +112,12 @@ from .calls import (
     keep_failures,
     query_payload,
     read_query_payload,
-    unwrapped_response,
 )
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows, typed_row
 from .units import (
     gib_to_gb,
+    lenient_decimal,
     nominal_gpu_memory_gb,
     nominal_memory_gb,
     positive_quantity,
@@ -603,11 +602,8 @@ class AlibabaAdapter(Adapter):
         available: dict[tuple[str, str], bool] = {}
         prices: list[tuple[Mapping[str, Any], Any]] = []
         spots: list[tuple[Mapping[str, Any], Any]] = []
-        failed: list[FailedCall] = []
+        payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                failed.extend(calls)
-                continue
             if not isinstance(payload, Mapping):
                 raise ResponseFormatError(
                     self.name, f"expected a JSON object, got {type(payload).__name__}"
@@ -631,10 +627,6 @@ class AlibabaAdapter(Adapter):
                     spots.append((query, response))
                 else:
                     raise ResponseFormatError(self.name, f"unknown query action {action!r}")
-            elif "PriceInfo" in payload or "SpotPrices" in payload:
-                raise unwrapped_response(self.name)
-            elif "Code" in payload and "Message" in payload:
-                raise ProviderError(self.name, f"API error {payload['Code']}: {payload['Message']}")
             else:
                 keys = ", ".join(sorted(map(str, payload))[:6])
                 raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")
@@ -780,10 +772,7 @@ class _OfferBuilder:
         return hw
 
     def _decimal(self, raw: Any, name: str, ref: str) -> Decimal | None:
-        try:
-            value = to_decimal(raw)
-        except ValueError:
-            value = None
+        value = lenient_decimal(raw)
         if value is None:
             self.result.skip(f"{name} is not a number: {raw!r}", ref)
         return value

@@ -65,14 +65,12 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     failed_calls_payload,
-    failure_groups,
     gpu_fields,
     hourly_price,
-    read_failed_calls,
     request,
     request_stream,
 )
-from .calls import CallFailure, gather_limited, http_status
+from .calls import CallFailure, failure_groups, gather_limited, http_status
 from .schema import (
     Fabric,
     GpuFormFactor,
@@ -118,8 +116,6 @@ INSTANCE_TYPE_FILTER_CHUNK = 50
 #: what an opt-in region the account has not enabled answers) and ``UnauthorizedOperation``
 #: (403, the keys lack ``ec2:DescribeSpotPriceHistory``).
 AUTH_STATUSES = frozenset({401, 403})
-#: Region names listed per cause in the spot-failure warning.
-MAX_REGIONS_NAMED = 6
 
 #: Linux on-demand and spot instances are billed per second with a one-minute minimum
 #: (https://aws.amazon.com/ec2/pricing/on-demand/ , "Per Second Billing").
@@ -408,13 +404,7 @@ def _xml_unescape(text: str) -> str:
 def _spot_failure_warning(failures: Sequence[CallFailure], regions: int) -> str:
     """One line for all failed regions, grouped by cause, saying what the user can do."""
     text = f"aws: spot prices not fetched in {len(failures)} of {regions} regions: "
-    text += failure_groups(
-        failures,
-        cause=lambda f: f.cause,
-        place=lambda f: f.place,
-        detail=lambda f: f.detail,
-        max_named=MAX_REGIONS_NAMED,
-    )
+    text += failure_groups(failures)
     if len(failures) == regions and all(_auth(f) for f in failures):
         text += (
             "; the AWS keys were rejected or lack ec2:DescribeSpotPriceHistory: check "
@@ -445,10 +435,6 @@ def _storage(text: str) -> tuple[float | None, StorageType | None]:
         (k for k in (StorageType.NVME, StorageType.SSD, StorageType.HDD) if k in rest), None
     )
     return total, kind
-
-
-def _family(instance_type: str) -> str:
-    return instance_type.split(".", 1)[0]
 
 
 def _region_of_az(az: str) -> str | None:
@@ -482,7 +468,7 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
         per_gpu_memory = total_gpu_memory / gpu_count
     elif info is not None and info.memory_mib:
         per_gpu_memory = mib_to_gb(info.memory_mib)
-    family = gpu_families().get(_family(row.get("Instance Type")))
+    family = gpu_families().get(row.get("Instance Type").split(".", 1)[0])
     form_factor = family.form_factor if family else None
     raw_name = (info.name if info and info.name else None) or (
         family.gpu_raw_name if family else None
@@ -754,11 +740,9 @@ class AwsAdapter(Adapter):
         rows: list[_Row] = []
         spots: list[_Spot] = []
         gpu_info: dict[str, _TypeInfo] = {}
-        failed: list[FailedCall] = []
+        payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                failed.extend(calls)
-            elif not isinstance(payload, str):
+            if not isinstance(payload, str):
                 raise ResponseFormatError(
                     self.name,
                     f"unexpected payload type {type(payload).__name__}: parse reads what fetch"

@@ -161,6 +161,7 @@ _SPOT = _PriceKind(RentalTerm.INTERRUPTIBLE, PriceUnit.HOUR, "spot", " (Spot)", 
 _LOW_PRIORITY = _PriceKind(
     RentalTerm.INTERRUPTIBLE, PriceUnit.HOUR, "low-priority", " (Low Priority)", prepaid=False
 )
+_METER_SUFFIXES = {" spot": _SPOT, " low priority": _LOW_PRIORITY}
 #: Reservations: a price for the whole term. Azure lets the buyer pay it up front or in
 #: monthly instalments of the same total (learn.microsoft.com/azure/cost-management-billing/
 #: reservations/prepare-buy-reservation), so whether it is prepaid is the buyer's choice.
@@ -179,11 +180,7 @@ _SAVINGS_PLAN = {
 def _consumption_kind(meter_name: str) -> _PriceKind:
     """Spot and Low Priority are told apart from pay-as-you-go only by the meter suffix."""
     name = meter_name.strip().lower()
-    if name.endswith(" spot"):
-        return _SPOT
-    if name.endswith(" low priority"):
-        return _LOW_PRIORITY
-    return _ON_DEMAND
+    return next((kind for end, kind in _METER_SUFFIXES.items() if name.endswith(end)), _ON_DEMAND)
 
 
 def _is_windows(product_name: str) -> bool:

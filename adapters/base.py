@@ -63,7 +63,6 @@ __all__ = [
     "SkippedRecord",
     "add_per_region",
     "failed_calls_payload",
-    "failure_groups",
     "gpu_fields",
     "hourly_price",
     "key_headers",
@@ -186,32 +185,6 @@ def read_failed_calls(payload: Any, provider: str) -> list[FailedCall] | None:
             raise ResponseFormatError(provider, f"bad {FAILED_CALLS_KEY} entry: {entry!r}")
         calls.append(FailedCall(entry["ref"], entry["reason"]))
     return calls
-
-
-def failure_groups(
-    failures: Sequence[T],
-    *,
-    cause: Callable[[T], str],
-    place: Callable[[T], str],
-    detail: Callable[[T], str],
-    max_named: int = 6,
-) -> str:
-    """``cause (detail) in N [place, ...]; ...``: one line for a log warning or an error.
-
-    Failures are grouped by ``cause`` in order of first appearance; each group shows the
-    ``detail`` of its first failure (when not empty) and names at most ``max_named`` places.
-    """
-    groups: dict[str, list[T]] = {}
-    for failure in failures:
-        groups.setdefault(cause(failure), []).append(failure)
-    parts = []
-    for key, group in groups.items():
-        names = [place(f) for f in group[:max_named]]
-        if len(group) > max_named:
-            names.append("...")
-        text = detail(group[0])
-        parts.append(f"{key}{f' ({text})' if text else ''} in {len(group)} [{', '.join(names)}]")
-    return "; ".join(parts)
 
 
 #: Every keyword :meth:`ParseResult.add` accepts: the fields of :class:`Offer`.
@@ -611,6 +584,19 @@ class Adapter(abc.ABC):
                 else:
                     result.skip(f"{what} is not an object")
         return result
+
+    def split_failed_calls(self, payloads: Sequence[Any]) -> tuple[list[Any], list[FailedCall]]:
+        """The payloads but a :func:`failed_calls_payload`, and the calls it lists (for
+        :meth:`ParseResult.skip_failed`)."""
+        rest: list[Any] = []
+        failed: list[FailedCall] = []
+        for payload in payloads:
+            calls = read_failed_calls(payload, self.name)
+            if calls is None:
+                rest.append(payload)
+            else:
+                failed.extend(calls)
+        return rest, failed
 
     def decode(self, data: bytes, filename: str) -> Any:
         """Decode one recorded raw response file (JSON unless the adapter says otherwise)."""

@@ -25,7 +25,6 @@ from .base import (
     ResponseFormatError,
     RetryPolicy,
     failed_calls_payload,
-    failure_groups,
 )
 
 __all__ = [
@@ -34,13 +33,13 @@ __all__ = [
     "CallFailure",
     "error_code",
     "failure_cause",
+    "failure_groups",
     "fresh_retries",
     "gather_limited",
     "http_status",
     "keep_failures",
     "query_payload",
     "read_query_payload",
-    "unwrapped_response",
 ]
 
 #: Key of gpuscout's own wrapper (lower-case prefix: not a provider response) of a response
@@ -61,15 +60,6 @@ def read_query_payload(payload: Mapping[str, Any], provider: str) -> tuple[Mappi
     if not isinstance(query, Mapping) or RESPONSE_KEY not in payload:
         raise ResponseFormatError(provider, f"bad {QUERY_KEY} payload")
     return query, payload[RESPONSE_KEY]
-
-
-def unwrapped_response(provider: str) -> ResponseFormatError:
-    """The error for a price response recorded bare: without its query it cannot be placed."""
-    return ResponseFormatError(
-        provider,
-        "a price response without its query (instance type, region): "
-        f"wrap it as {{{QUERY_KEY!r}: ..., {RESPONSE_KEY!r}: ...}}",
-    )
 
 
 _HTTP_STATUS = re.compile(r"^HTTP (\d{3})\b")
@@ -174,6 +164,30 @@ class CallFailure:
     detail: str = ""
 
 
+#: Places named per cause in :func:`failure_groups`; the rest are "...".
+MAX_NAMED = 6
+
+
+def failure_groups(failures: Sequence[CallFailure]) -> str:
+    """``cause (detail) in N [place, ...]; ...``: one line for a log warning or an error.
+
+    Failures are grouped by ``cause`` in order of first appearance; each group shows the
+    ``detail`` of its first failure (when not empty) and names at most :data:`MAX_NAMED`
+    places.
+    """
+    groups: dict[str, list[CallFailure]] = {}
+    for failure in failures:
+        groups.setdefault(failure.cause, []).append(failure)
+    parts = []
+    for key, group in groups.items():
+        names = [f.place for f in group[:MAX_NAMED]]
+        if len(group) > MAX_NAMED:
+            names.append("...")
+        text = group[0].detail
+        parts.append(f"{key}{f' ({text})' if text else ''} in {len(group)} [{', '.join(names)}]")
+    return "; ".join(parts)
+
+
 def keep_failures(
     provider: str,
     payloads: Sequence[Any],
@@ -191,9 +205,7 @@ def keep_failures(
     """
     if not failures:
         return list(payloads)
-    summary = failure_groups(
-        failures, cause=lambda f: f.cause, place=lambda f: f.place, detail=lambda f: f.detail
-    )
+    summary = failure_groups(failures)
     if not payloads:
         raise ProviderError(provider, f"all {len(failures)} {what} failed: {summary}{hint}")
     logging.getLogger(f"gpuscout.adapters.{provider}").warning(

@@ -62,10 +62,10 @@ def deadline_error(deadline_s: float) -> str:
     return f"deadline: no complete answer within {deadline_s:g} s (provider_deadline_s)"
 
 
-def _error_run(provider: str, started_at: datetime, started: float, error: str) -> ProviderRun:
-    return ProviderRun(
-        provider, RunStatus.ERROR, started_at, time.perf_counter() - started, error=error
-    )
+def _error_run(
+    provider: str, started_at: datetime, started: float, error: str, status: RunStatus
+) -> ProviderRun:
+    return ProviderRun(provider, status, started_at, time.perf_counter() - started, error=error)
 
 
 def parse_payloads(
@@ -77,7 +77,7 @@ def parse_payloads(
         result = adapter.parse(payloads, fetched_at=fetched_at)
     except Exception as exc:  # one provider's failure is its run's error
         error = provider_error(adapter.name, exc, step="parse")
-        return _error_run(adapter.name, fetched_at, started, error)
+        return _error_run(adapter.name, fetched_at, started, error, RunStatus.ERROR)
     return ProviderRun(
         adapter.name,
         RunStatus.OK,
@@ -107,24 +107,15 @@ async def run_provider(
         async with deadline:
             payloads = await adapter.fetch(client)
     except MissingCredentials as exc:
-        return ProviderRun(
-            adapter.name,
-            RunStatus.SKIPPED,
-            started_at,
-            time.perf_counter() - started,
-            error=str(exc),
-        )
-    except TimeoutError as exc:
-        # the deadline's expiry, or a TimeoutError of the adapter's own
+        return _error_run(adapter.name, started_at, started, str(exc), RunStatus.SKIPPED)
+    except Exception as exc:  # one provider's failure is its run's error
+        # a TimeoutError is the deadline's expiry, or a TimeoutError of the adapter's own
         error = (
             deadline_error(deadline_s)
-            if deadline_s is not None and deadline.expired()
+            if isinstance(exc, TimeoutError) and deadline_s is not None and deadline.expired()
             else provider_error(adapter.name, exc, step="fetch")
         )
-        return _error_run(adapter.name, started_at, started, error)
-    except Exception as exc:  # one provider's failure is its run's error
-        error = provider_error(adapter.name, exc, step="fetch")
-        return _error_run(adapter.name, started_at, started, error)
+        return _error_run(adapter.name, started_at, started, error, RunStatus.ERROR)
     run = parse_payloads(adapter, payloads, fetched_at=started_at)
     run.duration_s = time.perf_counter() - started
     return run

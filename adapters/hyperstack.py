@@ -50,6 +50,7 @@ from .base import (
     gpu_fields,
     hourly_price,
     key_headers,
+    payload_list,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import country_code
@@ -61,6 +62,7 @@ from .units import (
     positive_quantity,
     text,
     to_decimal,
+    whole_count,
 )
 
 __all__ = ["API_BASE", "FLAVORS_URL", "PRICEBOOK_URL", "HyperstackAdapter"]
@@ -86,10 +88,8 @@ class HyperstackAdapter(Adapter):
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = key_headers(self, "api_key", scheme="")
-        payloads = []
-        for url in (self.url("/core/flavors"), self.url("/pricebook")):
-            payloads.append(await self.get_json(client, url, headers=headers))
-        return payloads
+        paths = ("/core/flavors", "/pricebook")
+        return [await self.get_json(client, self.url(p), headers=headers) for p in paths]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         groups: list[Any] = []
@@ -160,16 +160,9 @@ def _read_pricebook(
 
 
 def _flavor_groups(payload: Any) -> list[Any]:
-    if not isinstance(payload, Mapping):
-        raise ResponseFormatError(
-            "hyperstack", f"expected a JSON object or list, got {type(payload).__name__}"
-        )
-    if payload.get("status") is False:
+    if isinstance(payload, Mapping) and payload.get("status") is False:
         raise ProviderError("hyperstack", f"API error: {payload.get('message')!r}")
-    data = payload.get("data")
-    if not isinstance(data, list):
-        raise ResponseFormatError("hyperstack", "flavors response has no 'data' list")
-    return data
+    return payload_list(payload, "data", "hyperstack")
 
 
 def _flavors(groups: list[Any]) -> list[tuple[str, Any]]:
@@ -198,7 +191,8 @@ def _flavor_price_basis(
     for group_gpu, flavor in flavors:
         if not isinstance(flavor, Mapping):
             continue
-        name, gpu, count = flavor.get("name"), flavor.get("gpu") or group_gpu, _count(flavor)
+        name, gpu = flavor.get("name"), flavor.get("gpu") or group_gpu
+        count = whole_count(flavor.get("gpu_count"))  # a CPU flavor's 0 proves nothing
         if isinstance(name, str) and name in prices and isinstance(gpu, str) and gpu and count:
             by_gpu.setdefault(gpu, {})[count] = prices[name]
     verdicts: set[PriceBasis] = set()
@@ -241,7 +235,7 @@ def _parse_flavor(
     if not isinstance(name, str) or not name:
         result.skip("flavor without a name", ref)
         return None
-    gpu_count = _count(flavor)
+    gpu_count = whole_count(flavor.get("gpu_count"), least=0)
     raw_gpu = text(flavor.get("gpu")) or text(group_gpu)
     if gpu_count is None:
         result.skip(f"bad gpu_count {flavor.get('gpu_count')!r}", ref)
@@ -287,11 +281,3 @@ def _price(
             return "pricebook prices flavors but their basis (VM or GPU) is not proven"
         return flavor_name, prices[flavor_name], flavor_basis
     return f"no pricebook entry for {gpu!r} or {flavor_name!r}"
-
-
-def _count(flavor: Mapping[str, Any]) -> int | None:
-    """A whole, non-negative GPU count (``8``, ``8.0`` or ``"8"``), else ``None``."""
-    value = lenient_float(flavor.get("gpu_count"))
-    if value is None or value < 0 or value != int(value):
-        return None
-    return int(value)

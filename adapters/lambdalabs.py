@@ -50,7 +50,6 @@ from .base import (
     hourly_price,
     key_headers,
     positive_price,
-    read_failed_calls,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import region_countries
@@ -89,10 +88,10 @@ class LambdaAdapter(Adapter):
         result = ParseResult(provider=self.name, fetched_at=fetched_at)
         images: dict[str, tuple[str, ...] | None] = {}
         types: list[Mapping[str, Any]] = []
+        payloads, failed = self.split_failed_calls(payloads)
+        result.skip_failed(failed)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                result.skip_failed(calls)
-            elif _is_images(payload):
+            if _is_images(payload):
                 images.update(_region_images(payload, result))
             else:
                 types.append(_instance_types(payload))

@@ -122,11 +122,9 @@ from .base import (
     gpu_fields,
     hourly_price,
     key_headers,
-    read_failed_calls,
 )
 from .calls import (
     QUERY_KEY,
-    RESPONSE_KEY,
     CallFailure,
     failure_cause,
     gather_limited,
@@ -134,7 +132,6 @@ from .calls import (
     keep_failures,
     query_payload,
     read_query_payload,
-    unwrapped_response,
 )
 from .fabrics import named_fabric
 from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
@@ -146,7 +143,6 @@ __all__ = [
     "PRICING_URL",
     "QUERY_KEY",
     "RESERVED_TERM",
-    "RESPONSE_KEY",
     "SPOT_AVAILABILITY_URL",
     "MithrilAdapter",
 ]
@@ -167,10 +163,6 @@ CONCURRENT_CALLS = 8
 _PRICE_FIELDS: tuple[tuple[str, RentalTerm, bool], ...] = (
     ("spot_price_cents", RentalTerm.INTERRUPTIBLE, False),
     ("reserved_price_cents", RESERVED_TERM, True),
-)
-#: Keys that mark a bare ``CurrentPricesResponse`` (one that lost its query).
-_PRICE_KEYS = frozenset(
-    {"spot_price_cents", "reserved_price_cents", "minimum_price_cents", "dynamic_win_price_cents"}
 )
 #: The listing calls, by the kind :func:`_list_kind` tells from a JSON array.
 _LISTINGS: Mapping[str, str] = {
@@ -351,11 +343,9 @@ class MithrilAdapter(Adapter):
         hardware: dict[str, OfferFields] = {}
         rejected: dict[str, str] = {}
         prices: list[tuple[Mapping[str, Any], Any]] = []
-        failed: list[FailedCall] = []
+        payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                failed.extend(calls)
-            elif isinstance(payload, list):
+            if isinstance(payload, list):
                 kind = _list_kind(payload)
                 rows = _listing_rows(payload, kind) if kind else []
                 for row in rows if kind == "instance_types" else []:
@@ -390,10 +380,6 @@ class MithrilAdapter(Adapter):
             ):
                 raise ResponseFormatError(self.name, f"bad {QUERY_KEY}: {dict(query)!r}")
             return query, response
-        if _PRICE_KEYS & set(payload):
-            raise unwrapped_response(self.name)
-        if "detail" in payload:  # FastAPI's error body ({"detail": ...})
-            raise ProviderError(self.name, f"API error: {payload['detail']!r}"[:300])
         keys = ", ".join(sorted(map(str, payload))[:6])
         raise ResponseFormatError(self.name, f"unknown payload with keys {keys}")
 

@@ -109,13 +109,10 @@ class OciAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        payloads = []
-        for url in (self.url("/shapes.json"), self.url("/products.json")):
-            payload = await self.get_json(client, url)
-            if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
-                raise ResponseFormatError(self.name, f"{url} did not return {{'items': [...]}}")
-            payloads.append(payload)
-        return payloads
+        # their shape is parse's to check (shape_kind)
+        return [
+            await self.get_json(client, self.url(p)) for p in ("/shapes.json", "/products.json")
+        ]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult(provider=self.name, fetched_at=fetched_at)

@@ -71,7 +71,7 @@ from .base import (
     gpu_fields,
     hourly_price,
     key_headers,
-    read_failed_calls,
+    payload_list,
 )
 from .calls import QUERY_KEY, query_payload, read_query_payload
 from .gpus import get_gpu
@@ -180,12 +180,10 @@ class RunPodAdapter(Adapter):
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         graphql: list[Any] = []
-        failed: list[FailedCall] = []
         cuda: dict[tuple[str, str], str] = {}
+        payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                failed.extend(calls)
-            elif isinstance(payload, Mapping) and QUERY_KEY in payload:
+            if isinstance(payload, Mapping) and QUERY_KEY in payload:
                 cuda.update(_catalog_cuda(*read_query_payload(payload, self.name)))
             else:
                 graphql.append(payload)
@@ -225,16 +223,11 @@ def _raise_graphql_errors(payload: Any) -> None:
 
 
 def _gpu_type_records(payload: Any) -> list[Any]:
-    if not isinstance(payload, Mapping):
-        raise ResponseFormatError("runpod", f"expected an object, got {type(payload).__name__}")
     _raise_graphql_errors(payload)
-    data = payload.get("data")
+    data = value_at(payload, "data")
     if not isinstance(data, Mapping):
         raise ResponseFormatError("runpod", "response has no 'data' object")
-    records = data.get("gpuTypes")
-    if not isinstance(records, list):
-        raise ResponseFormatError("runpod", "'data.gpuTypes' is missing or not a list")
-    return records
+    return payload_list(data, "gpuTypes", "runpod")
 
 
 def _disk_fields() -> OfferFields:
@@ -369,11 +362,9 @@ def _gpu_fields(record: Mapping[str, Any], type_id: str) -> OfferFields:
 
 def _lowest_fields(lowest: Mapping[str, Any], count: int) -> OfferFields:
     """vCPU, RAM (GB) and stock from a 1-GPU ``lowestPrice`` quote: only valid for 1 GPU."""
-    stock = lowest.get("stockStatus", ...)
-    if stock is ...:
-        available = None
-    else:
-        available = _IN_STOCK.get(str(stock).strip().lower()) if stock is not None else False
+    stock = lowest.get("stockStatus", ...)  # absent: unknown; null: out of stock
+    word = str(stock).strip().lower()
+    available = None if stock is ... else stock is not None and _IN_STOCK.get(word)
     if count != 1:
         return {"available_now": available}
     return {

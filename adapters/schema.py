@@ -540,10 +540,6 @@ class Offer(BaseModel):
         )
         return key if self.term_variant is None else f"{key}|{self.term_variant}"
 
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(cls.model_fields)
-
     def to_record(self) -> dict[str, Any]:
         """A flat JSON-able dict with the schema's field names, ``usd_per_hour`` included."""
         return self.model_dump(mode="json")

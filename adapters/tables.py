@@ -24,6 +24,8 @@ from fractions import Fraction
 from importlib import resources
 from typing import Any, TypeVar
 
+from .units import to_decimal
+
 __all__ = [
     "DATA_DIR",
     "ProviderDisk",
@@ -96,7 +98,7 @@ def typed_row(cls: type[T], row: Mapping[str, Any]) -> T:
     its annotation says (columns it has no field for, such as ``source``, are left out).
 
     A text cell becomes the field's type: a number (``int``, ``float``, ``Fraction``), an
-    enum member by value, ``true`` for a ``bool``, the words of a
+    enum member by value, an exact ``Decimal``, ``true`` for a ``bool``, the words of a
     ``frozenset[str]``, a case-blind ``re.Pattern``; an empty cell is ``None`` for an optional
     field, and a union tries its types in order (``int | float``: ``"85"`` stays whole). A
     TOML value is typed already and kept. A cell that does not read is a ValueError, so
@@ -136,6 +138,8 @@ def _reader(kind: Any) -> Callable[[str], Any]:
         return lambda text: frozenset(text.split())
     if kind is re.Pattern or typing.get_origin(kind) is re.Pattern:
         return lambda text: re.compile(text.strip(), re.IGNORECASE)
+    if kind is Decimal:  # its own error on garbage is no ValueError; to_decimal's is
+        return to_decimal
     if kind in (int, float, Fraction, str) or issubclass(kind, enum.Enum):
         return lambda text: kind(text.strip())
     raise TypeError(f"no reading of a table cell as {kind!r}")
@@ -172,9 +176,5 @@ def provider_disk(provider: str) -> ProviderDisk:
     none (an adapter that reads this table has a row)."""
     for row in data_rows("provider_disks.csv"):
         if row["provider"] == provider:
-            gb, price = row["boot_disk_min_gb"].strip(), row["storage_price_per_gb_month"].strip()
-            return ProviderDisk(
-                boot_disk_min_gb=float(gb) if gb else None,
-                storage_price_per_gb_month=Decimal(price) if price else None,
-            )
+            return typed_row(ProviderDisk, row)
     raise KeyError(f"data/provider_disks.csv has no row for {provider!r}")

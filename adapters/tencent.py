@@ -90,7 +90,6 @@ from .base import (
     ResponseFormatError,
     RetryPolicy,
     gpu_fields,
-    read_failed_calls,
 )
 from .calls import CallFailure, fresh_retries, gather_limited, keep_failures
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
@@ -418,20 +417,11 @@ class TencentAdapter(Adapter):
     # decode / parse ----------------------------------------------------------------------
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult(provider=self.name, fetched_at=fetched_at)
+        payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if (calls := read_failed_calls(payload, self.name)) is not None:
-                result.skip_failed(calls)
-                continue
-            if not isinstance(payload, Mapping):
-                raise ResponseFormatError(
-                    self.name, f"expected a JSON object, got {type(payload).__name__}"
-                )
-            error = _call_error(payload)
-            if error is not None:
-                result.skip(f"{ACTION} failed: {error[0] or error[1]}", "tencent:error")
-                continue
-            for row in _quota_set(payload):
+            for row in _quota_set(payload):  # a format error for anything but an answer
                 _Row(self.currency, result).parse(row)
+        result.skip_failed(failed)
         return result
 
 
@@ -567,13 +557,10 @@ class _Row:
                 return []
             return [_Price(RentalTerm.INTERRUPTIBLE, discounted, PriceUnit.HOUR)]
         listed = positive_decimal(raw.get("UnitPrice"))
-        return _list_and_account(
-            RentalTerm.ON_DEMAND, PriceUnit.HOUR, listed, discounted
-        ) or self._none("no hourly price (UnitPriceDiscount / UnitPrice)", ref)
-
-    def _none(self, reason: str, ref: str) -> list[_Price]:
-        self.result.skip(reason, ref)
-        return []
+        prices = _list_and_account(RentalTerm.ON_DEMAND, PriceUnit.HOUR, listed, discounted)
+        if not prices:
+            self.result.skip("no hourly price (UnitPriceDiscount / UnitPrice)", ref)
+        return prices
 
     def _prepaid(self, raw: Mapping[str, Any], ref: str) -> list[_Price]:
         prices = []

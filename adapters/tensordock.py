@@ -80,10 +80,8 @@ class TensorDockAdapter(Adapter):
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = key_headers(self)
-        payloads = []
-        for path in ("locations", "hostnodes"):
-            payloads.append(await self.get_json(client, self.url(f"/{path}"), headers=headers))
-        return payloads
+        paths = ("/locations", "/hostnodes")
+        return [await self.get_json(client, self.url(p), headers=headers) for p in paths]
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         result = ParseResult(provider=self.name, fetched_at=fetched_at)

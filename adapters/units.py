@@ -160,10 +160,10 @@ def lenient_float(value: Any) -> float | None:
         return None
 
 
-def whole_count(value: Any) -> int | None:
-    """A whole, positive count (``2``, ``2.0`` or ``"2"``), else ``None``."""
+def whole_count(value: Any, least: int = 1) -> int | None:
+    """A whole count of ``least`` or more (``2``, ``2.0`` or ``"2"``), else ``None``."""
     number = lenient_float(value)
-    if number is None or number < 1 or number != int(number):
+    if number is None or number < least or number != int(number):
         return None
     return int(number)
 

@@ -179,7 +179,6 @@ def _offer_id(record: Mapping[str, Any], gpu_count: int) -> str:
 def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> OfferFields:
     """Everything but the price and term, shared by the on-demand and interruptible offers."""
     gpu_mib = positive(lenient_float(record.get("gpu_ram")))
-    # matched on GiB, the unit GPU names quote ("80GB" = 81920 MiB)
     region = text(record.get("geolocation"))
     pcie_gen = lenient_float(record.get("pci_gen"))
     cuda = positive(lenient_float(record.get("cuda_max_good")))

@@ -105,12 +105,10 @@ class VerdaAdapter(Adapter):
                     countries.update(_countries(payload))
                 case "availability":
                     where[bool(payload["is_spot"])] = _locations_by_type(payload)
-                case "availability_raw":
-                    raise ResponseFormatError(
-                        self.name, "availability response without its is_spot query"
-                    )
                 case _:
-                    raise ResponseFormatError(self.name, f"unrecognised payload: {_brief(payload)}")
+                    raise ResponseFormatError(
+                        self.name, f"unrecognised payload: {json.dumps(payload, default=str)[:120]}"
+                    )
         result = ParseResult(provider=self.name, fetched_at=fetched_at)
         for record in types:
             _parse_type(result, record, countries, where)
@@ -135,10 +133,6 @@ def _kind(payload: Any) -> str | None:
     if "instance_type" in first:
         return "instance_types"
     return None
-
-
-def _brief(payload: Any) -> str:
-    return json.dumps(payload, default=str)[:120]
 
 
 def _countries(payload: list[Any]) -> dict[str, str]:

@@ -594,24 +594,6 @@ def test_wrong_shape_is_a_response_format_error(payload: Any) -> None:
         parse(payload)
 
 
-def test_a_price_response_without_its_query_is_refused() -> None:
-    with pytest.raises(ResponseFormatError, match="without its query"):
-        parse(load(TYPES), load(PRICE))
-    with pytest.raises(ResponseFormatError, match="without its query"):
-        parse(load(TYPES), load(SPOT))
-
-
-def test_error_envelope_is_a_provider_error() -> None:
-    error = {
-        "RequestId": "r",
-        "HostId": "ecs.aliyuncs.com",
-        "Code": "Forbidden.RAM",
-        "Message": "no",
-    }
-    with pytest.raises(ProviderError, match="Forbidden.RAM"):
-        parse(error)
-
-
 def test_truncated_json_is_a_response_format_error() -> None:
     with pytest.raises(ResponseFormatError):
         AlibabaAdapter().decode((FIXTURES / PRICE).read_bytes()[:100], PRICE)

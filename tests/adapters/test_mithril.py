@@ -340,11 +340,6 @@ def test_empty_listings_give_nothing() -> None:
     assert (result.offers, result.skipped) == ([], [])
 
 
-def test_error_body_is_a_provider_error() -> None:
-    with pytest.raises(ProviderError, match="Invalid credentials"):
-        parse({"detail": "Invalid credentials"})
-
-
 def test_truncated_json_is_a_response_format_error() -> None:
     with pytest.raises(ResponseFormatError):
         MithrilAdapter().decode(b'[{"fid": "it_abc123456", "num_gp', "truncated.json")

@@ -188,7 +188,7 @@ def test_record_round_trip_keeps_every_field() -> None:
     assert record["price_amount"] == "14.32"
     rebuilt = Offer.model_validate({k: v for k, v in record.items() if k != "usd_per_hour"})
     assert rebuilt == o
-    assert set(Offer.field_names()) <= set(record)
+    assert set(Offer.model_fields) <= set(record)
 
 
 def test_key_identifies_offer_across_prices() -> None:
@@ -197,7 +197,7 @@ def test_key_identifies_offer_across_prices() -> None:
 
 
 def test_every_seed_group_has_fields() -> None:
-    names = set(Offer.field_names())
+    names = set(Offer.model_fields)
     groups = {
         "gpu": {"gpu_model", "gpu_count", "gpu_memory_gb", "gpu_form_factor", "gpu_interconnect"},
         "cpu": {"cpu_model", "cpu_vendor", "cpu_arch", "cpu_sockets", "cpu_cores", "vcpus"},

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import json
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import Field, FilePath, SecretStr, ValidationInfo, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    BeforeValidator,
+    Field,
+    FilePath,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["Settings", "get_settings"]
 
@@ -30,6 +39,38 @@ _BASE_URL = (
 
 def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("gpuscout"))
+
+
+#: How a list setting is written, said in every error about one.
+LIST_FORM = 'expected comma-separated values (a,b) or a JSON list (["a", "b"])'
+
+
+def _listed(value: object) -> object:
+    """A list setting from the environment: ``a,b`` or the JSON list ``["a", "b"]``.
+
+    pydantic-settings would read only JSON, and its error names neither the variable nor
+    the form; with :class:`~pydantic_settings.NoDecode` the raw text reaches this
+    validator, so a plain ``vastai`` works and a broken JSON list is a validation error
+    that names its ``GPUSCOUT_`` variable. Values given in Python (a list) pass as they are.
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text.startswith("["):
+        return [item.strip() for item in text.split(",") if item.strip()]
+    try:
+        items = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not a JSON list ({exc}); {LIST_FORM}") from None
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ValueError(f"a JSON list of strings is needed; {LIST_FORM}")
+    return items
+
+
+#: A list of strings read from ``a,b`` or ``["a", "b"]`` (:func:`_listed`).
+TextList = Annotated[list[str], NoDecode, BeforeValidator(_listed)]
+#: A list of paths read the same way.
+PathList = Annotated[list[Path], NoDecode, BeforeValidator(_listed)]
 
 
 class Settings(BaseSettings):
@@ -58,8 +99,9 @@ class Settings(BaseSettings):
         " far shorter than the snapshot interval",
     )
     http_retries: int = Field(4, ge=1, le=10, description="attempts per provider request")
-    providers_disabled: list[str] = Field(
-        default_factory=list, description="provider names not to fetch (JSON list)"
+    providers_disabled: TextList = Field(
+        default_factory=list,
+        description="provider names not to fetch (comma-separated or a JSON list)",
     )
     fx_rates_file: Path | None = Field(
         None,
@@ -97,8 +139,10 @@ class Settings(BaseSettings):
     alibaba_access_key_id: SecretStr | None = None
     alibaba_access_key_secret: SecretStr | None = None
     mithril_api_key: SecretStr | None = None
-    price_sheet_paths: list[Path] = Field(
-        default_factory=list, description="price-sheet files read by the `sheet` adapter"
+    price_sheet_paths: PathList = Field(
+        default_factory=list,
+        description="price-sheet files read by the `sheet` adapter (comma-separated or a"
+        " JSON list)",
     )
 
     # provider API base URLs (None = the adapter's documented default, `Adapter.base_url`)
@@ -127,8 +171,9 @@ class Settings(BaseSettings):
         SecretStr("changeme"),
         description="Bearer token for admin endpoints; placeholders refused outside development",
     )
-    cors_origins: list[str] = Field(
-        default_factory=list, description="origins allowed by CORS (JSON list); none = no CORS"
+    cors_origins: TextList = Field(
+        default_factory=list,
+        description="origins allowed by CORS (comma-separated or a JSON list); none = no CORS",
     )
     api_host: str = Field("127.0.0.1", description="address `gpuscout serve` binds")
     api_port: int = Field(8000, ge=1, le=65535, description="port `gpuscout serve` binds")
@@ -258,10 +303,10 @@ class Settings(BaseSettings):
     subscriptions_per_hour: int = Field(
         100, ge=1, description="confirmation mails gpuscout sends in all per hour (then 429)"
     )
-    trusted_proxies: list[str] = Field(
+    trusted_proxies: TextList = Field(
         default_factory=list,
-        description="reverse proxies (IPs or CIDR networks, JSON list) whose X-Forwarded-For "
-        "names the client; none = the connection's peer is the client",
+        description="reverse proxies (IPs or CIDR networks, comma-separated or a JSON list)"
+        " whose X-Forwarded-For names the client; none = the connection's peer is the client",
     )
     digest_weekday: int = Field(
         1, ge=1, le=7, description="ISO weekday the digest goes out (1 = Monday), local time"
@@ -333,7 +378,9 @@ class Settings(BaseSettings):
             try:
                 ipaddress.ip_network(entry.strip(), strict=False)
             except ValueError:
-                raise ValueError(f"not an IP address or network: {entry!r}") from None
+                raise ValueError(
+                    f"not an IP address or network: {entry!r} (expected e.g. 10.0.0.1,10.1.0.0/16)"
+                ) from None
         return [entry.strip() for entry in value]
 
     @field_validator("*", mode="after")

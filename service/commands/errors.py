@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import errno
 import math
+import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -62,6 +64,46 @@ def _validation(exc: Any) -> tuple[str, int]:
     return f"invalid {exc.title}: {validation_message(exc)}", EXIT_INPUT
 
 
+#: The field pydantic-settings names when it cannot decode a variable's value.
+_UNDECODED_FIELD = re.compile(r'error parsing value for field "(\w+)"')
+
+
+def _undecoded(exc: Exception) -> str | None:
+    """pydantic-settings' own error for a value it could not decode (JSON, for a complex
+    setting not read through ``NoDecode``), said with the variable it came from."""
+    found = _UNDECODED_FIELD.search(str(exc))
+    if found is None:
+        return None
+    cause = exc.__cause__
+    why = f"not valid JSON ({_flat(str(cause))})" if cause is not None else _flat(str(exc))
+    return f"configuration: GPUSCOUT_{found.group(1).upper()}: {why}; a JSON value is expected"
+
+
+def _data_dir_problem(exc: OSError) -> str | None:
+    """``GPUSCOUT_DATA_DIR: ...`` when ``exc`` is the data dir failing to be created: the
+    path it names is the configured data dir (or a parent of it) and the data dir is no
+    directory. A data dir that exists is not the problem, whatever failed inside it."""
+    if exc.filename is None:
+        return None
+    from pydantic import ValidationError
+
+    from ..settings import get_settings
+
+    try:
+        data_dir = get_settings().data_dir.expanduser()
+    except (ValidationError, ValueError):  # the settings are broken: nothing to name here
+        return None
+    failed = Path(exc.filename)
+    if data_dir.is_dir() or not (failed == data_dir or failed in data_dir.parents):
+        return None
+    if data_dir.exists():
+        return f"GPUSCOUT_DATA_DIR: {data_dir} is a file, not a directory"
+    blocking = next((p for p in data_dir.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        return f"GPUSCOUT_DATA_DIR: {data_dir} cannot be created: {blocking} is a file"
+    return f"GPUSCOUT_DATA_DIR: {data_dir} cannot be created: {_flat(exc.strerror or str(exc))}"
+
+
 def _database(exc: Any) -> str:
     """The driver's own first line (not SQLAlchemy's wrapper with the SQL and a link)."""
     orig = getattr(exc, "orig", None)
@@ -73,12 +115,15 @@ def one_line(exc: BaseException) -> tuple[str, int] | None:
     causes; ``None`` for any other (a bug: let its traceback show)."""
     from alembic.util.exc import CommandError
     from pydantic import ValidationError
+    from pydantic_settings import SettingsError
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
     from ..fx import FxError
 
     if isinstance(exc, ValidationError):
         return _validation(exc)
+    if isinstance(exc, SettingsError) and (undecoded := _undecoded(exc)) is not None:
+        return undecoded, EXIT_INPUT
     if isinstance(exc, FxError):
         return f"configuration: {_flat(str(exc))}", EXIT_INPUT
     if isinstance(exc, (ArgumentError, NoSuchModuleError)):
@@ -87,6 +132,8 @@ def one_line(exc: BaseException) -> tuple[str, int] | None:
         return _database(exc), EXIT_ENVIRONMENT
     if isinstance(exc, CommandError):  # alembic: e.g. a database migrated by a newer version
         return f"database migrations: {_flat(str(exc))}", EXIT_ENVIRONMENT
+    if isinstance(exc, OSError) and (data_dir := _data_dir_problem(exc)) is not None:
+        return data_dir, EXIT_INPUT
     if isinstance(exc, OSError) and exc.errno != errno.EPIPE:
         where = exc.filename if exc.filename is not None else "file"
         return f"{where}: {_flat(exc.strerror or str(exc))}", EXIT_ENVIRONMENT

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..settings import Settings, get_settings
-from .errors import one_line
+from .errors import EXIT_INPUT, one_line
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -151,6 +151,17 @@ def register(app: typer.Typer) -> None:
 
         bind_host = host or settings.api_host
         bind_port = port if port is not None else settings.api_port
+        from .bind_check import bind_problem
+
+        problem = bind_problem(
+            bind_host,
+            bind_port,
+            host_from="--host" if host else "GPUSCOUT_API_HOST",
+            port_from="--port" if port is not None else "GPUSCOUT_API_PORT",
+        )
+        if problem is not None:  # before the app is built and the URL announced
+            typer.echo(f"error: {problem}", err=True)
+            raise typer.Exit(EXIT_INPUT)
         warning = placeholder_warning(settings, bind_host)
         if warning is not None:
             message, loud = warning

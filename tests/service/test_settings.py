@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
-from service.settings import Settings
+import pytest
+from pydantic import ValidationError
+from pydantic_settings import NoDecode
+
+from service.commands.errors import one_line
+from service.settings import LIST_FORM, Settings
 
 
 def test_provider_credentials_exclude_service_secrets(tmp_path: Path) -> None:
@@ -35,9 +41,6 @@ def test_every_adapter_credential_is_a_setting() -> None:
 
 
 def test_an_unusable_database_url_is_a_configuration_error() -> None:
-    import pytest
-    from pydantic import ValidationError
-
     for url, reason in (
         ("garbage", "not a database URL"),
         ("mysql://u@h/db", "unsupported database 'mysql'"),
@@ -58,3 +61,67 @@ def test_placeholder_secrets_are_named() -> None:
         token_secret="a-token-secret-of-some-length",  # type: ignore[arg-type]
     )
     assert real.placeholder_secrets() == []
+
+
+#: Every list setting, with a value written both ways and what it reads as.
+LIST_SETTINGS: dict[str, tuple[str, str, list[object]]] = {
+    "providers_disabled": ("vastai, runpod", '["vastai", "runpod"]', ["vastai", "runpod"]),
+    "price_sheet_paths": (
+        "/a.csv,/b.yaml",
+        '["/a.csv", "/b.yaml"]',
+        [Path("/a.csv"), Path("/b.yaml")],
+    ),
+    "cors_origins": ("https://a.example", '["https://a.example"]', ["https://a.example"]),
+    "trusted_proxies": (
+        "10.0.0.1,10.1.0.0/16",
+        '["10.0.0.1", "10.1.0.0/16"]',
+        ["10.0.0.1", "10.1.0.0/16"],
+    ),
+}
+
+
+def _from_env(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> Settings:
+    monkeypatch.setenv(f"GPUSCOUT_{name.upper()}", value)
+    return Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_every_list_or_dict_setting_is_covered() -> None:
+    """A new list (or dict) setting must be read with ``NoDecode`` and its own parsing,
+    or pydantic-settings' JSON error (naming no variable) comes back."""
+    complex_fields = {
+        name
+        for name, field in Settings.model_fields.items()
+        if typing.get_origin(field.annotation) in (list, dict, set, tuple)
+    }
+    assert complex_fields == set(LIST_SETTINGS)
+    for name in complex_fields:
+        assert NoDecode in Settings.model_fields[name].metadata, name
+
+
+@pytest.mark.parametrize("name", list(LIST_SETTINGS))
+def test_list_settings_read_commas_or_json(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    commas, json_list, expected = LIST_SETTINGS[name]
+    assert getattr(_from_env(monkeypatch, name, commas), name) == expected
+    assert getattr(_from_env(monkeypatch, name, json_list), name) == expected
+    assert getattr(_from_env(monkeypatch, name, ""), name) == []
+    assert getattr(_from_env(monkeypatch, name, "[]"), name) == []
+
+
+@pytest.mark.parametrize("name", list(LIST_SETTINGS))
+@pytest.mark.parametrize("value", ['["a",', "[1, 2]", '[{"a": 1}]'])
+def test_a_broken_list_setting_names_itself_and_the_form(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    with pytest.raises(ValidationError) as info:
+        _from_env(monkeypatch, name, value)
+    (error,) = info.value.errors()
+    assert error["loc"] == (name,)
+    assert LIST_FORM in error["msg"]
+    message, code = one_line(info.value) or ("", 0)
+    assert message.startswith(f"configuration: GPUSCOUT_{name.upper()}: ")
+    assert "comma-separated" in message and code == 2
+
+
+def test_a_list_given_in_python_passes_as_it_is() -> None:
+    settings = Settings(_env_file=None, providers_disabled=["a", "b"])  # type: ignore[call-arg]
+    assert settings.providers_disabled == ["a", "b"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import typing
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,32 @@ def test_only_http_adapters_have_base_url_settings() -> None:
         n.removesuffix("_base_url") for n in Settings.model_fields if n.endswith("_base_url")
     }
     assert settings - {"public"} == set(_http_adapters())
+
+
+def test_env_example_reads_as_it_stands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copied to .env unchanged, every value it sets is valid (lists included)."""
+    for name in [n for n in os.environ if n.startswith("GPUSCOUT_")]:
+        monkeypatch.delenv(name)
+    settings = Settings(_env_file=ROOT / ".env.example")  # type: ignore[call-arg]
+    assert settings.providers_disabled == [] and settings.cors_origins == []
+
+
+def test_env_example_says_how_lists_are_written() -> None:
+    from service.settings import LIST_FORM
+
+    header = _env_example().split("\n\n", 1)[0]
+    assert "comma-separated (a,b) or a JSON list" in header
+    assert "(a,b)" in LIST_FORM
+    for name, field in Settings.model_fields.items():
+        if typing.get_origin(field.annotation) is list:
+            assert "comma-separated or a JSON list" in (field.description or ""), name
+            assert "comma-separated or a JSON list" in _comment_above(name), name
+
+
+def _comment_above(name: str) -> str:
+    """The comment lines right above ``GPUSCOUT_<NAME>=`` in .env.example, as one line."""
+    before = _env_example().split(f"GPUSCOUT_{name.upper()}=", 1)[0].rstrip().splitlines()
+    lines: list[str] = []
+    while before and before[-1].startswith("#"):
+        lines.insert(0, before.pop().lstrip("# "))
+    return " ".join(lines)

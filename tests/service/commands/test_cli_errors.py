@@ -261,3 +261,93 @@ def test_a_bug_keeps_its_traceback() -> None:
         "/x: No such file or directory",
         1,
     )
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"GPUSCOUT_PROVIDERS_DISABLED": '["vastai"'},
+        {"GPUSCOUT_PRICE_SHEET_PATHS": "[/x.csv]"},
+        {"GPUSCOUT_CORS_ORIGINS": '["https://a.example", 1]'},
+        {"GPUSCOUT_TRUSTED_PROXIES": "10.0.0.1,not-an-ip"},
+    ],
+    ids=lambda env: next(iter(env)),
+)
+def test_a_broken_list_setting_is_one_line_naming_it(tmp: Path, env: dict[str, str]) -> None:
+    result = _run(tmp, ["offers", "--sample"], env)
+    _assert_one_clear_line(result, f"error: configuration: {next(iter(env))}: ", tmp)
+    assert result.exit_code == 2
+
+
+def test_list_settings_take_commas(tmp: Path) -> None:
+    result = _run(tmp, ["offers", "--sample"], {"GPUSCOUT_PROVIDERS_DISABLED": "vastai"})
+    assert result.exit_code == 0, result.output
+    assert get_settings().providers_disabled == ["vastai"]
+
+
+def test_an_undecodable_setting_names_its_variable() -> None:
+    """pydantic-settings' own decoding error (a complex setting read as JSON) says which
+    variable it was, should one ever escape ``NoDecode``."""
+    from pydantic_settings import SettingsError
+
+    try:
+        try:
+            raise ValueError("Expecting value: line 1 column 1 (char 0)")
+        except ValueError as cause:
+            raise SettingsError(
+                'error parsing value for field "extra_hosts" from source "EnvSettingsSource"'
+            ) from cause
+    except SettingsError as exc:
+        said = one_line(exc)
+    assert said == (
+        "configuration: GPUSCOUT_EXTRA_HOSTS: not valid JSON (Expecting value: line 1 column 1"
+        " (char 0)); a JSON value is expected",
+        2,
+    )
+
+
+#: (label, GPUSCOUT_DATA_DIR under tmp, the one line's end)
+BAD_DATA_DIRS: list[tuple[str, str, str]] = [
+    ("a file", "{tmp}/a-file", "{tmp}/a-file is a file, not a directory"),
+    (
+        "under a file",
+        "{tmp}/a-file/data",
+        "{tmp}/a-file/data cannot be created: {tmp}/a-file is a file",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "data_dir", "says"), BAD_DATA_DIRS, ids=[d[0] for d in BAD_DATA_DIRS]
+)
+@pytest.mark.parametrize("command", sorted(DATABASE_ARGS))
+def test_an_unusable_data_dir_is_named(
+    tmp: Path, command: str, label: str, data_dir: str, says: str
+) -> None:
+    result = _run(tmp, DATABASE_ARGS[command], {"GPUSCOUT_DATA_DIR": data_dir})
+    _assert_one_clear_line(result, f"error: GPUSCOUT_DATA_DIR: {says}", tmp)
+    assert result.exit_code == 2
+
+
+def test_a_data_dir_that_cannot_be_created_is_named(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ``mkdir`` fails under /sys (even for root): the setting, the path, the reason."""
+    import errno
+
+    data_dir = tmp / "not-yet"
+    monkeypatch.setenv("GPUSCOUT_DATA_DIR", str(data_dir))
+    get_settings.cache_clear()
+    denied = PermissionError(errno.EPERM, "Operation not permitted", str(data_dir))
+    assert one_line(denied) == (
+        f"GPUSCOUT_DATA_DIR: {data_dir} cannot be created: Operation not permitted",
+        2,
+    )
+    # a parent failing (mkdir of the missing parents) is the data dir failing ...
+    parent = PermissionError(errno.EPERM, "Operation not permitted", str(tmp))
+    assert one_line(parent) == one_line(denied)
+    # ... another path is not, nor anything once the data dir exists
+    other = PermissionError(errno.EPERM, "Operation not permitted", str(tmp / "other"))
+    assert one_line(other) == (f"{tmp / 'other'}: Operation not permitted", 1)
+    data_dir.mkdir()
+    assert one_line(denied) == (f"{data_dir}: Operation not permitted", 1)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,18 @@ from service.cli import COMMAND_MODULES, app
 from service.settings import get_settings
 
 
+def _free_port() -> int:
+    """A port nothing listens on now (serve checks it can bind before it starts)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 @pytest.fixture
 def embedded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # no stray .env
     monkeypatch.setenv("GPUSCOUT_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("GPUSCOUT_API_PORT", str(_free_port()))
     monkeypatch.delenv("GPUSCOUT_DATABASE_URL", raising=False)
     get_settings.cache_clear()
     yield
@@ -141,6 +150,7 @@ def test_the_parent_of_several_workers_builds_no_app(tmp_path: Path) -> None:
     )
     root = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONPATH": str(root), "GPUSCOUT_DATA_DIR": str(tmp_path)}
+    env["GPUSCOUT_API_PORT"] = str(_free_port())
     env.pop("GPUSCOUT_DATABASE_URL", None)
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env
@@ -148,3 +158,55 @@ def test_the_parent_of_several_workers_builds_no_app(tmp_path: Path) -> None:
     assert "served service.api.app:serving_app 2" in done.stdout, done.stderr
     assert "imported []" in done.stdout, done.stdout
     assert (tmp_path / "gpuscout.db").exists()  # migrated before the workers start
+
+
+def _one_error(result: object) -> str:
+    output = result.output  # type: ignore[attr-defined]
+    assert result.exit_code == 2, output  # type: ignore[attr-defined]
+    assert "Traceback" not in output and "gpuscout API on" not in output, output
+    (line,) = [s for s in output.splitlines() if s.strip()]
+    assert line.startswith("error: "), line
+    return line
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "names"),
+    [
+        ([], {"GPUSCOUT_API_HOST": "999.1.1.1"}, "GPUSCOUT_API_HOST: '999.1.1.1'"),
+        (["--host", "999.1.1.1"], {}, "--host: '999.1.1.1'"),
+        (["--host", "::1::2"], {}, "--host: '::1::2'"),
+    ],
+)
+def test_a_host_that_cannot_be_bound_is_one_line_before_the_url(
+    no_server: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    env: dict[str, str],
+    names: str,
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    line = _one_error(CliRunner().invoke(app, ["serve", "--no-scheduler", *args]))
+    assert line.startswith(f"error: {names} is not an IP address; expected"), line
+    assert no_server == []
+
+
+@pytest.mark.parametrize("from_option", [True, False], ids=["--port", "GPUSCOUT_API_PORT"])
+def test_a_port_in_use_is_one_line_naming_it(
+    no_server: list[str], monkeypatch: pytest.MonkeyPatch, from_option: bool
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = ["serve", "--no-scheduler", "--host", "127.0.0.1"]
+        if from_option:
+            args += ["--port", str(port)]
+        else:
+            monkeypatch.setenv("GPUSCOUT_API_PORT", str(port))
+            get_settings.cache_clear()
+        line = _one_error(CliRunner().invoke(app, args))
+    name = "--port" if from_option else "GPUSCOUT_API_PORT"
+    assert line.startswith(f"error: {name}: port {port} on 127.0.0.1 is already in use"), line
+    assert no_server == []

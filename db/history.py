@@ -4,6 +4,15 @@ model and term, and week-over-week changes. They feed the API and the weekly dig
 A history row is a price valid over ``[valid_from, valid_to)`` (``valid_to`` NULL: still
 valid). Days are UTC calendar days. An offer's price *on a day* is the last price valid
 during that day, so an offer repriced at noon counts once, at its new price.
+
+The history tells what this database observed, day by day. A price replayed from the offline
+sample (``gpuscout snapshot --sample``; ``origin = sample``) is valid from when the sample
+was *stored*, not from its capture date (:mod:`db.snapshots`): its prices were captured
+once, in 2023-2026, and nobody observed them on the days in between, so the history of a
+new database starts on the day it was filled, whatever the sample's dates. Answers over
+sample rows say so (:func:`history_note`: "sample", the capture dates and what the days
+mean); :func:`daily_index` counts them per day (``sample_offers``) and
+:func:`index_sample_providers` names their providers.
 """
 
 from __future__ import annotations
@@ -12,12 +21,14 @@ import dataclasses
 from collections.abc import Callable, Collection
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from typing import cast
+from typing import Any, cast
 
 import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from adapters.run import Origin
+from adapters.sample import sample_entries, sample_note
 from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
 
 from .models import CurrentOffer, PriceHistory, ProviderStatus
@@ -25,12 +36,17 @@ from .records import decode_offers
 
 __all__ = [
     "INDEX_SCHEMA",
+    "HistoryLabel",
     "PriceChange",
     "PricePoint",
     "WeekOverWeek",
     "daily_index",
     "gpu_filter",
+    "history_note",
+    "index_label",
+    "index_sample_providers",
     "offer_price_history",
+    "points_label",
     "week_over_week",
 ]
 
@@ -47,7 +63,13 @@ INDEX_SCHEMA: dict[str, pl.DataType] = {
     "min_usd_per_gpu_hour": pl.Float64(),
     "offers": pl.UInt32(),
     "providers": pl.UInt32(),
+    "sample_offers": pl.UInt32(),
 }
+
+#: What the days of a history over sample prices mean (the end of :func:`history_note`).
+SAMPLE_DAYS_NOTE = (
+    "its history starts when the sample was stored in this database, not at the capture dates"
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -63,6 +85,8 @@ class PricePoint:
     term: RentalTerm
     usd_per_hour: Decimal
     usd_per_gpu_hour: float | None
+    origin: Origin = Origin.LIVE
+    """``sample``: replayed from the offline sample; valid from when it was stored"""
 
 
 def _connect(engine: Engine | Connection) -> Connection:
@@ -83,6 +107,7 @@ def offer_price_history(engine: Engine | Connection, offer_key: str) -> list[Pri
             h.term,
             h.usd_per_hour,
             h.usd_per_gpu_hour,
+            h.origin,
         )
         .where(h.offer_key == offer_key)
         .order_by(h.valid_from, h.id)
@@ -104,6 +129,7 @@ def offer_price_history(engine: Engine | Connection, offer_key: str) -> list[Pri
             term=RentalTerm(r.term),
             usd_per_hour=r.usd_per_hour,
             usd_per_gpu_hour=r.usd_per_gpu_hour,
+            origin=Origin(r.origin),
         )
         for r in rows
     ]
@@ -117,8 +143,121 @@ def gpu_filter(gpu: str) -> sa.ColumnElement[bool]:
     return sa.or_(model == wanted, model.startswith(wanted + "-", autoescape=True))
 
 
+def _naive(at: object) -> datetime:
+    """A stored time as naive UTC (polars' ``Datetime("us")``)."""
+    assert isinstance(at, datetime)
+    return at.astimezone(UTC).replace(tzinfo=None)
+
+
 def _utc_start(day: date) -> datetime:
     return datetime.combine(day, time(0), tzinfo=UTC)
+
+
+def _index_rows(
+    engine: Engine | Connection,
+    columns: tuple[sa.ColumnElement[object], ...],
+    *,
+    gpu: str,
+    start: date,
+    end: date,
+    term: RentalTerm | str,
+) -> list[tuple[Any, ...]]:
+    """``columns`` of the price rows of ``gpu`` and ``term`` valid on some day of
+    ``start`` .. ``end`` (inclusive)."""
+    if end < start:
+        raise ValueError(f"end {end} is before start {start}")
+    h = _history.c
+    lower, upper = _utc_start(start), _utc_start(end + timedelta(days=1))
+    query = sa.select(*columns).where(
+        gpu_filter(gpu),
+        h.term == RentalTerm(term).value,
+        h.usd_per_gpu_hour.is_not(None),
+        h.valid_from < upper,
+        sa.or_(h.valid_to.is_(None), h.valid_to > lower),
+    )
+    connection = _connect(engine)
+    try:
+        return [tuple(row) for row in connection.execute(query)]
+    finally:
+        if connection is not engine:
+            connection.close()
+
+
+def index_sample_providers(
+    engine: Engine | Connection,
+    *,
+    gpu: str,
+    start: date,
+    end: date,
+    term: RentalTerm | str = RentalTerm.ON_DEMAND,
+) -> list[str]:
+    """The providers (sorted) whose sample prices :func:`daily_index` counts on some day
+    of ``start`` .. ``end``."""
+    h = _history.c
+    rows = _index_rows(engine, (h.provider, h.origin), gpu=gpu, start=start, end=end, term=term)
+    return sorted({str(p) for p, origin in rows if origin == Origin.SAMPLE.value})
+
+
+def history_note(providers: Collection[str]) -> str:
+    """What an answer over the sample prices of ``providers`` says: the sample note with
+    their capture dates (as the shipped manifest gives them) and what the days mean."""
+    wanted = set(providers)
+    captures = [
+        (e.provider, e.dated, e.capture_date_known)
+        for e in sample_entries()
+        if e.provider in wanted
+    ]
+    return f"{sample_note(captures)}; {SAMPLE_DAYS_NOTE}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HistoryLabel:
+    """What an answer over stored prices says about where they come from, as the offers'
+    answers do (:class:`db.state.CurrentState`)."""
+
+    origin: str = Origin.LIVE.value
+    """live | sample | mixed: all the prices answered are fetched, replayed from the
+    offline sample, or some of each"""
+    sample_providers: tuple[str, ...] = ()
+    note: str | None = None
+    """:func:`history_note` when any price is the sample's"""
+
+    @property
+    def sample(self) -> bool:
+        return self.origin != Origin.LIVE.value
+
+    @classmethod
+    def of(cls, *, sample: int, total: int, providers: Collection[str]) -> HistoryLabel:
+        """The label of ``total`` prices, ``sample`` of them (of ``providers``) the
+        sample's."""
+        if not sample:
+            return cls()
+        origin = Origin.SAMPLE.value if sample == total else "mixed"
+        return cls(origin, tuple(sorted(providers)), history_note(providers))
+
+
+def index_label(
+    engine: Engine | Connection,
+    frame: pl.DataFrame,
+    *,
+    gpu: str,
+    start: date,
+    end: date,
+    term: RentalTerm | str = RentalTerm.ON_DEMAND,
+) -> HistoryLabel:
+    """The label of a :func:`daily_index` ``frame`` (of these arguments): sample when any
+    day counts a sample price; the sample's providers are read only then."""
+    sample = int(frame["sample_offers"].sum())
+    providers = (
+        index_sample_providers(engine, gpu=gpu, start=start, end=end, term=term) if sample else []
+    )
+    return HistoryLabel.of(sample=sample, total=int(frame["offers"].sum()), providers=providers)
+
+
+def points_label(offer_key: str, points: Collection[PricePoint]) -> HistoryLabel:
+    """The label of one offer's stored prices (``offer_key``: ``provider|...``)."""
+    sample = sum(p.origin is Origin.SAMPLE for p in points)
+    return HistoryLabel.of(sample=sample, total=len(points), providers=[offer_key.split("|", 1)[0]])
 
 
 def daily_index(
@@ -131,36 +270,33 @@ def daily_index(
 ) -> pl.DataFrame:
     """Per UTC day from ``start`` to ``end`` (inclusive): median, p10, p90 and min of USD per
     GPU-hour over the offers of ``gpu`` (see :func:`gpu_filter`) and ``term``, with the
-    number of offers and of providers. Quantiles interpolate linearly between ranks (as
-    numpy's default). Days without offers have ``offers == 0`` and null prices.
+    number of offers and of providers, and how many of those offers are the offline
+    sample's (``sample_offers``). Quantiles interpolate linearly between ranks (as numpy's
+    default). Days without offers have ``offers == 0`` and null prices.
+
+    A day counts the prices this database held on it: a sample price from the day the
+    sample was stored (see the module's docstring), never from its capture date.
     """
-    if end < start:
-        raise ValueError(f"end {end} is before start {start}")
     h = _history.c
-    lower, upper = _utc_start(start), _utc_start(end + timedelta(days=1))
-    query = sa.select(h.offer_key, h.provider, h.usd_per_gpu_hour, h.valid_from, h.valid_to).where(
-        gpu_filter(gpu),
-        h.term == RentalTerm(term).value,
-        h.usd_per_gpu_hour.is_not(None),
-        h.valid_from < upper,
-        sa.or_(h.valid_to.is_(None), h.valid_to > lower),
+    rows = _index_rows(
+        engine,
+        (h.offer_key, h.provider, h.usd_per_gpu_hour, h.valid_from, h.valid_to, h.origin),
+        gpu=gpu,
+        start=start,
+        end=end,
+        term=term,
     )
-    connection = _connect(engine)
-    try:
-        rows = connection.execute(query).all()
-    finally:
-        if connection is not engine:
-            connection.close()
     days = pl.DataFrame({"day": pl.date_range(start, end, "1d", eager=True)})
     naive = [
         (
             key,
             provider,
             price,
-            valid_from.astimezone(UTC).replace(tzinfo=None),
-            None if valid_to is None else valid_to.astimezone(UTC).replace(tzinfo=None),
+            _naive(valid_from),
+            None if valid_to is None else _naive(valid_to),
+            origin == Origin.SAMPLE.value,
         )
-        for key, provider, price, valid_from, valid_to in rows
+        for key, provider, price, valid_from, valid_to, origin in rows
     ]
     prices = pl.DataFrame(
         naive,
@@ -170,6 +306,7 @@ def daily_index(
             "usd_per_gpu_hour": pl.Float64,
             "valid_from": pl.Datetime("us"),
             "valid_to": pl.Datetime("us"),
+            "sample": pl.Boolean,
         },
         orient="row",
     )
@@ -190,7 +327,7 @@ def daily_index(
         # one price per offer and day: the last one valid that day
         .sort("day", "offer_key", "valid_from")
         .group_by("day", "offer_key")
-        .agg(pl.col("provider").last(), price.last())
+        .agg(pl.col("provider").last(), price.last(), pl.col("sample").last())
         .group_by("day")
         .agg(
             median_usd_per_gpu_hour=price.median(),
@@ -199,12 +336,13 @@ def daily_index(
             min_usd_per_gpu_hour=price.min(),
             offers=pl.len(),
             providers=pl.col("provider").n_unique(),
+            sample_offers=pl.col("sample").sum(),
         )
     )
     return (
         days.lazy()
         .join(per_day, on="day", how="left")
-        .with_columns(pl.col("offers", "providers").fill_null(0))
+        .with_columns(pl.col("offers", "providers", "sample_offers").fill_null(0))
         .sort("day")
         .collect()
         .cast(INDEX_SCHEMA)  # type: ignore[arg-type]

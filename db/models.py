@@ -17,7 +17,7 @@ Layout::
                         offer record as compact JSON text (replaced only by a successful fetch)
     price_history       one row per price *change*: valid_from .. valid_to (NULL while the
                         price holds), raw amount, currency, unit, basis and term next to the
-                        normalised USD figures
+                        normalised USD figures, and its origin (live | sample)
     job_lock            lease rows guarding jobs on SQLite (PostgreSQL uses advisory locks)
 
 Money is exact (:class:`~db.types.ExactDecimal`); times are timezone-aware UTC
@@ -206,6 +206,12 @@ class PriceHistory(Base):
     closed_snapshot_id: Mapped[int | None] = mapped_column(sa.Integer)
     record: Mapped[str | None] = mapped_column(
         sa.Text, comment="the offer as last seen, set when it disappears"
+    )
+    origin: Mapped[str] = mapped_column(
+        sa.String(16),
+        server_default="live",
+        comment="live | sample: the price was fetched, or replayed from the offline sample"
+        " (valid_from/valid_to are then when the sample was stored, not its capture date)",
     )
 
 

@@ -9,6 +9,10 @@ For each provider of the run:
   (``valid_from`` = the run's start), a changed or vanished offer's open row is closed
   (``valid_to`` = the run's start). An unchanged price writes nothing, so history grows with
   the number of changes, not of snapshots. Prices are compared by a 64-bit hash column.
+  A run replaying the offline sample "starts" at its capture date (its offers' fetch time);
+  its price rows open and close at the snapshot's start instead (:func:`_observed_at`),
+  when the sample entered this database, and say ``origin = sample``: the history shows a
+  price on the days this database held it, never days before it was stored.
 * ``error`` / ``skipped``: nothing of its offers is touched: they stay current, and
   :mod:`db.current` reports them stale with their age.
 
@@ -358,9 +362,11 @@ class _Columns:
         history: Container[str] | None,
         valid_from: datetime,
         snapshot_id: int,
+        origin: Origin = Origin.LIVE,
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """``CURRENT_COLUMNS`` rows of ``keys`` and, in one pass, ``HISTORY_COLUMNS`` rows
-        (opened at ``valid_from``) of those of them in ``history`` (``None``: all of them).
+        (opened at ``valid_from``, of ``origin``) of those of them in ``history`` (``None``:
+        all of them).
         The columns that follow from an offer's price fields are computed once per distinct
         price (:meth:`price_columns`)."""
         sqlite, time, index = self.sqlite, self.time, enc.index
@@ -371,6 +377,7 @@ class _Columns:
             enc.fetched_at,
         )
         since = time(valid_from)
+        origin_text = origin.value
         price_columns = self.price_columns
         current: list[tuple[Any, ...]] = []
         opened: list[tuple[Any, ...]] = []
@@ -417,6 +424,7 @@ class _Columns:
                         p_hash,
                         since,
                         snapshot_id,
+                        origin_text,
                     )
                 )
         return current, opened
@@ -528,6 +536,7 @@ HISTORY_COLUMNS = (
     "price_hash",
     "valid_from",
     "opened_snapshot_id",
+    "origin",
 )
 
 
@@ -589,15 +598,24 @@ def _keys_held_by_others(connection: Connection, provider: str, keys: Sequence[s
     return held
 
 
+def _observed_at(run: ProviderRun, stored_at: datetime) -> datetime:
+    """When ``run``'s prices were observed by this database: a live run's start; for a
+    replay of the offline sample (which "starts" at its capture date) ``stored_at``, the
+    snapshot's start. Price rows open and close at this time."""
+    return stored_at if run.origin is Origin.SAMPLE else run.started_at
+
+
 def _store_offers(
     connection: Connection,
     run: ProviderRun,
     offers: _Encoded,
     snapshot_id: int,
     columns: _Columns,
+    stored_at: datetime,
 ) -> ProviderChanges:
-    """Replace the current offers of a successful run and record the price changes."""
-    provider, at = run.provider, run.started_at
+    """Replace the current offers of a successful run and record the price changes (at
+    :func:`_observed_at`)."""
+    provider, at = run.provider, _observed_at(run, stored_at)
     stored = driver_rows(
         connection,
         f"SELECT offer_key, price_hash, record_hash, fetched_at FROM {_current.name}"
@@ -636,7 +654,13 @@ def _store_offers(
 
     # all rows are built before the first write: the writes then run back to back
     added_rows, added_history = columns.rows(
-        provider, offers, added, history=None, valid_from=at, snapshot_id=snapshot_id
+        provider,
+        offers,
+        added,
+        history=None,
+        valid_from=at,
+        snapshot_id=snapshot_id,
+        origin=run.origin,
     )
     updated_rows, repriced_history = columns.rows(
         provider,
@@ -645,6 +669,7 @@ def _store_offers(
         history=set(repriced),
         valid_from=at,
         snapshot_id=snapshot_id,
+        origin=run.origin,
     )
     history_closed = _close_history(
         connection, removed, valid_to=at, snapshot_id=snapshot_id, gone=True
@@ -800,7 +825,9 @@ def _store(
                 change = ProviderChanges(run.provider, run.status, stored)
             elif run.status is RunStatus.OK:
                 columns = columns or _Columns(connection, fx)
-                change = _store_offers(connection, run, encoded[run.provider], snapshot_id, columns)
+                change = _store_offers(
+                    connection, run, encoded[run.provider], snapshot_id, columns, started_at
+                )
             else:
                 change = ProviderChanges(
                     run.provider,

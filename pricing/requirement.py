@@ -11,6 +11,7 @@ The filter itself is the polars expression :func:`pricing.expressions.qualifies`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from pydantic import (
@@ -29,7 +30,7 @@ from adapters.schema import Cooling, Fabric, GpuFormFactor, RentalTerm, StorageT
 from .checklist import SEED_SERVER, checklist_requirement
 from .readings import VERSION_PATTERN
 
-__all__ = ["PRESETS", "Requirement", "preset", "preset_names"]
+__all__ = ["PRESETS", "Requirement", "preset", "preset_names", "unknown_gpus_message"]
 
 
 def _version(value: str) -> str:
@@ -46,6 +47,13 @@ def _version(value: str) -> str:
 Version = Annotated[str, Field(max_length=20), AfterValidator(_version)]
 NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
+
+
+def unknown_gpus_message(queries: Iterable[str]) -> str | None:
+    """The refusal of GPU names the catalog does not know (:func:`adapters.gpus.find_gpus`),
+    worded alike wherever a GPU is asked for (offers, history); ``None``: all known."""
+    unknown = [q for q in queries if not find_gpus(q)]
+    return f"unknown GPU model, family or vendor: {', '.join(unknown)}" if unknown else None
 
 
 class Requirement(BaseModel):
@@ -222,9 +230,9 @@ class Requirement(BaseModel):
     @field_validator("gpus")
     @classmethod
     def _known_gpus(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [q for q in value if not find_gpus(q)]
-        if unknown:
-            raise ValueError(f"unknown GPU model, family or vendor: {', '.join(unknown)}")
+        message = unknown_gpus_message(value)
+        if message:
+            raise ValueError(message)
         return value
 
     @field_validator("countries")

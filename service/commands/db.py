@@ -96,12 +96,21 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--plot", dir_okay=False, help="also draw a PNG chart")
         ] = None,
     ) -> None:
-        """Daily price index of a GPU (USD per GPU-hour) from the stored price history."""
+        """Daily price index of a GPU (USD per GPU-hour) from the stored price history.
+
+        A day counts the prices the database held on it: prices of the offline sample
+        (`snapshot --sample`) from the day they were stored, not from their capture dates;
+        the note on stderr and the chart's title say so."""
         gpu = resolve_deprecated(gpus, old_gpu, "--gpu", "--gpus")
         if gpu is None:
             refuse("--gpus: required (a GPU model or family, e.g. H100)")
+        from pricing.requirement import unknown_gpus_message
+
+        unknown = unknown_gpus_message([gpu])
+        if unknown:
+            refuse(f"--gpus: {unknown}")  # as `offers` refuses it
         from db.engine import make_engine
-        from db.history import daily_index
+        from db.history import daily_index, index_label
         from db.migrate import upgrade
 
         settings = get_settings()
@@ -111,9 +120,16 @@ def register(app: typer.Typer) -> None:
         engine = make_engine(settings.database_url)
         try:
             frame = daily_index(engine, gpu=gpu, term=term, start=start, end=end)
+            label = index_label(engine, frame, gpu=gpu, term=term, start=start, end=end)
         finally:
             engine.dispose()
+        if label.note:
+            err.print(f"[yellow]note:[/] {label.note}", highlight=False)
         title = f"{gpu} {term.value}: USD per GPU-hour, {start} to {end}"
+        if label.origin == "sample":
+            title += " (offline sample, not live)"
+        elif label.sample:
+            title += " (partly the offline sample, not live)"
         table = Table(title=title)
         for col in ("day", "median", "p10", "p90", "min", "offers", "providers"):
             table.add_column(col, justify="left" if col == "day" else "right")

@@ -4,6 +4,11 @@ the current spread of prices across providers.
 The index is the answer of ``GET /v1/history/index`` (the router's own function, its
 query model too: the same parameters, bounds and errors); the spread is read from the
 current offers in memory, so it shows even without a database.
+
+Above both, the banner every page about offers shows (``_banner.html``): "Sample data"
+when the index counts prices of the offline sample (with the index's note: the capture
+dates, and that its days start when the sample was stored) or the current offers are the
+sample's, and the current state's stale and failed providers.
 """
 
 from __future__ import annotations
@@ -50,6 +55,19 @@ def current_spread(frame: pl.DataFrame, gpu: str, term: str) -> list[dict[str, A
         .collect()
     )
     return for_display(spread).to_dicts()
+
+
+def banner_answer(index: Any, state: Any) -> dict[str, Any]:
+    """What the page's banner says: the index's source (``index``: its answer, or ``None``)
+    and the current state's (``state``), as the fields of the offers' answers."""
+    current = state.current
+    index_sample = bool(index is not None and index.sample)
+    return {
+        "sample": index_sample or current.sample,
+        "note": index.note if index_sample else current.note,
+        "stale_providers": list(current.stale_providers),
+        "failed_providers": list(current.failed_providers),
+    }
 
 
 def _chart(index: Any) -> Any:
@@ -101,7 +119,7 @@ async def index_page(request: Request, state: StateDep, context: ContextDep) -> 
             "chart": _chart(index) if days else None,
             "unavailable": unavailable,
             "spread": [] if errors else current_spread(state.frame, query.model, query.term.value),
-            "sample": state.current.source == "sample",
+            "answer": banner_answer(index, state),
         },
         status_code=422 if errors else 200,
     )

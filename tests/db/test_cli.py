@@ -103,6 +103,54 @@ def test_history_on_an_empty_database_says_so(fresh_env: str) -> None:
     assert "no stored prices" in result.stderr
 
 
+def _priced_days(table: str) -> list[str]:
+    """The days of a ``history`` table with offers (the offers column is the sixth)."""
+    days = []
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) == 7 and cells[0][:2] == "20" and cells[5] != "0":
+            days.append(cells[0])
+    return days
+
+
+def test_history_of_the_sample_starts_when_stored_and_says_sample(
+    fresh_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sample's prices were captured in 2023-2026; stored minutes ago, they are this
+    database's history of today only, and the table's note and the chart say "sample"."""
+    from datetime import UTC, datetime
+
+    from db.history import SAMPLE_DAYS_NOTE
+    from service.commands import db as db_commands
+
+    assert runner.invoke(app, ["snapshot", "--sample"]).exit_code == 0
+    titles: list[str] = []
+    draw = db_commands._plot
+    monkeypatch.setattr(
+        db_commands,
+        "_plot",
+        lambda frame, path, title: titles.append(title) or draw(frame, path, title),
+    )
+    chart = tmp_path / "h100.png"
+    result = runner.invoke(app, ["history", "--gpus", "H100", "--days", "30", "--plot", str(chart)])
+    assert result.exit_code == 0, result.output
+    assert _priced_days(result.stdout) == [datetime.now(UTC).date().isoformat()]
+    note = " ".join(result.stderr.split())
+    assert "note: offline sample: recorded prices, not live (aws 2025-09-15" in note
+    assert SAMPLE_DAYS_NOTE in note
+    assert titles and titles[0].endswith("(offline sample, not live)")
+    assert chart.read_bytes().startswith(b"\x89PNG")
+
+
+def test_history_refuses_an_unknown_gpu_as_offers_does(fresh_env: str) -> None:
+    history = runner.invoke(app, ["history", "--gpus", "H10"])
+    offers = runner.invoke(app, ["offers", "--sample", "--gpus", "H10"])
+    assert history.exit_code == offers.exit_code == 2, history.output
+    message = "error: --gpus: unknown GPU model, family or vendor: H10"
+    assert history.stderr.splitlines()[-1] == offers.stderr.splitlines()[-1] == message
+    assert "day" not in history.stdout  # no table of empty days
+
+
 def test_db_upgrade_runs_from_any_directory(fresh_env: str, tmp_path: Path) -> None:
     env = {**os.environ, "GPUSCOUT_DATA_DIR": str(tmp_path / "elsewhere")}
     env.pop("GPUSCOUT_DATABASE_URL", None)

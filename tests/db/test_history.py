@@ -75,6 +75,7 @@ def test_daily_index_matches_hand_computed_figures(index_history: Engine) -> Non
             "min_usd_per_gpu_hour": [None, 1.0, 1.5, 1.5],
             "offers": [0, 5, 5, 4],
             "providers": [0, 2, 2, 2],
+            "sample_offers": [0, 0, 0, 0],
         },
         schema=INDEX_SCHEMA,
     )

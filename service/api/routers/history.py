@@ -5,20 +5,23 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
 
-from adapters.gpus import find_gpus
 from adapters.schema import RentalTerm
 from pricing.display import DECIMALS, for_display
+from pricing.requirement import unknown_gpus_message
 
 from ..deps import ContextDep, NoQueryDep
 from ..offer_ids import offer_id
 from ..problems import problem_responses
 from ..vocabulary import UtcTime, deprecation_headers
+
+if TYPE_CHECKING:
+    from db.history import HistoryLabel
 
 __all__ = ["router"]
 
@@ -52,8 +55,9 @@ class IndexQuery(BaseModel):
     @field_validator("gpus", "gpu")
     @classmethod
     def _known(cls, value: str | None) -> str | None:
-        if value is not None and not find_gpus(value):
-            raise ValueError(f"unknown GPU model or family {value!r}")
+        message = None if value is None else unknown_gpus_message([value])
+        if message:
+            raise ValueError(message)  # as /v1/offers words it
         return value
 
     @model_validator(mode="after")
@@ -77,9 +81,39 @@ class IndexDay(BaseModel):
     min_usd_per_gpu_hour: float | None
     offers: int
     providers: int
+    sample_offers: int = Field(
+        description="of the day's offers, those replayed from the offline sample"
+    )
 
 
-class PriceIndex(BaseModel):
+class HistorySource(BaseModel):
+    """Where the stored prices answered come from, as the offers' answers say it."""
+
+    sample: bool = Field(description="some prices are the offline sample's recorded ones, not live")
+    origin: Literal["live", "sample", "mixed"] = Field(
+        description="live | sample | mixed: every price fetched, every one the offline"
+        " sample's, or some of each"
+    )
+    sample_providers: list[str] = Field(
+        description="the providers whose prices answered are the sample's"
+    )
+    note: str | None = Field(
+        description="for sample prices: their capture dates, and that their days count from"
+        " when the sample was stored, not from the capture dates"
+    )
+
+    @classmethod
+    def of(cls, label: HistoryLabel) -> dict[str, Any]:
+        """The fields of ``label``, to build an answer with."""
+        return {
+            "sample": label.sample,
+            "origin": label.origin,
+            "sample_providers": list(label.sample_providers),
+            "note": label.note,
+        }
+
+
+class PriceIndex(HistorySource):
     gpus: str
     term: RentalTerm
     start: date
@@ -98,9 +132,12 @@ class PricePointOut(BaseModel):
     term: RentalTerm
     usd_per_hour: float
     usd_per_gpu_hour: float | None
+    origin: Literal["live", "sample"] = Field(
+        description="sample: replayed from the offline sample, valid from when it was stored"
+    )
 
 
-class OfferHistory(BaseModel):
+class OfferHistory(HistorySource):
     id: str = Field(description="the offer's id, as in the offers' answers")
     key: str
     prices: list[PricePointOut]
@@ -119,18 +156,26 @@ async def get_price_index(
     """Get the daily price index of a GPU model or family.
 
     Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts.
+    A day counts the prices the database held on it; prices of the offline sample count
+    from when the sample was stored (not from their capture dates), and the answer says
+    `sample` with a `note` naming their capture dates.
     """
-    from db.history import daily_index
+    from db.history import daily_index, index_label
 
     engine = _engine(context)
     if query.gpu is not None:
         deprecation_headers([("gpu", "gpus")], response.headers)
     end = datetime.now(UTC).date()
     start = end - timedelta(days=query.days - 1)
-    frame = await run_in_threadpool(
-        lambda: daily_index(engine, gpu=query.model, start=start, end=end, term=query.term)
-    )
+    gpu, term = query.model, query.term
+
+    def read() -> tuple[Any, HistoryLabel]:
+        frame = daily_index(engine, gpu=gpu, start=start, end=end, term=term)
+        return frame, index_label(engine, frame, gpu=gpu, start=start, end=end, term=term)
+
+    frame, label = await run_in_threadpool(read)
     return PriceIndex(
+        **HistorySource.of(label),
         gpus=query.model,
         term=query.term,
         start=start,
@@ -156,13 +201,14 @@ async def get_offer_history(key: str, context: ContextDep) -> OfferHistory:
 
 async def offer_history_of(key: str, context: Any) -> OfferHistory:
     """The stored prices of the offer ``key``; 404 if there are none, 503 without database."""
-    from db.history import offer_price_history
+    from db.history import offer_price_history, points_label
 
     engine = _engine(context)
     points = await run_in_threadpool(offer_price_history, engine, key)
     if not points:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no price history for offer {key!r}")
     return OfferHistory(
+        **HistorySource.of(points_label(key, points)),
         id=offer_id(key),
         key=key,
         prices=[
@@ -178,6 +224,7 @@ async def offer_history_of(key: str, context: Any) -> OfferHistory:
                 usd_per_gpu_hour=None
                 if p.usd_per_gpu_hour is None
                 else round(p.usd_per_gpu_hour, DECIMALS["usd_per_gpu_hour"]),
+                origin=p.origin.value,
             )
             for p in points
         ],

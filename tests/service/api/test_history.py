@@ -92,3 +92,107 @@ async def test_deprecated_history_gpu(db_client: httpx.AsyncClient) -> None:
     old = await db_client.get("/v1/history/index?gpu=H100&days=3")
     assert new.status_code == old.status_code == 200, old.text
     assert old.json() == new.json() and "gpus" in old.headers["warning"]
+
+
+@pytest.fixture
+def sample_engine(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A database filled as ``gpuscout snapshot --sample`` fills it, a minute ago."""
+    from adapters.sample import replay_sample
+
+    url = sqlite_url(tmp_path / "sample.db")
+    upgrade(url)
+    engine = make_engine(url)
+    at = datetime.now(UTC) - timedelta(minutes=1)
+    store_snapshot(engine, replay_sample(["aws", "lambda"]), started_at=at, finished_at=at)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+async def sample_client(settings: Settings, source: FakeSource, sample_engine):  # type: ignore[no-untyped-def]
+    app = create_app(settings, offers_loader=source, history=sample_engine)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        yield c
+
+
+async def test_live_history_says_live(db_client: httpx.AsyncClient) -> None:
+    body = (await db_client.get("/v1/history/index", params={"gpus": "H100", "days": 5})).json()
+    assert (body["sample"], body["origin"], body["note"], body["sample_providers"]) == (
+        False,
+        "live",
+        None,
+        [],
+    )
+    assert all(d["sample_offers"] == 0 for d in body["days"])
+    history = (await db_client.get(f"/v1/history/offers/{quote(offer().key, safe='')}")).json()
+    assert not history["sample"] and {p["origin"] for p in history["prices"]} == {"live"}
+
+
+async def test_sample_history_starts_when_stored_and_says_sample(
+    sample_client: httpx.AsyncClient,
+) -> None:
+    """The sample's prices were captured in 2023-2025: the index counts them from the day
+    they were stored, and says they are the sample's, with their dates."""
+    from db.history import SAMPLE_DAYS_NOTE
+
+    body = (await sample_client.get("/v1/history/index", params={"gpus": "H100"})).json()
+    priced = [d for d in body["days"] if d["offers"]]
+    assert [d["day"] for d in priced] == [datetime.now(UTC).date().isoformat()]
+    assert priced[0]["sample_offers"] == priced[0]["offers"] > 0
+    assert body["sample"] is True and body["origin"] == "sample"
+    assert body["sample_providers"] == ["aws", "lambda"]
+    assert "aws 2025-09-15" in body["note"] and body["note"].endswith(SAMPLE_DAYS_NOTE)
+
+
+def _aws_history_path(engine) -> str:  # type: ignore[no-untyped-def]
+    """The history path of one stored aws offer of the sample."""
+    import sqlalchemy as sa
+
+    with engine.connect() as c:
+        key = c.execute(
+            sa.text("SELECT offer_key FROM price_history WHERE provider = 'aws'")
+        ).first()
+    return f"/v1/history/offers/{quote(key[0], safe='')}"
+
+
+async def test_sample_offer_history_says_sample(
+    sample_client: httpx.AsyncClient, sample_engine
+) -> None:  # type: ignore[no-untyped-def]
+    body = (await sample_client.get(_aws_history_path(sample_engine))).json()
+    assert body["sample"] is True and body["origin"] == "sample"
+    assert body["sample_providers"] == ["aws"] and "aws 2025-09-15" in body["note"]
+    assert [p["origin"] for p in body["prices"]] == ["sample"]
+
+
+async def test_history_answers_match_their_openapi_schema(
+    sample_client: httpx.AsyncClient, sample_engine
+) -> None:  # type: ignore[no-untyped-def]
+    from .test_answer_schema import _mismatches, _response_schema
+
+    spec = (await sample_client.get("/openapi.json")).json()
+    index = (await sample_client.get("/v1/history/index?gpus=H100")).json()
+    schema = _response_schema(spec, "/v1/history/index", "get")
+    assert _mismatches(schema, index, spec, "$") == []
+    for name in ("sample", "origin", "note", "sample_providers"):
+        assert name in _resolve_props(schema, spec)
+    history = (await sample_client.get(_aws_history_path(sample_engine))).json()
+    schema = _response_schema(spec, "/v1/history/offers/{key}", "get")
+    assert _mismatches(schema, history, spec, "$") == []
+    assert "origin" in _resolve_props(_resolve_props(schema, spec)["prices"]["items"], spec)
+
+
+def _resolve_props(schema: dict, spec: dict) -> dict:  # type: ignore[type-arg]
+    while "$ref" in schema:
+        schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    return schema["properties"]
+
+
+async def test_unknown_gpu_is_refused_as_offers_refuses_it(db_client: httpx.AsyncClient) -> None:
+    history = await db_client.get("/v1/history/index?gpus=H10")
+    offers = await db_client.get("/v1/offers?gpus=H10")
+    assert history.status_code == offers.status_code == 422
+    (h,) = history.json()["errors"]
+    (o,) = offers.json()["errors"]
+    assert h["msg"] == o["msg"] and h["msg"].endswith("unknown GPU model, family or vendor: H10")
+    assert h["parameter"] == o["parameter"] == "gpus"
+    assert history.json()["detail"] == offers.json()["detail"]

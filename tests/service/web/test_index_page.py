@@ -1,0 +1,85 @@
+"""The price index page says where its prices come from, with the banner the explorer uses:
+"Sample data" over a history of the offline sample, with its dates and what its days mean."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy.engine import Engine
+
+from adapters.sample import replay_sample
+from db.engine import make_engine, sqlite_url
+from db.history import SAMPLE_DAYS_NOTE
+from db.migrate import upgrade
+from db.snapshots import store_snapshot
+from service.api import create_app
+from service.settings import Settings
+from tests.service.api.conftest import FakeSource, database_state, sample_offers
+
+pytestmark = pytest.mark.anyio
+
+
+def _engine(tmp_path: Path, sample: bool) -> Iterator[Engine]:
+    url = sqlite_url(tmp_path / "index.db")
+    upgrade(url)
+    engine = make_engine(url)
+    at = datetime.now(UTC) - timedelta(minutes=1)
+    if sample:  # as `gpuscout snapshot --sample` stores it
+        store_snapshot(engine, replay_sample(["aws", "lambda"]), started_at=at, finished_at=at)
+    yield engine
+    engine.dispose()
+
+
+async def _client(tmp_path: Path, engine: Engine) -> AsyncIterator[httpx.AsyncClient]:
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    source = FakeSource(database_state(sample_offers()))  # live current offers
+    app = create_app(settings, offers_loader=source, history=engine)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        yield c
+
+
+@pytest.fixture
+async def sample_client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    for engine in _engine(tmp_path, sample=True):
+        async for client in _client(tmp_path, engine):
+            yield client
+
+
+@pytest.fixture
+async def live_client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    for engine in _engine(tmp_path, sample=False):
+        async for client in _client(tmp_path, engine):
+            yield client
+
+
+async def test_index_of_the_sample_has_the_sample_banner(
+    sample_client: httpx.AsyncClient,
+) -> None:
+    page = await sample_client.get("/index?gpus=H100")
+    assert page.status_code == 200, page.text
+    text = html.unescape(page.text)
+    banner = text.split('<p class="banner sample" role="status">', 1)[1].split("</p>", 1)[0]
+    assert banner.startswith("<strong>Sample data.</strong> offline sample: recorded prices")
+    assert "aws 2025-09-15" in banner and SAMPLE_DAYS_NOTE in banner
+    api = (await sample_client.get("/v1/history/index?gpus=H100")).json()
+    assert api["note"] in text  # the page says what the API says
+    today = datetime.now(UTC).date().isoformat()
+    assert f'<td data-label="Day">{today}</td>' in text
+    yesterday = (datetime.now(UTC).date() - timedelta(days=1)).isoformat()
+    assert f'<td data-label="Day">{yesterday}</td>' not in text  # nothing before it was stored
+
+
+async def test_index_of_live_prices_has_no_sample_banner(live_client: httpx.AsyncClient) -> None:
+    page = await live_client.get("/index?gpus=H100")
+    assert page.status_code == 200 and "Sample data" not in page.text
+
+
+async def test_index_of_an_unknown_gpu_is_refused(sample_client: httpx.AsyncClient) -> None:
+    page = await sample_client.get("/index?gpus=H10")
+    assert page.status_code == 422
+    assert "unknown GPU model, family or vendor: H10" in page.text

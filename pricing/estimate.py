@@ -6,8 +6,15 @@ declared multi-node capability and fabric, stock, memory per GPU; the same scali
 pricing), and describes the best one: its wall clock, GPU-hours (``wall x count``), memory
 and cost are all of that one topology. Without offers, or when none can run the job, the
 figures are those of a *reference* topology (the catalog's form factor, up to 8 GPUs per
-node, ``fabric_gbps_per_gpu`` of ``fabric`` between nodes, by default 400 Gbps/GPU
-InfiniBand: the scale the MFU figures were measured at), and the answer says so.
+node), and the answer says so.
+
+The fabric between nodes is a "what if": ``fabric`` and ``fabric_gbps_per_gpu``, when given,
+replace what every offer states (the offers are ranked as if they ran on that fabric), and
+make the reference's; a field neither the caller nor the offer states is the reference
+default, 400 Gbps/GPU InfiniBand (the scale the MFU figures were measured at). Plain
+Ethernet given by the caller is admitted between nodes (it was asked for); an offer's own
+Ethernet is not, as in ``offers``. The answer names the fabric it assumed and where each
+half came from (:class:`FabricSource`).
 
 FLOPs are ``6 x params x tokens``, plus ``12 x layers x hidden x context`` per token when the
 model's shape or context is given (PaLM, Chowdhery et al. 2022, appendix B).
@@ -15,26 +22,67 @@ model's shape or context is given (PaLM, Chowdhery et al. 2022, appendix B).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from enum import StrEnum
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.gpus import Precision, get_gpu
+from adapters.gpus import Precision, catalog, find_gpus, get_gpu
 from adapters.schema import Fabric, Offer, RentalTerm
 
 from .coverage import left_out_note
 from .efficiency import Efficiency, default_efficiency
+from .expressions import ETHERNET_ONLY, NO_FABRIC
 from .frame import OFFER_SCHEMA, with_config_id
 from .job import Job
-from .rank import RankOptions, _as_frame, costed_plan, rank
+from .rank import RankOptions, _as_frame, costed_plan, placement_plan, rank
 from .requirement import Requirement
 
-__all__ = ["REFERENCE_GPUS_PER_NODE", "Estimate", "OfferCost", "estimate"]
+__all__ = [
+    "REFERENCE_FABRIC",
+    "REFERENCE_FABRIC_GBPS_PER_GPU",
+    "REFERENCE_GPUS_PER_NODE",
+    "Estimate",
+    "EstimateInputError",
+    "FabricSource",
+    "OfferCost",
+    "estimate",
+]
 
 #: GPUs per node of the reference topology (HGX/DGX-class servers).
 REFERENCE_GPUS_PER_NODE = 8
+#: The fabric between nodes the MFU figures were measured at (``efficiency.toml`` [scaling]):
+#: what an estimate assumes where neither the caller nor the offer says otherwise.
+REFERENCE_FABRIC = Fabric.INFINIBAND
+REFERENCE_FABRIC_GBPS_PER_GPU = 400.0
+
+
+class FabricSource(StrEnum):
+    """Where an assumed fabric (or its speed) came from."""
+
+    USER = "user"
+    OFFER = "offer"
+    DEFAULT = "default"
+
+
+#: How the topology text says each source.
+_SOURCE_WORDS = {
+    FabricSource.USER: "as given",
+    FabricSource.OFFER: "as the offer states",
+    FabricSource.DEFAULT: "the reference default",
+}
+
+
+class EstimateInputError(ValueError):
+    """An input :func:`estimate` cannot answer for; ``field`` names it (``gpu_model``,
+    ``job_gpus``, ``precision``, ``fabric``), so each surface can name its own option."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class OfferCost(BaseModel):
@@ -90,6 +138,19 @@ class Estimate(BaseModel):
     gpu_memory_gb: float | None
     memory_available_gb: float | None
     memory_fits: bool
+    fabric: str | None = Field(
+        description="the fabric assumed between nodes; null on one node (none is crossed)"
+    )
+    fabric_gbps_per_gpu: float | None = Field(
+        description="its bandwidth per GPU, Gbit/s; null on one node, or when the offer's"
+        " fabric states none (then scored as the slowest point of the curve)"
+    )
+    fabric_source: FabricSource | None = Field(
+        description="where the fabric came from: user (your option) | offer | default"
+    )
+    fabric_gbps_source: FabricSource | None = Field(
+        description="where its bandwidth came from: user | offer | default"
+    )
     assumptions: str
     cost_usd: float | None = Field(description="the cheapest offer's all-in cost")
     offer: OfferCost | None
@@ -118,6 +179,54 @@ def _reference_frame(
     return with_config_id(pl.DataFrame([row], schema=OFFER_SCHEMA))
 
 
+def _on_fabric(
+    frame: pl.DataFrame, fabric: Fabric | None, fabric_gbps_per_gpu: float | None
+) -> pl.DataFrame:
+    """``frame`` with every offer on the fabric the caller gave: each given field replaces
+    the offer's, one neither states is the reference default. Unchanged when neither is
+    given (the offers as they state themselves)."""
+    if fabric is None and fabric_gbps_per_gpu is None:
+        return frame
+    kind = pl.lit((fabric or REFERENCE_FABRIC).value)
+    per_gpu = pl.lit(fabric_gbps_per_gpu or REFERENCE_FABRIC_GBPS_PER_GPU)
+    return frame.with_columns(
+        fabric=kind if fabric is not None else pl.coalesce(pl.col("fabric"), kind),
+        fabric_gbps=per_gpu * pl.col("gpus")
+        if fabric_gbps_per_gpu is not None
+        else pl.coalesce(pl.col("fabric_gbps"), per_gpu * pl.col("gpus")),
+    )
+
+
+def _close_models(name: str, most: int = 3) -> list[str]:
+    """Canonical models a mistyped ``name`` may mean: those of the family or vendor it
+    names (``H100``), else the closest spellings."""
+    found = [spec.name for spec in find_gpus(name)]
+    if not found:
+        names = {spec.name.upper(): spec.name for spec in catalog()}
+        found = [names[n] for n in difflib.get_close_matches(name.upper(), names, n=most)]
+    return found[:most]
+
+
+def _source(given: object, stated: object) -> FabricSource:
+    if given is not None:
+        return FabricSource.USER
+    return FabricSource.OFFER if stated is not None else FabricSource.DEFAULT
+
+
+def _fabric_text(
+    fabric: str, per_gpu: float | None, kind: FabricSource, speed: FabricSource, slowest: float
+) -> str:
+    """``ethernet at 25 Gbps per GPU (as given)``; each half's source when they differ."""
+    speed_text = (
+        f"{per_gpu:g} Gbps per GPU"
+        if per_gpu is not None
+        else f"an unstated speed (scored as the slowest, {slowest:g} Gbps per GPU)"
+    )
+    if kind is speed:
+        return f"{fabric} at {speed_text} ({_SOURCE_WORDS[kind]})"
+    return f"{fabric} ({_SOURCE_WORDS[kind]}) at {speed_text} ({_SOURCE_WORDS[speed]})"
+
+
 def estimate(
     gpu_model: str,
     count: int,
@@ -126,8 +235,8 @@ def estimate(
     *,
     offers: Iterable[Offer] | pl.DataFrame | None = None,
     precision: Precision = Precision.BF16,
-    fabric: Fabric = Fabric.INFINIBAND,
-    fabric_gbps_per_gpu: float = 400.0,
+    fabric: Fabric | None = None,
+    fabric_gbps_per_gpu: float | None = None,
     mfu: float | None = None,
     scaling: float | None = None,
     efficiency: Efficiency | None = None,
@@ -138,14 +247,33 @@ def estimate(
 ) -> Estimate:
     """GPU-hours, wall clock, memory and cost of training ``params`` on ``tokens``.
 
-    Raises ValueError for an unknown GPU model, a count below 1, or a GPU without a peak
-    at ``precision``.
+    ``fabric`` and ``fabric_gbps_per_gpu`` (None: not given) replace what the offers state
+    (see the module's docstring).
+
+    Raises :class:`EstimateInputError` (a ValueError) for an unknown GPU model, a count
+    below 1, a GPU without a peak at ``precision``, or a non-positive fabric bandwidth.
     """
     spec = get_gpu(gpu_model)
     if spec is None:
-        raise ValueError(f"unknown GPU model {gpu_model!r}")
+        close = _close_models(gpu_model)
+        raise EstimateInputError(
+            "gpu_model",
+            f"unknown GPU model {gpu_model!r}"
+            + (f"; did you mean {' or '.join(close)}?" if close else ""),
+        )
     if count < 1:
-        raise ValueError(f"GPU count must be >= 1, not {count}")
+        raise EstimateInputError("job_gpus", f"GPU count must be >= 1, not {count}")
+    if spec.figure(precision) is None:  # what the ranking's catalog drops (rank.py)
+        has = [p.value for p in Precision if spec.figure(p) is not None]
+        raise EstimateInputError(
+            "precision",
+            f"{spec.name} has no published peak at {precision.value}"
+            + (f" (it has {', '.join(has)})" if has else ""),
+        )
+    if fabric_gbps_per_gpu is not None and not fabric_gbps_per_gpu > 0:
+        raise EstimateInputError(
+            "fabric_gbps_per_gpu", f"fabric bandwidth must be > 0 Gbps, not {fabric_gbps_per_gpu}"
+        )
     eff = efficiency or default_efficiency()
     now = now or datetime.now(UTC)
     job = Job(
@@ -159,28 +287,49 @@ def estimate(
     options = RankOptions(
         precision=precision, limit=None, now=now, mfu=mfu, scaling=scaling, efficiency=eff
     )
+    # the caller's Ethernet is what they asked about: it may join nodes
+    allow_ethernet = fabric is Fabric.ETHERNET
     best: dict[str, object] | None = None
+    stated: dict[str, object] = {}
     reason: str | None = "no offers given"
     if offers is not None:
-        requirement = Requirement(gpus=(spec.name,))
-        ranked = rank(offers, requirement, job, options)
+        stated_frame = _as_frame(offers)
+        frame = _on_fabric(stated_frame, fabric, fabric_gbps_per_gpu)
+        requirement = Requirement(gpus=(spec.name,), allow_ethernet=allow_ethernet)
+        ranked = rank(frame, requirement, job, options)
         if ranked.is_empty():
-            why = left_out_note(_as_frame(offers), requirement, now, precision=precision, job=job)
+            why = left_out_note(frame, requirement, now, precision=precision, job=job)
             reason = f"no current offer of {spec.name} can run {count} GPUs of this job" + (
                 f" ({why})" if why else ""
             )
         else:
             best, reason = ranked.row(0, named=True), None
+            # what the offer itself states (the ranked row carries the caller's fabric)
+            stated = stated_frame.filter(pl.col("config_id") == best["config_id"]).row(
+                0, named=True
+            )
     if best is None:
+        reference_frame = _reference_frame(
+            spec.name,
+            count,
+            fabric or REFERENCE_FABRIC,
+            fabric_gbps_per_gpu or REFERENCE_FABRIC_GBPS_PER_GPU,
+            now,
+        )
+        reference_requirement = Requirement(allow_ethernet=allow_ethernet)
         reference = costed_plan(
-            _reference_frame(spec.name, count, fabric, fabric_gbps_per_gpu, now),
-            None,
-            job,
-            options,
-            require_fit=False,
+            reference_frame, reference_requirement, job, options, require_fit=False
         ).collect()
-        if reference.is_empty():
-            raise ValueError(f"{spec.name} has no published peak at {precision.value}")
+        if reference.is_empty():  # not for want of a peak (checked above): say why
+            placed = placement_plan(reference_frame, reference_requirement, job, options)
+            reasons: list[str] = (
+                placed.select("placement_reason").collect().to_series().drop_nulls().to_list()
+            )
+            raise EstimateInputError(
+                "fabric" if reasons and reasons[0] in (NO_FABRIC, ETHERNET_ONLY) else "job_gpus",
+                f"the reference topology of {count} {spec.name} cannot run the job"
+                + (f": {reasons[0]}" if reasons else ""),
+            )
         row = reference.row(0, named=True)
     else:
         row = best
@@ -198,11 +347,27 @@ def estimate(
         if best is not None
         else f"reference {spec.form_factor.value.upper()} nodes"
     )
-    fabric_text = (
-        f", {row['fabric']} at {float(str(row['fabric_gbps'])) / per_node:g} Gbps per GPU"
-        if nodes > 1 and row["fabric_gbps"] is not None
-        else ""
-    )
+    assumed_fabric: str | None = None
+    assumed_gbps: float | None = None
+    fabric_source: FabricSource | None = None
+    gbps_source: FabricSource | None = None
+    if nodes > 1:
+        assumed_fabric = str(row["fabric"])
+        gbps = row["fabric_gbps"]
+        assumed_gbps = None if gbps is None else float(str(gbps)) / per_node
+        fabric_source = _source(fabric, stated.get("fabric"))
+        # no speed at all: the offer's fabric states none (a default would have filled it)
+        gbps_source = (
+            FabricSource.OFFER
+            if assumed_gbps is None
+            else _source(fabric_gbps_per_gpu, stated.get("fabric_gbps"))
+        )
+        slowest = eff.scaling.fabric_points[0][0]
+        fabric_text = ", " + _fabric_text(
+            assumed_fabric, assumed_gbps, fabric_source, gbps_source, slowest
+        )
+    else:
+        fabric_text = ", one node (no fabric between nodes)"
     topology = f"{nodes} node(s) x {per_node:g} GPUs, {count} used: {where}{fabric_text}"
     formula = "6ND" if not job.counts_attention else "6ND + 12 x layers x hidden x context"
     assumptions = (
@@ -255,6 +420,10 @@ def estimate(
         gpu_memory_gb=gpu_memory,
         memory_available_gb=None if gpu_memory is None else gpu_memory * count,
         memory_fits=fits,
+        fabric=assumed_fabric,
+        fabric_gbps_per_gpu=assumed_gbps,
+        fabric_source=fabric_source,
+        fabric_gbps_source=gbps_source,
         assumptions=assumptions,
         cost_usd=None if offer is None else offer.all_in_cost_usd,
         offer=offer,

@@ -125,8 +125,8 @@ PARAMETERS: dict[str, str] = {
     "precision": "arithmetic precision (bf16, fp8...)",
     "mfu": "model FLOPs utilisation, 0..1 (replaces the modelled one)",
     "scaling": "scaling efficiency, 0..1 (replaces the modelled one)",
-    "fabric": "reference fabric of an estimate",
-    "fabric_gbps_per_gpu": "reference fabric bandwidth per GPU, Gbit/s",
+    "fabric": "fabric an estimate assumes between nodes, over the offers' (with gpu_model)",
+    "fabric_gbps_per_gpu": "its bandwidth per GPU, Gbit/s, over the offers' (with gpu_model)",
     "requirement": "which offers qualify (the filters above, as an object)",
     # presentation and paging
     "sort": "order of the answer",

@@ -544,6 +544,16 @@ def _estimate_text(key: str, value: Any) -> str:
     return str(value)
 
 
+#: The option of each input :func:`pricing.estimate.estimate` refuses (its error's field).
+_ESTIMATE_OPTION = {
+    "gpu_model": "--gpu-model",
+    "job_gpus": "--job-gpus",
+    "precision": "--precision",
+    "fabric": "--fabric",
+    "fabric_gbps_per_gpu": "--fabric-gbps-per-gpu",
+}
+
+
 def estimate_command(
     gpu_model: Annotated[
         str | None, typer.Option(help="canonical GPU model, e.g. A100-SXM4-80GB (required)")
@@ -562,10 +572,22 @@ def estimate_command(
     precision: Annotated[Precision, typer.Option(help="arithmetic precision of the job")] = (
         Precision.BF16
     ),
-    fabric: Annotated[Fabric, typer.Option(help="fabric between nodes")] = Fabric.INFINIBAND,
+    fabric: Annotated[
+        Fabric | None,
+        typer.Option(
+            help="assume this fabric between nodes, whatever the offers state"
+            " [default: the offer's, else infiniband]"
+        ),
+    ] = None,
     fabric_gbps_per_gpu: Annotated[
-        float, typer.Option(min=0.001, max=1e5, help="fabric bandwidth per GPU, Gbit/s")
-    ] = 400.0,
+        float | None,
+        typer.Option(
+            min=0.001,
+            max=1e5,
+            help="assume this fabric bandwidth per GPU, Gbit/s, whatever the offers state"
+            " [default: the offer's, else 400]",
+        ),
+    ] = None,
     layers: Annotated[
         int | None,
         typer.Option(min=1, max=10_000, help="transformer layers (attention FLOPs, activations)"),
@@ -586,7 +608,7 @@ def estimate_command(
 ) -> None:
     """GPU-hours, wall clock, memory and cost of a training run (FLOPs = 6 x params x tokens,
     plus 12 x layers x hidden x context per token when the model shape is given)."""
-    from pricing.estimate import estimate
+    from pricing.estimate import EstimateInputError, estimate
 
     gpu = resolve_deprecated(gpu_model, old_gpu, "--gpu", "--gpu-model")
     count = resolve_deprecated(job_gpus, old_count, "--count", "--job-gpus")
@@ -613,8 +635,8 @@ def estimate_command(
         )
     except ValidationError as exc:  # the job's own bounds (--params, --tokens)
         _fail(cli_message(exc, Job))
-    except ValueError as exc:
-        _fail(f"--gpu-model/--precision: {exc}")
+    except EstimateInputError as exc:
+        _fail(f"{_ESTIMATE_OPTION.get(exc.field, exc.field)}: {exc}")
     if fmt is not OutputFormat.TABLE:
         answer = _estimate_answer(current, result)
         if fmt is OutputFormat.JSON:

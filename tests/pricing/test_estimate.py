@@ -9,6 +9,7 @@ import pytest
 
 from adapters.schema import Fabric, RentalTerm
 from pricing import estimate
+from pricing.estimate import EstimateInputError
 
 from .factories import NOW, make_offer
 
@@ -158,3 +159,131 @@ def test_an_interruptible_best_offer_carries_its_restarts() -> None:
 def test_unknown_gpu_raises() -> None:
     with pytest.raises(ValueError, match="unknown GPU"):
         estimate("NOPE", 8, 1e9, 1e9)
+
+
+def _p5(**fields: object) -> object:
+    """An 8x H100 node on EFA at 400 Gbps per GPU that may join others (as AWS p5)."""
+    return make_offer(fabric=Fabric.EFA, fabric_gbps=3200, multi_node=True, **fields)
+
+
+def test_the_offers_fabric_is_named_as_the_offers() -> None:
+    result = estimate("H100-SXM5-80GB", 512, 70e9, 2e12, offers=[_p5()], now=NOW)
+    assert result.basis == "offer" and result.scaling == 1.0
+    assert (result.fabric, result.fabric_gbps_per_gpu) == ("efa", 400.0)
+    assert result.fabric_source == result.fabric_gbps_source == "offer"
+    assert "efa at 400 Gbps per GPU (as the offer states)" in result.topology
+
+
+@pytest.mark.parametrize(
+    ("fabric", "gbps", "scaling"),
+    [(Fabric.ETHERNET, 25.0, 0.71), (Fabric.ROCE, 1.0, 0.5), (Fabric.INFINIBAND, 100.0, 0.92)],
+)
+def test_the_callers_fabric_wins_over_the_offers(
+    fabric: Fabric, gbps: float, scaling: float
+) -> None:
+    """The estimate is "what if I ran on this fabric": the options replace what the offer
+    states (they were ignored whenever an offer could run the job)."""
+    stated = estimate("H100-SXM5-80GB", 512, 70e9, 2e12, offers=[_p5()], now=NOW)
+    what_if = estimate(
+        "H100-SXM5-80GB",
+        512,
+        70e9,
+        2e12,
+        offers=[_p5()],
+        fabric=fabric,
+        fabric_gbps_per_gpu=gbps,
+        now=NOW,
+    )
+    assert what_if.basis == "offer" and what_if.offer is not None
+    # ethernet counts half its Gbps (efficiency.toml ethernet_share): 25 -> 12.5 -> 0.71
+    assert what_if.scaling == pytest.approx(scaling, abs=0.005)
+    assert what_if.wall_clock_hours == pytest.approx(stated.wall_clock_hours / what_if.scaling)
+    assert what_if.offer.wall_clock_hours == what_if.wall_clock_hours
+    assert what_if.cost_usd is not None and stated.cost_usd is not None
+    assert what_if.cost_usd > stated.cost_usd
+    assert (what_if.fabric, what_if.fabric_gbps_per_gpu) == (fabric.value, gbps)
+    assert what_if.fabric_source == what_if.fabric_gbps_source == "user"
+    assert f"{fabric.value} at {gbps:g} Gbps per GPU (as given)" in what_if.topology
+
+
+def test_each_half_of_the_fabric_says_where_it_came_from() -> None:
+    speed = estimate(
+        "H100-SXM5-80GB", 512, 70e9, 2e12, offers=[_p5()], fabric_gbps_per_gpu=25, now=NOW
+    )
+    assert (speed.fabric, speed.fabric_source) == ("efa", "offer")
+    assert (speed.fabric_gbps_per_gpu, speed.fabric_gbps_source) == (25.0, "user")
+    assert "efa (as the offer states) at 25 Gbps per GPU (as given)" in speed.topology
+    kind = estimate(
+        "H100-SXM5-80GB", 512, 70e9, 2e12, offers=[_p5()], fabric=Fabric.ETHERNET, now=NOW
+    )
+    assert (kind.fabric, kind.fabric_source) == ("ethernet", "user")
+    assert (kind.fabric_gbps_per_gpu, kind.fabric_gbps_source) == (400.0, "offer")
+    reference = estimate("H200-SXM-141GB", 512, 70e9, 2e12, fabric_gbps_per_gpu=25, now=NOW)
+    assert reference.basis == "reference" and reference.scaling == pytest.approx(0.78, abs=0.005)
+    assert (reference.fabric, reference.fabric_source) == ("infiniband", "default")
+    assert reference.fabric_gbps_source == "user"
+    default = estimate("H200-SXM-141GB", 512, 70e9, 2e12, now=NOW)
+    assert default.fabric_source == default.fabric_gbps_source == "default"
+    assert "(the reference default)" in default.topology
+
+
+@pytest.mark.parametrize(
+    ("gpu_model", "count", "params", "offers"),
+    [
+        ("H200-SXM-141GB", 512, 70e9, []),
+        # the README's example: the only A100 offer states no fabric
+        ("A100-SXM4-80GB", 64, 7e9, [make_offer(gpu_model="A100-SXM4-80GB")]),
+    ],
+)
+def test_the_callers_ethernet_runs_on_the_reference(
+    gpu_model: str, count: int, params: float, offers: list[object]
+) -> None:
+    """``fabric=ethernet`` was refused as "no published peak at bf16" (the reference node
+    was dropped as Ethernet-only), though the GPU has a bf16 peak."""
+    result = estimate(
+        gpu_model, count, params, 2e12, offers=offers, fabric=Fabric.ETHERNET, now=NOW
+    )
+    assert result.basis == "reference" and result.fabric == "ethernet"
+    assert (result.fabric_source, result.fabric_gbps_source) == ("user", "default")
+    # 400 Gbps of plain Ethernet counts as 200 of RDMA: between the 100 and 400 points
+    assert result.scaling == pytest.approx(0.96)
+
+
+def test_an_offers_own_ethernet_is_still_left_out() -> None:
+    ethernet = make_offer(fabric=Fabric.ETHERNET, fabric_gbps=3200, multi_node=True)
+    result = estimate("H100-SXM5-80GB", 16, 1e9, 1e11, offers=[ethernet], now=NOW)
+    assert result.basis == "reference" and result.cost_reason is not None
+    assert "Ethernet" in result.cost_reason
+    asked = estimate(
+        "H100-SXM5-80GB", 16, 1e9, 1e11, offers=[ethernet], fabric=Fabric.ETHERNET, now=NOW
+    )
+    assert asked.basis == "offer"
+
+
+def test_an_unstated_speed_is_said_and_scored_as_the_slowest() -> None:
+    unstated = make_offer(fabric=Fabric.INFINIBAND, multi_node=True)
+    result = estimate("H100-SXM5-80GB", 16, 1e9, 1e11, offers=[unstated], now=NOW)
+    assert result.basis == "offer" and result.fabric_gbps_per_gpu is None
+    assert result.fabric_gbps_source == "offer" and result.scaling == 0.5
+    assert "unstated speed (scored as the slowest, 1 Gbps per GPU)" in result.topology
+
+
+def test_one_node_crosses_no_fabric() -> None:
+    result = estimate("H100-SXM5-80GB", 8, 1e9, 1e11, fabric=Fabric.ETHERNET, now=NOW)
+    assert result.nodes == 1 and result.fabric is None and result.fabric_source is None
+    assert "one node (no fabric between nodes)" in result.topology
+
+
+def test_no_peak_is_said_only_when_true() -> None:
+    from adapters.gpus import Precision, catalog
+
+    spec, precision = next((s, p) for s in catalog() for p in Precision if s.figure(p) is None)
+    with pytest.raises(EstimateInputError, match="no published peak") as info:
+        estimate(spec.name, 8, 1e9, 1e9, precision=precision)
+    assert info.value.field == "precision"
+    assert all(p.value in str(info.value) for p in Precision if spec.figure(p) is not None)
+
+
+def test_unknown_gpu_suggests_close_models() -> None:
+    with pytest.raises(EstimateInputError, match="did you mean H100-SXM5-80GB"):
+        estimate("H100-SXM", 8, 1e9, 1e9)

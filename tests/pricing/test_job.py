@@ -27,3 +27,18 @@ def test_training_flops_and_memory() -> None:
 def test_invalid_jobs(data: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         Job.model_validate(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "got"),
+    [
+        ({"hours": 10, "params": 7e9, "tokens": 1e12}, "(got hours, params, tokens)"),
+        ({"gpu_hours": 10, "params": 7e9, "tokens": 1e12}, "(got gpu_hours, params, tokens)"),
+        # beside hours alone params only sizes the memory check: not part of the conflict
+        ({"hours": 1, "gpu_hours": 2, "params": 7e9}, "(got hours, gpu_hours)"),
+    ],
+)
+def test_a_conflict_names_every_input_of_it(data: dict[str, object], got: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        Job.model_validate(data)
+    assert got in str(info.value)

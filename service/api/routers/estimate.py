@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from adapters.gpus import Precision, get_gpu
 from adapters.schema import Fabric
-from pricing.estimate import Estimate, estimate
+from pricing.estimate import Estimate, EstimateInputError, estimate
 from pricing.job import Job
 from pricing.requirement import Requirement
 
@@ -69,8 +69,16 @@ class EstimateRequest(BaseModel):
     precision: Precision = Precision.BF16
     mfu: Factor | None = Field(default=None, description="replace the modelled MFU")
     scaling: Factor | None = Field(default=None, description="replace the modelled scaling")
-    fabric: Fabric = Field(default=Fabric.INFINIBAND, description="reference fabric")
-    fabric_gbps_per_gpu: Annotated[float, Field(gt=0, le=1e5)] = 400.0
+    fabric: Fabric | None = Field(
+        default=None,
+        description="with gpu_model: assume this fabric between nodes, whatever the offers"
+        " state (default: the offer's, else infiniband)",
+    )
+    fabric_gbps_per_gpu: Annotated[float | None, Field(gt=0, le=1e5)] = Field(
+        default=None,
+        description="with gpu_model: assume this fabric bandwidth per GPU, Gbit/s, whatever"
+        " the offers state (default: the offer's, else 400)",
+    )
     layers: Annotated[int | None, Field(ge=1, le=10_000)] = Field(
         default=None, description="transformer layers (attention FLOPs and activations)"
     )
@@ -101,6 +109,14 @@ class EstimateRequest(BaseModel):
                 raise ValueError("job_gpus: required with gpu_model")
             if self.requirement is not None:
                 raise ValueError("requirement: only without gpu_model")
+        else:
+            # ranked across offers, each runs on its own fabric: a given one would be ignored
+            for name in ("fabric", "fabric_gbps_per_gpu"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"{name}: only with gpu_model (across offers each offer's own fabric"
+                        " counts; filter them with requirement.fabrics)"
+                    )
         return self
 
 
@@ -158,15 +174,27 @@ async def estimate_cost(
                     context_tokens=body.context_tokens,
                 )
             )
-        except ValueError as exc:  # e.g. no published peak of this GPU at this precision
+        except ValidationError as exc:  # the job's bounds (the body's match them): a 422
+            raise RequestValidationError(
+                [
+                    {**e, "loc": ("body", *e["loc"])}
+                    for e in exc.errors(include_url=False, include_context=False)
+                ]
+            ) from None
+        except EstimateInputError as exc:  # e.g. no published peak of this GPU at this precision
+            field = exc.field
+            message = str(exc)
+            if field == "precision":
+                message = (
+                    f"gpu_model {body.gpu_model!r} at precision {body.precision.value!r}: {exc}"
+                )
             raise RequestValidationError(
                 [
                     {
                         "type": "value_error",
-                        "loc": ("body", "precision"),
-                        "msg": f"gpu_model {body.gpu_model!r} at precision "
-                        f"{body.precision.value!r}: {exc}",
-                        "input": body.precision.value,
+                        "loc": ("body", field),
+                        "msg": message,
+                        "input": getattr(body, field, None),
                     }
                 ]
             ) from None
@@ -175,7 +203,10 @@ async def estimate_cost(
         job = Job.training(params, body.tokens, gpus=body.job_gpus)
     except ValidationError as exc:  # the bounds above make this unreachable; still a 422
         raise RequestValidationError(
-            [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+            [
+                {**e, "loc": ("body", *e["loc"])}
+                for e in exc.errors(include_url=False, include_context=False)
+            ]
         ) from None
     parsed = ParsedQuery(
         requirement=body.requirement or Requirement(),

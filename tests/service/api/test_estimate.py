@@ -3,7 +3,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from .conftest import error_locs
+from service.settings import Settings
+
+from .conftest import FakeSource, database_state, error_locs, offer
 
 pytestmark = pytest.mark.anyio
 
@@ -103,3 +105,51 @@ async def test_the_model_shape_counts_attention_flops(client: httpx.AsyncClient)
     assert shaped["estimate"]["flops_per_token"] == pytest.approx(
         plain["estimate"]["flops_per_token"] + 12 * 32 * 4096 * 4096
     )
+
+
+_H100_512 = {"model_params": 70e9, "tokens": 2e12, "gpu_model": "H100-SXM5-80GB", "job_gpus": 16}
+
+
+async def test_fabric_in_the_body_wins_over_the_offers(settings: Settings) -> None:
+    """An H100 node stating 400 Gbps/GPU InfiniBand and multi-node use: the body's fabric
+    was ignored whenever an offer could run the job."""
+    from service.api import create_app
+
+    clustered = offer(multi_node=True)  # infiniband, 3200 Gbps per 8 GPUs
+    app = create_app(settings, offers_loader=FakeSource(database_state([clustered])))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        stated = (await client.post("/v1/estimate", json=_H100_512)).json()["estimate"]
+        what_if = await client.post(
+            "/v1/estimate", json={**_H100_512, "fabric": "ethernet", "fabric_gbps_per_gpu": 25}
+        )
+    assert what_if.status_code == 200, what_if.text
+    est = what_if.json()["estimate"]
+    assert stated["basis"] == est["basis"] == "offer"
+    assert (stated["fabric"], stated["fabric_gbps_per_gpu"]) == ("infiniband", 400)
+    assert stated["fabric_source"] == stated["fabric_gbps_source"] == "offer"
+    assert (est["fabric"], est["fabric_gbps_per_gpu"]) == ("ethernet", 25)
+    assert est["fabric_source"] == est["fabric_gbps_source"] == "user"
+    assert est["scaling"] == pytest.approx(0.71, abs=0.005)
+    assert stated["scaling"] == 1.0 and est["wall_clock_hours"] > stated["wall_clock_hours"]
+    assert "ethernet at 25 Gbps per GPU (as given)" in est["topology"]
+
+
+async def test_ethernet_is_an_answer_not_a_false_peak_error(client: httpx.AsyncClient) -> None:
+    body = {**_H100_512, "gpu_model": "H200-SXM-141GB", "job_gpus": 512, "fabric": "ethernet"}
+    r = await client.post("/v1/estimate", json=body)
+    assert r.status_code == 200, r.text
+    est = r.json()["estimate"]
+    assert est["basis"] == "reference" and est["fabric"] == "ethernet"
+    assert (est["fabric_source"], est["fabric_gbps_source"]) == ("user", "default")
+
+
+@pytest.mark.parametrize("field", ["fabric", "fabric_gbps_per_gpu"])
+async def test_fabric_across_offers_is_refused_not_ignored(
+    client: httpx.AsyncClient, field: str
+) -> None:
+    value = "roce" if field == "fabric" else 25
+    r = await client.post("/v1/estimate", json={"model_params": 1e9, "tokens": 1e10, field: value})
+    assert r.status_code == 422
+    (error,) = r.json()["errors"]
+    assert field in error["msg"] and "only with gpu_model" in error["msg"]

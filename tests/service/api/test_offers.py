@@ -243,3 +243,10 @@ async def test_job_disk_and_egress_are_billed_apart_and_rank_by_the_all_in_cost(
     # the plain offer says nothing of disk or egress: its bill is compute only, and it says so
     assert offers[0]["job"]["all_in_cost_usd"] == 12.0
     assert offers[0]["job"]["caveats"] == "disk beyond the included not priced; egress not priced"
+
+
+async def test_a_conflicting_job_names_every_input_of_it(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/offers?hours=10&model_params=7e9&tokens=1e12")
+    assert r.status_code == 422
+    (error,) = r.json()["errors"]
+    assert "(got hours, params, tokens)" in error["msg"]

@@ -247,3 +247,61 @@ def test_estimate_counts_attention_flops_with_the_model_shape() -> None:
     est = json.loads(shaped.stdout)["estimate"]
     assert est["flops_per_token"] == pytest.approx(6 * 7e9 + 12 * 32 * 4096 * 4096)
     assert est["gpu_hours"] == pytest.approx(est["wall_clock_hours"] * 12)
+
+
+def _estimate_json(*args: str) -> dict[str, object]:
+    base = ["estimate", "--gpu-model", "A100-SXM4-80GB", "--job-gpus", "64"]
+    result = runner.invoke(
+        app, [*base, "--params", "7e9", "--tokens", "2e12", *args, "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    estimate: dict[str, object] = json.loads(result.stdout)["estimate"]
+    return estimate
+
+
+def test_estimate_fabric_options_win_over_the_offers() -> None:
+    """The a100 offer states 200 Gbps/GPU InfiniBand; --fabric and --fabric-gbps-per-gpu
+    were ignored whenever an offer could run the job."""
+    stated = _estimate_json()
+    assert stated["basis"] == "offer" and stated["fabric"] == "infiniband"
+    assert stated["fabric_gbps_per_gpu"] == 200 and stated["fabric_source"] == "offer"
+    what_if = _estimate_json("--fabric", "roce", "--fabric-gbps-per-gpu", "1")
+    assert what_if["basis"] == "offer" and what_if["scaling"] == 0.5
+    assert (what_if["fabric"], what_if["fabric_gbps_per_gpu"]) == ("roce", 1)
+    assert what_if["fabric_source"] == what_if["fabric_gbps_source"] == "user"
+    assert what_if["wall_clock_hours"] > stated["wall_clock_hours"]  # type: ignore[operator]
+    assert "roce at 1 Gbps per GPU (as given)" in str(what_if["topology"])
+
+
+def test_estimate_ethernet_is_an_answer_not_a_false_peak_error() -> None:
+    """The README's estimate plus --fabric ethernet answered "has no published peak at
+    bf16"; on a GPU without offers too."""
+    result = _estimate_json("--fabric", "ethernet")
+    assert result["fabric"] == "ethernet" and result["fabric_source"] == "user"
+    args = ["--params", "70e9", "--tokens", "2e12", "--fabric", "ethernet"]
+    h200 = runner.invoke(
+        app, ["estimate", "--gpu-model", "H200-SXM-141GB", "--job-gpus", "512", *args]
+    )
+    assert h200.exit_code == 0, h200.output
+    assert "no published peak" not in h200.output
+
+
+def test_estimate_names_the_option_that_is_wrong() -> None:
+    from adapters.gpus import Precision, catalog
+
+    spec, precision = next((s, p) for s in catalog() for p in Precision if s.figure(p) is None)
+    args = ["--job-gpus", "8", "--params", "1e9", "--tokens", "1e9"]
+    peak = runner.invoke(
+        app, ["estimate", "--gpu-model", spec.name, "--precision", precision.value, *args]
+    )
+    assert peak.exit_code == 2
+    assert f"error: --precision: {spec.name} has no published peak" in peak.stderr
+    typo = runner.invoke(app, ["estimate", "--gpu-model", "H100-SXM", *args])
+    assert typo.exit_code == 2
+    assert "error: --gpu-model: unknown GPU model 'H100-SXM'; did you mean" in typo.stderr
+
+
+def test_offers_conflicting_job_names_every_input() -> None:
+    result = runner.invoke(app, ["offers", "--hours", "10", "--params", "7e9", "--tokens", "1e12"])
+    assert result.exit_code == 2
+    assert "(got hours, params, tokens)" in result.stderr

@@ -41,6 +41,7 @@ __all__ = [
     "Source",
     "by_name",
     "database_note",
+    "sample_after_attempts",
     "state_from_offers",
     "state_from_runs",
     "stored_state",
@@ -234,6 +235,79 @@ def stored_state(
         snapshot_at=None if snapshot is None else snapshot[1],
         count_fields=count_fields,
     )
+
+
+def sample_after_attempts(
+    sample: CurrentState, stored: CurrentState, now: datetime | None = None
+) -> CurrentState:
+    """The sample's offers, told with the latest live attempts of ``stored``: the answer
+    when the database records attempts (``provider_status``) but holds no offers, say every
+    live fetch so far failed or was skipped (no network, no credentials).
+
+    Each provider is as :mod:`db.current` would give it had the sample been stored first
+    (``gpuscout snapshot --sample``) and the stored attempts taken after it:
+
+    * no stored attempt: the sample's own state (``ok``, origin ``sample``);
+    * its latest attempt failed or was skipped and the sample holds offers of it:
+      ``stale``, with that attempt's status, time and error, and the sample's offers,
+      capture date and origin (``sample``): it is in :attr:`CurrentState.failed_providers`
+      when the attempt failed, and the note names it after the sample's dates;
+    * its latest attempt failed or was skipped and the sample holds none of it: the
+      attempt as stored, ``failed`` or ``skipped``;
+    * its latest attempt succeeded (with no offers: the database holds none): the attempt
+      as stored, ``ok`` with no offers, and its sample offers are left out (a live answer
+      of none beats recorded prices).
+
+    The state's ``source`` stays ``sample`` (the offers are); its snapshot is ``stored``'s
+    latest, so a new snapshot, failed or not, is a new state (and ETag).
+    """
+    providers: dict[str, ProviderState] = dict(sample.providers)
+    answered_live: list[str] = []
+    for name, attempt in stored.providers.items():
+        held = sample.providers.get(name)
+        if attempt.last_status is RunStatus.OK:
+            if held is not None and held.offer_count > 0:
+                answered_live.append(name)
+            providers[name] = attempt
+        elif held is None or held.offer_count == 0:
+            providers[name] = attempt
+        else:
+            providers[name] = dataclasses.replace(
+                held,
+                last_status=attempt.last_status,
+                last_attempt_at=attempt.last_attempt_at,
+                error=attempt.error,
+            )
+    frame = sample.frame
+    count_fields = sample.count_fields
+    if answered_live:
+        frame = frame.filter(~pl.col("provider").is_in(answered_live))
+        count_fields = _without(count_fields, answered_live)
+    states = by_name(providers.values())
+    notes = [sample.note, _stale_note(states, now or datetime.now(UTC))]
+    return dataclasses.replace(
+        sample,
+        frame=frame,
+        providers=states,
+        note="; ".join(n for n in notes if n) or None,
+        snapshot_id=stored.snapshot_id,
+        snapshot_at=stored.snapshot_at,
+        count_fields=count_fields,
+    )
+
+
+def _without(
+    count: Callable[[], Mapping[str, ProviderCoverage]] | None, providers: Sequence[str]
+) -> Callable[[], Mapping[str, ProviderCoverage]] | None:
+    """``count`` with ``providers`` left out of what it counts."""
+    if count is None:
+        return None
+    inner = count
+
+    def counted() -> Mapping[str, ProviderCoverage]:
+        return {k: v for k, v in inner().items() if k not in providers}
+
+    return counted
 
 
 def database_note(states: Mapping[str, ProviderState], now: datetime) -> str | None:

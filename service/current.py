@@ -3,7 +3,10 @@
 Every reader of "today's offers" (CLI, API, digest) goes through :func:`load_current`, so
 the rule "the database when it holds offers, else the bundled sample, and always say which"
 lives in one place. Both give a :class:`db.state.CurrentState`, priced with the FX table
-the settings select (read again on every load).
+the settings select (read again on every load). The sample shown because the database holds
+no offers still tells the live attempts the database records (every fetch failed, say, on a
+machine without network): each such provider's outcome and error are its latest attempt's
+(:func:`db.state.sample_after_attempts`), never the sample's own "ok".
 
 Three things keep a command fast: an embedded SQLite database whose file does not exist (or
 is empty) holds no offers, so it is not opened (nor created) and SQLAlchemy is not
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING
 from adapters.field_coverage import ProviderCoverage
 from adapters.sample import manifest_bytes, replay_sample, sample_note
 from adapters.schema import FxTable
-from db.state import CurrentState, state_from_runs
+from db.state import CurrentState, sample_after_attempts, state_from_runs
 
 from .fx import fx_table
 from .settings import Settings
@@ -30,7 +33,7 @@ from .settings import Settings
 if TYPE_CHECKING:
     from .frame_cache import FileFrameStore
 
-__all__ = ["load_current", "load_database", "load_sample"]
+__all__ = ["load_current", "load_database", "load_sample", "load_stored"]
 
 
 def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
@@ -81,6 +84,14 @@ def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
     Nothing is migrated here (reading must not write): a database at an older revision is
     an alembic ``CommandError`` saying to run ``gpuscout db upgrade``, not a missing column.
     """
+    stored = load_stored(settings, fx)
+    return None if stored is None or stored.frame.is_empty() else stored
+
+
+def load_stored(settings: Settings, fx: FxTable) -> CurrentState | None:
+    """What the database holds: its current offers (maybe none) and every provider's latest
+    attempt; ``None`` when there is no database yet (no file, no schema). Checked and kept
+    as :func:`load_database` says."""
     if _no_sqlite_file(settings.database_url):
         return None
     from .frame_cache import FileFrameStore, sqlite_marker
@@ -112,8 +123,9 @@ def _kept(
 def _frame_stored(
     settings: Settings, fx: FxTable, store: FileFrameStore, marker: str | None
 ) -> CurrentState | None:
-    """:func:`load_database` through SQLAlchemy: the revision checked, the frame kept in
-    (or read from) ``store``, and the state kept under ``marker``."""
+    """:func:`load_stored` through SQLAlchemy: the revision checked, the frame kept in
+    (or read from) ``store``, and the state kept under ``marker`` (one with no offers too:
+    the attempts it records are read back without SQLAlchemy as well)."""
     import sqlalchemy as sa
     from alembic.util.exc import CommandError
 
@@ -136,9 +148,9 @@ def _frame_stored(
         engine.dispose()
     # the engine is gone: a later count opens (and closes) one of its own
     state = dataclasses.replace(state, count_fields=_coverage_reader(settings))
-    if marker is not None and not state.frame.is_empty():
+    if marker is not None:
         store.keep_state(marker, state)
-    return None if state.frame.is_empty() else state
+    return state
 
 
 def _coverage_reader(settings: Settings) -> Callable[[], Mapping[str, ProviderCoverage]]:
@@ -161,6 +173,12 @@ def _coverage_reader(settings: Settings) -> Callable[[], Mapping[str, ProviderCo
 def load_current(sample: bool = False, settings: Settings | None = None) -> CurrentState:
     """The current offers: the database when it holds offers, else the bundled sample.
 
+    The sample shown because the database holds no offers carries the latest attempts the
+    database records, if any (:func:`db.state.sample_after_attempts`): a provider whose
+    live fetch failed is ``stale`` with its error (sample offers held) or ``failed`` (none
+    held), and the state's snapshot is the latest one. ``sample=True`` is the bundled sample
+    alone, as recorded, whatever the database holds.
+
     The FX table is read from the settings even for the sample: it converts its non-USD
     prices. A named FX file that is missing or broken is a :class:`service.fx.FxError`.
     """
@@ -171,5 +189,10 @@ def load_current(sample: bool = False, settings: Settings | None = None) -> Curr
     fx = fx_table(settings)
     if sample:
         return load_sample(fx, settings)
-    stored = load_database(settings, fx)
-    return stored if stored is not None else load_sample(fx, settings)
+    stored = load_stored(settings, fx)
+    if stored is not None and not stored.frame.is_empty():
+        return stored
+    fallback = load_sample(fx, settings)
+    if stored is None or not stored.providers:
+        return fallback
+    return sample_after_attempts(fallback, stored)

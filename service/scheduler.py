@@ -3,8 +3,10 @@
 :func:`build_scheduler` configures a scheduler without starting it (the API process starts
 it beside uvicorn; ``gpuscout scheduler`` runs it alone). After each snapshot it stored,
 the job evaluates and delivers the price alerts (:func:`service.alerts.run.run_alerts`).
-The job is coalesced, never runs
-twice at once in one process (``max_instances=1``), is jittered and has a misfire grace.
+Each run logs one line (``gpuscout.scheduler``): skipped and why, or what was stored with
+the count of providers ok, failed and skipped (:func:`snapshot_line`; WARNING with the
+first error when any failed). The job is coalesced, never runs twice at once in one
+process (``max_instances=1``), is jittered and has a misfire grace.
 Across processes, the job lock :func:`service.snapshots.take_snapshot` holds lets exactly one
 runner take each snapshot; a runner that finds a snapshot taken less than half an interval
 ago skips too.
@@ -12,6 +14,7 @@ ago skips too.
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 from collections.abc import Callable
@@ -23,6 +26,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
+from adapters.run import RunStatus
 from db.engine import make_engine
 
 from .settings import Settings
@@ -33,6 +37,7 @@ __all__ = [
     "SNAPSHOT_JOB_ID",
     "build_scheduler",
     "run_snapshot_job",
+    "snapshot_line",
 ]
 
 log = logging.getLogger("gpuscout.scheduler")
@@ -60,15 +65,38 @@ def run_snapshot_job(
     except SnapshotSkipped as skipped:
         log.info("snapshot skipped: %s", skipped)
         return None
-    log.info(
-        "snapshot %d stored: %d offers, history +%d / closed %d",
-        result.summary.snapshot_id,
-        result.summary.offer_count,
-        result.summary.history_added,
-        result.summary.history_closed,
-    )
+    level, line = snapshot_line(result)
+    log.log(level, "%s", line)
     _alerts_after(settings, engine, now)
     return result
+
+
+def snapshot_line(result: SnapshotResult) -> tuple[int, str]:
+    """The one log line of a stored snapshot and its level: what was stored, how many
+    providers answered (ok), failed and were skipped, and, when some failed, the first
+    failure's provider and error at WARNING (a snapshot whose every fetch fails, say on a
+    machine without network, must not pass in silence); INFO otherwise.
+
+    The runs are as stored, so a run the plausibility guard refused counts as failed.
+    """
+    summary = result.summary
+    counts = collections.Counter(run.status for run in result.runs)
+    failed = [run for run in result.runs if run.status is RunStatus.ERROR]
+    line = (
+        f"snapshot {summary.snapshot_id} stored: {summary.offer_count} offers, history "
+        f"+{summary.history_added} / closed {summary.history_closed}; providers: "
+        f"{counts[RunStatus.OK]} ok, {counts[RunStatus.ERROR]} failed, "
+        f"{counts[RunStatus.SKIPPED]} skipped"
+    )
+    if not failed:
+        return logging.INFO, line
+    first = failed[0]
+    error = (first.error or "no error recorded").strip().splitlines()[0][:_ERROR_CHARS]
+    return logging.WARNING, f"{line}; first failure: {first.provider}: {error}"
+
+
+#: How much of the first failure's error the snapshot's line quotes (one line of a log).
+_ERROR_CHARS = 300
 
 
 def _alerts_after(settings: Settings, engine: Engine | None, now: Callable[[], datetime]) -> None:

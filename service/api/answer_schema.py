@@ -261,7 +261,10 @@ class OffersPage(Provenance):
     snapshot_at: UtcTime | None
     generated_at: UtcTime
     stale_providers: list[str] = Field(description="last fetch failed; older offers shown")
-    failed_providers: list[str] = Field(description="no offers from them; some may be hidden")
+    failed_providers: list[str] = Field(
+        description="latest fetch ended in an error: with no offers from them (some may be"
+        " hidden) unless also in stale_providers"
+    )
     left_out: list[LeftOut] = Field(description="every wanted offer not ranked, and why")
     query: dict[str, object] = Field(description="the query in canonical form")
     count: int = Field(description="offers in this page")

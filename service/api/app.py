@@ -154,6 +154,9 @@ def create_app(
 def serving_app() -> FastAPI:
     """The app a worker of ``gpuscout serve --workers N`` builds (uvicorn's factory): the
     settings from the environment, the offers loading from the start (``load_now``)."""
+    from ..log_output import show_service_log
+
+    show_service_log()  # each worker is a process of its own
     return create_app(load_now=True)
 
 

@@ -96,10 +96,13 @@ class ApiState:
                 "stale providers (last fetch failed; their older offers are included): "
                 + ", ".join(cur.stale_providers)
             )
-        if cur.failed_providers:
+        # failed_providers names the stale ones too; this warning is about those with no
+        # offers at all (as the web banner says it)
+        failed = [name for name in cur.failed_providers if name not in cur.stale_providers]
+        if failed:
             out.append(
                 "failed providers (no offers from them; cheaper offers may be missing): "
-                + ", ".join(cur.failed_providers)
+                + ", ".join(failed)
             )
         if cur.fx_note:
             out.append(cur.fx_note)
@@ -118,7 +121,10 @@ class ApiState:
 def snapshot_tag(current: CurrentState) -> str:
     """A short digest naming this snapshot; equal on every replica that loaded it.
 
-    It covers the FX table too: new rates change every USD figure of an answer.
+    It covers the FX table too: new rates change every USD figure of an answer; and each
+    provider's latest attempt (status, time, error), so a snapshot that changed only what
+    the answers say about the providers (another failure of the same providers, over
+    sample offers) is a new tag as well.
     """
     h = hashlib.blake2b(digest_size=8)
     snap = current.snapshot_at.isoformat() if current.snapshot_at else "-"
@@ -126,7 +132,9 @@ def snapshot_tag(current: CurrentState) -> str:
     h.update(f"{current.source}|{snap}|{current.frame.height}|{fx.as_of}|{fx.source}".encode())
     for p in current.providers.values():
         when = p.fetched_at.isoformat() if p.fetched_at else "-"
-        h.update(f"|{p.provider}:{p.outcome}:{p.offer_count}:{when}".encode())
+        tried = p.last_attempt_at.isoformat() if p.last_attempt_at else "-"
+        h.update(f"|{p.provider}:{p.outcome}:{p.offer_count}:{when}:{tried}".encode())
+        h.update(f":{p.last_status}:{p.error or ''}".encode())
     return h.hexdigest()
 
 

@@ -165,6 +165,7 @@ def register(app: typer.Typer) -> None:
         from db.migrate import upgrade
 
         from ..fx import fx_table
+        from ..log_output import service_log
         from ..scheduler import build_scheduler
 
         settings = get_settings()
@@ -175,8 +176,8 @@ def register(app: typer.Typer) -> None:
             f"snapshots every {settings.snapshot_interval_minutes:g} min "
             f"into {settings.database_url.split('@')[-1]}; Ctrl-C to stop"
         )
-        with contextlib.suppress(KeyboardInterrupt, SystemExit):
-            runner.start()
+        with contextlib.suppress(KeyboardInterrupt, SystemExit), service_log():
+            runner.start()  # one line per snapshot run on standard error
 
 
 def stored_table(stored: SnapshotResult) -> Table:

@@ -149,45 +149,49 @@ def register(app: typer.Typer) -> None:
 
         import uvicorn
 
-        bind_host = host or settings.api_host
-        bind_port = port if port is not None else settings.api_port
-        from .bind_check import bind_problem
+        from ..log_output import service_log
 
-        problem = bind_problem(
-            bind_host,
-            bind_port,
-            host_from="--host" if host else "GPUSCOUT_API_HOST",
-            port_from="--port" if port is not None else "GPUSCOUT_API_PORT",
-        )
-        if problem is not None:  # before the app is built and the URL announced
-            typer.echo(f"error: {problem}", err=True)
-            raise typer.Exit(EXIT_INPUT)
-        warning = placeholder_warning(settings, bind_host)
-        if warning is not None:
-            message, loud = warning
-            typer.secho(message, err=True, fg="red" if loud else "yellow", bold=loud)
-        processes = workers if workers is not None else settings.api_workers
-        # Several workers each build their own app from the settings (uvicorn imports the
-        # factory in every process): this one, which only starts and watches them, imports
-        # no app (a second of imports before the first worker even starts); one worker
-        # serves the app built here.
-        api: str | FastAPI = "service.api.app:serving_app" if processes > 1 else _app(settings)
-        scheduler = None if no_scheduler else _start_scheduler(settings)
-        shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host
-        typer.echo(f"gpuscout API on http://{shown}:{bind_port}/v1/offers (docs: /docs)")
-        try:
-            # One setting decides whom X-Forwarded-For is believed from: the mail limits read
-            # it themselves behind `trusted_proxies`, so uvicorn must not rewrite the client.
-            uvicorn.run(
-                api,
-                host=bind_host,
-                port=bind_port,
-                log_level="info",
-                access_log=settings.api_access_log,
-                proxy_headers=False,
-                workers=processes if processes > 1 else None,
-                factory=processes > 1,
+        # the scheduler's line per snapshot, the API's own warnings: while serving
+        with service_log():
+            bind_host = host or settings.api_host
+            bind_port = port if port is not None else settings.api_port
+            from .bind_check import bind_problem
+
+            problem = bind_problem(
+                bind_host,
+                bind_port,
+                host_from="--host" if host else "GPUSCOUT_API_HOST",
+                port_from="--port" if port is not None else "GPUSCOUT_API_PORT",
             )
-        finally:
-            if scheduler is not None:
-                scheduler.shutdown(wait=False)
+            if problem is not None:  # before the app is built and the URL announced
+                typer.echo(f"error: {problem}", err=True)
+                raise typer.Exit(EXIT_INPUT)
+            warning = placeholder_warning(settings, bind_host)
+            if warning is not None:
+                message, loud = warning
+                typer.secho(message, err=True, fg="red" if loud else "yellow", bold=loud)
+            processes = workers if workers is not None else settings.api_workers
+            # Several workers each build their own app from the settings (uvicorn imports the
+            # factory in every process): this one, which only starts and watches them, imports
+            # no app (a second of imports before the first worker even starts); one worker
+            # serves the app built here.
+            api: str | FastAPI = "service.api.app:serving_app" if processes > 1 else _app(settings)
+            scheduler = None if no_scheduler else _start_scheduler(settings)
+            shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host
+            typer.echo(f"gpuscout API on http://{shown}:{bind_port}/v1/offers (docs: /docs)")
+            try:
+                # One setting decides whom X-Forwarded-For is believed from: the mail limits read
+                # it themselves behind `trusted_proxies`, so uvicorn must not rewrite the client.
+                uvicorn.run(
+                    api,
+                    host=bind_host,
+                    port=bind_port,
+                    log_level="info",
+                    access_log=settings.api_access_log,
+                    proxy_headers=False,
+                    workers=processes if processes > 1 else None,
+                    factory=processes > 1,
+                )
+            finally:
+                if scheduler is not None:
+                    scheduler.shutdown(wait=False)

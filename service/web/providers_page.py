@@ -22,6 +22,8 @@ router = APIRouter(include_in_schema=False)
 OUTCOMES: dict[str, tuple[str, str]] = {
     "ok": ("ok", "latest fetch succeeded"),
     "stale": ("warn", "latest fetch failed: older offers shown"),
+    # stale over the offline sample's offers (no live fetch has succeeded yet)
+    "stale_sample": ("warn", "latest live fetch failed or skipped: sample offers shown"),
     "failed": ("bad", "no offers from it"),
     "skipped": ("warn", "not fetched (e.g. no credentials)"),
     "never_fetched": ("", "no fetch recorded"),

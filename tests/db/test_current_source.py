@@ -71,3 +71,60 @@ def test_field_coverage_of_stored_offers_is_that_of_the_offers(
     assert (alpha.offers, alpha.filled["cuda_version"], alpha.filled["psu_watts"]) == (2, 1, 1)
     assert alpha.filled["fetched_at"] == 2  # a column of its own, not in the record
     assert coverage["beta"].field_share("cuda_version") == 0.0
+
+
+def test_the_sample_shown_for_a_database_without_offers_tells_its_failed_attempts(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """Every live fetch failed or was skipped (no network): the sample is shown, but each
+    attempted provider's outcome is its latest attempt's, never the sample's own "ok"."""
+    from adapters.run import Origin
+    from db.state import Outcome
+
+    from .factories import skipped
+
+    error = "network error on https://pricing.example/offers: [Errno -2] Name not known"
+    runs = [failed("aws", error=error), skipped("lambda"), failed("oci"), skipped("mithril")]
+    store_snapshot(engine, runs, started_at=T0, finished_at=at(0.1))
+    settings = Settings(data_dir=tmp_path, database_url=db_url)
+    sample = load_current(sample=True, settings=settings)
+    assert sample.providers["aws"].outcome is Outcome.OK  # the sample as recorded, asked for
+    for current in (load_current(settings=settings), load_current(settings=settings)):
+        assert current.source == "sample" and current.sample  # the offers are the sample's
+        assert current.snapshot_at == at(0.1)  # the failed snapshot is the latest one
+        aws = current.providers["aws"]
+        assert aws.outcome is Outcome.STALE and aws.error == error
+        assert (
+            aws.origin is Origin.SAMPLE and aws.offer_count == sample.providers["aws"].offer_count
+        )
+        assert aws.last_attempt_at == T0
+        lam = current.providers["lambda"]
+        assert lam.outcome is Outcome.STALE and lam.error == "credential not set"
+        assert current.providers["oci"].outcome is Outcome.FAILED  # the sample holds none
+        assert current.providers["oci"].error == "HTTP 503"
+        assert current.providers["mithril"].outcome is Outcome.SKIPPED
+        assert current.providers["azure"] == sample.providers["azure"]  # never attempted
+        assert current.failed_providers == ["aws", "oci"]
+        assert current.stale_providers == ["aws", "lambda"]
+        assert current.note is not None and current.note.startswith(sample.note or "-")
+        assert "failing now: aws" in current.note
+        assert current.frame.height == sample.frame.height
+
+
+def test_a_live_answer_of_no_offers_leaves_out_that_providers_sample(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    from db.state import Outcome
+
+    store_snapshot(engine, [ok("vultr", []), failed("aws")], started_at=T0, finished_at=T0)
+    settings = Settings(data_dir=tmp_path, database_url=db_url)
+    sample = load_current(sample=True, settings=settings)
+    assert sample.providers["vultr"].offer_count > 0
+    current = load_current(settings=settings)
+    vultr = current.providers["vultr"]
+    assert vultr.outcome is Outcome.OK and vultr.offer_count == 0 and not vultr.sample
+    assert "vultr" not in current.frame["provider"].to_list()
+    assert "vultr" not in current.sample_providers
+    assert current.frame.height == sample.frame.height - sample.providers["vultr"].offer_count
+    coverage = current.field_coverage
+    assert coverage is not None and "vultr" not in coverage and "aws" in coverage

@@ -100,3 +100,48 @@ def test_job_lock_is_exclusive_and_released(engine: Engine) -> None:
         assert (first, second, other) == (True, False, True)
     with job_lock(engine, "x") as again:
         assert again
+
+
+def _snapshot_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [
+        r
+        for r in caplog.records
+        if r.name == "gpuscout.scheduler" and r.getMessage().startswith("snapshot")
+    ]
+
+
+def test_each_run_logs_one_line_counting_outcomes_and_the_first_failure_warns(
+    engine: Engine, db_url: str, tmp_path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from .factories import failed, skipped
+
+    settings = settings_for(db_url, tmp_path)
+    caplog.set_level(logging.INFO, logger="gpuscout")
+    error = "network error on https://pricing.example/offers: [Errno -2] Name not known"
+    runs = [
+        ok("alpha", [offer()]),
+        failed("beta", error=error),
+        failed("gamma", error="HTTP 503"),
+        skipped("delta"),
+    ]
+    assert run_snapshot_job(settings, fetch=lambda: runs) is not None
+    [line] = _snapshot_lines(caplog)
+    assert line.levelno == logging.WARNING
+    text = line.getMessage()
+    assert text.startswith("snapshot 1 stored: 1 offers")
+    assert "providers: 1 ok, 2 failed, 1 skipped" in text
+    assert text.endswith(f"first failure: beta: {error}")
+
+    caplog.clear()
+    later = datetime.now(UTC) + timedelta(hours=1)
+    every_ok = [ok("alpha", [offer()]), skipped("delta")]
+    assert run_snapshot_job(settings, fetch=lambda: every_ok, now=lambda: later) is not None
+    [line] = _snapshot_lines(caplog)
+    assert line.levelno == logging.INFO
+    assert "providers: 1 ok, 0 failed, 1 skipped" in line.getMessage()
+    assert "failure" not in line.getMessage()
+
+    caplog.clear()
+    assert run_snapshot_job(settings, fetch=lambda: every_ok, now=lambda: later) is None
+    [line] = _snapshot_lines(caplog)  # skipped (one too recent): one line says so
+    assert line.levelno == logging.INFO and line.getMessage().startswith("snapshot skipped")

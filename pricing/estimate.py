@@ -118,6 +118,13 @@ def _reference_frame(
     return with_config_id(pl.DataFrame([row], schema=OFFER_SCHEMA))
 
 
+def _unnamed(setting: str) -> None:
+    """No name for a job setting in an estimate's reason: the reason is one text for the
+    CLI and the API (which name the GPU count differently) and an estimate takes no
+    ``bytes_per_param``, so a remedy is told in words only."""
+    return None
+
+
 def estimate(
     gpu_model: str,
     count: int,
@@ -165,7 +172,9 @@ def estimate(
         requirement = Requirement(gpus=(spec.name,))
         ranked = rank(offers, requirement, job, options)
         if ranked.is_empty():
-            why = left_out_note(_as_frame(offers), requirement, now, precision=precision, job=job)
+            why = left_out_note(
+                _as_frame(offers), requirement, now, precision=precision, job=job, name=_unnamed
+            )
             reason = f"no current offer of {spec.name} can run {count} GPUs of this job" + (
                 f" ({why})" if why else ""
             )

@@ -24,6 +24,7 @@ in configurations: a 512-GPU job on the sample hears how many 1-GPU VMs have no 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -32,7 +33,8 @@ import polars as pl
 
 from adapters.gpus import Precision
 
-from .expressions import PLACEMENT_REASONS, peak_tflops, qualifies
+from .display import figure_text
+from .expressions import NO_FIT, PLACEMENT_REASONS, gpu_memory_gb, peak_tflops, qualifies
 from .frame import catalog_frame
 from .job import Job
 from .rank import RankOptions, placement_plan
@@ -47,6 +49,7 @@ __all__ = [
     "binding_note",
     "left_out",
     "left_out_note",
+    "misfits",
     "note_of",
 ]
 
@@ -147,33 +150,87 @@ def left_out(
     parts = [not_known.select(keys), no_figure.select(keys)]
     if job is not None:
         options = RankOptions(precision=precision, now=at, limit=None)
-        placed = placement_plan(frame, req, job, options).select(
-            "config_id", "term", "provider", "gpu_raw_name", "gpu_model", "placement_reason"
-        )
-        # a configuration is left out when none of its rows can be placed: only those with
-        # some row that cannot are grouped (most jobs fit almost everywhere: few rows)
-        placed = placed.cache()
-        refused = placed.filter(pl.col("placement_reason").is_not_null()).select("config_id")
-        placed_reasons = (
-            placed.join(refused.unique(), on="config_id", how="semi")
-            .group_by("config_id")
-            .agg(
-                pl.col("provider").first(),
-                pl.col("gpu_raw_name").first(),
-                pl.col("gpu_model").first(),
-                reason=pl.col("placement_reason").sort_by("term").first(),
-                placed=pl.col("placement_reason").is_null().any(),
-            )
-            .filter(~pl.col("placed"))
-            .select(keys)
-        )
-        parts.append(placed_reasons)
+        parts.append(_unplaced(frame, req, job, options).select(keys))
     return (
         pl.concat(parts)
         .group_by(keys)
         .agg(offers=pl.len())
         .sort(["offers", *keys], descending=[True, False, False, False, False], nulls_last=True)
         .collect()
+    )
+
+
+def _unplaced(
+    frame: pl.DataFrame, req: Requirement, job: Job, options: RankOptions
+) -> pl.LazyFrame:
+    """The configurations ``job`` cannot be placed on at all (no term of theirs can take
+    it), each with its first term's reason and the figures of the memory check: the
+    GPU's memory, the job's GPUs there and what each of them needs."""
+    placed = placement_plan(frame, req, job, options).select(
+        "config_id",
+        "term",
+        "provider",
+        "gpu_raw_name",
+        "gpu_model",
+        "placement_reason",
+        "job_gpus",
+        "memory_per_gpu_gb",
+        gpu_memory_gb=gpu_memory_gb(),
+    )
+    # a configuration is left out when none of its rows can be placed: only those with
+    # some row that cannot are grouped (most jobs fit almost everywhere: few rows)
+    placed = placed.cache()
+    refused = placed.filter(pl.col("placement_reason").is_not_null()).select("config_id")
+    return (
+        placed.join(refused.unique(), on="config_id", how="semi")
+        .group_by("config_id")
+        .agg(
+            pl.col("provider").first(),
+            pl.col("gpu_raw_name").first(),
+            pl.col("gpu_model").first(),
+            reason=pl.col("placement_reason").sort_by("term").first(),
+            placed=pl.col("placement_reason").is_null().any(),
+            gpu_memory_gb=pl.col("gpu_memory_gb").sort_by("term").first(),
+            job_gpus=pl.col("job_gpus").sort_by("term").first(),
+            memory_per_gpu_gb=pl.col("memory_per_gpu_gb").sort_by("term").first(),
+        )
+        .filter(~pl.col("placed"))
+    )
+
+
+def misfits(
+    frame: pl.DataFrame,
+    left: pl.DataFrame,
+    requirement: Requirement | None = None,
+    now: datetime | None = None,
+    *,
+    precision: Precision = Precision.BF16,
+    job: Job | None = None,
+) -> pl.DataFrame | None:
+    """The figures behind :data:`~pricing.expressions.NO_FIT` among ``left`` (the
+    :func:`left_out` of the same query), None when it does not occur: one row per
+    (GPU memory, job GPUs), the nearest to fitting first, with the GB each GPU needs, the
+    configurations, and what would fit by the job's memory model (:class:`Job`):
+    ``fits_on_gpus`` (GPUs of that memory) and ``fits_at_bytes_per_param`` (on as many
+    GPUs as now); null where activations alone overflow the GPU."""
+    if job is None or left.is_empty() or not (left["reason"] == NO_FIT).any():
+        return None
+    at = now or datetime.now(UTC)
+    options = RankOptions(precision=precision, now=at, limit=None)
+    rows = (
+        _unplaced(frame, requirement or Requirement(), job, options)
+        .filter(pl.col("reason") == NO_FIT)
+        .group_by("gpu_memory_gb", "job_gpus")
+        .agg(pl.col("memory_per_gpu_gb").max(), configurations=pl.len())
+        .sort("gpu_memory_gb", "job_gpus", descending=True)
+        .collect()
+    )
+    memory, gpus = rows["gpu_memory_gb"].to_list(), rows["job_gpus"].to_list()
+    on_gpus = [job.min_gpus_to_fit(m, precision.value) for m in memory]
+    at_bytes = [job.max_bytes_per_param_to_fit(m, g) for m, g in zip(memory, gpus, strict=True)]
+    return rows.with_columns(
+        fits_on_gpus=pl.Series(on_gpus, dtype=pl.Int64),
+        fits_at_bytes_per_param=pl.Series(at_bytes, dtype=pl.Float64),
     )
 
 
@@ -184,14 +241,55 @@ def left_out_note(
     *,
     precision: Precision = Precision.BF16,
     job: Job | None = None,
+    name: Callable[[str], str | None] = str,
 ) -> str | None:
     """One line for people naming every offer :func:`left_out` lists, with its reason (with
-    ``job``: the configurations it cannot be placed on, by reason and count)."""
-    return note_of(left_out(frame, requirement, now, precision=precision, job=job))
+    ``job``: the configurations it cannot be placed on, by reason and count, and for a job
+    that does not fit the GPUs' memory the figures and what would fit, see :func:`note_of`)."""
+    left = left_out(frame, requirement, now, precision=precision, job=job)
+    fits = misfits(frame, left, requirement, now, precision=precision, job=job)
+    return note_of(left, fits, name=name)
 
 
-def note_of(left: pl.DataFrame) -> str | None:
-    """:func:`left_out_note` of a :func:`left_out` table already at hand."""
+def _at_most(value: float) -> str:
+    """``value`` rounded down to what reads (``8``, ``2.6``, ``0.41``): a bound kept."""
+    places = 0 if value >= 10 else 1 if value >= 1 else 2
+    return f"{math.floor(value * 10**places) / 10**places:g}"
+
+
+def _fit_text(fits: pl.DataFrame, name: Callable[[str], str | None]) -> str:
+    """The nearest misfit in words: what each GPU needs and has, and what would fit, each
+    remedy with the surface's own name for its setting (none where ``name`` gives None)."""
+    row = fits.row(0, named=True)
+    has, gpus = f"{round(row['gpu_memory_gb'], 1):g}", f"{row['job_gpus']:g}"
+    largest = " (the largest left out)" if fits.height > 1 else ""
+    need = figure_text(row["memory_per_gpu_gb"], decimals=1)
+    text = f"{need} GB per GPU needed on {gpus} GPUs of {has} GB{largest}"
+    more, leaner = row["fits_on_gpus"], row["fits_at_bytes_per_param"]
+    if more is None or leaner is None:
+        return text + ": its activations alone overflow one GPU"
+    option = name("job_gpus")
+    remedies = [f"it fits on {more} of those GPUs" + (f" ({option} {more})" if option else "")]
+    bound = _at_most(leaner)
+    option = name("bytes_per_param")
+    lean = f"{option} {bound}, " if option else ""
+    remedies.append(
+        f"on {gpus} at {bound} bytes per parameter or less ({lean}e.g. LoRA: about 2 for"
+        " frozen bf16 weights)"
+    )
+    return f"{text}: " + ", or ".join(remedies)
+
+
+def note_of(
+    left: pl.DataFrame,
+    fits: pl.DataFrame | None = None,
+    *,
+    name: Callable[[str], str | None] = str,
+) -> str | None:
+    """:func:`left_out_note` of a :func:`left_out` table already at hand, with the
+    :func:`misfits` of the same query. ``name`` words a job setting for the surface
+    showing the note, as in :func:`binding_note` (the API's ``job_gpus``, the CLI's
+    ``--job-gpus``; None: the surface has no such setting, the remedy is told without)."""
     if left.is_empty():
         return None
     placing = pl.col("reason").is_in(PLACEMENT_REASONS)
@@ -200,8 +298,8 @@ def note_of(left: pl.DataFrame) -> str | None:
     if not gaps.is_empty():
         parts = []
         for provider, raw, model, reason, n in gaps.iter_rows():
-            name = raw if raw is not None else model
-            parts.append(f"{name!r} ({provider}, {n}: {reason})")
+            gpu = raw if raw is not None else model
+            parts.append(f"{gpu!r} ({provider}, {n}: {reason})")
         lines.append(f"{int(gaps['offers'].sum())} offer(s) not ranked: " + ", ".join(parts))
     unplaced = (
         left.filter(placing)
@@ -212,6 +310,7 @@ def note_of(left: pl.DataFrame) -> str | None:
     if not unplaced.is_empty():
         parts = [
             f"{reason}: {n} ({', '.join(providers)})"
+            + (f", {_fit_text(fits, name)}" if reason == NO_FIT and fits is not None else "")
             for reason, n, providers in unplaced.iter_rows()
         ]
         total = int(unplaced["offers"].sum())

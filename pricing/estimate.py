@@ -227,6 +227,13 @@ def _fabric_text(
     return f"{fabric} ({_SOURCE_WORDS[kind]}) at {speed_text} ({_SOURCE_WORDS[speed]})"
 
 
+def _unnamed(setting: str) -> None:
+    """No name for a job setting in an estimate's reason: the reason is one text for the
+    CLI and the API (which name the GPU count differently) and an estimate takes no
+    ``bytes_per_param``, so a remedy is told in words only."""
+    return None
+
+
 def estimate(
     gpu_model: str,
     count: int,
@@ -298,7 +305,9 @@ def estimate(
         requirement = Requirement(gpus=(spec.name,), allow_ethernet=allow_ethernet)
         ranked = rank(frame, requirement, job, options)
         if ranked.is_empty():
-            why = left_out_note(frame, requirement, now, precision=precision, job=job)
+            why = left_out_note(
+                frame, requirement, now, precision=precision, job=job, name=_unnamed
+            )
             reason = f"no current offer of {spec.name} can run {count} GPUs of this job" + (
                 f" ({why})" if why else ""
             )

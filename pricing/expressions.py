@@ -662,8 +662,9 @@ def caveats(egress_gb: float | None) -> pl.Expr:
     notes = [
         pl.when(small.fill_null(False)).then(
             pl.format(
-                "below a runnable GPU server: {} vCPU and {} GB RAM per GPU (taken as at"
-                f" least {RUNNABLE_MIN_VCPUS_PER_GPU:g} and {RUNNABLE_MIN_RAM_GB_PER_GPU:g})",
+                "below a runnable GPU server: {} vCPU and {} GB RAM per GPU (a runnable"
+                f" server has at least {RUNNABLE_MIN_VCPUS_PER_GPU:g} vCPU and"
+                f" {RUNNABLE_MIN_RAM_GB_PER_GPU:g} GB RAM per GPU)",
                 *shown,
             )
         ),

@@ -277,3 +277,22 @@ class Job(BaseModel):
         if room <= 0:
             return None
         return max(1, math.ceil(state / room - 1e-9))
+
+    def max_bytes_per_param_to_fit(
+        self, gpu_memory_gb: float, gpus: float, efficiency: Efficiency | None = None
+    ) -> float | None:
+        """Most bytes of training state per parameter (``bytes_per_param``) whose shard over
+        ``gpus`` GPUs of ``gpu_memory_gb`` each fits beside the activations and floor (None
+        without ``params``, or when those alone overflow): the figure to get under with a
+        leaner optimizer or frozen weights (LoRA keeps about 2, the bf16 weights).
+
+        >>> round(Job.training(70e9, 1e9).max_bytes_per_param_to_fit(80, 8), 2)
+        8.05
+        """
+        extra = self.per_gpu_extra_gb(efficiency)
+        if self.params is None or extra is None:
+            return None
+        room = gpu_memory_gb - extra
+        if room <= 0:
+            return None
+        return room * gpus * 1e9 / self.params

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, cast
 from urllib.parse import urlencode
 
-from pricing.coverage import left_out, note_of
+from pricing.coverage import left_out, misfits, note_of
 from pricing.display import for_display
 from pricing.rank import RankedPage, RankOptions, SortKey, rank_page
 
@@ -145,7 +145,8 @@ def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
         job=q.job,
         unrankable=state.unrankable,
     )
-    note = note_of(left)
+    fits = misfits(state.frame, left, q.requirement, now, precision=q.precision, job=q.job)
+    note = note_of(left, fits)
     if note:
         header["warnings"] = [*header["warnings"], note]
     body = {

@@ -12,6 +12,9 @@ Three steps, each a pure function:
    :data:`COLUMNS` (``--wide``: all; ``--columns``: the ones named).
 3. :func:`offers_table` renders them; no cell wraps, so a figure is never split across
    lines, and an over-long text (an offer id, a region list) ends in an ellipsis.
+4. :func:`footnotes` says beneath it what a shown row's marks and figures are: the rows the
+   limit cut, the ``*`` of a caveat, the ranks a folded row skips (``n``), the nodes of a
+   multi-node job (``64 × 8× H100-SXM5-80GB``, its ``$/h`` the job's: every node's).
 
 Figures are rounded for reading (``18.4``, ``0.00482``, ``2,392``); ``--format json`` keeps
 the exact values.
@@ -35,11 +38,15 @@ from pricing.display import age_text, figure_text, provider_label_expr
 
 __all__ = [
     "COLUMNS",
+    "COLUMN_ALIASES",
+    "MAX_LIMIT",
     "REGIONS_WIDTH",
     "Column",
     "GroupBy",
     "choose_columns",
     "fold",
+    "footnotes",
+    "group_count",
     "label_rows",
     "offers_table",
     "price_range",
@@ -82,8 +89,14 @@ class Column:
     """text longer than this ends in an ellipsis (ids, region lists); figures never do"""
 
 
+#: Most rows ``offers --limit`` shows.
+MAX_LIMIT = 10_000
+
 #: Most characters of a folded region list (``us-south-2, us-south-3 +1``).
 REGIONS_WIDTH = 30
+#: Most characters of a GPUs cell: room for the nodes of a multi-node job, the longest
+#: catalog name and the caveat mark (``128 × 1× RTX-PRO-5000-48GB *``).
+GPUS_WIDTH = 30
 
 
 def region_list(text: str, width: int = REGIONS_WIDTH) -> str:
@@ -116,11 +129,11 @@ def _whole(value: Any) -> str:
 COLUMNS: tuple[Column, ...] = (
     Column("rank", "#", numeric=True),
     Column("provider_label", "provider", max_width=22),
-    Column("gpus_label", "GPUs", max_width=24),
+    Column("gpus_label", "GPUs", max_width=GPUS_WIDTH),
     Column("usd_per_effective_tflop_hour", "$/eff.TFLOP-h", _fine, numeric=True),
     Column("term", "term"),
     Column("all_in_cost_usd", "job $", _money, numeric=True),
-    Column("usd_per_hour", "$/h", _money, numeric=True),
+    Column("job_usd_per_hour", "$/h", _money, numeric=True),
     Column("price_age_hours", "age", age_text, numeric=True),
     Column("regions", "regions", region_list, max_width=REGIONS_WIDTH),
     Column("usd_per_gpu_hour", "$/GPU-h", _money, numeric=True),
@@ -136,10 +149,15 @@ COLUMNS: tuple[Column, ...] = (
     Column("id", "id"),
 )
 
+#: Names ``--columns`` also takes: the table's ``$/h`` was the instance's ``usd_per_hour``
+#: before a multi-node job's hourly cost (one instance's price x its nodes) replaced it;
+#: for a one-node job they are the same figure.
+COLUMN_ALIASES: dict[str, str] = {"usd_per_hour": "job_usd_per_hour"}
+
 #: The order columns are shown in, whichever are chosen.
 _SHOWN_ORDER: tuple[str, ...] = (
     "rank", "provider_label", "offer_id", "regions", "offers", "gpus_label", "gpu_memory_gb",
-    "fabric", "term", "usd_per_hour", "usd_per_gpu_hour", "effective_tflops",
+    "fabric", "term", "job_usd_per_hour", "usd_per_gpu_hour", "effective_tflops",
     "usd_per_effective_tflop_hour", "wall_clock_hours", "billed_hours", "job_cost_usd",
     "all_in_cost_usd", "price_age_hours", "checklist", "id",
 )  # fmt: skip
@@ -155,16 +173,30 @@ def _count_label(count: pl.Expr) -> pl.Expr:
     )
 
 
+def _count_text(count: float) -> str:
+    """:func:`_count_label` of one figure: ``8``, ``0.25``."""
+    return str(int(count)) if float(count).is_integer() else str(round(count, 2))
+
+
 def label_rows(frame: pl.DataFrame, caveat: pl.Expr) -> pl.DataFrame:
     """The ranking with the table's own columns: ``provider_label`` (seller behind a
-    provider), ``gpus_label`` (``8× H100-SXM5-80GB``, ``*`` when a caveat applies)."""
-    label = pl.format("{}× {}", _count_label(pl.col("total_gpus")), pl.col("gpu_model"))
+    provider), ``gpus_label`` (``8× H100-SXM5-80GB``; ``64 × 8× H100-SXM5-80GB`` for 64
+    nodes of the offer; ``*`` when a caveat applies) and ``job_usd_per_hour`` (what the
+    job pays an hour: the instance's ``usd_per_hour`` times its nodes)."""
+    nodes = pl.col("nodes") if "nodes" in frame.columns else pl.lit(1, dtype=pl.Int64)
+    per_node = pl.format("{}× {}", _count_label(pl.col("gpus")), pl.col("gpu_model"))
+    label = (
+        pl.when(nodes > 1)
+        .then(pl.format("{} × {}", nodes.cast(pl.String), per_node))
+        .otherwise(per_node)
+    )
     provider = provider_label_expr() if "seller" in frame.columns else pl.col("provider")
     return frame.with_columns(
         provider_label=provider,
         gpus_label=pl.when(caveat.is_not_null())
         .then(pl.concat_str([label, pl.lit(" *")]))
         .otherwise(label),
+        job_usd_per_hour=pl.col("usd_per_hour") * nodes,
     )
 
 
@@ -180,7 +212,7 @@ def fold(frame: pl.DataFrame, group_by: Sequence[GroupBy], limit: int) -> pl.Dat
 
     A group's row is its best-ranked one, with ``regions`` (its distinct regions, best
     first: ``us-south-2, us-south-3``), ``offers`` (rows folded into it) and, where the
-    prices differ, ``usd_per_hour`` as text ``2.49-3.29``.
+    prices differ, ``job_usd_per_hour`` as text ``2.49-3.29``.
     """
     keys = _key_columns(group_by)
     region = pl.col("region").fill_null("-")
@@ -188,12 +220,17 @@ def fold(frame: pl.DataFrame, group_by: Sequence[GroupBy], limit: int) -> pl.Dat
         pl.col("rank").min().alias("_best"),
         region.unique(maintain_order=True).str.join(", ").alias("regions"),
         pl.len().alias("offers"),
-        pl.col("usd_per_hour").min().alias("_low"),
-        pl.col("usd_per_hour").max().alias("_high"),
+        pl.col("job_usd_per_hour").min().alias("_low"),
+        pl.col("job_usd_per_hour").max().alias("_high"),
     )
     best = frame.join(agg, left_on="rank", right_on="_best", how="inner", suffix="_g")
     best = best.drop([f"{k}_g" for k in keys if f"{k}_g" in best.columns])
     return best.sort("rank").head(limit)
+
+
+def group_count(frame: pl.DataFrame, group_by: Sequence[GroupBy]) -> int:
+    """The rows :func:`fold` gives without a limit: the groups of ``frame``."""
+    return frame.select(_key_columns(group_by)).n_unique() if frame.height else 0
 
 
 def price_range(low: float | None, high: float | None) -> str:
@@ -206,7 +243,7 @@ def price_range(low: float | None, high: float | None) -> str:
 def _cells(row: dict[str, Any], columns: Sequence[Column]) -> list[str]:
     out = []
     for col in columns:
-        if col.name == "usd_per_hour" and "_low" in row:
+        if col.name == "job_usd_per_hour" and "_low" in row:
             out.append(price_range(row["_low"], row["_high"]))
         else:
             value = row.get(col.name)
@@ -252,6 +289,7 @@ def choose_columns(
     candidates = [c for c in COLUMNS if c.name in available]
     if names is not None:
         by_name = {c.name: c for c in candidates} | {c.header: c for c in candidates}
+        names = [COLUMN_ALIASES.get(n, n) for n in names]
         return [by_name[n] for n in names if n in by_name]
     if wide:
         return candidates
@@ -295,6 +333,91 @@ def offers_table(
         available.remove("offers")  # nothing folded: no count
     columns = choose_columns(rows, width, available, wide=wide, names=names)
     return _table(rows, columns, title)
+
+
+#: What one row of each grouping is, in the words beneath the table.
+_ROW_IS: dict[GroupBy, str] = {
+    GroupBy.CONFIG: "configuration",
+    GroupBy.NONE: "configuration",
+    GroupBy.GPU: "GPU model",
+    GroupBy.PROVIDER: "provider",
+    GroupBy.REGION: "region",
+}
+
+
+def _kinds(group_by: Sequence[GroupBy]) -> list[GroupBy]:
+    return list(dict.fromkeys(group_by or (GroupBy.CONFIG,)))
+
+
+def _rows_noun(group_by: Sequence[GroupBy]) -> str:
+    """``rows`` (regions folded), ``configurations``, ``GPU models``, ``groups``."""
+    match _kinds(group_by):
+        case [GroupBy.CONFIG]:
+            return "rows"
+        case [kind]:
+            return _ROW_IS[kind] + "s"
+        case _:
+            return "groups"
+
+
+def _folded_by(group_by: Sequence[GroupBy]) -> str:
+    """What the offers folded into one row share."""
+    kinds = [g for g in _kinds(group_by) if g is not GroupBy.NONE]
+    if kinds == [GroupBy.CONFIG]:
+        return "the same configuration in several regions"
+    return "one row per " + " and ".join(_ROW_IS[g] for g in kinds if g is not GroupBy.CONFIG)
+
+
+def footnotes(
+    folded: pl.DataFrame,
+    headers: Sequence[str],
+    *,
+    total: int,
+    configurations: int,
+    group_by: Sequence[GroupBy],
+) -> list[str]:
+    """The lines beneath the table that say what its marks and figures are, each only
+    when a shown row needs it: how many rows the limit left out (of ``total`` rows, which
+    fold ``configurations``), the ``*`` of a caveat, why ranks skip (rows folded), and
+    what a multi-node row's GPUs and ``$/h`` are. ``headers``: the shown columns'."""
+    lines = []
+    rows = folded.to_dicts()
+    if total > len(rows):
+        kinds = _kinds(group_by)
+        folds = ", regions folded" if kinds == [GroupBy.CONFIG] else ""
+        of = f" ({configurations} configurations{folds})" if configurations > total else ""
+        more = f"--limit {total} to see all" if total <= MAX_LIMIT else "--limit to see more"
+        lines.append(f"{len(rows)} of {total} {_rows_noun(group_by)} shown{of}; {more}")
+    if "GPUs" in headers and any(str(r.get("gpus_label", "")).endswith(" *") for r in rows):
+        lines.append("*: the row's figures carry a caveat, named on its #N line below")
+    if any((r.get("offers") or 1) > 1 for r in rows):
+        folded_by = _folded_by(group_by)
+        if "n" in headers:
+            lines.append(
+                f"n: offers folded into the row ({folded_by}); # is the best rank among"
+                " them, so the others' ranks are skipped (--group-by none lists every offer)"
+            )
+        else:
+            lines.append(
+                f"# skips the ranks of offers folded into a row above ({folded_by}):"
+                " --wide counts them (n), --group-by none lists every offer"
+            )
+    multi = [r for r in rows if (r.get("nodes") or 1) > 1]
+    if multi and {"GPUs", "$/h"} & set(headers):
+        r = multi[0]
+        label = str(r["gpus_label"]).removesuffix(" *")
+        text = f"{label}: {r['nodes']} nodes of {_count_text(r['gpus'])} GPUs rented together"
+        used, rented = r.get("job_gpus"), r.get("total_gpus")
+        if used is not None and rented is not None and used < rented:
+            text += f" (the job uses {_count_text(used)} of the {_count_text(rented)})"
+        paid = [h for h in ("$/h", "job $") if h in headers]
+        if paid:
+            verb = "are" if len(paid) > 1 else "is"
+            text += f"; {' and '.join(paid)} {verb} for all {r['nodes']} nodes"
+            if "$/h" in paid:
+                text += f" ({_money(r['usd_per_hour'])} an hour a node)"
+        lines.append(text)
+    return lines
 
 
 def print_wide(console: Console, table: Table) -> None:

@@ -46,7 +46,18 @@ from .offer_options import (
     model_options,
     option_name,
 )
-from .offers_table import COLUMNS, GroupBy, fold, label_rows, offers_table, print_wide
+from .offers_table import (
+    COLUMN_ALIASES,
+    COLUMNS,
+    MAX_LIMIT,
+    GroupBy,
+    fold,
+    footnotes,
+    group_count,
+    label_rows,
+    offers_table,
+    print_wide,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -57,8 +68,6 @@ __all__ = ["EXTRA_OPTIONS", "OutputFormat", "SortKey", "offers_command", "regist
 
 err = Console(stderr=True)
 
-#: Most offers ``offers --limit`` prints.
-MAX_LIMIT = 10_000
 #: Most GPUs ``estimate --count`` prices (as ``POST /v1/estimate``).
 MAX_ESTIMATE_GPUS = 100_000
 
@@ -306,8 +315,11 @@ def print_table(
     group_by: list[GroupBy],
     wide: bool = False,
     columns: list[str] | None = None,
+    total: int | None = None,
 ) -> None:
-    """The ranking folded and fitted to ``console``; each row's term and caveats beneath."""
+    """The ranking folded and fitted to ``console``; beneath it what its marks and figures
+    mean (:func:`footnotes`), then each row's term and caveats. ``total``: the rows there
+    are when ``ranked`` is already cut to the limit (default: ``ranked``'s groups)."""
     import polars as pl
 
     caveat = _caveat_expr(ranked)
@@ -315,6 +327,16 @@ def print_table(
     folded = fold(labelled, group_by, limit)
     table = offers_table(folded, console.width, title=title, wide=wide, names=columns)
     print_wide(console, table) if wide else console.print(table)
+    headers = [str(c.header) for c in table.columns]
+    configurations = labelled.height if total is None else total
+    count = group_count(labelled, group_by) if total is None else total
+    notes = footnotes(
+        folded, headers, total=count, configurations=configurations, group_by=group_by
+    )
+    if notes:
+        console.print()
+    for line in notes:
+        console.print(line, highlight=False, markup=False)
     # the term's reason where there is a choice to explain (not "on-demand; no commitment")
     explained = (pl.col("term") != "on_demand") | pl.col("break_even_hours").is_not_null()
     reasons = folded.select(
@@ -436,7 +458,7 @@ def offers_command(**options: Any) -> None:
     """
     requirement, job, query = _models(options)
     from pricing.coverage import binding_note, left_out_note
-    from pricing.rank import RankOptions, rank
+    from pricing.rank import RankOptions, rank, rank_page
 
     current = _load(bool(options["sample"]))
     now = datetime.now(UTC)
@@ -460,7 +482,12 @@ def offers_command(**options: Any) -> None:
         mfu=options["mfu"],
         scaling=options["scaling"],
     )
-    ranked = rank(current.frame, requirement, job, rank_options)
+    total: int | None = None
+    if rank_options.limit is None:
+        ranked = rank(current.frame, requirement, job, rank_options)
+    else:  # every configuration its own row, cut by the ranking: it counts the rest
+        page = rank_page(current.frame, requirement, job, rank_options)
+        ranked, total = page.rows, page.total
     if ranked.is_empty():
         why = binding_note(
             current.frame, requirement, precision=options["precision"], name=option_name
@@ -469,11 +496,13 @@ def offers_command(**options: Any) -> None:
             why or "no offer meets the requirement and can run the job (see the note)",
             highlight=False,
         )
-    left_out = left_out_note(current.frame, requirement, precision=options["precision"], job=job)
+    left_out = left_out_note(
+        current.frame, requirement, precision=options["precision"], job=job, name=option_name
+    )
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)
     names = [c.strip() for c in options["columns"].split(",")] if options["columns"] else None
-    known = {c.name for c in COLUMNS} | {c.header for c in COLUMNS}
+    known = {c.name for c in COLUMNS} | {c.header for c in COLUMNS} | set(COLUMN_ALIASES)
     unknown = [n for n in names or () if n not in known]
     if unknown:
         _fail(
@@ -489,6 +518,7 @@ def offers_command(**options: Any) -> None:
         group_by=group_by,
         wide=bool(options["wide"]),
         columns=names,
+        total=total,
     )
 
 

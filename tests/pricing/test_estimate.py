@@ -143,6 +143,11 @@ def test_no_offer_that_can_run_it_gives_the_reason() -> None:
     result = estimate("A100-SXM4-80GB", 16, 1e9, 1e11, offers=no_fabric, now=NOW)
     assert result.cost_usd is None and result.basis == "reference"
     assert result.cost_reason is not None and "no cluster fabric stated" in result.cost_reason
+    too_big = estimate("H100-SXM5-80GB", 8, 70e9, 1e9, offers=[make_offer()], now=NOW)
+    assert too_big.cost_reason is not None
+    # the reason is one text for the CLI and the API: remedies without a setting's name
+    assert "it fits on 16 of those GPUs, or on 8 at 8 bytes per parameter" in too_big.cost_reason
+    assert "job_gpus" not in too_big.cost_reason and "bytes_per_param" not in too_big.cost_reason
     other = estimate("B200", 8, 1e9, 1e11, offers=[make_offer()], now=NOW)
     assert other.cost_reason is not None and "B200" in other.cost_reason
 

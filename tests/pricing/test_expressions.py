@@ -351,10 +351,11 @@ def test_caveats_name_a_too_small_machine_and_unpriced_disk_or_egress() -> None:
     )
     got = frame.select(c=ex.caveats(1000.0))["c"].to_list()
     assert got == [
-        "below a runnable GPU server: 1.0 vCPU and 1.07 GB RAM per GPU (taken as at least 2 and 8)",
+        "below a runnable GPU server: 1.0 vCPU and 1.07 GB RAM per GPU (a runnable server has"
+        " at least 2 vCPU and 8 GB RAM per GPU)",
         "egress not priced",
-        "below a runnable GPU server: 8.0 vCPU and 4.0 GB RAM per GPU (taken as at least 2"
-        " and 8); egress not priced",
+        "below a runnable GPU server: 8.0 vCPU and 4.0 GB RAM per GPU (a runnable server has"
+        " at least 2 vCPU and 8 GB RAM per GPU); egress not priced",
         "disk beyond the included not priced; egress not priced",
     ]
     assert frame.select(c=ex.caveats(None))["c"].to_list()[1] is None

@@ -20,6 +20,21 @@ def test_training_flops_and_memory() -> None:
     assert Job.for_hours(1).memory_needed_gb("bf16") is None
 
 
+def test_the_bytes_per_param_that_fit_are_the_room_beside_the_activations() -> None:
+    """70B on 8x 80 GB: each GPU keeps ~9.5 GB of activations and floor, so the state gets
+    8 x 70.5 GB: 8.05 bytes per parameter; at exactly that bound the job fits."""
+    job = Job.training(70e9, 1e9)
+    extra = job.per_gpu_extra_gb()
+    assert extra is not None
+    bound = job.max_bytes_per_param_to_fit(80.0, 8)
+    assert bound == pytest.approx((80.0 - extra) * 8 / 70)
+    lean = Job(params=70e9, tokens=1e9, bytes_per_param=bound)
+    assert lean.memory_per_gpu_gb(8, "bf16") == pytest.approx(80.0)
+    assert job.min_gpus_to_fit(80.0, "bf16") == 16  # 1120 / (80 - 9.5) = 15.9
+    assert job.max_bytes_per_param_to_fit(extra, 8) is None  # activations alone fill it
+    assert Job.for_hours(1).max_bytes_per_param_to_fit(80.0, 8) is None
+
+
 @pytest.mark.parametrize(
     "data",
     [{}, {"hours": 1, "gpu_hours": 2}, {"params": 1e9}, {"hours": -1}, {"hours": 1, "x": 1}],

@@ -13,7 +13,7 @@ import pytest
 from adapters.schema import Fabric, GpuFormFactor, GpuInterconnect, Offer, RentalTerm
 from pricing import Job, Requirement, offers_to_frame, rank
 from pricing import expressions as ex
-from pricing.coverage import left_out, left_out_note
+from pricing.coverage import left_out, left_out_note, misfits
 
 from .factories import AT_NOW, NOW, make_offer
 
@@ -140,6 +140,48 @@ def test_memory_is_checked_per_gpu() -> None:
     assert rank([node], job=Job(hours=10, params=7e9), options=AT_NOW).height == 1
     note = left_out_note(_frame([node]), None, NOW, job=Job(hours=10, params=70e9))
     assert note is not None and ex.NO_FIT in note
+
+
+def test_a_misfit_note_gives_the_figures_and_what_would_fit() -> None:
+    """70B on one 8x 80 GB node: the note says the GB each GPU needs and has, the GPUs it
+    fits on and the bytes per parameter it fits at, named per surface; both remedies rank."""
+    node, small = (
+        _cluster("8x"),
+        _cluster("4x-40gb", gpu_count=4, gpu_model="A100-SXM4-40GB", gpu_memory_gb=40),
+    )
+    job = Job.training(70e9, 1e9)
+    frame = _frame([node, small])
+    note = left_out_note(frame, None, NOW, job=job)
+    assert note is not None
+    assert (
+        f"{ex.NO_FIT}: 2 (acme), 150 GB per GPU needed on 8 GPUs of 80 GB (the largest left"
+        " out): it fits on 16 of those GPUs (job_gpus 16), or on 8 at 8 bytes per parameter"
+        " or less (bytes_per_param 8, e.g. LoRA: about 2 for frozen bf16 weights)" in note
+    )
+    cli = left_out_note(frame, None, NOW, job=job, name=lambda f: "--" + f.replace("_", "-"))
+    assert cli is not None and "(--job-gpus 16)" in cli and "(--bytes-per-param 8," in cli
+    bare = left_out_note(frame, None, NOW, job=job, name=lambda f: None)
+    assert bare is not None and "it fits on 16 of those GPUs, or on 8 at 8 bytes" in bare
+    assert "job_gpus" not in bare and "(e.g. LoRA" in bare
+    assert rank([node], job=Job.training(70e9, 1e9, gpus=16), options=AT_NOW).height == 1
+    lean = Job(params=70e9, tokens=1e9, bytes_per_param=8)
+    assert rank([node], job=lean, options=AT_NOW).height == 1
+    # the figures of each (GPU memory, job GPUs), nearest first
+    left = left_out(frame, None, NOW, job=job)
+    fits = misfits(frame, left, None, NOW, job=job)
+    assert fits is not None
+    assert fits.select("gpu_memory_gb", "job_gpus", "fits_on_gpus").rows() == [
+        (80.0, 8.0, 16),
+        (40.0, 4.0, 37),
+    ]
+    assert misfits(frame, left_out(frame, None, NOW, job=Job.for_hours(1)), job=job) is None
+
+
+def test_activations_that_overflow_a_gpu_are_said_so() -> None:
+    vm = make_offer(offer_id="1x-t4", gpu_model="T4", gpu_count=1)
+    job = Job(params=70e9, tokens=1e9, context_tokens=1_000_000)
+    note = left_out_note(_frame([vm]), None, NOW, job=job)
+    assert note is not None and "its activations alone overflow one GPU" in note
 
 
 def test_interruptible_risk_grows_with_nodes_and_length_and_can_be_excluded() -> None:

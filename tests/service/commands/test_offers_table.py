@@ -12,6 +12,7 @@ from rich.console import Console
 
 from adapters.schema import default_fx
 from pricing import Job, RankOptions, Requirement, rank
+from pricing.display import figure_text
 from service.commands.offers_table import COLUMNS, GroupBy
 from service.commands.pricing import print_table
 from service.current import load_sample
@@ -107,6 +108,116 @@ def test_wide_shows_every_column_and_columns_picks(h100: pl.DataFrame) -> None:
 
 
 def test_every_column_is_a_column_of_the_labelled_ranking(h100: pl.DataFrame) -> None:
-    known = {*h100.columns, "provider_label", "gpus_label", "regions", "offers"}
+    known = {*h100.columns, "provider_label", "gpus_label", "job_usd_per_hour", "regions"}
+    known |= {"offers"}
     known |= {"checklist", "id"}  # added by the offers command where shown (_with_checklist)
     assert {c.name for c in COLUMNS} <= known
+
+
+def notes(lines: list[str]) -> str:
+    """The lines beneath the table, before the rows' own ``#N`` lines, joined (they wrap)."""
+    start = next(i for i, line in enumerate(lines) if set(line.strip()) == {"─"}) + 1
+    start += len(body(lines))
+    beneath = []
+    for line in lines[start:]:
+        if line.startswith("  #"):
+            break
+        beneath.append(line.strip())
+    return " ".join(beneath)
+
+
+@pytest.fixture(scope="module")
+def multi_node() -> pl.DataFrame:
+    """The README's 512-GPU training run on the sample: 64 nodes of 8."""
+    frame = load_sample(default_fx()).frame
+    job = Job.training(70e9, 2e12, gpus=512)
+    return rank(frame, None, job, RankOptions(limit=None, now=NOW))
+
+
+def test_a_multi_node_row_shows_its_nodes_and_the_jobs_hourly_cost(
+    multi_node: pl.DataFrame,
+) -> None:
+    first = multi_node.row(0, named=True)
+    assert first["nodes"] == 64 and first["gpus"] == 8
+    rows = body(render(multi_node, 120))
+    assert "64 × 8× H100-SXM5-80GB *" in rows[0]
+    hourly = figure_text(first["usd_per_hour"] * 64)  # 1,638: all 64 nodes an hour
+    assert re.search(rf"\s{re.escape(hourly)}\s", rows[0]), rows[0]
+    assert not re.search(rf"\s{re.escape(figure_text(first['usd_per_hour']))}\s", rows[0])
+    said = notes(render(multi_node, 120))
+    assert (
+        "64 × 8× H100-SXM5-80GB: 64 nodes of 8 GPUs rented together; $/h and job $ are for"
+        f" all 64 nodes ({figure_text(first['usd_per_hour'])} an hour a node)" in said
+    )
+    narrow = render(multi_node, 80)
+    assert max(len(line) for line in narrow) <= 80
+    assert "64 × 8× H100-SXM5-80GB *" in body(narrow)[0]
+    assert "64 nodes of 8 GPUs rented together" in notes(narrow)
+
+
+def test_a_job_on_part_of_its_nodes_says_how_many_gpus_it_uses(h100: pl.DataFrame) -> None:
+    frame = load_sample(default_fx()).frame
+    twelve = rank(frame, Requirement(gpus=("H100",)), Job(hours=10, gpus=12), RankOptions(now=NOW))
+    rows = body(render(twelve, 120))
+    assert any("2 × 8× H100-SXM5-80GB" in r for r in rows)
+    assert "(the job uses 12 of the 16)" in notes(render(twelve, 120))
+
+
+def test_one_node_rows_keep_their_labels_and_no_nodes_line(h100: pl.DataFrame) -> None:
+    rows = body(render(h100, 120))
+    assert any(re.search(r"\s8× H100-SXM5-80GB\s", r) for r in rows)
+    assert not any(" × " in r for r in rows)
+    assert "nodes of" not in notes(render(h100, 120))
+    # one node: $/h is the instance's price, as before (lambda's 8x H100 SXM at 23.92)
+    assert any("lambda" in r and "8× H100-SXM5-80GB" in r and " 23.92 " in r for r in rows)
+
+
+def test_the_caveat_mark_is_explained_when_a_marked_row_is_shown(h100: pl.DataFrame) -> None:
+    legend = "*: the row's figures carry a caveat, named on its #N line below"
+    for width in (80, 120):
+        lines = render(h100, width)
+        assert any(r.rstrip().endswith("*") or " * " in r for r in body(lines))
+        assert legend in notes(lines)
+    plain = h100.filter(pl.col("provider") == "lambda")
+    assert not any("*" in r for r in body(render(plain, 120)))
+    assert legend not in notes(render(plain, 120))
+
+
+def test_a_cut_table_says_how_many_rows_the_limit_left_out(h100: pl.DataFrame) -> None:
+    rows = h100.height - 5  # lambda's regions fold (test_fits_the_width...)
+    said = notes(render(h100, 120, limit=3))
+    assert (
+        f"3 of {rows} rows shown ({h100.height} configurations, regions folded);"
+        f" --limit {rows} to see all" in said
+    )
+    assert "shown" not in notes(render(h100, 120, limit=rows))
+    gpus = h100.get_column("gpu_model").n_unique()
+    by_gpu = notes(render(h100, 120, limit=1, group_by=[GroupBy.GPU]))
+    assert f"1 of {gpus} GPU models shown ({h100.height} configurations)" in by_gpu
+    # every configuration its own row: the ranking is cut, the command passes its total
+    page = notes(render(h100.head(3), 120, limit=3, group_by=[GroupBy.NONE], total=40))
+    assert "3 of 40 configurations shown; --limit 40 to see all" in page
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_skipped_ranks_are_explained_at_every_width(h100: pl.DataFrame, width: int) -> None:
+    lines = render(h100, width)
+    header, rows = lines[1].split(), body(lines)
+    ranks = [int(r.split()[0]) for r in rows]
+    assert ranks != list(range(1, len(ranks) + 1))  # folded rows skip ranks
+    said = notes(lines)
+    if "n" in header:
+        assert "n: offers folded into the row (the same configuration in several regions);" in said
+        assert "# is the best rank among them, so the others' ranks are skipped" in said
+    else:
+        assert "# skips the ranks of offers folded into a row above" in said
+        assert "--wide counts them (n), --group-by none lists every offer" in said
+    unfolded = notes(render(h100, width, group_by=[GroupBy.NONE]))
+    assert "folded" not in unfolded
+
+
+def test_the_hourly_column_still_answers_to_usd_per_hour(h100: pl.DataFrame) -> None:
+    lines = render(h100, 80, columns=["rank", "usd_per_hour"])
+    rule = next(i for i, line in enumerate(lines) if set(line.strip()) == {"─"})
+    assert lines[rule - 1].split() == ["#", "$/h"]
+    assert any(r.split()[1] == "23.92" for r in body(lines))  # lambda's 8x H100 SXM

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -305,3 +306,51 @@ def test_offers_conflicting_job_names_every_input() -> None:
     result = runner.invoke(app, ["offers", "--hours", "10", "--params", "7e9", "--tokens", "1e12"])
     assert result.exit_code == 2
     assert "(got hours, params, tokens)" in result.stderr
+
+
+def test_a_cut_ungrouped_table_counts_every_configuration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--group-by none`` ranks only the limit: the count beneath is the ranking's total,
+    the one the API's answer gives."""
+    monkeypatch.setattr(pricing_cli, "load_current", load_current)
+    query = ["offers", "--sample", "--min-gpu-memory-gb", "24", "--max-gpus", "1", "--hours", "168"]
+    answer = runner.invoke(app, [*query, "--format", "json", "--limit", "3"])
+    total = json.loads(answer.stdout)["total"]
+    table = runner.invoke(
+        app, [*query, "--group-by", "none", "--limit", "3"], env={"COLUMNS": "200"}
+    )
+    assert table.exit_code == 0, table.output
+    assert f"3 of {total} configurations shown; --limit {total} to see all" in table.stdout
+    folded = runner.invoke(app, [*query, "--columns", "rank,usd_per_hour"], env={"COLUMNS": "200"})
+    assert folded.exit_code == 0, folded.output
+    assert re.search(r"20 of \d+ rows shown \(\d+ configurations, regions folded\)", folded.stdout)
+
+
+def test_a_model_too_large_for_the_gpus_hears_the_figures_and_what_would_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 70B fine-tune on one 8x H100 node: 1120 GB of state over 8 GPUs is 140 GB each,
+    plus ~9.5 GB of activations and floor, on 80 GB GPUs. The CLI names its options, the
+    API's note its fields; each remedy ranks offers when taken."""
+    monkeypatch.setattr(pricing_cli, "load_current", load_current)
+    query = ["offers", "--sample", "--gpus", "H100", "--min-gpus", "8"]
+    query += ["--params", "70e9", "--tokens", "1e9"]
+    result = runner.invoke(app, query, env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    note = " ".join(result.stderr.split())
+    assert (
+        "training state does not fit in one GPU's memory: 8 (aws, azure, digitalocean, lambda,"
+        " sheet, vultr), 150 GB per GPU needed on 8 GPUs of 80 GB: it fits on 16 of those GPUs"
+        " (--job-gpus 16), or on 8 at 8 bytes per parameter or less (--bytes-per-param 8,"
+        " e.g. LoRA: about 2 for frozen bf16 weights)" in note
+    )
+    answer = json.loads(runner.invoke(app, [*query, "--format", "json"]).stdout)
+    [warning] = [w for w in answer["warnings"] if "does not fit" in w]
+    assert "(job_gpus 16)" in warning and "(bytes_per_param 8," in warning
+    assert "--job-gpus" not in warning
+    for remedy in (["--job-gpus", "16"], ["--bytes-per-param", "8"]):
+        fits = runner.invoke(app, [*query, *remedy, "--format", "json"])
+        assert json.loads(fits.stdout)["offers"], remedy
+    too_much = runner.invoke(app, [*query, "--bytes-per-param", "8.5", "--format", "json"])
+    assert not json.loads(too_much.stdout)["offers"]

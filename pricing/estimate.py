@@ -21,13 +21,14 @@ from datetime import UTC, datetime
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.gpus import Precision, get_gpu
+from adapters.gpus import Precision
 from adapters.schema import Fabric, Offer, RentalTerm
 
 from .coverage import left_out_note
 from .efficiency import Efficiency, default_efficiency
 from .frame import OFFER_SCHEMA, with_config_id
 from .job import Job
+from .names import one_gpu_model
 from .rank import RankOptions, _as_frame, costed_plan, rank
 from .requirement import Requirement
 
@@ -138,12 +139,11 @@ def estimate(
 ) -> Estimate:
     """GPU-hours, wall clock, memory and cost of training ``params`` on ``tokens``.
 
-    Raises ValueError for an unknown GPU model, a count below 1, or a GPU without a peak
-    at ``precision``.
+    ``gpu_model`` is a canonical name or one that means a single model (``"H100 SXM"``,
+    :func:`pricing.names.one_gpu_model`). Raises ValueError for an unknown GPU model, one
+    naming several (a family), a count below 1, or a GPU without a peak at ``precision``.
     """
-    spec = get_gpu(gpu_model)
-    if spec is None:
-        raise ValueError(f"unknown GPU model {gpu_model!r}")
+    spec = one_gpu_model(gpu_model)
     if count < 1:
         raise ValueError(f"GPU count must be >= 1, not {count}")
     eff = efficiency or default_efficiency()

@@ -23,10 +23,11 @@ from pydantic import (
     model_validator,
 )
 
-from adapters.gpus import find_gpus
+from adapters.gpus import gpus_named
 from adapters.schema import Cooling, Fabric, GpuFormFactor, RentalTerm, StorageType
 
 from .checklist import SEED_SERVER, checklist_requirement
+from .names import unknown_gpus_message
 from .readings import VERSION_PATTERN
 
 __all__ = ["PRESETS", "Requirement", "preset", "preset_names"]
@@ -56,7 +57,9 @@ class Requirement(BaseModel):
 
     # GPU
     gpus: tuple[str, ...] = Field(
-        default=(), description="GPU models: canonical name, family (H100) or vendor (amd)"
+        default=(),
+        description="GPU models: canonical name, family (H100) or vendor (amd), or a name"
+        ' as providers write it ("H100 SXM", "A100 80GB", "4090")',
     )
     min_gpus: NonNegative | None = Field(
         default=None, description="GPUs per offer (instance), at least"
@@ -222,9 +225,9 @@ class Requirement(BaseModel):
     @field_validator("gpus")
     @classmethod
     def _known_gpus(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [q for q in value if not find_gpus(q)]
+        unknown = [q for q in value if not gpus_named(q)]
         if unknown:
-            raise ValueError(f"unknown GPU model, family or vendor: {', '.join(unknown)}")
+            raise ValueError(unknown_gpus_message(unknown))
         return value
 
     @field_validator("countries")
@@ -257,10 +260,12 @@ class Requirement(BaseModel):
         return self
 
     def gpu_models(self) -> tuple[str, ...]:
-        """Canonical catalog names the ``gpus`` queries resolve to (empty: any GPU)."""
+        """Canonical catalog names the ``gpus`` queries resolve to (empty: any GPU): a
+        model, family or vendor as named, else what the raw-name resolver reads in the name
+        (:func:`adapters.gpus.gpus_named`: ``"H100 SXM"`` is ``H100-SXM5-80GB``)."""
         names: dict[str, None] = {}
         for query in self.gpus:
-            for spec in find_gpus(query):
+            for spec in gpus_named(query):
                 names[spec.name] = None
         return tuple(names)
 

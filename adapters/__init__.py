@@ -15,38 +15,51 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .base import Adapter
 
-__all__ = ["ADAPTER_MODULES", "get_adapter", "registry"]
+__all__ = ["ADAPTER_MODULES", "get_adapter", "provider_names", "registry"]
 
-#: One module per provider under ``adapters/``; each defines ``ADAPTER`` (its class).
-ADAPTER_MODULES: tuple[str, ...] = (
-    "lambdalabs",
-    "verda",
-    "cudo",
-    "sheet",
-    "azure",
-    "aws",
-    "gcp",
-    "oci",
-    "vultr",
-    "vastai",
-    "runpod",
-    "tensordock",
-    "jarvislabs",
-    "digitalocean",
-    "hyperstack",
-    "shadeform",
-    "fluidstack",
-    "tencent",
-    "alibaba",
-    "mithril",
-)
+#: One module per provider under ``adapters/`` (each defines ``ADAPTER``, its class) -> the
+#: provider's name (that class's ``name``; :func:`registry` refuses a mismatch). The names
+#: are here so that a caller can know them without importing every adapter (a
+#: requirement's ``providers`` is checked on each ``gpuscout offers``, which imports none).
+ADAPTER_MODULES: dict[str, str] = {
+    "lambdalabs": "lambda",
+    "verda": "verda",
+    "cudo": "cudo",
+    "sheet": "sheet",
+    "azure": "azure",
+    "aws": "aws",
+    "gcp": "gcp",
+    "oci": "oci",
+    "vultr": "vultr",
+    "vastai": "vastai",
+    "runpod": "runpod",
+    "tensordock": "tensordock",
+    "jarvislabs": "jarvislabs",
+    "digitalocean": "digitalocean",
+    "hyperstack": "hyperstack",
+    "shadeform": "shadeform",
+    "fluidstack": "fluidstack",
+    "tencent": "tencent",
+    "alibaba": "alibaba",
+    "mithril": "mithril",
+}
+
+
+def provider_names() -> tuple[str, ...]:
+    """The registered providers' names, in registry order, without importing an adapter."""
+    return tuple(ADAPTER_MODULES.values())
 
 
 @functools.cache
 def registry() -> dict[str, type[Adapter]]:
     """Provider name -> adapter class, in the order of :data:`ADAPTER_MODULES`."""
-    classes = (importlib.import_module(f"{__name__}.{m}").ADAPTER for m in ADAPTER_MODULES)
-    return {cls.name: cls for cls in classes}
+    classes: dict[str, type[Adapter]] = {}
+    for module, name in ADAPTER_MODULES.items():
+        cls: type[Adapter] = importlib.import_module(f"{__name__}.{module}").ADAPTER
+        if cls.name != name:
+            raise RuntimeError(f"adapters.{module} names its provider {cls.name!r}, not {name!r}")
+        classes[name] = cls
+    return classes
 
 
 def get_adapter(name: str) -> type[Adapter]:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
+import difflib
 import functools
 import io
 import logging
@@ -68,7 +69,9 @@ __all__ = [
     "conservative_variant",
     "find_gpus",
     "get_gpu",
+    "gpus_named",
     "resolve_gpu_name",
+    "similar_gpu_names",
     "spec_fields",
     "unknown_gpu_names",
 ]
@@ -484,6 +487,21 @@ def _same_memory(spec: GpuSpec, memory_gb: float) -> bool:
     return abs(spec.memory_gb - memory_gb) <= MEMORY_TOLERANCE * spec.memory_gb
 
 
+def _hinted(
+    candidates: tuple[GpuSpec, ...],
+    memory_gbs: tuple[float | None, ...],
+    form_factors: tuple[GpuFormFactor | None, ...],
+) -> tuple[GpuSpec, ...]:
+    """The candidates every stated memory size and form factor leaves (all of them)."""
+    for memory in memory_gbs:
+        if memory is not None:
+            candidates = tuple(c for c in candidates if _same_memory(c, memory))
+    for form in form_factors:
+        if form is not None:
+            candidates = tuple(c for c in candidates if c.form_factor is form)
+    return candidates
+
+
 def _narrow(
     candidates: tuple[GpuSpec, ...],
     memory_gbs: tuple[float | None, ...],
@@ -491,12 +509,8 @@ def _narrow(
 ) -> GpuSpec | None:
     """The one candidate the hints leave; with several left that differ only in their
     (unstated) form factor, the slower one marked assumed; else ``None``."""
-    for memory in memory_gbs:
-        if memory is not None:
-            candidates = tuple(c for c in candidates if _same_memory(c, memory))
+    candidates = _hinted(candidates, memory_gbs, form_factors)
     stated = [form for form in form_factors if form is not None]
-    for form in stated:
-        candidates = tuple(c for c in candidates if c.form_factor is form)
     if len(candidates) == 1:
         return candidates[0]
     return conservative_variant(candidates) if len(candidates) > 1 and not stated else None
@@ -607,3 +621,57 @@ def resolve_gpu_name(
     if found is None:
         _record_unknown(raw, memory_gb, form_factor)
     return found
+
+
+# --- a renter's GPU name -----------------------------------------------------------------
+
+
+def gpus_named(query: str) -> tuple[GpuSpec, ...]:
+    """The catalog models a renter's GPU name means (a requirement's ``gpus``).
+
+    A canonical name, family or vendor means what :func:`find_gpus` says (``"H100"`` is
+    every H100). Any other name is read as the adapters read a provider's raw name, by the
+    alias tables and the memory and form-factor words in it, and means every model those
+    leave: ``"H100 SXM"`` is ``H100-SXM5-80GB``, ``"A100 80GB"`` both 80 GB A100s (where
+    :func:`resolve_gpu_name` picks the slower one to rank one offer, a renter who did not
+    name the form factor accepts either). Empty when neither knows the name; a renter's
+    name is not counted among the providers' unknown ones (:func:`unknown_gpu_names`).
+    """
+    found = find_gpus(query)
+    return found if found else _resolved(query.strip().lower())
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolved(raw: str) -> tuple[GpuSpec, ...]:
+    """:func:`gpus_named` of a name no catalog name, family or vendor is, kept (a
+    requirement validates its GPUs on every parse)."""
+    text = _normalise(raw)
+    candidates = _candidates(raw, text) if text else None
+    if not candidates:
+        return ()
+    return _hinted(candidates, (_memory_from_name(text),), (_form_factor_from_name(text),))
+
+
+def _spelling(text: str) -> str:
+    """Lower-case, separators as hyphens: how names are compared for a "did you mean"."""
+    return re.sub(r"[\s_-]+", "-", text.strip().lower())
+
+
+@functools.cache
+def _vocabulary() -> dict[str, str]:
+    """Every GPU name a renter may give, by :func:`_spelling`: models, families, vendors
+    and the providers' whole-name aliases (``nvidia-tesla-t4``)."""
+    names = [s.name for s in catalog()] + [s.family for s in catalog()]
+    names += [v.value for v in Vendor] + list(EXACT_ALIASES)
+    words: dict[str, str] = {}
+    for name in names:
+        words.setdefault(_spelling(name), name)
+    return words
+
+
+def similar_gpu_names(query: str, limit: int = 3) -> tuple[str, ...]:
+    """Up to ``limit`` GPU names close to ``query`` (difflib's ratio), closest first: the
+    "did you mean" of a refused GPU name."""
+    words = _vocabulary()
+    close = difflib.get_close_matches(_spelling(query), words, n=limit, cutoff=0.6)
+    return tuple(words[w] for w in close)

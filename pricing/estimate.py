@@ -22,7 +22,6 @@ model's shape or context is given (PaLM, Chowdhery et al. 2022, appendix B).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -30,7 +29,7 @@ from enum import StrEnum
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.gpus import Precision, catalog, find_gpus, get_gpu
+from adapters.gpus import Precision
 from adapters.schema import Fabric, Offer, RentalTerm
 
 from .coverage import left_out_note
@@ -38,6 +37,7 @@ from .efficiency import Efficiency, default_efficiency
 from .expressions import ETHERNET_ONLY, NO_FABRIC
 from .frame import OFFER_SCHEMA, with_config_id
 from .job import Job
+from .names import one_gpu_model
 from .rank import RankOptions, _as_frame, costed_plan, placement_plan, rank
 from .requirement import Requirement
 
@@ -197,16 +197,6 @@ def _on_fabric(
     )
 
 
-def _close_models(name: str, most: int = 3) -> list[str]:
-    """Canonical models a mistyped ``name`` may mean: those of the family or vendor it
-    names (``H100``), else the closest spellings."""
-    found = [spec.name for spec in find_gpus(name)]
-    if not found:
-        names = {spec.name.upper(): spec.name for spec in catalog()}
-        found = [names[n] for n in difflib.get_close_matches(name.upper(), names, n=most)]
-    return found[:most]
-
-
 def _source(given: object, stated: object) -> FabricSource:
     if given is not None:
         return FabricSource.USER
@@ -254,20 +244,18 @@ def estimate(
 ) -> Estimate:
     """GPU-hours, wall clock, memory and cost of training ``params`` on ``tokens``.
 
-    ``fabric`` and ``fabric_gbps_per_gpu`` (None: not given) replace what the offers state
-    (see the module's docstring).
+    ``gpu_model`` is a canonical name or one that means a single model (``"H100 SXM"``,
+    :func:`pricing.names.one_gpu_model`). ``fabric`` and ``fabric_gbps_per_gpu`` (None: not
+    given) replace what the offers state (see the module's docstring).
 
-    Raises :class:`EstimateInputError` (a ValueError) for an unknown GPU model, a count
-    below 1, a GPU without a peak at ``precision``, or a non-positive fabric bandwidth.
+    Raises :class:`EstimateInputError` (a ValueError) for an unknown GPU model or one naming
+    several (a family), a count below 1, a GPU without a peak at ``precision``, or a
+    non-positive fabric bandwidth.
     """
-    spec = get_gpu(gpu_model)
-    if spec is None:
-        close = _close_models(gpu_model)
-        raise EstimateInputError(
-            "gpu_model",
-            f"unknown GPU model {gpu_model!r}"
-            + (f"; did you mean {' or '.join(close)}?" if close else ""),
-        )
+    try:
+        spec = one_gpu_model(gpu_model)
+    except ValueError as exc:
+        raise EstimateInputError("gpu_model", str(exc)) from None
     if count < 1:
         raise EstimateInputError("job_gpus", f"GPU count must be >= 1, not {count}")
     if spec.figure(precision) is None:  # what the ranking's catalog drops (rank.py)

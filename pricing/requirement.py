@@ -11,7 +11,7 @@ The filter itself is the polars expression :func:`pricing.expressions.qualifies`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any
 
 from pydantic import (
@@ -24,13 +24,14 @@ from pydantic import (
     model_validator,
 )
 
-from adapters.gpus import find_gpus
+from adapters.gpus import gpus_named
 from adapters.schema import Cooling, Fabric, GpuFormFactor, RentalTerm, StorageType
 
 from .checklist import SEED_SERVER, checklist_requirement
+from .names import unknown_gpus_message
 from .readings import VERSION_PATTERN
 
-__all__ = ["PRESETS", "Requirement", "preset", "preset_names", "unknown_gpus_message"]
+__all__ = ["PRESETS", "Requirement", "preset", "preset_names", "refused_gpus"]
 
 
 def _version(value: str) -> str:
@@ -49,11 +50,15 @@ NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
 
 
-def unknown_gpus_message(queries: Iterable[str]) -> str | None:
-    """The refusal of GPU names the catalog does not know (:func:`adapters.gpus.find_gpus`),
-    worded alike wherever a GPU is asked for (offers, history); ``None``: all known."""
-    unknown = [q for q in queries if not find_gpus(q)]
-    return f"unknown GPU model, family or vendor: {', '.join(unknown)}" if unknown else None
+def refused_gpus(
+    queries: Iterable[str], matches: Callable[[str], Sequence[object]] = gpus_named
+) -> str | None:
+    """The refusal of the GPU names of ``queries`` that ``matches`` finds nothing for (the
+    requirement's resolver by default; the history, which looks stored names up by model,
+    family or vendor, passes :func:`adapters.gpus.find_gpus`), worded alike wherever a GPU
+    is asked for (:func:`pricing.names.unknown_gpus_message`); ``None``: all known."""
+    unknown = [q for q in queries if not matches(q)]
+    return unknown_gpus_message(unknown) if unknown else None
 
 
 class Requirement(BaseModel):
@@ -64,7 +69,9 @@ class Requirement(BaseModel):
 
     # GPU
     gpus: tuple[str, ...] = Field(
-        default=(), description="GPU models: canonical name, family (H100) or vendor (amd)"
+        default=(),
+        description="GPU models: canonical name, family (H100) or vendor (amd), or a name"
+        ' as providers write it ("H100 SXM", "A100 80GB", "4090")',
     )
     min_gpus: NonNegative | None = Field(
         default=None, description="GPUs per offer (instance), at least"
@@ -230,7 +237,7 @@ class Requirement(BaseModel):
     @field_validator("gpus")
     @classmethod
     def _known_gpus(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        message = unknown_gpus_message(value)
+        message = refused_gpus(value)
         if message:
             raise ValueError(message)
         return value
@@ -265,10 +272,12 @@ class Requirement(BaseModel):
         return self
 
     def gpu_models(self) -> tuple[str, ...]:
-        """Canonical catalog names the ``gpus`` queries resolve to (empty: any GPU)."""
+        """Canonical catalog names the ``gpus`` queries resolve to (empty: any GPU): a
+        model, family or vendor as named, else what the raw-name resolver reads in the name
+        (:func:`adapters.gpus.gpus_named`: ``"H100 SXM"`` is ``H100-SXM5-80GB``)."""
         names: dict[str, None] = {}
         for query in self.gpus:
-            for spec in find_gpus(query):
+            for spec in gpus_named(query):
                 names[spec.name] = None
         return tuple(names)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import typing
+from collections.abc import Collection
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from fastapi.exceptions import RequestValidationError
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from adapters.gpus import Precision
 from pricing.job import Job
+from pricing.names import UnknownName, check_providers
 from pricing.requirement import PRESETS, Requirement
 
 from .input_limits import too_many_items
@@ -319,8 +321,33 @@ def _reraise(exc: ValidationError, rename: dict[str, str] | None = None) -> Requ
     return RequestValidationError(errors)
 
 
-def parse_offers_query(query: BaseModel, key: str | None = None, offset: int = 0) -> ParsedQuery:
-    """The engine's Requirement and Job from a validated query; a 422 if they refuse it."""
+def _check_providers(requirement: Requirement, known: Collection[str]) -> None:
+    """A 422 naming the parameter of a provider name nothing in ``known`` has."""
+    try:
+        check_providers(requirement, known)
+    except UnknownName as exc:
+        values = getattr(requirement, exc.field)
+        raise RequestValidationError(
+            [
+                {
+                    "type": "value_error",
+                    "loc": ("query", exc.field),
+                    "msg": exc.message,
+                    "input": list(values),
+                }
+            ]
+        ) from None
+
+
+def parse_offers_query(
+    query: BaseModel,
+    key: str | None = None,
+    offset: int = 0,
+    providers: Collection[str] | None = None,
+) -> ParsedQuery:
+    """The engine's Requirement and Job from a validated query; a 422 if they refuse it,
+    or if it names a provider not in ``providers`` (the state's
+    :attr:`~service.api.state.ApiState.known_providers`; ``None``: not checked)."""
     data = query.model_dump(exclude_defaults=True)
     req_data = {k: v for k, v in data.items() if k in REQUIREMENT_PARAMS}
     job_data = {JOB_PARAMS[k]: v for k, v in data.items() if k in JOB_PARAMS}
@@ -331,6 +358,8 @@ def parse_offers_query(query: BaseModel, key: str | None = None, offset: int = 0
         )
     except ValidationError as exc:
         raise _reraise(exc) from None
+    if providers is not None:
+        _check_providers(requirement, providers)
     job = None
     if job_data:
         try:

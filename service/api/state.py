@@ -10,7 +10,8 @@ answers, so a cached answer can never outlive the snapshot it was computed from,
 every answer about it shares, found once per state rather than once per query: the offers
 no ranking can rank (:attr:`ApiState.unrankable`, what the coverage note filters), the
 warnings about the data (:attr:`ApiState.warnings`) and each offer's checklist summary
-(:attr:`ApiState.checklist`). :meth:`StateHolder.refresh` finds them before it swaps the
+(:attr:`ApiState.checklist`) and the provider names a query may give
+(:attr:`ApiState.known_providers`). :meth:`StateHolder.refresh` finds them before it swaps the
 state in, so no request pays for them.
 """
 
@@ -25,9 +26,11 @@ from datetime import UTC, datetime
 
 import polars as pl
 
+from adapters import provider_names
 from adapters.sample import SAMPLE_NOTE
 from db.current import CurrentState
 from pricing.coverage import Unrankable
+from pricing.names import known_providers
 from pricing.offer_checklist import counts_frame
 
 from ..memory import release_memory
@@ -84,6 +87,13 @@ class ApiState:
         return counts_frame(self.current.frame[rows]).select(COUNT_COLUMNS)
 
     @functools.cached_property
+    def known_providers(self) -> frozenset[str]:
+        """The names ``providers`` and ``exclude_providers`` may give: the registered
+        adapters' and every provider and seller of the offers
+        (:func:`pricing.names.known_providers`)."""
+        return known_providers(self.current.frame, provider_names())
+
+    @functools.cached_property
     def warnings(self) -> tuple[str, ...]:
         """What every answer on this state warns about its data: sample prices, stale or
         failed providers, converted currencies (a pass over every offer's currency)."""
@@ -110,7 +120,7 @@ class ApiState:
 
     def warm(self) -> ApiState:
         """Find what the state keeps per snapshot now (blocking), not on a first request."""
-        _ = self.unrankable, self.warnings, self.checklist
+        _ = self.unrankable, self.warnings, self.checklist, self.known_providers
         return self
 
     @staticmethod

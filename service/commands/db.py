@@ -104,9 +104,10 @@ def register(app: typer.Typer) -> None:
         gpu = resolve_deprecated(gpus, old_gpu, "--gpu", "--gpus")
         if gpu is None:
             refuse("--gpus: required (a GPU model or family, e.g. H100)")
-        from pricing.requirement import unknown_gpus_message
+        from adapters.gpus import find_gpus
+        from pricing.requirement import refused_gpus
 
-        unknown = unknown_gpus_message([gpu])
+        unknown = refused_gpus([gpu], find_gpus)
         if unknown:
             refuse(f"--gpus: {unknown}")  # as `offers` refuses it
         from db.engine import make_engine

@@ -18,8 +18,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from adapters.gpus import GpuSpec, catalog, resolve_gpu_name
+from adapters.gpus import GpuSpec, catalog, gpus_named, resolve_gpu_name, similar_gpu_names
 from adapters.schema import GpuFormFactor, Vendor
+from pricing.names import did_you_mean
 
 __all__ = ["OutputFormat", "register"]
 
@@ -111,6 +112,21 @@ def _vendor(value: str | None) -> Vendor | None:
         raise typer.BadParameter(f"unknown vendor {value!r}; known: {known}") from None
 
 
+def _unresolved(raw: str, hinted: bool) -> str:
+    """Why ``raw`` resolves to no model, in one line: no model matches (with the closest
+    names), or several do, or the hints rule out those the name may be."""
+    models = ", ".join(s.name for s in gpus_named(raw))
+    if not models:
+        close = did_you_mean(similar_gpu_names(raw))
+        return f"unknown GPU name {raw!r}: no catalog model matches{close}"
+    if hinted:
+        return f"unknown GPU name {raw!r}: the hints rule out what it may be ({models})"
+    return (
+        f"unknown GPU name {raw!r}: it may be any of {models}"
+        " (give --memory-gb / --form-factor to tell them apart)"
+    )
+
+
 def _resolve(
     raw: str,
     memory_gb: float | None,
@@ -123,9 +139,7 @@ def _resolve(
         raise typer.BadParameter(str(exc), param_hint="--form-factor") from None
     if spec is None:
         typer.echo(
-            f"unknown GPU name {raw!r}: no catalog model matches, or several do "
-            "(give --memory-gb / --form-factor to tell them apart)",
-            err=True,
+            f"error: {_unresolved(raw, memory_gb is not None or bool(form_factor))}", err=True
         )
         raise typer.Exit(code=1)
     match output:

@@ -451,6 +451,20 @@ def _with_checklist(frame: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
     return ranked.with_columns(summaries(frame, ranked), ids)
 
 
+def _check_providers(requirement: Requirement, current: CurrentState) -> None:
+    """Refuse a ``--providers``/``--exclude-providers`` name neither an adapter nor the
+    offers being ranked have (:func:`pricing.names.check_providers`)."""
+    if not (requirement.providers or requirement.exclude_providers):
+        return
+    from adapters import provider_names
+    from pricing.names import UnknownName, check_providers, known_providers
+
+    try:
+        check_providers(requirement, known_providers(current.frame, provider_names()))
+    except UnknownName as exc:
+        _fail(f"{option_name(exc.field)}: {exc.message}")
+
+
 def offers_command(**options: Any) -> None:
     """Rank the current offers by USD per effective TFLOP-hour for a job.
 
@@ -461,6 +475,7 @@ def offers_command(**options: Any) -> None:
     from pricing.rank import RankOptions, rank, rank_page
 
     current = _load(bool(options["sample"]))
+    _check_providers(requirement, current)
     now = datetime.now(UTC)
     fmt = OutputFormat(options["fmt"])
     if fmt is not OutputFormat.TABLE:
@@ -488,17 +503,15 @@ def offers_command(**options: Any) -> None:
     else:  # every configuration its own row, cut by the ranking: it counts the rest
         page = rank_page(current.frame, requirement, job, rank_options)
         ranked, total = page.rows, page.total
+    left_out = left_out_note(
+        current.frame, requirement, precision=options["precision"], job=job, name=option_name
+    )
     if ranked.is_empty():
         why = binding_note(
             current.frame, requirement, precision=options["precision"], name=option_name
         )
-        err.print(
-            why or "no offer meets the requirement and can run the job (see the note)",
-            highlight=False,
-        )
-    left_out = left_out_note(
-        current.frame, requirement, precision=options["precision"], job=job, name=option_name
-    )
+        nothing = "no offer meets the requirement and can run the job"
+        err.print(why or (f"{nothing} (see the note)" if left_out else nothing), highlight=False)
     if left_out:
         err.print(f"[yellow]note:[/] {left_out}", highlight=False)
     names = [c.strip() for c in options["columns"].split(",")] if options["columns"] else None
@@ -586,7 +599,7 @@ _ESTIMATE_OPTION = {
 
 def estimate_command(
     gpu_model: Annotated[
-        str | None, typer.Option(help="canonical GPU model, e.g. A100-SXM4-80GB (required)")
+        str | None, typer.Option(help='one GPU model, e.g. A100-SXM4-80GB or "H100 SXM" (required)')
     ] = None,
     job_gpus: Annotated[
         int | None, typer.Option(min=1, max=MAX_ESTIMATE_GPUS, help="total GPUs (required)")
@@ -648,6 +661,12 @@ def estimate_command(
         _fail(f"{', '.join(missing)}: required")
     if params <= 0 or tokens <= 0:
         _fail("--model-params and --tokens must be > 0")
+    from pricing.names import one_gpu_model
+
+    try:  # before the offers load: the name alone decides
+        gpu = one_gpu_model(gpu).name
+    except ValueError as exc:
+        _fail(f"{'--gpu-model' if gpu_model is not None else '--gpu'}: {exc}")
     current = _load(sample)
     try:
         result = estimate(
@@ -683,7 +702,7 @@ def estimate_command(
     rows += [(f"offer.{k}", v) for k, v in offer.items() if not isinstance(v, dict)]
     console = wide_console()
     table = Table(
-        title=f"estimate: {params:g} params x {tokens:g} tokens on {count} {gpu}",
+        title=f"estimate: {params:g} params x {tokens:g} tokens on {count} {result.gpu_model}",
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,

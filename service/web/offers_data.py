@@ -49,7 +49,7 @@ async def offers_answer(
         key = canonical_key(query)
         page = state.cache.get((key, now))
         if page is None:
-            parsed = parse_offers_query(query, key)
+            parsed = parse_offers_query(query, key, providers=state.known_providers)
             page = await context.ranking(ranked_page, state, parsed, now)
             state.cache.put((key, now), page)
     except RequestValidationError as exc:

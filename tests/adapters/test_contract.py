@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from adapters import ADAPTER_MODULES, registry
+from adapters import ADAPTER_MODULES, provider_names, registry
 from adapters.base import Adapter, AdapterError
 from adapters.collect import RunStatus
 from adapters.sample import replay_sample, sample_entries
@@ -27,6 +27,12 @@ NOW = datetime(2026, 11, 1, tzinfo=UTC)
 def test_registry_is_the_module_list() -> None:
     assert len(NAMES) == len(ADAPTER_MODULES) >= 12
     assert len(set(NAMES)) == len(NAMES)
+
+
+def test_the_provider_names_are_known_without_importing_an_adapter() -> None:
+    """:func:`adapters.provider_names` (what a requirement's providers are checked
+    against) is the registry's names, in its order."""
+    assert provider_names() == tuple(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)

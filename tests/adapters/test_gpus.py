@@ -54,7 +54,9 @@ def test_public_names() -> None:
         "conservative_variant",
         "find_gpus",
         "get_gpu",
+        "gpus_named",
         "resolve_gpu_name",
+        "similar_gpu_names",
         "spec_fields",
         "unknown_gpu_names",
     }
@@ -479,3 +481,48 @@ def test_unknown_names_are_counted_and_logged_once(caplog: pytest.LogCaptureFixt
 
 def test_empty_name_is_unknown() -> None:
     assert resolve_gpu_name("   ") is None
+
+
+# --- a renter's GPU name -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "models"),
+    [
+        ("H100 SXM", {"H100-SXM5-80GB"}),
+        ("H100-SXM", {"H100-SXM5-80GB"}),
+        ("h100 pcie", {"H100-PCIE-80GB"}),
+        ("4090", {"RTX-4090"}),
+        # the name leaves the form factor open: either 80 GB part, not the resolver's pick
+        ("A100-80GB", {"A100-SXM4-80GB", "A100-PCIE-80GB"}),
+        ("nvidia-tesla-t4", {"T4"}),  # a provider's whole-name alias
+    ],
+)
+def test_gpus_named_reads_a_raw_name_as_the_resolver(query: str, models: set[str]) -> None:
+    assert not find_gpus(query)
+    assert {s.name for s in gpus.gpus_named(query)} == models
+
+
+@pytest.mark.parametrize("query", ["H100", "A100", "amd", "RTX-4090", "rtx 4090", "MI300X"])
+def test_gpus_named_keeps_model_family_and_vendor_semantics(query: str) -> None:
+    assert gpus.gpus_named(query) == find_gpus(query) != ()
+
+
+def test_gpus_named_does_not_count_a_renter_name_as_a_provider_one() -> None:
+    raw = "Renter Typo 9000 SXM"
+    before = unknown_gpu_names()[raw]
+    assert gpus.gpus_named(raw) == ()
+    assert unknown_gpu_names()[raw] == before
+
+
+@pytest.mark.parametrize(
+    ("query", "close"),
+    [("H1000", "H100"), ("MI300", "MI300X"), ("RTX 4090D", "RTX-4090"), ("nvidai", "nvidia")],
+)
+def test_similar_gpu_names(query: str, close: str) -> None:
+    found = gpus.similar_gpu_names(query)
+    assert close in found and len(found) <= 3
+
+
+def test_no_similar_name_for_gibberish() -> None:
+    assert gpus.similar_gpu_names("blah") == ()

@@ -146,7 +146,10 @@ def test_history_refuses_an_unknown_gpu_as_offers_does(fresh_env: str) -> None:
     history = runner.invoke(app, ["history", "--gpus", "H10"])
     offers = runner.invoke(app, ["offers", "--sample", "--gpus", "H10"])
     assert history.exit_code == offers.exit_code == 2, history.output
-    message = "error: --gpus: unknown GPU model, family or vendor: H10"
+    message = (
+        "error: --gpus: unknown GPU model, family or vendor: 'H10'"
+        " (did you mean 'H100', 'H20' or 'A10'?)"
+    )
     assert history.stderr.splitlines()[-1] == offers.stderr.splitlines()[-1] == message
     assert "day" not in history.stdout  # no table of empty days
 

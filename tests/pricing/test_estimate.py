@@ -290,5 +290,17 @@ def test_no_peak_is_said_only_when_true() -> None:
 
 
 def test_unknown_gpu_suggests_close_models() -> None:
-    with pytest.raises(EstimateInputError, match="did you mean H100-SXM5-80GB"):
-        estimate("H100-SXM", 8, 1e9, 1e9)
+    with pytest.raises(EstimateInputError, match=r"did you mean 'H100'\?") as info:
+        estimate("H10O", 8, 1e9, 1e9)
+    assert info.value.field == "gpu_model"
+
+
+def test_a_family_is_refused_naming_its_models() -> None:
+    with pytest.raises(ValueError, match=r"'H100' is a family: one of H100-SXM5-80GB, H100-PCIE"):
+        estimate("H100", 8, 1e9, 1e9)
+
+
+def test_a_name_meaning_one_model_is_estimated_as_that_model() -> None:
+    result = estimate("H100 SXM", 8, 1e9, 1e9)
+    assert result.gpu_model == "H100-SXM5-80GB"
+    assert result.peak_tflops_per_gpu == estimate("H100-SXM5-80GB", 8, 1e9, 1e9).peak_tflops_per_gpu

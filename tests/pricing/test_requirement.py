@@ -58,3 +58,34 @@ def test_merged_overrides_preset() -> None:
     merged = preset("1xh100").merged(max_usd_per_hour=3.0, gpus=())
     assert merged.max_usd_per_hour == 3.0
     assert merged.gpus == ("H100",)
+
+
+@pytest.mark.parametrize(
+    ("query", "models"),
+    [
+        ("H100 SXM", ("H100-SXM5-80GB",)),
+        ("H100-SXM", ("H100-SXM5-80GB",)),
+        ("A100-80GB", ("A100-SXM4-80GB", "A100-PCIE-80GB")),
+        ("4090", ("RTX-4090",)),
+    ],
+)
+def test_gpu_names_as_providers_write_them_resolve(query: str, models: tuple[str, ...]) -> None:
+    requirement = Requirement(gpus=(query,))
+    assert requirement.gpus == (query,)  # kept as typed: the loose coverage match reads it
+    assert requirement.gpu_models() == models
+
+
+def test_a_family_still_means_every_variant() -> None:
+    assert Requirement(gpus=("H100",)).gpu_models() == (
+        "H100-SXM5-80GB",
+        "H100-PCIE-80GB",
+        "H100-NVL-94GB",
+    )
+
+
+def test_an_unknown_gpu_name_gets_a_did_you_mean() -> None:
+    with pytest.raises(ValidationError) as info:
+        Requirement(gpus=("H100", "MI300"))
+    (error,) = info.value.errors()
+    assert error["loc"] == ("gpus",)
+    assert "unknown GPU model, family or vendor: 'MI300' (did you mean 'MI300X'" in error["msg"]

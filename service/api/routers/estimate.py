@@ -17,10 +17,11 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.concurrency import run_in_threadpool
 
-from adapters.gpus import Precision, get_gpu
+from adapters.gpus import Precision
 from adapters.schema import Fabric
 from pricing.estimate import Estimate, EstimateInputError, estimate
 from pricing.job import Job
+from pricing.names import UnknownName, check_providers, one_gpu_model
 from pricing.requirement import Requirement
 
 from ..answer_schema import Provenance, RankedOffer
@@ -53,7 +54,10 @@ class EstimateRequest(BaseModel):
     )
     tokens: Annotated[float, Field(gt=0, le=1e16, description="training tokens")]
     gpu_model: str | None = Field(
-        default=None, max_length=100, description="canonical GPU model; omit to rank offers"
+        default=None,
+        max_length=100,
+        description="one GPU model: canonical name, or a name meaning one model (H100 SXM);"
+        " omit to rank offers",
     )
     job_gpus: Annotated[int | None, Field(ge=1, le=100_000)] = Field(
         default=None, description="GPUs the run uses (required with gpu_model)", examples=[8]
@@ -103,8 +107,10 @@ class EstimateRequest(BaseModel):
                 raise ValueError("gpu_count: deprecated name of job_gpus; give job_gpus only")
             self.job_gpus = self.gpu_count
         if self.gpu_model is not None:
-            if get_gpu(self.gpu_model) is None:
-                raise ValueError(f"gpu_model: unknown GPU model {self.gpu_model!r}")
+            try:  # a name meaning one model stands for it ("H100 SXM": H100-SXM5-80GB)
+                self.gpu_model = one_gpu_model(self.gpu_model).name
+            except ValueError as exc:
+                raise ValueError(f"gpu_model: {exc}") from None
             if self.job_gpus is None:
                 raise ValueError("job_gpus: required with gpu_model")
             if self.requirement is not None:
@@ -208,8 +214,22 @@ async def estimate_cost(
                 for e in exc.errors(include_url=False, include_context=False)
             ]
         ) from None
+    requirement = body.requirement or Requirement()
+    try:  # a provider nothing has would only empty the answer
+        check_providers(requirement, state.known_providers)
+    except UnknownName as exc:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "value_error",
+                    "loc": ("body", "requirement", exc.field),
+                    "msg": exc.message,
+                    "input": list(getattr(requirement, exc.field)),
+                }
+            ]
+        ) from None
     parsed = ParsedQuery(
-        requirement=body.requirement or Requirement(),
+        requirement=requirement,
         job=job,
         precision=body.precision,
         sort="usd_per_effective_tflop_hour",

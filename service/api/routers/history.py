@@ -11,9 +11,10 @@ from fastapi import APIRouter, HTTPException, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
 
+from adapters.gpus import find_gpus
 from adapters.schema import RentalTerm
 from pricing.display import DECIMALS, for_display
-from pricing.requirement import unknown_gpus_message
+from pricing.requirement import refused_gpus
 
 from ..deps import ContextDep, NoQueryDep
 from ..offer_ids import offer_id
@@ -55,7 +56,7 @@ class IndexQuery(BaseModel):
     @field_validator("gpus", "gpu")
     @classmethod
     def _known(cls, value: str | None) -> str | None:
-        message = None if value is None else unknown_gpus_message([value])
+        message = None if value is None else refused_gpus([value], find_gpus)
         if message:
             raise ValueError(message)  # as /v1/offers words it
         return value

@@ -101,7 +101,8 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
     if page is not None:
         context.metrics.offers_cache.labels("hit").inc()
     else:
-        parsed = parse_offers_query(query, key, offset)  # the engine's own rules: 422 too
+        # the engine's own rules, and the providers this snapshot knows: 422 too
+        parsed = parse_offers_query(query, key, offset, state.known_providers)
         context.metrics.offers_cache.labels("miss").inc()
         unchanged = not_modified(etag_for(state, key), client_etags, max_age_s)
         if unchanged is not None:

@@ -153,3 +153,34 @@ async def test_fabric_across_offers_is_refused_not_ignored(
     assert r.status_code == 422
     (error,) = r.json()["errors"]
     assert field in error["msg"] and "only with gpu_model" in error["msg"]
+
+
+async def test_a_gpu_family_is_422_naming_its_models(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/v1/estimate",
+        json={"model_params": 7e9, "tokens": 1e11, "gpu_model": "H100", "job_gpus": 8},
+    )
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["errors"]
+    assert "gpu_model" in error["loc"] or "gpu_model" in error["msg"]
+    assert "'H100' is a family: one of H100-SXM5-80GB, H100-PCIE-80GB" in error["msg"]
+
+
+async def test_a_name_meaning_one_model_is_estimated(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/v1/estimate",
+        json={"model_params": 7e9, "tokens": 1e11, "gpu_model": "H100 SXM", "job_gpus": 8},
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["estimate"]["gpu_model"] == "H100-SXM5-80GB"
+
+
+async def test_an_unknown_provider_of_the_requirement_is_422(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/v1/estimate",
+        json={"model_params": 1e9, "tokens": 1e10, "requirement": {"providers": ["blot"]}},
+    )
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["errors"]
+    assert error["loc"] == ["body", "requirement", "providers"]
+    assert error["msg"].startswith("unknown provider 'blot' (did you mean 'bolt'?)")

@@ -148,8 +148,8 @@ async def test_long_body_list_is_422_before_any_name_is_looked_up(
     import pricing.requirement
 
     looked_up = []
-    real = pricing.requirement.find_gpus
-    monkeypatch.setattr(pricing.requirement, "find_gpus", lambda q: looked_up.append(q) or real(q))
+    real = pricing.requirement.gpus_named
+    monkeypatch.setattr(pricing.requirement, "gpus_named", lambda q: looked_up.append(q) or real(q))
     body = {"model_params": 1e9, "tokens": 1e10, "requirement": {"gpus": ["H100"] * 10_000}}
     r = await big_body_client.post("/v1/estimate", json=body)
     assert r.status_code == 422, r.text

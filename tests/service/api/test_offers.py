@@ -250,3 +250,64 @@ async def test_a_conflicting_job_names_every_input_of_it(client: httpx.AsyncClie
     assert r.status_code == 422
     (error,) = r.json()["errors"]
     assert "(got hours, params, tokens)" in error["msg"]
+
+
+@pytest.mark.parametrize("param", ["providers", "exclude_providers"])
+async def test_an_unknown_provider_is_422_with_a_did_you_mean(
+    client: httpx.AsyncClient, param: str
+) -> None:
+    r = await client.get(f"/v1/offers?{param}=bolt,blot")
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["errors"]
+    assert error["loc"] == ["query", param]
+    assert error["msg"].startswith("unknown provider 'blot' (did you mean 'bolt'?); known: ")
+    known = error["msg"].split("known: ", 1)[1].split(", ")
+    assert {"acme", "bolt", "cirrus", "lambda", "runpod"} <= set(known)  # data's and adapters'
+
+
+async def test_a_registered_provider_without_offers_is_no_error(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/offers?providers=lambda")
+    assert r.status_code == 200, r.text
+    assert r.json()["offers"] == []
+
+
+async def test_a_seller_and_a_provider_of_a_new_snapshot_are_known(
+    client: httpx.AsyncClient, app: object, source: FakeSource
+) -> None:
+    """Known providers are found per snapshot: a price sheet's seller counts."""
+    assert (await client.get("/v1/offers?providers=my-own-cloud")).status_code == 422
+    source.current = database_state(
+        [offer(provider="sheet", seller="my-own-cloud", offer_id="my-own-cloud/x")]
+    )
+    app.state.context.refresh_state()  # type: ignore[attr-defined]
+    r = await client.get("/v1/offers?providers=my-own-cloud")
+    assert r.status_code == 200, r.text
+    assert [o["offer_id"] for o in r.json()["offers"]] == ["my-own-cloud/x"]
+    r = await client.get("/v1/offers?exclude_providers=bolt")  # not in this snapshot
+    assert r.status_code == 422 and "unknown provider 'bolt'" in r.text
+
+
+@pytest.mark.parametrize(
+    ("gpus", "models"),
+    [
+        ("H100 SXM", {"H100-SXM5-80GB"}),
+        ("H100-SXM", {"H100-SXM5-80GB"}),
+        ("A100-80GB", {"A100-SXM4-80GB"}),
+        ("4090", {"RTX-4090"}),
+        ("H100", {"H100-SXM5-80GB"}),
+    ],
+)
+async def test_gpu_names_as_providers_write_them(
+    client: httpx.AsyncClient, gpus: str, models: set[str]
+) -> None:
+    r = await client.get("/v1/offers", params={"gpus": gpus})
+    assert r.status_code == 200, r.text
+    assert {o["hardware"]["gpu_model"] for o in r.json()["offers"]} == models
+
+
+async def test_an_unknown_gpu_is_422_with_a_did_you_mean(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/offers?gpus=H1000")
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["errors"]
+    assert error["loc"] == ["query", "gpus"]
+    assert "'H1000' (did you mean 'H100'" in error["msg"]

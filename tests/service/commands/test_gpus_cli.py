@@ -6,6 +6,7 @@ import csv
 import io
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from adapters.gpus import catalog
@@ -97,6 +98,31 @@ def test_resolve_unknown_name() -> None:
     assert "unknown GPU name 'RTX 4090D'" in result.stderr
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["blah"], "error: unknown GPU name 'blah': no catalog model matches\n"),
+        (
+            ["RTX 4090D"],
+            "error: unknown GPU name 'RTX 4090D': no catalog model matches"
+            " (did you mean 'RTX-4090', ",
+        ),
+        (["A100"], "error: unknown GPU name 'A100': it may be any of A100-SXM4-40GB, "),
+        (
+            ["H100 SXM", "--form-factor", "pcie"],
+            "error: unknown GPU name 'H100 SXM': the hints rule out what it may be"
+            " (H100-SXM5-80GB)\n",
+        ),
+    ],
+)
+def test_resolve_refusal_is_an_error_line(args: list[str], said: str) -> None:
+    """As every other CLI error: ``error:`` first, one line, ended."""
+    result = runner.invoke(app, ["gpus", "--resolve", *args])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(said) and result.stderr.endswith("\n")
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
 
 
 def test_resolve_bad_form_factor() -> None:

@@ -297,9 +297,9 @@ def test_estimate_names_the_option_that_is_wrong() -> None:
     )
     assert peak.exit_code == 2
     assert f"error: --precision: {spec.name} has no published peak" in peak.stderr
-    typo = runner.invoke(app, ["estimate", "--gpu-model", "H100-SXM", *args])
+    typo = runner.invoke(app, ["estimate", "--gpu-model", "H10O", *args])
     assert typo.exit_code == 2
-    assert "error: --gpu-model: unknown GPU model 'H100-SXM'; did you mean" in typo.stderr
+    assert "error: --gpu-model: unknown GPU model 'H10O' (did you mean 'H100'?)" in typo.stderr
 
 
 def test_offers_conflicting_job_names_every_input() -> None:
@@ -354,3 +354,93 @@ def test_a_model_too_large_for_the_gpus_hears_the_figures_and_what_would_fit(
         assert json.loads(fits.stdout)["offers"], remedy
     too_much = runner.invoke(app, [*query, "--bytes-per-param", "8.5", "--format", "json"])
     assert not json.loads(too_much.stdout)["offers"]
+
+
+@pytest.mark.parametrize("option", ["--provider", "--providers", "--exclude-provider"])
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_an_unknown_provider_is_refused_with_a_did_you_mean(option: str, fmt: str) -> None:
+    result = runner.invoke(app, ["offers", option, "lamda", "--format", fmt])
+    assert result.exit_code == 2, result.output
+    field = "--exclude-providers" if "exclude" in option else "--providers"
+    said = " ".join(result.stderr.split())  # the console may wrap
+    assert f"error: {field}: unknown provider 'lamda' (did you mean 'lambda'?); known:" in said
+    assert "acme" in said and "coreweave" in said and "runpod" in said  # data's and adapters'
+    assert result.stdout == "" and "Traceback" not in said
+
+
+@pytest.mark.parametrize("name", ["acme", "coreweave", "runpod"])
+def test_a_provider_of_the_data_or_an_adapter_is_accepted(name: str) -> None:
+    result = runner.invoke(app, ["offers", "--provider", name, "--format", "json"])
+    assert result.exit_code == 0, result.output
+
+
+def test_on_the_sample_lamda_is_refused_and_a_sheet_seller_accepted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pricing_cli, "load_current", load_current)
+    result = runner.invoke(app, ["offers", "--sample", "--provider", "lamda"])
+    assert result.exit_code == 2
+    assert "(did you mean 'lambda'?)" in " ".join(result.stderr.split())
+    sellers = load_current(sample=True).frame["seller"].drop_nulls().unique().to_list()
+    result = runner.invoke(app, ["offers", "--sample", "--provider", sellers[0]])
+    assert result.exit_code == 0, result.output
+
+
+def test_nothing_qualifying_without_a_note_does_not_point_at_one() -> None:
+    result = runner.invoke(
+        app, ["offers", "--exclude-providers", "acme,sheet"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "no offer meets the requirement and can run the job" in result.stderr
+    assert "see the note" not in result.stderr
+
+
+def test_nothing_qualifying_with_a_note_points_at_it() -> None:
+    result = runner.invoke(
+        app, ["offers", "--model-params", "1e13", "--tokens", "1e12"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    said = result.stderr
+    assert "no offer meets the requirement and can run the job (see the note)" in said
+    assert said.index("(see the note)") < said.index("note: ", said.index("(see the note)"))
+
+
+@pytest.mark.parametrize("name", ["H100 SXM", "H100-SXM", "h100 sxm5"])
+def test_offers_take_a_gpu_name_as_providers_write_it(name: str) -> None:
+    result = runner.invoke(app, ["offers", "--gpu", name, "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert {r["gpu_model"] for r in rows} == {"H100-SXM5-80GB"}
+
+
+def test_offers_gpu_names_resolve_to_every_model_they_may_mean() -> None:
+    result = runner.invoke(
+        app, ["offers", "--gpu", "A100-80GB", "--gpu", "4090", "--format", "csv"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert {r["gpu_model"] for r in rows} == {"A100-SXM4-80GB", "RTX-4090"}
+
+
+def test_an_unknown_gpu_name_gets_a_did_you_mean() -> None:
+    result = runner.invoke(app, ["offers", "--gpu", "H1000"])
+    assert result.exit_code == 2
+    said = " ".join(result.stderr.split())
+    assert (
+        "error: --gpus: unknown GPU model, family or vendor: 'H1000' (did you mean 'H100'" in said
+    )
+
+
+def test_estimate_refuses_a_family_naming_its_models() -> None:
+    args = ["--job-gpus", "8", "--model-params", "1e9", "--tokens", "1e10"]
+    result = runner.invoke(app, ["estimate", "--gpu-model", "H100", *args])
+    assert result.exit_code == 2
+    said = " ".join(result.stderr.split())
+    assert "error: --gpu-model: 'H100' is a family: one of H100-SXM5-80GB, H100-PCIE-80GB" in said
+
+
+def test_estimate_takes_a_name_meaning_one_model() -> None:
+    args = ["--job-gpus", "8", "--model-params", "1e9", "--tokens", "1e10", "--format", "json"]
+    result = runner.invoke(app, ["estimate", "--gpu-model", "H100 SXM", *args])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["estimate"]["gpu_model"] == "H100-SXM5-80GB"

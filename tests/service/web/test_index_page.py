@@ -82,4 +82,4 @@ async def test_index_of_live_prices_has_no_sample_banner(live_client: httpx.Asyn
 async def test_index_of_an_unknown_gpu_is_refused(sample_client: httpx.AsyncClient) -> None:
     page = await sample_client.get("/index?gpus=H10")
     assert page.status_code == 422
-    assert "unknown GPU model, family or vendor: H10" in page.text
+    assert "unknown GPU model, family or vendor: &#39;H10&#39; (did you mean" in page.text

@@ -61,6 +61,20 @@ async def test_refused_query_names_the_parameter(client: httpx.AsyncClient) -> N
     assert r.status_code == 422 and "unknown GPU model" in r.text
 
 
+async def test_explorer_refuses_an_unknown_provider_and_reads_gpu_names(
+    client: httpx.AsyncClient,
+) -> None:
+    r = await client.get("/?providers=blot")
+    assert r.status_code == 422
+    assert "<code>providers</code>" in r.text
+    assert "unknown provider &#39;blot&#39; (did you mean &#39;bolt&#39;?)" in r.text
+    r = await client.get("/?gpus=H1000")
+    assert r.status_code == 422 and "(did you mean &#39;H100&#39;" in r.text
+    r = await client.get("/", params={"gpus": "H100 SXM"})
+    assert r.status_code == 200, r.text
+    assert _offer_keys(r.text)
+
+
 async def test_every_query_parameter_is_a_control(client: httpx.AsyncClient) -> None:
     text = (await client.get("/")).text
     names = set(re.findall(r'name="([a-z_0-9]+)"', text))

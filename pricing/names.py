@@ -1,0 +1,124 @@
+"""The GPU and provider names a requirement gives, and how an unknown one is refused.
+
+A name nothing matches would otherwise filter every offer out: the answer would be an empty
+ranking and the user left to guess at a typo. So an unknown name is refused by name, with
+the closest known ones (a "did you mean").
+
+GPU names are known from the catalog alone, which is fixed per process, so
+:class:`~pricing.requirement.Requirement` refuses them itself (:func:`unknown_gpus_message`).
+Provider names are not: a price sheet's seller, or the cloud behind an aggregator, is a
+provider a user may name (the filter matches ``provider`` or ``seller``), and only the data
+being ranked says which exist. So providers are checked where that data is at hand, the
+CLI's ``offers`` and the API's query, against :func:`known_providers`: the registered
+adapters' names (:func:`adapters.provider_names`, passed in) and every provider and seller
+in the frame.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from adapters.gpus import GpuSpec, find_gpus, get_gpu, gpus_named, similar_gpu_names
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from .requirement import Requirement
+
+__all__ = [
+    "PROVIDER_FIELDS",
+    "UnknownName",
+    "check_providers",
+    "did_you_mean",
+    "known_providers",
+    "one_gpu_model",
+    "similar_names",
+    "unknown_gpus_message",
+]
+
+#: The requirement's fields that name providers (or the sellers behind them).
+PROVIDER_FIELDS: tuple[str, ...] = ("providers", "exclude_providers")
+
+
+class UnknownName(ValueError):
+    """A requirement names something the data does not know; ``field`` is the field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def did_you_mean(close: Sequence[str]) -> str:
+    """`` (did you mean 'a' or 'b'?)`` for the close names, empty without one."""
+    if not close:
+        return ""
+    quoted = [repr(c) for c in close]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f" (did you mean {listed}?)"
+
+
+def similar_names(name: str, known: Iterable[str], limit: int = 3) -> tuple[str, ...]:
+    """Up to ``limit`` of ``known`` close to ``name`` (difflib's ratio, case aside)."""
+    by_lower: dict[str, str] = {}
+    for word in known:
+        by_lower.setdefault(word.lower(), word)
+    close = difflib.get_close_matches(name.strip().lower(), by_lower, n=limit, cutoff=0.6)
+    return tuple(by_lower[c] for c in close)
+
+
+def unknown_gpus_message(names: Sequence[str]) -> str:
+    """The refusal of GPU names no model, family, vendor or alias matches, each with the
+    closest catalog names (:func:`adapters.gpus.similar_gpu_names`)."""
+    parts = [f"{name!r}{did_you_mean(similar_gpu_names(name))}" for name in names]
+    return "unknown GPU model, family or vendor: " + ", ".join(parts)
+
+
+def one_gpu_model(name: str) -> GpuSpec:
+    """The one catalog model ``name`` means, for what needs a single model (an estimate):
+    a canonical name, else the one model a family or a raw name resolves to (``"4090"`` is
+    ``RTX-4090``). A ValueError otherwise: a family, vendor or name meaning several models
+    lists them (a family is not one GPU's figures), an unknown one gets a "did you mean"."""
+    exact = get_gpu(name)
+    if exact is not None:
+        return exact
+    models = gpus_named(name)
+    if len(models) == 1:
+        return models[0]
+    listed = ", ".join(m.name for m in models)
+    if not models:
+        message = f"unknown GPU model {name!r}{did_you_mean(similar_gpu_names(name))}"
+    elif find_gpus(name) != models:
+        message = f"{name!r} names several models: one of {listed}"
+    elif models[0].vendor.value == name.strip().lower():
+        examples = ", ".join(m.name for m in models[:3])
+        message = f"{name!r} is a vendor: give one of its {len(models)} models, e.g. {examples}"
+    else:
+        message = f"{name!r} is a family: one of {listed}"
+    raise ValueError(message)
+
+
+def known_providers(frame: pl.DataFrame, registered: Iterable[str]) -> frozenset[str]:
+    """The provider names a requirement may give for ``frame``: ``registered`` (the
+    adapters' names) and every ``provider`` and ``seller`` of its offers."""
+    names = set(registered)
+    for column in ("provider", "seller"):
+        if column in frame.columns:
+            names.update(v for v in frame[column].drop_nulls().unique().to_list() if v)
+    return frozenset(names)
+
+
+def check_providers(requirement: Requirement, known: Collection[str]) -> None:
+    """Refuse (:class:`UnknownName`) a ``providers`` or ``exclude_providers`` name that is
+    not in ``known`` (:func:`known_providers`), naming the closest and the known ones."""
+    for field in PROVIDER_FIELDS:
+        unknown = [name for name in getattr(requirement, field) if name not in known]
+        if not unknown:
+            continue
+        parts = [f"{name!r}{did_you_mean(similar_names(name, known))}" for name in unknown]
+        noun = "provider" if len(unknown) == 1 else "providers"
+        raise UnknownName(
+            field, f"unknown {noun} {', '.join(parts)}; known: {', '.join(sorted(known))}"
+        )

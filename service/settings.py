@@ -191,12 +191,12 @@ class Settings(BaseSettings):
         " stateless over the shared database; the scheduler stays in the parent process)",
     )
     api_ranking_threads: int = Field(
-        default_factory=lambda: os.cpu_count() or 1,
+        default_factory=lambda: 2 * (os.cpu_count() or 1),
         ge=1,
         le=256,
-        description="rankings one API worker runs at once (default: the machine's cores); more"
-        " wait their turn, first come first served: the ranking is CPU-bound, so running more"
-        " at once makes every one slower and the slowest much slower",
+        description="rankings one API worker runs at once (default: twice the machine's cores);"
+        " more wait their turn, first come first served: the ranking is CPU-bound, so running"
+        " more at once makes every one slower and the slowest much slower",
     )
     api_cache_entries: int = Field(
         2048, ge=0, description="ranked results cached per snapshot (LRU by normalized query)"

@@ -24,8 +24,8 @@ def _context(settings: Settings, threads: int) -> ApiContext:
     return ApiContext(settings=settings, holder=holder, metrics=ApiMetrics(lambda: None))
 
 
-def test_the_default_is_one_ranking_per_core(settings: Settings) -> None:
-    assert settings.api_ranking_threads == (os.cpu_count() or 1)
+def test_the_default_is_two_rankings_per_core(settings: Settings) -> None:
+    assert settings.api_ranking_threads == 2 * (os.cpu_count() or 1)
 
 
 async def test_rankings_beyond_the_bound_wait_their_turn(settings: Settings) -> None:

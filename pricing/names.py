@@ -110,15 +110,23 @@ def known_providers(frame: pl.DataFrame, registered: Iterable[str]) -> frozenset
     return frozenset(names)
 
 
-def check_providers(requirement: Requirement, known: Collection[str]) -> None:
-    """Refuse (:class:`UnknownName`) a ``providers`` or ``exclude_providers`` name that is
-    not in ``known`` (:func:`known_providers`), naming the closest and the known ones."""
+def check_providers(requirement: Requirement, known: Collection[str]) -> Requirement:
+    """``requirement`` with its ``providers`` and ``exclude_providers`` spelled as in
+    ``known`` (:func:`known_providers`): a name that differs from a known one only in case
+    is that one (``Lambda`` is ``lambda``). Any other name not in ``known`` is refused
+    (:class:`UnknownName`), naming the closest and the known ones."""
+    by_lower = {name.lower(): name for name in sorted(known)}
+    spelled: dict[str, tuple[str, ...]] = {}
     for field in PROVIDER_FIELDS:
-        unknown = [name for name in getattr(requirement, field) if name not in known]
-        if not unknown:
-            continue
-        parts = [f"{name!r}{did_you_mean(similar_names(name, known))}" for name in unknown]
-        noun = "provider" if len(unknown) == 1 else "providers"
-        raise UnknownName(
-            field, f"unknown {noun} {', '.join(parts)}; known: {', '.join(sorted(known))}"
-        )
+        given: tuple[str, ...] = getattr(requirement, field)
+        names = tuple(n if n in known else by_lower.get(n.lower(), n) for n in given)
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            parts = [f"{name!r}{did_you_mean(similar_names(name, known))}" for name in unknown]
+            noun = "provider" if len(unknown) == 1 else "providers"
+            raise UnknownName(
+                field, f"unknown {noun} {', '.join(parts)}; known: {', '.join(sorted(known))}"
+            )
+        if names != given:
+            spelled[field] = names
+    return requirement.model_copy(update=spelled) if spelled else requirement

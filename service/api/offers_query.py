@@ -321,10 +321,11 @@ def _reraise(exc: ValidationError, rename: dict[str, str] | None = None) -> Requ
     return RequestValidationError(errors)
 
 
-def _check_providers(requirement: Requirement, known: Collection[str]) -> None:
-    """A 422 naming the parameter of a provider name nothing in ``known`` has."""
+def _check_providers(requirement: Requirement, known: Collection[str]) -> Requirement:
+    """``requirement`` with its providers spelled as ``known`` has them; a 422 naming the
+    parameter of a provider name nothing in ``known`` has."""
     try:
-        check_providers(requirement, known)
+        return check_providers(requirement, known)
     except UnknownName as exc:
         values = getattr(requirement, exc.field)
         raise RequestValidationError(
@@ -359,7 +360,7 @@ def parse_offers_query(
     except ValidationError as exc:
         raise _reraise(exc) from None
     if providers is not None:
-        _check_providers(requirement, providers)
+        requirement = _check_providers(requirement, providers)
     job = None
     if job_data:
         try:

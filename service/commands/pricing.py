@@ -451,16 +451,17 @@ def _with_checklist(frame: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
     return ranked.with_columns(summaries(frame, ranked), ids)
 
 
-def _check_providers(requirement: Requirement, current: CurrentState) -> None:
-    """Refuse a ``--providers``/``--exclude-providers`` name neither an adapter nor the
-    offers being ranked have (:func:`pricing.names.check_providers`)."""
+def _check_providers(requirement: Requirement, current: CurrentState) -> Requirement:
+    """``requirement`` with its providers spelled as known; refuse a
+    ``--providers``/``--exclude-providers`` name neither an adapter nor the offers being
+    ranked have (:func:`pricing.names.check_providers`)."""
     if not (requirement.providers or requirement.exclude_providers):
-        return
+        return requirement
     from adapters import provider_names
     from pricing.names import UnknownName, check_providers, known_providers
 
     try:
-        check_providers(requirement, known_providers(current.frame, provider_names()))
+        return check_providers(requirement, known_providers(current.frame, provider_names()))
     except UnknownName as exc:
         _fail(f"{option_name(exc.field)}: {exc.message}")
 
@@ -475,7 +476,7 @@ def offers_command(**options: Any) -> None:
     from pricing.rank import RankOptions, rank, rank_page
 
     current = _load(bool(options["sample"]))
-    _check_providers(requirement, current)
+    requirement = _check_providers(requirement, current)
     now = datetime.now(UTC)
     fmt = OutputFormat(options["fmt"])
     if fmt is not OutputFormat.TABLE:

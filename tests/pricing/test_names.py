@@ -55,9 +55,18 @@ def test_an_unknown_provider_is_refused_with_a_did_you_mean(field: str) -> None:
 
 def test_several_unknown_providers_are_each_named() -> None:
     with pytest.raises(
-        UnknownName, match=r"unknown providers 'Lambda' \(did you mean 'lambda'\?\), 'zzz';"
+        UnknownName, match=r"unknown providers 'lamda' \(did you mean 'lambda'\?\), 'zzz';"
     ):
-        check_providers(Requirement(providers=("Lambda", "zzz", "acme")), KNOWN)
+        check_providers(Requirement(providers=("lamda", "zzz", "acme")), KNOWN)
+
+
+def test_a_provider_in_another_case_is_the_known_one() -> None:
+    given = Requirement(providers=("Lambda", "RUNPOD"), exclude_providers=("My-Own-Cloud",))
+    spelled = check_providers(given, KNOWN)
+    assert spelled.providers == ("lambda", "runpod")
+    assert spelled.exclude_providers == ("my-own-cloud",)
+    exact = Requirement(providers=("lambda",))
+    assert check_providers(exact, KNOWN) is exact
 
 
 def test_similar_names_ignore_case() -> None:

@@ -216,7 +216,7 @@ async def estimate_cost(
         ) from None
     requirement = body.requirement or Requirement()
     try:  # a provider nothing has would only empty the answer
-        check_providers(requirement, state.known_providers)
+        requirement = check_providers(requirement, state.known_providers)
     except UnknownName as exc:
         raise RequestValidationError(
             [

@@ -265,6 +265,13 @@ async def test_an_unknown_provider_is_422_with_a_did_you_mean(
     assert {"acme", "bolt", "cirrus", "lambda", "runpod"} <= set(known)  # data's and adapters'
 
 
+async def test_a_provider_in_another_case_is_the_known_one(client: httpx.AsyncClient) -> None:
+    lower = (await client.get("/v1/offers?providers=bolt")).json()["offers"]
+    r = await client.get("/v1/offers?providers=BOLT")
+    assert r.status_code == 200, r.text
+    assert r.json()["offers"] == lower and lower
+
+
 async def test_a_registered_provider_without_offers_is_no_error(client: httpx.AsyncClient) -> None:
     r = await client.get("/v1/offers?providers=lambda")
     assert r.status_code == 200, r.text

@@ -374,6 +374,16 @@ def test_a_provider_of_the_data_or_an_adapter_is_accepted(name: str) -> None:
     assert result.exit_code == 0, result.output
 
 
+def test_a_provider_in_another_case_is_the_known_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pricing_cli, "load_current", load_current)
+    lower = runner.invoke(app, ["offers", "--sample", "--provider", "lambda", "--format", "json"])
+    upper = runner.invoke(app, ["offers", "--sample", "--provider", "Lambda", "--format", "json"])
+    assert lower.exit_code == upper.exit_code == 0, upper.output
+    offers = json.loads(upper.stdout)["offers"]
+    assert offers and {o["provider"] for o in offers} == {"lambda"}
+    assert [o["id"] for o in offers] == [o["id"] for o in json.loads(lower.stdout)["offers"]]
+
+
 def test_on_the_sample_lamda_is_refused_and_a_sheet_seller_accepted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

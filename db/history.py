@@ -226,6 +226,14 @@ class HistoryLabel:
     def sample(self) -> bool:
         return self.origin != Origin.LIVE.value
 
+    @property
+    def caption(self) -> str | None:
+        """What a chart or table of these prices adds to its title (``None``: every price
+        is live), so a plot never shows recorded prices as live ones."""
+        if self.origin == Origin.SAMPLE.value:
+            return "offline sample, not live"
+        return "partly the offline sample, not live" if self.sample else None
+
     @classmethod
     def of(cls, *, sample: int, total: int, providers: Collection[str]) -> HistoryLabel:
         """The label of ``total`` prices, ``sample`` of them (of ``providers``) the

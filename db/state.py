@@ -181,6 +181,19 @@ class CurrentState:
         """Some offers are recorded sample prices, not live: the answer must say so."""
         return self.source == "sample" or bool(self.sample_providers)
 
+    def provider_origin(self, provider: str) -> Literal["live", "sample"]:
+        """Where the held offers of ``provider`` come from: ``sample`` when the state is the
+        replayed sample or that provider's held offers were stored from it, so a page about
+        one offer of a mixed state says what its own price is."""
+        held = self.providers.get(provider)
+        return "sample" if self.source == "sample" or (held is not None and held.sample) else "live"
+
+    def provider_sample_note(self, provider: str) -> str | None:
+        """The sample note with the capture date of ``provider``'s held offers (``None``:
+        they are not the sample's, or their date is not known)."""
+        held = self.providers.get(provider)
+        return None if held is None else _sample_note({provider: held})
+
     @property
     def origin(self) -> StateOrigin:
         """Where the held offers come from, taken together."""

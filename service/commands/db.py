@@ -127,10 +127,8 @@ def register(app: typer.Typer) -> None:
         if label.note:
             err.print(f"[yellow]note:[/] {label.note}", highlight=False)
         title = f"{gpu} {term.value}: USD per GPU-hour, {start} to {end}"
-        if label.origin == "sample":
-            title += " (offline sample, not live)"
-        elif label.sample:
-            title += " (partly the offline sample, not live)"
+        if label.caption:
+            title += f" ({label.caption})"
         table = Table(title=title)
         for col in ("day", "median", "p10", "p90", "min", "offers", "providers"):
             table.add_column(col, justify="left" if col == "day" else "right")

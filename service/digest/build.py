@@ -25,7 +25,7 @@ import jinja2
 import polars as pl
 
 from adapters.schema import Offer
-from db.history import PriceChange, WeekOverWeek
+from db.history import HistoryLabel, PriceChange, WeekOverWeek
 from pricing import Job, RankOptions, Requirement, rank
 from pricing.display import provider_label
 from pricing.frame import offers_to_frame
@@ -239,6 +239,7 @@ def build_digest(
     *,
     changes: WeekOverWeek | None,
     price_index: Sequence[IndexPoint],
+    price_index_label: HistoryLabel | None = None,
     stale_providers: Sequence[StaleProvider],
     links: DigestLinks,
     now: datetime,
@@ -253,7 +254,8 @@ def build_digest(
     ``offers`` are today's offers as a frame (:attr:`db.current.CurrentState.frame`),
     ranked here with the subscription's requirement and job; ``changes`` the week-over-week
     changes already filtered by that requirement; ``price_index`` the daily index of the GPU
-    models involved. Pure: no I/O, no clock.
+    models involved, ``price_index_label`` where its prices come from (a chart counting
+    sample prices says so in its title and section; ``None``: all live). Pure: no I/O, no clock.
 
     ``sample_note`` (set when some offers are the offline sample's recorded prices, as
     :attr:`db.current.CurrentState.note` gives it) is the mail's first line and marks the
@@ -291,9 +293,13 @@ def build_digest(
         ("gone", "Gone", _change_rows(wow.gone), len(wow.gone)),
     ]
     models = sorted({p.gpu_model for p in price_index})
+    index_label = price_index_label or HistoryLabel()
+    caption = index_label.caption
     chart_png = render_price_chart(
         price_index,
-        title="Median USD per GPU-hour, " + (", ".join(models) if models else "no data"),
+        title="Median USD per GPU-hour, "
+        + (", ".join(models) if models else "no data")
+        + (f"\n({caption})" if caption else ""),
     )
     chart_cid = chart_content_id(subscription.id, week)
     context = {
@@ -308,6 +314,8 @@ def build_digest(
         "since": wow.since.astimezone(local_now.tzinfo).strftime("%Y-%m-%d"),
         "chart_cid": chart_cid,
         "chart_models": models,
+        "chart_caption": caption,
+        "chart_note": index_label.note,
         "stale": [
             {"provider": s.provider, "age": _age(now, s.fetched_at), "error": s.error}
             for s in sorted(stale_providers, key=lambda s: s.provider)

@@ -21,7 +21,14 @@ from sqlalchemy.engine import Engine
 from adapters.run import RunStatus
 from adapters.schema import FxTable
 from db.current import CurrentState
-from db.history import PriceChange, WeekOverWeek, daily_index, week_over_week
+from db.history import (
+    HistoryLabel,
+    PriceChange,
+    WeekOverWeek,
+    daily_index,
+    index_label,
+    week_over_week,
+)
 from db.subscriptions import SubscriptionRecord
 from pricing import RankOptions, offers_to_frame, rank
 
@@ -160,9 +167,15 @@ class DigestComposer:
             return None
         return WeekChanges.of(week_over_week(self.engine, until=self.now), self.current.fx)
 
-    def inputs(self, view: SubscriptionView) -> tuple[WeekOverWeek | None, list[IndexPoint]]:
+    def inputs(
+        self, view: SubscriptionView
+    ) -> tuple[WeekOverWeek | None, list[IndexPoint], HistoryLabel]:
+        """The week's changes that qualify for ``view``, the daily index of the GPU models of
+        its top offers, and that index's label: the sample's when any price it counts was
+        replayed from the offline sample (:func:`db.history.index_label`, over every series
+        drawn), so the chart says so as ``gpuscout history --plot`` does."""
         if self.engine is None or self.week is None:
-            return None, []
+            return None, [], HistoryLabel()
         changes = self.week.qualifying(view, self.now)
         ranked = rank(
             self.current.frame,
@@ -177,20 +190,26 @@ class DigestComposer:
         end = self.now.astimezone(UTC).date()
         start = end - timedelta(weeks=self.settings.digest_history_weeks)
         points: list[IndexPoint] = []
+        sample, total, providers = 0, 0, set[str]()
         for model, term in series:
             frame = daily_index(self.engine, gpu=model, start=start, end=end, term=term)
             for day, median in frame.select("day", "median_usd_per_gpu_hour").iter_rows():
                 if median is not None:
                     points.append(IndexPoint(day, model, term, float(median)))
-        return changes, points
+            label = index_label(self.engine, frame, gpu=model, start=start, end=end, term=term)
+            sample += int(frame["sample_offers"].sum())
+            total += int(frame["offers"].sum())
+            providers.update(label.sample_providers)
+        return changes, points, HistoryLabel.of(sample=sample, total=total, providers=providers)
 
     def digest(self, view: SubscriptionView) -> Digest:
-        changes, points = self.inputs(view)
+        changes, points, label = self.inputs(view)
         return build_digest(
             view,
             self.current.frame,
             changes=changes,
             price_index=points,
+            price_index_label=label,
             stale_providers=stale_providers(self.current),
             links=DigestLinks(
                 unsubscribe_url=unsubscribe_url(self.settings, view.id, view.email, now=self.now),

@@ -62,6 +62,19 @@ async def _offer(state: Any, context: Any, key: str) -> tuple[dict[str, Any], An
     return row, terms, [record, origin], key
 
 
+def _offer_banner(current: Any, provider: str) -> dict[str, Any]:
+    """What the banner partial (``_banner.html``) says on the page of an offer of
+    ``provider``: "Sample data" when that provider's held offers are the sample's (the
+    replayed sample, or stored from it: in a mixed database, only its own provider counts),
+    with their capture date. Staleness is the page's own banner (it gives the price's age)."""
+    return {
+        "sample": current.provider_origin(provider) == "sample",
+        "note": current.provider_sample_note(provider),
+        "stale_providers": [],
+        "failed_providers": [],
+    }
+
+
 @router.get("/offer", response_class=HTMLResponse)
 async def offer_page(
     request: Request, key: KeyQuery, state: StateDep, context: ContextDep
@@ -85,7 +98,7 @@ async def offer_page(
             "chart": _chart(points, now) if points else None,
             "has_database": context.history is not None,
             "stale": row["provider"] in state.current.stale_providers,
-            "sample": state.current.source == "sample",
+            "answer": _offer_banner(state.current, row["provider"]),
             "record_url": f"/offer/record?key={quoted}",
             "history_url": f"/v1/history/offers/{quoted}",
         },

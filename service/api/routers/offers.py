@@ -145,6 +145,7 @@ async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> Offe
     power and cooling, chassis, software, price and term, support), each group listing
     what is not published too. The checklist gives each of the seed's items as met, not
     met or unknown (not published), with the value behind it, and the count.
+    `offer_origin` says whether this offer's price is the offline sample's.
     """
     key = decode_offer_id(offer_id)
     if key is None:
@@ -153,10 +154,11 @@ async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> Offe
     checklist = checklist_of(hit, key)
     if hit.is_empty() or checklist is None:
         raise ProblemError(404, f"no current offer with id {offer_id!r} (key {key!r})")
+    row = hit.row(0, named=True)
     record, origin = await run_in_threadpool(
         published_record,
         key,
-        hit.row(0, named=True),
+        row,
         source=state.current.source,
         engine=context.history,
     )
@@ -165,6 +167,7 @@ async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> Offe
         **{name: header[name] for name in Provenance.model_fields},
         id=offer_id,
         key=key,
+        offer_origin=state.current.provider_origin(row["provider"]),
         record_from=origin,
         **detail_parts(record, checklist),
         links={"history": history_link(key)},

@@ -30,6 +30,7 @@ from service.settings import Settings
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
 FETCHED_AT = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+CENT = Decimal("0.01")
 
 
 def offer(**overrides: Any) -> Offer:
@@ -192,3 +193,41 @@ async def mail_app(
             yield c, settings
     finally:
         engine.dispose()
+
+
+def store_sample_then_live(engine: Any, live: tuple[str, ...] = ("lambda",)) -> None:
+    """What a database holds after ``gpuscout snapshot --sample`` (of aws and lambda) and a
+    later live fetch of ``live`` only: aws's held offers the sample's, ``live``'s fetched
+    (the same offers, as a live fetch would give them, a cent dearer: a changed price opens
+    a live history row). ``live=()``: the sample alone."""
+    from adapters.collect import Origin
+    from adapters.sample import replay_sample
+    from db.snapshots import store_snapshot
+
+    at = datetime.now(UTC) - timedelta(minutes=2)
+    store_snapshot(engine, replay_sample(["aws", "lambda"]), started_at=at, finished_at=at)
+    if not live:
+        return
+    runs = replay_sample(list(live))
+    for run in runs:
+        run.origin = Origin.LIVE
+        run.capture_date_known = True
+        run.offers = [
+            o.model_copy(update={"fetched_at": at, "price_amount": o.price_amount + CENT})
+            for o in run.offers
+        ]
+    at += timedelta(minutes=1)
+    store_snapshot(engine, runs, started_at=at, finished_at=at)
+
+
+@contextlib.asynccontextmanager
+async def database_client(tmp_path: Path, db_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    """The app wired to the database at ``db_url`` as ``gpuscout serve`` wires it."""
+    settings = Settings(_env_file=None, data_dir=tmp_path, database_url=db_url)  # type: ignore[call-arg]
+    app = create_app(settings)
+    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            yield client
+    finally:
+        app.state.context.history.dispose()  # type: ignore[attr-defined]

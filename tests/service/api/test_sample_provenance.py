@@ -1,5 +1,6 @@
 """After a snapshot of the offline sample, every answer still says "sample" (issue 13):
-the offers' header, ``/v1/estimate``, and ``/v1/providers`` per provider."""
+the offers' header, one offer's (``/v1/offers/{id}``: ``offer_origin`` too, of its own
+provider in a mixed database), ``/v1/estimate``, and ``/v1/providers`` per provider."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy.engine import Engine
 
 from adapters.sample import SAMPLE_NOTE, replay_sample
 from service.api import create_app
 from service.api.hooks import default_hooks
+from service.api.offer_ids import offer_id
 from service.settings import Settings
 
-from .conftest import ADMIN_TOKEN
+from .conftest import ADMIN_TOKEN, database_client, store_sample_then_live
 
 pytestmark = pytest.mark.anyio
 
@@ -57,6 +60,34 @@ async def test_offers_from_a_stored_sample_say_sample(stored_sample: httpx.Async
         w.startswith("prices in CNY converted to USD at the FX table of " + body["fx_as_of"])
         for w in body["warnings"]
     )
+
+
+async def test_an_offer_of_a_stored_sample_says_sample(stored_sample: httpx.AsyncClient) -> None:
+    (first,) = (await stored_sample.get("/v1/offers?limit=1")).json()["offers"]
+    r = await stored_sample.get(f"/v1/offers/{first['id']}")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["source"] == "database" and body["record_from"] == "database"
+    assert body["sample"] is True and body["origin"] == "sample"
+    assert body["offer_origin"] == "sample"
+    assert body["note"].startswith(SAMPLE_NOTE)
+
+
+async def test_in_a_mixed_database_an_offer_says_its_own_origin(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    store_sample_then_live(engine, live=("lambda",))
+    by_provider = {
+        run.provider: next(o.key for o in run.offers if o.gpu_model is not None)
+        for run in replay_sample(["aws", "lambda"])
+    }
+    async with database_client(tmp_path, db_url) as client:
+        aws = (await client.get(f"/v1/offers/{offer_id(by_provider['aws'])}")).json()
+        lam = (await client.get(f"/v1/offers/{offer_id(by_provider['lambda'])}")).json()
+    for body in (aws, lam):  # the state's provenance, as /v1/offers gives it
+        assert body["sample"] is True and body["origin"] == "mixed"
+        assert body["sample_providers"] == ["aws"]
+    assert aws["offer_origin"] == "sample" and lam["offer_origin"] == "live"
 
 
 async def test_an_estimate_on_a_stored_sample_says_sample(

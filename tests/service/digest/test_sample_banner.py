@@ -21,7 +21,6 @@ from service.settings import Settings
 from service.snapshots import take_snapshot
 from tests.service.api.conftest import store_sample_then_live
 
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 VIEW = SubscriptionView(1, "any GPU", "s1@example.com", Requirement(min_gpus=1), Job.for_hours(100))
 
 
@@ -43,7 +42,7 @@ def test_a_digest_after_a_sample_snapshot_says_sample(
     take_snapshot(settings, fetch=replay_sample, engine=engine)
     current = load_current(settings=settings)
     assert current.source == "database" and current.sample
-    digest = DigestComposer(settings, current, NOW, engine=engine).digest(VIEW)
+    digest = DigestComposer(settings, current, datetime.now(UTC), engine=engine).digest(VIEW)
     assert digest.subject.startswith(SAMPLE_SUBJECT_MARK)
     banner = digest.text.splitlines()[1]
     assert banner.startswith("SAMPLE PRICES, NOT LIVE: " + SAMPLE_NOTE)
@@ -95,7 +94,7 @@ def test_a_digest_of_live_prices_has_no_banner(engine: Engine, db_url: str, tmp_
     take_snapshot(settings, fetch=lambda: runs, engine=engine)
     current = load_current(settings=settings)
     assert not current.sample
-    digest = DigestComposer(settings, current, NOW, engine=engine).digest(VIEW)
+    digest = DigestComposer(settings, current, datetime.now(UTC), engine=engine).digest(VIEW)
     assert not digest.subject.startswith(SAMPLE_SUBJECT_MARK)
     assert "SAMPLE PRICES" not in digest.text and "(sample)" not in digest.text
     assert "Sample prices, not live" not in digest.html

@@ -507,19 +507,21 @@ def _cheapest_terms(costed: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _peers_summary(qualified: pl.LazyFrame) -> pl.LazyFrame:
+def _peers_summary(rows: pl.LazyFrame) -> pl.LazyFrame:
     """Per configuration: its on-demand price and its best commitment's break-even.
 
-    Reads the qualifying rows of every term (before the costing's filters). A commitment
-    breaks even after one period's price over the on-demand hourly price
-    (:func:`pricing.expressions.break_even_hours`); the on-demand price is one per
-    configuration, so the best commitment is the one with the cheapest period.
+    Reads the configuration's rows of every term, whether or not the requirement admits
+    them: a query for interruptible or committed terms only (``terms``, a price cap) still
+    hears how they compare with the on-demand price the provider publishes for the same
+    configuration. A commitment breaks even after one period's price over the on-demand
+    hourly price (:func:`pricing.expressions.break_even_hours`); the on-demand price is one
+    per configuration, so the best commitment is the one with the cheapest period.
     """
     on_demand = pl.col("term") == RentalTerm.ON_DEMAND.value
     period_usd = pl.col("commitment_hours") * pl.col("usd_per_hour")
     best_hours = pl.col("best_period_usd") / pl.col("on_demand_usd_per_hour")
     return (
-        qualified.group_by("config_id")
+        rows.group_by("config_id")
         .agg(
             on_demand_usd_per_hour=pl.col("usd_per_hour").filter(on_demand).min(),
             best_period_usd=period_usd.min(),
@@ -568,13 +570,14 @@ def _chosen_from_cache(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) 
     qualified = chain.qualified(rows).cache()
     costed = chain.costed(qualified).cache()
     total = None
+    peers = rows
     if options.limit is not None:
         top, total = _top_configurations(costed, options, options.limit)
         costed = costed.join(top, on="config_id", how="inner")
-        qualified = qualified.join(top, on="config_id", how="inner")
+        peers = rows.join(top, on="config_id", how="semi")
     best = _cheapest_terms(costed).select(_COSTED_COLUMNS)
     wide = best.join(rows.drop("config_id", "term"), on=OFFER_ROW, how="inner")
-    return _Chosen(wide, _peers_summary(qualified), total)
+    return _Chosen(wide, _peers_summary(peers), total)
 
 
 def _chosen_costed_again(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) -> _Chosen:
@@ -592,7 +595,7 @@ def _chosen_costed_again(chain: _Chain, rows: pl.LazyFrame, options: RankOptions
         # (an inner join on the unique ids: the streaming engine runs it faster than a semi)
         rows = rows.join(top, on="config_id", how="inner").cache()
     qualified = chain.qualified(rows).cache()
-    return _Chosen(_cheapest_terms(chain.costed(qualified)), _peers_summary(qualified), total)
+    return _Chosen(_cheapest_terms(chain.costed(qualified)), _peers_summary(rows), total)
 
 
 def rank_plan(

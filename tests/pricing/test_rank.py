@@ -396,3 +396,29 @@ def test_a_ranked_page_carries_its_rows_offer_rows_and_the_total(
             assert page.offer_rows.len() == page.rows.height
             at_rows = frame[page.offer_rows].select(keys)
             assert at_rows.rows() == page.rows.select(keys).rows(), (case, limit)
+
+
+def test_a_term_filter_still_compares_with_the_on_demand_price() -> None:
+    """Asking for interruptible or committed terms only still hears what the same
+    configuration costs on demand (it said "no on-demand price to compare")."""
+    offers = [
+        make_offer(offer_id="8x-h100"),  # on demand: 16 USD/h
+        make_offer(offer_id="8x-h100", term=RentalTerm.INTERRUPTIBLE, price_amount=Decimal("8")),
+        make_offer(
+            offer_id="8x-h100",
+            term=RentalTerm.COMMIT_1MO,
+            price_amount=Decimal("9000"),
+            price_unit=PriceUnit.MONTH,
+        ),
+    ]
+    for limit in (5, None):
+        options = RankOptions(limit=limit, now=NOW)
+        spot = rank(offers, Requirement(terms=(RentalTerm.INTERRUPTIBLE,)), options=options)
+        assert spot["on_demand_usd_per_hour"].to_list() == [16.0]
+        assert spot["break_even"].to_list() == [
+            "interruptible: 50% below on-demand per hour, before restarts"
+        ]
+        committed = Requirement(terms=(RentalTerm.COMMIT_1MO,), max_usd_per_hour=15)
+        month = rank(offers, committed, Job(hours=1000), options)
+        assert month["term"].to_list() == ["commit_1mo"]
+        assert month["break_even_hours"].to_list() == [pytest.approx(9000 / 16)]

@@ -259,7 +259,10 @@ class PageLinks(_Answer):
 
 class OffersPage(Provenance):
     snapshot_at: UtcTime | None
-    generated_at: UtcTime
+    generated_at: UtcTime = Field(
+        description="the instant prices are aged against: the start of the answer's 5-minute"
+        " cache window, or snapshot_at when that is later"
+    )
     stale_providers: list[str] = Field(description="last fetch failed; older offers shown")
     failed_providers: list[str] = Field(
         description="latest fetch ended in an error: with no offers from them (some may be"

@@ -111,9 +111,15 @@ class ResultCache:
         return len(self._data)
 
 
-def time_bucket(now: datetime | None = None) -> datetime:
+def time_bucket(now: datetime | None = None, *, not_before: datetime | None = None) -> datetime:
+    """The instant an answer ages its prices against and calls ``generated_at``: ``now``
+    floored to :data:`TIME_BUCKET_S`, so answers within one window are one cached answer;
+    never before ``not_before`` (the snapshot the answer is built on: an answer generated
+    before its own snapshot would be a contradiction, and fresh prices would age below
+    zero)."""
     ts = (now or datetime.now(UTC)).timestamp()
-    return datetime.fromtimestamp(ts - ts % TIME_BUCKET_S, UTC)
+    bucket = datetime.fromtimestamp(ts - ts % TIME_BUCKET_S, UTC)
+    return not_before if not_before is not None and not_before > bucket else bucket
 
 
 def raw_key(scope: Scope) -> str:
@@ -223,7 +229,8 @@ class OffersFastPath:
         if scope["type"] == "http" and scope["path"] == OFFERS_PATH and scope["method"] == "GET":
             state = self.context.holder.state
             if state is not None:
-                page = state.cache.get((raw_key(scope), time_bucket()))
+                now = time_bucket(not_before=state.current.snapshot_at)
+                page = state.cache.get((raw_key(scope), now))
                 if page is not None:
                     scope["gpuscout.route"] = OFFERS_PATH
                     self.context.metrics.offers_cache.labels("hit").inc()

@@ -43,7 +43,7 @@ async def offers_answer(
     state: ApiState, params: QueryParams, context: ApiContext
 ) -> dict[str, Any]:
     """The ``/v1/offers`` answer for ``params`` as a dict; :class:`QueryError` if refused."""
-    now = time_bucket()
+    now = time_bucket(not_before=state.current.snapshot_at)
     try:
         query = validate_query(params, context.settings.api_max_list_items)
         key = canonical_key(query)

@@ -149,7 +149,7 @@ async def estimate_cost(
     many GPUs. Without `gpu_model`: the run ranked across the offers qualifying under
     `requirement`, on `job_gpus` GPUs or one instance of each offer.
     """
-    now = time_bucket()
+    now = time_bucket(not_before=state.current.snapshot_at)
     header = page_header(state, now)
     head = {name: header[name] for name in Provenance.model_fields}
     old_names = [

@@ -89,7 +89,7 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
     since their offers may be missing or old. `total` counts every qualifying
     configuration; `next` is the cursor of the next page (null on the last).
     """
-    now = time_bucket()
+    now = time_bucket(not_before=state.current.snapshot_at)
     query = validate_query(  # 422 names the parameter
         request.query_params, context.settings.api_max_list_items
     )
@@ -162,7 +162,7 @@ async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> Offe
         source=state.current.source,
         engine=context.history,
     )
-    header = page_header(state, time_bucket())
+    header = page_header(state, time_bucket(not_before=state.current.snapshot_at))
     return OfferDetail(
         **{name: header[name] for name in Provenance.model_fields},
         id=offer_id,

@@ -1,12 +1,17 @@
 from __future__ import annotations
 
 import gzip
+from datetime import UTC, datetime
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
+from service.api import create_app
 from service.api.offers_cache import accepts_gzip, etag_matches, raw_key, time_bucket
+from service.settings import Settings
+
+from .conftest import FakeSource, database_state, sample_offers
 
 ETAG = 'W/"abc-123"'
 
@@ -41,7 +46,8 @@ async def test_if_none_match_is_304_from_either_lookup(
     first = await client.get("/v1/offers?gpus=H100")
     etag = first.headers["etag"]
     value = header.format(etag=etag, strong=etag.removeprefix("W/"))
-    cache = app.state.context.holder.state.cache
+    state = app.state.context.holder.state
+    cache = state.cache
     # the exact query string again: the fast path's lookup, before routing
     fast = await client.get("/v1/offers?gpus=H100", headers={"If-None-Match": value})
     # the same query spelled otherwise: the router's lookup by canonical key
@@ -81,7 +87,8 @@ async def test_gzip_clients_get_the_stored_compressed_answer_from_either_lookup(
     plain = await _raw(client, "/v1/offers?limit=50", "identity")
     assert "content-encoding" not in plain.headers
     assert "Accept-Encoding" in plain.headers["vary"]
-    cache = app.state.context.holder.state.cache
+    state = app.state.context.holder.state
+    cache = state.cache
     # the router's miss (another spelling), the router's hit, the fast path's hit
     paths = ("/v1/offers?precision=bf16&limit=50", "/v1/offers?limit=50&precision=bf16")
     for path in (*paths, "/v1/offers?limit=50"):
@@ -92,7 +99,8 @@ async def test_gzip_clients_get_the_stored_compressed_answer_from_either_lookup(
         assert r.headers["etag"] == plain.headers["etag"]
         assert int(r.headers["content-length"]) == len(r.content)
         assert gzip.decompress(r.content) == plain.content
-        page = cache.get((raw_key({"query_string": path.split("?")[1].encode()}), time_bucket()))
+        key = raw_key({"query_string": path.split("?")[1].encode()})
+        page = cache.get((key, time_bucket(not_before=state.current.snapshot_at)))
         assert page is not None and r.content == page.gzipped  # the stored bytes, not new ones
 
 
@@ -195,3 +203,29 @@ async def test_requests_are_answered_from_the_old_state_while_a_refresh_loads(
         context.holder.loader = old_loader
     after = await client.get("/v1/offers")
     assert [o["provider"] for o in after.json()["offers"]] == ["newco"]
+
+
+def test_the_answer_instant_is_its_window_never_before_its_snapshot() -> None:
+    at = datetime(2026, 12, 1, 12, 3, 20, tzinfo=UTC)
+    window = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    assert time_bucket(at) == window
+    assert time_bucket(at, not_before=datetime(2026, 12, 1, 11, 0, tzinfo=UTC)) == window
+    snapshot = datetime(2026, 12, 1, 12, 2, 5, tzinfo=UTC)
+    assert time_bucket(at, not_before=snapshot) == snapshot
+
+
+@pytest.mark.anyio
+async def test_an_answer_is_never_generated_before_its_snapshot(
+    settings: Settings, source: FakeSource
+) -> None:
+    """A snapshot stored inside the current 5-minute window: the answer was said to be
+    generated at the window's start, before the snapshot it was built on."""
+    snapshot_at = datetime.now(UTC).replace(microsecond=0)
+    source.current = database_state(sample_offers(), snapshot_at=snapshot_at)
+    app = create_app(settings, offers_loader=source)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        for path in ("/v1/offers?limit=5", "/v1/offers?limit=5"):  # the router, the fast path
+            page = (await c.get(path)).json()
+            generated = datetime.fromisoformat(page["generated_at"])
+            assert generated >= datetime.fromisoformat(page["snapshot_at"]) == snapshot_at
+            assert all(o["price_age_hours"] >= 0 for o in page["offers"])

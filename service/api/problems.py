@@ -154,6 +154,8 @@ def _entry(error: Mapping[str, Any], request: Request) -> dict[str, Any]:
     if place == "body":
         entry["pointer"] = "#/" + "/".join(str(p) for p in rest)
     entry.update(error)
+    # a validator's ValueError: pydantic's "Value error, " before the message says nothing
+    entry["msg"] = str(entry.get("msg", "")).removeprefix("Value error, ")
     if error.get("type") == "extra_forbidden" and place == "query" and len(rest) == 1:
         hint = did_you_mean(str(rest[0]), known_parameters(request))
         entry["msg"] = f"unknown parameter {name!r}" + (f"; did you mean {hint!r}?" if hint else "")

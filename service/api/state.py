@@ -103,7 +103,7 @@ class ApiState:
             out.append(cur.note or SAMPLE_NOTE)
         if cur.stale_providers:
             out.append(
-                "stale providers (last fetch failed; their older offers are included): "
+                "stale providers (latest fetch failed or was skipped; their older offers are included): "
                 + ", ".join(cur.stale_providers)
             )
         # failed_providers names the stale ones too; this warning is about those with no

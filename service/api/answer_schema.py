@@ -263,7 +263,9 @@ class OffersPage(Provenance):
         description="the instant prices are aged against: the start of the answer's 5-minute"
         " cache window, or snapshot_at when that is later"
     )
-    stale_providers: list[str] = Field(description="latest fetch failed or was skipped; older offers shown")
+    stale_providers: list[str] = Field(
+        description="latest fetch failed or was skipped; older offers shown"
+    )
     failed_providers: list[str] = Field(
         description="latest fetch ended in an error: with no offers from them (some may be"
         " hidden) unless also in stale_providers"

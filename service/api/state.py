@@ -103,8 +103,8 @@ class ApiState:
             out.append(cur.note or SAMPLE_NOTE)
         if cur.stale_providers:
             out.append(
-                "stale providers (latest fetch failed or was skipped; their older offers are included): "
-                + ", ".join(cur.stale_providers)
+                "stale providers (latest fetch failed or was skipped; their older offers are"
+                " included): " + ", ".join(cur.stale_providers)
             )
         # failed_providers names the stale ones too; this warning is about those with no
         # offers at all (as the web banner says it)

@@ -8,6 +8,7 @@ names it needs in ``credential_names``.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import ipaddress
 import json
@@ -101,7 +102,8 @@ class Settings(BaseSettings):
     http_retries: int = Field(4, ge=1, le=10, description="attempts per provider request")
     providers_disabled: TextList = Field(
         default_factory=list,
-        description="provider names not to fetch (comma-separated or a JSON list)",
+        description="provider names not to fetch, as `gpuscout providers` lists them"
+        " (comma-separated or a JSON list)",
     )
     fx_rates_file: Path | None = Field(
         None,
@@ -382,6 +384,23 @@ class Settings(BaseSettings):
                     f"not an IP address or network: {entry!r} (expected e.g. 10.0.0.1,10.1.0.0/16)"
                 ) from None
         return [entry.strip() for entry in value]
+
+    @field_validator("providers_disabled")
+    @classmethod
+    def _registered_providers(cls, value: list[str]) -> list[str]:
+        """Each a registered provider's name, so a typo does not leave a provider fetched."""
+        from adapters import provider_names  # the names only: no adapter is imported
+
+        known = provider_names()
+        names = [name.strip() for name in value]
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(
+                f"unknown provider {unknown[0]!r}{hint}; known: {', '.join(sorted(known))}"
+            )
+        return names
 
     @field_validator("*", mode="after")
     @classmethod

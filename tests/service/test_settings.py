@@ -123,5 +123,21 @@ def test_a_broken_list_setting_names_itself_and_the_form(
 
 
 def test_a_list_given_in_python_passes_as_it_is() -> None:
-    settings = Settings(_env_file=None, providers_disabled=["a", "b"])  # type: ignore[call-arg]
-    assert settings.providers_disabled == ["a", "b"]
+    settings = Settings(_env_file=None, cors_origins=["https://a", "https://b"])  # type: ignore[call-arg]
+    assert settings.cors_origins == ["https://a", "https://b"]
+
+
+def test_a_disabled_provider_must_be_a_registered_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in the setting left the provider fetched, silently."""
+    with pytest.raises(ValidationError) as info:
+        _from_env(monkeypatch, "providers_disabled", "vastai,lamda")
+    message, code = one_line(info.value) or ("", 0)
+    assert message.startswith(
+        "configuration: GPUSCOUT_PROVIDERS_DISABLED: unknown provider 'lamda'"
+        " (did you mean 'lambda'?); known: "
+    )
+    assert code == 2
+    assert _from_env(monkeypatch, "providers_disabled", "vastai, lambda").providers_disabled == [
+        "vastai",
+        "lambda",
+    ]

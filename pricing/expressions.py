@@ -85,6 +85,7 @@ __all__ = [
     "job_cost_usd",
     "job_gpus",
     "job_storage_gb",
+    "job_usd_per_hour",
     "memory_per_gpu_gb",
     "mfu",
     "monthly_capped_hours",
@@ -557,9 +558,16 @@ def monthly_capped_hours(metered: pl.Expr, cap_hours: pl.Expr) -> pl.Expr:
 
 
 @_kept
+def job_usd_per_hour() -> pl.Expr:
+    """What the job pays an hour while it runs: ``usd_per_hour`` (one instance) x
+    ``nodes`` (a 512-GPU job on 8-GPU instances rents 64)."""
+    return pl.col("usd_per_hour") * pl.col("nodes")
+
+
+@_kept
 def job_cost_usd() -> pl.Expr:
     """``billed_hours x usd_per_hour x nodes``."""
-    return pl.col("billed_hours") * pl.col("usd_per_hour") * pl.col("nodes")
+    return pl.col("billed_hours") * job_usd_per_hour()
 
 
 # --- extras: disk, IPv4, egress ----------------------------------------------------------

@@ -157,6 +157,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "interruptions_expected",
     "interruptible_risk",
     "billed_hours",
+    "job_usd_per_hour",
     "job_cost_usd",
     "job_storage_gb",
     "required_extras_usd",
@@ -640,6 +641,7 @@ def rank_plan(
         .with_columns(
             break_even=ex.break_even_text(),
             usd_per_gpu_hour=ex.usd_per_gpu_hour(),
+            job_usd_per_hour=ex.job_usd_per_hour(),
             gpu_memory_gb=ex.gpu_memory_gb(),
             total_gpu_memory_gb=ex.total_gpu_memory_gb(),
             memory_needed_gb=pl.lit(chain.memory_needed_gb, dtype=pl.Float64),

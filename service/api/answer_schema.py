@@ -137,6 +137,9 @@ class JobCost(_Answer):
     )
     interruptible_risk: str | None = Field(description="the caveat of an interruptible term")
     billed_hours: float | None
+    job_usd_per_hour: float | None = Field(
+        description="what the job pays an hour: usd_per_hour (one instance) x nodes"
+    )
     job_cost_usd: float | None = Field(description="compute: billed hours x price x nodes")
     job_storage_gb: float | None = Field(
         description="disk GB per instance the job runs with (asked, else included; at least"

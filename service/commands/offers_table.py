@@ -196,7 +196,9 @@ def label_rows(frame: pl.DataFrame, caveat: pl.Expr) -> pl.DataFrame:
         gpus_label=pl.when(caveat.is_not_null())
         .then(pl.concat_str([label, pl.lit(" *")]))
         .otherwise(label),
-        job_usd_per_hour=pl.col("usd_per_hour") * nodes,
+        job_usd_per_hour=pl.col("job_usd_per_hour")
+        if "job_usd_per_hour" in frame.columns  # the ranking's
+        else pl.col("usd_per_hour") * nodes,
     )
 
 

@@ -46,6 +46,8 @@ def test_a_512_gpu_job_never_lands_on_nodes_without_a_fabric() -> None:
     out = rank(offers, job=BIG, options=AT_NOW)
     assert out["offer_id"].to_list() == ["cluster"]
     assert out["nodes"][0] == 64 and out["job_gpus"][0] == 512
+    # what the job pays an hour: 64 instances, not the one instance's price
+    assert out["job_usd_per_hour"][0] == pytest.approx(64 * out["usd_per_hour"][0])
     note = left_out_note(_frame(offers), None, NOW, job=BIG)
     assert note is not None
     assert f"{ex.NO_FABRIC}: 2 (acme)" in note  # the 1-GPU VM and the 8x without a fabric

@@ -132,7 +132,10 @@ class Estimate(BaseModel):
     effective_tflops: float
     effective_tflops_per_gpu: float
     gpu_hours: float = Field(description="wall_clock_hours x gpu_count")
-    wall_clock_hours: float
+    wall_clock_hours: float = Field(
+        description="total_flops over effective_tflops: the run on this topology, before"
+        " an interruptible term's restarts (the offer's own wall clock adds them)"
+    )
     memory_needed_gb: float = Field(description="training state over the whole job")
     memory_per_gpu_gb: float = Field(description="shard + activations + floor, per GPU")
     gpu_memory_gb: float | None
@@ -337,7 +340,11 @@ def estimate(
     fits = gpu_memory is not None and per_gpu <= gpu_memory
     nodes = int(str(row["nodes"]))
     per_node = float(str(row["gpus"]))
-    wall = float(str(row["wall_clock_hours"]))
+    # the run at the effective rate, before restarts: an interruptible offer's own wall
+    # clock (the offer's, below) adds its expected lost work, which is the term's, not the
+    # topology's
+    wall = float(str(row["compute_hours"]))
+    offer_wall = float(str(row["wall_clock_hours"]))
     effective = float(str(row["effective_tflops"]))
     where = (
         f"{best['provider']} {best['instance_name'] or best['offer_id']} ({best['term']})"
@@ -382,7 +389,7 @@ def estimate(
             nodes=nodes,
             usd_per_hour=float(str(best["usd_per_hour"])),
             effective_tflops=effective,
-            wall_clock_hours=wall,
+            wall_clock_hours=offer_wall,
             billed_hours=float(str(best["billed_hours"])),
             job_cost_usd=float(str(best["job_cost_usd"])),
             required_extras_usd=float(str(best["required_extras_usd"])),

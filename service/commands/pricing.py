@@ -553,15 +553,15 @@ offers_command.__annotations__ = {
 
 
 #: What each quantity of an estimate means, shown beside it in the table. The two wall
-#: clocks differ: the estimate's is on the reference topology (the GPUs asked for, 8 a
-#: node, the fabric given); the offer's is on the offer's own machines and term (its nodes,
-#: its fabric, restarts on an interruptible term), which is what the offer's cost is for.
+#: clocks differ: the estimate's is the run at its effective rate on its topology (the
+#: offer's, else the reference: the GPUs asked for, 8 a node); the offer's adds what its
+#: term costs in time (restarts on an interruptible term), which is what its cost pays for.
 ESTIMATE_NOTES: dict[str, str] = {
     "total_flops": "6 x params x tokens",
     "peak_tflops_per_gpu": "dense peak at the precision",
     "effective_tflops": "all GPUs x peak x mfu x scaling",
     "gpu_hours": "GPU-hours of compute at that rate",
-    "wall_clock_hours": "on the reference topology (the GPUs asked for, 8 a node)",
+    "wall_clock_hours": "total_flops / effective_tflops",
     "memory_needed_gb": "weights + gradients + optimizer state",
     "memory_available_gb": "usable memory of all the GPUs",
     "cost_usd": "the run on the offer below",

@@ -304,3 +304,15 @@ def test_a_name_meaning_one_model_is_estimated_as_that_model() -> None:
     result = estimate("H100 SXM", 8, 1e9, 1e9)
     assert result.gpu_model == "H100-SXM5-80GB"
     assert result.peak_tflops_per_gpu == estimate("H100-SXM5-80GB", 8, 1e9, 1e9).peak_tflops_per_gpu
+
+
+def test_the_estimates_wall_clock_is_the_run_at_its_rate_the_offers_adds_restarts() -> None:
+    """On a spot offer the estimate's wall clock (and GPU-hours) carried the term's
+    expected restarts (+2% here), so total_flops / effective_tflops did not add up."""
+    spot = _p5(term=RentalTerm.INTERRUPTIBLE)
+    result = estimate("H100-SXM5-80GB", 512, 70e9, 2e12, offers=[spot], now=NOW)
+    at_rate = result.total_flops / (result.effective_tflops * 1e12) / 3600
+    assert result.wall_clock_hours == pytest.approx(at_rate)
+    assert result.gpu_hours == pytest.approx(at_rate * 512)
+    assert result.offer is not None and result.offer.term == "interruptible"
+    assert result.offer.wall_clock_hours > result.wall_clock_hours * 1.001

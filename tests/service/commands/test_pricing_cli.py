@@ -232,7 +232,8 @@ def test_estimate_table_reads_well_and_explains_both_wall_clocks() -> None:
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "8.4e+22" in out and "83,999" not in out
-    assert "on the reference topology" in out and "on this offer's nodes and term" in out
+    assert "total_flops / effective_tflops" in out
+    assert "on this offer's nodes and term" in out
     assert max(len(line) for line in out.splitlines()) <= 80
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -136,7 +136,14 @@ def register(app: typer.Typer) -> None:
         def money(value: float | None) -> str:
             return "" if value is None else f"{value:.4f}"
 
-        for row in frame.iter_rows(named=True):
+        shown = frame
+        priced: list[date] = [
+            day for day, n in zip(frame["day"], frame["offers"], strict=True) if n
+        ]
+        if priced and priced[0] > start:  # not a column of empty days first
+            shown = frame.filter(frame["day"] >= priced[0])
+            err.print(f"no stored prices before {priced[0]}: the table starts there")
+        for row in shown.iter_rows(named=True):
             table.add_row(
                 row["day"].isoformat(),
                 money(row["median_usd_per_gpu_hour"]),

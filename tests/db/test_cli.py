@@ -134,7 +134,12 @@ def test_history_of_the_sample_starts_when_stored_and_says_sample(
     chart = tmp_path / "h100.png"
     result = runner.invoke(app, ["history", "--gpus", "H100", "--days", "30", "--plot", str(chart)])
     assert result.exit_code == 0, result.output
-    assert _priced_days(result.stdout) == [datetime.now(UTC).date().isoformat()]
+    today = datetime.now(UTC).date().isoformat()
+    assert _priced_days(result.stdout) == [today]
+    # no column of 29 empty days before it: the table starts at the first priced day
+    days = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("│ 20")]
+    assert days == [today]
+    assert f"no stored prices before {today}: the table starts there" in result.stderr
     note = " ".join(result.stderr.split())
     assert "note: offline sample: recorded prices, not live (aws 2025-09-15" in note
     assert SAMPLE_DAYS_NOTE in note

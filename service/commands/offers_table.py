@@ -397,12 +397,12 @@ def footnotes(
         if "n" in headers:
             lines.append(
                 f"n: offers folded into the row ({folded_by}); # is the best rank among"
-                " them, so the others' ranks are skipped (--group-by none lists every offer)"
+                " them, so the others' ranks are skipped (--group-by none gives each its own row)"
             )
         else:
             lines.append(
                 f"# skips the ranks of offers folded into a row above ({folded_by}):"
-                " --wide counts them (n), --group-by none lists every offer"
+                " --wide counts them (n), --group-by none gives each its own row"
             )
     multi = [r for r in rows if (r.get("nodes") or 1) > 1]
     if multi and {"GPUs", "$/h"} & set(headers):

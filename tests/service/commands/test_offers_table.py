@@ -211,7 +211,7 @@ def test_skipped_ranks_are_explained_at_every_width(h100: pl.DataFrame, width: i
         assert "# is the best rank among them, so the others' ranks are skipped" in said
     else:
         assert "# skips the ranks of offers folded into a row above" in said
-        assert "--wide counts them (n), --group-by none lists every offer" in said
+        assert "--wide counts them (n), --group-by none gives each its own row" in said
     unfolded = notes(render(h100, width, group_by=[GroupBy.NONE]))
     assert "folded" not in unfolded
 

@@ -31,6 +31,7 @@ from .problems import problem_response, validation_problem
 __all__ = [
     "MAX_ERROR_CHARS",
     "MAX_ERROR_DEPTH",
+    "MAX_MESSAGE_CHARS",
     "BodySizeLimit",
     "json_safe",
     "limit_body_lists",
@@ -39,8 +40,12 @@ __all__ = [
     "validation_error_response",
 ]
 
-#: Longest ``input`` (as JSON) and ``msg`` a 422 error carries; longer ones are cut.
+#: Longest ``input`` (as JSON) a 422 error carries; longer ones are cut.
 MAX_ERROR_CHARS = 200
+#: Longest ``msg``: ours can list what is known (every provider name a query may give,
+#: ~300 characters), and a cut list would leave the user guessing; still bounded, since a
+#: message may quote the input.
+MAX_MESSAGE_CHARS = 500
 #: Deepest nesting of an input shown in a 422 error.
 MAX_ERROR_DEPTH = 8
 #: Methods whose body the API reads (the others' bodies are never read).
@@ -93,9 +98,9 @@ def _safe_input(value: Any) -> Any:
 def safe_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
     """FastAPI's validation errors, ready for a strict-JSON 422 of bounded size.
 
-    Each keeps ``type``, ``loc`` and ``msg`` (cut); ``input`` is kept when the error had one
-    (cut, non-finite numbers as strings); ``ctx`` is kept as strict JSON (its exception
-    objects as their text).
+    Each keeps ``type``, ``loc`` and ``msg`` (cut at :data:`MAX_MESSAGE_CHARS`); ``input``
+    is kept when the error had one (cut, non-finite numbers as strings); ``ctx`` is kept as
+    strict JSON (its exception objects as their text).
     """
     out = []
     for error in errors:
@@ -103,7 +108,7 @@ def safe_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
         safe: dict[str, Any] = {
             "type": str(e.get("type", "value_error")),
             "loc": [p if isinstance(p, int) else str(p) for p in e.get("loc", ())],
-            "msg": _cut(str(e.get("msg", ""))),
+            "msg": _cut(str(e.get("msg", "")), MAX_MESSAGE_CHARS),
         }
         if "input" in e:
             safe["input"] = _safe_input(e["input"])

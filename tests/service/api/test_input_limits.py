@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from service.api import create_app
-from service.api.input_limits import MAX_ERROR_CHARS, json_safe, safe_errors
+from service.api.input_limits import MAX_ERROR_CHARS, MAX_MESSAGE_CHARS, json_safe, safe_errors
 from service.settings import Settings
 
 from .conftest import ADMIN_TOKEN, FakeSource
@@ -81,9 +81,9 @@ def test_safe_errors_are_strict_json_and_short() -> None:
         ]
     )
     text = json.dumps(errors, allow_nan=False)  # raises on NaN/Infinity
-    assert len(text) < 4 * MAX_ERROR_CHARS * len(errors)
+    assert len(text) < 4 * (MAX_ERROR_CHARS + MAX_MESSAGE_CHARS) * len(errors)
     assert errors[0]["input"] == "NaN" and errors[2]["input"] == {"a": "-Infinity"}
-    assert len(errors[1]["msg"]) < MAX_ERROR_CHARS + 50 and "cut" in errors[1]["msg"]
+    assert len(errors[1]["msg"]) < MAX_MESSAGE_CHARS + 50 and "cut" in errors[1]["msg"]
     assert isinstance(errors[1]["input"], str) and "cut" in errors[1]["input"]
     assert json_safe((1.0, float("inf"))) == [1.0, "Infinity"]
 

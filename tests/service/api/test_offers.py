@@ -263,6 +263,7 @@ async def test_an_unknown_provider_is_422_with_a_did_you_mean(
     assert error["msg"].startswith("unknown provider 'blot' (did you mean 'bolt'?); known: ")
     known = error["msg"].split("known: ", 1)[1].split(", ")
     assert {"acme", "bolt", "cirrus", "lambda", "runpod"} <= set(known)  # data's and adapters'
+    assert "vultr" in known and "cut)" not in error["msg"]  # the whole list, not cut
 
 
 async def test_a_provider_in_another_case_is_the_known_one(client: httpx.AsyncClient) -> None:

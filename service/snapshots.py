@@ -33,7 +33,7 @@ from sqlalchemy.engine import Engine
 
 from adapters import registry
 from adapters.base import Adapter, RetryPolicy
-from adapters.collect import ProviderRun, collect
+from adapters.collect import ProviderRun, RunStatus, collect
 from db.current import latest_snapshot
 from db.engine import make_engine
 from db.guard import OfferGuard
@@ -47,6 +47,7 @@ from .fx import fx_table
 from .settings import Settings
 
 __all__ = [
+    "DISABLED",
     "SNAPSHOT_LOCK",
     "USER_AGENT",
     "Fetch",
@@ -56,6 +57,7 @@ __all__ = [
     "SnapshotSkipped",
     "UnknownProvider",
     "build_adapters",
+    "disabled_runs",
     "fetch_adapters",
     "fetch_providers",
     "offer_guard",
@@ -161,10 +163,27 @@ def offer_guard(settings: Settings) -> OfferGuard:
     )
 
 
+#: The error of a disabled provider's run (:func:`disabled_runs`).
+DISABLED = "disabled by GPUSCOUT_PROVIDERS_DISABLED: not fetched"
+
+
+def disabled_runs(settings: Settings) -> list[ProviderRun]:
+    """A skipped run for each provider ``providers_disabled`` names, so a snapshot records
+    why it was not fetched: offers it holds from earlier snapshots then show as stale with
+    this reason (as a provider skipped for a missing key does), not as current prices."""
+    at = _utc_now()
+    return [
+        ProviderRun(name, RunStatus.SKIPPED, at, 0.0, error=DISABLED)
+        for name in settings.providers_disabled
+    ]
+
+
 def fetch_providers(settings: Settings) -> list[ProviderRun]:
-    """Fetch every enabled provider (blocking: runs its own event loop, so call it from a
-    thread when one is already running)."""
-    return asyncio.run(fetch_adapters(build_adapters(settings), settings))
+    """Fetch every enabled provider, and record the disabled ones as skipped
+    (:func:`disabled_runs`); blocking: runs its own event loop, so call it from a thread
+    when one is already running."""
+    runs = asyncio.run(fetch_adapters(build_adapters(settings), settings))
+    return [*runs, *disabled_runs(settings)]
 
 
 def _utc_now() -> datetime:

@@ -340,7 +340,13 @@ def register(app: typer.Typer) -> None:
         """Fetch all enabled providers concurrently, store the snapshot and report each
         provider's outcome (one snapshot at a time: another runner's lock makes this exit 1)."""
         # the database only for storing: the other commands do not import it
-        from ..snapshots import SnapshotLocked, UnknownProvider, build_adapters, take_snapshot
+        from ..snapshots import (
+            SnapshotLocked,
+            UnknownProvider,
+            build_adapters,
+            disabled_runs,
+            take_snapshot,
+        )
         from .db import stored_table
 
         settings = get_settings()
@@ -357,7 +363,8 @@ def register(app: typer.Typer) -> None:
                 raise typer.BadParameter(str(exc), param_hint="--provider") from None
 
             def fetch() -> list[ProviderRun]:
-                return asyncio.run(fetch_all(adapters, settings))
+                runs = asyncio.run(fetch_all(adapters, settings))
+                return runs if provider else [*runs, *disabled_runs(settings)]
 
         def fetch_and_report() -> list[ProviderRun]:
             runs = fetch()

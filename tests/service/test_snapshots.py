@@ -192,3 +192,33 @@ def test_the_guard_thresholds_come_from_the_settings(db_url: str, tmp_path: Path
         lenient, fetch=Recorder([ok("alpha", many[:25], at(2))])
     ).summary.providers
     assert not change.guarded and change.offer_count == 25
+
+
+def test_a_disabled_provider_is_recorded_as_skipped_and_its_held_offers_go_stale(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Disabling a provider stopped its fetches, but its stored offers went on ranking as
+    current, and nothing said it was disabled."""
+    from service import snapshots
+    from service.current import load_current
+
+    before = at(days=1)
+    take_snapshot(
+        settings_for(db_url, tmp_path),
+        fetch=Recorder([ok("vastai", [offer(provider="vastai")], before)]),
+        now=lambda: before,
+    )
+    settings = settings_for(db_url, tmp_path, providers_disabled=["vastai"])
+    monkeypatch.setattr(snapshots, "fetch_adapters", _no_fetch)  # every enabled adapter
+    result = take_snapshot(settings)  # the default fetch: enabled ones, then the disabled
+    (disabled,) = [r for r in result.runs if r.provider == "vastai"]
+    assert disabled.status is RunStatus.SKIPPED and disabled.error == snapshots.DISABLED
+    state = load_current(settings=settings)
+    vastai = state.providers["vastai"]
+    assert vastai.stale and vastai.error == snapshots.DISABLED
+    assert vastai.offer_count == 1  # its earlier offers are held, said to be stale
+    assert "vastai" in state.stale_providers
+
+
+async def _no_fetch(adapters: object, settings: object, **_: object) -> list[ProviderRun]:
+    return []

@@ -110,28 +110,19 @@ class Job(BaseModel):
             raise ValueError("params: a training run needs both params and tokens")
         if self.params is not None and self.tokens is None and not sized:
             raise ValueError("tokens: a training run needs both params and tokens")
-        kinds = [
+        # params belongs to a training run when tokens come with it (beside hours alone it
+        # only sizes the memory check)
+        given = [
             name
             for name, value in (
                 ("hours", self.hours),
                 ("gpu_hours", self.gpu_hours),
+                ("params", self.params if self.tokens is not None else None),
                 ("tokens", self.tokens),
             )
             if value is not None
         ]
-        if len(kinds) != 1:
-            # every input of the conflicting kinds: params belongs to a training run when
-            # tokens come with it (beside hours alone it only sizes the memory check)
-            given = [
-                name
-                for name, value in (
-                    ("hours", self.hours),
-                    ("gpu_hours", self.gpu_hours),
-                    ("params", self.params if self.tokens is not None else None),
-                    ("tokens", self.tokens),
-                )
-                if value is not None
-            ]
+        if len([name for name in given if name != "params"]) != 1:
             raise ValueError(
                 "a job is exactly one of hours, gpu_hours, or params + tokens"
                 + (f" (got {', '.join(given)})" if given else "")

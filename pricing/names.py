@@ -5,7 +5,7 @@ ranking and the user left to guess at a typo. So an unknown name is refused by n
 the closest known ones (a "did you mean").
 
 GPU names are known from the catalog alone, which is fixed per process, so
-:class:`~pricing.requirement.Requirement` refuses them itself (:func:`unknown_gpus_message`).
+:class:`~pricing.requirement.Requirement` refuses them itself (:func:`refused_gpus`).
 Provider names are not: a price sheet's seller, or the cloud behind an aggregator, is a
 provider a user may name (the filter matches ``provider`` or ``seller``), and only the data
 being ranked says which exist. So providers are checked where that data is at hand, the
@@ -17,7 +17,7 @@ in the frame.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from adapters.gpus import GpuSpec, find_gpus, get_gpu, gpus_named, similar_gpu_names
@@ -34,6 +34,7 @@ __all__ = [
     "did_you_mean",
     "known_providers",
     "one_gpu_model",
+    "refused_gpus",
     "similar_names",
     "unknown_gpus_message",
 ]
@@ -74,6 +75,17 @@ def unknown_gpus_message(names: Sequence[str]) -> str:
     closest catalog names (:func:`adapters.gpus.similar_gpu_names`)."""
     parts = [f"{name!r}{did_you_mean(similar_gpu_names(name))}" for name in names]
     return "unknown GPU model, family or vendor: " + ", ".join(parts)
+
+
+def refused_gpus(
+    queries: Iterable[str], matches: Callable[[str], Sequence[object]] = gpus_named
+) -> str | None:
+    """The refusal of the GPU names of ``queries`` that ``matches`` finds nothing for (the
+    requirement's resolver by default; the history, which looks stored names up by model,
+    family or vendor, passes :func:`adapters.gpus.find_gpus`), worded alike wherever a GPU
+    is asked for (:func:`unknown_gpus_message`); ``None``: all known."""
+    unknown = [q for q in queries if not matches(q)]
+    return unknown_gpus_message(unknown) if unknown else None
 
 
 def one_gpu_model(name: str) -> GpuSpec:

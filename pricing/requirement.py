@@ -11,7 +11,6 @@ The filter itself is the polars expression :func:`pricing.expressions.qualifies`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any
 
 from pydantic import (
@@ -28,10 +27,10 @@ from adapters.gpus import gpus_named
 from adapters.schema import Cooling, Fabric, GpuFormFactor, RentalTerm, StorageType
 
 from .checklist import SEED_SERVER, checklist_requirement
-from .names import unknown_gpus_message
+from .names import refused_gpus
 from .readings import VERSION_PATTERN
 
-__all__ = ["PRESETS", "Requirement", "preset", "preset_names", "refused_gpus"]
+__all__ = ["PRESETS", "Requirement", "preset", "preset_names"]
 
 
 def _version(value: str) -> str:
@@ -48,17 +47,6 @@ def _version(value: str) -> str:
 Version = Annotated[str, Field(max_length=20), AfterValidator(_version)]
 NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
-
-
-def refused_gpus(
-    queries: Iterable[str], matches: Callable[[str], Sequence[object]] = gpus_named
-) -> str | None:
-    """The refusal of the GPU names of ``queries`` that ``matches`` finds nothing for (the
-    requirement's resolver by default; the history, which looks stored names up by model,
-    family or vendor, passes :func:`adapters.gpus.find_gpus`), worded alike wherever a GPU
-    is asked for (:func:`pricing.names.unknown_gpus_message`); ``None``: all known."""
-    unknown = [q for q in queries if not matches(q)]
-    return unknown_gpus_message(unknown) if unknown else None
 
 
 class Requirement(BaseModel):

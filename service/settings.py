@@ -8,7 +8,6 @@ names it needs in ``credential_names``.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import ipaddress
 import json
@@ -394,9 +393,10 @@ class Settings(BaseSettings):
         known = provider_names()
         names = [name.strip() for name in value]
         unknown = [name for name in names if name not in known]
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+        if unknown:  # the wording's helpers only now: pricing imports polars
+            from pricing.names import did_you_mean, similar_names
+
+            hint = did_you_mean(similar_names(unknown[0], known, limit=1))
             raise ValueError(
                 f"unknown provider {unknown[0]!r}{hint}; known: {', '.join(sorted(known))}"
             )

@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         if gpu is None:
             refuse("--gpus: required (a GPU model or family, e.g. H100)")
         from adapters.gpus import find_gpus
-        from pricing.requirement import refused_gpus
+        from pricing.names import refused_gpus
 
         unknown = refused_gpus([gpu], find_gpus)
         if unknown:

@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from adapters.gpus import find_gpus
 from adapters.schema import RentalTerm
 from pricing.display import DECIMALS, for_display
-from pricing.requirement import refused_gpus
+from pricing.names import refused_gpus
 
 from ..deps import ContextDep, NoQueryDep
 from ..offer_ids import offer_id

@@ -33,7 +33,7 @@ from .settings import Settings
 if TYPE_CHECKING:
     from .frame_cache import FileFrameStore
 
-__all__ = ["load_current", "load_database", "load_sample", "load_stored"]
+__all__ = ["load_current", "load_sample", "load_stored"]
 
 
 def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
@@ -78,20 +78,13 @@ def _no_sqlite_file(url: str) -> bool:
     return parent is not None and parent.is_dir()
 
 
-def load_database(settings: Settings, fx: FxTable) -> CurrentState | None:
-    """The stored current offers, or ``None`` when the database holds none (or no schema).
+def load_stored(settings: Settings, fx: FxTable) -> CurrentState | None:
+    """What the database holds: its current offers (maybe none) and every provider's latest
+    attempt; ``None`` when there is no database yet (no file, no schema).
 
     Nothing is migrated here (reading must not write): a database at an older revision is
     an alembic ``CommandError`` saying to run ``gpuscout db upgrade``, not a missing column.
     """
-    stored = load_stored(settings, fx)
-    return None if stored is None or stored.frame.is_empty() else stored
-
-
-def load_stored(settings: Settings, fx: FxTable) -> CurrentState | None:
-    """What the database holds: its current offers (maybe none) and every provider's latest
-    attempt; ``None`` when there is no database yet (no file, no schema). Checked and kept
-    as :func:`load_database` says."""
     if _no_sqlite_file(settings.database_url):
         return None
     from .frame_cache import FileFrameStore, sqlite_marker

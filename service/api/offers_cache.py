@@ -229,7 +229,7 @@ class OffersFastPath:
         if scope["type"] == "http" and scope["path"] == OFFERS_PATH and scope["method"] == "GET":
             state = self.context.holder.state
             if state is not None:
-                now = time_bucket(not_before=state.current.snapshot_at)
+                now = state.answer_time()
                 page = state.cache.get((raw_key(scope), now))
                 if page is not None:
                     scope["gpuscout.route"] = OFFERS_PATH

@@ -34,7 +34,7 @@ from pricing.names import known_providers
 from pricing.offer_checklist import counts_frame
 
 from ..memory import release_memory
-from .offers_cache import ResultCache
+from .offers_cache import ResultCache, time_bucket
 
 __all__ = [
     "COUNT_COLUMNS",
@@ -122,6 +122,12 @@ class ApiState:
         """Find what the state keeps per snapshot now (blocking), not on a first request."""
         _ = self.unrankable, self.warnings, self.checklist, self.known_providers
         return self
+
+    def answer_time(self, now: datetime | None = None) -> datetime:
+        """The instant an answer on this state ages prices against and calls
+        ``generated_at``: ``now``'s cache window, never before this snapshot
+        (:func:`~service.api.offers_cache.time_bucket`)."""
+        return time_bucket(now, not_before=self.current.snapshot_at)
 
     @staticmethod
     def age_s(when: datetime, now: datetime | None = None) -> float:

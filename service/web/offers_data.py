@@ -16,7 +16,6 @@ from starlette.datastructures import QueryParams
 
 from service.api.answers import ranked_page
 from service.api.app_context import ApiContext
-from service.api.offers_cache import time_bucket
 from service.api.offers_query import canonical_key, parse_offers_query, validate_query
 from service.api.state import ApiState
 
@@ -43,7 +42,7 @@ async def offers_answer(
     state: ApiState, params: QueryParams, context: ApiContext
 ) -> dict[str, Any]:
     """The ``/v1/offers`` answer for ``params`` as a dict; :class:`QueryError` if refused."""
-    now = time_bucket(not_before=state.current.snapshot_at)
+    now = state.answer_time()
     try:
         query = validate_query(params, context.settings.api_max_list_items)
         key = canonical_key(query)

@@ -15,7 +15,6 @@ from typing import Annotated
 from fastapi import APIRouter, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from starlette.concurrency import run_in_threadpool
 
 from adapters.gpus import Precision
 from adapters.schema import Fabric
@@ -26,8 +25,7 @@ from pricing.requirement import Requirement
 
 from ..answer_schema import Provenance, RankedOffer
 from ..answers import page_header, ranked_offers
-from ..deps import NoQueryDep, StateDep
-from ..offers_cache import time_bucket
+from ..deps import ContextDep, NoQueryDep, StateDep
 from ..offers_query import ParsedQuery
 from ..problems import problem_responses
 from ..vocabulary import deprecation_headers, deprecation_note
@@ -140,7 +138,7 @@ class EstimateAnswer(Provenance):
     responses=problem_responses(413, 422, 503),
 )
 async def estimate_cost(
-    body: EstimateRequest, state: StateDep, response: Response
+    body: EstimateRequest, state: StateDep, context: ContextDep, response: Response
 ) -> EstimateAnswer:
     """Estimate what a training run costs.
 
@@ -149,7 +147,7 @@ async def estimate_cost(
     many GPUs. Without `gpu_model`: the run ranked across the offers qualifying under
     `requirement`, on `job_gpus` GPUs or one instance of each offer.
     """
-    now = time_bucket(not_before=state.current.snapshot_at)
+    now = state.answer_time()
     header = page_header(state, now)
     head = {name: header[name] for name in Provenance.model_fields}
     old_names = [
@@ -163,7 +161,7 @@ async def estimate_cost(
     if body.gpu_model is not None:
         assert body.job_gpus is not None
         try:
-            result = await run_in_threadpool(
+            result = await context.ranking(
                 lambda: estimate(
                     body.gpu_model or "",
                     body.job_gpus or 1,
@@ -238,7 +236,7 @@ async def estimate_cost(
         scaling=body.scaling,
         key="",
     )
-    offers = await run_in_threadpool(ranked_offers, state, parsed, now)
+    offers = await context.ranking(ranked_offers, state, parsed, now)
     return EstimateAnswer(
         mode="offers", offers=[RankedOffer.model_validate(o) for o in offers], **head
     )

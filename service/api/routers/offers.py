@@ -28,7 +28,6 @@ from ..offers_cache import (
     not_modified,
     page_response,
     raw_key,
-    time_bucket,
 )
 from ..offers_query import (
     canonical_key,
@@ -89,7 +88,7 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
     since their offers may be missing or old. `total` counts every qualifying
     configuration; `next` is the cursor of the next page (null on the last).
     """
-    now = time_bucket(not_before=state.current.snapshot_at)
+    now = state.answer_time()
     query = validate_query(  # 422 names the parameter
         request.query_params, context.settings.api_max_list_items
     )
@@ -162,7 +161,7 @@ async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> Offe
         source=state.current.source,
         engine=context.history,
     )
-    header = page_header(state, time_bucket(not_before=state.current.snapshot_at))
+    header = page_header(state, state.answer_time())
     return OfferDetail(
         **{name: header[name] for name in Provenance.model_fields},
         id=offer_id,

@@ -25,8 +25,9 @@ import asyncio
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 from sqlalchemy.engine import Engine
@@ -178,12 +179,20 @@ def disabled_runs(settings: Settings) -> list[ProviderRun]:
     ]
 
 
-def fetch_providers(settings: Settings) -> list[ProviderRun]:
-    """Fetch every enabled provider, and record the disabled ones as skipped
-    (:func:`disabled_runs`); blocking: runs its own event loop, so call it from a thread
-    when one is already running."""
-    runs = asyncio.run(fetch_adapters(build_adapters(settings), settings))
-    return [*runs, *disabled_runs(settings)]
+def fetch_providers(
+    settings: Settings,
+    names: Sequence[str] | None = None,
+    *,
+    fetch: Callable[[list[Adapter], Settings], Coroutine[Any, Any, list[ProviderRun]]] = (
+        fetch_adapters
+    ),
+) -> list[ProviderRun]:
+    """Fetch the providers ``names`` (default: every enabled one, and the disabled ones
+    recorded as skipped, :func:`disabled_runs`) with ``fetch`` (the CLI's shows progress);
+    blocking: runs its own event loop, so call it from a thread when one is already
+    running."""
+    runs = asyncio.run(fetch(build_adapters(settings, names), settings))
+    return runs if names else [*runs, *disabled_runs(settings)]
 
 
 def _utc_now() -> datetime:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Mapping
@@ -344,7 +343,7 @@ def register(app: typer.Typer) -> None:
             SnapshotLocked,
             UnknownProvider,
             build_adapters,
-            disabled_runs,
+            fetch_providers,
             take_snapshot,
         )
         from .db import stored_table
@@ -357,14 +356,13 @@ def register(app: typer.Typer) -> None:
             def fetch() -> list[ProviderRun]:
                 return replay_sample(provider or None)
         else:
-            try:
-                adapters = build_adapters(settings, provider or None)
+            try:  # an unknown name is refused before anything runs
+                build_adapters(settings, provider or None)
             except UnknownProvider as exc:
                 raise typer.BadParameter(str(exc), param_hint="--provider") from None
 
             def fetch() -> list[ProviderRun]:
-                runs = asyncio.run(fetch_all(adapters, settings))
-                return runs if provider else [*runs, *disabled_runs(settings)]
+                return fetch_providers(settings, provider or None, fetch=fetch_all)
 
         def fetch_and_report() -> list[ProviderRun]:
             runs = fetch()

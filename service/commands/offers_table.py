@@ -181,24 +181,20 @@ def _count_text(count: float) -> str:
 def label_rows(frame: pl.DataFrame, caveat: pl.Expr) -> pl.DataFrame:
     """The ranking with the table's own columns: ``provider_label`` (seller behind a
     provider), ``gpus_label`` (``8× H100-SXM5-80GB``; ``64 × 8× H100-SXM5-80GB`` for 64
-    nodes of the offer; ``*`` when a caveat applies) and ``job_usd_per_hour`` (what the
-    job pays an hour: the instance's ``usd_per_hour`` times its nodes)."""
-    nodes = pl.col("nodes") if "nodes" in frame.columns else pl.lit(1, dtype=pl.Int64)
+    nodes of the offer; ``*`` when a caveat applies); the table's ``$/h`` is the ranking's
+    ``job_usd_per_hour``."""
+    nodes = pl.col("nodes")
     per_node = pl.format("{}× {}", _count_label(pl.col("gpus")), pl.col("gpu_model"))
     label = (
         pl.when(nodes > 1)
         .then(pl.format("{} × {}", nodes.cast(pl.String), per_node))
         .otherwise(per_node)
     )
-    provider = provider_label_expr() if "seller" in frame.columns else pl.col("provider")
     return frame.with_columns(
-        provider_label=provider,
+        provider_label=provider_label_expr(),
         gpus_label=pl.when(caveat.is_not_null())
         .then(pl.concat_str([label, pl.lit(" *")]))
         .otherwise(label),
-        job_usd_per_hour=pl.col("job_usd_per_hour")
-        if "job_usd_per_hour" in frame.columns  # the ranking's
-        else pl.col("usd_per_hour") * nodes,
     )
 
 

@@ -178,8 +178,12 @@ def _unplaced(
         gpu_memory_gb=gpu_memory_gb(),
     )
     # a configuration is left out when none of its rows can be placed: only those with
-    # some row that cannot are grouped (most jobs fit almost everywhere: few rows)
+    # some row that cannot are grouped (most jobs fit almost everywhere: few rows); its
+    # first term's figures are gathered at that term's arg_min (the first of equal terms,
+    # as a stable sort's first): a sort per group took 2x longer where most rows are
+    # refused (a 7B training job on 8 GPUs over 100k offers: 71k rows)
     placed = placed.cache()
+    first_term = pl.col("term").arg_min()
     refused = placed.filter(pl.col("placement_reason").is_not_null()).select("config_id")
     return (
         placed.join(refused.unique(), on="config_id", how="semi")
@@ -188,11 +192,11 @@ def _unplaced(
             pl.col("provider").first(),
             pl.col("gpu_raw_name").first(),
             pl.col("gpu_model").first(),
-            reason=pl.col("placement_reason").sort_by("term").first(),
+            reason=pl.col("placement_reason").get(first_term),
             placed=pl.col("placement_reason").is_null().any(),
-            gpu_memory_gb=pl.col("gpu_memory_gb").sort_by("term").first(),
-            job_gpus=pl.col("job_gpus").sort_by("term").first(),
-            memory_per_gpu_gb=pl.col("memory_per_gpu_gb").sort_by("term").first(),
+            gpu_memory_gb=pl.col("gpu_memory_gb").get(first_term),
+            job_gpus=pl.col("job_gpus").get(first_term),
+            memory_per_gpu_gb=pl.col("memory_per_gpu_gb").get(first_term),
         )
         .filter(~pl.col("placed"))
     )

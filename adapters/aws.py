@@ -86,7 +86,6 @@ from .units import (
     gpu_share,
     gpu_vendor,
     lenient_float,
-    mib_to_gb,
     price_or_reason,
     size_text_to_gb,
     to_float,
@@ -460,14 +459,14 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
         return "no GPU"
     gpu_count, fraction = gpu_share(count)
     # The price list's "GPU Memory" is the instance total in the datasheet's GB ("640 GB"
-    # for 8 H100 80GB); GpuInfo gives MiB per GPU (81920 for an H100, i.e. 85.9 GB), so it
-    # is only the fallback, to stay comparable with the GPU catalog's datasheet figures.
+    # for 8 H100 80GB); GpuInfo gives MiB per GPU, the nominal size in MiB (81920 for an
+    # H100: 80 GiB, the "80 GB" it is sold by), the fallback.
     total_gpu_memory = size_text_to_gb(row.get("GPU Memory"))
     per_gpu_memory: float | None = None
     if total_gpu_memory:
         per_gpu_memory = total_gpu_memory / gpu_count
     elif info is not None and info.memory_mib:
-        per_gpu_memory = mib_to_gb(info.memory_mib)
+        per_gpu_memory = info.memory_mib / 1024
     family = gpu_families().get(row.get("Instance Type").split(".", 1)[0])
     form_factor = family.form_factor if family else None
     raw_name = (info.name if info and info.name else None) or (

@@ -72,6 +72,7 @@ __all__ = [
     "gpus_named",
     "resolve_gpu_name",
     "similar_gpu_names",
+    "sold_memory_gb",
     "spec_fields",
     "unknown_gpu_names",
 ]
@@ -296,6 +297,25 @@ def get_gpu(name: str) -> GpuSpec | None:
 def _key(text: str) -> str:
     """Letters and digits only, lower-case: ``"RTX 4090"`` and ``"RTX-4090"`` compare equal."""
     return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def sold_memory_gb(usable_mib: float, model: str | None) -> float:
+    """The memory a GPU is sold by (the catalog's nominal GB, really GiB: "24 GB" for an
+    RTX 4090) from the usable MiB a driver reports (``nvidia-smi``: 24564 MiB for that
+    4090, 81559 for an 80 GB H100, 46068 for a 48 GB L40S with ECC on).
+
+    The driver and ECC keep up to ~6% back, so a usable size at most
+    :data:`MEMORY_TOLERANCE` below ``model``'s nominal size is that size; otherwise (no
+    model, no catalog size, or a size that is not this model's) the usable GiB. Stored as
+    decimal GB, the 4090 would read 25.76 beside the 24 every other provider states, and a
+    filter for 25 GB would admit it.
+    """
+    gib = usable_mib / _MIB_PER_GIB
+    spec = get_gpu(model) if model else None
+    nominal = spec.memory_gb if spec is not None else None
+    if nominal and nominal * (1 - MEMORY_TOLERANCE) <= gib <= nominal:
+        return nominal
+    return round(gib, 2)
 
 
 def find_gpus(query: str) -> tuple[GpuSpec, ...]:

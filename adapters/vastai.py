@@ -21,7 +21,8 @@ spec and vast-ai/vast-cli (vastai/cli/commands/offers.py):
   it is created with, 10 GB unless told (``boot_disk_min_gb``, ``data/provider_disks.csv``);
 * ``min_bid``: the lowest interruptible ("bid") price, USD per hour for the whole offer;
 * ``gpu_ram``: per-GPU memory as nvidia-smi reports it (MiB, though the spec says MB:
-  24564 for an RTX 4090);
+  24564 for an RTX 4090), stored as the size the card is sold by (24 GB,
+  :func:`~adapters.gpus.sold_memory_gb`) as every other provider states it;
 * ``cpu_cores_effective``: the vCPUs the renter gets; ``disk_space``: GB to allocate;
   ``inet_up``/``inet_down``: measured Mbit/s; ``inet_up_cost``: USD per GB sent out;
 * ``reliability2`` (0-1), ``verification`` ("verified"/"unverified"/"deverified"),
@@ -60,6 +61,7 @@ from .base import (
     positive_price,
     required_count,
 )
+from .gpus import sold_memory_gb
 from .schema import HOURS_PER_MONTH, OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
 from .units import (
@@ -67,7 +69,6 @@ from .units import (
     gpu_vendor,
     lenient_decimal,
     lenient_float,
-    mib_to_gb,
     non_negative,
     positive,
     text,
@@ -184,18 +185,16 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
     cuda = positive(lenient_float(record.get("cuda_max_good")))
     storage_cost = lenient_decimal(record.get("storage_cost"))
     egress = lenient_decimal(record.get("inet_up_cost"))
+    vendor = gpu_vendor(record.get("gpu_arch"))
+    gpu = gpu_fields(raw_gpu, memory_gb=gpu_mib / 1024 if gpu_mib else None, vendor=vendor)
     return {
         "offer_id": _offer_id(record, gpu_count),
         "region": region,
         "country": _country(region),
         # matched on GiB, the unit GPU names quote ("80GB" = 81920 MiB)
-        **gpu_fields(
-            raw_gpu,
-            memory_gb=gpu_mib / 1024 if gpu_mib else None,
-            vendor=gpu_vendor(record.get("gpu_arch")),
-        ),
+        **gpu,
         "gpu_count": gpu_count,
-        "gpu_memory_gb": mib_to_gb(gpu_mib) if gpu_mib else None,
+        "gpu_memory_gb": sold_memory_gb(gpu_mib, gpu.get("gpu_model")) if gpu_mib else None,
         "gpu_nvlink_gbs": positive(lenient_float(record.get("bw_nvlink"))),
         "gpu_pcie_gen": int(pcie_gen) if pcie_gen and 1 <= pcie_gen <= 7 else None,
         "cpu_model": text(record.get("cpu_name")),

@@ -397,6 +397,14 @@ def test_fractional_gpu_from_the_price_list() -> None:
     assert o.usd_per_gpu_hour == Decimal("1.6")
 
 
+def test_gpu_memory_falls_back_to_gpu_info_in_its_nominal_size() -> None:
+    """Without the price list's "GPU Memory", GpuInfo's 81920 MiB per H100 is the 80 GB
+    it is sold by (80 GiB), not 85.9 decimal GB beside every other provider's 80."""
+    row = p5_row(**{"GPU Memory": "NA"})
+    (o,) = parse(csv_with(row), *decoded(GPU_INFO_XML)).offers
+    assert (o.gpu_model, o.gpu_memory_gb) == ("H100-SXM5-80GB", 80)
+
+
 def test_family_not_in_table_keeps_count_without_a_name() -> None:
     row = p5_row(**{"Instance Type": "zz9.2xlarge", "GPU": "2", "GPU Memory": "NA"})
     (o,) = parse(csv_with(row)).offers

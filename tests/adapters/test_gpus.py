@@ -17,6 +17,7 @@ from adapters.gpus import (
     find_gpus,
     get_gpu,
     resolve_gpu_name,
+    sold_memory_gb,
     unknown_gpu_names,
 )
 from adapters.schema import GpuFormFactor, Vendor
@@ -57,9 +58,28 @@ def test_public_names() -> None:
         "gpus_named",
         "resolve_gpu_name",
         "similar_gpu_names",
+        "sold_memory_gb",
         "spec_fields",
         "unknown_gpu_names",
     }
+
+
+@pytest.mark.parametrize(
+    ("usable_mib", "model", "sold"),
+    [
+        (24564, "RTX-4090", 24),  # nvidia-smi's figure for a 24 GB card
+        (81559, "H100-SXM5-80GB", 80),
+        (46068, "L40S", 48),  # ECC on keeps ~6% back
+        (81920, "H100-SXM5-80GB", 80),  # the nominal size itself
+        (40960, "H100-SXM5-80GB", 40.0),  # not this model's size: the usable GiB
+        (24564, None, 23.99),  # no model: the usable GiB
+        (24564, "NOT-A-GPU", 23.99),
+    ],
+)
+def test_sold_memory_is_the_nominal_size_of_the_usable_one(
+    usable_mib: float, model: str | None, sold: float
+) -> None:
+    assert sold_memory_gb(usable_mib, model) == sold
 
 
 def test_spec_fields_prefer_the_stated_form_factor_and_the_catalog_vendor() -> None:

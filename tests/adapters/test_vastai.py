@@ -70,7 +70,7 @@ def test_h100_datacenter_offer_field_by_field() -> None:
     assert h100.gpu_raw_name == "H100 SXM"
     assert h100.gpu_vendor is Vendor.NVIDIA
     assert h100.gpu_count == 8
-    assert h100.gpu_memory_gb == pytest.approx(85.52, abs=0.01)  # 81559 MiB
+    assert h100.gpu_memory_gb == 80  # 81559 MiB usable: the 80 GB it is sold by
     assert h100.gpu_nvlink_gbs == pytest.approx(370.6)
     assert h100.gpu_pcie_gen == 5
     assert h100.cpu_model == "Xeon® Platinum 8480+" and h100.cpu_vendor == "intel"
@@ -117,7 +117,7 @@ def test_verbatim_cli_capture_in_its_envelope() -> None:
     offer = one(result.offers, "m22990-1x", RentalTerm.ON_DEMAND)
     assert offer.gpu_model == "RTX-4090"
     assert offer.gpu_count == 1
-    assert offer.gpu_memory_gb == pytest.approx(25.76, abs=0.01)  # 24564 MiB
+    assert offer.gpu_memory_gb == 24  # 24564 MiB usable: a 24 GB card, as others state it
     assert offer.vcpus == 24
     assert offer.storage_gb == pytest.approx(1607.875)
     assert offer.price_amount == Decimal("0.24666666666666665")

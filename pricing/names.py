@@ -9,9 +9,10 @@ GPU names are known from the catalog alone, which is fixed per process, so
 Provider names are not: a price sheet's seller, or the cloud behind an aggregator, is a
 provider a user may name (the filter matches ``provider`` or ``seller``), and only the data
 being ranked says which exist. So providers are checked where that data is at hand, the
-CLI's ``offers`` and the API's query, against :func:`known_providers`: the registered
-adapters' names (:func:`adapters.provider_names`, passed in) and every provider and seller
-in the frame.
+CLI's ``offers`` and the API's query, and every saved search (a digest's or an alert's,
+from the API, the web forms and the CLI: one naming no offer's provider would never find
+anything), against :func:`known_providers`: the registered adapters' names
+(:func:`adapters.provider_names`, passed in) and every provider and seller in the frame.
 """
 
 from __future__ import annotations

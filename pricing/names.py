@@ -18,7 +18,7 @@ anything), against :func:`known_providers`: the registered adapters' names
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from adapters.gpus import GpuSpec, find_gpus, get_gpu, gpus_named, similar_gpu_names
@@ -78,14 +78,12 @@ def unknown_gpus_message(names: Sequence[str]) -> str:
     return "unknown GPU model, family or vendor: " + ", ".join(parts)
 
 
-def refused_gpus(
-    queries: Iterable[str], matches: Callable[[str], Sequence[object]] = gpus_named
-) -> str | None:
-    """The refusal of the GPU names of ``queries`` that ``matches`` finds nothing for (the
-    requirement's resolver by default; the history, which looks stored names up by model,
-    family or vendor, passes :func:`adapters.gpus.find_gpus`), worded alike wherever a GPU
-    is asked for (:func:`unknown_gpus_message`); ``None``: all known."""
-    unknown = [q for q in queries if not matches(q)]
+def refused_gpus(queries: Iterable[str]) -> str | None:
+    """The refusal of the GPU names of ``queries`` that mean no catalog model
+    (:func:`adapters.gpus.gpus_named`, what a requirement's ``gpus`` and the history's
+    ``gpus`` are read with), worded alike wherever a GPU is asked for
+    (:func:`unknown_gpus_message`); ``None``: all known."""
+    unknown = [q for q in queries if not gpus_named(q)]
     return unknown_gpus_message(unknown) if unknown else None
 
 

@@ -27,6 +27,7 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from adapters.gpus import gpus_named
 from adapters.run import Origin
 from adapters.sample import sample_entries, sample_note
 from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
@@ -136,11 +137,14 @@ def offer_price_history(engine: Engine | Connection, offer_key: str) -> list[Pri
 
 
 def gpu_filter(gpu: str) -> sa.ColumnElement[bool]:
-    """Rows of the GPU model ``gpu`` or of its family: ``H100`` matches ``H100-SXM5-80GB``
-    and ``H100-PCIE-80GB``; ``H100-SXM5-80GB`` matches only itself (case-insensitive)."""
-    model = sa.func.lower(_history.c.gpu_model)
-    wanted = gpu.strip().lower()
-    return sa.or_(model == wanted, model.startswith(wanted + "-", autoescape=True))
+    """Rows of the catalog models the GPU name ``gpu`` means, read as a requirement's
+    ``gpus`` is (:func:`adapters.gpus.gpus_named`), so the history takes every spelling the
+    offers take and means by it the same models: a model (``H100-SXM5-80GB``, only itself,
+    case aside), a family (``H100``: every H100; ``RTX-4080``: not ``RTX-4080-SUPER``), a
+    vendor (``amd``) or a name as providers write it (``H100 SXM``, ``4090``). A name
+    meaning no model matches no row. Stored ``gpu_model`` values are catalog names."""
+    models = [spec.name for spec in gpus_named(gpu)]
+    return _history.c.gpu_model.in_(models) if models else sa.false()
 
 
 def _naive(at: object) -> datetime:

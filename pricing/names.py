@@ -9,15 +9,16 @@ GPU names are known from the catalog alone, which is fixed per process, so
 Provider names are not: a price sheet's seller, or the cloud behind an aggregator, is a
 provider a user may name (the filter matches ``provider`` or ``seller``), and only the data
 being ranked says which exist. So providers are checked where that data is at hand, the
-CLI's ``offers`` and the API's query, against :func:`known_providers`: the registered
-adapters' names (:func:`adapters.provider_names`, passed in) and every provider and seller
-in the frame.
+CLI's ``offers`` and the API's query, and every saved search (a digest's or an alert's,
+from the API, the web forms and the CLI: one naming no offer's provider would never find
+anything), against :func:`known_providers`: the registered adapters' names
+(:func:`adapters.provider_names`, passed in) and every provider and seller in the frame.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from adapters.gpus import GpuSpec, find_gpus, get_gpu, gpus_named, similar_gpu_names
@@ -77,14 +78,12 @@ def unknown_gpus_message(names: Sequence[str]) -> str:
     return "unknown GPU model, family or vendor: " + ", ".join(parts)
 
 
-def refused_gpus(
-    queries: Iterable[str], matches: Callable[[str], Sequence[object]] = gpus_named
-) -> str | None:
-    """The refusal of the GPU names of ``queries`` that ``matches`` finds nothing for (the
-    requirement's resolver by default; the history, which looks stored names up by model,
-    family or vendor, passes :func:`adapters.gpus.find_gpus`), worded alike wherever a GPU
-    is asked for (:func:`unknown_gpus_message`); ``None``: all known."""
-    unknown = [q for q in queries if not matches(q)]
+def refused_gpus(queries: Iterable[str]) -> str | None:
+    """The refusal of the GPU names of ``queries`` that mean no catalog model
+    (:func:`adapters.gpus.gpus_named`, what a requirement's ``gpus`` and the history's
+    ``gpus`` are read with), worded alike wherever a GPU is asked for
+    (:func:`unknown_gpus_message`); ``None``: all known."""
+    unknown = [q for q in queries if not gpus_named(q)]
     return unknown_gpus_message(unknown) if unknown else None
 
 

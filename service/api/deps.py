@@ -26,6 +26,7 @@ __all__ = [
     "AdminDep",
     "ContextDep",
     "NoQueryDep",
+    "SavedSearchProvidersDep",
     "SettingsDep",
     "StateDep",
     "reject_unknown",
@@ -74,6 +75,28 @@ async def current_state(context: ContextDep) -> ApiState:
 
 
 StateDep = Annotated[ApiState, Depends(current_state)]
+
+
+async def saved_search_providers(context: ContextDep) -> frozenset[str] | None:
+    """The provider names a saved search (a digest's or an alert's) may give: the state's
+    :attr:`~service.api.state.ApiState.known_providers`, the state loaded on first use as
+    for any answer; ``None`` when the offers cannot be loaded (where ``/v1/offers`` answers
+    503), and then the names are not checked.
+
+    Without the offers only the adapters' names are known, not the sellers behind a price
+    sheet or an aggregator, which the data alone tells apart from a typo; and a saved
+    search is run against later snapshots, not this one. Refusing a name then would refuse
+    a search for a reason that is not in it, so it is stored as given.
+    """
+    try:
+        state = await current_state(context)
+    except HTTPException:
+        return None
+    return state.known_providers
+
+
+#: :func:`saved_search_providers`: ``None`` means "not checked".
+SavedSearchProvidersDep = Annotated[frozenset[str] | None, Depends(saved_search_providers)]
 
 
 def reject_unknown(request: Request, allowed: frozenset[str]) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "OffersQuery",
     "ParsedQuery",
     "SortKey",
+    "checked_providers",
     "deprecated_names",
     "openapi_parameters",
     "parse_offers_query",
@@ -321,9 +322,14 @@ def _reraise(exc: ValidationError, rename: dict[str, str] | None = None) -> Requ
     return RequestValidationError(errors)
 
 
-def _check_providers(requirement: Requirement, known: Collection[str]) -> Requirement:
-    """``requirement`` with its providers spelled as ``known`` has them; a 422 naming the
-    parameter of a provider name nothing in ``known`` has."""
+def checked_providers(
+    requirement: Requirement, known: Collection[str], at: tuple[str, ...] = ("query",)
+) -> Requirement:
+    """``requirement`` with its providers spelled as ``known`` has them
+    (:func:`pricing.names.check_providers`); a 422 for a provider name nothing in ``known``
+    has, located at ``at`` and the field: the query parameter (``("query", "providers")``)
+    or the body path of a requirement in a JSON body (``("body", "requirement",
+    "providers")``). The one way every route refuses an unknown provider."""
     try:
         return check_providers(requirement, known)
     except UnknownName as exc:
@@ -332,7 +338,7 @@ def _check_providers(requirement: Requirement, known: Collection[str]) -> Requir
             [
                 {
                     "type": "value_error",
-                    "loc": ("query", exc.field),
+                    "loc": (*at, exc.field),
                     "msg": exc.message,
                     "input": list(values),
                 }
@@ -360,7 +366,7 @@ def parse_offers_query(
     except ValidationError as exc:
         raise _reraise(exc) from None
     if providers is not None:
-        requirement = _check_providers(requirement, providers)
+        requirement = checked_providers(requirement, providers)
     job = None
     if job_data:
         try:

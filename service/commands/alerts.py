@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from ..settings import get_settings
 from .digest import engine_for, fail
 from .errors import validation_message
-from .search_options import search_from_options, with_search_options
+from .search_options import search_from_options, spelled_search_providers, with_search_options
 
 __all__ = ["register"]
 
@@ -67,6 +67,7 @@ def create_command(
     **search: Any,
 ) -> None:
     """Create a price alert; a confirmation link is mailed to the address."""
+    from pricing.names import UnknownName
     from service.alerts.manager import AlertLimitExceeded, AlertRequest, create_alert
     from service.digest.limits import SubscribeRateLimited
     from service.digest.mail import SmtpSendError
@@ -90,6 +91,11 @@ def create_command(
         fail(f"invalid alert: {validation_message(exc)}")
     except (KeyError, ValueError) as exc:
         fail(f"invalid alert: {exc}")
+    try:
+        requirement = spelled_search_providers(request.requirement, settings)
+    except UnknownName as exc:
+        fail(f"invalid alert: {exc.message}")
+    request = request.model_copy(update={"requirement": requirement})
     manager = SubscriptionManager(settings, engine_for(settings), smtp_transport(settings))
     try:
         created = create_alert(manager, request)

@@ -83,7 +83,11 @@ def register(app: typer.Typer) -> None:
     def history(
         gpus: Annotated[
             str | None,
-            typer.Option("--gpus", help="one GPU model or family, e.g. H100 (required)"),
+            typer.Option(
+                "--gpus",
+                help="one GPU model, family or vendor, or a name as providers write it"
+                " (H100, 'H100 SXM', 4090), as offers reads it (required)",
+            ),
         ] = None,
         old_gpu: Annotated[str | None, deprecated_option("--gpu", "--gpus")] = None,
         days: Annotated[
@@ -104,10 +108,9 @@ def register(app: typer.Typer) -> None:
         gpu = resolve_deprecated(gpus, old_gpu, "--gpu", "--gpus")
         if gpu is None:
             refuse("--gpus: required (a GPU model or family, e.g. H100)")
-        from adapters.gpus import find_gpus
         from pricing.names import refused_gpus
 
-        unknown = refused_gpus([gpu], find_gpus)
+        unknown = refused_gpus([gpu])
         if unknown:
             refuse(f"--gpus: {unknown}")  # as `offers` refuses it
         from db.engine import make_engine

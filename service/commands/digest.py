@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ..settings import Settings, get_settings
 from .errors import validation_message
-from .search_options import search_from_options, with_search_options
+from .search_options import search_from_options, spelled_search_providers, with_search_options
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -66,6 +66,7 @@ def subscribe_command(
     **search: Any,
 ) -> None:
     """Subscribe an address to a weekly digest; a confirmation link is mailed to it."""
+    from pricing.names import UnknownName
     from service.digest.mail import SmtpSendError
     from service.digest.schedule import smtp_transport
     from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
@@ -80,6 +81,11 @@ def subscribe_command(
         fail(f"invalid subscription: {validation_message(exc)}")
     except (KeyError, ValueError) as exc:
         fail(f"invalid subscription: {exc}")
+    try:
+        requirement = spelled_search_providers(request.requirement, settings)
+    except UnknownName as exc:
+        fail(f"invalid subscription: {exc.message}")
+    request = request.model_copy(update={"requirement": requirement})
     manager = SubscriptionManager(settings, engine_for(settings), smtp_transport(settings))
     try:
         record = manager.subscribe(request)

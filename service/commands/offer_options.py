@@ -19,15 +19,19 @@ from __future__ import annotations
 import enum
 import inspect
 import types
-from collections.abc import Mapping
-from typing import Annotated, Any, Union, get_args, get_origin
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
 
 import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from pricing.job import Job
+from pricing.names import UnknownName
 from pricing.requirement import Requirement
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
     "ALIASES",
@@ -38,6 +42,7 @@ __all__ = [
     "fields_from_options",
     "model_options",
     "option_name",
+    "spelled_providers",
     "split_commas",
 ]
 
@@ -69,6 +74,24 @@ INTEGER_FIELDS: frozenset[str] = frozenset({"min_gpus", "max_gpus"})
 def option_name(param: str) -> str:
     """The CLI option of an API parameter: ``min_gpus`` -> ``--min-gpus``."""
     return "--" + param.replace("_", "-")
+
+
+def spelled_providers(requirement: Requirement, frame: Callable[[], pl.DataFrame]) -> Requirement:
+    """``requirement`` with its ``--providers`` and ``--exclude-providers`` spelled as known
+    (a name differing only in case is the known one): the adapters' names and every
+    provider and seller of the offers ``frame()`` gives, loaded only when a name is given
+    (:func:`pricing.names.check_providers`). An :class:`~pricing.names.UnknownName` (a
+    ValueError) for any other name, its message naming the option: ``--providers: unknown
+    provider 'lamda' (did you mean 'lambda'?); known: ...``, as ``/v1/offers`` words it."""
+    if not (requirement.providers or requirement.exclude_providers):
+        return requirement
+    from adapters import provider_names
+    from pricing.names import check_providers, known_providers
+
+    try:
+        return check_providers(requirement, known_providers(frame(), provider_names()))
+    except UnknownName as exc:
+        raise UnknownName(exc.field, f"{option_name(exc.field)}: {exc.message}") from None
 
 
 def _unwrap(annotation: Any) -> tuple[Any, bool]:

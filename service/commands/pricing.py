@@ -45,6 +45,7 @@ from .offer_options import (
     fields_from_options,
     model_options,
     option_name,
+    spelled_providers,
 )
 from .offers_table import (
     COLUMN_ALIASES,
@@ -454,16 +455,13 @@ def _with_checklist(frame: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
 def _check_providers(requirement: Requirement, current: CurrentState) -> Requirement:
     """``requirement`` with its providers spelled as known; refuse a
     ``--providers``/``--exclude-providers`` name neither an adapter nor the offers being
-    ranked have (:func:`pricing.names.check_providers`)."""
-    if not (requirement.providers or requirement.exclude_providers):
-        return requirement
-    from adapters import provider_names
-    from pricing.names import UnknownName, check_providers, known_providers
+    ranked have (:func:`.offer_options.spelled_providers`)."""
+    from pricing.names import UnknownName
 
     try:
-        return check_providers(requirement, known_providers(current.frame, provider_names()))
+        return spelled_providers(requirement, lambda: current.frame)
     except UnknownName as exc:
-        _fail(f"{option_name(exc.field)}: {exc.message}")
+        _fail(exc.message)
 
 
 def offers_command(**options: Any) -> None:

@@ -20,7 +20,7 @@ from starlette.datastructures import QueryParams
 
 from service.alerts.condition import METRICS
 from service.alerts.manager import AlertRequest
-from service.api.deps import SettingsDep
+from service.api.deps import SavedSearchProvidersDep, SettingsDep
 from service.api.routers.alerts import AlertAccepted, create
 from service.api.routers.subscriptions import ManagerDep
 
@@ -72,14 +72,21 @@ def _error(error: Any) -> str:
 
 
 @router.get("/alert", response_class=HTMLResponse)
-async def alert_form(request: Request, settings: SettingsDep) -> HTMLResponse:
+async def alert_form(
+    request: Request, settings: SettingsDep, providers: SavedSearchProvidersDep
+) -> HTMLResponse:
     query = str(clean_query(request.query_params))
-    requirement, job, errors = search_from_query(query, settings.api_max_list_items)
+    requirement, job, errors = search_from_query(query, settings.api_max_list_items, providers)
     return _render(request, query=query, requirement=requirement, job=job, errors=errors)
 
 
 @router.post("/alert", response_class=HTMLResponse)
-async def alert_post(request: Request, settings: SettingsDep, manager: ManagerDep) -> HTMLResponse:
+async def alert_post(
+    request: Request,
+    settings: SettingsDep,
+    manager: ManagerDep,
+    providers: SavedSearchProvidersDep,
+) -> HTMLResponse:
     """The form's post (``application/x-www-form-urlencoded``; the app's body limit applies).
 
     Only the fields of the chosen condition are read: a threshold typed before choosing
@@ -88,7 +95,7 @@ async def alert_post(request: Request, settings: SettingsDep, manager: ManagerDe
     field = {k: form.get(k, "").strip() for k in ("email", "name", "webhook", "kind")}
     field |= {k: form.get(k, "").strip() for k in ("metric", "threshold", "drop_pct")}
     query = form.get("query", "")
-    requirement, job, errors = search_from_query(query, settings.api_max_list_items)
+    requirement, job, errors = search_from_query(query, settings.api_max_list_items, providers)
     shown = {"query": query, "requirement": requirement, "job": job, **field}
     if errors:
         return _render(request, 422, errors=errors, **shown)
@@ -108,7 +115,7 @@ async def alert_post(request: Request, settings: SettingsDep, manager: ManagerDe
         )
     except ValidationError as exc:
         return _render(request, 422, errors=[_error(e) for e in exc.errors()], **shown)
-    answer = await run_in_threadpool(create, request, body, manager, settings)
+    answer = await run_in_threadpool(create, request, body, manager, settings, providers)
     if not isinstance(answer, AlertAccepted):  # a limit (409, 429) or a refused webhook (422)
         detail = json.loads(bytes(answer.body)).get("detail", "refused")
         return _render(request, answer.status_code, errors=[detail], **shown)

@@ -8,6 +8,7 @@ explorer's query string the form was opened with (``/subscribe?gpus=H100&hours=1
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -18,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 
 from pricing.job import Job
-from service.api.deps import SettingsDep
+from service.api.deps import SavedSearchProvidersDep, SettingsDep
 from service.api.offers_query import parse_offers_query, validate_query
 from service.api.routers.subscriptions import ManagerDep, SubscriptionAccepted, subscribe
 from service.digest.subscriptions import SubscriptionRequest
@@ -31,11 +32,17 @@ __all__ = ["render_form", "router", "search_from_query"]
 router = APIRouter(include_in_schema=False)
 
 
-def search_from_query(query: str, max_items: int | None) -> tuple[Any, Job, list[str]]:
+def search_from_query(
+    query: str, max_items: int | None, providers: Collection[str] | None = None
+) -> tuple[Any, Job, list[str]]:
     """The requirement and job of an explorer query string (errors as sentences): what the
-    digest's and the alert's forms save."""
+    digest's and the alert's forms save. A provider name not in ``providers`` (the state's
+    known names, :func:`service.api.deps.saved_search_providers`; ``None``: not checked)
+    is refused as the explorer refuses it, one in another case spelled as the offers do."""
     try:
-        parsed = parse_offers_query(validate_query(clean_query(QueryParams(query)), max_items))
+        parsed = parse_offers_query(
+            validate_query(clean_query(QueryParams(query)), max_items), providers=providers
+        )
     except RequestValidationError as exc:
         return None, Job.for_hours(1), [f"{e['loc'][-1]}: {e['msg']}" for e in exc.errors()]
     return parsed.requirement, parsed.job or Job.for_hours(1), []
@@ -66,15 +73,20 @@ def _render(request: Request, status_code: int = 200, **context: Any) -> HTMLRes
 
 
 @router.get("/subscribe", response_class=HTMLResponse)
-async def subscribe_form(request: Request, settings: SettingsDep) -> HTMLResponse:
+async def subscribe_form(
+    request: Request, settings: SettingsDep, providers: SavedSearchProvidersDep
+) -> HTMLResponse:
     query = str(clean_query(request.query_params))
-    requirement, job, errors = search_from_query(query, settings.api_max_list_items)
+    requirement, job, errors = search_from_query(query, settings.api_max_list_items, providers)
     return _render(request, query=query, requirement=requirement, job=job, errors=errors)
 
 
 @router.post("/subscribe", response_class=HTMLResponse)
 async def subscribe_post(
-    request: Request, settings: SettingsDep, manager: ManagerDep
+    request: Request,
+    settings: SettingsDep,
+    manager: ManagerDep,
+    providers: SavedSearchProvidersDep,
 ) -> HTMLResponse:
     """The form's post (``application/x-www-form-urlencoded``, read here: no multipart
     parser is needed for four text fields; the app's body size limit applies)."""
@@ -82,7 +94,7 @@ async def subscribe_post(
     email, name = form.get("email", "").strip(), form.get("name", "").strip()
     time_zone = form.get("time_zone", "").strip() or "UTC"
     query = form.get("query", "")
-    requirement, job, errors = search_from_query(query, settings.api_max_list_items)
+    requirement, job, errors = search_from_query(query, settings.api_max_list_items, providers)
     shown = {"query": query, "requirement": requirement, "job": job}
     shown |= {"email": email, "name": name, "time_zone": time_zone}
     if errors:
@@ -94,7 +106,7 @@ async def subscribe_post(
     except ValidationError as exc:
         errors = [f"{e['loc'][0]}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
         return _render(request, 422, errors=errors, **shown)
-    answer = await run_in_threadpool(subscribe, request, body, manager, settings)
+    answer = await run_in_threadpool(subscribe, request, body, manager, settings, providers)
     if not isinstance(answer, SubscriptionAccepted):  # 429: a limit is reached
         import json
 

@@ -159,6 +159,22 @@ def test_history_refuses_an_unknown_gpu_as_offers_does(fresh_env: str) -> None:
     assert "day" not in history.stdout  # no table of empty days
 
 
+def test_history_takes_every_gpu_spelling_offers_takes(fresh_env: str) -> None:
+    """A provider's spelling means what ``offers`` reads in it: ``H100 SXM`` is the
+    H100-SXM5-80GB, ``4090`` the RTX-4090; each table is that model's."""
+    assert runner.invoke(app, ["snapshot", "--sample"]).exit_code == 0
+
+    def table(gpu: str) -> str:
+        result = runner.invoke(app, ["history", "--gpus", gpu, "--days", "2"])
+        offers = runner.invoke(app, ["offers", "--gpus", gpu, "--limit", "1"])
+        assert result.exit_code == offers.exit_code == 0, result.output
+        assert _priced_days(result.stdout), result.output
+        return "\n".join(line for line in result.stdout.splitlines() if line.startswith("│ 20"))
+
+    assert table("H100 SXM") == table("H100-SXM5-80GB") != table("H100")
+    assert table("4090") == table("RTX-4090")
+
+
 def test_db_upgrade_runs_from_any_directory(fresh_env: str, tmp_path: Path) -> None:
     env = {**os.environ, "GPUSCOUT_DATA_DIR": str(tmp_path / "elsewhere")}
     env.pop("GPUSCOUT_DATABASE_URL", None)

@@ -92,6 +92,37 @@ def test_daily_index_matches_a_gpu_family_and_a_term(index_history: Engine) -> N
         daily_index(index_history, gpu="H100", start=D1, end=D1 - timedelta(days=1))
 
 
+def test_daily_index_reads_a_gpu_name_as_the_offers_do(index_history: Engine) -> None:
+    """Every spelling a requirement's ``gpus`` takes, meaning the same models: a provider's
+    (``H100 SXM``), a memory size naming two A100s, a vendor (five H100s and the A100)."""
+
+    def offers(gpu: str) -> list[int]:
+        return daily_index(index_history, gpu=gpu, start=D1, end=D1)["offers"].to_list()
+
+    model = daily_index(index_history, gpu="H100-SXM5-80GB", start=D1, end=D1)
+    assert_frame_equal(daily_index(index_history, gpu="H100 SXM", start=D1, end=D1), model)
+    assert offers("h100 sxm5") == offers("H100-SXM5-80GB") == [5]
+    assert offers("A100 80GB") == offers("A100-SXM4-80GB") == [1]
+    assert offers("nvidia") == [6]
+    assert offers("H9000") == [0]
+
+
+def test_a_model_is_only_itself_not_a_model_its_name_begins(engine: Engine) -> None:
+    """``RTX-4080`` is one model; ``RTX-4080-SUPER`` another, as the offers read them."""
+    rtx = [
+        offer("alpha", "plain", "0.5", gpu_model="RTX-4080"),
+        offer("alpha", "super", "0.7", gpu_model="RTX-4080-SUPER"),
+    ]
+    snap(engine, at(-2), ok("alpha", rtx, at(-2)))
+
+    def prices(gpu: str) -> list[tuple[int, float | None]]:
+        frame = daily_index(engine, gpu=gpu, start=D1, end=D1)
+        return list(frame.select("offers", "median_usd_per_gpu_hour").iter_rows())
+
+    assert prices("RTX-4080") == prices("4080") == [(1, 0.5)]
+    assert prices("RTX 4080 SUPER") == [(1, 0.7)]
+
+
 @pytest.fixture
 def weekly(engine: Engine) -> Engine:
     first, later = at(0), at(days=5)

@@ -24,9 +24,9 @@ from starlette.concurrency import run_in_threadpool
 
 from service.alerts.manager import AlertRequest
 
-from ..deps import SettingsDep, reject_unknown
+from ..deps import SavedSearchProvidersDep, SettingsDep, reject_unknown
 from ..problems import problem_response
-from .subscriptions import ManagerDep, TokenQuery, rate_limited, request_client
+from .subscriptions import ManagerDep, TokenQuery, checked_search, rate_limited, request_client
 
 __all__ = ["AlertAccepted", "Firing", "FiringHistory", "router"]
 
@@ -74,13 +74,22 @@ class FiringHistory(BaseModel):
     },
 )
 def create(
-    request: Request, body: AlertRequest, manager: ManagerDep, settings: SettingsDep
+    request: Request,
+    body: AlertRequest,
+    manager: ManagerDep,
+    settings: SettingsDep,
+    providers: SavedSearchProvidersDep,
 ) -> AlertAccepted | Response:
-    """Store a pending alert and mail the confirmation link to the address."""
+    """Store a pending alert and mail the confirmation link to the address.
+
+    A provider (or seller) name no offer has is refused (422) as `/v1/offers` refuses it;
+    one differing only in case is stored as the offers spell it.
+    """
     from service.alerts.manager import AlertLimitExceeded, create_alert
     from service.digest.limits import SubscribeRateLimited
     from service.digest.mail import SmtpSendError
 
+    body = checked_search(body, providers)
     try:
         created = create_alert(manager, body, client=request_client(request, settings))
         sent, detail = True, "a confirmation link was sent to the address"

@@ -20,13 +20,13 @@ from adapters.gpus import Precision
 from adapters.schema import Fabric
 from pricing.estimate import Estimate, EstimateInputError, estimate
 from pricing.job import Job
-from pricing.names import UnknownName, check_providers, one_gpu_model
+from pricing.names import one_gpu_model
 from pricing.requirement import Requirement
 
 from ..answer_schema import Provenance, RankedOffer
 from ..answers import page_header, ranked_offers
 from ..deps import ContextDep, NoQueryDep, StateDep
-from ..offers_query import ParsedQuery
+from ..offers_query import ParsedQuery, checked_providers
 from ..problems import problem_responses
 from ..vocabulary import deprecation_headers, deprecation_note
 
@@ -213,19 +213,8 @@ async def estimate_cost(
             ]
         ) from None
     requirement = body.requirement or Requirement()
-    try:  # a provider nothing has would only empty the answer
-        requirement = check_providers(requirement, state.known_providers)
-    except UnknownName as exc:
-        raise RequestValidationError(
-            [
-                {
-                    "type": "value_error",
-                    "loc": ("body", "requirement", exc.field),
-                    "msg": exc.message,
-                    "input": list(getattr(requirement, exc.field)),
-                }
-            ]
-        ) from None
+    # a provider nothing has would only empty the answer
+    requirement = checked_providers(requirement, state.known_providers, ("body", "requirement"))
     parsed = ParsedQuery(
         requirement=requirement,
         job=job,

@@ -11,7 +11,6 @@ from fastapi import APIRouter, HTTPException, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
 
-from adapters.gpus import find_gpus
 from adapters.schema import RentalTerm
 from pricing.display import DECIMALS, for_display
 from pricing.names import refused_gpus
@@ -40,7 +39,8 @@ class IndexQuery(BaseModel):
         default=None,
         min_length=1,
         max_length=100,
-        description="one GPU model or family (H100), as in the offers' gpus",
+        description="a GPU model, family or vendor, or a name as providers write it"
+        " (H100, H100 SXM, 4090), read as one of the offers' gpus",
         examples=["H100"],
     )
     gpu: str | None = Field(
@@ -56,9 +56,9 @@ class IndexQuery(BaseModel):
     @field_validator("gpus", "gpu")
     @classmethod
     def _known(cls, value: str | None) -> str | None:
-        message = None if value is None else refused_gpus([value], find_gpus)
-        if message:
-            raise ValueError(message)  # as /v1/offers words it
+        message = None if value is None else refused_gpus([value])
+        if message:  # the names /v1/offers refuses, worded as it words them
+            raise ValueError(message)
         return value
 
     @model_validator(mode="after")
@@ -155,6 +155,9 @@ async def get_price_index(
     query: Annotated[IndexQuery, Query()], context: ContextDep, response: Response
 ) -> PriceIndex:
     """Get the daily price index of a GPU model or family.
+
+    `gpus` takes every spelling `/v1/offers` takes and means the same models by it: a
+    model, a family (H100: every H100), a vendor or a name as providers write it (H100 SXM).
 
     Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts.
     A day counts the prices the database held on it; prices of the offline sample count

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import html
 import logging
-from typing import Annotated, Any
+from collections.abc import Collection
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
@@ -26,12 +27,14 @@ from starlette.concurrency import run_in_threadpool
 
 from service.digest.subscriptions import SubscriptionRequest
 
-from ..deps import SettingsDep, reject_unknown
+from ..deps import SavedSearchProvidersDep, SettingsDep, reject_unknown
+from ..offers_query import checked_providers
 from ..problems import problem_response
 
 __all__ = [
     "ManagerDep",
     "SubscriptionAccepted",
+    "checked_search",
     "get_manager",
     "rate_limited",
     "request_client",
@@ -74,6 +77,7 @@ def get_manager(request: Request, settings: SettingsDep) -> Any:
 
 
 ManagerDep = Annotated[Any, Depends(get_manager)]
+Search = TypeVar("Search", bound=SubscriptionRequest)
 TokenQuery = Annotated[str, Query(min_length=1, max_length=2048, description="from the link")]
 
 
@@ -83,6 +87,21 @@ class SubscriptionAccepted(BaseModel):
     email: str
     confirmation_sent: bool = Field(description="false: the mail failed; post again later")
     detail: str
+
+
+def checked_search(body: Search, providers: Collection[str] | None) -> Search:
+    """``body`` with its requirement's providers spelled as ``providers`` has them (a name
+    differing only in case is the known one), as ``/v1/offers`` reads them; a 422 naming
+    ``body.requirement.<field>`` for a name none of them is, worded as ``/v1/offers``
+    words it (:func:`~service.api.offers_query.checked_providers`). A saved search naming
+    no offer's provider would never find anything, and nobody would be told.
+    ``providers=None`` (:func:`~service.api.deps.saved_search_providers`): not checked."""
+    if providers is None:
+        return body
+    requirement = checked_providers(body.requirement, providers, ("body", "requirement"))
+    if requirement is body.requirement:
+        return body
+    return body.model_copy(update={"requirement": requirement})
 
 
 def request_client(request: Request, settings: Any) -> str:
@@ -140,7 +159,11 @@ def _token_error(exc: Exception) -> HTMLResponse:
     },
 )
 def subscribe(
-    request: Request, body: SubscriptionRequest, manager: ManagerDep, settings: SettingsDep
+    request: Request,
+    body: SubscriptionRequest,
+    manager: ManagerDep,
+    settings: SettingsDep,
+    providers: SavedSearchProvidersDep,
 ) -> SubscriptionAccepted | Response:
     """Store a pending subscription and mail the confirmation link to the address.
 
@@ -149,10 +172,14 @@ def subscribe(
     ``subscriptions_per_client_per_hour`` requests an hour, and gpuscout sends at most
     ``subscriptions_per_hour`` in all; beyond that the answer is 429 with ``Retry-After``
     and nothing is stored or sent.
+
+    A provider (or seller) name no offer has is refused (422) as `/v1/offers` refuses it;
+    one differing only in case is stored as the offers spell it.
     """
     from service.digest.limits import SubscribeRateLimited
     from service.digest.mail import SmtpSendError
 
+    body = checked_search(body, providers)
     try:
         record = manager.subscribe(body, client=request_client(request, settings))
         sent, detail = True, "a confirmation link was sent to the address"

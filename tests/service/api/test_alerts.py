@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ import httpx
 import pytest
 
 from db.engine import make_engine
+from db.subscriptions import get_subscription
 from service.alerts.run import run_alerts
 from service.digest.schedule import smtp_transport
 from service.settings import Settings
@@ -141,3 +143,41 @@ async def test_alerts_per_address(
         assert (await client.post("/v1/alerts", json=BODY)).status_code == 202
         answer = await client.post("/v1/alerts", json={**BODY, "name": "second"})
         assert answer.status_code == 409 and "limit" in answer.text
+
+
+@pytest.mark.anyio
+async def test_an_unknown_provider_is_422_as_offers_refuses_it(
+    tmp_path: Path,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    """An alert on a provider no offer has would never fire, and nobody be told."""
+    handler, port = smtp_server
+    async with _client(tmp_path, port) as (client, _settings):
+        body = {**BODY, "requirement": {"gpus": ["H100"], "providers": ["blot"]}}
+        answer = await client.post("/v1/alerts", json=body)
+        offers = await client.get("/v1/offers", params={"providers": "blot"})
+    assert answer.status_code == offers.status_code == 422, answer.text
+    (error,) = answer.json()["errors"]
+    assert error["loc"] == ["body", "requirement", "providers"]
+    assert error["msg"] == offers.json()["errors"][0]["msg"]
+    assert error["msg"].startswith("unknown provider 'blot' (did you mean 'bolt'?); known: ")
+    assert handler.messages == []
+
+
+@pytest.mark.anyio
+async def test_a_provider_in_another_case_is_stored_as_the_offers_spell_it(
+    tmp_path: Path,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    _handler, port = smtp_server
+    async with _client(tmp_path, port) as (client, settings):
+        body = {**BODY, "requirement": {"gpus": ["H100"], "exclude_providers": ["ACME"]}}
+        answer = await client.post("/v1/alerts", json=body)
+        assert answer.status_code == 202, answer.text
+        engine = make_engine(settings.database_url)
+        try:
+            stored = get_subscription(engine, answer.json()["subscription_id"])
+        finally:
+            engine.dispose()
+    assert stored is not None
+    assert json.loads(stored.requirement_json)["exclude_providers"] == ["acme"]

@@ -197,3 +197,37 @@ async def test_unknown_gpu_is_refused_as_offers_refuses_it(db_client: httpx.Asyn
     assert "unknown GPU model, family or vendor: 'H10' (did you mean 'H100'" in h["msg"]
     assert h["parameter"] == o["parameter"] == "gpus"
     assert history.json()["detail"] == offers.json()["detail"]
+
+
+@pytest.mark.parametrize("name", ["H100 SXM", "h100 sxm5", "H100-SXM5-80GB", "H100", "nvidia"])
+async def test_a_gpu_spelling_the_offers_take_is_taken(
+    db_client: httpx.AsyncClient, name: str
+) -> None:
+    """Each names the stored H100-SXM5-80GB offer, as ``/v1/offers`` reads it."""
+    history = await db_client.get("/v1/history/index", params={"gpus": name, "days": 5})
+    offers = await db_client.get("/v1/offers", params={"gpus": name})
+    assert history.status_code == offers.status_code == 200, history.text
+    assert "H100-SXM5-80GB" in {o["hardware"]["gpu_model"] for o in offers.json()["offers"]}
+    priced = [d["median_usd_per_gpu_hour"] for d in history.json()["days"] if d["offers"]]
+    assert priced[0] == pytest.approx(2.0) and priced[-1] == pytest.approx(1.75)
+    assert history.json()["gpus"] == name
+
+
+@pytest.mark.parametrize("name", ["4090", "RTX 4090", "A100 80GB"])
+async def test_a_gpu_the_history_lacks_is_an_empty_index_not_a_refusal(
+    db_client: httpx.AsyncClient, name: str
+) -> None:
+    history = await db_client.get("/v1/history/index", params={"gpus": name, "days": 5})
+    offers = await db_client.get("/v1/offers", params={"gpus": name})
+    assert history.status_code == offers.status_code == 200, history.text
+    assert [d["offers"] for d in history.json()["days"]] == [0] * 5
+
+
+@pytest.mark.parametrize("name", ["H10", "H9000", "4090X"])
+async def test_a_gpu_the_offers_refuse_is_refused_alike(
+    db_client: httpx.AsyncClient, name: str
+) -> None:
+    history = await db_client.get("/v1/history/index", params={"gpus": name})
+    offers = await db_client.get("/v1/offers", params={"gpus": name})
+    assert history.status_code == offers.status_code == 422
+    assert history.json()["errors"][0]["msg"] == offers.json()["errors"][0]["msg"]

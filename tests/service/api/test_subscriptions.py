@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -211,3 +212,59 @@ async def test_a_non_finite_number_in_the_saved_search_is_422_naming_the_field(
     )
     assert response.status_code == 422, response.text
     assert handler.messages == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("field", ["providers", "exclude_providers"])
+async def test_an_unknown_provider_is_422_as_offers_refuses_it(
+    client: httpx.AsyncClient,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+    field: str,
+) -> None:
+    """A digest of a provider no offer has would never list anything, and nobody be told."""
+    handler, _ = smtp_server
+    body = {"email": "ada@example.com", "name": "x", "requirement": {field: ["blot"]}}
+    response = await client.post("/v1/subscriptions", json=body)
+    offers = await client.get("/v1/offers", params={field: "blot"})
+    assert response.status_code == offers.status_code == 422, response.text
+    (error,) = response.json()["errors"]
+    (refused,) = offers.json()["errors"]
+    assert error["loc"] == ["body", "requirement", field]
+    assert error["msg"] == refused["msg"]
+    assert error["msg"].startswith("unknown provider 'blot' (did you mean 'bolt'?); known: ")
+    assert handler.messages == []
+
+
+@pytest.mark.anyio
+async def test_a_provider_in_another_case_is_stored_as_the_offers_spell_it(
+    client: httpx.AsyncClient,
+) -> None:
+    requirement = {"providers": ["BOLT", "acme"], "exclude_providers": ["Cirrus"]}
+    body = {"email": "ada@example.com", "name": "x", "requirement": requirement}
+    response = await client.post("/v1/subscriptions", json=body)
+    assert response.status_code == 202, response.text
+    manager = client._transport.app.state.subscriptions  # type: ignore[attr-defined]
+    stored = get_subscription(manager.engine, response.json()["id"])
+    assert stored is not None
+    saved = json.loads(stored.requirement_json)
+    assert saved["providers"] == ["bolt", "acme"] and saved["exclude_providers"] == ["cirrus"]
+
+
+@pytest.mark.anyio
+async def test_offers_that_cannot_be_loaded_leave_the_names_unchecked(
+    client: httpx.AsyncClient,
+) -> None:
+    """Where ``/v1/offers`` answers 503 nothing tells a seller from a typo: stored as given."""
+
+    def broken() -> None:
+        raise RuntimeError("database down")
+
+    context = client._transport.app.state.context  # type: ignore[attr-defined]
+    context.holder.loader = broken
+    assert (await client.get("/v1/offers")).status_code == 503
+    body = {"email": "ada@example.com", "name": "x", "requirement": {"providers": ["blot"]}}
+    response = await client.post("/v1/subscriptions", json=body)
+    assert response.status_code == 202, response.text
+    manager = client._transport.app.state.subscriptions  # type: ignore[attr-defined]
+    stored = get_subscription(manager.engine, response.json()["id"])
+    assert stored is not None and json.loads(stored.requirement_json)["providers"] == ["blot"]

@@ -1,18 +1,22 @@
 """``gpuscout digest send``: a corrupt stored subscription is one line of the report, not the
-end of the run."""
+end of the run; ``gpuscout subscribe`` reads its provider names as ``offers`` does."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from db.engine import make_engine, sqlite_url
 from db.migrate import upgrade
 from service.cli import app
 from service.settings import get_settings
+from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
 from tests.service.digest.helpers import insert_active
 
 
@@ -48,3 +52,46 @@ def test_send_dry_run_reports_a_corrupt_subscription_and_goes_on(database: str) 
     line = next(x for x in result.stdout.splitlines() if x.startswith(f"subscription {bad} "))
     assert "invalid (requirement.max_usd_per_hour: stored as null" in line
     assert result.stdout.rstrip().endswith("1 would send, 0 skipped, 1 invalid")
+
+
+def _stored_requirements(url: str) -> list[dict[str, Any]]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as c:
+            rows = c.execute(sa.text("select requirement from subscription")).scalars()
+            return [json.loads(r) for r in rows]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("option", ["--providers", "--exclude-providers"])
+def test_subscribe_refuses_an_unknown_provider_as_offers_does(database: str, option: str) -> None:
+    """A digest of a provider no offer has would never list anything, and nobody be told."""
+    args = ["subscribe", "--email", "ada@example.com", "--name", "w", option, "lamda"]
+    result = CliRunner().invoke(app, args)
+    offers = CliRunner().invoke(app, ["offers", option, "lamda"])
+    assert result.exit_code == offers.exit_code == 2, result.output
+    said = " ".join(result.stderr.split())
+    refused = " ".join(offers.stderr.split()).split("error: ", 1)[1]  # after its notes
+    assert refused.startswith(f"{option}: unknown provider 'lamda' (did you mean 'lambda'?)")
+    assert said == f"invalid subscription: {refused}"
+    assert _stored_requirements(database) == []
+
+
+def test_subscribe_stores_a_provider_as_the_offers_spell_it(
+    database: str,
+    monkeypatch: pytest.MonkeyPatch,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    """``Lambda`` is the adapter ``lambda``, ``CoreWeave`` a seller of the offers (here the
+    sample's: the database holds none)."""
+    monkeypatch.setenv("GPUSCOUT_SMTP_HOST", "127.0.0.1")
+    monkeypatch.setenv("GPUSCOUT_SMTP_PORT", str(smtp_server[1]))
+    monkeypatch.setenv("GPUSCOUT_SMTP_SECURITY", "none")
+    monkeypatch.setenv("GPUSCOUT_MAIL_FROM", "gpuscout <digest@gpuscout.test>")
+    get_settings.cache_clear()
+    args = ["subscribe", "--email", "ada@example.com", "--name", "w", "--providers", "Lambda"]
+    result = CliRunner().invoke(app, [*args, "--exclude-providers", "CoreWeave"])
+    assert result.exit_code == 0, result.output
+    (stored,) = _stored_requirements(database)
+    assert stored["providers"] == ["lambda"] and stored["exclude_providers"] == ["coreweave"]

@@ -129,6 +129,12 @@ def register(app: typer.Typer) -> None:
             engine.dispose()
         if label.note:
             err.print(f"[yellow]note:[/] {label.note}", highlight=False)
+        if frame["offers"].sum() == 0:  # a table (or chart) of empty days says nothing more
+            err.print(
+                f"[yellow]no stored prices for {gpu!r} ({term.value}) from {start} to {end}; "
+                "take snapshots with `gpuscout snapshot` or `gpuscout scheduler`[/]"
+            )
+            return
         title = f"{gpu} {term.value}: USD per GPU-hour, {start} to {end}"
         if label.caption:
             title += f" ({label.caption})"
@@ -157,11 +163,6 @@ def register(app: typer.Typer) -> None:
                 str(row["providers"]),
             )
         Console().print(table)
-        if frame["offers"].sum() == 0:
-            err.print(
-                f"[yellow]no stored prices for {gpu!r} ({term.value}); "
-                "take snapshots with `gpuscout snapshot` or `gpuscout scheduler`[/]"
-            )
         if plot is not None:
             _plot(frame, plot, title)
             err.print(f"chart written to {plot}")

@@ -100,7 +100,8 @@ def test_snapshot_of_an_unknown_provider_is_a_usage_error(fresh_env: str) -> Non
 def test_history_on_an_empty_database_says_so(fresh_env: str) -> None:
     result = runner.invoke(app, ["history", "--gpu", "H100", "--days", "3"])
     assert result.exit_code == 0, result.output
-    assert "no stored prices" in result.stderr
+    assert "no stored prices for 'H100' (on_demand) from " in result.stderr
+    assert result.stdout == ""  # no table of three empty days
 
 
 def _priced_days(table: str) -> list[str]:

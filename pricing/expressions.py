@@ -402,7 +402,13 @@ def placement_reason(
 @_kept
 def memory_per_gpu_gb(state_gb: float | None, extra_gb: float | None) -> pl.Expr:
     """GB one GPU needs: its ZeRO-3/FSDP shard of ``state_gb`` over the job's GPUs plus
-    ``extra_gb`` (activations and floor). Needs ``job_gpus``; null without a model size."""
+    ``extra_gb`` (activations and floor). Needs ``job_gpus``; null without a model size.
+
+    The need is in decimal GB (bytes / 1e9), compared with the GPU's nominal size
+    (:func:`gpu_memory_gb`: the "80 GB" an H100 is sold by, really GiB). That leaves the
+    memory a driver and ECC keep back: an 80 GB H100 has 81559 MiB usable (85.5e9 bytes),
+    a 48 GB L40S with ECC 46068 MiB (48.3e9), both above the 80e9 and 48e9 bytes the
+    check admits (:func:`adapters.gpus.sold_memory_gb` has the figures)."""
     if state_gb is None or extra_gb is None:
         return pl.lit(None, dtype=pl.Float64)
     return pl.lit(state_gb) / pl.col("job_gpus") + extra_gb

@@ -147,6 +147,14 @@ def _resolve(
             typer.echo(json.dumps(_record(spec), indent=2))
         case _:
             _emit((spec,), output, title=f"{raw!r} -> {spec.name}")
+    if spec.variant_assumed:  # as the adapters map it; the offers' --gpus takes them all
+        others = ", ".join(s.name for s in gpus_named(raw) if s.name != spec.name)
+        typer.echo(
+            f"note: {raw!r} does not say which of {spec.name}, {others} it is: the slower,"
+            f" {spec.name}, is assumed (an offer under this name ranks by its figures and"
+            " shows no form factor); `offers --gpus` with this name takes all of them",
+            err=True,
+        )
 
 
 def gpus(

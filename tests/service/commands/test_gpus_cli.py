@@ -82,6 +82,15 @@ def test_resolve_known_name() -> None:
     assert "A100-SXM4-80GB" in result.stdout
 
 
+def test_resolve_says_when_the_variant_is_assumed() -> None:
+    result = runner.invoke(app, ["gpus", "--resolve", "A100-80GB"])
+    assert result.exit_code == 0, result.output
+    assert "'A100-80GB' -> A100-PCIE-80GB" in result.stdout
+    assert "does not say which of A100-PCIE-80GB, A100-SXM4-80GB it is" in result.stderr
+    stated = runner.invoke(app, ["gpus", "--resolve", "NVIDIA A100-SXM4-80GB"])
+    assert "assumed" not in stated.stderr
+
+
 def test_resolve_with_memory_hint_as_json() -> None:
     result = runner.invoke(
         app, ["gpus", "--resolve", "A100 SXM4", "--memory-gb", "40960", "--format", "json"]

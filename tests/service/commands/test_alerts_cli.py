@@ -3,14 +3,12 @@ run against stored offers, list and firings."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from db.engine import make_engine, sqlite_url
@@ -19,6 +17,7 @@ from db.snapshots import store_snapshot
 from service.cli import app
 from service.settings import get_settings
 from tests.db.factories import offer, ok
+from tests.service.commands.saved_searches import stored_requirements
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
 
 
@@ -85,16 +84,6 @@ def test_a_condition_is_required_once(database: str) -> None:
     assert result.exit_code == 2 and "not a number" in result.output
 
 
-def _stored_requirements(url: str) -> list[dict[str, object]]:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as c:
-            rows = c.execute(sa.text("select requirement from subscription")).scalars()
-            return [json.loads(r) for r in rows]
-    finally:
-        engine.dispose()
-
-
 def test_create_refuses_an_unknown_provider_as_offers_does(
     database: str,
     smtp_server: tuple[RecordingHandler, int],  # noqa: F811
@@ -107,12 +96,12 @@ def test_create_refuses_an_unknown_provider_as_offers_does(
     refused = " ".join(offers.stderr.split()).split("error: ", 1)[1]  # after its notes
     assert refused.startswith("--providers: unknown provider 'lamda' (did you mean 'lambda'?)")
     assert " ".join(result.stderr.split()) == f"invalid alert: {refused}"
-    assert _stored_requirements(database) == [] and smtp_server[0].messages == []
+    assert stored_requirements(database) == [] and smtp_server[0].messages == []
 
 
 def test_create_stores_a_provider_as_the_offers_spell_it(database: str) -> None:
     args = ["alerts", "create", "--email", "ada@example.com", "--name", "x", "--in-stock"]
     result = CliRunner().invoke(app, [*args, "--exclude-providers", "LAMBDA"])
     assert result.exit_code == 0, result.output
-    (stored,) = _stored_requirements(database)
+    (stored,) = stored_requirements(database)
     assert stored["exclude_providers"] == ["lambda"]

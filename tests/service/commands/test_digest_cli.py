@@ -3,19 +3,17 @@ end of the run; ``gpuscout subscribe`` reads its provider names as ``offers`` do
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from db.engine import make_engine, sqlite_url
 from db.migrate import upgrade
 from service.cli import app
 from service.settings import get_settings
+from tests.service.commands.saved_searches import stored_requirements
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
 from tests.service.digest.helpers import insert_active
 
@@ -54,16 +52,6 @@ def test_send_dry_run_reports_a_corrupt_subscription_and_goes_on(database: str) 
     assert result.stdout.rstrip().endswith("1 would send, 0 skipped, 1 invalid")
 
 
-def _stored_requirements(url: str) -> list[dict[str, Any]]:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as c:
-            rows = c.execute(sa.text("select requirement from subscription")).scalars()
-            return [json.loads(r) for r in rows]
-    finally:
-        engine.dispose()
-
-
 @pytest.mark.parametrize("option", ["--providers", "--exclude-providers"])
 def test_subscribe_refuses_an_unknown_provider_as_offers_does(database: str, option: str) -> None:
     """A digest of a provider no offer has would never list anything, and nobody be told."""
@@ -75,7 +63,7 @@ def test_subscribe_refuses_an_unknown_provider_as_offers_does(database: str, opt
     refused = " ".join(offers.stderr.split()).split("error: ", 1)[1]  # after its notes
     assert refused.startswith(f"{option}: unknown provider 'lamda' (did you mean 'lambda'?)")
     assert said == f"invalid subscription: {refused}"
-    assert _stored_requirements(database) == []
+    assert stored_requirements(database) == []
 
 
 def test_subscribe_stores_a_provider_as_the_offers_spell_it(
@@ -93,5 +81,5 @@ def test_subscribe_stores_a_provider_as_the_offers_spell_it(
     args = ["subscribe", "--email", "ada@example.com", "--name", "w", "--providers", "Lambda"]
     result = CliRunner().invoke(app, [*args, "--exclude-providers", "CoreWeave"])
     assert result.exit_code == 0, result.output
-    (stored,) = _stored_requirements(database)
+    (stored,) = stored_requirements(database)
     assert stored["providers"] == ["lambda"] and stored["exclude_providers"] == ["coreweave"]

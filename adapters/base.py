@@ -43,7 +43,7 @@ from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
 from .run import FRESH_WITHIN_HOURS
 from .schema import GpuFormFactor, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
-from .units import to_decimal, whole_count
+from .units import PriceReading, read_price, whole_count
 
 __all__ = [
     "ACCOUNT_PRICE_VARIANT",
@@ -625,30 +625,14 @@ def payload_list(payload: Any, key: str, provider: str) -> list[Any]:
 
 
 def positive_price(
-    result: ParseResult,
-    value: Any,
-    name: str,
-    ref: str | None,
-    *,
-    convert: Callable[[Any], Decimal | None] = to_decimal,
-    required: bool = True,
+    result: ParseResult, value: Any, name: str, ref: str | None, **how: Unpack[PriceReading]
 ) -> Decimal | None:
-    """``value`` (the record's ``name`` field) as a positive exact price, else ``None`` with
-    the record skipped and why: ``bad <name>: ...`` for garbage, ``no positive <name>
-    (<value>)`` for a zero, a negative or, when ``required``, a missing one.
-
-    An optional price that is absent (a spot price the provider does not sell) is ``None``
-    without a skip. ``convert`` reads the number (:func:`cents_to_units` for cents).
-    """
-    try:
-        price = convert(value)
-    except ValueError as exc:
-        result.skip(f"bad {name}: {exc}", ref)
-        return None
-    if price is None and not required:
-        return None
-    if price is None or price <= 0:
-        result.skip(f"no positive {name} ({value!r})", ref)
+    """``value`` (the record's ``name`` field) as a positive exact price, else ``None``, the
+    record skipped with the reason :func:`~adapters.units.read_price` gives (``how`` words
+    the cases, or makes one no offer: ``absent=None`` for a spot price not sold)."""
+    price = read_price(value, name, **how)
+    if isinstance(price, str):
+        result.skip(price, ref)
         return None
     return price
 

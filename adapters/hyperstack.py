@@ -60,8 +60,8 @@ from .units import (
     memory_gb_in_name,
     non_negative,
     positive_quantity,
+    read_price,
     text,
-    to_decimal,
     whole_count,
 )
 
@@ -145,13 +145,9 @@ def _read_pricebook(
         name = entry["name"]
         listed, paid = entry.get("original_value"), entry.get("value")
         raw = listed if listed not in (None, "") else paid
-        try:
-            value = to_decimal(raw)
-        except ValueError:
-            problems[name] = f"bad pricebook value {raw!r}"
-            continue
-        if value is None or value <= 0:
-            problems[name] = f"no positive pricebook value ({raw!r})"
+        value = read_price(raw, "pricebook value", bad="bad {name} {value!r}")
+        if not isinstance(value, Decimal):  # the reason (every case has one)
+            problems[name] = str(value)
             continue
         prices[name] = value
         account = lenient_decimal(paid) if raw is listed else None

@@ -41,6 +41,7 @@ from .base import (
 )
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .units import (
+    NO_POSITIVE_PRICE,
     lenient_float,
     nominal_memory_gb,
     non_negative,
@@ -102,7 +103,9 @@ def _emit(row: Mapping[str, Any], term: RentalTerm, result: ParseResult) -> None
     spot = term is RentalTerm.INTERRUPTIBLE
     key = "spot_price" if spot else "price_per_hour"
     # null spot_price: spot is not sold there (not a broken row)
-    price = positive_price(result, row.get(key), key, ref, required=not spot)
+    price = positive_price(
+        result, row.get(key), key, ref, absent=None if spot else NO_POSITIVE_PRICE
+    )
     if price is None:
         return
     gpu_type, region = row["gpu_type"], row["region"]

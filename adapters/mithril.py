@@ -122,6 +122,7 @@ from .base import (
     gpu_fields,
     hourly_price,
     key_headers,
+    positive_price,
 )
 from .calls import (
     QUERY_KEY,
@@ -417,17 +418,10 @@ def _offers(
 
 def _usd(result: ParseResult, raw: Any, field: str, ref: str) -> Decimal | None:
     """USD per instance-hour from a ``*_cents`` field, or ``None`` (skipped, with the reason)."""
-    if raw is None:
-        result.skip(f"no {field} (null or absent)", ref)
-        return None
-    try:
-        usd = cents_to_units(raw)
-    except ValueError:
-        usd = None
-    if usd is None or usd <= 0:
-        result.skip(f"{field} is not a positive number: {raw!r}", ref)
-        return None
-    return usd
+    bad, absent = "{name} is not a positive number: {value!r}", "no {name} (null or absent)"
+    return positive_price(
+        result, raw, field, ref, convert=cents_to_units, bad=bad, absent=absent, negative=bad
+    )
 
 
 ADAPTER = MithrilAdapter

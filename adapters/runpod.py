@@ -72,6 +72,7 @@ from .base import (
     hourly_price,
     key_headers,
     payload_list,
+    positive_price,
 )
 from .calls import QUERY_KEY, query_payload, read_query_payload
 from .gpus import get_gpu
@@ -81,7 +82,6 @@ from .units import (
     gpu_vendor,
     positive_quantity,
     power_of_two_counts,
-    to_decimal,
     value_at,
     whole_count,
 )
@@ -418,17 +418,10 @@ def _price(
     record: Mapping[str, Any], key: str, result: ParseResult, ref: str | None
 ) -> Decimal | None:
     """A positive price, or ``None`` when absent/0 (not offered); garbage is a recorded skip."""
-    try:
-        price = to_decimal(record.get(key))
-    except ValueError as exc:
-        result.skip(f"bad {key}: {exc}", ref)
-        return None
-    if price is None or price == 0:
-        return None
-    if price < 0:
-        result.skip(f"negative {key} ({price})", ref)
-        return None
-    return price
+    negative = "negative {name} ({price})"
+    return positive_price(
+        result, record.get(key), key, ref, absent=None, zero=None, negative=negative
+    )
 
 
 def datacenter_country(dc_id: str) -> str | None:

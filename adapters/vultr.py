@@ -50,7 +50,16 @@ from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, key_hea
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
 from .tables import data_rows
-from .units import gpu_share, mib_to_gb, positive_quantity, to_decimal, to_float, whole_count
+from .units import (
+    gpu_share,
+    lenient_decimal,
+    mib_to_gb,
+    positive_quantity,
+    read_price,
+    to_float,
+    value_at,
+    whole_count,
+)
 
 __all__ = ["ADAPTER", "VultrAdapter"]
 
@@ -85,9 +94,7 @@ _STORAGE_TYPES = {"nvme": StorageType.NVME, "ssd": StorageType.SSD}
 
 def next_cursor(payload: Mapping[str, Any]) -> str | None:
     """The cursor of the next page, None on the last page."""
-    meta = payload.get("meta")
-    links = meta.get("links") if isinstance(meta, dict) else None
-    cursor = links.get("next") if isinstance(links, dict) else None
+    cursor = value_at(payload, "meta", "links", "next")
     return cursor if isinstance(cursor, str) and cursor else None
 
 
@@ -313,10 +320,7 @@ def _cap_hours(prices: Mapping[str, Any], hourly_key: str, monthly_key: str) -> 
     >>> _cap_hours({"hourly_cost": 23.92, "monthly_cost": 16074.24}, "hourly_cost", "monthly_cost")
     672.0
     """
-    try:
-        hourly, monthly = to_decimal(prices.get(hourly_key)), to_decimal(prices.get(monthly_key))
-    except ValueError:
-        return None
+    hourly, monthly = (lenient_decimal(prices.get(k)) for k in (hourly_key, monthly_key))
     if hourly is None or monthly is None or hourly <= 0 or monthly <= 0:
         return None
     return float(monthly / hourly)
@@ -327,15 +331,10 @@ def _plan_price(
 ) -> tuple[Decimal, PriceUnit] | str | None:
     """The plan's price and unit (hourly preferred), a reason it is unusable, or None."""
     for key, unit in ((hourly_key, PriceUnit.HOUR), (monthly_key, PriceUnit.MONTH)):
-        try:
-            amount = to_decimal(plan.get(key))
-        except ValueError:
-            return f"{key} is not a number: {plan.get(key)!r}"
-        if amount is None:
-            continue
-        if amount <= 0:
-            return f"{key} is {amount}"
-        return amount, unit
+        bad, not_positive = "{name} is not a number: {value!r}", "{name} is {price}"
+        price = read_price(plan.get(key), key, bad=bad, absent=None, negative=not_positive)
+        if price is not None:
+            return price if isinstance(price, str) else (price, unit)
     return None
 
 

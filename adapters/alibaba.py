@@ -413,13 +413,10 @@ def _list_at(obj: Mapping[str, Any], outer: str, inner: str) -> list[Mapping[str
 class AlibabaAdapter(Adapter):
     """ECS GPU instance types priced per region: pay-as-you-go, subscriptions and spot."""
 
-    name: ClassVar[str] = "alibaba"
-    title: ClassVar[str] = "Alibaba Cloud"
-    source_url: ClassVar[str] = "https://ecs.aliyuncs.com/?Action=DescribePrice"
-    credential_names: ClassVar[tuple[str, ...]] = (
-        "alibaba_access_key_id",
-        "alibaba_access_key_secret",
-    )
+    name = "alibaba"
+    title = "Alibaba Cloud"
+    source_url = "https://ecs.aliyuncs.com/?Action=DescribePrice"
+    credential_names = ("alibaba_access_key_id", "alibaba_access_key_secret")
     #: The regional ECS endpoint; ``{region}`` is the call's region.
     base_url = "https://" + ENDPOINT
     #: Regions asked (override to narrow a run); the first also answers DescribeInstanceTypes.

@@ -502,15 +502,12 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
 class AwsAdapter(Adapter):
     """EC2 GPU instances: on-demand and reserved (price list), spot (EC2 API, with keys)."""
 
-    name: ClassVar[str] = "aws"
-    title: ClassVar[str] = "Amazon Web Services (EC2)"
-    source_url: ClassVar[str] = REGION_INDEX_URL
+    name = "aws"
+    title = "Amazon Web Services (EC2)"
+    source_url = REGION_INDEX_URL
     #: Nothing is required: the price list is public. These enable spot prices.
-    credential_names: ClassVar[tuple[str, ...]] = ()
-    optional_credential_names: ClassVar[tuple[str, ...]] = (
-        "aws_access_key_id",
-        "aws_secret_access_key",
-    )
+    credential_names = ()
+    optional_credential_names = ("aws_access_key_id", "aws_secret_access_key")
     #: Restrict to these regions (None = every region in the region index).
     regions: ClassVar[tuple[str, ...] | None] = None
     base_url = ENDPOINT
@@ -846,19 +843,17 @@ class _OfferBuilder:
         if isinstance(price, str):
             self.result.skip(price, ref)
             return
-        self._add(
-            ref,
-            hw,
-            {
-                "offer_id": itype,
-                "instance_name": itype,
-                "region": product.get("Region Code") or None,
-                **hourly_price(price, PriceBasis.INSTANCE, currency=hourly[0].get("Currency")),
-                "prepaid": False,
-                "billing_increment_s": BILLING_INCREMENT_S,
-                "min_rental_hours": MIN_RENTAL_HOURS,
-            },
-        )
+        fields: OfferFields = {
+            **hw,
+            "offer_id": itype,
+            "instance_name": itype,
+            "region": product.get("Region Code") or None,
+            **hourly_price(price, PriceBasis.INSTANCE, currency=hourly[0].get("Currency")),
+            "prepaid": False,
+            "billing_increment_s": BILLING_INCREMENT_S,
+            "min_rental_hours": MIN_RENTAL_HOURS,
+        }
+        self.result.add(ref, **fields)
 
     def _reserved(self, product: _Row, hw: OfferFields, code: str, rates: Sequence[_Row]) -> None:
         itype = product.get("Instance Type")
@@ -900,21 +895,20 @@ class _OfferBuilder:
         else:
             hours = term.commitment_hours or Decimal(0)
             price, unit, prepaid = upfront_part + hourly_part * hours, PriceUnit.TERM, True
-        self._add(
-            ref,
-            hw,
-            {
-                "offer_id": itype,
-                "term_variant": f"{_slug(offering) or 'standard'}-{_slug(option) or 'unknown'}",
-                "instance_name": f"{itype} ({lease} {offering} RI, {option})",
-                "region": product.get("Region Code") or None,
-                "price_amount": price,
-                "price_currency": first.get("Currency"),
-                "price_unit": unit,
-                "term": term,
-                "prepaid": prepaid,
-            },
-        )
+        fields: OfferFields = {
+            **hw,
+            "offer_id": itype,
+            "term_variant": f"{_slug(offering) or 'standard'}-{_slug(option) or 'unknown'}",
+            "instance_name": f"{itype} ({lease} {offering} RI, {option})",
+            "region": product.get("Region Code") or None,
+            "price_amount": price,
+            "price_currency": first.get("Currency"),
+            "price_unit": unit,
+            "price_basis": PriceBasis.INSTANCE,
+            "term": term,
+            "prepaid": prepaid,
+        }
+        self.result.add(ref, **fields)
 
     # spot --------------------------------------------------------------------------------
     def spot(self, spots: Sequence[_Spot]) -> None:
@@ -940,30 +934,19 @@ class _OfferBuilder:
             elif isinstance(price, str):
                 self.result.skip(price, ref)
             else:
-                self._add(
-                    ref,
-                    hw,
-                    {
-                        "offer_id": itype,
-                        "term_variant": az,
-                        "instance_name": f"{itype} (spot, {az})",
-                        "region": region,
-                        # DescribeSpotPriceHistory prices are USD per instance-hour
-                        **hourly_price(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
-                        "prepaid": False,
-                        "billing_increment_s": BILLING_INCREMENT_S,
-                        "min_rental_hours": MIN_RENTAL_HOURS,
-                    },
-                )
-
-    def _add(self, ref: str, hw: OfferFields, term_fields: OfferFields) -> None:
-        """One offer: the instance type's hardware with one price and term."""
-        fields: OfferFields = {
-            **hw,
-            "price_basis": PriceBasis.INSTANCE,
-            **term_fields,
-        }
-        self.result.add(ref, **fields)
+                fields: OfferFields = {
+                    **hw,
+                    "offer_id": itype,
+                    "term_variant": az,
+                    "instance_name": f"{itype} (spot, {az})",
+                    "region": region,
+                    # DescribeSpotPriceHistory prices are USD per instance-hour
+                    **hourly_price(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
+                    "prepaid": False,
+                    "billing_increment_s": BILLING_INCREMENT_S,
+                    "min_rental_hours": MIN_RENTAL_HOURS,
+                }
+                self.result.add(ref, **fields)
 
 
 ADAPTER = AwsAdapter

@@ -97,7 +97,7 @@ class HyperstackAdapter(Adapter):
         account_prices: dict[str, Decimal] = {}
         price_problems: dict[str, str] = {}
         for payload in payloads:
-            if _is_pricebook(payload):
+            if isinstance(payload, list):  # the pricebook; the flavors answer is an object
                 _read_pricebook(payload, prices, price_problems, account_prices)
             else:
                 groups.extend(_flavor_groups(payload))
@@ -124,11 +124,6 @@ ADAPTER = HyperstackAdapter
 
 
 # --- payloads -------------------------------------------------------------------------
-
-
-def _is_pricebook(payload: Any) -> bool:
-    """The pricebook is a bare list of ``{name, value}``; the flavors answer is an object."""
-    return isinstance(payload, list)
 
 
 def _read_pricebook(

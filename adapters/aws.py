@@ -156,10 +156,6 @@ class _Row:
     def get(self, column: str) -> str:
         return (self.cells.get(column) or "").strip()
 
-    @property
-    def sku(self) -> str:
-        return self.get("SKU")
-
 
 def _keep_product(row: _Row) -> str | None:
     """Why a row is not a Linux shared-tenancy GPU instance we price; None to keep it.
@@ -475,9 +471,7 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
     )
     # A slice's memory is its share; the catalog knows the whole board's.
     board_memory = per_gpu_memory / fraction if per_gpu_memory and fraction else per_gpu_memory
-    vendor = None
-    if info is not None and info.manufacturer:
-        vendor = gpu_vendor(info.manufacturer)
+    vendor = gpu_vendor(info.manufacturer) if info is not None else None
     storage_gb, storage_kind = _storage(row.get("Storage"))
     processor = row.get("Physical Processor")
     return {
@@ -805,14 +799,14 @@ class _OfferBuilder:
         for row in rows:
             reason = _keep_product(row)
             if reason is not None:
-                self.result.skip(reason, f"aws:sku/{row.sku}")
+                self.result.skip(reason, f"aws:sku/{row.get('SKU')}")
                 continue
-            products.setdefault(row.sku, row)
+            products.setdefault(row.get("SKU"), row)
             term_type = row.get("TermType")
             if term_type not in ("OnDemand", "Reserved"):
                 self.result.skip(f"term type {term_type!r}", f"aws:rate/{row.get('RateCode')}")
                 continue
-            terms.setdefault((row.sku, term_type, row.get("OfferTermCode")), []).append(row)
+            terms.setdefault((row.get("SKU"), term_type, row.get("OfferTermCode")), []).append(row)
         for (sku, term_type, code), rates in terms.items():
             product = products[sku]
             hw = self._hardware(product)
@@ -834,7 +828,7 @@ class _OfferBuilder:
 
     def _on_demand(self, product: _Row, hw: OfferFields, rates: Sequence[_Row]) -> None:
         itype = product.get("Instance Type")
-        ref = f"aws:sku/{product.sku}"
+        ref = f"aws:sku/{product.get('SKU')}"
         hourly = [r for r in rates if r.get("Unit") == "Hrs"]
         if len(hourly) != 1:
             self.result.skip(f"{len(hourly)} hourly prices in an on-demand term", ref)
@@ -857,13 +851,10 @@ class _OfferBuilder:
 
     def _reserved(self, product: _Row, hw: OfferFields, code: str, rates: Sequence[_Row]) -> None:
         itype = product.get("Instance Type")
-        ref = f"aws:sku/{product.sku}.{code}"
+        ref = f"aws:sku/{product.get('SKU')}.{code}"
         first = rates[0]
-        lease, option, offering = (
-            first.get("LeaseContractLength"),
-            first.get("PurchaseOption"),
-            first.get("OfferingClass"),
-        )
+        columns = ("LeaseContractLength", "PurchaseOption", "OfferingClass")
+        lease, option, offering = (first.get(c) for c in columns)
         term = _LEASES.get(lease)
         if term is None:
             self.result.skip(f"unknown lease length {lease!r}", ref)

@@ -402,7 +402,7 @@ def _listed_types(payload: Mapping[str, Any]) -> dict[tuple[str, str], bool]:
     return out
 
 
-def _list_at(obj: Mapping[str, Any], outer: str, inner: str) -> list[Mapping[str, Any]]:
+def _list_at(obj: Any, outer: str, inner: str) -> list[Mapping[str, Any]]:
     items = value_at(obj, outer, inner)
     return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
 
@@ -544,9 +544,7 @@ class AlibabaAdapter(Adapter):
             asked = dict(params, Offset=str(offset)) if offset else params
             page = await call(query["RegionId"], query["Action"], asked)
             pages.append(query_payload(query, page))
-            rows = (
-                _list_at(page, "SpotPrices", "SpotPriceType") if isinstance(page, Mapping) else []
-            )
+            rows = _list_at(page, "SpotPrices", "SpotPriceType")  # none unless an object
             following = whole_count(page.get("NextOffset")) if rows else None
             if following is None or following <= offset:
                 return pages

@@ -111,17 +111,9 @@ ADAPTER = TensorDockAdapter
 
 
 @dataclass(frozen=True, slots=True)
-class _Rates:
-    """Add-on prices, USD per hour: per vCPU, per GB of RAM, per GB of storage."""
-
-    per_vcpu: Decimal | None
-    per_ram_gb: Decimal | None
-    per_storage_gb: Decimal | None
-
-
-@dataclass(frozen=True, slots=True)
 class _Gpu:
-    """One GPU model at one site: its per-GPU price and the VM ceilings that go with it."""
+    """One GPU model at one site: its per-GPU price, the VM ceilings that go with it and the
+    add-on prices (USD per hour per vCPU, per GB of RAM, per GB of storage)."""
 
     ref: str
     v0_name: str
@@ -131,7 +123,9 @@ class _Gpu:
     max_vcpus: float | None
     max_ram_gb: float | None
     max_storage_gb: float | None
-    rates: _Rates
+    per_vcpu: Decimal | None
+    per_ram_gb: Decimal | None
+    per_storage_gb: Decimal | None
     available_count: int | None
 
 
@@ -309,11 +303,9 @@ def _gpu(
         max_vcpus=positive_quantity(resources.get("max_vcpus")),
         max_ram_gb=positive_quantity(resources.get("max_ram_gb")),
         max_storage_gb=positive_quantity(resources.get("max_storage_gb")),
-        rates=_Rates(
-            per_vcpu=_rate(pricing.get("per_vcpu_hr")),
-            per_ram_gb=_rate(pricing.get("per_gb_ram_hr")),
-            per_storage_gb=_rate(pricing.get("per_gb_storage_hr")),
-        ),
+        per_vcpu=_rate(pricing.get("per_vcpu_hr")),
+        per_ram_gb=_rate(pricing.get("per_gb_ram_hr")),
+        per_storage_gb=_rate(pricing.get("per_gb_storage_hr")),
         available_count=available,
     )
 
@@ -328,7 +320,7 @@ def _share(ceiling: float | None, gpus: int, max_gpus: int) -> int | None:
 def _gpu_offers(site: _Site, gpu: _Gpu) -> Iterator[OfferFields]:
     """Offer fields for each GPU count of one model at one site."""
     gpu_spec = gpu_fields(gpu.v0_name, memory_gb=memory_gb_in_name(_VRAM_IN_NAME, gpu.v0_name))
-    storage_rate = gpu.rates.per_storage_gb
+    storage_rate = gpu.per_storage_gb
     storage_month = per_gb_hour_to_per_gb_month(storage_rate) if storage_rate is not None else None
     min_storage_gb = provider_disk("tensordock").boot_disk_min_gb
     for count in power_of_two_counts(gpu.max_count):
@@ -367,10 +359,9 @@ def _gpu_offers(site: _Site, gpu: _Gpu) -> Iterator[OfferFields]:
 
 def _vm_price(gpu: _Gpu, count: int, vcpus: int | None, ram_gb: int | None) -> Decimal | None:
     """USD per hour for ``count`` GPUs with ``vcpus`` and ``ram_gb``; ``None`` if unpriceable."""
-    rates = gpu.rates
-    if vcpus is None or ram_gb is None or rates.per_vcpu is None or rates.per_ram_gb is None:
+    if vcpus is None or ram_gb is None or gpu.per_vcpu is None or gpu.per_ram_gb is None:
         return None
-    return gpu.usd_per_gpu_hour * count + rates.per_vcpu * vcpus + rates.per_ram_gb * ram_gb
+    return gpu.usd_per_gpu_hour * count + gpu.per_vcpu * vcpus + gpu.per_ram_gb * ram_gb
 
 
 def _rate(value: Any) -> Decimal | None:

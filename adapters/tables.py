@@ -31,6 +31,7 @@ __all__ = [
     "ProviderDisk",
     "country_code",
     "data_rows",
+    "package_text",
     "provider_disk",
     "read_table",
     "region_countries",
@@ -47,7 +48,7 @@ DATA_DIR = "data"
 @functools.cache
 def data_rows(filename: str) -> tuple[dict[str, str], ...]:
     """The rows of the CSV table ``adapters/data/<filename>``, read once (:func:`read_table`)."""
-    return read_table(_read(filename), f"{DATA_DIR}/{filename}")
+    return read_table(package_text(DATA_DIR, filename), f"{DATA_DIR}/{filename}")
 
 
 def read_table(content: str, filename: str) -> tuple[dict[str, str], ...]:
@@ -83,7 +84,7 @@ def sourced_rows(filename: str, rows: str) -> list[dict[str, Any]]:
     -> where it was read) and entries that each name their ``source`` (and may ``quote`` it).
     An entry without a known source is a ValueError: every row keeps its source.
     """
-    table = tomllib.loads(_read(filename))
+    table = tomllib.loads(package_text(DATA_DIR, filename))
     sources, entries = table.get("sources", {}), table.get(rows)
     if not isinstance(entries, list):
         raise ValueError(f"{filename}: no [[{rows}]] entries")
@@ -145,9 +146,9 @@ def _reader(kind: Any) -> Callable[[str], Any]:
     raise TypeError(f"no reading of a table cell as {kind!r}")
 
 
-def _read(filename: str) -> str:
-    path = resources.files(__package__ or "adapters").joinpath(DATA_DIR, filename)
-    return path.read_text("utf-8")
+def package_text(*path: str) -> str:
+    """A text file of the ``adapters`` package (``"data", "fabrics.csv"``), read as UTF-8."""
+    return resources.files(__package__ or "adapters").joinpath(*path).read_text("utf-8")
 
 
 @functools.cache

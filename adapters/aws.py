@@ -433,12 +433,6 @@ def _storage(text: str) -> tuple[float | None, StorageType | None]:
     return total, kind
 
 
-def _region_of_az(az: str) -> str | None:
-    """ "us-east-1a" -> "us-east-1"; None for local/wavelength zones and garbage."""
-    m = _AZ.match(az)
-    return m.group(1) if m else None
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
@@ -915,10 +909,10 @@ class _OfferBuilder:
                 latest[key] = s
         for (itype, az), s in sorted(latest.items()):
             ref = f"aws:spot/{az}/{itype}"
-            region = _region_of_az(az)
+            zone = _AZ.match(az)  # "us-east-1a" in "us-east-1"; None for local/wavelength zones
             hw = self.hardware_by_type.get(itype)
             price = price_or_reason(s.price)
-            if region is None:
+            if zone is None:
                 self.result.skip(f"not a regional availability zone: {az!r}", ref)
             elif hw is None:
                 self.result.skip("instance type not in the price list (hardware unknown)", ref)
@@ -930,7 +924,7 @@ class _OfferBuilder:
                     "offer_id": itype,
                     "term_variant": az,
                     "instance_name": f"{itype} (spot, {az})",
-                    "region": region,
+                    "region": zone.group(1),
                     # DescribeSpotPriceHistory prices are USD per instance-hour
                     **hourly_price(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
                     "prepaid": False,

@@ -183,11 +183,6 @@ def _consumption_kind(meter_name: str) -> _PriceKind:
     return next((kind for end, kind in _METER_SUFFIXES.items() if name.endswith(end)), _ON_DEMAND)
 
 
-def _is_windows(product_name: str) -> bool:
-    """Windows meters: the product name ends in "Windows" (e.g. "... Series Windows")."""
-    return product_name.strip().lower().endswith("windows")
-
-
 def _price_kinds(item: Mapping[str, Any]) -> Iterator[tuple[_PriceKind, Any, str]]:
     """(kind, raw price, ref suffix) for every price one item carries.
 
@@ -271,7 +266,8 @@ def _parse_item(item: Any, billing_currency: str | None, result: ParseResult) ->
     if item.get("serviceName") not in (None, "Virtual Machines"):
         result.skip("not a virtual machine meter", ref)
         return
-    if _is_windows(str(item.get("productName") or "")):
+    # Windows meters: the product name ends in "Windows" (e.g. "... Series Windows")
+    if str(item.get("productName") or "").strip().lower().endswith("windows"):
         result.skip("Windows price (Linux only)", ref)
         return
     if item.get("isPrimaryMeterRegion") is False:

@@ -97,7 +97,7 @@ class DigitalOceanAdapter(Adapter):
         while url is not None and len(pages) < MAX_PAGES:
             page = await self.get_json(client, url, headers=headers, params=params)
             pages.append(page)
-            url = _next_page(page)
+            url = text(value_at(page, "links", "pages", "next"))  # None on the last page
             params = None  # the next link carries page and per_page itself
         return pages
 
@@ -111,11 +111,6 @@ ADAPTER = DigitalOceanAdapter
 
 
 # --- pure helpers ---------------------------------------------------------------------
-
-
-def _next_page(page: Any) -> str | None:
-    """The absolute URL of the next page, or ``None`` on the last one."""
-    return text(value_at(page, "links", "pages", "next"))
 
 
 def _parse_size(result: ParseResult, size: Mapping[str, Any]) -> None:

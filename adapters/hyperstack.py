@@ -99,8 +99,10 @@ class HyperstackAdapter(Adapter):
         for payload in payloads:
             if isinstance(payload, list):  # the pricebook; the flavors answer is an object
                 _read_pricebook(payload, prices, price_problems, account_prices)
+            elif isinstance(payload, Mapping) and payload.get("status") is False:
+                raise ProviderError(self.name, f"API error: {payload.get('message')!r}")
             else:
-                groups.extend(_flavor_groups(payload))
+                groups.extend(payload_list(payload, "data", self.name))
         if not groups:
             raise ResponseFormatError("hyperstack", "no flavors response among the payloads")
         flavors = list(_flavors(groups))
@@ -148,12 +150,6 @@ def _read_pricebook(
         account = lenient_decimal(paid) if raw is listed else None
         if account is not None and 0 < account != value:
             account_prices[name] = account
-
-
-def _flavor_groups(payload: Any) -> list[Any]:
-    if isinstance(payload, Mapping) and payload.get("status") is False:
-        raise ProviderError("hyperstack", f"API error: {payload.get('message')!r}")
-    return payload_list(payload, "data", "hyperstack")
 
 
 def _flavors(groups: list[Any]) -> list[tuple[str, Any]]:

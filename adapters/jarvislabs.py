@@ -99,7 +99,7 @@ ADAPTER = JarvisLabsAdapter
 
 
 def _emit(row: Mapping[str, Any], term: RentalTerm, result: ParseResult) -> None:
-    ref = _ref(row)
+    ref = f"jarvislabs:{row.get('region')}/{row.get('gpu_type')}/{row.get('workload_type')}"
     spot = term is RentalTerm.INTERRUPTIBLE
     key = "spot_price" if spot else "price_per_hour"
     # null spot_price: spot is not sold there (not a broken row)
@@ -152,10 +152,6 @@ def _checked_row(row: Any, result: ParseResult) -> dict[str, Any] | None:
         result.skip("row without region", f"jarvislabs:?/{gpu_type}")
         return None
     return {**row, "gpu_type": gpu_type, "region": region}
-
-
-def _ref(row: Mapping[str, Any]) -> str:
-    return f"jarvislabs:{row.get('region')}/{row.get('gpu_type')}/{row.get('workload_type')}"
 
 
 def _free_gpus(row: Mapping[str, Any], spot: bool) -> int | None:

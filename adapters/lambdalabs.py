@@ -91,7 +91,8 @@ class LambdaAdapter(Adapter):
         payloads, failed = self.split_failed_calls(payloads)
         result.skip_failed(failed)
         for payload in payloads:
-            if _is_images(payload):
+            if isinstance(payload, Mapping) and isinstance(payload.get("data"), list):
+                # a listImages answer: its ``data`` is a list (instance types are an object)
                 images.update(_region_images(payload, result))
             else:
                 types.append(_instance_types(payload))
@@ -113,11 +114,6 @@ def _instance_types(payload: Any) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise ResponseFormatError("lambda", "'data' is missing or not an object of instance types")
     return data
-
-
-def _is_images(payload: Any) -> bool:
-    """A ``listImages`` answer: its ``data`` is a list (instance types are an object)."""
-    return isinstance(payload, Mapping) and isinstance(payload.get("data"), list)
 
 
 def _region_images(

@@ -190,7 +190,9 @@ def _add_shape(result: ParseResult, shape: Any, prices: Mapping[str, Decimal | s
         "datacenter": True,
     }
     result.add(ref, **fields)
-    if price > 0 and shape.get("allowPreemptible") is True and not _bare_metal(shape):
+    # a bare-metal shape (``shapeType`` ``bm``, or a ``BM.`` name) is never preemptible
+    bare_metal = _value(shape.get("shapeType")) == "bm" or shape_name.startswith("BM.")
+    if price > 0 and shape.get("allowPreemptible") is True and not bare_metal:
         result.add(
             ref,
             **(
@@ -202,11 +204,6 @@ def _add_shape(result: ParseResult, shape: Any, prices: Mapping[str, Decimal | s
                 }
             ),
         )
-
-
-def _bare_metal(shape: Mapping[str, Any]) -> bool:
-    """A bare-metal shape (``shapeType`` ``bm``, or a ``BM.`` name): never preemptible."""
-    return _value(shape.get("shapeType")) == "bm" or str(shape.get("name")).startswith("BM.")
 
 
 def _collect_prices(items: list[Any], prices: dict[str, Decimal | str]) -> None:

@@ -168,14 +168,6 @@ def storage_per_gb_month(storage_cost: Decimal) -> Decimal:
     return storage_cost / VAST_HOURS_PER_MONTH * HOURS_PER_MONTH
 
 
-def _offer_id(record: Mapping[str, Any], gpu_count: int) -> str:
-    """Stable id: the physical machine and the GPU slice, which outlive one listing (ask)."""
-    machine = record.get("machine_id")
-    if machine is None:
-        return f"ask{record.get('id')}-{gpu_count}x"
-    return f"m{machine}-{gpu_count}x"
-
-
 def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> OfferFields:
     """Everything but the price and term, shared by the on-demand and interruptible offers."""
     gpu_mib = positive(lenient_float(record.get("gpu_ram")))
@@ -184,8 +176,10 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
     cuda = positive(lenient_float(record.get("cuda_max_good")))
     storage_cost = lenient_decimal(record.get("storage_cost"))
     egress = lenient_decimal(record.get("inet_up_cost"))
+    machine, ask = record.get("machine_id"), record.get("id")
     return {
-        "offer_id": _offer_id(record, gpu_count),
+        # stable: the physical machine and the GPU slice, which outlive one listing (ask)
+        "offer_id": f"m{machine}-{gpu_count}x" if machine is not None else f"ask{ask}-{gpu_count}x",
         "region": region,
         "country": _country(region),
         # matched on GiB, the unit GPU names quote ("80GB" = 81920 MiB)

@@ -102,7 +102,11 @@ class VerdaAdapter(Adapter):
                 case "instance_types":
                     types.extend(payload)
                 case "locations":
-                    countries.update(_countries(payload))
+                    countries.update(
+                        (str(loc["code"]), str(loc["country_code"]))
+                        for loc in payload
+                        if isinstance(loc, Mapping) and loc.get("code") and loc.get("country_code")
+                    )
                 case "availability":
                     where[bool(payload["is_spot"])] = _locations_by_type(payload)
                 case _:
@@ -133,14 +137,6 @@ def _kind(payload: Any) -> str | None:
     if "instance_type" in first:
         return "instance_types"
     return None
-
-
-def _countries(payload: list[Any]) -> dict[str, str]:
-    return {
-        str(loc["code"]): str(loc["country_code"])
-        for loc in payload
-        if isinstance(loc, Mapping) and loc.get("code") and loc.get("country_code")
-    }
 
 
 def _locations_by_type(payload: Mapping[str, Any]) -> dict[str, list[str]]:

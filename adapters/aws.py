@@ -453,16 +453,12 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
     # for 8 H100 80GB); GpuInfo gives MiB per GPU (81920 for an H100, i.e. 85.9 GB), so it
     # is only the fallback, to stay comparable with the GPU catalog's datasheet figures.
     total_gpu_memory = size_text_to_gb(row.get("GPU Memory"))
-    per_gpu_memory: float | None = None
-    if total_gpu_memory:
-        per_gpu_memory = total_gpu_memory / gpu_count
-    elif info is not None and info.memory_mib:
+    per_gpu_memory = total_gpu_memory / gpu_count if total_gpu_memory else None
+    if per_gpu_memory is None and info is not None and info.memory_mib:
         per_gpu_memory = mib_to_gb(info.memory_mib)
     family = gpu_families().get(row.get("Instance Type").split(".", 1)[0])
     form_factor = family.form_factor if family else None
-    raw_name = (info.name if info and info.name else None) or (
-        family.gpu_raw_name if family else None
-    )
+    raw_name = (info.name if info else None) or (family.gpu_raw_name if family else None)
     # A slice's memory is its share; the catalog knows the whole board's.
     board_memory = per_gpu_memory / fraction if per_gpu_memory and fraction else per_gpu_memory
     vendor = gpu_vendor(info.manufacturer) if info is not None else None
@@ -664,9 +660,8 @@ class AwsAdapter(Adapter):
             "StartTime": start,
             "ProductDescription.1": "Linux/UNIX",
             "MaxResults": "1000",
+            **{f"InstanceType.{i}": t for i, t in enumerate(sorted(instance_types), start=1)},
         }
-        for i, itype in enumerate(sorted(instance_types), start=1):
-            params[f"InstanceType.{i}"] = itype
         return await self._ec2_pages(client, creds, region, params, lambda root: _xml_spot(root)[1])
 
     async def _ec2_pages(

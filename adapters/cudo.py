@@ -135,13 +135,11 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any]) -> None:
         "region": dc or None,
         "country": _country(dc),
         "cpu_model": str(item.get("cpuModel") or "") or None,
-        "storage_price_per_gb_month": (
+        **provider_disk("cudo").billed_apart(
             per_gib_hour_to_per_gb_month(storage_price) if storage_price is not None else None
         ),
         # the most disk one VM can be given now; none of it is included
         "storage_gb": gib_to_gb(max_storage_gib) if max_storage_gib else None,
-        "storage_included_gb": 0.0,
-        "boot_disk_min_gb": provider_disk("cudo").boot_disk_min_gb,
         "ipv4_price_per_hour": ipv4_price if ipv4_price is not None and ipv4_price >= 0 else None,
     }
     counts = range(1, max_gpus + 1) if max_gpus > 0 else range(1, 2)

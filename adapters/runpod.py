@@ -230,18 +230,6 @@ def _gpu_type_records(payload: Any) -> list[Any]:
     return payload_list(data, "gpuTypes", "runpod")
 
 
-def _disk_fields() -> OfferFields:
-    """A pod's disk, which the GraphQL API does not price: the documented $/GB-month of the
-    container and volume disks, none included, and the container disk every pod is created
-    with (``data/provider_disks.csv``)."""
-    disk = provider_disk("runpod")
-    return {
-        "storage_price_per_gb_month": disk.storage_price_per_gb_month,
-        "storage_included_gb": 0.0,
-        "boot_disk_min_gb": disk.boot_disk_min_gb,
-    }
-
-
 def _catalog_cuda(query: Mapping[str, Any], answer: Any) -> dict[tuple[str, str], str]:
     """(cloud, GPU type id) -> the newest CUDA version the catalog's machines offer, for the
     1-GPU pods of one cloud's catalog answer (``query`` is what it was asked)."""
@@ -274,7 +262,9 @@ def _offers_of(
     if not isinstance(type_id, str) or not type_id.strip():
         result.skip("gpuType without id", ref)
         return
-    gpu = _disk_fields() | _gpu_fields(record, type_id)
+    # a pod's disk, which the GraphQL API does not price: the documented $/GB-month of the
+    # container and volume disks, none included, and the container disk every pod has
+    gpu = provider_disk("runpod").billed_apart() | _gpu_fields(record, type_id)
     name = record.get("displayName") or type_id
     is_slice = gpu.get("gpu_mig_profile") is not None
 

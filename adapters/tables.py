@@ -24,6 +24,7 @@ from fractions import Fraction
 from importlib import resources
 from typing import Any, TypeVar
 
+from .schema import OfferFields
 from .units import to_decimal
 
 __all__ = [
@@ -169,6 +170,16 @@ class ProviderDisk:
 
     boot_disk_min_gb: float | None
     storage_price_per_gb_month: Decimal | None
+
+    def billed_apart(self, price: Decimal | None = None) -> OfferFields:
+        """An offer's disk fields where every GB is billed apart, at ``price`` (per GB-month;
+        else this row's) and none included, and the least disk it is created with."""
+        price = self.storage_price_per_gb_month if price is None else price
+        return {
+            "storage_price_per_gb_month": price,
+            "storage_included_gb": 0.0,
+            "boot_disk_min_gb": self.boot_disk_min_gb,
+        }
 
 
 @functools.cache

@@ -322,7 +322,7 @@ def _gpu_offers(site: _Site, gpu: _Gpu) -> Iterator[OfferFields]:
     gpu_spec = gpu_fields(gpu.v0_name, memory_gb=memory_gb_in_name(_VRAM_IN_NAME, gpu.v0_name))
     storage_rate = gpu.per_storage_gb
     storage_month = per_gb_hour_to_per_gb_month(storage_rate) if storage_rate is not None else None
-    min_storage_gb = provider_disk("tensordock").boot_disk_min_gb
+    disk = provider_disk("tensordock").billed_apart(storage_month)
     for count in power_of_two_counts(gpu.max_count):
         vcpus = _share(gpu.max_vcpus, count, gpu.max_count)
         ram_gb = _share(gpu.max_ram_gb, count, gpu.max_count)
@@ -349,9 +349,7 @@ def _gpu_offers(site: _Site, gpu: _Gpu) -> Iterator[OfferFields]:
             "public_bandwidth_down_mbps": site.down_mbps,
             "reliability": site.reliability,
             **hourly_price(price, PriceBasis.INSTANCE if priced else PriceBasis.GPU),
-            "storage_price_per_gb_month": storage_month,
-            "storage_included_gb": 0.0,
-            "boot_disk_min_gb": min_storage_gb,
+            **disk,
             "available_count": available,
             "available_now": available > 0 if available is not None else None,
         }

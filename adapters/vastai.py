@@ -203,11 +203,9 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         "public_bandwidth_down_mbps": positive(lenient_float(record.get("inet_down"))),
         "cuda_version": str(cuda) if cuda else None,
         "driver_version": text(record.get("driver_version")),
-        "storage_price_per_gb_month": (
+        **provider_disk("vastai").billed_apart(
             storage_per_gb_month(storage_cost) if storage_cost and storage_cost >= 0 else None
         ),
-        "storage_included_gb": 0.0,
-        "boot_disk_min_gb": provider_disk("vastai").boot_disk_min_gb,
         "egress_price_per_gb": egress if egress is not None and egress >= 0 else None,
         "reliability": _fraction(
             lenient_float(record.get("reliability2")) or lenient_float(record.get("reliability"))

@@ -193,17 +193,12 @@ def _add_shape(result: ParseResult, shape: Any, prices: Mapping[str, Decimal | s
     # a bare-metal shape (``shapeType`` ``bm``, or a ``BM.`` name) is never preemptible
     bare_metal = _value(shape.get("shapeType")) == "bm" or shape_name.startswith("BM.")
     if price > 0 and shape.get("allowPreemptible") is True and not bare_metal:
-        result.add(
-            ref,
-            **(
-                fields
-                | {
-                    "price_amount": price * PREEMPTIBLE_SHARE,
-                    "term": RentalTerm.INTERRUPTIBLE,
-                    "term_variant": "preemptible",
-                }
-            ),
-        )
+        preemptible: OfferFields = {
+            "price_amount": price * PREEMPTIBLE_SHARE,
+            "term": RentalTerm.INTERRUPTIBLE,
+            "term_variant": "preemptible",
+        }
+        result.add(ref, **(fields | preemptible))
 
 
 def _collect_prices(items: list[Any], prices: dict[str, Decimal | str]) -> None:

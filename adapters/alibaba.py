@@ -774,14 +774,8 @@ class _OfferBuilder:
 
     def _add(self, ref: str, hw: OfferFields, region: str, price: OfferFields) -> None:
         """One offer: the type's hardware in ``region`` at ``price`` (term, amount, name)."""
-        fields: OfferFields = {
-            "region": region or None,
-            "country": region_countries().get(region),
-            **hw,
-            "price_basis": PriceBasis.INSTANCE,
-            **price,
-        }
-        self.result.add(ref, **fields)
+        place: OfferFields = {"region": region or None, "country": region_countries().get(region)}
+        self.result.add(ref, **(place | hw | {"price_basis": PriceBasis.INSTANCE} | price))
 
 
 ADAPTER = AlibabaAdapter

@@ -177,12 +177,6 @@ _SAVINGS_PLAN = {
 }
 
 
-def _consumption_kind(meter_name: str) -> _PriceKind:
-    """Spot and Low Priority are told apart from pay-as-you-go only by the meter suffix."""
-    name = meter_name.strip().lower()
-    return next((kind for end, kind in _METER_SUFFIXES.items() if name.endswith(end)), _ON_DEMAND)
-
-
 def _price_kinds(item: Mapping[str, Any]) -> Iterator[tuple[_PriceKind, Any, str]]:
     """(kind, raw price, ref suffix) for every price one item carries.
 
@@ -191,7 +185,9 @@ def _price_kinds(item: Mapping[str, Any]) -> Iterator[tuple[_PriceKind, Any, str
     """
     price_type = str(item.get("type") or "")
     if price_type == "Consumption":
-        kind = _consumption_kind(str(item.get("meterName") or item.get("skuName") or ""))
+        # Spot and Low Priority are told apart from pay-as-you-go only by the meter suffix
+        meter = str(item.get("meterName") or item.get("skuName") or "").strip().lower()
+        kind = next((k for end, k in _METER_SUFFIXES.items() if meter.endswith(end)), _ON_DEMAND)
         yield kind, item.get("retailPrice"), ""
         if kind is _ON_DEMAND:
             for plan in item.get("savingsPlan") or []:

@@ -163,7 +163,8 @@ def _add_shape(result: ParseResult, shape: Any, prices: Mapping[str, Decimal | s
         result.skip(price, ref)
         return
     count = int(gpu_count)
-    raw_gpu = _gpu_from_shape_name(shape_name)
+    named = _SHAPE_GPU.match(shape_name)  # "BM.GPU.H100.8": H100; "BM.GPU4.8": no model
+    raw_gpu = named["gpu"] if named else None
     model = _VERSION_SUFFIX.sub("", raw_gpu) if raw_gpu else None
     hgx = shape_name.startswith("BM.") and count == 8 and model in _HGX_BARE_METAL_GPUS
     form_factor = GpuFormFactor.SXM if hgx else None
@@ -233,12 +234,6 @@ def _ocpu_product(shape: Mapping[str, Any]) -> tuple[str, float | None] | None:
             return None
         return part, positive(lenient_float(product.get("qty")))
     return None
-
-
-def _gpu_from_shape_name(shape_name: str) -> str | None:
-    """ "BM.GPU.H100.8" -> "H100"; None for names without a GPU model (BM.GPU4.8)."""
-    m = _SHAPE_GPU.match(shape_name)
-    return m["gpu"] if m else None
 
 
 ADAPTER = OciAdapter

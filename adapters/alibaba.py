@@ -99,7 +99,7 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     gpu_fields,
-    hourly_price,
+    price_fields,
     request_json,
 )
 from .calls import (
@@ -671,10 +671,7 @@ class _OfferBuilder:
         offer: OfferFields = {
             "offer_id": itype,
             "instance_name": itype if hourly else f"{itype} ({term_name})",
-            "price_amount": listed,
-            "price_currency": currency,
-            "price_unit": price_unit,
-            "term": term,
+            **price_fields(listed, PriceBasis.INSTANCE, term, unit=price_unit, currency=currency),
             "prepaid": prepaid,
             "available_now": self.available.get((region, itype)) if hourly else None,
         }
@@ -752,7 +749,7 @@ class _OfferBuilder:
                     "offer_id": itype,
                     "term_variant": zone,
                     "instance_name": f"{itype} (spot, {zone})",
-                    **hourly_price(
+                    **price_fields(
                         price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE, currency=currency
                     ),
                     "prepaid": False,
@@ -773,9 +770,10 @@ class _OfferBuilder:
         return value
 
     def _add(self, ref: str, hw: OfferFields, region: str, price: OfferFields) -> None:
-        """One offer: the type's hardware in ``region`` at ``price`` (term, amount, name)."""
+        """One offer: the type's hardware in ``region`` at ``price`` (its price fields, term
+        and name)."""
         place: OfferFields = {"region": region or None, "country": region_countries().get(region)}
-        self.result.add(ref, **(place | hw | {"price_basis": PriceBasis.INSTANCE} | price))
+        self.result.add(ref, **(place | hw | price))
 
 
 ADAPTER = AlibabaAdapter

@@ -66,7 +66,7 @@ from .base import (
     ResponseFormatError,
     failed_calls_payload,
     gpu_fields,
-    hourly_price,
+    price_fields,
     request,
     request_stream,
 )
@@ -831,7 +831,7 @@ class _OfferBuilder:
             "offer_id": itype,
             "instance_name": itype,
             "region": product.get("Region Code") or None,
-            **hourly_price(price, PriceBasis.INSTANCE, currency=hourly[0].get("Currency")),
+            **price_fields(price, PriceBasis.INSTANCE, currency=hourly[0].get("Currency")),
             "prepaid": False,
             "billing_increment_s": BILLING_INCREMENT_S,
             "min_rental_hours": MIN_RENTAL_HOURS,
@@ -881,11 +881,9 @@ class _OfferBuilder:
             "term_variant": f"{_slug(offering) or 'standard'}-{_slug(option) or 'unknown'}",
             "instance_name": f"{itype} ({lease} {offering} RI, {option})",
             "region": product.get("Region Code") or None,
-            "price_amount": price,
-            "price_currency": first.get("Currency"),
-            "price_unit": unit,
-            "price_basis": PriceBasis.INSTANCE,
-            "term": term,
+            **price_fields(
+                price, PriceBasis.INSTANCE, term, unit=unit, currency=first.get("Currency")
+            ),
             "prepaid": prepaid,
         }
         self.result.add(ref, **fields)
@@ -921,7 +919,7 @@ class _OfferBuilder:
                     "instance_name": f"{itype} (spot, {az})",
                     "region": zone.group(1),
                     # DescribeSpotPriceHistory prices are USD per instance-hour
-                    **hourly_price(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
+                    **price_fields(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
                     "prepaid": False,
                     "billing_increment_s": BILLING_INCREMENT_S,
                     "min_rental_hours": MIN_RENTAL_HOURS,

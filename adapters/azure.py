@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .schema import (
     GpuFormFactor,
     OfferFields,
@@ -283,9 +283,8 @@ def _parse_item(item: Any, billing_currency: str | None, result: ParseResult) ->
         "offer_id": sku,
         "region": str(item.get("armRegionName") or "").strip() or None,
         **size.fields(),
-        "price_currency": item.get("currencyCode") or billing_currency or "",
-        "price_basis": PriceBasis.INSTANCE,
     }
+    currency = item.get("currencyCode") or billing_currency or ""
     for kind, raw_price, ref_suffix in kinds:
         price = price_or_reason(raw_price)
         if isinstance(price, str):
@@ -295,9 +294,9 @@ def _parse_item(item: Any, billing_currency: str | None, result: ParseResult) ->
             **shared,
             "term_variant": kind.variant,
             "instance_name": sku + kind.label,
-            "price_amount": price,
-            "price_unit": kind.unit,
-            "term": kind.term,
+            **price_fields(
+                price, PriceBasis.INSTANCE, kind.term, unit=kind.unit, currency=currency
+            ),
             "prepaid": kind.prepaid,
         }
         result.add(ref + ref_suffix, **fields)

@@ -64,11 +64,11 @@ __all__ = [
     "add_per_region",
     "failed_calls_payload",
     "gpu_fields",
-    "hourly_price",
     "key_headers",
     "listed_regions",
     "payload_list",
     "positive_price",
+    "price_fields",
     "read_failed_calls",
     "request",
     "request_json",
@@ -676,19 +676,21 @@ def gpu_fields(
     }
 
 
-def hourly_price(
+def price_fields(
     amount: Decimal,
     basis: PriceBasis,
     term: RentalTerm = RentalTerm.ON_DEMAND,
     *,
+    unit: PriceUnit = PriceUnit.HOUR,
     currency: str = "USD",
 ) -> OfferFields:
-    """The price fields of an offer priced per hour: ``amount`` in ``currency`` for one GPU or
-    the whole instance (``basis``), under ``term``."""
+    """The price fields of an offer: ``amount`` in ``currency`` per ``unit`` (an hour unless
+    told: a month, the whole term) for one GPU or the whole instance (``basis``), under
+    ``term``."""
     return {
         "price_amount": amount,
         "price_currency": currency,
-        "price_unit": PriceUnit.HOUR,
+        "price_unit": unit,
         "price_basis": basis,
         "term": term,
     }

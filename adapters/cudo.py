@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, gpu_fields, hourly_price, key_headers, positive_price
+from .base import Adapter, ParseResult, gpu_fields, key_headers, positive_price, price_fields
 from .fabrics import named_fabric
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
@@ -163,7 +163,7 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any]) -> None:
                 "gpu_count": gpus,
                 "vcpus": float(vcpus),
                 "ram_gb": gib_to_gb(ram_gib),
-                **hourly_price(price, PriceBasis.INSTANCE, term),
+                **price_fields(price, PriceBasis.INSTANCE, term),
                 "available_now": max_gpus >= gpus,
             }
             result.add(ref, **(base | vm))
@@ -258,7 +258,7 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any]) -> None:
             continue
         dc = str(entry.get("dataCenterId") or item.get("dataCenterId") or "")
         place: OfferFields = {"region": dc or None, "country": _country(dc)}
-        result.add(ref, **(base | place | hourly_price(price, PriceBasis.INSTANCE, term)))
+        result.add(ref, **(base | place | price_fields(price, PriceBasis.INSTANCE, term)))
 
 
 # --- shared ------------------------------------------------------------------------------

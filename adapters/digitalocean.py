@@ -48,10 +48,10 @@ from .base import (
     ParseResult,
     add_per_region,
     gpu_fields,
-    hourly_price,
     key_headers,
     listed_regions,
     positive_price,
+    price_fields,
     required_count,
 )
 from .schema import OfferFields, PriceBasis
@@ -139,7 +139,7 @@ def _parse_size(result: ParseResult, size: Mapping[str, Any]) -> None:
         "vcpus": positive_quantity(size.get("vcpus")),
         "ram_gb": _ram_gb(size.get("memory")),
         "storage_gb": _storage_gb(size),
-        **hourly_price(price, PriceBasis.INSTANCE),
+        **price_fields(price, PriceBasis.INSTANCE),
     }
     regions = size.get("regions") if size.get("available") is not False else None
     add_per_region(result, ref, fields, listed_regions(regions, _country))

@@ -48,7 +48,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, hourly_price
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .gpus import get_gpu
 from .schema import (
     GpuFormFactor,
@@ -441,7 +441,7 @@ class GcpAdapter(Adapter):
             "ram_gb": round(gib_to_gb(shape.ram_gib), 3),
             "storage_gb": round(gib_to_gb(shape.local_ssd_gib), 3) if shape.local_ssd_gib else None,
             "storage_type": StorageType.SSD if shape.local_ssd_gib else None,
-            **hourly_price(price.amount, PriceBasis.INSTANCE, term, currency=price.currency),
+            **price_fields(price.amount, PriceBasis.INSTANCE, term, currency=price.currency),
             # Per-second billing after a 1-minute minimum for vCPUs, memory and GPUs
             # (https://cloud.google.com/compute/vm-instance-pricing#billingmodel).
             "billing_increment_s": None if term.is_commitment else 1,

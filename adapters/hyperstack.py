@@ -48,9 +48,9 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     gpu_fields,
-    hourly_price,
     key_headers,
     payload_list,
+    price_fields,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import country_code
@@ -248,7 +248,7 @@ def _parse_flavor(
         "vcpus": positive_quantity(flavor.get("cpu")),
         "ram_gb": positive_quantity(flavor.get("ram")),
         "storage_gb": sum(storage) if storage else None,
-        **hourly_price(price, basis),
+        **price_fields(price, basis),
         "available_now": stock if isinstance(stock, bool) else None,
     }
     return ref, fields, key

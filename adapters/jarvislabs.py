@@ -34,10 +34,10 @@ from .base import (
     Adapter,
     ParseResult,
     gpu_fields,
-    hourly_price,
     key_headers,
     payload_list,
     positive_price,
+    price_fields,
 )
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .units import (
@@ -128,7 +128,7 @@ def _emit(row: Mapping[str, Any], term: RentalTerm, result: ParseResult) -> None
             "gpu_count": count,
             "vcpus": cpus_per_gpu * count if cpus_per_gpu else None,
             "ram_gb": ram_per_gpu * count if ram_per_gpu else None,
-            **hourly_price(price, PriceBasis.GPU, term),
+            **price_fields(price, PriceBasis.GPU, term),
             "available_count": available,
             "available_now": available > 0 if available is not None else None,
         }

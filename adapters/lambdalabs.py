@@ -47,9 +47,9 @@ from .base import (
     add_per_region,
     failed_calls_payload,
     gpu_fields,
-    hourly_price,
     key_headers,
     positive_price,
+    price_fields,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import region_countries
@@ -180,7 +180,7 @@ def _parse_item(
         "vcpus": vcpus or None,
         "ram_gb": gib_to_gb(memory_gib) if memory_gib else None,
         "storage_gb": gib_to_gb(storage_gib) if storage_gib is not None else None,
-        **hourly_price(usd_per_hour, PriceBasis.INSTANCE),
+        **price_fields(usd_per_hour, PriceBasis.INSTANCE),
     }
     regions = item.get("regions_with_capacity_available")
     listed: list[OfferFields] = [

@@ -120,9 +120,9 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     gpu_fields,
-    hourly_price,
     key_headers,
     positive_price,
+    price_fields,
 )
 from .calls import (
     QUERY_KEY,
@@ -410,7 +410,7 @@ def _offers(
             "offer_id": fid,
             "region": region,
             **hw,
-            **hourly_price(usd, PriceBasis.INSTANCE, term),
+            **price_fields(usd, PriceBasis.INSTANCE, term),
             "prepaid": prepaid,
         }
         result.add(ref, **fields)

@@ -41,7 +41,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, hourly_price
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
 from .units import lenient_float, positive, to_decimal, to_float
 
@@ -187,7 +187,7 @@ def _add_shape(result: ParseResult, shape: Any, prices: Mapping[str, Decimal | s
         "cpu_vendor": processor if x86 else None,
         "cpu_arch": "x86_64" if x86 else None,
         "ram_gb": lenient_float(shape.get("bundleMemoryQty")) or None,
-        **hourly_price(price, PriceBasis.GPU, currency=CURRENCY),
+        **price_fields(price, PriceBasis.GPU, currency=CURRENCY),
         "datacenter": True,
     }
     result.add(ref, **fields)

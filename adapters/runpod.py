@@ -69,10 +69,10 @@ from .base import (
     ResponseFormatError,
     failed_calls_payload,
     gpu_fields,
-    hourly_price,
     key_headers,
     payload_list,
     positive_price,
+    price_fields,
 )
 from .calls import QUERY_KEY, query_payload, read_query_payload
 from .gpus import get_gpu
@@ -275,7 +275,7 @@ def _offers_of(
             "offer_id": f"{type_id}:{kind}:{count}x",
             "instance_name": f"{count}x {name}",
             "gpu_count": count,
-            **hourly_price(price, PriceBasis.GPU, term),
+            **price_fields(price, PriceBasis.GPU, term),
         }
 
     for cloud in _CLOUDS:

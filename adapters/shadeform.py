@@ -14,7 +14,7 @@ type with its availability. One response, no pagination::
        "availability": [{"region", "available", "display_name": "US, Wichita, KS"}],
        "boot_time": {"min_boot_in_sec", "max_boot_in_sec"}}]}
 
-``hourly_price`` is an integer in US cents per hour for the whole instance (210 = $2.10/h).
+``price_fields`` is an integer in US cents per hour for the whole instance (210 = $2.10/h).
 Each (cloud, cloud instance type, region) is one on-demand offer; ``offer_id`` is
 ``<cloud>:<cloud_instance_type>`` (the underlying cloud's own type name) and ``seller`` the
 cloud; a type listed twice gives the contract's duplicates. A type with no region listed is
@@ -37,9 +37,9 @@ from .base import (
     ParseResult,
     add_per_region,
     gpu_fields,
-    hourly_price,
     key_headers,
     positive_price,
+    price_fields,
     required_count,
 )
 from .schema import GpuFormFactor, GpuInterconnect, OfferFields, PriceBasis
@@ -113,7 +113,7 @@ def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
         "ram_gb": positive_quantity(config.get("memory_in_gb")),
         "storage_gb": non_negative(lenient_float(config.get("storage_in_gb"))),
         "os_images": strings(config.get("os_options")),
-        **hourly_price(price, PriceBasis.INSTANCE),
+        **price_fields(price, PriceBasis.INSTANCE),
         **_gpu_fields(config, gpu_count),
     }
     regions = record.get("availability")

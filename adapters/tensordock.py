@@ -44,9 +44,9 @@ from .base import (
     ParseResult,
     ResponseFormatError,
     gpu_fields,
-    hourly_price,
     key_headers,
     positive_price,
+    price_fields,
     required_count,
 )
 from .schema import OfferFields, PriceBasis
@@ -348,7 +348,7 @@ def _gpu_offers(site: _Site, gpu: _Gpu) -> Iterator[OfferFields]:
             "public_bandwidth_up_mbps": site.up_mbps,
             "public_bandwidth_down_mbps": site.down_mbps,
             "reliability": site.reliability,
-            **hourly_price(price, PriceBasis.INSTANCE if priced else PriceBasis.GPU),
+            **price_fields(price, PriceBasis.INSTANCE if priced else PriceBasis.GPU),
             **disk,
             "available_count": available,
             "available_now": available > 0 if available is not None else None,

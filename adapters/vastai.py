@@ -55,9 +55,9 @@ from .base import (
     Adapter,
     ParseResult,
     gpu_fields,
-    hourly_price,
     key_headers,
     positive_price,
+    price_fields,
     required_count,
 )
 from .schema import HOURS_PER_MONTH, OfferFields, PriceBasis, RentalTerm
@@ -147,7 +147,7 @@ def _parse_offer(result: ParseResult, record: Mapping[str, Any]) -> None:
     fields = _common_fields(record, raw_gpu, gpu_count)
     for price, term in ((on_demand, RentalTerm.ON_DEMAND), (bid, RentalTerm.INTERRUPTIBLE)):
         if price is not None:
-            priced = fields | hourly_price(price, PriceBasis.INSTANCE, term)
+            priced = fields | price_fields(price, PriceBasis.INSTANCE, term)
             result.add(ref, **priced)
 
 

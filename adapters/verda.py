@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, hourly_price
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .schema import OfferFields, PriceBasis, RentalTerm, StorageType
 from .units import nominal_gpu_memory_gb, strings, to_decimal, to_float
 
@@ -186,7 +186,7 @@ def _parse_type(
         if term is RentalTerm.INTERRUPTIBLE and on_demand is not None and price >= on_demand:
             result.skip("spot price not below on-demand: no spot discount published", ref)
             continue
-        fields = base | hourly_price(price, PriceBasis.INSTANCE, term, currency=currency)
+        fields = base | price_fields(price, PriceBasis.INSTANCE, term, currency=currency)
         available = where.get(term is RentalTerm.INTERRUPTIBLE)
         locations = (available or {}).get(type_name, [])
         if not locations:

@@ -46,7 +46,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, key_headers
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, key_headers, price_fields
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
 from .tables import data_rows
@@ -279,8 +279,6 @@ def _add_prices(
     base: OfferFields = hardware | {
         "offer_id": str(plan["id"]),
         "instance_name": str(plan["id"]),
-        "price_currency": CURRENCY,
-        "price_basis": PriceBasis.INSTANCE,
         "billing_increment_s": BILLING_INCREMENT_S,
         "datacenter": True,
     }
@@ -303,9 +301,7 @@ def _add_prices(
             amount, unit = price
             offer: OfferFields = base | {
                 "region": location,
-                "price_amount": amount,
-                "price_unit": unit,
-                "term": term,
+                **price_fields(amount, PriceBasis.INSTANCE, term, unit=unit, currency=CURRENCY),
                 "billing_cap_hours_per_month": _cap_hours(prices, hourly_key, monthly_key),
             }
             result.add(ref, **offer)

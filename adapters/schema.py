@@ -634,5 +634,5 @@ FIELD_GROUPS: dict[str, tuple[str, ...]] = {
         resources.files(__package__ or "adapters")
         .joinpath("data", "field_groups.toml")
         .read_text("utf-8")
-    ).items()
+    )["fields"].items()
 }

@@ -77,7 +77,7 @@ from .base import (
 from .calls import QUERY_KEY, query_payload, read_query_payload
 from .gpus import get_gpu
 from .schema import OfferFields, PriceBasis, RentalTerm
-from .tables import provider_disk
+from .tables import DATA_DIR, package_text, provider_disk
 from .units import (
     gpu_vendor,
     positive_quantity,
@@ -105,28 +105,10 @@ _CUDA_VERSION = re.compile(r"^\d+(?:\.\d+)*$")
 #: ``term_variant`` of an interruptible offer priced at the minimum bid (:func:`_bid_fields`).
 BID_VARIANT = "minimum bid"
 
-_LOWEST_PRICE_FIELDS = "uninterruptablePrice minimumBidPrice minVcpu minMemory stockStatus"
-
 #: Every GPU type with its list, spot, savings-plan and cluster prices, and the cheapest
-#: 1-GPU machine in each cloud (aliases keep the two ``lowestPrice`` answers apart).
-GPU_TYPES_QUERY = f"""
-query GpuTypes {{
-  gpuTypes {{
-    id displayName manufacturer memoryInGb
-    secureCloud communityCloud
-    maxGpuCount maxGpuCountSecureCloud maxGpuCountCommunityCloud minPodGpuCount
-    securePrice communityPrice secureSpotPrice communitySpotPrice
-    oneWeekPrice oneMonthPrice threeMonthPrice sixMonthPrice
-    clusterPrice nodeGroupDatacenters {{ id }}
-    secureLowestPrice: lowestPrice(input: {{gpuCount: 1, secureCloud: true}}) {{
-      {_LOWEST_PRICE_FIELDS}
-    }}
-    communityLowestPrice: lowestPrice(input: {{gpuCount: 1, secureCloud: false}}) {{
-      {_LOWEST_PRICE_FIELDS}
-    }}
-  }}
-}}
-""".strip()
+#: 1-GPU machine in each cloud (aliases keep the two ``lowestPrice`` answers apart): the
+#: GraphQL document ``data/runpod_gpu_types.graphql``.
+GPU_TYPES_QUERY = package_text(DATA_DIR, "runpod_gpu_types.graphql").strip()
 
 _CLOUDS = ("secure", "community")
 #: Savings-plan price fields and the commitment each buys.

@@ -263,8 +263,7 @@ class _TypeInfo:
     manufacturer: str
     count: int | None
     memory_mib: float | None
-    fabric: OfferFields = dataclasses.field(default_factory=lambda: OfferFields())
-    host: OfferFields = dataclasses.field(default_factory=lambda: OfferFields())
+    stated: OfferFields  # the fabric and the host facts
 
 
 #: ``processorInfo/supportedArchitectures`` values, as the schema's ``cpu_arch`` names them
@@ -338,14 +337,11 @@ def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _TypeInfo], str]:
         try:
             count = int(_xml_str(gpu, "count")) if _xml_str(gpu, "count") else None
             memory_mib = to_float(_xml_str(gpu, "memoryInfo", "sizeInMiB"))
-            fabric = _xml_fabric(value_at(item, "networkInfo"))
-            host = _xml_host(item)
+            stated = _xml_fabric(value_at(item, "networkInfo")) | _xml_host(item)
         except ValueError:
             continue
         name, maker = _xml_str(gpu, "name"), _xml_str(gpu, "manufacturer")
-        out[_xml_str(item, "instanceType")] = _TypeInfo(
-            name, maker, count, memory_mib, fabric, host
-        )
+        out[_xml_str(item, "instanceType")] = _TypeInfo(name, maker, count, memory_mib, stated)
     return out, _xml_str(data, "nextToken")
 
 
@@ -475,8 +471,7 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
         "storage_type": storage_kind,
         "cpu_model": processor or None,
         "cpu_vendor": cpu_vendor(processor),
-        **(info.fabric if info is not None else {}),
-        **(info.host if info is not None else {}),
+        **(info.stated if info is not None else {}),
     }
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -58,7 +59,7 @@ from .schema import (
     RentalTerm,
     StorageType,
 )
-from .tables import data_rows, typed_row
+from .tables import DATA_DIR, data_rows, package_text, typed_row
 from .units import gib_to_gb, google_money_to_decimal
 
 __all__ = ["ADAPTER", "GcpAdapter", "accelerators", "machine_shapes"]
@@ -85,19 +86,10 @@ _TERMS: dict[str, RentalTerm] = {
 }
 
 #: Descriptions with these words price something other than a plain predefined machine
-#: (sole-tenant nodes, custom shapes, Dynamic Workload Scheduler, reservations...).
-_REJECT_MARKERS = (
-    "sole tenancy",
-    "custom",
-    "extended",
-    "dws",
-    "defined duration",
-    "calendar mode",
-    "capacity optimized",
-    "reserved",
-    "premium",
-    "suspended",
-    "virtual workstation",
+#: (sole-tenant nodes, custom shapes, Dynamic Workload Scheduler, reservations...), from
+#: ``data/gcp_sku_filters.toml``.
+_REJECT_MARKERS: tuple[str, ...] = tuple(
+    tomllib.loads(package_text(DATA_DIR, "gcp_sku_filters.toml"))["reject"]
 )
 
 # --- GPUs and machine shapes (data/gcp_*.csv) -----------------------------------------------

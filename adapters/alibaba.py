@@ -774,6 +774,3 @@ class _OfferBuilder:
         and name)."""
         place: OfferFields = {"region": region or None, "country": region_countries().get(region)}
         self.result.add(ref, **(place | hw | price))
-
-
-ADAPTER = AlibabaAdapter

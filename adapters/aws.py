@@ -920,6 +920,3 @@ class _OfferBuilder:
                     "min_rental_hours": MIN_RENTAL_HOURS,
                 }
                 self.result.add(ref, **fields)
-
-
-ADAPTER = AwsAdapter

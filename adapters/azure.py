@@ -300,6 +300,3 @@ def _parse_item(item: Any, billing_currency: str | None, result: ParseResult) ->
             "prepaid": kind.prepaid,
         }
         result.add(ref + ref_suffix, **fields)
-
-
-ADAPTER = AzureAdapter

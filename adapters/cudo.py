@@ -276,6 +276,3 @@ def _country(data_center_id: str) -> str | None:
     """Cudo data-centre ids start with the ISO country code ("no-luster-1", "gb-...")."""
     prefix = data_center_id.split("-", 1)[0]
     return prefix.upper() if len(prefix) == 2 and prefix.isalpha() else None
-
-
-ADAPTER = CudoAdapter

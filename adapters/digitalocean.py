@@ -107,9 +107,6 @@ class DigitalOceanAdapter(Adapter):
         )
 
 
-ADAPTER = DigitalOceanAdapter
-
-
 # --- pure helpers ---------------------------------------------------------------------
 
 

@@ -77,9 +77,6 @@ class FluidStackAdapter(Adapter):
         )
 
 
-ADAPTER = FluidStackAdapter
-
-
 def _configurations(payload: Any) -> list[Any]:
     if isinstance(payload, Mapping):
         if "error" in payload or "detail" in payload:

@@ -62,7 +62,7 @@ from .schema import (
 from .tables import DATA_DIR, data_rows, package_text, typed_row
 from .units import gib_to_gb, google_money_to_decimal
 
-__all__ = ["ADAPTER", "GcpAdapter", "accelerators", "machine_shapes"]
+__all__ = ["GcpAdapter", "accelerators", "machine_shapes"]
 
 #: vCPUs per physical core of every machine series this adapter prices (A2, A3, A4, G2,
 #: N1): two hardware threads per core by default (cloud.google.com/compute/docs/cpu-platforms).
@@ -440,6 +440,3 @@ class GcpAdapter(Adapter):
             "min_rental_hours": None if term.is_commitment else 1 / 60,
         }
         result.add(ref, **fields)
-
-
-ADAPTER = GcpAdapter

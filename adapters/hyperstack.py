@@ -122,9 +122,6 @@ class HyperstackAdapter(Adapter):
         return result
 
 
-ADAPTER = HyperstackAdapter
-
-
 # --- payloads -------------------------------------------------------------------------
 
 

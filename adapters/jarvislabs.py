@@ -92,9 +92,6 @@ class JarvisLabsAdapter(Adapter):
         return result
 
 
-ADAPTER = JarvisLabsAdapter
-
-
 # --- pure helpers ---------------------------------------------------------------------
 
 

@@ -217,6 +217,3 @@ def _country(description: Any) -> str | None:
     """ISO code from the last comma-separated part of a region description, if known."""
     last = (text(description) or "").rsplit(",", 1)[-1].strip()
     return region_countries("lambda").get(last)
-
-
-ADAPTER = LambdaAdapter

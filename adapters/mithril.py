@@ -422,6 +422,3 @@ def _usd(result: ParseResult, raw: Any, field: str, ref: str) -> Decimal | None:
     return positive_price(
         result, raw, field, ref, convert=cents_to_units, bad=bad, absent=absent, negative=bad
     )
-
-
-ADAPTER = MithrilAdapter

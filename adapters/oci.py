@@ -45,7 +45,7 @@ from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_f
 from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
 from .units import lenient_float, positive, to_decimal, to_float
 
-__all__ = ["ADAPTER", "PREEMPTIBLE_SHARE", "OciAdapter"]
+__all__ = ["PREEMPTIBLE_SHARE", "OciAdapter"]
 
 API_BASE = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data"
 SHAPES_URL = API_BASE + "/shapes.json"
@@ -234,6 +234,3 @@ def _ocpu_product(shape: Mapping[str, Any]) -> tuple[str, float | None] | None:
             return None
         return part, positive(lenient_float(product.get("qty")))
     return None
-
-
-ADAPTER = OciAdapter

@@ -186,9 +186,6 @@ class RunPodAdapter(Adapter):
         return result
 
 
-ADAPTER = RunPodAdapter
-
-
 # --- pure helpers ---------------------------------------------------------------------
 
 

@@ -81,9 +81,6 @@ class ShadeformAdapter(Adapter):
         )
 
 
-ADAPTER = ShadeformAdapter
-
-
 def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
     cloud = text(record.get("cloud"))
     cloud_type = text(record.get("cloud_instance_type"))

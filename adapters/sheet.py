@@ -360,6 +360,3 @@ def _gpu_fields(raw: str, entry: Mapping[str, Any]) -> OfferFields:
         memory_gb=lenient_float(entry.get("gpu_memory_gb")),  # Offer names a bad value
         form_factor=str(form) if form else None,
     )
-
-
-ADAPTER = SheetAdapter

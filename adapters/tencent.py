@@ -608,6 +608,3 @@ def _fields(
         "cpu_vendor": cpu_vendor(cpu_type),
         "available_now": {"SELL": True, "SOLD_OUT": False}.get(str(status)),
     }
-
-
-ADAPTER = TencentAdapter

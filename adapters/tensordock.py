@@ -104,9 +104,6 @@ class TensorDockAdapter(Adapter):
         return result
 
 
-ADAPTER = TensorDockAdapter
-
-
 # --- the parsed shape -----------------------------------------------------------------
 
 

@@ -151,9 +151,6 @@ def _parse_offer(result: ParseResult, record: Mapping[str, Any]) -> None:
             result.add(ref, **priced)
 
 
-ADAPTER = VastAiAdapter
-
-
 #: Hours of the month Vast's ``storage_cost`` is quoted per (30 days; see the module).
 VAST_HOURS_PER_MONTH = Decimal(720)
 

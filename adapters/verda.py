@@ -235,6 +235,3 @@ def _storage_type(description: Any) -> StorageType | None:
     if "SSD" in text:
         return StorageType.SSD
     return None
-
-
-ADAPTER = VerdaAdapter

@@ -61,7 +61,7 @@ from .units import (
     whole_count,
 )
 
-__all__ = ["ADAPTER", "VultrAdapter"]
+__all__ = ["VultrAdapter"]
 
 API = "https://api.vultr.com/v2"
 PLANS_URL = f"{API}/plans"
@@ -347,6 +347,3 @@ def _storage_gb(plan: Mapping[str, Any]) -> float | None:
         return None
     count = positive_quantity(plan.get("disk_count")) or 1
     return disk * count
-
-
-ADAPTER = VultrAdapter

@@ -288,8 +288,6 @@ def _gpu(
     max_count = required_count(result, raw.get(max_count_key), max_count_key, ref)
     if max_count is None:
         return None
-    resources = resources if isinstance(resources, Mapping) else {}
-    pricing = pricing if isinstance(pricing, Mapping) else {}
     display = raw.get("displayName")
     return _Gpu(
         ref=ref,
@@ -297,12 +295,12 @@ def _gpu(
         display_name=display if isinstance(display, str) and display else None,
         usd_per_gpu_hour=price,
         max_count=max_count,
-        max_vcpus=positive_quantity(resources.get("max_vcpus")),
-        max_ram_gb=positive_quantity(resources.get("max_ram_gb")),
-        max_storage_gb=positive_quantity(resources.get("max_storage_gb")),
-        per_vcpu=_rate(pricing.get("per_vcpu_hr")),
-        per_ram_gb=_rate(pricing.get("per_gb_ram_hr")),
-        per_storage_gb=_rate(pricing.get("per_gb_storage_hr")),
+        max_vcpus=positive_quantity(value_at(resources, "max_vcpus")),
+        max_ram_gb=positive_quantity(value_at(resources, "max_ram_gb")),
+        max_storage_gb=positive_quantity(value_at(resources, "max_storage_gb")),
+        per_vcpu=_rate(value_at(pricing, "per_vcpu_hr")),
+        per_ram_gb=_rate(value_at(pricing, "per_gb_ram_hr")),
+        per_storage_gb=_rate(value_at(pricing, "per_gb_storage_hr")),
         available_count=available,
     )
 

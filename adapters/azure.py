@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from fractions import Fraction
@@ -52,8 +51,6 @@ from .tables import data_rows, typed_row
 from .units import gib_to_gb, gpu_share, price_or_reason
 
 __all__ = ["AzureAdapter", "AzureGpuSize", "azure_gpu_size", "gpu_sizes"]
-
-log = logging.getLogger("gpuscout.adapters.azure")
 
 API_BASE = "https://prices.azure.com/api"
 API_URL = API_BASE + "/retail/prices"

@@ -28,7 +28,6 @@ import dataclasses
 import email.utils
 import functools
 import json
-import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -75,8 +74,6 @@ __all__ = [
     "request_stream",
     "required_count",
 ]
-
-log = logging.getLogger("gpuscout.adapters")
 
 T = TypeVar("T")
 

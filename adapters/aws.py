@@ -485,7 +485,6 @@ class AwsAdapter(Adapter):
     title = "Amazon Web Services (EC2)"
     source_url = REGION_INDEX_URL
     #: Nothing is required: the price list is public. These enable spot prices.
-    credential_names = ()
     optional_credential_names = ("aws_access_key_id", "aws_secret_access_key")
     #: Restrict to these regions (None = every region in the region index).
     regions: ClassVar[tuple[str, ...] | None] = None

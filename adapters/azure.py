@@ -218,7 +218,6 @@ class AzureAdapter(Adapter):
     name: ClassVar[str] = "azure"
     title: ClassVar[str] = "Microsoft Azure"
     source_url: ClassVar[str] = API_URL
-    credential_names: ClassVar[tuple[str, ...]] = ()
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:

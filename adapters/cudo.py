@@ -78,7 +78,6 @@ class CudoAdapter(Adapter):
     source_url = API_BASE
     #: The VM catalogue is public; the bare-metal one needs the key (request.md for Cudo:
     #: "no auth needed for this catalog call"; other endpoints take a Bearer key).
-    credential_names = ()
     optional_credential_names = ("cudo_api_key",)
     base_url = API_BASE
 

@@ -105,7 +105,6 @@ class OciAdapter(Adapter):
     name = "oci"
     title = "Oracle Cloud Infrastructure"
     source_url = SHAPES_URL
-    credential_names = ()
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:

@@ -129,7 +129,6 @@ class RunPodAdapter(Adapter):
     name = "runpod"
     title = "RunPod"
     source_url = GRAPHQL_URL
-    credential_names = ()
     optional_credential_names = ("runpod_api_key",)
     base_url = API_BASE
 

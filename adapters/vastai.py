@@ -110,7 +110,6 @@ class VastAiAdapter(Adapter):
     name = "vastai"
     title = "Vast.ai"
     source_url = BUNDLES_URL
-    credential_names = ()
     optional_credential_names = ("vastai_api_key",)
     base_url = API_BASE
 

@@ -117,8 +117,7 @@ class VultrAdapter(Adapter):
     name = "vultr"
     title = "Vultr"
     source_url = API
-    credential_names = ()  # plan listings are public
-    optional_credential_names = ("vultr_api_key",)
+    optional_credential_names = ("vultr_api_key",)  # plan listings are public
     base_url = API
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:

@@ -373,11 +373,8 @@ def _bid_fields(quote: Mapping[str, Any]) -> OfferFields:
 
 def _cloud_counts(record: Mapping[str, Any], cloud: str | None) -> list[int]:
     """Pod sizes in one cloud (``None``: any cloud), from the max-GPU ceiling it publishes."""
-    high = None
-    if cloud is not None:
-        high = whole_count(record.get(f"maxGpuCount{cloud.capitalize()}Cloud"))
-    if high is None:
-        high = whole_count(record.get("maxGpuCount"))
+    own = whole_count(record.get(f"maxGpuCount{cloud.capitalize()}Cloud")) if cloud else None
+    high = own or whole_count(record.get("maxGpuCount"))
     low = whole_count(record.get("minPodGpuCount")) or 1
     return power_of_two_counts(high, low) if high else [low]
 

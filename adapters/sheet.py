@@ -199,11 +199,10 @@ def _entries(payload: Any) -> list[tuple[str, dict[str, Any]]]:
     unknown = set(content) - {"offers", "defaults", "format_version", "title", "notes"}
     if unknown:
         raise ResponseFormatError("sheet", f"{file}: unknown top-level keys {sorted(unknown)}")
-    out = []
-    for i, entry in enumerate(content["offers"], start=1):
-        where = f"{file} offers[{i}]"
-        out.append((where, {**defaults, **entry} if isinstance(entry, Mapping) else entry))
-    return out
+    return [
+        (f"{file} offers[{i}]", {**defaults, **entry} if isinstance(entry, Mapping) else entry)
+        for i, entry in enumerate(content["offers"], start=1)
+    ]
 
 
 def _from_csv(row: Mapping[str | None, Any]) -> dict[str, Any]:

@@ -300,13 +300,11 @@ NO_POSITIVE_PRICE = "no positive {name} ({value!r})"
 
 
 class PriceReading(TypedDict, total=False):
-    """How :func:`read_price` reads one price field: ``convert`` reads the number
-    (:func:`to_decimal` unless told, :func:`cents_to_units` for cents); each other key is the
-    skip reason of one case, a template of ``name``, the raw ``value``, the read ``price``
-    and the reading's ``error``, or ``None`` where that case is no offer rather than a
-    broken record (a spot price the provider does not sell): ``bad`` for garbage (default
-    ``bad {name}: {error}``), ``absent`` for a value that reads as nothing and ``negative``
-    (each :data:`NO_POSITIVE_PRICE` by default), ``zero`` (``negative``'s by default)."""
+    """How :func:`read_price` reads a price: ``convert`` reads the number (:func:`to_decimal`
+    unless told); the others are skip reasons (templates of ``name``, the raw ``value``, the
+    ``price`` and the ``error``), or ``None`` where a case is no offer, not a broken record:
+    ``bad`` garbage (``bad {name}: {error}``), ``absent``, ``negative`` (both
+    :data:`NO_POSITIVE_PRICE`) and ``zero`` (as ``negative`` unless told)."""
 
     convert: Callable[[Any], Decimal | None]
     bad: str

@@ -504,13 +504,16 @@ class AwsAdapter(Adapter):
         downloads = [functools.partial(self._stream_gpu_rows, client, u) for u in csv_urls.values()]
         price_lists = await gather_limited(downloads, CONCURRENT_DOWNLOADS)
         payloads: list[Any] = list(price_lists)
-        creds = self._spot_credentials()
-        if creds is None:
+        key, secret = (
+            self.credentials.get(n) for n in ("aws_access_key_id", "aws_secret_access_key")
+        )
+        if not key or not secret:
             log.warning(
                 "aws: spot prices skipped: credentials not set (GPUSCOUT_AWS_ACCESS_KEY_ID, "
                 "GPUSCOUT_AWS_SECRET_ACCESS_KEY); on-demand and reserved prices still fetched"
             )
             return payloads
+        creds = Credentials(str(key), str(secret))
         types_by_region = _gpu_types_by_region(price_lists)
         payloads.extend(await self._fetch_instance_types(client, creds, types_by_region))
         pages, failures = await self._fetch_spot(client, creds, types_by_region)
@@ -602,13 +605,6 @@ class AwsAdapter(Adapter):
         return await request_stream(
             client, "GET", url, consume, provider=self.name, policy=self.policy
         )
-
-    def _spot_credentials(self) -> Credentials | None:
-        key = self.credentials.get("aws_access_key_id")
-        secret = self.credentials.get("aws_secret_access_key")
-        if not key or not secret:
-            return None
-        return Credentials(str(key), str(secret))
 
     async def _fetch_spot(
         self,

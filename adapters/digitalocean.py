@@ -128,13 +128,14 @@ def _parse_size(result: ParseResult, size: Mapping[str, Any]) -> None:
         return
 
     memory_gb = _per_gpu_memory_gb(gpu_info.get("vram"), gpu_count)
+    ram_mib = positive_quantity(size.get("memory"))  # MiB (see the module docstring)
     fields: OfferFields = {
         "offer_id": slug,
         "instance_name": text(size.get("description")),
         **gpu_fields(text(gpu_info.get("model")), memory_gb=memory_gb),
         "gpu_count": gpu_count,
         "vcpus": positive_quantity(size.get("vcpus")),
-        "ram_gb": _ram_gb(size.get("memory")),
+        "ram_gb": mib_to_gb(ram_mib) if ram_mib is not None else None,
         "storage_gb": _storage_gb(size),
         **price_fields(price, PriceBasis.INSTANCE),
     }
@@ -158,12 +159,6 @@ def _per_gpu_memory_gb(vram: Any, gpu_count: int) -> float | None:
         return None
     total = positive_quantity(vram.get("amount"))
     return nominal_gpu_memory_gb(total / gpu_count) if total is not None else None
-
-
-def _ram_gb(memory: Any) -> float | None:
-    """``memory`` is in MiB (see the module docstring), converted to decimal GB."""
-    mib = positive_quantity(memory)
-    return mib_to_gb(mib) if mib is not None else None
 
 
 def _storage_gb(size: Mapping[str, Any]) -> float | None:

@@ -108,7 +108,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, ClassVar
 
 import httpx
@@ -179,14 +178,6 @@ _KEY_HINT = " (check GPUSCOUT_MITHRIL_API_KEY)"
 def _auth_failure(reason: str) -> bool:
     """The key was rejected: HTTP 401 or 403."""
     return http_status(reason) in (401, 403)
-
-
-def _failure(fid: str, region: str | None, reason: str) -> CallFailure:
-    """A price call that failed after its retries (the cause alone in the reason, so that it
-    groups: ``HTTP 503``, ``timeout``..., never the response body)."""
-    cause = failure_cause(reason)
-    ref = _ref(fid, region)
-    return CallFailure(FailedCall(ref, f"price call failed: {cause}"), cause, ref)
 
 
 def _ref(fid: str, region: str | None) -> str:
@@ -313,8 +304,9 @@ class MithrilAdapter(Adapter):
             params = {"instance_type": fid} | ({"region": region} if region else {})
             try:
                 response = await self.get_json(client, pricing_url, params=params, headers=headers)
-            except ProviderError as exc:
-                return _failure(fid, region, exc.reason)
+            except ProviderError as exc:  # the cause alone in the reason, so that it groups
+                cause, ref = failure_cause(exc.reason), _ref(fid, region)  # never the body
+                return CallFailure(FailedCall(ref, f"price call failed: {cause}"), cause, ref)
             return query_payload({"instance_type": fid, "region": region}, response)
 
         outcomes = await gather_limited(
@@ -402,8 +394,13 @@ def _offers(
     if not isinstance(response, Mapping):
         result.skip("price response is not a JSON object", ref)
         return
+    bad, absent = "{name} is not a positive number: {value!r}", "no {name} (null or absent)"
     for field, term, prepaid in _PRICE_FIELDS:
-        usd = _usd(result, response.get(field), field, ref)
+        # USD per instance-hour from a ``*_cents`` field, or ``None`` (skipped with the reason)
+        raw = response.get(field)
+        usd = positive_price(
+            result, raw, field, ref, convert=cents_to_units, bad=bad, absent=absent, negative=bad
+        )
         if usd is None:
             continue
         fields: OfferFields = {
@@ -414,11 +411,3 @@ def _offers(
             "prepaid": prepaid,
         }
         result.add(ref, **fields)
-
-
-def _usd(result: ParseResult, raw: Any, field: str, ref: str) -> Decimal | None:
-    """USD per instance-hour from a ``*_cents`` field, or ``None`` (skipped, with the reason)."""
-    bad, absent = "{name} is not a positive number: {value!r}", "no {name} (null or absent)"
-    return positive_price(
-        result, raw, field, ref, convert=cents_to_units, bad=bad, absent=absent, negative=bad
-    )

@@ -202,6 +202,9 @@ def _base_fields(record: Mapping[str, Any], gpu: Mapping[str, Any], gpu_count: i
     memory = _obj(record, "memory")
     gpu_memory = _obj(record, "gpu_memory")
     storage = _obj(record, "storage")
+    # the local disk's kind ("225GB NVME"); "dynamic" (attach volumes) says nothing
+    disk = str(storage.get("description") or "").upper()
+    disk_type = StorageType.NVME if "NVME" in disk else StorageType.SSD if "SSD" in disk else None
     total_vram_gb = to_float(gpu_memory.get("size_in_gigabytes"))
     per_gpu_gb = (
         nominal_gpu_memory_gb(total_vram_gb / gpu_count)
@@ -216,7 +219,7 @@ def _base_fields(record: Mapping[str, Any], gpu: Mapping[str, Any], gpu_count: i
         "vcpus": to_float(cpu.get("number_of_cores")) or None,
         "ram_gb": to_float(memory.get("size_in_gigabytes")) or None,
         "storage_gb": to_float(storage.get("size_in_gigabytes")),
-        "storage_type": _storage_type(storage.get("description")),
+        "storage_type": disk_type,
         "os_images": strings(record.get("supported_os")),
     }
 
@@ -225,13 +228,3 @@ def _obj(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """A nested object of a record, or an empty one when absent or not an object."""
     value = record.get(key)
     return value if isinstance(value, Mapping) else {}
-
-
-def _storage_type(description: Any) -> StorageType | None:
-    """Local disk kind from e.g. "225GB NVME"; ``"dynamic"`` (attach volumes) says nothing."""
-    text = str(description or "").upper()
-    if "NVME" in text:
-        return StorageType.NVME
-    if "SSD" in text:
-        return StorageType.SSD
-    return None

@@ -70,7 +70,7 @@ from .base import (
     request,
     request_stream,
 )
-from .calls import CallFailure, failure_groups, gather_limited, http_status
+from .calls import CallFailure, failure_groups, gather_limited, http_status, key_rejected
 from .schema import (
     Fabric,
     GpuFormFactor,
@@ -112,10 +112,6 @@ CONCURRENT_DOWNLOADS = 4
 MAX_EC2_PAGES = 50
 #: Values per ``instance-type`` filter in one DescribeInstanceTypes call.
 INSTANCE_TYPE_FILTER_CHUNK = 50
-#: HTTP statuses of EC2's authentication/authorization errors: ``AuthFailure`` (401, also
-#: what an opt-in region the account has not enabled answers) and ``UnauthorizedOperation``
-#: (403, the keys lack ``ec2:DescribeSpotPriceHistory``).
-AUTH_STATUSES = frozenset({401, 403})
 
 #: Linux on-demand and spot instances are billed per second with a one-minute minimum
 #: (https://aws.amazon.com/ec2/pricing/on-demand/ , "Per Second Billing").
@@ -351,6 +347,9 @@ _EC2_CODE = re.compile(r"<Code>([^<]+)</Code>")
 _EC2_MESSAGE = re.compile(r"<Message>([^<]*)")
 _EC2_URL = re.compile(r"https://ec2\.[a-z0-9-]+\.amazonaws\.com/")
 _XML_ENTITIES = {"&quot;": '"', "&apos;": "'"}
+#: What EC2's authentication/authorization errors (:func:`~adapters.calls.key_rejected`) may
+#: mean: ``AuthFailure`` (401, also what an opt-in region the account has not enabled answers)
+#: and ``UnauthorizedOperation`` (403, the keys lack ``ec2:DescribeSpotPriceHistory``).
 _AUTH_HINT = (
     " (AWS keys rejected or without ec2:DescribeSpotPriceHistory,"
     " or the region is not enabled for the account)"
@@ -370,7 +369,7 @@ def _spot_failure(region: str, reason: str) -> CallFailure:
     in every region, and EC2's ``<Message>`` the detail. Any other failure (timeout, network,
     payload) keeps its text, the regional URL replaced so that it reads the same in every
     region and equal failures group. The skipped record names no region or request id in its
-    reason, and says what an auth failure (:func:`_auth`) may mean.
+    reason, and says what an auth failure (:data:`_AUTH_HINT`) may mean.
     """
     status = http_status(reason)
     if status is None:
@@ -379,14 +378,9 @@ def _spot_failure(region: str, reason: str) -> CallFailure:
         code, message = _EC2_CODE.search(reason), _EC2_MESSAGE.search(reason)
         cause = f"HTTP {status} {_xml_unescape(code.group(1)) if code else ''}".strip()
         detail = _xml_unescape(message.group(1)).removesuffix("...") if message else ""
-    hint = _AUTH_HINT if status in AUTH_STATUSES else ""
+    hint = _AUTH_HINT if key_rejected(reason) else ""
     failed = FailedCall(f"aws:spot/{region}", f"spot prices not fetched: {cause}{hint}")
     return CallFailure(failed, cause, region, detail)
-
-
-def _auth(failure: CallFailure) -> bool:
-    """Rejected keys, keys without the permission, or a region not enabled."""
-    return http_status(failure.cause) in AUTH_STATUSES
 
 
 def _xml_unescape(text: str) -> str:
@@ -397,12 +391,12 @@ def _spot_failure_warning(failures: Sequence[CallFailure], regions: int) -> str:
     """One line for all failed regions, grouped by cause, saying what the user can do."""
     text = f"aws: spot prices not fetched in {len(failures)} of {regions} regions: "
     text += failure_groups(failures)
-    if len(failures) == regions and all(_auth(f) for f in failures):
+    if len(failures) == regions and all(key_rejected(f.cause) for f in failures):
         text += (
             "; the AWS keys were rejected or lack ec2:DescribeSpotPriceHistory: check "
             "GPUSCOUT_AWS_ACCESS_KEY_ID and GPUSCOUT_AWS_SECRET_ACCESS_KEY"
         )
-    elif any(_auth(f) for f in failures):
+    elif any(key_rejected(f.cause) for f in failures):
         text += "; an auth failure in some regions only is usually a region not enabled"
     return text + "; on-demand and reserved prices kept"
 

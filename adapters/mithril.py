@@ -128,8 +128,8 @@ from .calls import (
     CallFailure,
     failure_cause,
     gather_limited,
-    http_status,
     keep_failures,
+    key_rejected,
     query_payload,
     read_query_payload,
 )
@@ -173,11 +173,6 @@ _KEY_HINT = " (check GPUSCOUT_MITHRIL_API_KEY)"
 
 
 # --- failures ----------------------------------------------------------------------------
-
-
-def _auth_failure(reason: str) -> bool:
-    """The key was rejected: HTTP 401 or 403."""
-    return http_status(reason) in (401, 403)
 
 
 def _ref(fid: str, region: str | None) -> str:
@@ -314,7 +309,7 @@ class MithrilAdapter(Adapter):
         )
         priced = [o for o in outcomes if not isinstance(o, CallFailure)]
         failures = [o for o in outcomes if isinstance(o, CallFailure)]
-        hint = _KEY_HINT if any(_auth_failure(f.cause) for f in failures) else ""
+        hint = _KEY_HINT if any(key_rejected(f.cause) for f in failures) else ""
         kept = keep_failures(
             self.name, priced, failures, calls=len(jobs), what="price calls", hint=hint
         )
@@ -327,7 +322,7 @@ class MithrilAdapter(Adapter):
         try:
             return await self.get_json(client, url, headers=dict(headers))
         except ProviderError as exc:
-            if _auth_failure(exc.reason):
+            if key_rejected(exc.reason):
                 raise ProviderError(self.name, exc.reason + _KEY_HINT) from None
             raise
 

@@ -338,15 +338,6 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     }
 
 
-def _instance_family(row: Mapping[str, Any]) -> str:
-    """``gn6v`` from ``InstanceTypeFamily`` ``ecs.gn6v``, else from ``ecs.gn6v-c8g1.2xlarge``."""
-    family = str(row.get("InstanceTypeFamily") or "").strip()
-    if not family:
-        parts = str(row.get("InstanceTypeId") or "").strip().split(".")
-        family = f"ecs.{parts[1].split('-', 1)[0]}" if len(parts) == 3 else ""
-    return family.removeprefix("ecs.")
-
-
 def _family_hint(
     row: Mapping[str, Any], raw_name: str, memory_gb: float | None
 ) -> GpuFamilyHint | None:
@@ -355,7 +346,13 @@ def _family_hint(
     Not applied when ``GPUSpec`` does not name the documented GPU, or when ``GPUMemorySize``
     contradicts the documented memory: the documentation then describes other hardware.
     """
-    hint = gpu_family_hints().get(_instance_family(row))
+    # the family: ``gn6v`` from ``InstanceTypeFamily`` ``ecs.gn6v``, else from the type's id
+    # (``ecs.gn6v-c8g1.2xlarge``)
+    family = str(row.get("InstanceTypeFamily") or "").strip()
+    if not family:
+        parts = str(row.get("InstanceTypeId") or "").strip().split(".")
+        family = f"ecs.{parts[1].split('-', 1)[0]}" if len(parts) == 3 else ""
+    hint = gpu_family_hints().get(family.removeprefix("ecs."))
     if hint is None or hint.gpu_family.lower() not in _NAME_WORD.findall(raw_name.lower()):
         return None
     if memory_gb is not None and abs(memory_gb - hint.memory_gb) > (

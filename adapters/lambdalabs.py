@@ -53,7 +53,7 @@ from .base import (
 )
 from .schema import OfferFields, PriceBasis
 from .tables import region_countries
-from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, text, to_float
+from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, text, to_float, value_at
 
 __all__ = ["IMAGES_URL", "LambdaAdapter"]
 
@@ -126,8 +126,7 @@ def _region_images(
     for image in payload["data"]:
         if not isinstance(image, Mapping):
             raise ResponseFormatError("lambda", f"an image is not an object: {image!r:.80}")
-        region, name = image.get("region"), text(image.get("name"))
-        region_name = text(region.get("name")) if isinstance(region, Mapping) else None
+        name, region_name = text(image.get("name")), text(value_at(image, "region", "name"))
         if name is None or region_name is None:
             result.skip("image without a name or region", "lambda:images")
             continue

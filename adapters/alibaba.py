@@ -165,8 +165,6 @@ _TERMS: Mapping[str, tuple[RentalTerm, PriceUnit, bool, str]] = {
     "Year": (RentalTerm.COMMIT_1Y, PriceUnit.TERM, True, "1-year subscription"),
 }
 
-#: Calls in flight at once, over all regions (ECS throttles per account, API and region).
-CONCURRENT_CALLS = 8
 #: DescribeInstanceTypes allows at most 100 entries per page.
 INSTANCE_TYPES_PAGE = 100
 MAX_PAGES = 50
@@ -420,8 +418,8 @@ class AlibabaAdapter(Adapter):
     regions: ClassVar[tuple[str, ...]] = REGIONS
     #: DescribePrice price units asked for every instance type and region.
     price_units: ClassVar[tuple[str, ...]] = PRICE_UNITS
-    #: Calls in flight at once.
-    concurrency: ClassVar[int] = CONCURRENT_CALLS
+    #: Calls in flight at once, over all regions (ECS throttles per account, API and region).
+    concurrency: ClassVar[int] = 8
 
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:

@@ -156,9 +156,6 @@ PRICING_URL = API_BASE + "/v2/pricing/current"
 #: commitment, a length within Mithril's documented 3 hours to 2 weeks.
 RESERVED_TERM = RentalTerm.COMMIT_1D
 
-#: Price calls in flight at once.
-CONCURRENT_CALLS = 8
-
 #: The price fields read, and the term each becomes; ``prepaid`` per term (module docstring).
 _PRICE_FIELDS: tuple[tuple[str, RentalTerm, bool], ...] = (
     ("spot_price_cents", RentalTerm.INTERRUPTIBLE, False),
@@ -277,7 +274,7 @@ class MithrilAdapter(Adapter):
     credential_names: ClassVar[tuple[str, ...]] = ("mithril_api_key",)
     base_url = API_BASE
     #: Price calls in flight at once.
-    concurrency: ClassVar[int] = CONCURRENT_CALLS
+    concurrency: ClassVar[int] = 8
 
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:

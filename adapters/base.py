@@ -585,15 +585,9 @@ class Adapter(abc.ABC):
     def split_failed_calls(self, payloads: Sequence[Any]) -> tuple[list[Any], list[FailedCall]]:
         """The payloads but a :func:`failed_calls_payload`, and the calls it lists (for
         :meth:`ParseResult.skip_failed`)."""
-        rest: list[Any] = []
-        failed: list[FailedCall] = []
-        for payload in payloads:
-            calls = read_failed_calls(payload, self.name)
-            if calls is None:
-                rest.append(payload)
-            else:
-                failed.extend(calls)
-        return rest, failed
+        read = [(payload, read_failed_calls(payload, self.name)) for payload in payloads]
+        rest = [payload for payload, calls in read if calls is None]
+        return rest, [call for _, calls in read for call in calls or ()]
 
     def decode(self, data: bytes, filename: str) -> Any:
         """Decode one recorded raw response file (JSON unless the adapter says otherwise)."""

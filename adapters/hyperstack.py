@@ -157,8 +157,7 @@ def _flavors(groups: list[Any]) -> list[tuple[str, Any]]:
             out.append(("", group))  # reported as a broken record by _parse_flavor
             continue
         gpu = group.get("gpu")
-        for flavor in group["flavors"]:
-            out.append((gpu if isinstance(gpu, str) else "", flavor))
+        out.extend((gpu if isinstance(gpu, str) else "", flavor) for flavor in group["flavors"])
     return out
 
 

@@ -167,6 +167,8 @@ _LISTINGS: Mapping[str, str] = {
     "auctions": "GET /v2/spot/availability",
 }
 _KEY_HINT = " (check GPUSCOUT_MITHRIL_API_KEY)"
+#: The form factor a ``gpu_socket`` states by its start ("SXM5": SXM); another gives none.
+_SOCKETS = {"sxm": GpuFormFactor.SXM, "pci": GpuFormFactor.PCIE}
 
 
 # --- failures ----------------------------------------------------------------------------
@@ -229,16 +231,6 @@ def _price_jobs(
 # --- hardware ----------------------------------------------------------------------------
 
 
-def _socket_form_factor(socket: str) -> GpuFormFactor | None:
-    """The form factor ``gpu_socket`` states ("SXM5" => SXM, "PCIe" => PCIe), else ``None``."""
-    lowered = socket.strip().lower()
-    if lowered.startswith("sxm"):
-        return GpuFormFactor.SXM
-    if lowered.startswith("pci"):
-        return GpuFormFactor.PCIE
-    return None
-
-
 def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     """The fields the offers of one instance type share, or why it is not priced."""
     count = whole_count(row.get("num_gpus"))
@@ -247,7 +239,8 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     gpu_type = str(row.get("gpu_type") or "").strip()
     if not gpu_type:
         return "no gpu_type"
-    form = _socket_form_factor(str(row.get("gpu_socket") or ""))
+    socket = str(row.get("gpu_socket") or "").strip().lower()
+    form = next((f for start, f in _SOCKETS.items() if socket.startswith(start)), None)
     return {
         "instance_name": str(row.get("name") or "").strip() or str(row.get("fid") or ""),
         **gpu_fields(

@@ -66,7 +66,7 @@ from .base import (
     ResponseFormatError,
     gpu_fields,
 )
-from .schema import Offer, OfferFields, RentalTerm
+from .schema import Offer, RentalTerm
 from .units import lenient_float, to_decimal, value_at
 
 __all__ = ["ILLUSTRATIVE_REASON", "SHEET_KEYS", "SheetAdapter", "sheet_quantity"]
@@ -270,8 +270,12 @@ def _entry_offer(where: str, entry: Any, fetched_at: datetime) -> Offer | str:
         raw_ref=f"sheet:{where}",
         gpu_raw_name=raw_gpu,
     )
+    # the GPU fields of its name, the lookup helped by its memory and form factor (Offer names
+    # a bad value); what the entry gives itself overrides them
+    memory, form = lenient_float(fields.get("gpu_memory_gb")), fields.get("gpu_form_factor")
+    gpu = gpu_fields(raw_gpu, memory_gb=memory, form_factor=str(form) if form else None)
     try:
-        offer = Offer.model_validate({**_gpu_fields(raw_gpu, fields), **fields})
+        offer = Offer.model_validate({**gpu, **fields})
     except pydantic.ValidationError as exc:
         return _field_error(exc)
     if offer.gpu_count == 0:
@@ -348,14 +352,3 @@ def _field_error(exc: pydantic.ValidationError) -> str:
         else:
             loc, message = "entry", text
     return f"field {loc!r}: {message}"
-
-
-def _gpu_fields(raw: str, entry: Mapping[str, Any]) -> OfferFields:
-    """The GPU fields of the sheet's GPU name (:func:`gpu_fields`), the catalog lookup helped
-    by its memory and form factor; what the entry gives itself overrides these."""
-    form = entry.get("gpu_form_factor")
-    return gpu_fields(
-        raw,
-        memory_gb=lenient_float(entry.get("gpu_memory_gb")),  # Offer names a bad value
-        form_factor=str(form) if form else None,
-    )

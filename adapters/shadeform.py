@@ -101,6 +101,7 @@ def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
     if price is None:
         return
 
+    form = _FORM_FACTOR.get(str(config.get("interconnect", "")).lower())
     fields: OfferFields = {
         "offer_id": f"{cloud}:{cloud_type}",
         "seller": cloud,  # the cloud that runs the machine; Shadeform resells it
@@ -111,7 +112,13 @@ def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
         "storage_gb": non_negative(lenient_float(config.get("storage_in_gb"))),
         "os_images": strings(config.get("os_options")),
         **price_fields(price, PriceBasis.INSTANCE),
-        **_gpu_fields(config, gpu_count),
+        **gpu_fields(
+            text(config.get("gpu_type")),
+            memory_gb=nominal_memory_gb(config.get("vram_per_gpu_in_gb")),
+            form_factor=form,
+            vendor=gpu_vendor(config.get("gpu_manufacturer")),
+        ),
+        "gpu_interconnect": _interconnect(form, config.get("nvlink"), gpu_count),
     }
     regions = record.get("availability")
     listed: list[OfferFields] = [
@@ -124,17 +131,6 @@ def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
         if isinstance(r, Mapping) and text(r.get("region"))
     ]
     add_per_region(result, ref, fields, listed)
-
-
-def _gpu_fields(config: Mapping[str, Any], gpu_count: int) -> OfferFields:
-    """GPU model, vendor, memory, form factor and interconnect from ``configuration``."""
-    form = _FORM_FACTOR.get(str(config.get("interconnect", "")).lower())
-    return gpu_fields(
-        text(config.get("gpu_type")),
-        memory_gb=nominal_memory_gb(config.get("vram_per_gpu_in_gb")),
-        form_factor=form,
-        vendor=gpu_vendor(config.get("gpu_manufacturer")),
-    ) | {"gpu_interconnect": _interconnect(form, config.get("nvlink"), gpu_count)}
 
 
 def _interconnect(

@@ -156,8 +156,5 @@ def _free_gpus(row: Mapping[str, Any], spot: bool) -> int | None:
     keys = (
         ("spot_num_free_devices",) if spot else ("effective_num_free_devices", "num_free_devices")
     )
-    for key in keys:
-        number = non_negative(lenient_float(row.get(key)))
-        if number is not None:
-            return int(number)
-    return None
+    numbers = (non_negative(lenient_float(row.get(key))) for key in keys)
+    return next((int(n) for n in numbers if n is not None), None)

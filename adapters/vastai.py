@@ -173,6 +173,7 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
     storage_cost = lenient_decimal(record.get("storage_cost"))
     egress = lenient_decimal(record.get("inet_up_cost"))
     machine, ask = record.get("machine_id"), record.get("id")
+    rentable = record.get("rentable")
     return {
         # stable: the physical machine and the GPU slice, which outlive one listing (ask)
         "offer_id": f"m{machine}-{gpu_count}x" if machine is not None else f"ask{ask}-{gpu_count}x",
@@ -208,7 +209,10 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         ),
         "verified": _VERIFICATION.get(str(record.get("verification"))),
         "datacenter": _datacenter(record.get("hosting_type")),
-        "available_now": _available(record),
+        # rentable and not rented; unknown without a rentable flag
+        "available_now": (
+            rentable and record.get("rented") is not True if isinstance(rentable, bool) else None
+        ),
     }
 
 
@@ -216,13 +220,6 @@ def _country(region: str | None) -> str | None:
     """The ISO code at the end of a geolocation ("Texas, US" -> "US"; "US" -> "US")."""
     match = _COUNTRY.search(region) if region else None
     return match.group(1).upper() if match else None
-
-
-def _available(record: Mapping[str, Any]) -> bool | None:
-    rentable, rented = record.get("rentable"), record.get("rented")
-    if not isinstance(rentable, bool):
-        return None
-    return rentable and rented is not True
 
 
 def _datacenter(hosting_type: Any) -> bool | None:

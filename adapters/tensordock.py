@@ -172,8 +172,8 @@ def iso_country(name: Any) -> str | None:
     return country_code(name)
 
 
-def _region(location: Mapping[str, Any]) -> str | None:
-    parts = [location.get("city"), location.get("stateprovince")]
+def _region(location: Any) -> str | None:
+    parts = [value_at(location, "city"), value_at(location, "stateprovince")]
     words = [p.strip() for p in parts if isinstance(p, str) and p.strip()]
     return ", ".join(words) or None
 
@@ -221,14 +221,11 @@ def _hostnode_site(record: Any, result: ParseResult) -> _Site | None:
         result.skip("hostnode without id")
         return None
     host_id = str(record["id"])
-    location = record.get("location")
-    location = location if isinstance(location, Mapping) else {}
-    resources = record.get("available_resources")
-    resources = resources if isinstance(resources, Mapping) else {}
+    location, resources = record.get("location"), record.get("available_resources")
     host_limits = {
-        "max_vcpus": resources.get("vcpu_count"),
-        "max_ram_gb": resources.get("ram_gb"),
-        "max_storage_gb": resources.get("storage_gb"),
+        "max_vcpus": value_at(resources, "vcpu_count"),
+        "max_ram_gb": value_at(resources, "ram_gb"),
+        "max_storage_gb": value_at(resources, "storage_gb"),
     }
 
     def read(raw: Mapping[str, Any], ref: str) -> _Gpu | None:
@@ -237,14 +234,14 @@ def _hostnode_site(record: Any, result: ParseResult) -> _Site | None:
             raw, ref, "availableCount", host_limits, record.get("pricing"), available, result
         )
 
-    gpus = _site_gpus(resources.get("gpus"), f"tensordock:hostnode/{host_id}", read, result)
+    gpus = _site_gpus(value_at(resources, "gpus"), f"tensordock:hostnode/{host_id}", read, result)
     uptime_pct = lenient_float(record.get("uptime_percentage"))
-    down = positive_quantity(location.get("network_speed_gbps"))
-    up = positive_quantity(location.get("network_speed_upload_gbps"))
+    down = positive_quantity(value_at(location, "network_speed_gbps"))
+    up = positive_quantity(value_at(location, "network_speed_upload_gbps"))
     return _Site(
         key=f"host-{host_id}",
         region=_region(location),
-        country=iso_country(location.get("country")),
+        country=iso_country(value_at(location, "country")),
         gpus=gpus,
         reliability=uptime_pct / 100 if uptime_pct is not None and 0 <= uptime_pct <= 100 else None,
         up_mbps=gbps_to_mbps(up) if up else None,

@@ -383,9 +383,7 @@ def _listed_types(payload: Mapping[str, Any]) -> dict[tuple[str, str], bool]:
         )
     out: dict[tuple[str, str], bool] = {}
     for zone in zones:
-        if not isinstance(zone, Mapping):
-            continue
-        region = str(zone.get("RegionId") or "")
+        region = str(value_at(zone, "RegionId") or "")  # none for an entry that is no object
         for resource in _list_at(zone, "AvailableResources", "AvailableResource"):
             if resource.get("Type") != "InstanceType":
                 continue

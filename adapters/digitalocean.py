@@ -170,8 +170,6 @@ def _storage_gb(size: Mapping[str, Any]) -> float | None:
 
 
 def _disk_gb(disk: Any) -> float | None:
-    if not isinstance(disk, Mapping) or not isinstance(disk.get("size"), Mapping):
-        return None
-    amount = non_negative(lenient_float(disk["size"].get("amount")))
-    convert = _TO_GB.get(str(disk["size"].get("unit", "")).lower())
+    amount = non_negative(lenient_float(value_at(disk, "size", "amount")))
+    convert = _TO_GB.get(str(value_at(disk, "size", "unit") or "").lower())
     return convert(amount) if amount is not None and convert is not None else None

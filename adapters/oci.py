@@ -43,7 +43,7 @@ import httpx
 
 from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
-from .units import lenient_float, positive, to_decimal, to_float
+from .units import lenient_float, positive, to_decimal, to_float, value_at
 
 __all__ = ["PREEMPTIBLE_SHARE", "OciAdapter"]
 
@@ -218,9 +218,8 @@ def _collect_prices(items: list[Any], prices: dict[str, Decimal | str]) -> None:
 
 def _value(field: Any) -> str | None:
     """``{"value": "intel"}`` -> ``"intel"`` (lower case); None if absent."""
-    if isinstance(field, dict) and isinstance(field.get("value"), str):
-        return str(field["value"]).lower()
-    return None
+    value = value_at(field, "value")
+    return value.lower() if isinstance(value, str) else None
 
 
 def _ocpu_product(shape: Mapping[str, Any]) -> tuple[str, float | None] | None:

@@ -68,7 +68,6 @@ PLANS_URL = f"{API}/plans"
 METAL_URL = f"{API}/plans-metal"
 PER_PAGE = 500
 MAX_PAGES = 50
-CURRENCY = "USD"
 #: "The minimum billing unit is one hour" (Vultr's billing page, module docstring).
 BILLING_INCREMENT_S = 3600
 
@@ -300,7 +299,7 @@ def _add_prices(
             amount, unit = price
             offer: OfferFields = base | {
                 "region": location,
-                **price_fields(amount, PriceBasis.INSTANCE, term, unit=unit, currency=CURRENCY),
+                **price_fields(amount, PriceBasis.INSTANCE, term, unit=unit),  # USD
                 "billing_cap_hours_per_month": _cap_hours(prices, hourly_key, monthly_key),
             }
             result.add(ref, **offer)

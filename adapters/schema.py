@@ -159,6 +159,15 @@ class PriceUnit(StrEnum):
     TERM = "term"  # the whole commitment, e.g. an Azure 3-year reservation
 
 
+#: Hours one unit of price covers (a ``TERM`` price covers its commitment's hours).
+_UNIT_HOURS: dict[PriceUnit, Decimal] = {
+    PriceUnit.HOUR: Decimal(1),
+    PriceUnit.DAY: HOURS_PER_DAY,
+    PriceUnit.WEEK: HOURS_PER_WEEK,
+    PriceUnit.MONTH: HOURS_PER_MONTH,
+}
+
+
 class PriceBasis(StrEnum):
     """Whether ``price_amount`` is for the whole instance or for one GPU of it."""
 
@@ -235,20 +244,10 @@ def hours_per_price_unit(unit: PriceUnit, term: RentalTerm) -> Decimal:
     >>> hours_per_price_unit(PriceUnit.MONTH, RentalTerm.COMMIT_1Y)
     Decimal('730')
     """
-    match unit:
-        case PriceUnit.HOUR:
-            return Decimal(1)
-        case PriceUnit.DAY:
-            return HOURS_PER_DAY
-        case PriceUnit.WEEK:
-            return HOURS_PER_WEEK
-        case PriceUnit.MONTH:
-            return HOURS_PER_MONTH
-        case PriceUnit.TERM:
-            hours = term.commitment_hours
-            if hours is None:
-                raise ValueError(f"a price per whole term needs a commitment, not {term.value}")
-            return hours
+    hours = term.commitment_hours if unit is PriceUnit.TERM else _UNIT_HOURS[unit]
+    if hours is None:
+        raise ValueError(f"a price per whole term needs a commitment, not {term.value}")
+    return hours
 
 
 def usd_per_hour(

@@ -48,7 +48,7 @@ from .schema import (
     StorageType,
 )
 from .tables import data_rows, typed_row
-from .units import gib_to_gb, gpu_share, price_or_reason
+from .units import gib_to_gb, gpu_share, price_or_reason, value_at
 
 __all__ = ["AzureAdapter", "AzureGpuSize", "azure_gpu_size", "gpu_sizes"]
 
@@ -188,9 +188,7 @@ def _price_kinds(item: Mapping[str, Any]) -> Iterator[tuple[_PriceKind, Any, str
         yield kind, item.get("retailPrice"), ""
         if kind is _ON_DEMAND:
             for plan in item.get("savingsPlan") or []:
-                if not isinstance(plan, Mapping):
-                    continue
-                term = str(plan.get("term") or "").strip().lower()
+                term = str(value_at(plan, "term") or "").strip().lower()  # "" for no object
                 if term in _SAVINGS_PLAN:
                     yield _SAVINGS_PLAN[term], plan.get("retailPrice"), f"/savings-plan/{term}"
     elif price_type == "Reservation":

@@ -181,10 +181,8 @@ def _region(location: Any) -> str | None:
 def _stock_by_location(hostnodes: list[Any]) -> Counter[tuple[str, str]]:
     """GPUs free now per (location id, v0Name), summed over that location's hosts."""
     stock: Counter[tuple[str, str]] = Counter()
-    for host in hostnodes:
-        if not isinstance(host, Mapping):
-            continue
-        loc_id = host.get("location_id") or value_at(host, "location", "uuid")
+    for host in hostnodes:  # an entry that is no object has neither
+        loc_id = value_at(host, "location_id") or value_at(host, "location", "uuid")
         gpus = value_at(host, "available_resources", "gpus")
         for gpu in gpus if isinstance(gpus, list) else []:
             count = whole_count(gpu.get("availableCount")) if isinstance(gpu, Mapping) else None

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ADAPTER_MODULES", "get_adapter", "provider_names", "registry"]
 
-#: One module per provider under ``adapters/`` (each defines ``ADAPTER``, its class) -> the
-#: provider's name (that class's ``name``; :func:`registry` refuses a mismatch). The names
+#: One module per provider under ``adapters/`` -> the provider's name, the ``name`` of the
+#: adapter class the module defines (:func:`registry` refuses a module without one). The names
 #: are here so that a caller can know them without importing every adapter (a
 #: requirement's ``providers`` is checked on each ``gpuscout offers``, which imports none).
 ADAPTER_MODULES: dict[str, str] = {
@@ -52,13 +52,24 @@ def provider_names() -> tuple[str, ...]:
 
 @functools.cache
 def registry() -> dict[str, type[Adapter]]:
-    """Provider name -> adapter class, in the order of :data:`ADAPTER_MODULES`."""
+    """Provider name -> adapter class, in the order of :data:`ADAPTER_MODULES`: the one
+    :class:`~adapters.base.Adapter` subclass of the provider's module whose ``name`` it is."""
+    from .base import Adapter
+
     classes: dict[str, type[Adapter]] = {}
     for module, name in ADAPTER_MODULES.items():
-        cls: type[Adapter] = importlib.import_module(f"{__name__}.{module}").ADAPTER
-        if cls.name != name:
-            raise RuntimeError(f"adapters.{module} names its provider {cls.name!r}, not {name!r}")
-        classes[name] = cls
+        found = [
+            cls
+            for cls in vars(importlib.import_module(f"{__name__}.{module}")).values()
+            if isinstance(cls, type)
+            and issubclass(cls, Adapter)
+            and getattr(cls, "name", "") == name
+        ]
+        if len(found) != 1:
+            raise RuntimeError(
+                f"adapters.{module} defines {len(found)} adapters named {name!r}, not 1"
+            )
+        classes[name] = found[0]
     return classes
 
 

@@ -99,7 +99,7 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     gpu_fields,
-    hourly_price,
+    price_fields,
     request_json,
 )
 from .calls import (
@@ -165,8 +165,6 @@ _TERMS: Mapping[str, tuple[RentalTerm, PriceUnit, bool, str]] = {
     "Year": (RentalTerm.COMMIT_1Y, PriceUnit.TERM, True, "1-year subscription"),
 }
 
-#: Calls in flight at once, over all regions (ECS throttles per account, API and region).
-CONCURRENT_CALLS = 8
 #: DescribeInstanceTypes allows at most 100 entries per page.
 INSTANCE_TYPES_PAGE = 100
 MAX_PAGES = 50
@@ -338,15 +336,6 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     }
 
 
-def _instance_family(row: Mapping[str, Any]) -> str:
-    """``gn6v`` from ``InstanceTypeFamily`` ``ecs.gn6v``, else from ``ecs.gn6v-c8g1.2xlarge``."""
-    family = str(row.get("InstanceTypeFamily") or "").strip()
-    if not family:
-        parts = str(row.get("InstanceTypeId") or "").strip().split(".")
-        family = f"ecs.{parts[1].split('-', 1)[0]}" if len(parts) == 3 else ""
-    return family.removeprefix("ecs.")
-
-
 def _family_hint(
     row: Mapping[str, Any], raw_name: str, memory_gb: float | None
 ) -> GpuFamilyHint | None:
@@ -355,7 +344,13 @@ def _family_hint(
     Not applied when ``GPUSpec`` does not name the documented GPU, or when ``GPUMemorySize``
     contradicts the documented memory: the documentation then describes other hardware.
     """
-    hint = gpu_family_hints().get(_instance_family(row))
+    # the family: ``gn6v`` from ``InstanceTypeFamily`` ``ecs.gn6v``, else from the type's id
+    # (``ecs.gn6v-c8g1.2xlarge``)
+    family = str(row.get("InstanceTypeFamily") or "").strip()
+    if not family:
+        parts = str(row.get("InstanceTypeId") or "").strip().split(".")
+        family = f"ecs.{parts[1].split('-', 1)[0]}" if len(parts) == 3 else ""
+    hint = gpu_family_hints().get(family.removeprefix("ecs."))
     if hint is None or hint.gpu_family.lower() not in _NAME_WORD.findall(raw_name.lower()):
         return None
     if memory_gb is not None and abs(memory_gb - hint.memory_gb) > (
@@ -388,9 +383,7 @@ def _listed_types(payload: Mapping[str, Any]) -> dict[tuple[str, str], bool]:
         )
     out: dict[tuple[str, str], bool] = {}
     for zone in zones:
-        if not isinstance(zone, Mapping):
-            continue
-        region = str(zone.get("RegionId") or "")
+        region = str(value_at(zone, "RegionId") or "")  # none for an entry that is no object
         for resource in _list_at(zone, "AvailableResources", "AvailableResource"):
             if resource.get("Type") != "InstanceType":
                 continue
@@ -402,7 +395,7 @@ def _listed_types(payload: Mapping[str, Any]) -> dict[tuple[str, str], bool]:
     return out
 
 
-def _list_at(obj: Mapping[str, Any], outer: str, inner: str) -> list[Mapping[str, Any]]:
+def _list_at(obj: Any, outer: str, inner: str) -> list[Mapping[str, Any]]:
     items = value_at(obj, outer, inner)
     return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
 
@@ -413,21 +406,18 @@ def _list_at(obj: Mapping[str, Any], outer: str, inner: str) -> list[Mapping[str
 class AlibabaAdapter(Adapter):
     """ECS GPU instance types priced per region: pay-as-you-go, subscriptions and spot."""
 
-    name: ClassVar[str] = "alibaba"
-    title: ClassVar[str] = "Alibaba Cloud"
-    source_url: ClassVar[str] = "https://ecs.aliyuncs.com/?Action=DescribePrice"
-    credential_names: ClassVar[tuple[str, ...]] = (
-        "alibaba_access_key_id",
-        "alibaba_access_key_secret",
-    )
+    name = "alibaba"
+    title = "Alibaba Cloud"
+    source_url = "https://ecs.aliyuncs.com/?Action=DescribePrice"
+    credential_names = ("alibaba_access_key_id", "alibaba_access_key_secret")
     #: The regional ECS endpoint; ``{region}`` is the call's region.
     base_url = "https://" + ENDPOINT
     #: Regions asked (override to narrow a run); the first also answers DescribeInstanceTypes.
     regions: ClassVar[tuple[str, ...]] = REGIONS
     #: DescribePrice price units asked for every instance type and region.
     price_units: ClassVar[tuple[str, ...]] = PRICE_UNITS
-    #: Calls in flight at once.
-    concurrency: ClassVar[int] = CONCURRENT_CALLS
+    #: Calls in flight at once, over all regions (ECS throttles per account, API and region).
+    concurrency: ClassVar[int] = 8
 
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
@@ -547,9 +537,7 @@ class AlibabaAdapter(Adapter):
             asked = dict(params, Offset=str(offset)) if offset else params
             page = await call(query["RegionId"], query["Action"], asked)
             pages.append(query_payload(query, page))
-            rows = (
-                _list_at(page, "SpotPrices", "SpotPriceType") if isinstance(page, Mapping) else []
-            )
+            rows = _list_at(page, "SpotPrices", "SpotPriceType")  # none unless an object
             following = whole_count(page.get("NextOffset")) if rows else None
             if following is None or following <= offset:
                 return pages
@@ -676,10 +664,7 @@ class _OfferBuilder:
         offer: OfferFields = {
             "offer_id": itype,
             "instance_name": itype if hourly else f"{itype} ({term_name})",
-            "price_amount": listed,
-            "price_currency": currency,
-            "price_unit": price_unit,
-            "term": term,
+            **price_fields(listed, PriceBasis.INSTANCE, term, unit=price_unit, currency=currency),
             "prepaid": prepaid,
             "available_now": self.available.get((region, itype)) if hourly else None,
         }
@@ -757,7 +742,7 @@ class _OfferBuilder:
                     "offer_id": itype,
                     "term_variant": zone,
                     "instance_name": f"{itype} (spot, {zone})",
-                    **hourly_price(
+                    **price_fields(
                         price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE, currency=currency
                     ),
                     "prepaid": False,
@@ -778,15 +763,7 @@ class _OfferBuilder:
         return value
 
     def _add(self, ref: str, hw: OfferFields, region: str, price: OfferFields) -> None:
-        """One offer: the type's hardware in ``region`` at ``price`` (term, amount, name)."""
-        fields: OfferFields = {
-            "region": region or None,
-            "country": region_countries().get(region),
-            **hw,
-            "price_basis": PriceBasis.INSTANCE,
-            **price,
-        }
-        self.result.add(ref, **fields)
-
-
-ADAPTER = AlibabaAdapter
+        """One offer: the type's hardware in ``region`` at ``price`` (its price fields, term
+        and name)."""
+        place: OfferFields = {"region": region or None, "country": region_countries().get(region)}
+        self.result.add(ref, **(place | hw | price))

@@ -66,11 +66,11 @@ from .base import (
     ResponseFormatError,
     failed_calls_payload,
     gpu_fields,
-    hourly_price,
+    price_fields,
     request,
     request_stream,
 )
-from .calls import CallFailure, failure_groups, gather_limited, http_status
+from .calls import CallFailure, failure_groups, gather_limited, http_status, key_rejected
 from .schema import (
     Fabric,
     GpuFormFactor,
@@ -111,10 +111,6 @@ CONCURRENT_DOWNLOADS = 4
 MAX_EC2_PAGES = 50
 #: Values per ``instance-type`` filter in one DescribeInstanceTypes call.
 INSTANCE_TYPE_FILTER_CHUNK = 50
-#: HTTP statuses of EC2's authentication/authorization errors: ``AuthFailure`` (401, also
-#: what an opt-in region the account has not enabled answers) and ``UnauthorizedOperation``
-#: (403, the keys lack ``ec2:DescribeSpotPriceHistory``).
-AUTH_STATUSES = frozenset({401, 403})
 
 #: Linux on-demand and spot instances are billed per second with a one-minute minimum
 #: (https://aws.amazon.com/ec2/pricing/on-demand/ , "Per Second Billing").
@@ -154,10 +150,6 @@ class _Row:
 
     def get(self, column: str) -> str:
         return (self.cells.get(column) or "").strip()
-
-    @property
-    def sku(self) -> str:
-        return self.get("SKU")
 
 
 def _keep_product(row: _Row) -> str | None:
@@ -266,8 +258,7 @@ class _TypeInfo:
     manufacturer: str
     count: int | None
     memory_mib: float | None
-    fabric: OfferFields = dataclasses.field(default_factory=lambda: OfferFields())
-    host: OfferFields = dataclasses.field(default_factory=lambda: OfferFields())
+    stated: OfferFields  # the fabric and the host facts
 
 
 #: ``processorInfo/supportedArchitectures`` values, as the schema's ``cpu_arch`` names them
@@ -341,14 +332,11 @@ def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _TypeInfo], str]:
         try:
             count = int(_xml_str(gpu, "count")) if _xml_str(gpu, "count") else None
             memory_mib = to_float(_xml_str(gpu, "memoryInfo", "sizeInMiB"))
-            fabric = _xml_fabric(value_at(item, "networkInfo"))
-            host = _xml_host(item)
+            stated = _xml_fabric(value_at(item, "networkInfo")) | _xml_host(item)
         except ValueError:
             continue
         name, maker = _xml_str(gpu, "name"), _xml_str(gpu, "manufacturer")
-        out[_xml_str(item, "instanceType")] = _TypeInfo(
-            name, maker, count, memory_mib, fabric, host
-        )
+        out[_xml_str(item, "instanceType")] = _TypeInfo(name, maker, count, memory_mib, stated)
     return out, _xml_str(data, "nextToken")
 
 
@@ -358,6 +346,9 @@ _EC2_CODE = re.compile(r"<Code>([^<]+)</Code>")
 _EC2_MESSAGE = re.compile(r"<Message>([^<]*)")
 _EC2_URL = re.compile(r"https://ec2\.[a-z0-9-]+\.amazonaws\.com/")
 _XML_ENTITIES = {"&quot;": '"', "&apos;": "'"}
+#: What EC2's authentication/authorization errors (:func:`~adapters.calls.key_rejected`) may
+#: mean: ``AuthFailure`` (401, also what an opt-in region the account has not enabled answers)
+#: and ``UnauthorizedOperation`` (403, the keys lack ``ec2:DescribeSpotPriceHistory``).
 _AUTH_HINT = (
     " (AWS keys rejected or without ec2:DescribeSpotPriceHistory,"
     " or the region is not enabled for the account)"
@@ -377,7 +368,7 @@ def _spot_failure(region: str, reason: str) -> CallFailure:
     in every region, and EC2's ``<Message>`` the detail. Any other failure (timeout, network,
     payload) keeps its text, the regional URL replaced so that it reads the same in every
     region and equal failures group. The skipped record names no region or request id in its
-    reason, and says what an auth failure (:func:`_auth`) may mean.
+    reason, and says what an auth failure (:data:`_AUTH_HINT`) may mean.
     """
     status = http_status(reason)
     if status is None:
@@ -386,14 +377,9 @@ def _spot_failure(region: str, reason: str) -> CallFailure:
         code, message = _EC2_CODE.search(reason), _EC2_MESSAGE.search(reason)
         cause = f"HTTP {status} {_xml_unescape(code.group(1)) if code else ''}".strip()
         detail = _xml_unescape(message.group(1)).removesuffix("...") if message else ""
-    hint = _AUTH_HINT if status in AUTH_STATUSES else ""
+    hint = _AUTH_HINT if key_rejected(reason) else ""
     failed = FailedCall(f"aws:spot/{region}", f"spot prices not fetched: {cause}{hint}")
     return CallFailure(failed, cause, region, detail)
-
-
-def _auth(failure: CallFailure) -> bool:
-    """Rejected keys, keys without the permission, or a region not enabled."""
-    return http_status(failure.cause) in AUTH_STATUSES
 
 
 def _xml_unescape(text: str) -> str:
@@ -404,12 +390,12 @@ def _spot_failure_warning(failures: Sequence[CallFailure], regions: int) -> str:
     """One line for all failed regions, grouped by cause, saying what the user can do."""
     text = f"aws: spot prices not fetched in {len(failures)} of {regions} regions: "
     text += failure_groups(failures)
-    if len(failures) == regions and all(_auth(f) for f in failures):
+    if len(failures) == regions and all(key_rejected(f.cause) for f in failures):
         text += (
             "; the AWS keys were rejected or lack ec2:DescribeSpotPriceHistory: check "
             "GPUSCOUT_AWS_ACCESS_KEY_ID and GPUSCOUT_AWS_SECRET_ACCESS_KEY"
         )
-    elif any(_auth(f) for f in failures):
+    elif any(key_rejected(f.cause) for f in failures):
         text += "; an auth failure in some regions only is usually a region not enabled"
     return text + "; on-demand and reserved prices kept"
 
@@ -436,12 +422,6 @@ def _storage(text: str) -> tuple[float | None, StorageType | None]:
     return total, kind
 
 
-def _region_of_az(az: str) -> str | None:
-    """ "us-east-1a" -> "us-east-1"; None for local/wavelength zones and garbage."""
-    m = _AZ.match(az)
-    return m.group(1) if m else None
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
@@ -462,21 +442,15 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
     # for 8 H100 80GB); GpuInfo gives MiB per GPU, the nominal size in MiB (81920 for an
     # H100: 80 GiB, the "80 GB" it is sold by), the fallback.
     total_gpu_memory = size_text_to_gb(row.get("GPU Memory"))
-    per_gpu_memory: float | None = None
-    if total_gpu_memory:
-        per_gpu_memory = total_gpu_memory / gpu_count
-    elif info is not None and info.memory_mib:
+    per_gpu_memory = total_gpu_memory / gpu_count if total_gpu_memory else None
+    if per_gpu_memory is None and info is not None and info.memory_mib:
         per_gpu_memory = info.memory_mib / 1024
     family = gpu_families().get(row.get("Instance Type").split(".", 1)[0])
     form_factor = family.form_factor if family else None
-    raw_name = (info.name if info and info.name else None) or (
-        family.gpu_raw_name if family else None
-    )
+    raw_name = (info.name if info else None) or (family.gpu_raw_name if family else None)
     # A slice's memory is its share; the catalog knows the whole board's.
     board_memory = per_gpu_memory / fraction if per_gpu_memory and fraction else per_gpu_memory
-    vendor = None
-    if info is not None and info.manufacturer:
-        vendor = gpu_vendor(info.manufacturer)
+    vendor = gpu_vendor(info.manufacturer) if info is not None else None
     storage_gb, storage_kind = _storage(row.get("Storage"))
     processor = row.get("Physical Processor")
     return {
@@ -490,8 +464,7 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
         "storage_type": storage_kind,
         "cpu_model": processor or None,
         "cpu_vendor": cpu_vendor(processor),
-        **(info.fabric if info is not None else {}),
-        **(info.host if info is not None else {}),
+        **(info.stated if info is not None else {}),
     }
 
 
@@ -501,15 +474,11 @@ def _hardware(row: _Row, info: _TypeInfo | None) -> OfferFields | str:
 class AwsAdapter(Adapter):
     """EC2 GPU instances: on-demand and reserved (price list), spot (EC2 API, with keys)."""
 
-    name: ClassVar[str] = "aws"
-    title: ClassVar[str] = "Amazon Web Services (EC2)"
-    source_url: ClassVar[str] = REGION_INDEX_URL
+    name = "aws"
+    title = "Amazon Web Services (EC2)"
+    source_url = REGION_INDEX_URL
     #: Nothing is required: the price list is public. These enable spot prices.
-    credential_names: ClassVar[tuple[str, ...]] = ()
-    optional_credential_names: ClassVar[tuple[str, ...]] = (
-        "aws_access_key_id",
-        "aws_secret_access_key",
-    )
+    optional_credential_names = ("aws_access_key_id", "aws_secret_access_key")
     #: Restrict to these regions (None = every region in the region index).
     regions: ClassVar[tuple[str, ...] | None] = None
     base_url = ENDPOINT
@@ -528,13 +497,16 @@ class AwsAdapter(Adapter):
         downloads = [functools.partial(self._stream_gpu_rows, client, u) for u in csv_urls.values()]
         price_lists = await gather_limited(downloads, CONCURRENT_DOWNLOADS)
         payloads: list[Any] = list(price_lists)
-        creds = self._spot_credentials()
-        if creds is None:
+        key, secret = (
+            self.credentials.get(n) for n in ("aws_access_key_id", "aws_secret_access_key")
+        )
+        if not key or not secret:
             log.warning(
                 "aws: spot prices skipped: credentials not set (GPUSCOUT_AWS_ACCESS_KEY_ID, "
                 "GPUSCOUT_AWS_SECRET_ACCESS_KEY); on-demand and reserved prices still fetched"
             )
             return payloads
+        creds = Credentials(str(key), str(secret))
         types_by_region = _gpu_types_by_region(price_lists)
         payloads.extend(await self._fetch_instance_types(client, creds, types_by_region))
         pages, failures = await self._fetch_spot(client, creds, types_by_region)
@@ -627,13 +599,6 @@ class AwsAdapter(Adapter):
             client, "GET", url, consume, provider=self.name, policy=self.policy
         )
 
-    def _spot_credentials(self) -> Credentials | None:
-        key = self.credentials.get("aws_access_key_id")
-        secret = self.credentials.get("aws_secret_access_key")
-        if not key or not secret:
-            return None
-        return Credentials(str(key), str(secret))
-
     async def _fetch_spot(
         self,
         client: httpx.AsyncClient,
@@ -678,9 +643,8 @@ class AwsAdapter(Adapter):
             "StartTime": start,
             "ProductDescription.1": "Linux/UNIX",
             "MaxResults": "1000",
+            **{f"InstanceType.{i}": t for i, t in enumerate(sorted(instance_types), start=1)},
         }
-        for i, itype in enumerate(sorted(instance_types), start=1):
-            params[f"InstanceType.{i}"] = itype
         return await self._ec2_pages(client, creds, region, params, lambda root: _xml_spot(root)[1])
 
     async def _ec2_pages(
@@ -807,14 +771,14 @@ class _OfferBuilder:
         for row in rows:
             reason = _keep_product(row)
             if reason is not None:
-                self.result.skip(reason, f"aws:sku/{row.sku}")
+                self.result.skip(reason, f"aws:sku/{row.get('SKU')}")
                 continue
-            products.setdefault(row.sku, row)
+            products.setdefault(row.get("SKU"), row)
             term_type = row.get("TermType")
             if term_type not in ("OnDemand", "Reserved"):
                 self.result.skip(f"term type {term_type!r}", f"aws:rate/{row.get('RateCode')}")
                 continue
-            terms.setdefault((row.sku, term_type, row.get("OfferTermCode")), []).append(row)
+            terms.setdefault((row.get("SKU"), term_type, row.get("OfferTermCode")), []).append(row)
         for (sku, term_type, code), rates in terms.items():
             product = products[sku]
             hw = self._hardware(product)
@@ -836,7 +800,7 @@ class _OfferBuilder:
 
     def _on_demand(self, product: _Row, hw: OfferFields, rates: Sequence[_Row]) -> None:
         itype = product.get("Instance Type")
-        ref = f"aws:sku/{product.sku}"
+        ref = f"aws:sku/{product.get('SKU')}"
         hourly = [r for r in rates if r.get("Unit") == "Hrs"]
         if len(hourly) != 1:
             self.result.skip(f"{len(hourly)} hourly prices in an on-demand term", ref)
@@ -845,29 +809,24 @@ class _OfferBuilder:
         if isinstance(price, str):
             self.result.skip(price, ref)
             return
-        self._add(
-            ref,
-            hw,
-            {
-                "offer_id": itype,
-                "instance_name": itype,
-                "region": product.get("Region Code") or None,
-                **hourly_price(price, PriceBasis.INSTANCE, currency=hourly[0].get("Currency")),
-                "prepaid": False,
-                "billing_increment_s": BILLING_INCREMENT_S,
-                "min_rental_hours": MIN_RENTAL_HOURS,
-            },
-        )
+        fields: OfferFields = {
+            **hw,
+            "offer_id": itype,
+            "instance_name": itype,
+            "region": product.get("Region Code") or None,
+            **price_fields(price, PriceBasis.INSTANCE, currency=hourly[0].get("Currency")),
+            "prepaid": False,
+            "billing_increment_s": BILLING_INCREMENT_S,
+            "min_rental_hours": MIN_RENTAL_HOURS,
+        }
+        self.result.add(ref, **fields)
 
     def _reserved(self, product: _Row, hw: OfferFields, code: str, rates: Sequence[_Row]) -> None:
         itype = product.get("Instance Type")
-        ref = f"aws:sku/{product.sku}.{code}"
+        ref = f"aws:sku/{product.get('SKU')}.{code}"
         first = rates[0]
-        lease, option, offering = (
-            first.get("LeaseContractLength"),
-            first.get("PurchaseOption"),
-            first.get("OfferingClass"),
-        )
+        columns = ("LeaseContractLength", "PurchaseOption", "OfferingClass")
+        lease, option, offering = (first.get(c) for c in columns)
         term = _LEASES.get(lease)
         if term is None:
             self.result.skip(f"unknown lease length {lease!r}", ref)
@@ -899,21 +858,18 @@ class _OfferBuilder:
         else:
             hours = term.commitment_hours or Decimal(0)
             price, unit, prepaid = upfront_part + hourly_part * hours, PriceUnit.TERM, True
-        self._add(
-            ref,
-            hw,
-            {
-                "offer_id": itype,
-                "term_variant": f"{_slug(offering) or 'standard'}-{_slug(option) or 'unknown'}",
-                "instance_name": f"{itype} ({lease} {offering} RI, {option})",
-                "region": product.get("Region Code") or None,
-                "price_amount": price,
-                "price_currency": first.get("Currency"),
-                "price_unit": unit,
-                "term": term,
-                "prepaid": prepaid,
-            },
-        )
+        fields: OfferFields = {
+            **hw,
+            "offer_id": itype,
+            "term_variant": f"{_slug(offering) or 'standard'}-{_slug(option) or 'unknown'}",
+            "instance_name": f"{itype} ({lease} {offering} RI, {option})",
+            "region": product.get("Region Code") or None,
+            **price_fields(
+                price, PriceBasis.INSTANCE, term, unit=unit, currency=first.get("Currency")
+            ),
+            "prepaid": prepaid,
+        }
+        self.result.add(ref, **fields)
 
     # spot --------------------------------------------------------------------------------
     def spot(self, spots: Sequence[_Spot]) -> None:
@@ -929,40 +885,26 @@ class _OfferBuilder:
                 latest[key] = s
         for (itype, az), s in sorted(latest.items()):
             ref = f"aws:spot/{az}/{itype}"
-            region = _region_of_az(az)
+            zone = _AZ.match(az)  # "us-east-1a" in "us-east-1"; None for local/wavelength zones
             hw = self.hardware_by_type.get(itype)
             price = price_or_reason(s.price)
-            if region is None:
+            if zone is None:
                 self.result.skip(f"not a regional availability zone: {az!r}", ref)
             elif hw is None:
                 self.result.skip("instance type not in the price list (hardware unknown)", ref)
             elif isinstance(price, str):
                 self.result.skip(price, ref)
             else:
-                self._add(
-                    ref,
-                    hw,
-                    {
-                        "offer_id": itype,
-                        "term_variant": az,
-                        "instance_name": f"{itype} (spot, {az})",
-                        "region": region,
-                        # DescribeSpotPriceHistory prices are USD per instance-hour
-                        **hourly_price(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
-                        "prepaid": False,
-                        "billing_increment_s": BILLING_INCREMENT_S,
-                        "min_rental_hours": MIN_RENTAL_HOURS,
-                    },
-                )
-
-    def _add(self, ref: str, hw: OfferFields, term_fields: OfferFields) -> None:
-        """One offer: the instance type's hardware with one price and term."""
-        fields: OfferFields = {
-            **hw,
-            "price_basis": PriceBasis.INSTANCE,
-            **term_fields,
-        }
-        self.result.add(ref, **fields)
-
-
-ADAPTER = AwsAdapter
+                fields: OfferFields = {
+                    **hw,
+                    "offer_id": itype,
+                    "term_variant": az,
+                    "instance_name": f"{itype} (spot, {az})",
+                    "region": zone.group(1),
+                    # DescribeSpotPriceHistory prices are USD per instance-hour
+                    **price_fields(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
+                    "prepaid": False,
+                    "billing_increment_s": BILLING_INCREMENT_S,
+                    "min_rental_hours": MIN_RENTAL_HOURS,
+                }
+                self.result.add(ref, **fields)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from fractions import Fraction
@@ -39,7 +38,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .schema import (
     GpuFormFactor,
     OfferFields,
@@ -49,11 +48,9 @@ from .schema import (
     StorageType,
 )
 from .tables import data_rows, typed_row
-from .units import gib_to_gb, gpu_share, price_or_reason
+from .units import gib_to_gb, gpu_share, price_or_reason, value_at
 
 __all__ = ["AzureAdapter", "AzureGpuSize", "azure_gpu_size", "gpu_sizes"]
-
-log = logging.getLogger("gpuscout.adapters.azure")
 
 API_BASE = "https://prices.azure.com/api"
 API_URL = API_BASE + "/retail/prices"
@@ -177,17 +174,6 @@ _SAVINGS_PLAN = {
 }
 
 
-def _consumption_kind(meter_name: str) -> _PriceKind:
-    """Spot and Low Priority are told apart from pay-as-you-go only by the meter suffix."""
-    name = meter_name.strip().lower()
-    return next((kind for end, kind in _METER_SUFFIXES.items() if name.endswith(end)), _ON_DEMAND)
-
-
-def _is_windows(product_name: str) -> bool:
-    """Windows meters: the product name ends in "Windows" (e.g. "... Series Windows")."""
-    return product_name.strip().lower().endswith("windows")
-
-
 def _price_kinds(item: Mapping[str, Any]) -> Iterator[tuple[_PriceKind, Any, str]]:
     """(kind, raw price, ref suffix) for every price one item carries.
 
@@ -196,13 +182,13 @@ def _price_kinds(item: Mapping[str, Any]) -> Iterator[tuple[_PriceKind, Any, str
     """
     price_type = str(item.get("type") or "")
     if price_type == "Consumption":
-        kind = _consumption_kind(str(item.get("meterName") or item.get("skuName") or ""))
+        # Spot and Low Priority are told apart from pay-as-you-go only by the meter suffix
+        meter = str(item.get("meterName") or item.get("skuName") or "").strip().lower()
+        kind = next((k for end, k in _METER_SUFFIXES.items() if meter.endswith(end)), _ON_DEMAND)
         yield kind, item.get("retailPrice"), ""
         if kind is _ON_DEMAND:
             for plan in item.get("savingsPlan") or []:
-                if not isinstance(plan, Mapping):
-                    continue
-                term = str(plan.get("term") or "").strip().lower()
+                term = str(value_at(plan, "term") or "").strip().lower()  # "" for no object
                 if term in _SAVINGS_PLAN:
                     yield _SAVINGS_PLAN[term], plan.get("retailPrice"), f"/savings-plan/{term}"
     elif price_type == "Reservation":
@@ -230,7 +216,6 @@ class AzureAdapter(Adapter):
     name: ClassVar[str] = "azure"
     title: ClassVar[str] = "Microsoft Azure"
     source_url: ClassVar[str] = API_URL
-    credential_names: ClassVar[tuple[str, ...]] = ()
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
@@ -271,7 +256,8 @@ def _parse_item(item: Any, billing_currency: str | None, result: ParseResult) ->
     if item.get("serviceName") not in (None, "Virtual Machines"):
         result.skip("not a virtual machine meter", ref)
         return
-    if _is_windows(str(item.get("productName") or "")):
+    # Windows meters: the product name ends in "Windows" (e.g. "... Series Windows")
+    if str(item.get("productName") or "").strip().lower().endswith("windows"):
         result.skip("Windows price (Linux only)", ref)
         return
     if item.get("isPrimaryMeterRegion") is False:
@@ -291,9 +277,8 @@ def _parse_item(item: Any, billing_currency: str | None, result: ParseResult) ->
         "offer_id": sku,
         "region": str(item.get("armRegionName") or "").strip() or None,
         **size.fields(),
-        "price_currency": item.get("currencyCode") or billing_currency or "",
-        "price_basis": PriceBasis.INSTANCE,
     }
+    currency = item.get("currencyCode") or billing_currency or ""
     for kind, raw_price, ref_suffix in kinds:
         price = price_or_reason(raw_price)
         if isinstance(price, str):
@@ -303,12 +288,9 @@ def _parse_item(item: Any, billing_currency: str | None, result: ParseResult) ->
             **shared,
             "term_variant": kind.variant,
             "instance_name": sku + kind.label,
-            "price_amount": price,
-            "price_unit": kind.unit,
-            "term": kind.term,
+            **price_fields(
+                price, PriceBasis.INSTANCE, kind.term, unit=kind.unit, currency=currency
+            ),
             "prepaid": kind.prepaid,
         }
         result.add(ref + ref_suffix, **fields)
-
-
-ADAPTER = AzureAdapter

@@ -28,7 +28,6 @@ import dataclasses
 import email.utils
 import functools
 import json
-import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -43,7 +42,7 @@ from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
 from .run import FRESH_WITHIN_HOURS
 from .schema import GpuFormFactor, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
-from .units import to_decimal, whole_count
+from .units import PriceReading, read_price, whole_count
 
 __all__ = [
     "ACCOUNT_PRICE_VARIANT",
@@ -64,19 +63,17 @@ __all__ = [
     "add_per_region",
     "failed_calls_payload",
     "gpu_fields",
-    "hourly_price",
     "key_headers",
     "listed_regions",
     "payload_list",
     "positive_price",
+    "price_fields",
     "read_failed_calls",
     "request",
     "request_json",
     "request_stream",
     "required_count",
 ]
-
-log = logging.getLogger("gpuscout.adapters")
 
 T = TypeVar("T")
 
@@ -588,15 +585,9 @@ class Adapter(abc.ABC):
     def split_failed_calls(self, payloads: Sequence[Any]) -> tuple[list[Any], list[FailedCall]]:
         """The payloads but a :func:`failed_calls_payload`, and the calls it lists (for
         :meth:`ParseResult.skip_failed`)."""
-        rest: list[Any] = []
-        failed: list[FailedCall] = []
-        for payload in payloads:
-            calls = read_failed_calls(payload, self.name)
-            if calls is None:
-                rest.append(payload)
-            else:
-                failed.extend(calls)
-        return rest, failed
+        read = [(payload, read_failed_calls(payload, self.name)) for payload in payloads]
+        rest = [payload for payload, calls in read if calls is None]
+        return rest, [call for _, calls in read for call in calls or ()]
 
     def decode(self, data: bytes, filename: str) -> Any:
         """Decode one recorded raw response file (JSON unless the adapter says otherwise)."""
@@ -625,30 +616,14 @@ def payload_list(payload: Any, key: str, provider: str) -> list[Any]:
 
 
 def positive_price(
-    result: ParseResult,
-    value: Any,
-    name: str,
-    ref: str | None,
-    *,
-    convert: Callable[[Any], Decimal | None] = to_decimal,
-    required: bool = True,
+    result: ParseResult, value: Any, name: str, ref: str | None, **how: Unpack[PriceReading]
 ) -> Decimal | None:
-    """``value`` (the record's ``name`` field) as a positive exact price, else ``None`` with
-    the record skipped and why: ``bad <name>: ...`` for garbage, ``no positive <name>
-    (<value>)`` for a zero, a negative or, when ``required``, a missing one.
-
-    An optional price that is absent (a spot price the provider does not sell) is ``None``
-    without a skip. ``convert`` reads the number (:func:`cents_to_units` for cents).
-    """
-    try:
-        price = convert(value)
-    except ValueError as exc:
-        result.skip(f"bad {name}: {exc}", ref)
-        return None
-    if price is None and not required:
-        return None
-    if price is None or price <= 0:
-        result.skip(f"no positive {name} ({value!r})", ref)
+    """``value`` (the record's ``name`` field) as a positive exact price, else ``None``, the
+    record skipped with the reason :func:`~adapters.units.read_price` gives (``how`` words
+    the cases, or makes one no offer: ``absent=None`` for a spot price not sold)."""
+    price = read_price(value, name, **how)
+    if isinstance(price, str):
+        result.skip(price, ref)
         return None
     return price
 
@@ -692,19 +667,21 @@ def gpu_fields(
     }
 
 
-def hourly_price(
+def price_fields(
     amount: Decimal,
     basis: PriceBasis,
     term: RentalTerm = RentalTerm.ON_DEMAND,
     *,
+    unit: PriceUnit = PriceUnit.HOUR,
     currency: str = "USD",
 ) -> OfferFields:
-    """The price fields of an offer priced per hour: ``amount`` in ``currency`` for one GPU or
-    the whole instance (``basis``), under ``term``."""
+    """The price fields of an offer: ``amount`` in ``currency`` per ``unit`` (an hour unless
+    told: a month, the whole term) for one GPU or the whole instance (``basis``), under
+    ``term``."""
     return {
         "price_amount": amount,
         "price_currency": currency,
-        "price_unit": PriceUnit.HOUR,
+        "price_unit": unit,
         "price_basis": basis,
         "term": term,
     }

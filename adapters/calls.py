@@ -38,6 +38,7 @@ __all__ = [
     "gather_limited",
     "http_status",
     "keep_failures",
+    "key_rejected",
     "query_payload",
     "read_query_payload",
 ]
@@ -70,6 +71,12 @@ def http_status(reason: str) -> int | None:
     """The HTTP status of a failed :func:`~adapters.base.request` (``HTTP 403 from ...``)."""
     status = _HTTP_STATUS.match(reason)
     return int(status.group(1)) if status else None
+
+
+def key_rejected(reason: str) -> bool:
+    """A failed request the server refused for its credentials: HTTP 401 or 403 (a key that
+    is wrong, or lacks the permission)."""
+    return http_status(reason) in (401, 403)
 
 
 def error_code(reason: str) -> str | None:

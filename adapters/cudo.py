@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, gpu_fields, hourly_price, key_headers, positive_price
+from .base import Adapter, ParseResult, gpu_fields, key_headers, positive_price, price_fields
 from .fabrics import named_fabric
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
@@ -78,7 +78,6 @@ class CudoAdapter(Adapter):
     source_url = API_BASE
     #: The VM catalogue is public; the bare-metal one needs the key (request.md for Cudo:
     #: "no auth needed for this catalog call"; other endpoints take a Bearer key).
-    credential_names = ()
     optional_credential_names = ("cudo_api_key",)
     base_url = API_BASE
 
@@ -135,13 +134,11 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any]) -> None:
         "region": dc or None,
         "country": _country(dc),
         "cpu_model": str(item.get("cpuModel") or "") or None,
-        "storage_price_per_gb_month": (
+        **provider_disk("cudo").billed_apart(
             per_gib_hour_to_per_gb_month(storage_price) if storage_price is not None else None
         ),
         # the most disk one VM can be given now; none of it is included
         "storage_gb": gib_to_gb(max_storage_gib) if max_storage_gib else None,
-        "storage_included_gb": 0.0,
-        "boot_disk_min_gb": provider_disk("cudo").boot_disk_min_gb,
         "ipv4_price_per_hour": ipv4_price if ipv4_price is not None and ipv4_price >= 0 else None,
     }
     counts = range(1, max_gpus + 1) if max_gpus > 0 else range(1, 2)
@@ -165,7 +162,7 @@ def _parse_vm(result: ParseResult, item: Mapping[str, Any]) -> None:
                 "gpu_count": gpus,
                 "vcpus": float(vcpus),
                 "ram_gb": gib_to_gb(ram_gib),
-                **hourly_price(price, PriceBasis.INSTANCE, term),
+                **price_fields(price, PriceBasis.INSTANCE, term),
                 "available_now": max_gpus >= gpus,
             }
             result.add(ref, **(base | vm))
@@ -260,7 +257,7 @@ def _parse_bare_metal(result: ParseResult, item: Mapping[str, Any]) -> None:
             continue
         dc = str(entry.get("dataCenterId") or item.get("dataCenterId") or "")
         place: OfferFields = {"region": dc or None, "country": _country(dc)}
-        result.add(ref, **(base | place | hourly_price(price, PriceBasis.INSTANCE, term)))
+        result.add(ref, **(base | place | price_fields(price, PriceBasis.INSTANCE, term)))
 
 
 # --- shared ------------------------------------------------------------------------------
@@ -278,6 +275,3 @@ def _country(data_center_id: str) -> str | None:
     """Cudo data-centre ids start with the ISO country code ("no-luster-1", "gb-...")."""
     prefix = data_center_id.split("-", 1)[0]
     return prefix.upper() if len(prefix) == 2 and prefix.isalpha() else None
-
-
-ADAPTER = CudoAdapter

@@ -48,10 +48,10 @@ from .base import (
     ParseResult,
     add_per_region,
     gpu_fields,
-    hourly_price,
     key_headers,
     listed_regions,
     positive_price,
+    price_fields,
     required_count,
 )
 from .schema import OfferFields, PriceBasis
@@ -97,7 +97,7 @@ class DigitalOceanAdapter(Adapter):
         while url is not None and len(pages) < MAX_PAGES:
             page = await self.get_json(client, url, headers=headers, params=params)
             pages.append(page)
-            url = _next_page(page)
+            url = text(value_at(page, "links", "pages", "next"))  # None on the last page
             params = None  # the next link carries page and per_page itself
         return pages
 
@@ -107,15 +107,7 @@ class DigitalOceanAdapter(Adapter):
         )
 
 
-ADAPTER = DigitalOceanAdapter
-
-
 # --- pure helpers ---------------------------------------------------------------------
-
-
-def _next_page(page: Any) -> str | None:
-    """The absolute URL of the next page, or ``None`` on the last one."""
-    return text(value_at(page, "links", "pages", "next"))
 
 
 def _parse_size(result: ParseResult, size: Mapping[str, Any]) -> None:
@@ -136,15 +128,16 @@ def _parse_size(result: ParseResult, size: Mapping[str, Any]) -> None:
         return
 
     memory_gb = _per_gpu_memory_gb(gpu_info.get("vram"), gpu_count)
+    ram_mib = positive_quantity(size.get("memory"))  # MiB (see the module docstring)
     fields: OfferFields = {
         "offer_id": slug,
         "instance_name": text(size.get("description")),
         **gpu_fields(text(gpu_info.get("model")), memory_gb=memory_gb),
         "gpu_count": gpu_count,
         "vcpus": positive_quantity(size.get("vcpus")),
-        "ram_gb": _ram_gb(size.get("memory")),
+        "ram_gb": mib_to_gb(ram_mib) if ram_mib is not None else None,
         "storage_gb": _storage_gb(size),
-        **hourly_price(price, PriceBasis.INSTANCE),
+        **price_fields(price, PriceBasis.INSTANCE),
     }
     regions = size.get("regions") if size.get("available") is not False else None
     add_per_region(result, ref, fields, listed_regions(regions, _country))
@@ -168,12 +161,6 @@ def _per_gpu_memory_gb(vram: Any, gpu_count: int) -> float | None:
     return nominal_gpu_memory_gb(total / gpu_count) if total is not None else None
 
 
-def _ram_gb(memory: Any) -> float | None:
-    """``memory`` is in MiB (see the module docstring), converted to decimal GB."""
-    mib = positive_quantity(memory)
-    return mib_to_gb(mib) if mib is not None else None
-
-
 def _storage_gb(size: Mapping[str, Any]) -> float | None:
     """Boot plus scratch disk in decimal GB, from ``disk_info`` or else ``disk`` (GB)."""
     disks = size.get("disk_info")
@@ -183,8 +170,6 @@ def _storage_gb(size: Mapping[str, Any]) -> float | None:
 
 
 def _disk_gb(disk: Any) -> float | None:
-    if not isinstance(disk, Mapping) or not isinstance(disk.get("size"), Mapping):
-        return None
-    amount = non_negative(lenient_float(disk["size"].get("amount")))
-    convert = _TO_GB.get(str(disk["size"].get("unit", "")).lower())
+    amount = non_negative(lenient_float(value_at(disk, "size", "amount")))
+    convert = _TO_GB.get(str(value_at(disk, "size", "unit") or "").lower())
     return convert(amount) if amount is not None and convert is not None else None

@@ -35,10 +35,10 @@ import dataclasses
 import functools
 import io
 import re
-from importlib import resources
 from typing import Any
 
 from .schema import Fabric, OfferFields
+from .tables import package_text
 
 __all__ = ["FabricRow", "fabric_fields", "fabric_rows", "load_fabric_rows", "named_fabric"]
 
@@ -117,8 +117,7 @@ def load_fabric_rows(text: str) -> tuple[FabricRow, ...]:
 @functools.cache
 def fabric_rows() -> tuple[FabricRow, ...]:
     """Every row of ``fabrics.csv``, in file order; read on first use."""
-    package = __package__ or "adapters"
-    return load_fabric_rows(resources.files(package).joinpath(_DATA_FILE).read_text("utf-8"))
+    return load_fabric_rows(package_text(_DATA_FILE))
 
 
 @functools.cache

@@ -17,10 +17,12 @@ fields one of which every offer carries is at 50%.
 from __future__ import annotations
 
 import dataclasses
+import tomllib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .schema import FIELD_GROUPS, Offer
+from .tables import DATA_DIR, package_text
 
 __all__ = [
     "ALL_PROVIDERS",
@@ -42,19 +44,9 @@ _ALWAYS = frozenset(name for name, info in Offer.model_fields.items() if info.is
 _FIELDS = tuple(f for fields in FIELD_GROUPS.values() for f in fields)
 #: The row of :func:`total_coverage`: every provider's offers together.
 ALL_PROVIDERS = "all"
-#: One short word per seed group, for tables that fit 80 columns. The "Offer" group (its
-#: identity and provenance: provider, id, region...) is not a renter's checklist item and
-#: is left out of the tables (the JSON has it).
-GROUP_LABELS: dict[str, str] = {
-    "Compute": "compute",
-    "Memory and storage": "memory",
-    "Network": "network",
-    "Power and cooling": "power",
-    "Chassis": "chassis",
-    "Software": "software",
-    "Price and term": "price",
-    "Support": "support",
-}
+#: One short word per seed group, for tables that fit 80 columns, from
+#: ``data/field_groups.toml``: the "Offer" group is left out of the tables (the JSON has it).
+GROUP_LABELS: dict[str, str] = tomllib.loads(package_text(DATA_DIR, "field_groups.toml"))["labels"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -35,10 +35,10 @@ from .base import (
     ResponseFormatError,
     add_per_region,
     gpu_fields,
-    hourly_price,
     key_headers,
     listed_regions,
     positive_price,
+    price_fields,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import region_countries
@@ -75,9 +75,6 @@ class FluidStackAdapter(Adapter):
             what="configuration",
             fetched_at=fetched_at,
         )
-
-
-ADAPTER = FluidStackAdapter
 
 
 def _configurations(payload: Any) -> list[Any]:
@@ -119,7 +116,7 @@ def _parse_configuration(result: ParseResult, record: Mapping[str, Any]) -> None
             "offer_id": f"{gpu_type}x{count}",
             **gpu,
             "gpu_count": count,
-            **hourly_price(price, PriceBasis.GPU),
+            **price_fields(price, PriceBasis.GPU),
         }
         add_per_region(result, ref, fields, listed)
 

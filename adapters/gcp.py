@@ -41,14 +41,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import tomllib
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, hourly_price
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .gpus import get_gpu
 from .schema import (
     GpuFormFactor,
@@ -58,10 +59,10 @@ from .schema import (
     RentalTerm,
     StorageType,
 )
-from .tables import data_rows, typed_row
+from .tables import DATA_DIR, data_rows, package_text, typed_row
 from .units import gib_to_gb, google_money_to_decimal
 
-__all__ = ["ADAPTER", "GcpAdapter", "accelerators", "machine_shapes"]
+__all__ = ["GcpAdapter", "accelerators", "machine_shapes"]
 
 #: vCPUs per physical core of every machine series this adapter prices (A2, A3, A4, G2,
 #: N1): two hardware threads per core by default (cloud.google.com/compute/docs/cpu-platforms).
@@ -85,19 +86,10 @@ _TERMS: dict[str, RentalTerm] = {
 }
 
 #: Descriptions with these words price something other than a plain predefined machine
-#: (sole-tenant nodes, custom shapes, Dynamic Workload Scheduler, reservations...).
-_REJECT_MARKERS = (
-    "sole tenancy",
-    "custom",
-    "extended",
-    "dws",
-    "defined duration",
-    "calendar mode",
-    "capacity optimized",
-    "reserved",
-    "premium",
-    "suspended",
-    "virtual workstation",
+#: (sole-tenant nodes, custom shapes, Dynamic Workload Scheduler, reservations...), from
+#: ``data/gcp_sku_filters.toml``.
+_REJECT_MARKERS: tuple[str, ...] = tuple(
+    tomllib.loads(package_text(DATA_DIR, "gcp_sku_filters.toml"))["reject"]
 )
 
 # --- GPUs and machine shapes (data/gcp_*.csv) -----------------------------------------------
@@ -195,6 +187,8 @@ class Rate:
 
 #: (component kind, accelerator type or series, region, term) -> rate
 RateKey = tuple[str, str, str, RentalTerm]
+#: Component rates by their key, filled SKU by SKU.
+Rates = dict[RateKey, Rate]
 
 _PREFIXES = re.compile(r"^(?:commitment v1:\s*|spot preemptible\s+)+", re.IGNORECASE)
 _LOCATION_SUFFIX = re.compile(r"\s+(?:attached to|running in|in)\s+.*$", re.IGNORECASE)
@@ -258,81 +252,69 @@ def list_unit_price(pricing_expression: Mapping[str, Any]) -> tuple[Decimal, str
     return Decimal(0), currency
 
 
-class _RateTable:
-    """Component rates by (kind, name, region, term), filled SKU by SKU."""
+def _add_sku(rates: Rates, result: ParseResult, sku: Mapping[str, Any]) -> None:
+    """Add the rates one SKU prices to ``rates``."""
+    sku_id = str(sku.get("skuId") or sku.get("name") or "?")
+    ref = f"gcp:sku/{sku_id}"
+    category = sku.get("category")
+    description = sku.get("description")
+    if not isinstance(category, dict) or not isinstance(description, str):
+        result.skip("SKU without category or description", ref)
+        return
+    if category.get("resourceFamily") != "Compute":
+        return
+    lowered = description.lower()
+    if any(marker in lowered for marker in _REJECT_MARKERS):
+        return
+    label = sku_label(description)
+    component = _component(label, str(category.get("resourceGroup") or ""))
+    if component is None:
+        return
+    kind, name = component
+    if kind == "unknown_gpu":
+        result.skip(f"GPU SKU with no known machine shape: {label!r}", ref)
+        return
+    term = _TERMS.get(str(category.get("usageType")))
+    if term is None:
+        result.skip(f"unknown usageType {category.get('usageType')!r}", ref)
+        return
+    says_spot = "preemptible" in lowered or lowered.startswith("spot ")
+    if says_spot != (term is RentalTerm.INTERRUPTIBLE):
+        result.skip("description and usageType disagree on spot", ref)
+        return
+    try:
+        rate = _rate(sku, sku_id, label, kind)
+    except ValueError as exc:
+        result.skip(f"bad price: {exc}", ref)
+        return
+    regions = sku.get("serviceRegions")
+    if not isinstance(regions, list) or not regions:
+        result.skip("SKU without serviceRegions", ref)
+        return
+    for region in regions:
+        if not isinstance(region, str) or not region:
+            continue
+        key: RateKey = (kind, name, region, term)
+        if key in rates and rates[key].amount != rate.amount:
+            result.skip(f"second price for {kind} {name} in {region} ({term})", ref)
+            continue
+        rates.setdefault(key, rate)
 
-    def __init__(self) -> None:
-        self.rates: dict[RateKey, Rate] = {}
 
-    def add_sku(self, result: ParseResult, sku: Mapping[str, Any]) -> None:
-        sku_id = str(sku.get("skuId") or sku.get("name") or "?")
-        ref = f"gcp:sku/{sku_id}"
-        category = sku.get("category")
-        description = sku.get("description")
-        if not isinstance(category, dict) or not isinstance(description, str):
-            result.skip("SKU without category or description", ref)
-            return
-        if category.get("resourceFamily") != "Compute":
-            return
-        lowered = description.lower()
-        if any(marker in lowered for marker in _REJECT_MARKERS):
-            return
-        label = sku_label(description)
-        component = _component(label, str(category.get("resourceGroup") or ""))
-        if component is None:
-            return
-        kind, name = component
-        if kind == "unknown_gpu":
-            result.skip(f"GPU SKU with no known machine shape: {label!r}", ref)
-            return
-        term = _TERMS.get(str(category.get("usageType")))
-        if term is None:
-            result.skip(f"unknown usageType {category.get('usageType')!r}", ref)
-            return
-        says_spot = "preemptible" in lowered or lowered.startswith("spot ")
-        if says_spot != (term is RentalTerm.INTERRUPTIBLE):
-            result.skip("description and usageType disagree on spot", ref)
-            return
-        try:
-            rate = self._rate(sku, sku_id, label, kind)
-        except ValueError as exc:
-            result.skip(f"bad price: {exc}", ref)
-            return
-        regions = sku.get("serviceRegions")
-        if not isinstance(regions, list) or not regions:
-            result.skip("SKU without serviceRegions", ref)
-            return
-        for region in regions:
-            if not isinstance(region, str) or not region:
-                continue
-            key: RateKey = (kind, name, region, term)
-            if key in self.rates and self.rates[key].amount != rate.amount:
-                result.skip(f"second price for {kind} {name} in {region} ({term})", ref)
-                continue
-            self.rates.setdefault(key, rate)
-
-    @staticmethod
-    def _rate(sku: Mapping[str, Any], sku_id: str, label: str, kind: str) -> Rate:
-        info = sku.get("pricingInfo")
-        if not isinstance(info, list) or not info or not isinstance(info[0], dict):
-            raise ValueError("no pricingInfo")
-        expression = info[0].get("pricingExpression")
-        if not isinstance(expression, dict):
-            raise ValueError("no pricingExpression")
-        unit = expression.get("usageUnit")
-        if unit != _UNIT_BY_KIND[kind]:
-            raise ValueError(f"usageUnit {unit!r} for a {kind} SKU")
-        amount, currency = list_unit_price(expression)
-        if amount <= 0:
-            raise ValueError(f"price {amount} <= 0")
-        return Rate(sku_id, amount, currency, label)
-
-    def get(self, kind: str, name: str, region: str, term: RentalTerm) -> Rate | None:
-        return self.rates.get((kind, name, region, term))
-
-    def gpu_keys(self) -> Iterable[tuple[str, str, str, RentalTerm]]:
-        """(kind, accelerator, region, term) of every GPU and slice rate, sorted."""
-        return sorted(k for k in self.rates if k[0] in ("gpu", "slice"))
+def _rate(sku: Mapping[str, Any], sku_id: str, label: str, kind: str) -> Rate:
+    info = sku.get("pricingInfo")
+    if not isinstance(info, list) or not info or not isinstance(info[0], dict):
+        raise ValueError("no pricingInfo")
+    expression = info[0].get("pricingExpression")
+    if not isinstance(expression, dict):
+        raise ValueError("no pricingExpression")
+    unit = expression.get("usageUnit")
+    if unit != _UNIT_BY_KIND[kind]:
+        raise ValueError(f"usageUnit {unit!r} for a {kind} SKU")
+    amount, currency = list_unit_price(expression)
+    if amount <= 0:
+        raise ValueError(f"price {amount} <= 0")
+    return Rate(sku_id, amount, currency, label)
 
 
 # --- machine assembly -----------------------------------------------------------------------
@@ -346,7 +328,7 @@ class MachinePrice:
 
 
 def assemble_machine_price(
-    shape: MachineShape, gpu: Rate, kind: str, table: _RateTable, region: str, term: RentalTerm
+    shape: MachineShape, gpu: Rate, kind: str, rates: Rates, region: str, term: RentalTerm
 ) -> MachinePrice | str:
     """The hourly price of ``shape`` in ``region`` for ``term``, or why it cannot be priced.
 
@@ -358,8 +340,8 @@ def assemble_machine_price(
         if kind != "slice" or shape.series is not None:
             return f"{shape.name}: GPU rate and machine billing model disagree"
         return MachinePrice(gpu.amount * count, gpu.currency, (gpu,))
-    core = table.get("core", shape.series, region, term)
-    ram = table.get("ram", shape.series, region, term)
+    core = rates.get(("core", shape.series, region, term))
+    ram = rates.get(("ram", shape.series, region, term))
     if core is None or ram is None:
         return f"no {shape.series} vCPU/RAM price in {region} ({term.value})"
     if not gpu.currency == core.currency == ram.currency:
@@ -402,18 +384,17 @@ class GcpAdapter(Adapter):
         )
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        table = _RateTable()
-        result = self.parse_records(
-            payloads, "skus", table.add_sku, what="SKU", fetched_at=fetched_at
-        )
+        rates: Rates = {}
+        add_sku = functools.partial(_add_sku, rates)
+        result = self.parse_records(payloads, "skus", add_sku, what="SKU", fetched_at=fetched_at)
         reported: set[tuple[str, str]] = set()
-        for kind, accelerator, region, term in table.gpu_keys():
-            gpu = table.get(kind, accelerator, region, term)
-            assert gpu is not None
+        # every GPU and slice rate, in (kind, accelerator, region, term) order
+        for key, gpu in sorted((k, r) for k, r in rates.items() if k[0] in ("gpu", "slice")):
+            kind, accelerator, region, term = key
             for shape in _shapes_by_accelerator().get(accelerator, []):
                 if shape.spot_only and term is not RentalTerm.INTERRUPTIBLE:
                     continue
-                price = assemble_machine_price(shape, gpu, kind, table, region, term)
+                price = assemble_machine_price(shape, gpu, kind, rates, region, term)
                 if isinstance(price, str):
                     # One record per missing component, not one per machine shape.
                     ref = f"gcp:sku/{gpu.sku_id}"
@@ -452,13 +433,10 @@ class GcpAdapter(Adapter):
             "ram_gb": round(gib_to_gb(shape.ram_gib), 3),
             "storage_gb": round(gib_to_gb(shape.local_ssd_gib), 3) if shape.local_ssd_gib else None,
             "storage_type": StorageType.SSD if shape.local_ssd_gib else None,
-            **hourly_price(price.amount, PriceBasis.INSTANCE, term, currency=price.currency),
+            **price_fields(price.amount, PriceBasis.INSTANCE, term, currency=price.currency),
             # Per-second billing after a 1-minute minimum for vCPUs, memory and GPUs
             # (https://cloud.google.com/compute/vm-instance-pricing#billingmodel).
             "billing_increment_s": None if term.is_commitment else 1,
             "min_rental_hours": None if term.is_commitment else 1 / 60,
         }
         result.add(ref, **fields)
-
-
-ADAPTER = GcpAdapter

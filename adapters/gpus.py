@@ -50,10 +50,9 @@ import re
 import threading
 from dataclasses import dataclass
 from enum import StrEnum
-from importlib import resources
 
 from adapters.schema import GpuFormFactor, OfferFields, Vendor
-from adapters.tables import typed_row
+from adapters.tables import package_text, typed_row
 
 __all__ = [
     "ALIAS_PATTERNS",
@@ -255,8 +254,7 @@ def _load(text: str) -> tuple[GpuSpec, ...]:
 @functools.cache
 def catalog() -> tuple[GpuSpec, ...]:
     """Every GPU model in the catalog, in file order; read from ``gpus_data.csv`` on first use."""
-    package = __package__ or "adapters"
-    return _load(resources.files(package).joinpath(_DATA_FILE).read_text("utf-8"))
+    return _load(package_text(_DATA_FILE))
 
 
 _RULES_FILE = "gpu_figure_rules.csv"
@@ -279,9 +277,7 @@ def _load_rules(text: str) -> tuple[FigureRule, ...]:
 
 
 #: The derivation rules, in file order (the first that applies wins).
-FIGURE_RULES: tuple[FigureRule, ...] = _load_rules(
-    resources.files(__package__ or "adapters").joinpath(_RULES_FILE).read_text("utf-8")
-)
+FIGURE_RULES: tuple[FigureRule, ...] = _load_rules(package_text(_RULES_FILE))
 
 
 @functools.cache
@@ -403,9 +399,7 @@ def _load_aliases(text: str) -> _AliasTables:
     return _AliasTables(exact, tuple(rewrites), tuple(patterns))
 
 
-_ALIASES = _load_aliases(
-    resources.files(__package__ or "adapters").joinpath(_ALIAS_FILE).read_text("utf-8")
-)
+_ALIASES = _load_aliases(package_text(_ALIAS_FILE))
 #: Whole raw names -> catalog model, by one provider's convention (``gpu_aliases.csv``).
 EXACT_ALIASES: dict[str, str] = _ALIASES.exact
 #: Patterns over the rewritten name, tried in order; the first match names the candidates.

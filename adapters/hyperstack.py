@@ -48,9 +48,9 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     gpu_fields,
-    hourly_price,
     key_headers,
     payload_list,
+    price_fields,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import country_code
@@ -60,8 +60,8 @@ from .units import (
     memory_gb_in_name,
     non_negative,
     positive_quantity,
+    read_price,
     text,
-    to_decimal,
     whole_count,
 )
 
@@ -97,10 +97,12 @@ class HyperstackAdapter(Adapter):
         account_prices: dict[str, Decimal] = {}
         price_problems: dict[str, str] = {}
         for payload in payloads:
-            if _is_pricebook(payload):
+            if isinstance(payload, list):  # the pricebook; the flavors answer is an object
                 _read_pricebook(payload, prices, price_problems, account_prices)
+            elif isinstance(payload, Mapping) and payload.get("status") is False:
+                raise ProviderError(self.name, f"API error: {payload.get('message')!r}")
             else:
-                groups.extend(_flavor_groups(payload))
+                groups.extend(payload_list(payload, "data", self.name))
         if not groups:
             raise ResponseFormatError("hyperstack", "no flavors response among the payloads")
         flavors = list(_flavors(groups))
@@ -120,15 +122,7 @@ class HyperstackAdapter(Adapter):
         return result
 
 
-ADAPTER = HyperstackAdapter
-
-
 # --- payloads -------------------------------------------------------------------------
-
-
-def _is_pricebook(payload: Any) -> bool:
-    """The pricebook is a bare list of ``{name, value}``; the flavors answer is an object."""
-    return isinstance(payload, list)
 
 
 def _read_pricebook(
@@ -145,24 +139,14 @@ def _read_pricebook(
         name = entry["name"]
         listed, paid = entry.get("original_value"), entry.get("value")
         raw = listed if listed not in (None, "") else paid
-        try:
-            value = to_decimal(raw)
-        except ValueError:
-            problems[name] = f"bad pricebook value {raw!r}"
-            continue
-        if value is None or value <= 0:
-            problems[name] = f"no positive pricebook value ({raw!r})"
+        value = read_price(raw, "pricebook value", bad="bad {name} {value!r}")
+        if not isinstance(value, Decimal):  # the reason (every case has one)
+            problems[name] = str(value)
             continue
         prices[name] = value
         account = lenient_decimal(paid) if raw is listed else None
         if account is not None and 0 < account != value:
             account_prices[name] = account
-
-
-def _flavor_groups(payload: Any) -> list[Any]:
-    if isinstance(payload, Mapping) and payload.get("status") is False:
-        raise ProviderError("hyperstack", f"API error: {payload.get('message')!r}")
-    return payload_list(payload, "data", "hyperstack")
 
 
 def _flavors(groups: list[Any]) -> list[tuple[str, Any]]:
@@ -173,8 +157,7 @@ def _flavors(groups: list[Any]) -> list[tuple[str, Any]]:
             out.append(("", group))  # reported as a broken record by _parse_flavor
             continue
         gpu = group.get("gpu")
-        for flavor in group["flavors"]:
-            out.append((gpu if isinstance(gpu, str) else "", flavor))
+        out.extend((gpu if isinstance(gpu, str) else "", flavor) for flavor in group["flavors"])
     return out
 
 
@@ -261,7 +244,7 @@ def _parse_flavor(
         "vcpus": positive_quantity(flavor.get("cpu")),
         "ram_gb": positive_quantity(flavor.get("ram")),
         "storage_gb": sum(storage) if storage else None,
-        **hourly_price(price, basis),
+        **price_fields(price, basis),
         "available_now": stock if isinstance(stock, bool) else None,
     }
     return ref, fields, key

@@ -34,13 +34,14 @@ from .base import (
     Adapter,
     ParseResult,
     gpu_fields,
-    hourly_price,
     key_headers,
     payload_list,
     positive_price,
+    price_fields,
 )
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .units import (
+    NO_POSITIVE_PRICE,
     lenient_float,
     nominal_memory_gb,
     non_negative,
@@ -91,18 +92,17 @@ class JarvisLabsAdapter(Adapter):
         return result
 
 
-ADAPTER = JarvisLabsAdapter
-
-
 # --- pure helpers ---------------------------------------------------------------------
 
 
 def _emit(row: Mapping[str, Any], term: RentalTerm, result: ParseResult) -> None:
-    ref = _ref(row)
+    ref = f"jarvislabs:{row.get('region')}/{row.get('gpu_type')}/{row.get('workload_type')}"
     spot = term is RentalTerm.INTERRUPTIBLE
     key = "spot_price" if spot else "price_per_hour"
     # null spot_price: spot is not sold there (not a broken row)
-    price = positive_price(result, row.get(key), key, ref, required=not spot)
+    price = positive_price(
+        result, row.get(key), key, ref, absent=None if spot else NO_POSITIVE_PRICE
+    )
     if price is None:
         return
     gpu_type, region = row["gpu_type"], row["region"]
@@ -125,7 +125,7 @@ def _emit(row: Mapping[str, Any], term: RentalTerm, result: ParseResult) -> None
             "gpu_count": count,
             "vcpus": cpus_per_gpu * count if cpus_per_gpu else None,
             "ram_gb": ram_per_gpu * count if ram_per_gpu else None,
-            **hourly_price(price, PriceBasis.GPU, term),
+            **price_fields(price, PriceBasis.GPU, term),
             "available_count": available,
             "available_now": available > 0 if available is not None else None,
         }
@@ -151,17 +151,10 @@ def _checked_row(row: Any, result: ParseResult) -> dict[str, Any] | None:
     return {**row, "gpu_type": gpu_type, "region": region}
 
 
-def _ref(row: Mapping[str, Any]) -> str:
-    return f"jarvislabs:{row.get('region')}/{row.get('gpu_type')}/{row.get('workload_type')}"
-
-
 def _free_gpus(row: Mapping[str, Any], spot: bool) -> int | None:
     """GPUs free now for this kind of rental (the effective count when given)."""
     keys = (
         ("spot_num_free_devices",) if spot else ("effective_num_free_devices", "num_free_devices")
     )
-    for key in keys:
-        number = non_negative(lenient_float(row.get(key)))
-        if number is not None:
-            return int(number)
-    return None
+    numbers = (non_negative(lenient_float(row.get(key))) for key in keys)
+    return next((int(n) for n in numbers if n is not None), None)

@@ -47,13 +47,13 @@ from .base import (
     add_per_region,
     failed_calls_payload,
     gpu_fields,
-    hourly_price,
     key_headers,
     positive_price,
+    price_fields,
 )
 from .schema import OfferFields, PriceBasis
 from .tables import region_countries
-from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, text, to_float
+from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, text, to_float, value_at
 
 __all__ = ["IMAGES_URL", "LambdaAdapter"]
 
@@ -91,7 +91,8 @@ class LambdaAdapter(Adapter):
         payloads, failed = self.split_failed_calls(payloads)
         result.skip_failed(failed)
         for payload in payloads:
-            if _is_images(payload):
+            if isinstance(payload, Mapping) and isinstance(payload.get("data"), list):
+                # a listImages answer: its ``data`` is a list (instance types are an object)
                 images.update(_region_images(payload, result))
             else:
                 types.append(_instance_types(payload))
@@ -115,11 +116,6 @@ def _instance_types(payload: Any) -> Mapping[str, Any]:
     return data
 
 
-def _is_images(payload: Any) -> bool:
-    """A ``listImages`` answer: its ``data`` is a list (instance types are an object)."""
-    return isinstance(payload, Mapping) and isinstance(payload.get("data"), list)
-
-
 def _region_images(
     payload: Mapping[str, Any], result: ParseResult
 ) -> dict[str, tuple[str, ...] | None]:
@@ -130,8 +126,7 @@ def _region_images(
     for image in payload["data"]:
         if not isinstance(image, Mapping):
             raise ResponseFormatError("lambda", f"an image is not an object: {image!r:.80}")
-        region, name = image.get("region"), text(image.get("name"))
-        region_name = text(region.get("name")) if isinstance(region, Mapping) else None
+        name, region_name = text(image.get("name")), text(value_at(image, "region", "name"))
         if name is None or region_name is None:
             result.skip("image without a name or region", "lambda:images")
             continue
@@ -184,7 +179,7 @@ def _parse_item(
         "vcpus": vcpus or None,
         "ram_gb": gib_to_gb(memory_gib) if memory_gib else None,
         "storage_gb": gib_to_gb(storage_gib) if storage_gib is not None else None,
-        **hourly_price(usd_per_hour, PriceBasis.INSTANCE),
+        **price_fields(usd_per_hour, PriceBasis.INSTANCE),
     }
     regions = item.get("regions_with_capacity_available")
     listed: list[OfferFields] = [
@@ -221,6 +216,3 @@ def _country(description: Any) -> str | None:
     """ISO code from the last comma-separated part of a region description, if known."""
     last = (text(description) or "").rsplit(",", 1)[-1].strip()
     return region_countries("lambda").get(last)
-
-
-ADAPTER = LambdaAdapter

@@ -108,7 +108,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, ClassVar
 
 import httpx
@@ -120,16 +119,17 @@ from .base import (
     ProviderError,
     ResponseFormatError,
     gpu_fields,
-    hourly_price,
     key_headers,
+    positive_price,
+    price_fields,
 )
 from .calls import (
     QUERY_KEY,
     CallFailure,
     failure_cause,
     gather_limited,
-    http_status,
     keep_failures,
+    key_rejected,
     query_payload,
     read_query_payload,
 )
@@ -156,9 +156,6 @@ PRICING_URL = API_BASE + "/v2/pricing/current"
 #: commitment, a length within Mithril's documented 3 hours to 2 weeks.
 RESERVED_TERM = RentalTerm.COMMIT_1D
 
-#: Price calls in flight at once.
-CONCURRENT_CALLS = 8
-
 #: The price fields read, and the term each becomes; ``prepaid`` per term (module docstring).
 _PRICE_FIELDS: tuple[tuple[str, RentalTerm, bool], ...] = (
     ("spot_price_cents", RentalTerm.INTERRUPTIBLE, False),
@@ -170,22 +167,11 @@ _LISTINGS: Mapping[str, str] = {
     "auctions": "GET /v2/spot/availability",
 }
 _KEY_HINT = " (check GPUSCOUT_MITHRIL_API_KEY)"
+#: The form factor a ``gpu_socket`` states by its start ("SXM5": SXM); another gives none.
+_SOCKETS = {"sxm": GpuFormFactor.SXM, "pci": GpuFormFactor.PCIE}
 
 
 # --- failures ----------------------------------------------------------------------------
-
-
-def _auth_failure(reason: str) -> bool:
-    """The key was rejected: HTTP 401 or 403."""
-    return http_status(reason) in (401, 403)
-
-
-def _failure(fid: str, region: str | None, reason: str) -> CallFailure:
-    """A price call that failed after its retries (the cause alone in the reason, so that it
-    groups: ``HTTP 503``, ``timeout``..., never the response body)."""
-    cause = failure_cause(reason)
-    ref = _ref(fid, region)
-    return CallFailure(FailedCall(ref, f"price call failed: {cause}"), cause, ref)
 
 
 def _ref(fid: str, region: str | None) -> str:
@@ -245,16 +231,6 @@ def _price_jobs(
 # --- hardware ----------------------------------------------------------------------------
 
 
-def _socket_form_factor(socket: str) -> GpuFormFactor | None:
-    """The form factor ``gpu_socket`` states ("SXM5" => SXM, "PCIe" => PCIe), else ``None``."""
-    lowered = socket.strip().lower()
-    if lowered.startswith("sxm"):
-        return GpuFormFactor.SXM
-    if lowered.startswith("pci"):
-        return GpuFormFactor.PCIE
-    return None
-
-
 def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     """The fields the offers of one instance type share, or why it is not priced."""
     count = whole_count(row.get("num_gpus"))
@@ -263,7 +239,8 @@ def _hardware(row: Mapping[str, Any]) -> OfferFields | str:
     gpu_type = str(row.get("gpu_type") or "").strip()
     if not gpu_type:
         return "no gpu_type"
-    form = _socket_form_factor(str(row.get("gpu_socket") or ""))
+    socket = str(row.get("gpu_socket") or "").strip().lower()
+    form = next((f for start, f in _SOCKETS.items() if socket.startswith(start)), None)
     return {
         "instance_name": str(row.get("name") or "").strip() or str(row.get("fid") or ""),
         **gpu_fields(
@@ -290,7 +267,7 @@ class MithrilAdapter(Adapter):
     credential_names: ClassVar[tuple[str, ...]] = ("mithril_api_key",)
     base_url = API_BASE
     #: Price calls in flight at once.
-    concurrency: ClassVar[int] = CONCURRENT_CALLS
+    concurrency: ClassVar[int] = 8
 
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
@@ -312,8 +289,9 @@ class MithrilAdapter(Adapter):
             params = {"instance_type": fid} | ({"region": region} if region else {})
             try:
                 response = await self.get_json(client, pricing_url, params=params, headers=headers)
-            except ProviderError as exc:
-                return _failure(fid, region, exc.reason)
+            except ProviderError as exc:  # the cause alone in the reason, so that it groups
+                cause, ref = failure_cause(exc.reason), _ref(fid, region)  # never the body
+                return CallFailure(FailedCall(ref, f"price call failed: {cause}"), cause, ref)
             return query_payload({"instance_type": fid, "region": region}, response)
 
         outcomes = await gather_limited(
@@ -321,7 +299,7 @@ class MithrilAdapter(Adapter):
         )
         priced = [o for o in outcomes if not isinstance(o, CallFailure)]
         failures = [o for o in outcomes if isinstance(o, CallFailure)]
-        hint = _KEY_HINT if any(_auth_failure(f.cause) for f in failures) else ""
+        hint = _KEY_HINT if any(key_rejected(f.cause) for f in failures) else ""
         kept = keep_failures(
             self.name, priced, failures, calls=len(jobs), what="price calls", hint=hint
         )
@@ -334,7 +312,7 @@ class MithrilAdapter(Adapter):
         try:
             return await self.get_json(client, url, headers=dict(headers))
         except ProviderError as exc:
-            if _auth_failure(exc.reason):
+            if key_rejected(exc.reason):
                 raise ProviderError(self.name, exc.reason + _KEY_HINT) from None
             raise
 
@@ -401,33 +379,20 @@ def _offers(
     if not isinstance(response, Mapping):
         result.skip("price response is not a JSON object", ref)
         return
+    bad, absent = "{name} is not a positive number: {value!r}", "no {name} (null or absent)"
     for field, term, prepaid in _PRICE_FIELDS:
-        usd = _usd(result, response.get(field), field, ref)
+        # USD per instance-hour from a ``*_cents`` field, or ``None`` (skipped with the reason)
+        raw = response.get(field)
+        usd = positive_price(
+            result, raw, field, ref, convert=cents_to_units, bad=bad, absent=absent, negative=bad
+        )
         if usd is None:
             continue
         fields: OfferFields = {
             "offer_id": fid,
             "region": region,
             **hw,
-            **hourly_price(usd, PriceBasis.INSTANCE, term),
+            **price_fields(usd, PriceBasis.INSTANCE, term),
             "prepaid": prepaid,
         }
         result.add(ref, **fields)
-
-
-def _usd(result: ParseResult, raw: Any, field: str, ref: str) -> Decimal | None:
-    """USD per instance-hour from a ``*_cents`` field, or ``None`` (skipped, with the reason)."""
-    if raw is None:
-        result.skip(f"no {field} (null or absent)", ref)
-        return None
-    try:
-        usd = cents_to_units(raw)
-    except ValueError:
-        usd = None
-    if usd is None or usd <= 0:
-        result.skip(f"{field} is not a positive number: {raw!r}", ref)
-        return None
-    return usd
-
-
-ADAPTER = MithrilAdapter

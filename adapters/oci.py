@@ -41,11 +41,11 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, hourly_price
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, RentalTerm
-from .units import lenient_float, positive, to_decimal, to_float
+from .units import lenient_float, positive, to_decimal, to_float, value_at
 
-__all__ = ["ADAPTER", "PREEMPTIBLE_SHARE", "OciAdapter"]
+__all__ = ["PREEMPTIBLE_SHARE", "OciAdapter"]
 
 API_BASE = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data"
 SHAPES_URL = API_BASE + "/shapes.json"
@@ -105,7 +105,6 @@ class OciAdapter(Adapter):
     name = "oci"
     title = "Oracle Cloud Infrastructure"
     source_url = SHAPES_URL
-    credential_names = ()
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
@@ -163,7 +162,8 @@ def _add_shape(result: ParseResult, shape: Any, prices: Mapping[str, Decimal | s
         result.skip(price, ref)
         return
     count = int(gpu_count)
-    raw_gpu = _gpu_from_shape_name(shape_name)
+    named = _SHAPE_GPU.match(shape_name)  # "BM.GPU.H100.8": H100; "BM.GPU4.8": no model
+    raw_gpu = named["gpu"] if named else None
     model = _VERSION_SUFFIX.sub("", raw_gpu) if raw_gpu else None
     hgx = shape_name.startswith("BM.") and count == 8 and model in _HGX_BARE_METAL_GPUS
     form_factor = GpuFormFactor.SXM if hgx else None
@@ -186,27 +186,19 @@ def _add_shape(result: ParseResult, shape: Any, prices: Mapping[str, Decimal | s
         "cpu_vendor": processor if x86 else None,
         "cpu_arch": "x86_64" if x86 else None,
         "ram_gb": lenient_float(shape.get("bundleMemoryQty")) or None,
-        **hourly_price(price, PriceBasis.GPU, currency=CURRENCY),
+        **price_fields(price, PriceBasis.GPU, currency=CURRENCY),
         "datacenter": True,
     }
     result.add(ref, **fields)
-    if price > 0 and shape.get("allowPreemptible") is True and not _bare_metal(shape):
-        result.add(
-            ref,
-            **(
-                fields
-                | {
-                    "price_amount": price * PREEMPTIBLE_SHARE,
-                    "term": RentalTerm.INTERRUPTIBLE,
-                    "term_variant": "preemptible",
-                }
-            ),
-        )
-
-
-def _bare_metal(shape: Mapping[str, Any]) -> bool:
-    """A bare-metal shape (``shapeType`` ``bm``, or a ``BM.`` name): never preemptible."""
-    return _value(shape.get("shapeType")) == "bm" or str(shape.get("name")).startswith("BM.")
+    # a bare-metal shape (``shapeType`` ``bm``, or a ``BM.`` name) is never preemptible
+    bare_metal = _value(shape.get("shapeType")) == "bm" or shape_name.startswith("BM.")
+    if price > 0 and shape.get("allowPreemptible") is True and not bare_metal:
+        preemptible: OfferFields = {
+            "price_amount": price * PREEMPTIBLE_SHARE,
+            "term": RentalTerm.INTERRUPTIBLE,
+            "term_variant": "preemptible",
+        }
+        result.add(ref, **(fields | preemptible))
 
 
 def _collect_prices(items: list[Any], prices: dict[str, Decimal | str]) -> None:
@@ -226,9 +218,8 @@ def _collect_prices(items: list[Any], prices: dict[str, Decimal | str]) -> None:
 
 def _value(field: Any) -> str | None:
     """``{"value": "intel"}`` -> ``"intel"`` (lower case); None if absent."""
-    if isinstance(field, dict) and isinstance(field.get("value"), str):
-        return str(field["value"]).lower()
-    return None
+    value = value_at(field, "value")
+    return value.lower() if isinstance(value, str) else None
 
 
 def _ocpu_product(shape: Mapping[str, Any]) -> tuple[str, float | None] | None:
@@ -241,12 +232,3 @@ def _ocpu_product(shape: Mapping[str, Any]) -> tuple[str, float | None] | None:
             return None
         return part, positive(lenient_float(product.get("qty")))
     return None
-
-
-def _gpu_from_shape_name(shape_name: str) -> str | None:
-    """ "BM.GPU.H100.8" -> "H100"; None for names without a GPU model (BM.GPU4.8)."""
-    m = _SHAPE_GPU.match(shape_name)
-    return m["gpu"] if m else None
-
-
-ADAPTER = OciAdapter

@@ -69,19 +69,19 @@ from .base import (
     ResponseFormatError,
     failed_calls_payload,
     gpu_fields,
-    hourly_price,
     key_headers,
     payload_list,
+    positive_price,
+    price_fields,
 )
 from .calls import QUERY_KEY, query_payload, read_query_payload
 from .gpus import get_gpu
 from .schema import OfferFields, PriceBasis, RentalTerm
-from .tables import provider_disk
+from .tables import DATA_DIR, package_text, provider_disk
 from .units import (
     gpu_vendor,
     positive_quantity,
     power_of_two_counts,
-    to_decimal,
     value_at,
     whole_count,
 )
@@ -105,28 +105,10 @@ _CUDA_VERSION = re.compile(r"^\d+(?:\.\d+)*$")
 #: ``term_variant`` of an interruptible offer priced at the minimum bid (:func:`_bid_fields`).
 BID_VARIANT = "minimum bid"
 
-_LOWEST_PRICE_FIELDS = "uninterruptablePrice minimumBidPrice minVcpu minMemory stockStatus"
-
 #: Every GPU type with its list, spot, savings-plan and cluster prices, and the cheapest
-#: 1-GPU machine in each cloud (aliases keep the two ``lowestPrice`` answers apart).
-GPU_TYPES_QUERY = f"""
-query GpuTypes {{
-  gpuTypes {{
-    id displayName manufacturer memoryInGb
-    secureCloud communityCloud
-    maxGpuCount maxGpuCountSecureCloud maxGpuCountCommunityCloud minPodGpuCount
-    securePrice communityPrice secureSpotPrice communitySpotPrice
-    oneWeekPrice oneMonthPrice threeMonthPrice sixMonthPrice
-    clusterPrice nodeGroupDatacenters {{ id }}
-    secureLowestPrice: lowestPrice(input: {{gpuCount: 1, secureCloud: true}}) {{
-      {_LOWEST_PRICE_FIELDS}
-    }}
-    communityLowestPrice: lowestPrice(input: {{gpuCount: 1, secureCloud: false}}) {{
-      {_LOWEST_PRICE_FIELDS}
-    }}
-  }}
-}}
-""".strip()
+#: 1-GPU machine in each cloud (aliases keep the two ``lowestPrice`` answers apart): the
+#: GraphQL document ``data/runpod_gpu_types.graphql``.
+GPU_TYPES_QUERY = package_text(DATA_DIR, "runpod_gpu_types.graphql").strip()
 
 _CLOUDS = ("secure", "community")
 #: Savings-plan price fields and the commitment each buys.
@@ -147,7 +129,6 @@ class RunPodAdapter(Adapter):
     name = "runpod"
     title = "RunPod"
     source_url = GRAPHQL_URL
-    credential_names = ()
     optional_credential_names = ("runpod_api_key",)
     base_url = API_BASE
 
@@ -204,9 +185,6 @@ class RunPodAdapter(Adapter):
         return result
 
 
-ADAPTER = RunPodAdapter
-
-
 # --- pure helpers ---------------------------------------------------------------------
 
 
@@ -228,18 +206,6 @@ def _gpu_type_records(payload: Any) -> list[Any]:
     if not isinstance(data, Mapping):
         raise ResponseFormatError("runpod", "response has no 'data' object")
     return payload_list(data, "gpuTypes", "runpod")
-
-
-def _disk_fields() -> OfferFields:
-    """A pod's disk, which the GraphQL API does not price: the documented $/GB-month of the
-    container and volume disks, none included, and the container disk every pod is created
-    with (``data/provider_disks.csv``)."""
-    disk = provider_disk("runpod")
-    return {
-        "storage_price_per_gb_month": disk.storage_price_per_gb_month,
-        "storage_included_gb": 0.0,
-        "boot_disk_min_gb": disk.boot_disk_min_gb,
-    }
 
 
 def _catalog_cuda(query: Mapping[str, Any], answer: Any) -> dict[tuple[str, str], str]:
@@ -274,7 +240,9 @@ def _offers_of(
     if not isinstance(type_id, str) or not type_id.strip():
         result.skip("gpuType without id", ref)
         return
-    gpu = _disk_fields() | _gpu_fields(record, type_id)
+    # a pod's disk, which the GraphQL API does not price: the documented $/GB-month of the
+    # container and volume disks, none included, and the container disk every pod has
+    gpu = provider_disk("runpod").billed_apart() | _gpu_fields(record, type_id)
     name = record.get("displayName") or type_id
     is_slice = gpu.get("gpu_mig_profile") is not None
 
@@ -285,7 +253,7 @@ def _offers_of(
             "offer_id": f"{type_id}:{kind}:{count}x",
             "instance_name": f"{count}x {name}",
             "gpu_count": count,
-            **hourly_price(price, PriceBasis.GPU, term),
+            **price_fields(price, PriceBasis.GPU, term),
         }
 
     for cloud in _CLOUDS:
@@ -405,11 +373,8 @@ def _bid_fields(quote: Mapping[str, Any]) -> OfferFields:
 
 def _cloud_counts(record: Mapping[str, Any], cloud: str | None) -> list[int]:
     """Pod sizes in one cloud (``None``: any cloud), from the max-GPU ceiling it publishes."""
-    high = None
-    if cloud is not None:
-        high = whole_count(record.get(f"maxGpuCount{cloud.capitalize()}Cloud"))
-    if high is None:
-        high = whole_count(record.get("maxGpuCount"))
+    own = whole_count(record.get(f"maxGpuCount{cloud.capitalize()}Cloud")) if cloud else None
+    high = own or whole_count(record.get("maxGpuCount"))
     low = whole_count(record.get("minPodGpuCount")) or 1
     return power_of_two_counts(high, low) if high else [low]
 
@@ -418,17 +383,10 @@ def _price(
     record: Mapping[str, Any], key: str, result: ParseResult, ref: str | None
 ) -> Decimal | None:
     """A positive price, or ``None`` when absent/0 (not offered); garbage is a recorded skip."""
-    try:
-        price = to_decimal(record.get(key))
-    except ValueError as exc:
-        result.skip(f"bad {key}: {exc}", ref)
-        return None
-    if price is None or price == 0:
-        return None
-    if price < 0:
-        result.skip(f"negative {key} ({price})", ref)
-        return None
-    return price
+    negative = "negative {name} ({price})"
+    return positive_price(
+        result, record.get(key), key, ref, absent=None, zero=None, negative=negative
+    )
 
 
 def datacenter_country(dc_id: str) -> str | None:

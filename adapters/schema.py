@@ -159,6 +159,15 @@ class PriceUnit(StrEnum):
     TERM = "term"  # the whole commitment, e.g. an Azure 3-year reservation
 
 
+#: Hours one unit of price covers (a ``TERM`` price covers its commitment's hours).
+_UNIT_HOURS: dict[PriceUnit, Decimal] = {
+    PriceUnit.HOUR: Decimal(1),
+    PriceUnit.DAY: HOURS_PER_DAY,
+    PriceUnit.WEEK: HOURS_PER_WEEK,
+    PriceUnit.MONTH: HOURS_PER_MONTH,
+}
+
+
 class PriceBasis(StrEnum):
     """Whether ``price_amount`` is for the whole instance or for one GPU of it."""
 
@@ -235,20 +244,10 @@ def hours_per_price_unit(unit: PriceUnit, term: RentalTerm) -> Decimal:
     >>> hours_per_price_unit(PriceUnit.MONTH, RentalTerm.COMMIT_1Y)
     Decimal('730')
     """
-    match unit:
-        case PriceUnit.HOUR:
-            return Decimal(1)
-        case PriceUnit.DAY:
-            return HOURS_PER_DAY
-        case PriceUnit.WEEK:
-            return HOURS_PER_WEEK
-        case PriceUnit.MONTH:
-            return HOURS_PER_MONTH
-        case PriceUnit.TERM:
-            hours = term.commitment_hours
-            if hours is None:
-                raise ValueError(f"a price per whole term needs a commitment, not {term.value}")
-            return hours
+    hours = term.commitment_hours if unit is PriceUnit.TERM else _UNIT_HOURS[unit]
+    if hours is None:
+        raise ValueError(f"a price per whole term needs a commitment, not {term.value}")
+    return hours
 
 
 def usd_per_hour(
@@ -626,37 +625,13 @@ class OfferFields(TypedDict, total=False):
 
 
 #: Every :class:`Offer` field in the seed's parameter groups (``../shared/seed/README.md``),
-#: in display order: the offer page, the checklist and the per-provider field coverage all
-#: group by it (a test checks no field is missing).
+#: in display order, from ``data/field_groups.toml``: the offer page, the checklist and the
+#: per-provider field coverage all group by it (a test checks no field is missing).
 FIELD_GROUPS: dict[str, tuple[str, ...]] = {
-    "Offer": (
-        "provider", "offer_id", "seller", "instance_name", "region", "country",
-        "fetched_at", "raw_ref",
-    ),
-    "Compute": (
-        "gpu_model", "gpu_raw_name", "gpu_vendor", "gpu_count", "gpu_fraction",
-        "gpu_mig_profile", "gpu_memory_gb", "gpu_form_factor", "gpu_interconnect",
-        "gpu_nvlink_gbs", "gpu_pcie_gen", "cpu_model", "cpu_vendor", "cpu_arch",
-        "cpu_sockets", "cpu_cores", "vcpus",
-    ),
-    "Memory and storage": (
-        "ram_gb", "ram_ecc", "storage_gb", "storage_included_gb", "boot_disk_min_gb",
-        "storage_type", "disk_bandwidth_mbps",
-    ),
-    "Network": (
-        "public_bandwidth_up_mbps", "public_bandwidth_down_mbps", "fabric", "fabric_gbps",
-        "multi_node",
-    ),
-    "Power and cooling": ("psu_watts", "psu_redundancy", "cooling"),
-    "Chassis": ("chassis_form_factor", "expandability_notes"),
-    "Software": ("os_images", "cuda_version", "driver_version", "frameworks", "backup_service"),
-    "Price and term": (
-        "price_amount", "price_currency", "price_unit", "price_basis", "term", "term_variant",
-        "min_rental_hours", "billing_increment_s", "billing_cap_hours_per_month", "prepaid",
-        "storage_price_per_gb_month", "ipv4_price_per_hour", "egress_price_per_gb",
-    ),
-    "Support": (
-        "support_tier", "sla_uptime_pct", "reliability", "verified", "datacenter",
-        "available_now", "available_count",
-    ),
-}  # fmt: skip
+    group: tuple(fields)
+    for group, fields in tomllib.loads(
+        resources.files(__package__ or "adapters")
+        .joinpath("data", "field_groups.toml")
+        .read_text("utf-8")
+    )["fields"].items()
+}

@@ -14,7 +14,7 @@ type with its availability. One response, no pagination::
        "availability": [{"region", "available", "display_name": "US, Wichita, KS"}],
        "boot_time": {"min_boot_in_sec", "max_boot_in_sec"}}]}
 
-``hourly_price`` is an integer in US cents per hour for the whole instance (210 = $2.10/h).
+``price_fields`` is an integer in US cents per hour for the whole instance (210 = $2.10/h).
 Each (cloud, cloud instance type, region) is one on-demand offer; ``offer_id`` is
 ``<cloud>:<cloud_instance_type>`` (the underlying cloud's own type name) and ``seller`` the
 cloud; a type listed twice gives the contract's duplicates. A type with no region listed is
@@ -37,9 +37,9 @@ from .base import (
     ParseResult,
     add_per_region,
     gpu_fields,
-    hourly_price,
     key_headers,
     positive_price,
+    price_fields,
     required_count,
 )
 from .schema import GpuFormFactor, GpuInterconnect, OfferFields, PriceBasis
@@ -81,9 +81,6 @@ class ShadeformAdapter(Adapter):
         )
 
 
-ADAPTER = ShadeformAdapter
-
-
 def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
     cloud = text(record.get("cloud"))
     cloud_type = text(record.get("cloud_instance_type"))
@@ -104,6 +101,7 @@ def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
     if price is None:
         return
 
+    form = _FORM_FACTOR.get(str(config.get("interconnect", "")).lower())
     fields: OfferFields = {
         "offer_id": f"{cloud}:{cloud_type}",
         "seller": cloud,  # the cloud that runs the machine; Shadeform resells it
@@ -113,8 +111,14 @@ def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
         "ram_gb": positive_quantity(config.get("memory_in_gb")),
         "storage_gb": non_negative(lenient_float(config.get("storage_in_gb"))),
         "os_images": strings(config.get("os_options")),
-        **hourly_price(price, PriceBasis.INSTANCE),
-        **_gpu_fields(config, gpu_count),
+        **price_fields(price, PriceBasis.INSTANCE),
+        **gpu_fields(
+            text(config.get("gpu_type")),
+            memory_gb=nominal_memory_gb(config.get("vram_per_gpu_in_gb")),
+            form_factor=form,
+            vendor=gpu_vendor(config.get("gpu_manufacturer")),
+        ),
+        "gpu_interconnect": _interconnect(form, config.get("nvlink"), gpu_count),
     }
     regions = record.get("availability")
     listed: list[OfferFields] = [
@@ -127,17 +131,6 @@ def _parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
         if isinstance(r, Mapping) and text(r.get("region"))
     ]
     add_per_region(result, ref, fields, listed)
-
-
-def _gpu_fields(config: Mapping[str, Any], gpu_count: int) -> OfferFields:
-    """GPU model, vendor, memory, form factor and interconnect from ``configuration``."""
-    form = _FORM_FACTOR.get(str(config.get("interconnect", "")).lower())
-    return gpu_fields(
-        text(config.get("gpu_type")),
-        memory_gb=nominal_memory_gb(config.get("vram_per_gpu_in_gb")),
-        form_factor=form,
-        vendor=gpu_vendor(config.get("gpu_manufacturer")),
-    ) | {"gpu_interconnect": _interconnect(form, config.get("nvlink"), gpu_count)}
 
 
 def _interconnect(

@@ -66,7 +66,7 @@ from .base import (
     ResponseFormatError,
     gpu_fields,
 )
-from .schema import Offer, OfferFields, RentalTerm
+from .schema import Offer, RentalTerm
 from .units import lenient_float, to_decimal, value_at
 
 __all__ = ["ILLUSTRATIVE_REASON", "SHEET_KEYS", "SheetAdapter", "sheet_quantity"]
@@ -164,8 +164,10 @@ class SheetAdapter(Adapter):
         for payload in payloads:
             for where, entry in _entries(payload):
                 where = _labelled(where, entry)
-                offer = _parse_entry(result, where, entry, fetched_at)
-                if offer is not None:
+                offer = _entry_offer(where, entry, fetched_at)
+                if isinstance(offer, str):
+                    result.skip(f"{where}: {offer}", where)
+                else:
                     result.add_offer(offer, where)
         return result
 
@@ -197,11 +199,10 @@ def _entries(payload: Any) -> list[tuple[str, dict[str, Any]]]:
     unknown = set(content) - {"offers", "defaults", "format_version", "title", "notes"}
     if unknown:
         raise ResponseFormatError("sheet", f"{file}: unknown top-level keys {sorted(unknown)}")
-    out = []
-    for i, entry in enumerate(content["offers"], start=1):
-        where = f"{file} offers[{i}]"
-        out.append((where, {**defaults, **entry} if isinstance(entry, Mapping) else entry))
-    return out
+    return [
+        (f"{file} offers[{i}]", {**defaults, **entry} if isinstance(entry, Mapping) else entry)
+        for i, entry in enumerate(content["offers"], start=1)
+    ]
 
 
 def _from_csv(row: Mapping[str | None, Any]) -> dict[str, Any]:
@@ -227,36 +228,28 @@ def _labelled(where: str, entry: Any) -> str:
     return where if ident is None else f"{where} (id {ident})"
 
 
-def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: datetime) -> Offer | None:
-    """The entry's offer, or ``None`` after skipping it in ``result`` with a reason.
-
-    ``where`` is the entry's label (:func:`_labelled`), used in every reason.
-    """
+def _entry_offer(where: str, entry: Any, fetched_at: datetime) -> Offer | str:
+    """The entry's offer, or why it is skipped (the reason after ``where``, the entry's label
+    of :func:`_labelled`, which its ``raw_ref`` names)."""
     if not isinstance(entry, Mapping):
-        result.skip(f"{where}: an entry must be a mapping, not {type(entry).__name__}", where)
-        return None
+        return f"an entry must be a mapping, not {type(entry).__name__}"
     ident = entry.get("id")
     unknown = sorted(str(k) for k in set(entry) - SHEET_KEYS)
     if unknown:
-        result.skip(f"{where}: unknown field {unknown[0]!r}", where)
-        return None
+        return f"unknown field {unknown[0]!r}"
     illustrative = _flag(entry.get("illustrative", False))
     if illustrative is None:
-        result.skip(f"{where}: field 'illustrative': must be true or false", where)
-        return None
+        return "field 'illustrative': must be true or false"
     if illustrative:
-        result.skip(f"{where}: {ILLUSTRATIVE_REASON}", where)
-        return None
+        return ILLUSTRATIVE_REASON
     for key in ("id", "seller", "source", "gpu_name", "gpu_count", "price_amount"):
         if entry.get(key) in (None, ""):
-            result.skip(f"{where}: field {key!r} is required", where)
-            return None
+            return f"field {key!r} is required"
     fields = {k: v for k, v in entry.items() if k not in EXTRA_KEYS}
     for key in (SIZE_FIELDS | POWER_FIELDS) & set(fields):
         value = sheet_quantity(key, fields[key])
         if isinstance(value, str):
-            result.skip(f"{where}: field {key!r}: {value}", where)
-            return None
+            return f"field {key!r}: {value}"
         fields[key] = value
     try:
         fields["price_amount"] = to_decimal(entry["price_amount"])
@@ -264,12 +257,10 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
             if key in fields:
                 fields[key] = to_decimal(fields[key])
     except ValueError as exc:
-        result.skip(f"{where}: field 'price_amount' or a price: {exc}", where)
-        return None
+        return f"field 'price_amount' or a price: {exc}"
     priced_at = _price_date(entry.get("price_date"), fetched_at)
     if isinstance(priced_at, str):
-        result.skip(f"{where}: field 'price_date': {priced_at}", where)
-        return None
+        return f"field 'price_date': {priced_at}"
     seller, raw_gpu = str(entry["seller"]).strip(), str(entry["gpu_name"]).strip()
     fields.update(
         provider="sheet",
@@ -279,17 +270,18 @@ def _parse_entry(result: ParseResult, where: str, entry: Any, fetched_at: dateti
         raw_ref=f"sheet:{where}",
         gpu_raw_name=raw_gpu,
     )
+    # the GPU fields of its name, the lookup helped by its memory and form factor (Offer names
+    # a bad value); what the entry gives itself overrides them
+    memory, form = lenient_float(fields.get("gpu_memory_gb")), fields.get("gpu_form_factor")
+    gpu = gpu_fields(raw_gpu, memory_gb=memory, form_factor=str(form) if form else None)
     try:
-        offer = Offer.model_validate({**_gpu_fields(raw_gpu, fields), **fields})
+        offer = Offer.model_validate({**gpu, **fields})
     except pydantic.ValidationError as exc:
-        result.skip(f"{where}: {_field_error(exc)}", where)
-        return None
+        return _field_error(exc)
     if offer.gpu_count == 0:
-        result.skip(f"{where}: field 'gpu_count': a sheet offer needs at least one GPU", where)
-        return None
+        return "field 'gpu_count': a sheet offer needs at least one GPU"
     if offer.term is RentalTerm.INTERRUPTIBLE and offer.prepaid:
-        result.skip(f"{where}: field 'prepaid': an interruptible offer cannot be prepaid", where)
-        return None
+        return "field 'prepaid': an interruptible offer cannot be prepaid"
     return offer
 
 
@@ -360,17 +352,3 @@ def _field_error(exc: pydantic.ValidationError) -> str:
         else:
             loc, message = "entry", text
     return f"field {loc!r}: {message}"
-
-
-def _gpu_fields(raw: str, entry: Mapping[str, Any]) -> OfferFields:
-    """The GPU fields of the sheet's GPU name (:func:`gpu_fields`), the catalog lookup helped
-    by its memory and form factor; what the entry gives itself overrides these."""
-    form = entry.get("gpu_form_factor")
-    return gpu_fields(
-        raw,
-        memory_gb=lenient_float(entry.get("gpu_memory_gb")),  # Offer names a bad value
-        form_factor=str(form) if form else None,
-    )
-
-
-ADAPTER = SheetAdapter

@@ -24,6 +24,7 @@ from fractions import Fraction
 from importlib import resources
 from typing import Any, TypeVar
 
+from .schema import OfferFields
 from .units import to_decimal
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "ProviderDisk",
     "country_code",
     "data_rows",
+    "package_text",
     "provider_disk",
     "read_table",
     "region_countries",
@@ -47,7 +49,7 @@ DATA_DIR = "data"
 @functools.cache
 def data_rows(filename: str) -> tuple[dict[str, str], ...]:
     """The rows of the CSV table ``adapters/data/<filename>``, read once (:func:`read_table`)."""
-    return read_table(_read(filename), f"{DATA_DIR}/{filename}")
+    return read_table(package_text(DATA_DIR, filename), f"{DATA_DIR}/{filename}")
 
 
 def read_table(content: str, filename: str) -> tuple[dict[str, str], ...]:
@@ -83,7 +85,7 @@ def sourced_rows(filename: str, rows: str) -> list[dict[str, Any]]:
     -> where it was read) and entries that each name their ``source`` (and may ``quote`` it).
     An entry without a known source is a ValueError: every row keeps its source.
     """
-    table = tomllib.loads(_read(filename))
+    table = tomllib.loads(package_text(DATA_DIR, filename))
     sources, entries = table.get("sources", {}), table.get(rows)
     if not isinstance(entries, list):
         raise ValueError(f"{filename}: no [[{rows}]] entries")
@@ -145,9 +147,9 @@ def _reader(kind: Any) -> Callable[[str], Any]:
     raise TypeError(f"no reading of a table cell as {kind!r}")
 
 
-def _read(filename: str) -> str:
-    path = resources.files(__package__ or "adapters").joinpath(DATA_DIR, filename)
-    return path.read_text("utf-8")
+def package_text(*path: str) -> str:
+    """A text file of the ``adapters`` package (``"data", "fabrics.csv"``), read as UTF-8."""
+    return resources.files(__package__ or "adapters").joinpath(*path).read_text("utf-8")
 
 
 @functools.cache
@@ -168,6 +170,16 @@ class ProviderDisk:
 
     boot_disk_min_gb: float | None
     storage_price_per_gb_month: Decimal | None
+
+    def billed_apart(self, price: Decimal | None = None) -> OfferFields:
+        """An offer's disk fields where every GB is billed apart, at ``price`` (per GB-month;
+        else this row's) and none included, and the least disk it is created with."""
+        price = self.storage_price_per_gb_month if price is None else price
+        return {
+            "storage_price_per_gb_month": price,
+            "storage_included_gb": 0.0,
+            "boot_disk_min_gb": self.boot_disk_min_gb,
+        }
 
 
 @functools.cache

@@ -489,11 +489,10 @@ class _Row:
         gpus = self._gpus(row, ref)
         if gpus is None:
             return
-        gpu_count, fraction = gpus
         prices = self._prices(charge_type, row.get("Price"), ref)
         if not prices:
             return
-        fields = _fields(row, itype, zone, region, gpu_count, fraction)
+        fields = _fields(row, itype, zone, region, gpus)
         for price in prices:
             priced: OfferFields = {
                 **fields,
@@ -578,14 +577,11 @@ class _Row:
 
 
 def _fields(
-    row: Mapping[str, Any],
-    itype: str,
-    zone: str,
-    region: str,
-    gpu_count: int,
-    fraction: float | None,
+    row: Mapping[str, Any], itype: str, zone: str, region: str, gpus: tuple[int, float | None]
 ) -> OfferFields:
-    """The fields every price of one row shares: the type, zone, GPU and hardware."""
+    """The fields every price of one row shares: the type, zone, GPU (``gpus``: count and
+    fraction) and hardware."""
+    gpu_count, fraction = gpus
     family_name = str(row.get("InstanceFamily") or itype.split(".", 1)[0]).strip()
     family = gpu_families().get(family_name) or _families_folded().get(family_name.casefold())
     type_name = str(row.get("TypeName") or "").strip()
@@ -612,6 +608,3 @@ def _fields(
         "cpu_vendor": cpu_vendor(cpu_type),
         "available_now": {"SELL": True, "SOLD_OUT": False}.get(str(status)),
     }
-
-
-ADAPTER = TencentAdapter

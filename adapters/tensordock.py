@@ -44,9 +44,9 @@ from .base import (
     ParseResult,
     ResponseFormatError,
     gpu_fields,
-    hourly_price,
     key_headers,
     positive_price,
+    price_fields,
     required_count,
 )
 from .schema import OfferFields, PriceBasis
@@ -104,24 +104,13 @@ class TensorDockAdapter(Adapter):
         return result
 
 
-ADAPTER = TensorDockAdapter
-
-
 # --- the parsed shape -----------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class _Rates:
-    """Add-on prices, USD per hour: per vCPU, per GB of RAM, per GB of storage."""
-
-    per_vcpu: Decimal | None
-    per_ram_gb: Decimal | None
-    per_storage_gb: Decimal | None
-
-
-@dataclass(frozen=True, slots=True)
 class _Gpu:
-    """One GPU model at one site: its per-GPU price and the VM ceilings that go with it."""
+    """One GPU model at one site: its per-GPU price, the VM ceilings that go with it and the
+    add-on prices (USD per hour per vCPU, per GB of RAM, per GB of storage)."""
 
     ref: str
     v0_name: str
@@ -131,7 +120,9 @@ class _Gpu:
     max_vcpus: float | None
     max_ram_gb: float | None
     max_storage_gb: float | None
-    rates: _Rates
+    per_vcpu: Decimal | None
+    per_ram_gb: Decimal | None
+    per_storage_gb: Decimal | None
     available_count: int | None
 
 
@@ -181,8 +172,8 @@ def iso_country(name: Any) -> str | None:
     return country_code(name)
 
 
-def _region(location: Mapping[str, Any]) -> str | None:
-    parts = [location.get("city"), location.get("stateprovince")]
+def _region(location: Any) -> str | None:
+    parts = [value_at(location, "city"), value_at(location, "stateprovince")]
     words = [p.strip() for p in parts if isinstance(p, str) and p.strip()]
     return ", ".join(words) or None
 
@@ -190,10 +181,8 @@ def _region(location: Mapping[str, Any]) -> str | None:
 def _stock_by_location(hostnodes: list[Any]) -> Counter[tuple[str, str]]:
     """GPUs free now per (location id, v0Name), summed over that location's hosts."""
     stock: Counter[tuple[str, str]] = Counter()
-    for host in hostnodes:
-        if not isinstance(host, Mapping):
-            continue
-        loc_id = host.get("location_id") or value_at(host, "location", "uuid")
+    for host in hostnodes:  # an entry that is no object has neither
+        loc_id = value_at(host, "location_id") or value_at(host, "location", "uuid")
         gpus = value_at(host, "available_resources", "gpus")
         for gpu in gpus if isinstance(gpus, list) else []:
             count = whole_count(gpu.get("availableCount")) if isinstance(gpu, Mapping) else None
@@ -230,14 +219,11 @@ def _hostnode_site(record: Any, result: ParseResult) -> _Site | None:
         result.skip("hostnode without id")
         return None
     host_id = str(record["id"])
-    location = record.get("location")
-    location = location if isinstance(location, Mapping) else {}
-    resources = record.get("available_resources")
-    resources = resources if isinstance(resources, Mapping) else {}
+    location, resources = record.get("location"), record.get("available_resources")
     host_limits = {
-        "max_vcpus": resources.get("vcpu_count"),
-        "max_ram_gb": resources.get("ram_gb"),
-        "max_storage_gb": resources.get("storage_gb"),
+        "max_vcpus": value_at(resources, "vcpu_count"),
+        "max_ram_gb": value_at(resources, "ram_gb"),
+        "max_storage_gb": value_at(resources, "storage_gb"),
     }
 
     def read(raw: Mapping[str, Any], ref: str) -> _Gpu | None:
@@ -246,14 +232,14 @@ def _hostnode_site(record: Any, result: ParseResult) -> _Site | None:
             raw, ref, "availableCount", host_limits, record.get("pricing"), available, result
         )
 
-    gpus = _site_gpus(resources.get("gpus"), f"tensordock:hostnode/{host_id}", read, result)
+    gpus = _site_gpus(value_at(resources, "gpus"), f"tensordock:hostnode/{host_id}", read, result)
     uptime_pct = lenient_float(record.get("uptime_percentage"))
-    down = positive_quantity(location.get("network_speed_gbps"))
-    up = positive_quantity(location.get("network_speed_upload_gbps"))
+    down = positive_quantity(value_at(location, "network_speed_gbps"))
+    up = positive_quantity(value_at(location, "network_speed_upload_gbps"))
     return _Site(
         key=f"host-{host_id}",
         region=_region(location),
-        country=iso_country(location.get("country")),
+        country=iso_country(value_at(location, "country")),
         gpus=gpus,
         reliability=uptime_pct / 100 if uptime_pct is not None and 0 <= uptime_pct <= 100 else None,
         up_mbps=gbps_to_mbps(up) if up else None,
@@ -297,8 +283,6 @@ def _gpu(
     max_count = required_count(result, raw.get(max_count_key), max_count_key, ref)
     if max_count is None:
         return None
-    resources = resources if isinstance(resources, Mapping) else {}
-    pricing = pricing if isinstance(pricing, Mapping) else {}
     display = raw.get("displayName")
     return _Gpu(
         ref=ref,
@@ -306,14 +290,12 @@ def _gpu(
         display_name=display if isinstance(display, str) and display else None,
         usd_per_gpu_hour=price,
         max_count=max_count,
-        max_vcpus=positive_quantity(resources.get("max_vcpus")),
-        max_ram_gb=positive_quantity(resources.get("max_ram_gb")),
-        max_storage_gb=positive_quantity(resources.get("max_storage_gb")),
-        rates=_Rates(
-            per_vcpu=_rate(pricing.get("per_vcpu_hr")),
-            per_ram_gb=_rate(pricing.get("per_gb_ram_hr")),
-            per_storage_gb=_rate(pricing.get("per_gb_storage_hr")),
-        ),
+        max_vcpus=positive_quantity(value_at(resources, "max_vcpus")),
+        max_ram_gb=positive_quantity(value_at(resources, "max_ram_gb")),
+        max_storage_gb=positive_quantity(value_at(resources, "max_storage_gb")),
+        per_vcpu=_rate(value_at(pricing, "per_vcpu_hr")),
+        per_ram_gb=_rate(value_at(pricing, "per_gb_ram_hr")),
+        per_storage_gb=_rate(value_at(pricing, "per_gb_storage_hr")),
         available_count=available,
     )
 
@@ -328,9 +310,9 @@ def _share(ceiling: float | None, gpus: int, max_gpus: int) -> int | None:
 def _gpu_offers(site: _Site, gpu: _Gpu) -> Iterator[OfferFields]:
     """Offer fields for each GPU count of one model at one site."""
     gpu_spec = gpu_fields(gpu.v0_name, memory_gb=memory_gb_in_name(_VRAM_IN_NAME, gpu.v0_name))
-    storage_rate = gpu.rates.per_storage_gb
+    storage_rate = gpu.per_storage_gb
     storage_month = per_gb_hour_to_per_gb_month(storage_rate) if storage_rate is not None else None
-    min_storage_gb = provider_disk("tensordock").boot_disk_min_gb
+    disk = provider_disk("tensordock").billed_apart(storage_month)
     for count in power_of_two_counts(gpu.max_count):
         vcpus = _share(gpu.max_vcpus, count, gpu.max_count)
         ram_gb = _share(gpu.max_ram_gb, count, gpu.max_count)
@@ -356,10 +338,8 @@ def _gpu_offers(site: _Site, gpu: _Gpu) -> Iterator[OfferFields]:
             "public_bandwidth_up_mbps": site.up_mbps,
             "public_bandwidth_down_mbps": site.down_mbps,
             "reliability": site.reliability,
-            **hourly_price(price, PriceBasis.INSTANCE if priced else PriceBasis.GPU),
-            "storage_price_per_gb_month": storage_month,
-            "storage_included_gb": 0.0,
-            "boot_disk_min_gb": min_storage_gb,
+            **price_fields(price, PriceBasis.INSTANCE if priced else PriceBasis.GPU),
+            **disk,
             "available_count": available,
             "available_now": available > 0 if available is not None else None,
         }
@@ -367,10 +347,9 @@ def _gpu_offers(site: _Site, gpu: _Gpu) -> Iterator[OfferFields]:
 
 def _vm_price(gpu: _Gpu, count: int, vcpus: int | None, ram_gb: int | None) -> Decimal | None:
     """USD per hour for ``count`` GPUs with ``vcpus`` and ``ram_gb``; ``None`` if unpriceable."""
-    rates = gpu.rates
-    if vcpus is None or ram_gb is None or rates.per_vcpu is None or rates.per_ram_gb is None:
+    if vcpus is None or ram_gb is None or gpu.per_vcpu is None or gpu.per_ram_gb is None:
         return None
-    return gpu.usd_per_gpu_hour * count + rates.per_vcpu * vcpus + rates.per_ram_gb * ram_gb
+    return gpu.usd_per_gpu_hour * count + gpu.per_vcpu * vcpus + gpu.per_ram_gb * ram_gb
 
 
 def _rate(value: Any) -> Decimal | None:

@@ -8,13 +8,15 @@ gigabyte the GPU datasheets and cloud price pages use, except where a name says 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from .schema import HOURS_PER_MONTH, Vendor
 
 __all__ = [
+    "NO_POSITIVE_PRICE",
+    "PriceReading",
     "cents_to_units",
     "cpu_vendor",
     "gbps_to_mbps",
@@ -36,6 +38,7 @@ __all__ = [
     "positive_quantity",
     "power_of_two_counts",
     "price_or_reason",
+    "read_price",
     "size_text_to_gb",
     "strings",
     "text",
@@ -289,6 +292,49 @@ def price_or_reason(value: Any) -> Decimal | str:
     except ValueError:
         return f"price is not a number: {value!r}"
     return "no price" if price is None else price
+
+
+#: What :func:`read_price` says of a price that reads as nothing, zero or less, unless told
+#: otherwise (a template of the field's ``name`` and its raw ``value``).
+NO_POSITIVE_PRICE = "no positive {name} ({value!r})"
+
+
+class PriceReading(TypedDict, total=False):
+    """How :func:`read_price` reads a price: ``convert`` reads the number (:func:`to_decimal`
+    unless told); the others are skip reasons (templates of ``name``, the raw ``value``, the
+    ``price`` and the ``error``), or ``None`` where a case is no offer, not a broken record:
+    ``bad`` garbage (``bad {name}: {error}``), ``absent``, ``negative`` (both
+    :data:`NO_POSITIVE_PRICE`) and ``zero`` (as ``negative`` unless told)."""
+
+    convert: Callable[[Any], Decimal | None]
+    bad: str
+    absent: str | None
+    zero: str | None
+    negative: str | None
+
+
+def read_price(value: Any, name: str, **how: Unpack[PriceReading]) -> Decimal | str | None:
+    """``value`` (a record's ``name`` field) as a positive exact price, else the reason to
+    skip its record in the words ``how`` gives (pinned per provider), else ``None``: no
+    price, and nothing to skip.
+
+    >>> read_price("2.5", "price"), read_price(0, "price"), read_price("x", "price")
+    (Decimal('2.5'), 'no positive price (0)', "bad price: not a number: 'x'")
+    >>> print(read_price(0, "bid", zero=None), read_price(-1, "bid", negative="{price} bid"))
+    None -1 bid
+    """
+    try:
+        price = how.get("convert", to_decimal)(value)
+    except ValueError as exc:
+        return how.get("bad", "bad {name}: {error}").format(name=name, value=value, error=exc)
+    if price is not None and price > 0:
+        return price
+    negative = how.get("negative", NO_POSITIVE_PRICE)
+    if price is None:
+        reason = how.get("absent", NO_POSITIVE_PRICE)
+    else:
+        reason = how.get("zero", negative) if price == 0 else negative
+    return None if reason is None else reason.format(name=name, value=value, price=price)
 
 
 _SIZE_TEXT = re.compile(r"^\s*([\d.,]+)\s*(GiB|GB|TiB|TB)?\s*$", re.IGNORECASE)

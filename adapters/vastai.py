@@ -56,9 +56,9 @@ from .base import (
     Adapter,
     ParseResult,
     gpu_fields,
-    hourly_price,
     key_headers,
     positive_price,
+    price_fields,
     required_count,
 )
 from .gpus import sold_memory_gb
@@ -111,7 +111,6 @@ class VastAiAdapter(Adapter):
     name = "vastai"
     title = "Vast.ai"
     source_url = BUNDLES_URL
-    credential_names = ()
     optional_credential_names = ("vastai_api_key",)
     base_url = API_BASE
 
@@ -148,11 +147,8 @@ def _parse_offer(result: ParseResult, record: Mapping[str, Any]) -> None:
     fields = _common_fields(record, raw_gpu, gpu_count)
     for price, term in ((on_demand, RentalTerm.ON_DEMAND), (bid, RentalTerm.INTERRUPTIBLE)):
         if price is not None:
-            priced = fields | hourly_price(price, PriceBasis.INSTANCE, term)
+            priced = fields | price_fields(price, PriceBasis.INSTANCE, term)
             result.add(ref, **priced)
-
-
-ADAPTER = VastAiAdapter
 
 
 #: Hours of the month Vast's ``storage_cost`` is quoted per (30 days; see the module).
@@ -169,14 +165,6 @@ def storage_per_gb_month(storage_cost: Decimal) -> Decimal:
     return storage_cost / VAST_HOURS_PER_MONTH * HOURS_PER_MONTH
 
 
-def _offer_id(record: Mapping[str, Any], gpu_count: int) -> str:
-    """Stable id: the physical machine and the GPU slice, which outlive one listing (ask)."""
-    machine = record.get("machine_id")
-    if machine is None:
-        return f"ask{record.get('id')}-{gpu_count}x"
-    return f"m{machine}-{gpu_count}x"
-
-
 def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> OfferFields:
     """Everything but the price and term, shared by the on-demand and interruptible offers."""
     gpu_mib = positive(lenient_float(record.get("gpu_ram")))
@@ -187,8 +175,11 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
     egress = lenient_decimal(record.get("inet_up_cost"))
     vendor = gpu_vendor(record.get("gpu_arch"))
     gpu = gpu_fields(raw_gpu, memory_gb=gpu_mib / 1024 if gpu_mib else None, vendor=vendor)
+    machine, ask = record.get("machine_id"), record.get("id")
+    rentable = record.get("rentable")
     return {
-        "offer_id": _offer_id(record, gpu_count),
+        # stable: the physical machine and the GPU slice, which outlive one listing (ask)
+        "offer_id": f"m{machine}-{gpu_count}x" if machine is not None else f"ask{ask}-{gpu_count}x",
         "region": region,
         "country": _country(region),
         # matched on GiB, the unit GPU names quote ("80GB" = 81920 MiB)
@@ -208,18 +199,19 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         "public_bandwidth_down_mbps": positive(lenient_float(record.get("inet_down"))),
         "cuda_version": str(cuda) if cuda else None,
         "driver_version": text(record.get("driver_version")),
-        "storage_price_per_gb_month": (
+        **provider_disk("vastai").billed_apart(
             storage_per_gb_month(storage_cost) if storage_cost and storage_cost >= 0 else None
         ),
-        "storage_included_gb": 0.0,
-        "boot_disk_min_gb": provider_disk("vastai").boot_disk_min_gb,
         "egress_price_per_gb": egress if egress is not None and egress >= 0 else None,
         "reliability": _fraction(
             lenient_float(record.get("reliability2")) or lenient_float(record.get("reliability"))
         ),
         "verified": _VERIFICATION.get(str(record.get("verification"))),
         "datacenter": _datacenter(record.get("hosting_type")),
-        "available_now": _available(record),
+        # rentable and not rented; unknown without a rentable flag
+        "available_now": (
+            rentable and record.get("rented") is not True if isinstance(rentable, bool) else None
+        ),
     }
 
 
@@ -227,13 +219,6 @@ def _country(region: str | None) -> str | None:
     """The ISO code at the end of a geolocation ("Texas, US" -> "US"; "US" -> "US")."""
     match = _COUNTRY.search(region) if region else None
     return match.group(1).upper() if match else None
-
-
-def _available(record: Mapping[str, Any]) -> bool | None:
-    rentable, rented = record.get("rentable"), record.get("rented")
-    if not isinstance(rentable, bool):
-        return None
-    return rentable and rented is not True
 
 
 def _datacenter(hosting_type: Any) -> bool | None:

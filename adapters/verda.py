@@ -30,9 +30,9 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, hourly_price
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .schema import OfferFields, PriceBasis, RentalTerm, StorageType
-from .units import nominal_gpu_memory_gb, strings, to_decimal, to_float
+from .units import nominal_gpu_memory_gb, strings, to_decimal, to_float, value_at
 
 __all__ = ["VerdaAdapter"]
 
@@ -102,7 +102,11 @@ class VerdaAdapter(Adapter):
                 case "instance_types":
                     types.extend(payload)
                 case "locations":
-                    countries.update(_countries(payload))
+                    countries.update(
+                        (str(loc["code"]), str(loc["country_code"]))
+                        for loc in payload
+                        if isinstance(loc, Mapping) and loc.get("code") and loc.get("country_code")
+                    )
                 case "availability":
                     where[bool(payload["is_spot"])] = _locations_by_type(payload)
                 case _:
@@ -135,14 +139,6 @@ def _kind(payload: Any) -> str | None:
     return None
 
 
-def _countries(payload: list[Any]) -> dict[str, str]:
-    return {
-        str(loc["code"]): str(loc["country_code"])
-        for loc in payload
-        if isinstance(loc, Mapping) and loc.get("code") and loc.get("country_code")
-    }
-
-
 def _locations_by_type(payload: Mapping[str, Any]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for entry in payload["availabilities"]:
@@ -164,10 +160,9 @@ def _parse_type(
         return
     type_name = str(record["instance_type"])
     ref = f"verda:instance-type/{type_name}"
-    gpu = _obj(record, "gpu")
     try:
-        gpu_count = int(to_float(gpu.get("number_of_gpus")) or 0)
-        base = _base_fields(record, gpu, gpu_count)
+        gpu_count = int(to_float(value_at(record, "gpu", "number_of_gpus")) or 0)
+        base = _base_fields(record, gpu_count)
         prices = {
             RentalTerm.ON_DEMAND: to_decimal(record.get("price_per_hour")),
             RentalTerm.INTERRUPTIBLE: to_decimal(record.get("spot_price")),
@@ -190,7 +185,7 @@ def _parse_type(
         if term is RentalTerm.INTERRUPTIBLE and on_demand is not None and price >= on_demand:
             result.skip("spot price not below on-demand: no spot discount published", ref)
             continue
-        fields = base | hourly_price(price, PriceBasis.INSTANCE, term, currency=currency)
+        fields = base | price_fields(price, PriceBasis.INSTANCE, term, currency=currency)
         available = where.get(term is RentalTerm.INTERRUPTIBLE)
         locations = (available or {}).get(type_name, [])
         if not locations:
@@ -200,45 +195,25 @@ def _parse_type(
             result.add(ref, **(fields | place | {"available_now": True}))
 
 
-def _base_fields(record: Mapping[str, Any], gpu: Mapping[str, Any], gpu_count: int) -> OfferFields:
+def _base_fields(record: Mapping[str, Any], gpu_count: int) -> OfferFields:
     """Hardware fields shared by every term and location of one instance type."""
-    cpu = _obj(record, "cpu")
-    memory = _obj(record, "memory")
-    gpu_memory = _obj(record, "gpu_memory")
-    storage = _obj(record, "storage")
-    total_vram_gb = to_float(gpu_memory.get("size_in_gigabytes"))
+    # the local disk's kind ("225GB NVME"); "dynamic" (attach volumes) says nothing
+    disk = str(value_at(record, "storage", "description") or "").upper()
+    disk_type = StorageType.NVME if "NVME" in disk else StorageType.SSD if "SSD" in disk else None
+    total_vram_gb = to_float(value_at(record, "gpu_memory", "size_in_gigabytes"))
     per_gpu_gb = (
         nominal_gpu_memory_gb(total_vram_gb / gpu_count)
         if total_vram_gb and gpu_count > 0
         else None
     )
-    raw_gpu = _COUNT_PREFIX.sub("", str(gpu.get("description") or "")).strip()
+    raw_gpu = _COUNT_PREFIX.sub("", str(value_at(record, "gpu", "description") or "")).strip()
     return gpu_fields(raw_gpu, memory_gb=per_gpu_gb) | {
         "offer_id": str(record["instance_type"]),
         "instance_name": record.get("name") or None,
         "gpu_count": gpu_count,
-        "vcpus": to_float(cpu.get("number_of_cores")) or None,
-        "ram_gb": to_float(memory.get("size_in_gigabytes")) or None,
-        "storage_gb": to_float(storage.get("size_in_gigabytes")),
-        "storage_type": _storage_type(storage.get("description")),
+        "vcpus": to_float(value_at(record, "cpu", "number_of_cores")) or None,
+        "ram_gb": to_float(value_at(record, "memory", "size_in_gigabytes")) or None,
+        "storage_gb": to_float(value_at(record, "storage", "size_in_gigabytes")),
+        "storage_type": disk_type,
         "os_images": strings(record.get("supported_os")),
     }
-
-
-def _obj(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """A nested object of a record, or an empty one when absent or not an object."""
-    value = record.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def _storage_type(description: Any) -> StorageType | None:
-    """Local disk kind from e.g. "225GB NVME"; ``"dynamic"`` (attach volumes) says nothing."""
-    text = str(description or "").upper()
-    if "NVME" in text:
-        return StorageType.NVME
-    if "SSD" in text:
-        return StorageType.SSD
-    return None
-
-
-ADAPTER = VerdaAdapter

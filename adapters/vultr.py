@@ -46,20 +46,28 @@ from typing import Any
 
 import httpx
 
-from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, key_headers
+from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, key_headers, price_fields
 from .gpus import resolve_gpu_name, spec_fields
 from .schema import GpuFormFactor, OfferFields, PriceBasis, PriceUnit, RentalTerm, StorageType
 from .tables import data_rows
-from .units import gpu_share, mib_to_gb, positive_quantity, to_decimal, to_float, whole_count
+from .units import (
+    gpu_share,
+    lenient_decimal,
+    mib_to_gb,
+    positive_quantity,
+    read_price,
+    to_float,
+    value_at,
+    whole_count,
+)
 
-__all__ = ["ADAPTER", "VultrAdapter"]
+__all__ = ["VultrAdapter"]
 
 API = "https://api.vultr.com/v2"
 PLANS_URL = f"{API}/plans"
 METAL_URL = f"{API}/plans-metal"
 PER_PAGE = 500
 MAX_PAGES = 50
-CURRENCY = "USD"
 #: "The minimum billing unit is one hour" (Vultr's billing page, module docstring).
 BILLING_INCREMENT_S = 3600
 
@@ -85,9 +93,7 @@ _STORAGE_TYPES = {"nvme": StorageType.NVME, "ssd": StorageType.SSD}
 
 def next_cursor(payload: Mapping[str, Any]) -> str | None:
     """The cursor of the next page, None on the last page."""
-    meta = payload.get("meta")
-    links = meta.get("links") if isinstance(meta, dict) else None
-    cursor = links.get("next") if isinstance(links, dict) else None
+    cursor = value_at(payload, "meta", "links", "next")
     return cursor if isinstance(cursor, str) and cursor else None
 
 
@@ -110,8 +116,7 @@ class VultrAdapter(Adapter):
     name = "vultr"
     title = "Vultr"
     source_url = API
-    credential_names = ()  # plan listings are public
-    optional_credential_names = ("vultr_api_key",)
+    optional_credential_names = ("vultr_api_key",)  # plan listings are public
     base_url = API
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
@@ -272,8 +277,6 @@ def _add_prices(
     base: OfferFields = hardware | {
         "offer_id": str(plan["id"]),
         "instance_name": str(plan["id"]),
-        "price_currency": CURRENCY,
-        "price_basis": PriceBasis.INSTANCE,
         "billing_increment_s": BILLING_INCREMENT_S,
         "datacenter": True,
     }
@@ -296,9 +299,7 @@ def _add_prices(
             amount, unit = price
             offer: OfferFields = base | {
                 "region": location,
-                "price_amount": amount,
-                "price_unit": unit,
-                "term": term,
+                **price_fields(amount, PriceBasis.INSTANCE, term, unit=unit),  # USD
                 "billing_cap_hours_per_month": _cap_hours(prices, hourly_key, monthly_key),
             }
             result.add(ref, **offer)
@@ -313,10 +314,7 @@ def _cap_hours(prices: Mapping[str, Any], hourly_key: str, monthly_key: str) -> 
     >>> _cap_hours({"hourly_cost": 23.92, "monthly_cost": 16074.24}, "hourly_cost", "monthly_cost")
     672.0
     """
-    try:
-        hourly, monthly = to_decimal(prices.get(hourly_key)), to_decimal(prices.get(monthly_key))
-    except ValueError:
-        return None
+    hourly, monthly = (lenient_decimal(prices.get(k)) for k in (hourly_key, monthly_key))
     if hourly is None or monthly is None or hourly <= 0 or monthly <= 0:
         return None
     return float(monthly / hourly)
@@ -327,15 +325,10 @@ def _plan_price(
 ) -> tuple[Decimal, PriceUnit] | str | None:
     """The plan's price and unit (hourly preferred), a reason it is unusable, or None."""
     for key, unit in ((hourly_key, PriceUnit.HOUR), (monthly_key, PriceUnit.MONTH)):
-        try:
-            amount = to_decimal(plan.get(key))
-        except ValueError:
-            return f"{key} is not a number: {plan.get(key)!r}"
-        if amount is None:
-            continue
-        if amount <= 0:
-            return f"{key} is {amount}"
-        return amount, unit
+        bad, not_positive = "{name} is not a number: {value!r}", "{name} is {price}"
+        price = read_price(plan.get(key), key, bad=bad, absent=None, negative=not_positive)
+        if price is not None:
+            return price if isinstance(price, str) else (price, unit)
     return None
 
 
@@ -352,6 +345,3 @@ def _storage_gb(plan: Mapping[str, Any]) -> float | None:
         return None
     count = positive_quantity(plan.get("disk_count")) or 1
     return disk * count
-
-
-ADAPTER = VultrAdapter

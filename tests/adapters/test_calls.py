@@ -23,6 +23,7 @@ from adapters.calls import (
     failure_cause,
     fresh_retries,
     keep_failures,
+    key_rejected,
     query_payload,
     read_query_payload,
 )
@@ -60,6 +61,19 @@ def test_positive_decimal_drops_zero_and_keeps_garbage_an_error() -> None:
 )
 def test_failure_cause_is_the_same_in_every_region(reason: str, cause: str) -> None:
     assert failure_cause(reason) == cause
+
+
+@pytest.mark.parametrize(
+    ("reason", "rejected"),
+    [
+        ("HTTP 401 from https://ec2.us-east-1.amazonaws.com/: <Code>AuthFailure</Code>", True),
+        ("HTTP 403 from https://api.mithril.ai/v2/instance-types: forbidden", True),
+        ("HTTP 404 from https://api.mithril.ai/v2/x: not found", False),
+        ("timeout after 3 attempts: https://api.mithril.ai/v2/x", False),
+    ],
+)
+def test_key_rejected_is_an_http_401_or_403(reason: str, rejected: bool) -> None:
+    assert key_rejected(reason) is rejected
 
 
 def test_query_payload_reads_back_and_a_broken_one_is_a_format_error() -> None:

@@ -296,16 +296,11 @@ def _key(text: str) -> str:
 
 
 def sold_memory_gb(usable_mib: float, model: str | None) -> float:
-    """The memory a GPU is sold by (the catalog's nominal GB, really GiB: "24 GB" for an
-    RTX 4090) from the usable MiB a driver reports (``nvidia-smi``: 24564 MiB for that
-    4090, 81559 for an 80 GB H100, 46068 for a 48 GB L40S with ECC on).
-
-    The driver and ECC keep up to ~6% back, so a usable size at most
-    :data:`MEMORY_TOLERANCE` below ``model``'s nominal size is that size; otherwise (no
-    model, no catalog size, or a size that is not this model's) the usable GiB. Stored as
-    decimal GB, the 4090 would read 25.76 beside the 24 every other provider states, and a
-    filter for 25 GB would admit it.
-    """
+    """The size a GPU is sold by (the catalog's nominal GB, really GiB: 24 for an RTX 4090)
+    from the usable MiB its driver reports (24564 for that 4090, 81559 for an 80 GB H100,
+    46068 for a 48 GB L40S with ECC on: up to ~6% is kept back): ``model``'s nominal size
+    when the usable one is at most :data:`MEMORY_TOLERANCE` below it, else the usable GiB.
+    In decimal GB the 4090 would read 25.76 beside every other provider's 24."""
     gib = usable_mib / _MIB_PER_GIB
     spec = get_gpu(model) if model else None
     nominal = spec.memory_gb if spec is not None else None

@@ -113,6 +113,8 @@ def register(app: typer.Typer) -> None:
         unknown = refused_gpus([gpu])
         if unknown:
             refuse(f"--gpus: {unknown}")  # as `offers` refuses it
+        if plot is not None and not plot.parent.is_dir():  # told before the query, not after
+            refuse(f"--plot: {plot.parent} is not a directory")
         from db.engine import make_engine
         from db.history import daily_index, index_label
         from db.migrate import upgrade
@@ -132,7 +134,8 @@ def register(app: typer.Typer) -> None:
         if frame["offers"].sum() == 0:  # a table (or chart) of empty days says nothing more
             err.print(
                 f"[yellow]no stored prices for {gpu!r} ({term.value}) from {start} to {end}; "
-                "take snapshots with `gpuscout snapshot` or `gpuscout scheduler`[/]"
+                "take snapshots with `gpuscout snapshot` or `gpuscout scheduler`"
+                f"{'; no chart written' if plot is not None else ''}[/]"
             )
             return
         title = f"{gpu} {term.value}: USD per GPU-hour, {start} to {end}"

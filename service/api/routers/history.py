@@ -210,7 +210,14 @@ async def offer_history_of(key: str, context: Any) -> OfferHistory:
     engine = _engine(context)
     points = await run_in_threadpool(offer_price_history, engine, key)
     if not points:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no price history for offer {key!r}")
+        state = context.holder.state
+        why = ""
+        if state is not None and state.current.source == "sample":
+            why = (
+                "; the answers come from the offline sample, which stores nothing"
+                " (`gpuscout snapshot` stores prices)"
+            )
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no price history for offer {key!r}{why}")
     return OfferHistory(
         **HistorySource.of(points_label(key, points)),
         id=offer_id(key),

@@ -9,13 +9,15 @@ import httpx
 import pytest
 
 from adapters.collect import ProviderRun, RunStatus
+from adapters.schema import default_fx
+from db.current import state_from_offers
 from db.engine import make_engine, sqlite_url
 from db.migrate import upgrade
 from db.snapshots import store_snapshot
 from service.api import create_app
 from service.settings import Settings
 
-from .conftest import FakeSource, error_locs, offer
+from .conftest import FakeSource, error_locs, offer, sample_offers
 
 pytestmark = pytest.mark.anyio
 
@@ -55,6 +57,22 @@ async def test_price_index(db_client: httpx.AsyncClient) -> None:
     priced = [d for d in body["days"] if d["offers"]]
     assert priced[0]["median_usd_per_gpu_hour"] == pytest.approx(2.0)
     assert priced[-1]["median_usd_per_gpu_hour"] == pytest.approx(1.75)
+
+
+async def test_offer_history_on_the_sample_says_nothing_is_stored(
+    settings: Settings,
+    engine,  # type: ignore[no-untyped-def]
+) -> None:
+    """The offline sample's answers link each offer's history, which nothing stored: the
+    404 says so rather than leave a reader to wonder which offer is wrong."""
+    sample = state_from_offers(sample_offers(), fx=default_fx(), source="sample")
+    app = create_app(settings, offers_loader=FakeSource(sample), history=engine)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        ranked = await c.get("/v1/offers", params={"providers": "cirrus"})
+        link = ranked.json()["offers"][0]["links"]["history"]
+        answer = await c.get(link)
+    assert answer.status_code == 404
+    assert "offline sample, which stores nothing (`gpuscout snapshot`" in answer.json()["detail"]
 
 
 async def test_offer_history(db_client: httpx.AsyncClient) -> None:

@@ -12,6 +12,7 @@ unknown".
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tomllib
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time
@@ -101,10 +102,10 @@ def manifest_bytes() -> bytes:
     return _root().joinpath("manifest.toml").read_bytes()
 
 
-def sample_entries() -> list[SampleEntry]:
-    """The manifest's entries, in file order."""
-    data = tomllib.loads(manifest_bytes().decode("utf-8"))
-    return [
+@functools.cache
+def sample_entries() -> tuple[SampleEntry, ...]:
+    """The manifest's entries in file order, read once (the manifest ships with the code)."""
+    return tuple(
         SampleEntry(
             provider=e["provider"],
             files=tuple(e["files"]),
@@ -112,8 +113,8 @@ def sample_entries() -> list[SampleEntry]:
             source=e["source"],
             known_by=_manifest_date(e, "known_by"),
         )
-        for e in data.get("sample", [])
-    ]
+        for e in tomllib.loads(manifest_bytes().decode("utf-8")).get("sample", [])
+    )
 
 
 def replay_sample(providers: Iterable[str] | None = None) -> list[ProviderRun]:

@@ -485,7 +485,10 @@ def client(
         )
     _, gz = run("cached mix, gzip (the stored compressed bytes)", lambda q: api + q, "gzip")
     ident, plain = run("steady mix (api, cached, identity)", lambda q: api + q, "identity")
-    new_page = lambda q: web + unique(q)  # noqa: E731
+
+    def new_page(query: str) -> str:
+        return web + unique(query)
+
     pages, first = run("explorer first pages (web, new queries)", new_page, "gzip")
     _, alone = run("explorer first pages, one visitor at a time", new_page, "gzip", conns=1)
     sizes = ident.sizes + warm.sizes

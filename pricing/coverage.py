@@ -34,11 +34,12 @@ import polars as pl
 from adapters.gpus import Precision
 
 from .display import figure_text
-from .expressions import NO_FIT, PLACEMENT_REASONS, gpu_memory_gb, peak_tflops, qualifies
+from .expressions import NO_FIT, PLACEMENT_REASONS, peak_tflops, qualifies
 from .frame import catalog_frame
 from .job import Job
 from .rank import RankOptions, placement_plan
 from .requirement import Requirement
+from .unplaced import unplaced_configurations
 
 __all__ = [
     "NOT_IN_CATALOG",
@@ -118,12 +119,15 @@ def left_out(
     precision: Precision = Precision.BF16,
     job: Job | None = None,
     unrankable: Unrankable | None = None,
+    unplaced: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Offers ``requirement`` would want that a ranking at ``precision`` cannot rank: one row
     per (provider, raw GPU name, model, reason) with its number of offers, most first. With
     ``job``, also the configurations it cannot be placed on, by placement reason.
 
-    ``unrankable`` is ``frame``'s, when the caller keeps it (found here otherwise)."""
+    ``unrankable`` is ``frame``'s, when the caller keeps it (found here otherwise);
+    ``unplaced`` is the ranking's :attr:`~pricing.rank.RankedPage.unplaced` for the same
+    query and job, when the caller has it (placed here otherwise)."""
     req = requirement or Requirement()
     at = now or datetime.now(UTC)
     rows = (unrankable or Unrankable(frame)).rows.lazy()
@@ -148,7 +152,9 @@ def left_out(
     )
     keys = ["provider", "gpu_raw_name", "gpu_model", "reason"]
     parts = [not_known.select(keys), no_figure.select(keys)]
-    if job is not None:
+    if unplaced is not None:
+        parts.append(unplaced.lazy().select(keys))
+    elif job is not None:
         options = RankOptions(precision=precision, now=at, limit=None)
         parts.append(_unplaced(frame, req, job, options).select(keys))
     return (
@@ -163,43 +169,9 @@ def left_out(
 def _unplaced(
     frame: pl.DataFrame, req: Requirement, job: Job, options: RankOptions
 ) -> pl.LazyFrame:
-    """The configurations ``job`` cannot be placed on at all (no term of theirs can take
-    it), each with its first term's reason and the figures of the memory check: the
-    GPU's memory, the job's GPUs there and what each of them needs."""
-    placed = placement_plan(frame, req, job, options).select(
-        "config_id",
-        "term",
-        "provider",
-        "gpu_raw_name",
-        "gpu_model",
-        "placement_reason",
-        "job_gpus",
-        "memory_per_gpu_gb",
-        gpu_memory_gb=gpu_memory_gb(),
-    )
-    # a configuration is left out when none of its rows can be placed: only those with
-    # some row that cannot are grouped (most jobs fit almost everywhere: few rows); its
-    # first term's figures are gathered at that term's arg_min (the first of equal terms,
-    # as a stable sort's first): a sort per group took 2x longer where most rows are
-    # refused (a 7B training job on 8 GPUs over 100k offers: 71k rows)
-    placed = placed.cache()
-    first_term = pl.col("term").arg_min()
-    refused = placed.filter(pl.col("placement_reason").is_not_null()).select("config_id")
-    return (
-        placed.join(refused.unique(), on="config_id", how="semi")
-        .group_by("config_id")
-        .agg(
-            pl.col("provider").first(),
-            pl.col("gpu_raw_name").first(),
-            pl.col("gpu_model").first(),
-            reason=pl.col("placement_reason").get(first_term),
-            placed=pl.col("placement_reason").is_null().any(),
-            gpu_memory_gb=pl.col("gpu_memory_gb").get(first_term),
-            job_gpus=pl.col("job_gpus").get(first_term),
-            memory_per_gpu_gb=pl.col("memory_per_gpu_gb").get(first_term),
-        )
-        .filter(~pl.col("placed"))
-    )
+    """The configurations ``job`` cannot be placed on at all, placed here (a caller
+    holding the ranking's :attr:`pricing.rank.RankedPage.unplaced` passes that instead)."""
+    return unplaced_configurations(placement_plan(frame, req, job, options))
 
 
 def misfits(
@@ -210,9 +182,11 @@ def misfits(
     *,
     precision: Precision = Precision.BF16,
     job: Job | None = None,
+    unplaced: pl.DataFrame | None = None,
 ) -> pl.DataFrame | None:
     """The figures behind :data:`~pricing.expressions.NO_FIT` among ``left`` (the
-    :func:`left_out` of the same query), None when it does not occur: one row per
+    :func:`left_out` of the same query, with the same ``unplaced`` if it had one), None
+    when it does not occur: one row per
     (GPU memory, job GPUs), the nearest to fitting first, with the GB each GPU needs, the
     configurations, and what would fit by the job's memory model (:class:`Job`):
     ``fits_on_gpus`` (GPUs of that memory) and ``fits_at_bytes_per_param`` (on as many
@@ -221,9 +195,13 @@ def misfits(
         return None
     at = now or datetime.now(UTC)
     options = RankOptions(precision=precision, now=at, limit=None)
+    configurations = (
+        unplaced.lazy()
+        if unplaced is not None
+        else _unplaced(frame, requirement or Requirement(), job, options)
+    )
     rows = (
-        _unplaced(frame, requirement or Requirement(), job, options)
-        .filter(pl.col("reason") == NO_FIT)
+        configurations.filter(pl.col("reason") == NO_FIT)
         .group_by("gpu_memory_gb", "job_gpus")
         .agg(pl.col("memory_per_gpu_gb").max(), configurations=pl.len())
         .sort("gpu_memory_gb", "job_gpus", descending=True)

@@ -44,6 +44,7 @@ from .efficiency import Efficiency, default_efficiency
 from .frame import catalog_frame, offers_to_frame, with_config_id
 from .job import Job
 from .requirement import Requirement
+from .unplaced import unplaced_configurations
 
 if TYPE_CHECKING:
     from polars._typing import EngineType
@@ -387,12 +388,16 @@ class _Chain:
         )
 
     def costed(self, qualified: pl.LazyFrame) -> pl.LazyFrame:
-        """Effective TFLOPs, hours and cost of placed rows (see :func:`costed_plan`)."""
+        """Effective TFLOPs, hours and cost of qualified rows the job can be placed on
+        (see :func:`costed_plan`)."""
+        return self.cost(self.placed(qualified))
+
+    def cost(self, placed: pl.LazyFrame) -> pl.LazyFrame:
+        """:meth:`costed` of rows :meth:`placed` already gives."""
         eff = self.efficiency
         scaling = ex.scaling() if self.scaling is None else pl.lit(self.scaling)
         return (
-            self.placed(qualified)
-            .filter(pl.col("placement_reason").is_null())
+            placed.filter(pl.col("placement_reason").is_null())
             .with_columns(
                 total_gpus=ex.total_gpus(),
                 scaling_intra_node=ex.intra_node_scaling(eff.scaling),
@@ -559,22 +564,25 @@ _COSTED_COLUMNS = (
 @dataclasses.dataclass(frozen=True)
 class _Chosen:
     """What the chain's last steps read: the chosen configurations' cheapest rows (with
-    every offer column), their peers' summary, and how many configurations qualify
-    (``None`` with no limit: then every one is in the answer)."""
+    every offer column), their peers' summary, how many configurations qualify (``None``
+    with no limit: then every one is in the answer), and every qualifying row placed
+    (:meth:`_Chain.placed`: what :func:`~pricing.unplaced.unplaced_configurations` reads)."""
 
     best: pl.LazyFrame
     peers: pl.LazyFrame
     total: pl.LazyFrame | None
+    placed: pl.LazyFrame
 
 
 def _chosen_from_cache(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) -> _Chosen:
     """The chosen configurations' cheapest rows and peers, read from the costed rows.
 
-    The qualified and the costed rows are cached (narrow: what the costing reads and adds)
-    and shared by both stages and the answer; the wide offer columns join back by row.
+    The qualified, placed and costed rows are cached (narrow: what the costing reads and
+    adds) and shared by both stages, the answer and the unplaced configurations; the wide
+    offer columns join back by row.
     """
-    qualified = chain.qualified(rows).cache()
-    costed = chain.costed(qualified).cache()
+    placed = chain.placed(chain.qualified(rows).cache()).cache()
+    costed = chain.cost(placed).cache()
     total = None
     peers = rows
     if options.limit is not None:
@@ -583,7 +591,7 @@ def _chosen_from_cache(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) 
         peers = rows.join(top, on="config_id", how="semi")
     best = _cheapest_terms(costed).select(_COSTED_COLUMNS)
     wide = best.join(rows.drop("config_id", "term"), on=OFFER_ROW, how="inner")
-    return _Chosen(wide, _peers_summary(peers), total)
+    return _Chosen(wide, _peers_summary(peers), total, placed)
 
 
 def _chosen_costed_again(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) -> _Chosen:
@@ -594,6 +602,7 @@ def _chosen_costed_again(chain: _Chain, rows: pl.LazyFrame, options: RankOptions
     qualifies and costs the chosen configurations' rows again, with every offer column.
     """
     total = None
+    every = rows
     if options.limit is not None:
         costed = chain.costed(chain.qualified(rows))
         top, total = _top_configurations(costed, options, options.limit)
@@ -601,7 +610,8 @@ def _chosen_costed_again(chain: _Chain, rows: pl.LazyFrame, options: RankOptions
         # (an inner join on the unique ids: the streaming engine runs it faster than a semi)
         rows = rows.join(top, on="config_id", how="inner").cache()
     qualified = chain.qualified(rows).cache()
-    return _Chosen(_cheapest_terms(chain.costed(qualified)), _peers_summary(rows), total)
+    best = _cheapest_terms(chain.costed(qualified))
+    return _Chosen(best, _peers_summary(rows), total, chain.placed(chain.qualified(every)))
 
 
 def rank_plan(
@@ -620,9 +630,21 @@ def rank_plan(
     :func:`rank_page` splits off: :data:`OFFER_ROW` and the number of qualifying
     configurations (counted by stage one, which groups them anyway).
     """
+    return _plans(_as_frame(offers), requirement, job, options, paged=paged)[0]
+
+
+def _plans(
+    frame: pl.DataFrame,
+    requirement: Requirement | None,
+    job: Job | None,
+    options: RankOptions | None,
+    *,
+    paged: bool,
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """:func:`rank_plan`'s chain, and every qualifying row placed (the rows the unplaced
+    configurations are read off, sharing the chain's cache where it keeps one)."""
     options = options or RankOptions()
     chain = _Chain.of(requirement, job, options)
-    frame = _as_frame(offers)
     rows = frame.lazy().with_row_index(OFFER_ROW)
     large = frame.height >= COSTED_AGAIN_MIN_ROWS
     chosen = (_chosen_costed_again if large else _chosen_from_cache)(chain, rows, options)
@@ -635,7 +657,7 @@ def rank_plan(
             extra.append(_TOTAL)
     on_commitment = pl.col("commitment_hours").is_not_null()
     on_demand = pl.col("term") == RentalTerm.ON_DEMAND.value
-    return (
+    ranked = (
         best.join(chain.figures, on="gpu_model", how="left")
         .with_columns(
             break_even_hours=pl.when(on_commitment)
@@ -663,6 +685,7 @@ def rank_plan(
         .with_row_index("rank", offset=1)
         .select(*RESULT_COLUMNS, *extra)
     )
+    return ranked, chosen.placed
 
 
 def rank(
@@ -689,11 +712,14 @@ def rank(
 class RankedPage:
     """:func:`rank`'s answer with what a page of it needs besides: each row's place in the
     ranked frame (:data:`OFFER_ROW`: to fetch what a caller keeps per offer, such as the
-    checklist) and how many configurations qualify, on every page together."""
+    checklist), how many configurations qualify, on every page together, and, when asked
+    for, the configurations the job cannot be placed on
+    (:data:`~pricing.unplaced.UNPLACED_COLUMNS`)."""
 
     rows: pl.DataFrame
     offer_rows: pl.Series
     total: int
+    unplaced: pl.DataFrame | None = None
 
 
 def rank_page(
@@ -701,18 +727,28 @@ def rank_page(
     requirement: Requirement | None = None,
     job: Job | None = None,
     options: RankOptions | None = None,
+    *,
+    unplaced: bool = False,
 ) -> RankedPage:
     """:func:`rank` and the number of qualifying configurations, in one pass.
 
     The total is stage one's count of configurations (it groups every qualifying row by
     configuration anyway), so a page costs one ranking, not a ranking and a costing. With
     ``options.limit`` ``None`` every configuration is in the answer and the total is its
-    length.
+    length. With ``unplaced`` (and a ``job``), the configurations ``job`` cannot be placed
+    on, for the coverage note (:func:`pricing.coverage.left_out`): grouped from the rows
+    the ranking placed, in the same collect; placing them again apart took ~40% of a page
+    where most rows are refused (a 7B training job on 8 GPUs over 100k offers: 94 ms for
+    the ranking and the note apart, 71 together).
     """
     frame = _as_frame(offers)
-    ranked = rank_plan(frame, requirement, job, options, paged=True).collect(
-        engine=engine_for(frame, requirement)
-    )
+    plan, placed = _plans(frame, requirement, job, options, paged=True)
+    engine = engine_for(frame, requirement)
+    left: pl.DataFrame | None = None
+    if unplaced and job is not None:
+        ranked, left = pl.collect_all([plan, unplaced_configurations(placed)], engine=engine)
+    else:
+        ranked = plan.collect(engine=engine)
     if _TOTAL in ranked.columns:
         total = int(ranked.get_column(_TOTAL)[0]) if ranked.height else 0
     else:
@@ -722,4 +758,5 @@ def rank_page(
         rows=pl.DataFrame(columns[: len(RESULT_COLUMNS)]),
         offer_rows=ranked.get_column(OFFER_ROW),
         total=total,
+        unplaced=left,
     )

@@ -60,9 +60,11 @@ def _options(q: ParsedQuery, now: datetime, limit: int | None) -> RankOptions:
     )
 
 
-def _rank(state: ApiState, q: ParsedQuery, now: datetime) -> RankedPage:
-    """The ranking down to the end of this page, and the total of every page."""
-    return rank_page(state.frame, q.requirement, q.job, _options(q, now, q.offset + q.limit))
+def _rank(state: ApiState, q: ParsedQuery, now: datetime, *, unplaced: bool = False) -> RankedPage:
+    """The ranking down to the end of this page, and the total of every page (with
+    ``unplaced``, the configurations the job cannot be placed on)."""
+    options = _options(q, now, q.offset + q.limit)
+    return rank_page(state.frame, q.requirement, q.job, options, unplaced=unplaced)
 
 
 def _query_string(canonical: dict[str, Any]) -> str:
@@ -134,7 +136,7 @@ def page_header(state: ApiState, now: datetime) -> dict[str, Any]:
 
 def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
     """Rank, shape and serialize one answer (blocking: run in a worker thread)."""
-    page = _rank(state, q, now)
+    page = _rank(state, q, now, unplaced=True)
     offers = _page_offers(state, page, q.offset)
     header = page_header(state, now)
     left = left_out(
@@ -144,8 +146,12 @@ def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
         precision=q.precision,
         job=q.job,
         unrankable=state.unrankable,
+        unplaced=page.unplaced,
     )
-    fits = misfits(state.frame, left, q.requirement, now, precision=q.precision, job=q.job)
+    fits = misfits(
+        state.frame, left, q.requirement, now, precision=q.precision, job=q.job,
+        unplaced=page.unplaced,
+    )  # fmt: skip
     note = note_of(left, fits)
     if note:
         header["warnings"] = [*header["warnings"], note]

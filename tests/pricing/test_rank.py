@@ -15,7 +15,8 @@ from adapters.gpus import Precision
 from adapters.sample import replay_sample
 from adapters.schema import Fabric, Offer, PriceBasis, PriceUnit, RentalTerm
 from pricing import RESULT_COLUMNS, Job, RankOptions, Requirement, offers_to_frame, rank
-from pricing.rank import KEY, costed_plan, rank_page
+from pricing.rank import KEY, costed_plan, placement_plan, rank_page
+from pricing.unplaced import unplaced_configurations
 
 from .factories import AT_NOW, NOW, make_offer
 
@@ -396,6 +397,33 @@ def test_a_ranked_page_carries_its_rows_offer_rows_and_the_total(
             assert page.offer_rows.len() == page.rows.height
             at_rows = frame[page.offer_rows].select(keys)
             assert at_rows.rows() == page.rows.select(keys).rows(), (case, limit)
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
+def test_a_ranked_page_groups_the_configurations_its_job_cannot_be_placed_on(
+    large: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rank_page(unplaced=True)`` reads the unplaced configurations off the rows it
+    placed, in the same collect: the same table as placing every row apart, and the same
+    ranking as without them."""
+    if large:
+        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
+    rng = random.Random(31)
+    refused = 0
+    for _ in range(25):
+        frame = _random_frame(rng)
+        job = rng.choice((Job.for_hours(10, gpus=16), Job.training(7e10, 1e9, gpus=8)))
+        options = RankOptions(limit=rng.choice((None, 3)), now=NOW)
+        page = rank_page(frame, job=job, options=options, unplaced=True)
+        assert page.unplaced is not None
+        apart = unplaced_configurations(placement_plan(frame, job=job, options=options))
+        expected = apart.sort("config_id").collect()
+        assert_frame_equal(page.unplaced.sort("config_id"), expected, check_exact=True)
+        assert_frame_equal(page.rows, rank_page(frame, job=job, options=options).rows)
+        refused += page.unplaced.height
+    assert refused > 0  # the frames do hold configurations these jobs cannot use
+    no_job = rank_page(_random_frame(rng), options=RankOptions(now=NOW), unplaced=True)
+    assert no_job.unplaced is None  # no job, nothing to place
 
 
 def test_a_term_filter_still_compares_with_the_on_demand_price() -> None:

@@ -80,6 +80,7 @@ def test_api_benchmark_serves_and_drives_every_phase() -> None:
         "steady mix (api, cached, identity)",
         "explorer first pages (web, new queries) (2 connections)",
         "explorer first pages, one visitor at a time (1 connection)",
+        "explorer first pages with a filter (38 of the 40 queries), one visitor at a time (1",
     )
     for phase in phases:
         assert phase in out
@@ -87,8 +88,8 @@ def test_api_benchmark_serves_and_drives_every_phase() -> None:
     assert "summary: cold, closed loop (2 connections)" in out
     assert "; cold at 100 req/s offered (open loop, 2 connections, latency from when" in out
     summary = (
-        r"explorer first page, 2 connections .*; one visitor at a time [\d.]+ req/s, "
-        r"p50 [\d.]+ ms, p99 [\d.]+ ms \(target p99 <= 100 ms\)"
+        r"explorer first page, 2 connections .*; one visitor at a time: filtered [\d.]+ "
+        r"req/s, p50 [\d.]+ ms, p99 [\d.]+ ms \(target p99 <= 100 ms\), every query [\d.]+"
     )
     assert re.search(summary, out), out
 

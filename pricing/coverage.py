@@ -224,12 +224,14 @@ def left_out_note(
     precision: Precision = Precision.BF16,
     job: Job | None = None,
     name: Callable[[str], str | None] = str,
+    unplaced: pl.DataFrame | None = None,
 ) -> str | None:
     """One line for people naming every offer :func:`left_out` lists, with its reason (with
     ``job``: the configurations it cannot be placed on, by reason and count, and for a job
-    that does not fit the GPUs' memory the figures and what would fit, see :func:`note_of`)."""
-    left = left_out(frame, requirement, now, precision=precision, job=job)
-    fits = misfits(frame, left, requirement, now, precision=precision, job=job)
+    that does not fit the GPUs' memory the figures and what would fit, see :func:`note_of`).
+    ``unplaced``: the ranking's, as :func:`left_out` takes it."""
+    left = left_out(frame, requirement, now, precision=precision, job=job, unplaced=unplaced)
+    fits = misfits(frame, left, requirement, now, precision=precision, job=job, unplaced=unplaced)
     return note_of(left, fits, name=name)
 
 

@@ -471,7 +471,7 @@ def offers_command(**options: Any) -> None:
     """
     requirement, job, query = _models(options)
     from pricing.coverage import binding_note, left_out_note
-    from pricing.rank import RankOptions, rank, rank_page
+    from pricing.rank import RankOptions, rank_page
 
     current = _load(bool(options["sample"]))
     requirement = _check_providers(requirement, current)
@@ -496,14 +496,19 @@ def offers_command(**options: Any) -> None:
         mfu=options["mfu"],
         scaling=options["scaling"],
     )
-    total: int | None = None
-    if rank_options.limit is None:
-        ranked = rank(current.frame, requirement, job, rank_options)
-    else:  # every configuration its own row, cut by the ranking: it counts the rest
-        page = rank_page(current.frame, requirement, job, rank_options)
-        ranked, total = page.rows, page.total
+    # with the configurations the job cannot be placed on, from the ranking's own placement
+    page = rank_page(current.frame, requirement, job, rank_options, unplaced=True)
+    ranked = page.rows
+    # every configuration its own row, cut by the ranking: it counts the rest
+    total = page.total if rank_options.limit is not None else None
     left_out = left_out_note(
-        current.frame, requirement, precision=options["precision"], job=job, name=option_name
+        current.frame,
+        requirement,
+        now,
+        precision=options["precision"],
+        job=job,
+        name=option_name,
+        unplaced=page.unplaced,
     )
     if ranked.is_empty():
         why = binding_note(

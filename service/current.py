@@ -120,20 +120,23 @@ def _frame_stored(
     (or read from) ``store``, and the state kept under ``marker`` (one with no offers too:
     the attempts it records are read back without SQLAlchemy as well)."""
     import sqlalchemy as sa
-    from alembic.util.exc import CommandError
 
     from db.current import load_current_offers
     from db.engine import make_engine
-    from db.migrate import current_revision, head_revision
+    from db.migrate import HEAD_REVISION, stored_revisions
 
     engine = make_engine(settings.database_url)
     try:
         if not sa.inspect(engine).has_table("current_offer"):
             return None
-        at, head = current_revision(engine), head_revision()
-        if at != head:
+        # the revision read with one query: Alembic is imported only to say it is wrong
+        revisions = stored_revisions(engine)
+        if revisions != (HEAD_REVISION,):
+            from alembic.util.exc import CommandError
+
+            at = ", ".join(revisions) if revisions else None
             raise CommandError(
-                f"the database is at revision {at}, this gpuscout reads {head}: run "
+                f"the database is at revision {at}, this gpuscout reads {HEAD_REVISION}: run "
                 "`gpuscout db upgrade` (or `gpuscout snapshot`, which migrates first)"
             )
         state = load_current_offers(engine, fx=fx, frames=store)

@@ -210,3 +210,30 @@ def test_a_port_in_use_is_one_line_naming_it(
     name = "--port" if from_option else "GPUSCOUT_API_PORT"
     assert line.startswith(f"error: {name}: port {port} on 127.0.0.1 is already in use"), line
     assert no_server == []
+
+
+def test_a_restart_on_a_database_at_head_runs_no_migration(
+    no_server: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from db import migrate
+    from db.migrate import HEAD_REVISION, current_revision
+
+    ran: list[object] = []
+    upgrade = migrate.upgrade
+    monkeypatch.setattr(migrate, "upgrade", lambda url: ran.append(url) or upgrade(url))
+    for _ in range(2):
+        result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
+        assert result.exit_code == 0, result.output
+    assert len(ran) == 1 and len(no_server) == 2  # the first start migrated, the second not
+    assert current_revision(f"sqlite:///{tmp_path / 'gpuscout.db'}") == HEAD_REVISION
+
+
+def test_an_unreachable_database_is_a_warning_before_serving(
+    no_server: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"postgresql+psycopg://nobody@127.0.0.1:{_free_port()}/nothing?connect_timeout=5"
+    monkeypatch.setenv("GPUSCOUT_DATABASE_URL", url)
+    get_settings.cache_clear()
+    result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
+    assert result.exit_code == 0, result.output
+    assert "migrations not applied: " in result.output and no_server == ["127.0.0.1"]

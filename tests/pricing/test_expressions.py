@@ -9,7 +9,7 @@ from polars.testing import assert_series_equal
 from adapters.gpus import Precision
 from pricing import expressions as ex
 from pricing.efficiency import default_efficiency
-from pricing.frame import TERM_DTYPE
+from pricing.frame import FABRIC_DTYPE, FORM_FACTOR_DTYPE, INTERCONNECT_DTYPE, TERM_DTYPE
 from pricing.job import Job
 from pricing.requirement import Requirement
 
@@ -136,9 +136,10 @@ def _topology(**cols: list[object]) -> pl.DataFrame:
     return pl.DataFrame(
         base,
         schema_overrides={
-            "gpu_interconnect": pl.String,
-            "gpu_form_factor": pl.String,
-            "fabric": pl.String,
+            "gpu_interconnect": INTERCONNECT_DTYPE,
+            "gpu_form_factor": FORM_FACTOR_DTYPE,
+            "catalog_form_factor": FORM_FACTOR_DTYPE,
+            "fabric": FABRIC_DTYPE,
             "fabric_gbps": pl.Float64,
         },
     )

@@ -396,6 +396,7 @@ class _Chain:
         """:meth:`costed` of rows :meth:`placed` already gives."""
         eff = self.efficiency
         scaling = ex.scaling() if self.scaling is None else pl.lit(self.scaling)
+        floor, metered, billed = ex.billed_hours_stages()
         return (
             placed.filter(pl.col("placement_reason").is_null())
             .with_columns(
@@ -414,9 +415,11 @@ class _Chain:
                 )
             )
             .with_columns(
-                billed_hours=ex.billed_hours(),
-                interruptions_expected=ex.interruptions_expected(eff.interruptible),
+                **floor, interruptions_expected=ex.interruptions_expected(eff.interruptible)
             )
+            .with_columns(**metered)
+            .with_columns(**billed)
+            .drop(ex.BILLING_STAGE_COLUMNS)
             .with_columns(
                 job_cost_usd=ex.job_cost_usd(), job_storage_gb=ex.job_storage_gb(self.storage_gb)
             )

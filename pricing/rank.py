@@ -397,12 +397,16 @@ class _Chain:
         eff = self.efficiency
         scaling = ex.scaling() if self.scaling is None else pl.lit(self.scaling)
         floor, metered, billed = ex.billed_hours_stages()
+        # a job without a GPU count runs on one node (ex.node_count(None) is 1), where the
+        # fabric factor is 1.0: no curve of the fabric's Gbps to evaluate on every row
+        one_node = self.job.gpus is None
+        inter_node = pl.lit(1.0) if one_node else ex.inter_node_scaling(eff.scaling)
         return (
             placed.filter(pl.col("placement_reason").is_null())
             .with_columns(
                 total_gpus=ex.total_gpus(),
                 scaling_intra_node=ex.intra_node_scaling(eff.scaling),
-                scaling_inter_node=ex.inter_node_scaling(eff.scaling),
+                scaling_inter_node=inter_node,
                 ranked_after=ex.unavailable(),
             )
             .with_columns(scaling=scaling)

@@ -35,7 +35,7 @@ from adapters.gpus import Precision
 
 from .display import figure_text
 from .expressions import NO_FIT, PLACEMENT_REASONS, peak_tflops, qualifies
-from .frame import catalog_frame
+from .frame import FORM_FACTOR_DTYPE, catalog_frame
 from .job import Job
 from .rank import RankOptions, placement_plan
 from .requirement import Requirement
@@ -133,7 +133,7 @@ def left_out(
     rows = (unrankable or Unrankable(frame)).rows.lazy()
     unknown_gpu = req.model_copy(update={"gpus": (), "allow_unknown": True})
     blank = [pl.lit(None, dtype=pl.Float64).alias("catalog_memory_gb")]
-    blank += [pl.lit(None, dtype=pl.String).alias("catalog_form_factor")]
+    blank += [pl.lit(None, dtype=FORM_FACTOR_DTYPE).alias("catalog_form_factor")]
     blank += [pl.lit(None, dtype=pl.Boolean).alias("form_factor_varies")]
     not_known = (
         rows.filter(~_IN_CATALOG)

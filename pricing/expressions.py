@@ -53,6 +53,7 @@ from .job import Job, JobKind
 from .requirement import Requirement
 
 __all__ = [
+    "BILLING_STAGE_COLUMNS",
     "ETHERNET_ONLY",
     "MEMORY_UNKNOWN",
     "MULTI_NODE_UNSTATED",
@@ -67,6 +68,7 @@ __all__ = [
     "all_in_cost_usd",
     "availability",
     "billed_hours",
+    "billed_hours_stages",
     "break_even_hours",
     "break_even_text",
     "caveats",
@@ -519,6 +521,34 @@ def _round_up(hours: pl.Expr, step_hours: pl.Expr) -> pl.Expr:
     return (hours / step_hours - _EPS).ceil() * step_hours
 
 
+def _at_least(x: pl.Expr, bound: pl.Expr) -> pl.Expr:
+    """``max(x, bound)`` for a ``bound`` never null: ``bound`` where ``x`` is null (or NaN),
+    as ``pl.max_horizontal`` gives, at a fraction of its cost (a branch, where the
+    horizontal maximum and a clip to a column took ~1-1.7 ms each on 100k rows)."""
+    return pl.when(x > bound).then(x).otherwise(bound)
+
+
+def _floor_hours(wall: pl.Expr) -> pl.Expr:
+    """``wall`` hours, at least the minimum rental (never null)."""
+    return _at_least(wall, pl.col("min_rental_hours").fill_null(0.0))
+
+
+def _metered_hours(floor: pl.Expr) -> pl.Expr:
+    """``floor`` hours rounded up to the billing increment (unknown: per second, as is)."""
+    step = pl.col("billing_increment_s").cast(pl.Float64) / SECONDS_PER_HOUR
+    return pl.when(step.is_null()).then(floor).otherwise(_round_up(floor, step))
+
+
+def _billed(wall: pl.Expr, floor: pl.Expr, metered: pl.Expr) -> pl.Expr:
+    """:func:`billed_hours` of ``wall`` hours, given their :func:`_floor_hours` and the
+    :func:`_metered_hours` of that."""
+    period = pl.col("commitment_hours")
+    rounded = _round_up(wall, period)  # null without a period
+    periods = pl.when(rounded < period).then(period).otherwise(rounded)  # at least one
+    capped = monthly_capped_hours(metered, pl.col("billing_cap_hours_per_month"))
+    return pl.when(period.is_not_null()).then(_at_least(periods, floor)).otherwise(capped)
+
+
 @_kept
 def billed_hours() -> pl.Expr:
     """Hours the provider bills for ``wall_clock_hours``.
@@ -526,16 +556,34 @@ def billed_hours() -> pl.Expr:
     A commitment bills whole periods (a 1-month commitment for 100 h bills 730 h). Otherwise
     the minimum rental applies and the hours round up to the billing increment; an unknown
     increment is taken as per-second (no rounding); then the monthly cap applies
-    (:func:`monthly_capped_hours`).
+    (:func:`monthly_capped_hours`). :func:`billed_hours_stages` is the same in steps.
     """
     wall = pl.col("wall_clock_hours")
-    period = pl.col("commitment_hours")
-    floor = pl.max_horizontal(wall, pl.col("min_rental_hours").fill_null(0.0))
-    step = pl.col("billing_increment_s").cast(pl.Float64) / SECONDS_PER_HOUR
-    metered = pl.when(step.is_null()).then(floor).otherwise(_round_up(floor, step))
-    periods = _round_up(wall, period).clip(lower_bound=period)
-    capped = monthly_capped_hours(metered, pl.col("billing_cap_hours_per_month"))
-    return pl.when(period.is_not_null()).then(pl.max_horizontal(periods, floor)).otherwise(capped)
+    floor = _floor_hours(wall)
+    return _billed(wall, floor, _metered_hours(floor))
+
+
+#: The intermediate columns of :func:`billed_hours_stages`, for the caller to drop.
+BILLING_STAGE_COLUMNS: tuple[str, ...] = ("_floor_hours", "_metered_hours")
+
+
+@_kept
+def billed_hours_stages() -> tuple[dict[str, pl.Expr], ...]:
+    """:func:`billed_hours` as three ``with_columns`` steps, the last adding
+    ``billed_hours``: the same expressions on the same values, so the same hours, but the
+    floor and the metered hours are columns the next step reads. Polars' common
+    subexpression elimination does not reach into the subexpressions it takes out (the
+    metered hours inside the cap's whole months, the floor inside the metered hours), so
+    in one expression the floor was computed five times and the metered hours three
+    (100k placed offers: 5.5 ms of CPU in one expression, 4.0 in steps). The caller drops
+    :data:`BILLING_STAGE_COLUMNS` after."""
+    wall = pl.col("wall_clock_hours")
+    floor, metered = (pl.col(c) for c in BILLING_STAGE_COLUMNS)
+    return (
+        {"_floor_hours": _floor_hours(wall)},
+        {"_metered_hours": _metered_hours(floor)},
+        {"billed_hours": _billed(wall, floor, metered)},
+    )
 
 
 def monthly_capped_hours(metered: pl.Expr, cap_hours: pl.Expr) -> pl.Expr:

@@ -396,12 +396,17 @@ class _Chain:
         """:meth:`costed` of rows :meth:`placed` already gives."""
         eff = self.efficiency
         scaling = ex.scaling() if self.scaling is None else pl.lit(self.scaling)
+        floor, metered, billed = ex.billed_hours_stages()
+        # a job without a GPU count runs on one node (ex.node_count(None) is 1), where the
+        # fabric factor is 1.0: no curve of the fabric's Gbps to evaluate on every row
+        one_node = self.job.gpus is None
+        inter_node = pl.lit(1.0) if one_node else ex.inter_node_scaling(eff.scaling)
         return (
             placed.filter(pl.col("placement_reason").is_null())
             .with_columns(
                 total_gpus=ex.total_gpus(),
                 scaling_intra_node=ex.intra_node_scaling(eff.scaling),
-                scaling_inter_node=ex.inter_node_scaling(eff.scaling),
+                scaling_inter_node=inter_node,
                 ranked_after=ex.unavailable(),
             )
             .with_columns(scaling=scaling)
@@ -414,9 +419,11 @@ class _Chain:
                 )
             )
             .with_columns(
-                billed_hours=ex.billed_hours(),
-                interruptions_expected=ex.interruptions_expected(eff.interruptible),
+                **floor, interruptions_expected=ex.interruptions_expected(eff.interruptible)
             )
+            .with_columns(**metered)
+            .with_columns(**billed)
+            .drop(ex.BILLING_STAGE_COLUMNS)
             .with_columns(
                 job_cost_usd=ex.job_cost_usd(), job_storage_gb=ex.job_storage_gb(self.storage_gb)
             )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import polars as pl
 import pytest
 from polars.testing import assert_series_equal
@@ -9,7 +12,7 @@ from polars.testing import assert_series_equal
 from adapters.gpus import Precision
 from pricing import expressions as ex
 from pricing.efficiency import default_efficiency
-from pricing.frame import TERM_DTYPE
+from pricing.frame import FABRIC_DTYPE, FORM_FACTOR_DTYPE, INTERCONNECT_DTYPE, TERM_DTYPE
 from pricing.job import Job
 from pricing.requirement import Requirement
 
@@ -44,6 +47,69 @@ def test_billed_hours_whole_commitment_periods() -> None:
     # 1-month for 100 h bills 730; 3-month for 1000 h bills 2190; 800 h needs two months;
     # a monthly cap of hourly billing does not shorten a commitment.
     assert got == [730.0, 2190.0, 1460.0, 730.0]
+
+
+def _billed_hours_as_written() -> pl.Expr:
+    """The billed hours as the rules read (the maxima as horizontal maxima and clips), in
+    one expression: what the cheaper forms of :mod:`pricing.expressions` must equal."""
+    wall, period = pl.col("wall_clock_hours"), pl.col("commitment_hours")
+    floor = pl.max_horizontal(wall, pl.col("min_rental_hours").fill_null(0.0))
+    step = pl.col("billing_increment_s").cast(pl.Float64) / 3600.0
+    metered = pl.when(step.is_null()).then(floor).otherwise(ex._round_up(floor, step))
+    periods = ex._round_up(wall, period).clip(lower_bound=period)
+    capped = ex.monthly_capped_hours(metered, pl.col("billing_cap_hours_per_month"))
+    return pl.when(period.is_not_null()).then(pl.max_horizontal(periods, floor)).otherwise(capped)
+
+
+def test_billed_hours_in_stages_are_the_billed_hours_to_the_last_bit() -> None:
+    """The one expression and the chain's steps (:func:`pricing.expressions.
+    billed_hours_stages`) against the rules as written, over every mix of hours (fractions,
+    a month's edges, inf, null), minimum rentals, increments, commitments and caps, each
+    also unknown."""
+    hours = [0.0, 1e-12, 0.2, 1.5, 1.51, 100.0, 671.9, 730.0, 730.3, 1000.0, 5000.0, math.inf]
+    hours.append(None)
+    values = {
+        "wall_clock_hours": hours,
+        "min_rental_hours": [None, 0.0, 10.0, 1000.0],
+        "billing_increment_s": [None, 1, 60, 3600, 86400],
+        "commitment_hours": [None, 168.0, 730.0, 8760.0],
+        "billing_cap_hours_per_month": [None, 10.0, 672.0, 730.0, 740.0],
+    }
+    rows = list(itertools.product(*values.values()))
+    frame = pl.DataFrame(
+        {name: [r[i] for r in rows] for i, name in enumerate(values)},
+        schema={
+            "wall_clock_hours": pl.Float64,
+            "min_rental_hours": pl.Float64,
+            "billing_increment_s": pl.Int64,
+            "commitment_hours": pl.Float64,
+            "billing_cap_hours_per_month": pl.Float64,
+        },
+    )
+    staged = frame.lazy()
+    for stage in ex.billed_hours_stages():
+        staged = staged.with_columns(**stage)
+    got = staged.drop(ex.BILLING_STAGE_COLUMNS).collect()
+    assert got.columns == [*frame.columns, "billed_hours"]
+    expected = frame.select(_billed_hours_as_written().alias("billed_hours"))["billed_hours"]
+    assert_series_equal(got["billed_hours"], expected, check_exact=True)
+    one = frame.select(ex.billed_hours().alias("billed_hours"))["billed_hours"]
+    assert_series_equal(one, expected, check_exact=True)
+    assert got["billed_hours"].n_unique() > 30  # not one case: many hours are billed
+
+
+def test_billed_hours_of_nan_hours_are_nan() -> None:
+    """No job gives a NaN wall clock; if one did it bills NaN hours (the horizontal maximum
+    of the rules as written would bill the minimum rental, as if no hours were run)."""
+    frame = {
+        "wall_clock_hours": [math.nan, math.nan],
+        "min_rental_hours": [1.0, None],
+        "billing_increment_s": [3600, None],
+        "commitment_hours": [None, 730.0],
+        "billing_cap_hours_per_month": [None, None],
+    }
+    schema = {"commitment_hours": pl.Float64, "billing_cap_hours_per_month": pl.Float64}
+    assert all(math.isnan(h) for h in _eval(frame, ex.billed_hours(), schema))
 
 
 def test_billed_hours_monthly_cap() -> None:
@@ -136,9 +202,10 @@ def _topology(**cols: list[object]) -> pl.DataFrame:
     return pl.DataFrame(
         base,
         schema_overrides={
-            "gpu_interconnect": pl.String,
-            "gpu_form_factor": pl.String,
-            "fabric": pl.String,
+            "gpu_interconnect": INTERCONNECT_DTYPE,
+            "gpu_form_factor": FORM_FACTOR_DTYPE,
+            "catalog_form_factor": FORM_FACTOR_DTYPE,
+            "fabric": FABRIC_DTYPE,
             "fabric_gbps": pl.Float64,
         },
     )

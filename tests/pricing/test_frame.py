@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -25,7 +26,16 @@ from adapters.schema import (
     fx_context,
 )
 from db.records import record_jsons
-from pricing.frame import OFFER_SCHEMA, PRICE_SCALE, offers_to_frame, records_to_frame
+from pricing.frame import (
+    ENUM_COLUMNS,
+    FABRIC_DTYPE,
+    FORM_FACTOR_DTYPE,
+    OFFER_SCHEMA,
+    PRICE_SCALE,
+    catalog_frame,
+    offers_to_frame,
+    records_to_frame,
+)
 
 from .factories import make_offer
 
@@ -206,3 +216,33 @@ def test_a_currency_the_table_lacks_is_an_error_naming_it() -> None:
 
 def test_empty_records() -> None:
     assert_frame_equal(_stored([], default_fx()), offers_to_frame([]))
+
+
+# --- the columns held as Enums -----------------------------------------------------------
+
+
+def test_the_compared_enumerations_are_enums_of_their_schema_enums() -> None:
+    frame = offers_to_frame(_every_field_kind())
+    for name, dtype in ENUM_COLUMNS.items():
+        assert frame.schema[name] == dtype == OFFER_SCHEMA[name]
+    assert catalog_frame().schema["catalog_form_factor"] == FORM_FACTOR_DTYPE
+    full = frame.row(0, named=True)
+    assert (full["gpu_form_factor"], full["gpu_interconnect"], full["fabric"]) == (
+        "sxm",
+        "nvlink",
+        "infiniband",
+    )
+
+
+def test_a_stored_value_outside_its_enum_reads_as_not_stated() -> None:
+    """A record another version wrote (a fabric or link this one does not know) loads; the
+    unknown value is null, as if the offer did not state it; the rest of the row is read."""
+    full, *_ = _every_field_kind()
+    (record,) = [json.loads(r) for r in record_jsons([full])]
+    assert record["fabric"] == "infiniband"
+    record |= {"fabric": "nvlink_switch", "gpu_interconnect": "ualink", "gpu_form_factor": "sxm"}
+    frame = records_to_frame([json.dumps(record)], [full.fetched_at], default_fx())
+    row = frame.row(0, named=True)
+    assert (row["fabric"], row["gpu_interconnect"], row["gpu_form_factor"]) == (None, None, "sxm")
+    assert row["fabric_gbps"] == 3200.0 and row["usd_per_hour"] == float(full.usd_per_hour)
+    assert frame.schema["fabric"] == FABRIC_DTYPE

@@ -15,6 +15,8 @@ from adapters.gpus import Precision
 from adapters.sample import replay_sample
 from adapters.schema import Fabric, Offer, PriceBasis, PriceUnit, RentalTerm
 from pricing import RESULT_COLUMNS, Job, RankOptions, Requirement, offers_to_frame, rank
+from pricing import expressions as ex
+from pricing.efficiency import default_efficiency
 from pricing.rank import KEY, costed_plan, placement_plan, rank_page
 from pricing.unplaced import unplaced_configurations
 
@@ -102,6 +104,28 @@ def test_effective_tflops_factors_and_overrides() -> None:
     assert forced["effective_tflops"][0] == pytest.approx(8 * 989.5 * 0.5)
     fp8 = rank([make_offer()], options=RankOptions(now=NOW, precision=Precision.FP8))
     assert fp8["effective_tflops"][0] == pytest.approx(1.3 * row["effective_tflops"])
+
+
+def test_a_job_without_a_gpu_count_is_costed_at_the_one_node_fabric_factor() -> None:
+    """Such a job runs on one instance: the chain takes the fabric factor as 1.0 without
+    evaluating the fabric curve, which gives the same on every row (slow, Ethernet, no
+    fabric at all)."""
+    offers = [
+        make_offer(offer_id="ib", fabric=Fabric.INFINIBAND, fabric_gbps=3200, multi_node=True),
+        make_offer(offer_id="eth", fabric=Fabric.ETHERNET, fabric_gbps=10),
+        make_offer(offer_id="none", gpu_count=1),
+    ]
+    s = default_efficiency().scaling
+    for job in (Job.for_hours(10), Job.for_gpu_hours(80), Job.training(1e9, 1e10)):
+        costed = costed_plan(offers, job=job, options=AT_NOW).collect()
+        assert costed.height == 3
+        curve = costed.select(ex.inter_node_scaling(s).alias("curve"))["curve"]
+        assert costed["scaling_inter_node"].to_list() == curve.to_list() == [1.0] * 3
+    multi = costed_plan(offers[:1], job=Job.for_hours(10, gpus=16), options=AT_NOW).collect()
+    assert multi["scaling_inter_node"].to_list() == [1.0]  # 400 Gbps/GPU InfiniBand
+    slow = make_offer(offer_id="roce", fabric=Fabric.ROCE, fabric_gbps=800, multi_node=True)
+    two = costed_plan([slow], job=Job.for_hours(10, gpus=16), options=AT_NOW).collect()
+    assert two["scaling_inter_node"][0] < 1.0  # 100 Gbps/GPU: the curve applies
 
 
 def test_multi_node_job_uses_fabric() -> None:

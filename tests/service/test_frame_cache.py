@@ -20,12 +20,14 @@ from sqlalchemy.engine import Engine
 import db.current
 import service.current
 import service.frame_cache
-from adapters.schema import default_fx
+from adapters.schema import Fabric, GpuFormFactor, GpuInterconnect, RentalTerm, default_fx
 from db.snapshots import store_snapshot
+from pricing.frame import ENUM_COLUMNS, OFFER_SCHEMA, offers_to_frame
 from service import sample_cache
 from service.current import load_current
 from service.settings import Settings
 from tests.db.factories import T0, at, failed, offer, ok
+from tests.pricing.factories import make_offer
 
 
 @pytest.fixture
@@ -204,3 +206,30 @@ def test_a_framing_lock_held_elsewhere_is_waited_for_then_done_without(tmp_path:
             assert not second
     with store.framing() as again:  # given back on leaving
         assert again
+
+
+def test_a_kept_frame_keeps_its_enum_columns(tmp_path: Path) -> None:
+    """The Enum columns (the term, :data:`pricing.frame.ENUM_COLUMNS`) come back from the
+    file as the same Enums, values and nulls included: a ranking of the kept frame compares
+    codes as it does on the built one."""
+    offers = [
+        make_offer(offer_id="a", fabric=Fabric.ROCE, gpu_interconnect=GpuInterconnect.NVLINK),
+        make_offer(offer_id="b", gpu_form_factor=GpuFormFactor.OAM, term=RentalTerm.COMMIT_1Y),
+    ]
+    frame = offers_to_frame(offers)
+    store = service.frame_cache.FileFrameStore(tmp_path)
+    store.put("key", frame)
+    kept = store.get("key", frame.height)
+    assert kept is not None
+    assert_frame_equal(kept, frame, check_exact=True)
+    for name in (*ENUM_COLUMNS, "term"):
+        assert isinstance(kept.schema[name], pl.Enum) and kept.schema[name] == OFFER_SCHEMA[name]
+
+
+def test_a_kept_frame_with_text_where_an_enum_belongs_is_framed_again(tmp_path: Path) -> None:
+    """A file of a version that held the fabric as text is another schema: not read."""
+    frame = offers_to_frame([make_offer(fabric=Fabric.ROCE)])
+    store = service.frame_cache.FileFrameStore(tmp_path)
+    store.put("key", frame.with_columns(pl.col("fabric").cast(pl.String)))
+    assert store.get("key", frame.height) is None
+    assert not store.path("key").exists()

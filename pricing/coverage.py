@@ -229,9 +229,14 @@ def left_out_note(
     """One line for people naming every offer :func:`left_out` lists, with its reason (with
     ``job``: the configurations it cannot be placed on, by reason and count, and for a job
     that does not fit the GPUs' memory the figures and what would fit, see :func:`note_of`).
-    ``unplaced``: the ranking's, as :func:`left_out` takes it."""
-    left = left_out(frame, requirement, now, precision=precision, job=job, unplaced=unplaced)
-    fits = misfits(frame, left, requirement, now, precision=precision, job=job, unplaced=unplaced)
+    ``unplaced``: the ranking's, as :func:`left_out` takes it (placed here once
+    otherwise, for both the list and the misfits)."""
+    at = now or datetime.now(UTC)
+    if unplaced is None and job is not None:
+        options = RankOptions(precision=precision, now=at, limit=None)
+        unplaced = _unplaced(frame, requirement or Requirement(), job, options).collect()
+    left = left_out(frame, requirement, at, precision=precision, job=job, unplaced=unplaced)
+    fits = misfits(frame, left, requirement, at, precision=precision, job=job, unplaced=unplaced)
     return note_of(left, fits, name=name)
 
 

@@ -25,12 +25,12 @@ __all__ = ["get_once", "placeholder_warning", "register"]
 err = logging.getLogger("gpuscout.serve")
 
 
-def migrate(settings: Settings) -> bool:
-    """Apply the migrations to the configured database (the embedded SQLite by default);
-    whether any ran. A database already at head is one query, no Alembic (a restart)."""
+def migrate(settings: Settings) -> None:
+    """Apply the migrations to the configured database (the embedded SQLite by default).
+    A database already at head is one query, no Alembic (a restart)."""
     from db.migrate import upgrade_if_behind
 
-    return upgrade_if_behind(settings.database_url)
+    upgrade_if_behind(settings.database_url)
 
 
 async def _get(app: Any, path: str) -> tuple[int, dict[str, str], bytes]:

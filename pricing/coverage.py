@@ -50,6 +50,7 @@ __all__ = [
     "binding_note",
     "left_out",
     "left_out_note",
+    "left_out_plan",
     "misfits",
     "note_of",
 ]
@@ -128,6 +129,26 @@ def left_out(
     ``unrankable`` is ``frame``'s, when the caller keeps it (found here otherwise);
     ``unplaced`` is the ranking's :attr:`~pricing.rank.RankedPage.unplaced` for the same
     query and job, when the caller has it (placed here otherwise)."""
+    return left_out_plan(
+        frame, requirement, now, precision=precision, job=job, unrankable=unrankable,
+        unplaced=unplaced,
+    ).collect()  # fmt: skip
+
+
+def left_out_plan(
+    frame: pl.DataFrame,
+    requirement: Requirement | None = None,
+    now: datetime | None = None,
+    *,
+    precision: Precision = Precision.BF16,
+    job: Job | None = None,
+    unrankable: Unrankable | None = None,
+    unplaced: pl.DataFrame | pl.LazyFrame | None = None,
+) -> pl.LazyFrame:
+    """:func:`left_out` as a lazy plan, for a caller that collects it with others: the API
+    collects it with the ranking (:func:`pricing.rank.rank_page`'s ``also``), reading the
+    ranking's unplaced configurations as they are grouped, so that a page pays one collect's
+    fixed cost, not two."""
     req = requirement or Requirement()
     at = now or datetime.now(UTC)
     rows = (unrankable or Unrankable(frame)).rows.lazy()
@@ -162,7 +183,6 @@ def left_out(
         .group_by(keys)
         .agg(offers=pl.len())
         .sort(["offers", *keys], descending=[True, False, False, False, False], nulls_last=True)
-        .collect()
     )
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
@@ -727,6 +727,8 @@ class RankedPage:
     offer_rows: pl.Series
     total: int
     unplaced: pl.DataFrame | None = None
+    #: What :func:`rank_page`'s ``also`` planned, collected with the ranking.
+    also: pl.DataFrame | None = None
 
 
 def rank_page(
@@ -736,6 +738,7 @@ def rank_page(
     options: RankOptions | None = None,
     *,
     unplaced: bool = False,
+    also: Callable[[pl.LazyFrame | None], pl.LazyFrame] | None = None,
 ) -> RankedPage:
     """:func:`rank` and the number of qualifying configurations, in one pass.
 
@@ -746,16 +749,28 @@ def rank_page(
     on, for the coverage note (:func:`pricing.coverage.left_out`): grouped from the rows
     the ranking placed, in the same collect; placing them again apart took ~40% of a page
     where most rows are refused (a 7B training job on 8 GPUs over 100k offers: 94 ms for
-    the ranking and the note apart, 71 together).
+    the ranking and the note apart, 71 together). ``also`` plans what a caller wants
+    beside the ranking from the unplaced configurations' plan (``None`` without them),
+    collected in the same ``collect_all`` (:attr:`RankedPage.also`): the API's coverage
+    note, whose own collect was ~3.4 ms of fixed cost on every page.
     """
     frame = _as_frame(offers)
     plan, placed = _plans(frame, requirement, job, options, paged=True)
     engine = engine_for(frame, requirement)
-    left: pl.DataFrame | None = None
+    plans = [plan]
+    grouped = None
     if unplaced and job is not None:
-        ranked, left = pl.collect_all([plan, unplaced_configurations(placed)], engine=engine)
+        grouped = unplaced_configurations(placed).cache()  # read by ``also`` too
+        plans.append(grouped)
+    if also is not None:
+        plans.append(also(grouped))
+    if len(plans) > 1:
+        results = pl.collect_all(plans, engine=engine)
     else:
-        ranked = plan.collect(engine=engine)
+        results = [plan.collect(engine=engine)]
+    ranked = results[0]
+    left = results[1] if grouped is not None else None
+    beside = results[-1] if also is not None else None
     if _TOTAL in ranked.columns:
         total = int(ranked.get_column(_TOTAL)[0]) if ranked.height else 0
     else:
@@ -766,4 +781,5 @@ def rank_page(
         offer_rows=ranked.get_column(OFFER_ROW),
         total=total,
         unplaced=left,
+        also=beside,
     )

@@ -18,7 +18,9 @@ from datetime import datetime
 from typing import Any, cast
 from urllib.parse import urlencode
 
-from pricing.coverage import left_out, misfits, note_of
+import polars as pl
+
+from pricing.coverage import left_out_plan, misfits, note_of
 from pricing.display import for_display
 from pricing.rank import RankedPage, RankOptions, SortKey, rank_page
 
@@ -60,11 +62,21 @@ def _options(q: ParsedQuery, now: datetime, limit: int | None) -> RankOptions:
     )
 
 
-def _rank(state: ApiState, q: ParsedQuery, now: datetime, *, unplaced: bool = False) -> RankedPage:
-    """The ranking down to the end of this page, and the total of every page (with
-    ``unplaced``, the configurations the job cannot be placed on)."""
+def _rank(state: ApiState, q: ParsedQuery, now: datetime, *, noted: bool = False) -> RankedPage:
+    """The ranking down to the end of this page, and the total of every page; ``noted``:
+    with the configurations the job cannot be placed on and the coverage note's rows
+    (:func:`~pricing.coverage.left_out`, in :attr:`RankedPage.also`), collected together."""
     options = _options(q, now, q.offset + q.limit)
-    return rank_page(state.frame, q.requirement, q.job, options, unplaced=unplaced)
+    if not noted:
+        return rank_page(state.frame, q.requirement, q.job, options)
+
+    def left_out_of(unplaced: pl.LazyFrame | None) -> pl.LazyFrame:
+        return left_out_plan(
+            state.frame, q.requirement, now, precision=q.precision, job=q.job,
+            unrankable=state.unrankable, unplaced=unplaced,
+        )  # fmt: skip
+
+    return rank_page(state.frame, q.requirement, q.job, options, unplaced=True, also=left_out_of)
 
 
 def _query_string(canonical: dict[str, Any]) -> str:
@@ -136,18 +148,11 @@ def page_header(state: ApiState, now: datetime) -> dict[str, Any]:
 
 def ranked_page(state: ApiState, q: ParsedQuery, now: datetime) -> CachedPage:
     """Rank, shape and serialize one answer (blocking: run in a worker thread)."""
-    page = _rank(state, q, now, unplaced=True)
+    page = _rank(state, q, now, noted=True)
     offers = _page_offers(state, page, q.offset)
     header = page_header(state, now)
-    left = left_out(
-        state.frame,
-        q.requirement,
-        now,
-        precision=q.precision,
-        job=q.job,
-        unrankable=state.unrankable,
-        unplaced=page.unplaced,
-    )
+    left = page.also
+    assert left is not None  # asked for by ``noted``
     fits = misfits(
         state.frame, left, q.requirement, now, precision=q.precision, job=q.job,
         unplaced=page.unplaced,

@@ -450,6 +450,39 @@ def test_a_ranked_page_groups_the_configurations_its_job_cannot_be_placed_on(
     assert no_job.unplaced is None  # no job, nothing to place
 
 
+@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
+def test_a_ranked_page_collects_what_also_plans_beside_the_ranking(
+    large: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rank_page(also=...)`` hands its callback the unplaced configurations' plan (None
+    without a job) and collects what it returns with the ranking: the same table as the
+    callback's plan over the page's own unplaced table, the ranking unchanged."""
+    if large:
+        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
+    rng = random.Random(37)
+
+    def per_reason(unplaced: pl.LazyFrame | None) -> pl.LazyFrame:
+        assert unplaced is not None
+        return unplaced.group_by("reason").agg(pl.len()).sort("reason")
+
+    for _ in range(8):
+        frame = _random_frame(rng)
+        job = Job.training(7e10, 1e9, gpus=8)
+        options = RankOptions(limit=rng.choice((None, 3)), now=NOW)
+        page = rank_page(frame, job=job, options=options, unplaced=True, also=per_reason)
+        assert page.unplaced is not None and page.also is not None
+        assert_frame_equal(page.also, per_reason(page.unplaced.lazy()).collect())
+        assert_frame_equal(page.rows, rank_page(frame, job=job, options=options).rows)
+    seen: list[pl.LazyFrame | None] = []
+
+    def no_unplaced(unplaced: pl.LazyFrame | None) -> pl.LazyFrame:
+        seen.append(unplaced)
+        return pl.LazyFrame({"n": [1]})
+
+    no_job = rank_page(_random_frame(rng), options=RankOptions(now=NOW), also=no_unplaced)
+    assert seen == [None] and no_job.also is not None and no_job.also.height == 1
+
+
 def test_a_term_filter_still_compares_with_the_on_demand_price() -> None:
     """Asking for interruptible or committed terms only still hears what the same
     configuration costs on demand (it said "no on-demand price to compare")."""

@@ -84,7 +84,11 @@ def create_app(
 
         hooks = default_hooks(settings)
     loader = offers_loader or hooks["offers_loader"]
-    holder = StateHolder(loader, cache_entries=settings.api_cache_entries)
+    holder = StateHolder(
+        loader,
+        cache_entries=settings.api_cache_entries,
+        cache_bytes=int(settings.api_cache_mb * 1_000_000),
+    )
     context = ApiContext(
         settings=settings,
         holder=holder,

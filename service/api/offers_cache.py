@@ -75,6 +75,11 @@ class CachedPage:
 
     __slots__ = ("body", "etag", "gzipped")
 
+    @property
+    def size(self) -> int:
+        """The bytes it holds: the body, and its gzip form where it keeps one."""
+        return len(self.body) + (len(self.gzipped) if self.gzipped is not None else 0)
+
     def __init__(self, body: bytes, etag: str) -> None:
         self.body = body
         self.etag = etag
@@ -84,14 +89,23 @@ class CachedPage:
 
 
 class ResultCache:
-    """A small LRU of finished answers, keyed by (query key, time bucket).
+    """A small LRU of finished answers, keyed by (query key, time bucket), bounded by
+    entries and by the bytes of the answers it holds (plain and gzip, each page once
+    however many keys point at it: the router files a page under its canonical and its
+    raw key).
 
+    Entries alone do not bound memory: answers run from a few kB to over 100 kB (the
+    ``limit`` and the groups), so 2,048 of them held 20 MB in one run and 250 MB in
+    another; the byte budget keeps a worker's resident size steady whatever the traffic.
     Only the event-loop thread touches it, so it needs no lock.
     """
 
-    def __init__(self, max_entries: int) -> None:
+    def __init__(self, max_entries: int, max_bytes: int | None = None) -> None:
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.bytes = 0
         self._data: collections.OrderedDict[Hashable, CachedPage] = collections.OrderedDict()
+        self._keys_of: dict[int, int] = {}  # id(page) -> keys holding it
 
     def get(self, key: Hashable) -> CachedPage | None:
         value = self._data.get(key)
@@ -100,12 +114,30 @@ class ResultCache:
         return value
 
     def put(self, key: Hashable, value: CachedPage) -> None:
-        if self.max_entries <= 0:
+        if self.max_entries <= 0 or (self.max_bytes is not None and value.size > self.max_bytes):
             return
-        self._data[key] = value
+        old = self._data.get(key)
+        if old is not value:
+            if old is not None:
+                self._release(old)
+            self._data[key] = value
+            held = self._keys_of.get(id(value), 0)
+            self._keys_of[id(value)] = held + 1
+            if not held:
+                self.bytes += value.size
         self._data.move_to_end(key)
-        while len(self._data) > self.max_entries:
-            self._data.popitem(last=False)
+        while len(self._data) > self.max_entries or (
+            self.max_bytes is not None and self.bytes > self.max_bytes
+        ):
+            self._release(self._data.popitem(last=False)[1])
+
+    def _release(self, page: CachedPage) -> None:
+        held = self._keys_of[id(page)] - 1
+        if held:
+            self._keys_of[id(page)] = held
+        else:
+            del self._keys_of[id(page)]
+            self.bytes -= page.size
 
     def __len__(self) -> int:
         return len(self._data)

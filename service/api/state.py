@@ -154,20 +154,25 @@ def snapshot_tag(current: CurrentState) -> str:
     return h.hexdigest()
 
 
-def build_state(current: CurrentState, *, cache_entries: int) -> ApiState:
+def build_state(
+    current: CurrentState, *, cache_entries: int, cache_bytes: int | None = None
+) -> ApiState:
     return ApiState(
         current=current,
         tag=snapshot_tag(current),
-        cache=ResultCache(cache_entries),
+        cache=ResultCache(cache_entries, cache_bytes),
     )
 
 
 class StateHolder:
     """Holds the current :class:`ApiState`; :meth:`refresh` swaps in a new one atomically."""
 
-    def __init__(self, loader: OffersLoader, *, cache_entries: int) -> None:
+    def __init__(
+        self, loader: OffersLoader, *, cache_entries: int, cache_bytes: int | None = None
+    ) -> None:
         self.loader = loader
         self.cache_entries = cache_entries
+        self.cache_bytes = cache_bytes
         self._state: ApiState | None = None
         self._refresh_lock = threading.Lock()
 
@@ -184,7 +189,9 @@ class StateHolder:
         Requests in flight keep the state they read; once the load's own garbage is freed
         the heap it grew is given back (:func:`service.memory.release_memory`)."""
         with self._refresh_lock:
-            state = build_state(self.loader(), cache_entries=self.cache_entries).warm()
+            state = build_state(
+                self.loader(), cache_entries=self.cache_entries, cache_bytes=self.cache_bytes
+            ).warm()
             self.set(state)
         release_memory()
         return state

@@ -8,7 +8,14 @@ import pytest
 from fastapi import FastAPI
 
 from service.api import create_app
-from service.api.offers_cache import accepts_gzip, etag_matches, raw_key, time_bucket
+from service.api.offers_cache import (
+    CachedPage,
+    ResultCache,
+    accepts_gzip,
+    etag_matches,
+    raw_key,
+    time_bucket,
+)
 from service.settings import Settings
 
 from .conftest import FakeSource, database_state, sample_offers
@@ -229,3 +236,40 @@ async def test_an_answer_is_never_generated_before_its_snapshot(
             generated = datetime.fromisoformat(page["generated_at"])
             assert generated >= datetime.fromisoformat(page["snapshot_at"]) == snapshot_at
             assert all(o["price_age_hours"] >= 0 for o in page["offers"])
+
+
+def _page(size: int) -> CachedPage:
+    return CachedPage(b"x" * size, "tag")  # under GZIP_MIN_BYTES: no gzip form, size = body
+
+
+def test_the_answer_cache_is_bounded_by_bytes_as_well_as_entries() -> None:
+    """The least recently used answers go once the held bytes pass the budget; a page filed
+    under two keys (canonical and raw) counts once; a page over the whole budget is not
+    kept; the entry bound still holds."""
+    cache = ResultCache(max_entries=10, max_bytes=1000)
+    a, b, c = _page(400), _page(400), _page(400)
+    cache.put("a", a)
+    cache.put("a-raw", a)  # the same page: 400 bytes held, not 800
+    cache.put("b", b)
+    assert cache.bytes == 800 and len(cache) == 3
+    assert cache.get("a") is a  # a is now more recent than b
+    cache.put("c", c)  # 1,200 bytes: the least recent keys go until it fits
+    # "a-raw" went first (freeing nothing: "a" still holds its page), then "b"
+    assert cache.get("a-raw") is None and cache.get("b") is None
+    assert cache.get("a") is a and cache.get("c") is c and cache.bytes == 800
+    cache.put("huge", _page(1001))
+    assert cache.get("huge") is None and cache.bytes == 800
+    cache.put("c", b)  # a key filed again releases its old page
+    assert cache.bytes == 800 and cache.get("c") is b
+    few = ResultCache(max_entries=2, max_bytes=None)
+    for key in "xyz":
+        few.put(key, _page(10))
+    assert len(few) == 2 and few.get("x") is None
+
+
+def test_the_answer_cache_counts_the_gzip_form() -> None:
+    page = CachedPage(b'{"offers": []}' * 200, "tag")
+    assert page.gzipped is not None
+    cache = ResultCache(max_entries=10, max_bytes=10_000)
+    cache.put("k", page)
+    assert cache.bytes == len(page.body) + len(page.gzipped) == page.size

@@ -61,6 +61,12 @@ __all__ = [
     "with_config_id",
 ]
 
+#: Row number of an offer in its frame: breaks ties between term variants of one
+#: configuration that cost the same (the earlier row wins), so equal inputs rank alike;
+#: :func:`pricing.rank.rank_page` returns it, so a caller can fetch what it keeps per
+#: frame row.
+OFFER_ROW = "_offer_row"
+
 #: Offers that differ only in these columns' complement (their term) are one configuration.
 CONFIG_KEYS: tuple[str, ...] = ("provider", "offer_id", "region", "price_basis")
 

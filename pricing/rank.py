@@ -41,7 +41,7 @@ from adapters.schema import Offer, RentalTerm
 
 from . import expressions as ex
 from .efficiency import Efficiency, default_efficiency
-from .frame import catalog_frame, offers_to_frame, with_config_id
+from .frame import OFFER_ROW, catalog_frame, offers_to_frame, with_config_id
 from .job import Job
 from .requirement import Requirement
 from .unplaced import unplaced_configurations
@@ -201,10 +201,6 @@ _CATALOG_COLUMNS = (
     "mfu",
 )
 
-#: Row number of an offer in its frame: breaks ties between term variants of one
-#: configuration that cost the same (the earlier row wins), so equal inputs rank alike;
-#: :func:`rank_page` returns it, so a caller can fetch what it keeps per frame row.
-OFFER_ROW: Final = "_offer_row"
 
 #: How many configurations qualify in all (:func:`rank_page`): a column of one value.
 _TOTAL = "_configurations"
@@ -470,7 +466,7 @@ def placement_plan(
     the job can be placed there): what :mod:`pricing.coverage` counts as left out for
     placement."""
     chain = _Chain.of(requirement, job, options or RankOptions())
-    return chain.placed(chain.qualified(_as_frame(offers).lazy()))
+    return chain.placed(chain.qualified(_as_frame(offers).lazy().with_row_index(OFFER_ROW)))
 
 
 #: The sort keys of stage two that are not costed columns, as expressions.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from .expressions import gpu_memory_gb
+from .frame import OFFER_ROW
 
 __all__ = ["UNPLACED_COLUMNS", "unplaced_configurations"]
 
@@ -29,19 +30,26 @@ UNPLACED_COLUMNS = (
 )
 
 
+#: A row's place among its configuration's rows: its term (the Enum's order), then its
+#: frame row. Its least is the same row whatever order the engine hands a group's rows in
+#: (``arg_min`` of the term alone took the first of equal terms as they came).
+_TERM_THEN_ROW = pl.col("term").to_physical().cast(pl.Int64) * 2**40 + pl.col(OFFER_ROW)
+
+
 def unplaced_configurations(placed: pl.LazyFrame) -> pl.LazyFrame:
     """:data:`UNPLACED_COLUMNS` of the configurations among ``placed`` (rows with
     ``placement_reason``, ``nodes``, ``job_gpus`` and ``memory_per_gpu_gb``, as
     :meth:`pricing.rank.placement_plan` gives them) that no row of theirs can take.
 
     Only configurations with some refused row are grouped (most jobs fit almost
-    everywhere: few rows), and a configuration's first term's figures are gathered at that
-    term's ``arg_min`` (the first of equal terms, as a stable sort's first): a sort per
-    group took 2x longer where most rows are refused (a 7B training job on 8 GPUs over
-    100k offers: 71k rows)."""
+    everywhere: few rows), and a configuration's figures are those of its earliest term,
+    the earliest frame row among equal terms (:data:`_TERM_THEN_ROW`'s ``arg_min``:
+    sorting each group took 2x longer where most rows are refused, a 7B training job on 8
+    GPUs over 100k offers: 71k rows). ``placed`` carries :data:`~pricing.frame.OFFER_ROW`."""
     rows = placed.select(
         "config_id",
         "term",
+        OFFER_ROW,
         "provider",
         "gpu_raw_name",
         "gpu_model",
@@ -49,8 +57,9 @@ def unplaced_configurations(placed: pl.LazyFrame) -> pl.LazyFrame:
         "job_gpus",
         "memory_per_gpu_gb",
         gpu_memory_gb=gpu_memory_gb(),
+        _first=_TERM_THEN_ROW,
     )
-    first_term = pl.col("term").arg_min()
+    first_term = pl.col("_first").arg_min()
     refused = rows.filter(pl.col("placement_reason").is_not_null()).select("config_id")
     return (
         rows.join(refused.unique(), on="config_id", how="semi")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import tomllib
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
@@ -57,6 +58,7 @@ __all__ = [
     "hours_per_price_unit",
     "load_fx",
     "usd_per_hour",
+    "usd_per_hour_each",
 ]
 
 # --- time units --------------------------------------------------------------------------
@@ -187,13 +189,16 @@ class FxTable(BaseModel):
     source: str
     units_per_usd: dict[str, Decimal]
 
-    def to_usd(self, amount: Decimal, currency: str) -> Decimal:
-        """Convert ``amount`` of ``currency`` to USD; KeyError names an unknown currency."""
+    def rate(self, currency: str) -> Decimal:
+        """Units of ``currency`` per 1 USD; KeyError names an unknown currency."""
         try:
-            rate = self.units_per_usd[currency]
+            return self.units_per_usd[currency]
         except KeyError:
             raise KeyError(f"no FX rate for currency {currency!r}") from None
-        return amount / rate
+
+    def to_usd(self, amount: Decimal, currency: str) -> Decimal:
+        """Convert ``amount`` of ``currency`` to USD; KeyError names an unknown currency."""
+        return amount / self.rate(currency)
 
 
 def load_fx(text: str) -> FxTable:
@@ -269,12 +274,43 @@ def usd_per_hour(
     ...     term=RentalTerm.ON_DEMAND, gpu_count=8)
     Decimal('16')
     """
-    table = fx or default_fx()
-    usd = table.to_usd(price_amount, price_currency)
-    per_hour = usd / hours_per_price_unit(price_unit, term)
-    if price_basis is PriceBasis.GPU:
-        per_hour *= max(gpu_count, 1)
+    (per_hour,) = usd_per_hour_each(
+        [price_amount],
+        price_currency=price_currency,
+        price_unit=price_unit,
+        price_basis=price_basis,
+        term=term,
+        gpu_count=gpu_count,
+        fx=fx,
+    )
     return per_hour
+
+
+def usd_per_hour_each(
+    amounts: Iterable[Decimal],
+    *,
+    price_currency: str,
+    price_unit: PriceUnit,
+    price_basis: PriceBasis,
+    term: RentalTerm,
+    gpu_count: int,
+    fx: FxTable | None = None,
+) -> list[Decimal]:
+    """:func:`usd_per_hour` of each of ``amounts``, all in one currency, unit, basis, term
+    and GPU count: the same decimal operations in the same order, the rate and the hours
+    looked up once (framing 100k stored prices calls this once per such group).
+
+    >>> usd_per_hour_each([Decimal("2"), Decimal("3")], price_currency="USD",
+    ...     price_unit=PriceUnit.HOUR, price_basis=PriceBasis.GPU,
+    ...     term=RentalTerm.ON_DEMAND, gpu_count=2)
+    [Decimal('4'), Decimal('6')]
+    """
+    rate = (fx or default_fx()).rate(price_currency)
+    hours = hours_per_price_unit(price_unit, term)
+    if price_basis is PriceBasis.GPU:
+        count = max(gpu_count, 1)
+        return [amount / rate / hours * count for amount in amounts]
+    return [amount / rate / hours for amount in amounts]
 
 
 #: Precision of the derived USD figures (a millionth of a dollar).

@@ -10,12 +10,13 @@ API replica does at start and after every snapshot) is timed ``--loads`` times: 
 load frames the stored records and keeps the frame beside the data dir
 (:mod:`service.frame_cache`), the others read it back; on a shared machine the CPU time
 (all threads) is the steadier figure. Then, for each ``--workers`` count, the real
-``gpuscout serve --no-scheduler --workers N`` starts on that database twice: a first start
-without the kept frame (one worker frames the records, the others wait and read its frame)
-and a restart with it. The servers run as installed: with their bytecode (written once,
-untimed; ``--no-bytecode`` keeps ``PYTHONDONTWRITEBYTECODE``, about a second more a
-process). The client (a small asyncio HTTP/1.1 keep-alive client, loopback only, its own
-process) drives the restarted server:
+``gpuscout serve --no-scheduler --workers N`` starts on that database three times: a first
+start with nothing kept (one worker frames the records, the others wait and read its frame),
+a first start after a snapshot kept the frame (the last step of every snapshot, run here in
+a process of its own as the scheduler's, and timed) and a restart. The servers run as
+installed: with their bytecode (written once, untimed; ``--no-bytecode`` keeps
+``PYTHONDONTWRITEBYTECODE``, about a second more a process). The client (a small asyncio
+HTTP/1.1 keep-alive client, loopback only, its own process) drives the restarted server:
 
 * **warm-up**: the first request of each of 40 realistic queries (kept for comparison);
 * **cold**: queries the cache has never seen (each of the 40 with a unique, never binding
@@ -45,7 +46,7 @@ target); the latency targets are for a given offered rate, which only an open lo
 The explorer's target gives no rate: its page time is read one visitor at a time, and the
 8-connection figure is its capacity.
 
-Printed per worker count: time from start to ``/readyz`` of both starts (target <= 2 s
+Printed per worker count: time from start to ``/readyz`` of the three starts (target <= 2 s
 with 100k offers) and the CPU seconds they took, the server's RSS once ready and after the
 drive (each process; target <= 400 MB a worker), and each phase's
 throughput and p50/p95/p99, with the client's and the server's CPU seconds, since the
@@ -597,10 +598,31 @@ def stop(server: subprocess.Popen[bytes], log: Path, failed: bool = False) -> No
     server.wait(timeout=30)
 
 
+def keep_as_a_snapshot_does(url: str, directory: Path) -> float:
+    """The last step of a snapshot (:func:`service.current.keep_stored`), in a process of
+    its own as the scheduler's: frame the stored offers, keep the frame. Its seconds."""
+    code = (
+        "import time; t = time.perf_counter()\n"
+        "from service.current import keep_stored\n"
+        "from service.fx import fx_table\n"
+        "from service.settings import get_settings\n"
+        "from db.engine import make_engine\n"
+        "s = get_settings(); e = make_engine(s.database_url)\n"
+        "keep_stored(s, fx_table(s), e); e.dispose()\n"
+        "print(time.perf_counter() - t)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=_server_env(url, directory), cwd=directory,
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return float(done.stdout.split()[-1])
+
+
 def bench_workers(url: str, directory: Path, workers: int, args: argparse.Namespace) -> None:
-    """Start ``gpuscout serve`` with ``workers`` processes twice: a first start (no kept
-    frame: one worker frames the stored records, the others wait for it) and a restart
-    (the kept frame); drive the restarted server, stop it."""
+    """Start ``gpuscout serve`` with ``workers`` processes three times: a first start with
+    nothing kept (one worker frames the stored records, the others wait for it), a first
+    start after a snapshot kept the frame (as the scheduler's does after each snapshot) and
+    a restart (the frame the last start read); drive the restarted server, stop it."""
     import shutil
 
     port = args.port or _free_port()
@@ -608,13 +630,18 @@ def bench_workers(url: str, directory: Path, workers: int, args: argparse.Namesp
     shutil.rmtree(directory / "cache", ignore_errors=True)
     server, first = start(url, directory, port, workers, log)
     stop(server, log)
+    shutil.rmtree(directory / "cache", ignore_errors=True)
+    kept_s = keep_as_a_snapshot_does(url, directory)
+    server, after_snapshot = start(url, directory, port, workers, log)
+    stop(server, log)
     server, again = start(url, directory, port, workers, log)
     load = os.getloadavg()[0]
     processes = "" if workers == 1 else "; processes: parent, workers, resource tracker"
     print(
         f"--- {workers} worker(s), gpuscout serve (target ready <= 2 s, RSS <= 400 MB a "
-        f"worker; load average {load:.1f}{processes}):\nfirst start (frames the stored records): "
-        f"{first}\nrestart (reads the kept frame): {again}",
+        f"worker; load average {load:.1f}{processes}):\nfirst start, nothing kept (frames the "
+        f"stored records): {first}\nfirst start after a snapshot (it kept the frame, in "
+        f"{kept_s:.2f} s): {after_snapshot}\nrestart (reads the kept frame): {again}",
         flush=True,
     )
     try:

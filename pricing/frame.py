@@ -41,7 +41,7 @@ from adapters.schema import (
     PriceUnit,
     RentalTerm,
     default_fx,
-    usd_per_hour,
+    usd_per_hour_each,
 )
 
 from . import readings
@@ -364,36 +364,38 @@ def _prices(keys: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
 
     The amount is the decimal text rounded half-even to :data:`PRICE_SCALE` places (what
     ``Decimal.quantize`` does). USD per hour is computed in Python, on the distinct prices
-    only: it is exact decimal arithmetic (:func:`adapters.schema.usd_per_hour`, rounded like
-    ``Offer.usd_per_hour``) that a float expression would not reproduce to the last bit.
+    only: it is exact decimal arithmetic (:func:`adapters.schema.usd_per_hour_each`, the
+    arithmetic of ``Offer.usd_per_hour``, rounded like it) that a float expression would not
+    reproduce to the last bit. The rows come back in no particular order (they are joined).
     """
-    texts, currencies, units, bases, terms, counts = (keys[c].to_list() for c in _PRICE_FIELDS)
-    unknown = set(currencies) - fx.units_per_usd.keys()
+    currencies = set(keys["price_currency"].to_list())
+    unknown = currencies - fx.units_per_usd.keys()
     if unknown:
         raise ValueError(
             f"the FX table of {fx.as_of} ({fx.source}) has no rate for "
             f"{', '.join(sorted(unknown))}: offers priced in it cannot be compared in USD"
         )
-    quantum, unit_of, basis_of, term_of = USD_QUANTUM, _UNITS, _BASES, _TERMS
-    usd = [
-        float(
-            usd_per_hour(
-                price_amount=Decimal(text),
-                price_currency=currency,
-                price_unit=unit_of[unit],
-                price_basis=basis_of[basis],
-                term=term_of[term],
-                gpu_count=gpu_count,
-                fx=fx,
-            ).quantize(quantum)
+    quantum, rest = USD_QUANTUM, _PRICE_FIELDS[1:]
+    parts = []
+    # the rate and the hours once per currency, unit, basis, term and GPU count (tens of
+    # groups): the arithmetic per price is then a division or two and a rounding
+    for (currency, unit, basis, term, gpu_count), part in keys.partition_by(
+        rest, as_dict=True, maintain_order=False
+    ).items():
+        amounts = usd_per_hour_each(
+            map(Decimal, part["price_amount"].to_list()),
+            price_currency=str(currency),
+            price_unit=_UNITS[str(unit)],
+            price_basis=_BASES[str(basis)],
+            term=_TERMS[str(term)],
+            gpu_count=int(gpu_count),
+            fx=fx,
         )
-        for text, currency, unit, basis, term, gpu_count in zip(
-            texts, currencies, units, bases, terms, counts, strict=True
-        )
-    ]
-    return keys.with_columns(
-        pl.col("price_amount").cast(OFFER_SCHEMA["price_amount"]).alias("_exact_price"),
-        pl.Series("_usd_per_hour", usd, dtype=pl.Float64()),
+        usd = [float(a.quantize(quantum)) for a in amounts]
+        parts.append(part.with_columns(pl.Series("_usd_per_hour", usd, dtype=pl.Float64())))
+    priced = pl.concat(parts) if parts else keys.with_columns(_usd_per_hour=pl.lit(0.0))
+    return priced.with_columns(
+        pl.col("price_amount").cast(OFFER_SCHEMA["price_amount"]).alias("_exact_price")
     )
 
 

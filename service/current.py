@@ -12,7 +12,9 @@ Three things keep a command fast: an embedded SQLite database whose file does no
 is empty) holds no offers, so it is not opened (nor created) and SQLAlchemy is not
 imported; the sample is parsed once and kept beside the data dir
 (:mod:`service.sample_cache`); and so is the frame of a stored snapshot's offers
-(:mod:`service.frame_cache`), so only the providers' outcomes are read on each load.
+(:mod:`service.frame_cache`), so only the providers' outcomes are read on each load. The
+snapshot that stored the offers keeps their frame (:func:`keep_stored`), so no reader frames
+them: not the API's replicas at start or refresh, not the digest, not the next CLI call.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from .fx import fx_table
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from .frame_cache import FileFrameStore
 
-__all__ = ["load_current", "load_sample", "load_stored"]
+__all__ = ["keep_stored", "load_current", "load_sample", "load_stored"]
 
 
 def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
@@ -113,19 +117,43 @@ def _kept(
     return dataclasses.replace(kept, count_fields=_coverage_reader(settings))
 
 
+def keep_stored(settings: Settings, fx: FxTable, engine: Engine) -> None:
+    """Frame the current offers of ``engine``'s database and keep the frame (on SQLite, the
+    state too) in the data dir of ``settings``: the last step of a snapshot.
+
+    Framing 100k stored offers takes seconds; done once here, by the process that stored
+    them, every later load (each API replica's start and refresh, the digest, each CLI
+    call) reads the kept frame instead of framing the same records again. A frame some
+    other process kept meanwhile for the same offers is read, not made again.
+    """
+    from .frame_cache import FileFrameStore, sqlite_marker
+
+    store = FileFrameStore(settings.data_dir)
+    file = _sqlite_file(engine.url.render_as_string(hide_password=False))
+    with store.framing():
+        marker = sqlite_marker(file, fx) if file is not None else None
+        _frame_stored(settings, fx, store, marker, engine)
+
+
 def _frame_stored(
-    settings: Settings, fx: FxTable, store: FileFrameStore, marker: str | None
+    settings: Settings,
+    fx: FxTable,
+    store: FileFrameStore,
+    marker: str | None,
+    engine: Engine | None = None,
 ) -> CurrentState | None:
-    """:func:`load_stored` through SQLAlchemy: the revision checked, the frame kept in
-    (or read from) ``store``, and the state kept under ``marker`` (one with no offers too:
-    the attempts it records are read back without SQLAlchemy as well)."""
+    """:func:`load_stored` through SQLAlchemy (on ``engine``, else one of its own on the
+    settings' database): the revision checked, the frame kept in (or read from) ``store``,
+    and the state kept under ``marker`` (one with no offers too: the attempts it records
+    are read back without SQLAlchemy as well)."""
     import sqlalchemy as sa
 
     from db.current import load_current_offers
     from db.engine import make_engine
     from db.migrate import HEAD_REVISION, stored_revisions
 
-    engine = make_engine(settings.database_url)
+    own = engine is None
+    engine = engine or make_engine(settings.database_url)
     try:
         if not sa.inspect(engine).has_table("current_offer"):
             return None
@@ -141,7 +169,8 @@ def _frame_stored(
             )
         state = load_current_offers(engine, fx=fx, frames=store)
     finally:
-        engine.dispose()
+        if own:
+            engine.dispose()
     # the engine is gone: a later count opens (and closes) one of its own
     state = dataclasses.replace(state, count_fields=_coverage_reader(settings))
     if marker is not None:

@@ -39,6 +39,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 import polars as pl
 
@@ -131,19 +132,25 @@ class FileFrameStore:
         """Hold the data dir's framing lock (an exclusive ``flock``, given back when the
         process ends however it ends) while framing the stored records; says whether it is
         held. Waits up to ``wait_s`` for another holder; where there is no lock to take (no
-        ``fcntl``, a data dir that cannot be written, a file system without locks) the
-        caller frames without it."""
+        ``fcntl``, a data dir that cannot be written and holds no lock file, a file system
+        without locks) the caller frames without it. A ``flock`` needs no write access:
+        a reader whose data dir is read-only waits for the writer that frames into it."""
         try:
             import fcntl
         except ImportError:  # not on Windows: each process frames for itself
             yield False
             return
+        lock = self.directory / _LOCK
+        handle: IO[bytes]
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            handle = (self.directory / _LOCK).open("ab")
+            handle = lock.open("ab")
         except OSError:
-            yield False
-            return
+            try:  # a data dir mounted read-only (the API's beside the scheduler's) waits too
+                handle = lock.open("rb")
+            except OSError:
+                yield False
+                return
         with handle:
             deadline, held = time.monotonic() + wait_s, False
             while not held:

@@ -19,6 +19,7 @@ when a new one is written. A cache that cannot be written (read-only data dir) o
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -75,9 +76,14 @@ def _stamps() -> list[str]:
     return out
 
 
+@functools.cache
 def code_digest() -> str:
     """The package version and the stamps of the code that parses and frames offers: what
-    any cached frame was computed by (also :mod:`service.frame_cache`'s)."""
+    any cached frame was computed by (also :mod:`service.frame_cache`'s).
+
+    Once per process (stat-ing some hundreds of files is tens of milliseconds, and a load
+    names three files by it): the code a process runs is the code it imported, whatever
+    changes on disk after."""
     h = hashlib.blake2b(digest_size=12)
     h.update(f"{_version()}\n".encode())
     h.update("\n".join(_stamps()).encode())

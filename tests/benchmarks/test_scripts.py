@@ -64,14 +64,15 @@ def test_api_benchmark_serves_and_drives_every_phase() -> None:
     )  # fmt: skip
     assert "load 1000 stored offers into the API state: first (frames" in out
     assert "--- 1 worker(s), gpuscout serve" in out
-    first, again = (
+    first, after_snapshot, again = (
         re.search(rf"^{which}: ready in [\d.]+ s, CPU [\d.]+ s .*RSS [\d.]+ MB", out, re.M)
         for which in (
-            r"first start \(frames the stored records\)",
+            r"first start, nothing kept \(frames the stored records\)",
+            r"first start after a snapshot \(it kept the frame, in [\d.]+ s\)",
             r"restart \(reads the kept frame\)",
         )
     )
-    assert first is not None and again is not None, out
+    assert first is not None and after_snapshot is not None and again is not None, out
     phases = (
         "cold (first request of each query",
         "cold queries (never seen",

@@ -233,3 +233,28 @@ def test_a_kept_frame_with_text_where_an_enum_belongs_is_framed_again(tmp_path: 
     store.put("key", frame.with_columns(pl.col("fabric").cast(pl.String)))
     assert store.get("key", frame.height) is None
     assert not store.path("key").exists()
+
+
+def test_a_read_only_data_dir_waits_for_the_framing_lock_all_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API's data dir is the scheduler's, mounted read-only: its load cannot create or
+    append to the lock file, but it takes the lock through a read handle, so it waits for
+    the snapshot that frames into the dir and reads what that kept."""
+    writer = service.frame_cache.FileFrameStore(tmp_path)
+    with writer.framing():
+        pass  # the lock file exists, made by the writer
+    real_open = Path.open
+
+    def read_only(self: Path, mode: str = "r", *args: object, **kwargs: object) -> object:
+        if self.name == "framing.lock" and mode != "rb":
+            raise PermissionError(30, "Read-only file system", str(self))
+        return real_open(self, mode, *args, **kwargs)  # type: ignore[call-overload]
+
+    reader = service.frame_cache.FileFrameStore(tmp_path)
+    with writer.framing() as written:
+        monkeypatch.setattr(Path, "open", read_only)
+        with reader.framing(wait_s=0.05) as waited:  # the writer holds it: waited, not taken
+            assert written and not waited
+    with reader.framing() as held:  # given back: taken through the read handle
+        assert held

@@ -222,3 +222,58 @@ def test_a_disabled_provider_is_recorded_as_skipped_and_its_held_offers_go_stale
 
 async def _no_fetch(adapters: object, settings: object, **_: object) -> list[ProviderRun]:
     return []
+
+
+def test_the_snapshot_keeps_the_frame_every_reader_then_loads(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Framing the stored offers is done once, by the snapshot that stored them: a load
+    afterwards (an API replica's start, the digest, a CLI call) reads the kept frame, the
+    same frame a load that framed the records itself builds."""
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    import db.current
+    from db.current import load_current_offers
+    from service.current import load_current
+    from service.fx import fx_table
+
+    settings = settings_for(db_url, tmp_path)
+    runs = [ok("alpha", [offer(), offer(offer_id="o2", price="3")]), ok("beta", [offer("beta")])]
+    take_snapshot(settings, fetch=Recorder(runs))
+    assert len(list((tmp_path / "cache").glob("current-*.arrow"))) == 1
+    real = db.current._read_frame
+    framed: list[int] = []
+
+    def counting(*args: object, **kwargs: object) -> pl.DataFrame:
+        framed.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(db.current, "_read_frame", counting)
+    loaded = load_current(settings=settings)
+    assert framed == [] and loaded.source == "database" and loaded.frame.height == 3
+    engine = make_engine(db_url)
+    try:
+        fresh = load_current_offers(engine, fx=fx_table(settings))  # frames, keeps nothing
+    finally:
+        engine.dispose()
+    assert framed == [1]
+    assert_frame_equal(loaded.frame, fresh.frame)
+    assert loaded.providers == fresh.providers
+
+
+def test_a_frame_not_kept_costs_the_next_load_the_time_not_the_snapshot(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import service.current
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(service.current, "keep_stored", broken)
+    settings = settings_for(db_url, tmp_path)
+    result = take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
+    assert result.summary.offer_count == 1
+    assert "snapshot stored; its frame not kept" in caplog.text and "disk full" in caplog.text
+    monkeypatch.undo()
+    assert service.current.load_current(settings=settings).frame.height == 1

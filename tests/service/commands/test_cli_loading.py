@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 
 from adapters import ADAPTER_MODULES
 from service.cli import COMMAND_MODULES, COMMANDS, app
+from service.sample_cache import CACHE_DIR
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -86,6 +88,10 @@ def test_a_warm_offers_imports_only_what_it_runs(tmp_path: Path, stored: bool) -
     args = ["offers", "--gpu", "H100", "--hours", "100"]
     if stored:
         _run_main(["snapshot", "--sample"], tmp_path, "")
+        # the snapshot kept its frame: the first table after it is warm already
+        after_snapshot = _modules_after(args, tmp_path)
+        assert not WARM_NEVER & after_snapshot, sorted(WARM_NEVER & after_snapshot)
+        shutil.rmtree(tmp_path / CACHE_DIR)  # the frame gone, the next table frames it
     cold = _modules_after(args, tmp_path)  # the sample parsed, or the stored frame kept
     warm = _modules_after(args, tmp_path)
     assert "service.commands.pricing" in warm

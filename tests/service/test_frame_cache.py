@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -115,12 +116,13 @@ def test_a_broken_file_is_ignored_and_built_again(
 
 def test_another_package_version_or_fx_table_is_another_file(
     engine: Engine, db_url: str, tmp_path: Path, framings: list[int],
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, recompute_code_digest: Callable[[], None],
 ) -> None:  # fmt: skip
     settings = _settings(db_url, tmp_path)
     store_snapshot(engine, [ok("alpha", [offer("alpha")])], started_at=T0, finished_at=T0)
     load_current(settings=settings)
     monkeypatch.setattr(sample_cache, "_version", lambda: "99.0")
+    recompute_code_digest()  # the new version is another process
     load_current(settings=settings)
     assert framings == [1, 1]
     other = default_fx().model_copy(update={"as_of": "1999-01-01"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def test_the_cached_state_is_the_parsed_one(tmp_path: Path) -> None:
 
 
 def test_other_fx_rates_or_inputs_are_another_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recompute_code_digest: Callable[[], None]
 ) -> None:
     fx = default_fx()
     other = fx.model_copy(update={"as_of": "1999-01-01"})
@@ -48,6 +49,8 @@ def test_other_fx_rates_or_inputs_are_another_key(
     assert sample_cache.cache_key(fx, manifest) != sample_cache.cache_key(fx, manifest + b"#")
     key = sample_cache.cache_key(fx, manifest)
     monkeypatch.setattr(sample_cache, "_version", lambda: "99.0")
+    assert sample_cache.cache_key(fx, manifest) == key  # the digest is the process's
+    recompute_code_digest()  # as another process would
     assert sample_cache.cache_key(fx, manifest) != key
     calls: list[int] = []
     cached(tmp_path, fx, calls)
@@ -57,7 +60,7 @@ def test_other_fx_rates_or_inputs_are_another_key(
 
 
 def test_a_changed_source_file_is_another_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recompute_code_digest: Callable[[], None]
 ) -> None:
     fake_root = tmp_path / "root"
     (fake_root / "adapters").mkdir(parents=True)
@@ -67,8 +70,10 @@ def test_a_changed_source_file_is_another_key(
     source = fake_root / "adapters" / "gpus_data.csv"
     source.write_text("a\n")
     monkeypatch.setattr(sample_cache, "_ROOT", fake_root)
+    recompute_code_digest()
     before = sample_cache.cache_key(default_fx(), b"")
     source.write_text("a,b\n")
+    recompute_code_digest()
     assert sample_cache.cache_key(default_fx(), b"") != before
 
 

@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from service.cli import app
@@ -37,15 +38,13 @@ def test_examples_are_found() -> None:
     assert len(commands()) >= 6
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("readme-data")
+#: The example that stores offers: the ones after it in the README read what it stored.
+SNAPSHOT = "gpuscout snapshot --sample"
 
 
-@pytest.mark.parametrize("command", commands())
-def test_readme_example_runs(
+def _invoke(
     command: str, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> Result:
     monkeypatch.setenv("GPUSCOUT_DATA_DIR", str(data_dir))
     monkeypatch.chdir(ROOT)
     from service.settings import get_settings
@@ -53,8 +52,31 @@ def test_readme_example_runs(
     get_settings.cache_clear()
     args = shlex.split(command)[1:]
     args = [str(tmp_path / a) if a.endswith(".png") else a for a in args]
-    result = CliRunner().invoke(app, args)
-    get_settings.cache_clear()
+    try:
+        return CliRunner().invoke(app, args)
+    finally:
+        get_settings.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A data dir as each example finds it in the README's order, whichever worker runs
+    it: empty before the snapshot example, holding what it stored from it on."""
+    before, after = tmp_path_factory.mktemp("readme-data"), tmp_path_factory.mktemp("readme-data")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        stored = _invoke(SNAPSHOT, after, tmp_path_factory.mktemp("readme-out"), monkeypatch)
+    assert stored.exit_code == 0, stored.output
+    return {"before": before, "after": after}
+
+
+@pytest.mark.parametrize("command", commands())
+def test_readme_example_runs(
+    command: str, data_dirs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown = commands()
+    after = SNAPSHOT in shown and shown.index(command) > shown.index(SNAPSHOT)
+    data_dir = data_dirs["after" if after else "before"]
+    result = _invoke(command, data_dir, tmp_path, monkeypatch)
     assert result.exit_code == 0, (command, result.output)
     assert result.stdout.strip(), command
 

@@ -191,14 +191,9 @@ class FxTable(BaseModel):
 
     def rate(self, currency: str) -> Decimal:
         """Units of ``currency`` per 1 USD; KeyError names an unknown currency."""
-        try:
-            return self.units_per_usd[currency]
-        except KeyError:
-            raise KeyError(f"no FX rate for currency {currency!r}") from None
-
-    def to_usd(self, amount: Decimal, currency: str) -> Decimal:
-        """Convert ``amount`` of ``currency`` to USD; KeyError names an unknown currency."""
-        return amount / self.rate(currency)
+        if currency not in self.units_per_usd:
+            raise KeyError(f"no FX rate for currency {currency!r}")
+        return self.units_per_usd[currency]
 
 
 def load_fx(text: str) -> FxTable:
@@ -256,15 +251,9 @@ def hours_per_price_unit(unit: PriceUnit, term: RentalTerm) -> Decimal:
 
 
 def usd_per_hour(
-    *,
-    price_amount: Decimal,
-    price_currency: str,
-    price_unit: PriceUnit,
-    price_basis: PriceBasis,
-    term: RentalTerm,
-    gpu_count: int,
-    fx: FxTable | None = None,
-) -> Decimal:
+    *, price_amount: Decimal, price_currency: str, price_unit: PriceUnit,
+    price_basis: PriceBasis, term: RentalTerm, gpu_count: int, fx: FxTable | None = None,
+) -> Decimal:  # fmt: skip
     """USD per hour for the whole instance: the one place prices are normalised.
 
     ``fx`` is the table non-USD prices convert with; ``None``: the shipped one.
@@ -274,43 +263,20 @@ def usd_per_hour(
     ...     term=RentalTerm.ON_DEMAND, gpu_count=8)
     Decimal('16')
     """
-    (per_hour,) = usd_per_hour_each(
-        [price_amount],
-        price_currency=price_currency,
-        price_unit=price_unit,
-        price_basis=price_basis,
-        term=term,
-        gpu_count=gpu_count,
-        fx=fx,
-    )
-    return per_hour
+    price = (price_currency, price_unit, price_basis, term, gpu_count)
+    return usd_per_hour_each([price_amount], *price, fx=fx)[0]
 
 
 def usd_per_hour_each(
-    amounts: Iterable[Decimal],
-    *,
-    price_currency: str,
-    price_unit: PriceUnit,
-    price_basis: PriceBasis,
-    term: RentalTerm,
-    gpu_count: int,
-    fx: FxTable | None = None,
-) -> list[Decimal]:
-    """:func:`usd_per_hour` of each of ``amounts``, all in one currency, unit, basis, term
-    and GPU count: the same decimal operations in the same order, the rate and the hours
-    looked up once (framing 100k stored prices calls this once per such group).
-
-    >>> usd_per_hour_each([Decimal("2"), Decimal("3")], price_currency="USD",
-    ...     price_unit=PriceUnit.HOUR, price_basis=PriceBasis.GPU,
-    ...     term=RentalTerm.ON_DEMAND, gpu_count=2)
-    [Decimal('4'), Decimal('6')]
-    """
-    rate = (fx or default_fx()).rate(price_currency)
-    hours = hours_per_price_unit(price_unit, term)
-    if price_basis is PriceBasis.GPU:
-        count = max(gpu_count, 1)
-        return [amount / rate / hours * count for amount in amounts]
-    return [amount / rate / hours for amount in amounts]
+    amounts: Iterable[Decimal], currency: str, unit: PriceUnit, basis: PriceBasis,
+    term: RentalTerm, gpu_count: int, fx: FxTable | None = None,
+) -> list[Decimal]:  # fmt: skip
+    """:func:`usd_per_hour` of each of ``amounts``, of one currency, unit, basis, term and
+    GPU count: the rate and the hours looked up once (framing 100k prices runs it per
+    such group), the same decimal arithmetic, in the same order."""
+    rate, hours = (fx or default_fx()).rate(currency), hours_per_price_unit(unit, term)
+    count = max(gpu_count, 1) if basis is PriceBasis.GPU else 1
+    return [amount / rate / hours * count for amount in amounts]
 
 
 #: Precision of the derived USD figures (a millionth of a dollar).
@@ -532,15 +498,8 @@ class Offer(BaseModel):
 
         Rounded to a millionth of a dollar so that equal prices compare equal across runs.
         """
-        return usd_per_hour(
-            price_amount=self.price_amount,
-            price_currency=self.price_currency,
-            price_unit=self.price_unit,
-            price_basis=self.price_basis,
-            term=self.term,
-            gpu_count=self.gpu_count,
-            fx=self._fx,
-        ).quantize(USD_QUANTUM)
+        price = (self.price_currency, self.price_unit, self.price_basis, self.term, self.gpu_count)
+        return usd_per_hour_each([self.price_amount], *price, fx=self._fx)[0].quantize(USD_QUANTUM)
 
     def with_fx(self, fx: FxTable) -> Offer:
         """This offer, its USD figures converted with ``fx`` (its fields unchanged)."""

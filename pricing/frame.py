@@ -384,11 +384,11 @@ def _prices(keys: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
     ).items():
         amounts = usd_per_hour_each(
             map(Decimal, part["price_amount"].to_list()),
-            price_currency=str(currency),
-            price_unit=_UNITS[str(unit)],
-            price_basis=_BASES[str(basis)],
-            term=_TERMS[str(term)],
-            gpu_count=int(gpu_count),
+            str(currency),
+            _UNITS[str(unit)],
+            _BASES[str(basis)],
+            _TERMS[str(term)],
+            int(gpu_count),
             fx=fx,
         )
         usd = [float(a.quantize(quantum)) for a in amounts]

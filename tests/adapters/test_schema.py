@@ -163,7 +163,7 @@ def test_usd_per_hour_uses_the_given_fx_table() -> None:
 
 def test_unknown_currency_in_fx_lookup_is_named() -> None:
     with pytest.raises(KeyError, match="XYZ"):
-        schema.default_fx().to_usd(Decimal(1), "XYZ")
+        schema.default_fx().rate("XYZ")
 
 
 def test_bad_fx_file_is_a_clear_error() -> None:

@@ -254,7 +254,7 @@ def usd_per_hour(
     *, price_amount: Decimal, price_currency: str, price_unit: PriceUnit,
     price_basis: PriceBasis, term: RentalTerm, gpu_count: int, fx: FxTable | None = None,
 ) -> Decimal:  # fmt: skip
-    """USD per hour for the whole instance: the one place prices are normalised.
+    """USD per hour for the whole instance (:func:`usd_per_hour_each` of one price).
 
     ``fx`` is the table non-USD prices convert with; ``None``: the shipped one.
 
@@ -271,9 +271,9 @@ def usd_per_hour_each(
     amounts: Iterable[Decimal], currency: str, unit: PriceUnit, basis: PriceBasis,
     term: RentalTerm, gpu_count: int, fx: FxTable | None = None,
 ) -> list[Decimal]:  # fmt: skip
-    """:func:`usd_per_hour` of each of ``amounts``, of one currency, unit, basis, term and
-    GPU count: the rate and the hours looked up once (framing 100k prices runs it per
-    such group), the same decimal arithmetic, in the same order."""
+    """Whole-instance USD per hour of each of ``amounts``, all of one currency, unit, basis,
+    term and GPU count: the one place prices are normalised, the rate and the hours looked
+    up once (framing 100k stored prices runs it once per such group)."""
     rate, hours = (fx or default_fx()).rate(currency), hours_per_price_unit(unit, term)
     count = max(gpu_count, 1) if basis is PriceBasis.GPU else 1
     return [amount / rate / hours * count for amount in amounts]

@@ -38,6 +38,7 @@ from sqlalchemy.engine import Engine
 from adapters import registry
 from adapters.base import Adapter, RetryPolicy
 from adapters.collect import ProviderRun, RunStatus, collect
+from adapters.schema import FxTable
 from db.current import latest_snapshot
 from db.engine import make_engine
 from db.guard import OfferGuard
@@ -253,14 +254,14 @@ def take_snapshot(
                     if on_start is not None:
                         on_start()
                     runs = tuple(fetch())
-                    finished_at = now()
+                    finished_at, fx = now(), fx_table(settings)
                     summary = store_snapshot(
                         engine,
                         runs,
                         started_at=started_at,
                         finished_at=finished_at,
                         guard=offer_guard(settings),
-                        fx=fx_table(settings),
+                        fx=fx,
                     )
                     pruned = prune(
                         engine,
@@ -272,21 +273,22 @@ def take_snapshot(
                 _finish_failed(engine, run_id, now(), exc)
                 raise
             finish_run(engine, run_id, at=now(), snapshot_id=summary.snapshot_id)
-        _keep_frame(settings, engine)
+        _keep_frame(settings, fx, engine)
     finally:
         if own:
             engine.dispose()
     return SnapshotResult(_as_stored(runs, summary), summary, pruned, aborted)
 
 
-def _keep_frame(settings: Settings, engine: Engine) -> None:
+def _keep_frame(settings: Settings, fx: FxTable, engine: Engine) -> None:
     """Frame the offers just stored and keep the frame in the data dir, outside the job lock
     (:func:`service.current.keep_stored`): readers then load it instead of framing. The
-    snapshot is stored whatever happens here; a frame not kept is framed by the next load."""
+    snapshot is stored whatever happens here; a frame not kept is framed by the next load.
+    ``fx`` is the table the offers were stored with, read once for both."""
     from .current import keep_stored
 
     try:
-        keep_stored(settings, fx_table(settings), engine)
+        keep_stored(settings, fx, engine)
     except Exception as exc:
         log.warning("snapshot stored; its frame not kept (the next load frames it): %s", exc)
 

@@ -4,9 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import polars as pl
 import pytest
 
+import db.current
 from service import sample_cache
+
+
+@pytest.fixture
+def framings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per frame built from the stored records (a cache miss)."""
+    built: list[int] = []
+    real = db.current._read_frame
+
+    def counting(*args: object, **kwargs: object) -> pl.DataFrame:
+        built.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(db.current, "_read_frame", counting)
+    return built
 
 
 @pytest.fixture

@@ -31,20 +31,6 @@ from tests.db.factories import T0, at, failed, offer, ok
 from tests.pricing.factories import make_offer
 
 
-@pytest.fixture
-def framings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """One entry per frame built from the stored records (a cache miss)."""
-    built: list[int] = []
-    real = db.current._read_frame
-
-    def counting(*args: object, **kwargs: object) -> pl.DataFrame:
-        built.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(db.current, "_read_frame", counting)
-    return built
-
-
 def _files(data_dir: Path) -> list[Path]:
     return sorted((data_dir / "cache").glob("current-*.arrow"))
 

@@ -225,15 +225,13 @@ async def _no_fetch(adapters: object, settings: object, **_: object) -> list[Pro
 
 
 def test_the_snapshot_keeps_the_frame_every_reader_then_loads(
-    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_url: str, tmp_path: Path, framings: list[int]
 ) -> None:
     """Framing the stored offers is done once, by the snapshot that stored them: a load
     afterwards (an API replica's start, the digest, a CLI call) reads the kept frame, the
     same frame a load that framed the records itself builds."""
-    import polars as pl
     from polars.testing import assert_frame_equal
 
-    import db.current
     from db.current import load_current_offers
     from service.current import load_current
     from service.fx import fx_table
@@ -242,14 +240,8 @@ def test_the_snapshot_keeps_the_frame_every_reader_then_loads(
     runs = [ok("alpha", [offer(), offer(offer_id="o2", price="3")]), ok("beta", [offer("beta")])]
     take_snapshot(settings, fetch=Recorder(runs))
     assert len(list((tmp_path / "cache").glob("current-*.arrow"))) == 1
-    real = db.current._read_frame
-    framed: list[int] = []
-
-    def counting(*args: object, **kwargs: object) -> pl.DataFrame:
-        framed.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(db.current, "_read_frame", counting)
+    framed = framings
+    framed.clear()  # the snapshot's own framing: what follows is the readers'
     loaded = load_current(settings=settings)
     assert framed == [] and loaded.source == "database" and loaded.frame.height == 3
     engine = make_engine(db_url)

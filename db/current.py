@@ -21,7 +21,10 @@ Framing 100k stored records takes seconds; a :class:`FrameStore` passed to
 :func:`load_current_offers` keeps the frame between processes (the API's start, every CLI
 call) under a key naming everything it was built from: the database, its latest snapshot,
 the number of current offers, each provider's held offers and fetch time, and the FX table
-(:func:`frame_key`). The provider outcomes are always read, the rows only on a miss.
+(:func:`frame_key`); a second store, in the database itself (:mod:`db.kept_frames`, under
+the key without the URL), is read on a miss there, so a reader on another host does not frame
+what the snapshot already framed. The provider outcomes are always read, the rows only on a
+miss of both.
 
 Each provider's state says where its held offers come from (:attr:`ProviderState.origin`:
 a live fetch, or the offline sample replayed by ``gpuscout snapshot --sample``) and whether
@@ -105,6 +108,8 @@ def frame_key(
     rows: int,
     states: Mapping[str, ProviderState],
     fx: FxTable,
+    *,
+    database: bool = True,
 ) -> str:
     """A digest of everything the frame of the current offers is built from, as stored.
 
@@ -112,11 +117,10 @@ def frame_key(
     offers, so its id and finish time move with them; the database's URL (no password),
     the row count and each provider's held offers and fetch time guard against another
     database at the same URL or a snapshot id reused after a reset; the FX table gives
-    the USD figures.
+    the USD figures. ``database=False`` leaves the URL out: the key of a frame kept in that
+    database itself (:mod:`db.kept_frames`), which every reader reaches under its own URL.
     """
-    url = connection.engine.url.render_as_string(hide_password=True)
-    parts = [
-        url,
+    parts: list[object] = [
         None if latest is None else [latest[0], latest[1].isoformat()],
         rows,
         [
@@ -125,6 +129,8 @@ def frame_key(
         ],
         [fx.as_of, fx.source, sorted((k, str(v)) for k, v in fx.units_per_usd.items())],
     ]
+    if database:
+        parts.insert(0, connection.engine.url.render_as_string(hide_password=True))
     return hashlib.blake2b(json.dumps(parts).encode(), digest_size=12).hexdigest()
 
 
@@ -135,19 +141,23 @@ def load_current_offers(
     providers: list[str] | None = None,
     now: datetime | None = None,
     frames: FrameStore | None = None,
+    kept: FrameStore | None = None,
 ) -> CurrentState:
     """The current offers (ordered by key) and every provider's state, in one read.
 
     Prices convert to USD with ``fx``. The frame is built from the stored records as they
     are (see :func:`pricing.frame.records_to_frame`); an offer without its own
     ``fetched_at`` has its provider's. With ``frames`` (and every provider), a frame kept
-    there for the same stored offers is used instead, and a new one kept.
+    there for the same stored offers is used instead, and a new one kept. ``kept`` is the
+    store in the database itself (on this connection, under the URL-free key): read when
+    ``frames`` has none, and given the frame when it did not come from there (a store that
+    only reads ignores it).
     """
     now = now or datetime.now(UTC)
     if isinstance(engine, Engine):
         with engine.connect() as connection, connection.begin():
             return load_current_offers(
-                connection, fx=fx, providers=providers, now=now, frames=frames
+                connection, fx=fx, providers=providers, now=now, frames=frames, kept=kept
             )
     connection = engine
     states = by_name(
@@ -166,14 +176,25 @@ def load_current_offers(
     latest = latest_snapshot(connection)
     frame: pl.DataFrame | None = None
     key: str | None = None
+    shared: str | None = None
+    from_kept = False
     if frames is not None and providers is None:
         count = connection.execute(sa.select(sa.func.count()).select_from(_current)).scalar_one()
         key = frame_key(connection, latest, count, states, fx)
         frame = frames.get(key, count)
+        if kept is not None:
+            shared = frame_key(connection, latest, count, states, fx, database=False)
+            if frame is None:
+                frame = kept.get(shared, count)
+                from_kept = frame is not None
+                if frame is not None:
+                    frames.put(key, frame)
     if frame is None:
         frame = _read_frame(connection, providers, states, fx)
         if frames is not None and key is not None:
             frames.put(key, frame)
+    if kept is not None and shared is not None and not from_kept:
+        kept.put(shared, frame)
     count_fields = functools.partial(stored_coverage, connection.engine, providers)
     return stored_state(frame, states, fx, now, latest, count_fields)
 

@@ -19,6 +19,9 @@ Layout::
                         price holds), raw amount, currency, unit, basis and term next to the
                         normalised USD figures, and its origin (live | sample)
     job_lock            lease rows guarding jobs on SQLite (PostgreSQL uses advisory locks)
+    kept_frame          the polars frame of the current offers, as the snapshot that stored
+                        them framed it (Arrow IPC, zstd): one row, under the key of what it
+                        was framed from, so a reader on any host reads it instead of framing
 
 Money is exact (:class:`~db.types.ExactDecimal`); times are timezone-aware UTC
 (:class:`~db.types.UtcDateTime`). Snapshot ids in ``price_history`` are plain integers, not
@@ -39,6 +42,7 @@ __all__ = [
     "Base",
     "CurrentOffer",
     "JobLock",
+    "KeptFrame",
     "PriceHistory",
     "ProviderStatus",
     "Snapshot",
@@ -222,3 +226,15 @@ class JobLock(Base):
     holder: Mapped[str] = mapped_column(sa.String(64))
     acquired_at: Mapped[datetime] = mapped_column(UtcDateTime)
     expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class KeptFrame(Base):
+    __tablename__ = "kept_frame"
+
+    key: Mapped[str] = mapped_column(
+        sa.String(64), primary_key=True, comment="digest of the stored offers, code and schema"
+    )
+    snapshot_id: Mapped[int] = mapped_column(sa.Integer, comment="the snapshot that framed it")
+    row_count: Mapped[int] = mapped_column(sa.Integer)
+    kept_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    frame: Mapped[bytes] = mapped_column(sa.LargeBinary, comment="Arrow IPC, zstd-compressed")

@@ -119,7 +119,8 @@ def _kept(
 
 def keep_stored(settings: Settings, fx: FxTable, engine: Engine) -> None:
     """Frame the current offers of ``engine``'s database and keep the frame (on SQLite, the
-    state too) in the data dir of ``settings``: the last step of a snapshot.
+    state too) in the data dir of ``settings``, and in the database for readers on other
+    hosts (:class:`~service.frame_cache.DatabaseFrameStore`): the last step of a snapshot.
 
     Framing 100k stored offers takes seconds; done once here, by the process that stored
     them, every later load (each API replica's start and refresh, the digest, each CLI
@@ -132,7 +133,7 @@ def keep_stored(settings: Settings, fx: FxTable, engine: Engine) -> None:
     file = _sqlite_file(engine.url.render_as_string(hide_password=False))
     with store.framing():
         marker = sqlite_marker(file, fx) if file is not None else None
-        _frame_stored(settings, fx, store, marker, engine)
+        _frame_stored(settings, fx, store, marker, engine, keep=True)
 
 
 def _frame_stored(
@@ -141,16 +142,21 @@ def _frame_stored(
     store: FileFrameStore,
     marker: str | None,
     engine: Engine | None = None,
+    *,
+    keep: bool = False,
 ) -> CurrentState | None:
     """:func:`load_stored` through SQLAlchemy (on ``engine``, else one of its own on the
     settings' database): the revision checked, the frame kept in (or read from) ``store``,
-    and the state kept under ``marker`` (one with no offers too: the attempts it records
-    are read back without SQLAlchemy as well)."""
+    else read from the database's own kept frame, and the state kept under ``marker`` (one
+    with no offers too: the attempts it records are read back without SQLAlchemy as well).
+    ``keep``: the snapshot's load, which also keeps the frame in the database."""
     import sqlalchemy as sa
 
     from db.current import load_current_offers
     from db.engine import make_engine
     from db.migrate import HEAD_REVISION, stored_revisions
+
+    from .frame_cache import DatabaseFrameStore
 
     own = engine is None
     engine = engine or make_engine(settings.database_url)
@@ -167,7 +173,9 @@ def _frame_stored(
                 f"the database is at revision {at}, this gpuscout reads {HEAD_REVISION}: run "
                 "`gpuscout db upgrade` (or `gpuscout snapshot`, which migrates first)"
             )
-        state = load_current_offers(engine, fx=fx, frames=store)
+        with engine.connect() as connection, connection.begin():
+            kept = DatabaseFrameStore(connection, keep=keep)
+            state = load_current_offers(connection, fx=fx, frames=store, kept=kept)
     finally:
         if own:
             engine.dispose()

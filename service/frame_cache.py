@@ -23,6 +23,10 @@ A file is never trusted blindly: one that cannot be read, lacks a column of
 database holds is removed and the frame built again. Older ``current-*`` files are removed
 when a new one is written; a data dir that cannot be written only costs the time.
 
+The snapshot keeps the same frame in the database too (:class:`DatabaseFrameStore`, table
+``kept_frame``, under the key without the URL), so a reader whose data dir holds no file (an
+API replica on another host) reads it, on its load's own connection, instead of framing.
+
 Processes that start together (the API's workers, a CLI call beside them) would each frame
 the same records, on the same cores, each peaking at several times the frame's memory:
 :meth:`FileFrameStore.framing` lets one frame while the others wait, then read what it kept.
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import logging
 import sqlite3
@@ -39,13 +44,16 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import polars as pl
 
 from adapters.schema import FxTable
 from db.state import CurrentState, stored_state
 from pricing.frame import OFFER_SCHEMA
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 from .sample_cache import (
     CACHE_DIR,
@@ -55,7 +63,7 @@ from .sample_cache import (
     write_atomically,
 )
 
-__all__ = ["FileFrameStore", "sqlite_marker"]
+__all__ = ["DatabaseFrameStore", "FileFrameStore", "sqlite_marker"]
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +125,52 @@ def _digest(*parts: str) -> str:
     for part in (*parts, _schema_text(), code_digest()):
         h.update(part.encode() + b"\n")
     return h.hexdigest()
+
+
+def _decoded(data: bytes, rows: int) -> tuple[pl.DataFrame | None, str | None]:
+    """The frame in Arrow IPC ``data`` if it is whole (``rows`` rows, every column of
+    ``OFFER_SCHEMA``), else why not."""
+    try:
+        frame = pl.read_ipc(data)
+        problem = _problem(frame, rows)
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
+        return None, f"unreadable: {exc}"
+    return (frame, None) if problem is None else (None, problem)
+
+
+class DatabaseFrameStore:
+    """The frame kept in the database (:mod:`db.kept_frames`), read and written on
+    ``connection``: the load's own, so the frame and the key it is kept under come from one
+    transaction (a snapshot that commits meanwhile changes neither). Only the snapshot's
+    load ``keep``s: reading must not write, and a replica may hold a read-only role."""
+
+    def __init__(self, connection: Connection, keep: bool = False) -> None:
+        self.connection = connection
+        self.keep = keep
+
+    def get(self, key: str, rows: int) -> pl.DataFrame | None:
+        from db.kept_frames import kept_frame
+
+        data = kept_frame(self.connection, _digest(key))
+        if data is None:
+            return None
+        frame, problem = _decoded(data, rows)
+        if problem is not None:
+            log.warning("frame kept in the database ignored (%s); framing the offers", problem)
+        return frame
+
+    def put(self, key: str, frame: pl.DataFrame) -> None:
+        if not self.keep:
+            return
+        from db.current import latest_snapshot
+        from db.kept_frames import keep_frame
+
+        latest = latest_snapshot(self.connection)
+        if latest is None:
+            return
+        buffer = io.BytesIO()
+        frame.write_ipc(buffer, compression="zstd")  # ~3 MB for 100k offers, not ~67
+        keep_frame(self.connection, _digest(key), latest[0], frame.height, buffer.getvalue())
 
 
 class FileFrameStore:
@@ -182,11 +236,10 @@ class FileFrameStore:
             return None
         try:
             # read into memory, not mapped: a file changed under a mapping would crash us
-            frame = pl.read_ipc(path.read_bytes())
-            problem = _problem(frame, rows)
-        except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
-            problem = f"unreadable: {exc}"
-        if problem is None:
+            frame, problem = _decoded(path.read_bytes(), rows)
+        except OSError as exc:
+            frame, problem = None, f"unreadable: {exc}"
+        if frame is not None:
             self.used = path
             return frame
         log.warning("frame cache %s ignored (%s); framing the stored offers again", path, problem)

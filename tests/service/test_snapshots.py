@@ -269,3 +269,88 @@ def test_a_frame_not_kept_costs_the_next_load_the_time_not_the_snapshot(
     assert "snapshot stored; its frame not kept" in caplog.text and "disk full" in caplog.text
     monkeypatch.undo()
     assert service.current.load_current(settings=settings).frame.height == 1
+
+
+def _kept_rows(db_url: str) -> list[tuple[str, int, int]]:
+    import sqlalchemy as sa
+
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            statement = "SELECT key, snapshot_id, row_count FROM kept_frame"
+            return [tuple(row) for row in connection.execute(sa.text(statement))]  # type: ignore[misc]
+    finally:
+        engine.dispose()
+
+
+def test_a_reader_on_another_host_reads_the_frame_the_snapshot_kept_in_the_database(
+    db_url: str, tmp_path: Path, framings: list[int]
+) -> None:
+    """An API replica whose data dir holds nothing (another host, beside a shared
+    PostgreSQL) reads the frame the snapshot kept in the database instead of framing the
+    stored records, and keeps it in its own data dir for its next load."""
+    from polars.testing import assert_frame_equal
+
+    from service.current import load_current
+
+    settings = settings_for(db_url, tmp_path / "scheduler")
+    runs = [ok("alpha", [offer(), offer(offer_id="o2", price="3")]), ok("beta", [offer("beta")])]
+    take_snapshot(settings, fetch=Recorder(runs))
+    (kept,) = _kept_rows(db_url)
+    assert kept[2] == 3
+    framings.clear()
+    replica = settings_for(db_url, tmp_path / "replica")
+    loaded = load_current(settings=replica)
+    assert framings == [] and loaded.frame.height == 3
+    assert len(list((tmp_path / "replica" / "cache").glob("current-*.arrow"))) == 1
+    assert_frame_equal(loaded.frame, load_current(settings=settings).frame)
+    # a second snapshot replaces the kept frame: one row, of alpha's one offer and beta's
+    take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
+    (again,) = _kept_rows(db_url)
+    assert again[1] > kept[1] and again[2] == 2
+
+
+def test_a_kept_frame_of_other_code_or_broken_bytes_is_framed_again_and_never_written_by_readers(
+    db_url: str,
+    tmp_path: Path,
+    framings: list[int],
+    caplog: pytest.LogCaptureFixture,
+    recompute_code_digest: object,
+) -> None:
+    import sqlalchemy as sa
+
+    import service.frame_cache
+    from service.current import load_current
+
+    settings = settings_for(db_url, tmp_path / "scheduler")
+    take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(sa.text("UPDATE kept_frame SET frame = :b"), {"b": b"not arrow"})
+    finally:
+        engine.dispose()
+    framings.clear()
+    loaded = load_current(settings=settings_for(db_url, tmp_path / "replica"))
+    assert framings == [1] and loaded.frame.height == 1
+    assert "frame kept in the database ignored (unreadable" in caplog.text
+    assert _kept_rows(db_url)[0][2] == 1  # the reader framed, and wrote nothing
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            data = connection.execute(sa.text("SELECT frame FROM kept_frame")).scalar_one()
+    finally:
+        engine.dispose()
+    assert bytes(data) == b"not arrow"
+    # another version of the code digests another key: its frame is not this code's
+    take_snapshot(settings, fetch=Recorder([ok("alpha", [offer(), offer(offer_id="o2")])]))
+    framings.clear()
+    assert load_current(settings=settings_for(db_url, tmp_path / "replica-1")).frame.height == 2
+    assert framings == []  # this code reads the new snapshot's frame
+    real = service.frame_cache.code_digest
+    service.frame_cache.code_digest = lambda: real() + "-other"  # type: ignore[assignment]
+    try:
+        load_current(settings=settings_for(db_url, tmp_path / "replica-2"))
+    finally:
+        service.frame_cache.code_digest = real  # type: ignore[assignment]
+    assert framings == [1]

@@ -56,11 +56,13 @@ __all__ = [
     "RESULT_COLUMNS",
     "SORT_KEYS",
     "STREAMING_MIN_ROWS",
+    "SUBEXPRESSIONS_MIN_ROWS",
     "RankOptions",
     "RankedPage",
     "SortKey",
     "costed_plan",
     "engine_for",
+    "optimizations_for",
     "placement_plan",
     "rank",
     "rank_page",
@@ -261,14 +263,44 @@ COSTED_AGAIN_MIN_ROWS = 2_000_000
 STREAMING_MIN_ROWS = 500_000
 
 
+#: From this many offer rows a ranking that names no GPU model is planned with polars'
+#: common-subexpression elimination, any other without (:func:`optimizations_for`). The
+#: chain repeats subexpressions (the per-GPU price, the form factor, the interruptible
+#: share), which the elimination computes once; finding them costs planning time on every
+#: call. Measured (polars 2.1, 2 shared CPUs, 2026-12-04): ``benchmarks/rank.py``, the
+#: ranking without it against with it, two runs each: 10k offers, every offer qualifying
+#: 10.6-11.6 ms against 12.4-14.3, 8x H100 8.7-9.7 against 9.6-11.3; 100k, every offer
+#: qualifying 25.1-25.7 against 23.6; the API's 40 benchmark queries over 100k offers (CPU
+#: of one thread): 12.73 ms against 13.36 for the 35 that name a model, 22.45 against 22.31
+#: for the 5 others; over 20k offers 9.58 against 10.20 and 12.34 against 12.83.
+SUBEXPRESSIONS_MIN_ROWS = 50_000
+
+_WITHOUT_SUBEXPRESSIONS = pl.QueryOptFlags(comm_subexpr_elim=False)
+
+
+def _names_a_model(requirement: Requirement | None) -> bool:
+    return requirement is not None and bool(requirement.gpus)
+
+
 def engine_for(offers: pl.DataFrame, requirement: Requirement | None = None) -> EngineType:
     """The polars engine :func:`rank` collects ``offers`` with under ``requirement``:
     streaming for a frame of :data:`STREAMING_MIN_ROWS` rows or more when the requirement
     names no GPU model, else in memory (see there for the figures)."""
-    names_a_model = requirement is not None and bool(requirement.gpus)
-    if offers.height >= STREAMING_MIN_ROWS and not names_a_model:
+    if offers.height >= STREAMING_MIN_ROWS and not _names_a_model(requirement):
         return "streaming"
     return "in-memory"
+
+
+def optimizations_for(
+    offers: pl.DataFrame, requirement: Requirement | None = None
+) -> pl.QueryOptFlags:
+    """polars' optimisations :func:`rank` plans ``offers`` with under ``requirement``: all
+    of them for a frame of :data:`SUBEXPRESSIONS_MIN_ROWS` rows or more when the
+    requirement names no GPU model (most rows qualify), else all but common-subexpression
+    elimination (see there for the figures)."""
+    if offers.height >= SUBEXPRESSIONS_MIN_ROWS and not _names_a_model(requirement):
+        return pl.QueryOptFlags()
+    return _WITHOUT_SUBEXPRESSIONS
 
 
 def _as_frame(offers: Iterable[Offer] | pl.DataFrame) -> pl.DataFrame:
@@ -707,7 +739,7 @@ def rank(
     """
     frame = _as_frame(offers)
     return rank_plan(frame, requirement, job, options).collect(
-        engine=engine_for(frame, requirement)
+        engine=engine_for(frame, requirement), optimizations=optimizations_for(frame, requirement)
     )
 
 
@@ -753,6 +785,7 @@ def rank_page(
     frame = _as_frame(offers)
     plan, placed = _plans(frame, requirement, job, options, paged=True)
     engine = engine_for(frame, requirement)
+    optimizations = optimizations_for(frame, requirement)
     plans = [plan]
     grouped = None
     if unplaced and job is not None:
@@ -761,9 +794,9 @@ def rank_page(
     if also is not None:
         plans.append(also(grouped))
     if len(plans) > 1:
-        results = pl.collect_all(plans, engine=engine)
+        results = pl.collect_all(plans, engine=engine, optimizations=optimizations)
     else:
-        results = [plan.collect(engine=engine)]
+        results = [plan.collect(engine=engine, optimizations=optimizations)]
     ranked = results[0]
     left = results[1] if grouped is not None else None
     beside = results[-1] if also is not None else None

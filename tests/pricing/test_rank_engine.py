@@ -1,5 +1,6 @@
-"""The engine rank collects with (pricing.rank.engine_for, chosen by measurement) answers
-exactly as the other engine does, at every frame size, on both shapes of the chain."""
+"""The engine rank collects with and the optimisations it plans with (pricing.rank.engine_for
+and optimizations_for, chosen by measurement) answer exactly as the others do, at every
+frame size, on both shapes of the chain."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from pricing import Job, RankOptions, Requirement, rank
-from pricing.rank import STREAMING_MIN_ROWS, engine_for, rank_plan
+from pricing.rank import (
+    STREAMING_MIN_ROWS,
+    SUBEXPRESSIONS_MIN_ROWS,
+    engine_for,
+    optimizations_for,
+    rank_plan,
+)
 
 from .factories import NOW
 from .test_rank import _random_frame
@@ -42,3 +49,34 @@ def test_either_engine_gives_the_same_answer(large: bool, monkeypatch: pytest.Mo
         ranked = rank(frame, job=job, options=options)
         streamed = rank_plan(frame, job=job, options=options).collect(engine="streaming")
         assert_frame_equal(ranked, streamed, check_exact=True)
+
+
+def test_common_subexpressions_are_eliminated_only_where_most_of_a_large_frame_qualifies() -> None:
+    """Planned without common-subexpression elimination below SUBEXPRESSIONS_MIN_ROWS rows
+    or when the requirement names a GPU model (few rows qualify), with it otherwise."""
+    small = pl.DataFrame({"x": [1]})
+    large = pl.DataFrame({"x": pl.int_range(0, SUBEXPRESSIONS_MIN_ROWS, eager=True)})
+    h100 = Requirement(gpus=("H100",))
+
+    def eliminates(frame: pl.DataFrame, requirement: Requirement | None = None) -> bool:
+        return optimizations_for(frame, requirement).comm_subexpr_elim
+
+    assert not eliminates(small) and not eliminates(small, h100) and not eliminates(large, h100)
+    assert eliminates(large) and eliminates(large, Requirement(min_gpus=8))
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
+def test_with_or_without_common_subexpressions_the_answer_is_the_same(
+    large: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if large:
+        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
+    rng = random.Random(7)
+    for _ in range(10):
+        frame = _random_frame(rng)
+        job = Job.for_hours(rng.choice((1, 100)), gpus=rng.choice((None, 8)))
+        options = RankOptions(limit=rng.choice((None, 1, 3)), now=NOW)
+        ranked = rank(frame, job=job, options=options)  # without: a small frame
+        assert not optimizations_for(frame).comm_subexpr_elim
+        plan = rank_plan(frame, job=job, options=options)
+        assert_frame_equal(ranked, plan.collect(optimizations=pl.QueryOptFlags()), check_exact=True)

@@ -23,6 +23,7 @@ from sqlalchemy import MetaData
 from sqlalchemy.engine import URL, Connection, Engine
 
 from .engine import make_engine
+from .head import HEAD_REVISION, VERSION_TABLE
 
 if TYPE_CHECKING:  # Alembic is imported where a migration or its scripts are needed
     from alembic.config import Config
@@ -43,13 +44,6 @@ __all__ = [
 ]
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-
-#: The newest revision under ``migrations/versions``, what a database at head records in
-#: :data:`VERSION_TABLE`. Written out so that a start at head imports no Alembic; a test
-#: checks it against Alembic's own head, so a new migration cannot leave it behind.
-HEAD_REVISION = "0008"
-#: Alembic's table of the revisions a database is at (its default name, as ``env.py`` uses).
-VERSION_TABLE = "alembic_version"
 
 #: Every module that defines tables on ``db.models.Base``: a new one is added here, so that
 #: autogenerate (and the test comparing models with migrations) sees all tables.

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters.field_coverage import ProviderCoverage
 from adapters.sample import manifest_bytes, replay_sample, sample_note
 from adapters.schema import FxTable
+from db.head import sqlite_file
 from db.state import CurrentState, sample_after_attempts, state_from_runs
 
 from .fx import fx_table
@@ -56,23 +56,11 @@ def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
     return cached_sample(settings.data_dir, fx, manifest=manifest_bytes(), note=note, parse=parse)
 
 
-def _sqlite_file(url: str) -> Path | None:
-    """The file an SQLite URL names: ``sqlite:///path`` and ``sqlite+pysqlite:///path``,
-    with or without a query; ``None`` for an in-memory database or any other URL."""
-    scheme, sep, rest = url.partition(":///")
-    if not sep or scheme.split("+")[0] != "sqlite":
-        return None
-    path = rest.split("?", 1)[0]
-    if not path or path == ":memory:" or path.startswith("file:"):
-        return None
-    return Path(path)
-
-
 def _no_sqlite_file(url: str) -> bool:
     """The URL names an SQLite file that does not exist (and could be created) or is empty:
     it holds no offers. Any other database is for the database to say.
     """
-    file = _sqlite_file(url)
+    file = sqlite_file(url)
     if file is None:
         return False
     if file.exists():
@@ -94,7 +82,7 @@ def load_stored(settings: Settings, fx: FxTable) -> CurrentState | None:
     from .frame_cache import FileFrameStore, sqlite_marker
 
     store = FileFrameStore(settings.data_dir)
-    file = _sqlite_file(settings.database_url)
+    file = sqlite_file(settings.database_url)
     marker = sqlite_marker(file, fx) if file is not None else None
     kept = _kept(store, marker, settings, fx)
     if kept is not None:
@@ -130,7 +118,7 @@ def keep_stored(settings: Settings, fx: FxTable, engine: Engine) -> None:
     from .frame_cache import FileFrameStore, sqlite_marker
 
     store = FileFrameStore(settings.data_dir)
-    file = _sqlite_file(engine.url.render_as_string(hide_password=False))
+    file = sqlite_file(engine.url.render_as_string(hide_password=False))
     with store.framing():
         marker = sqlite_marker(file, fx) if file is not None else None
         _frame_stored(settings, fx, store, marker, engine, keep=True)

@@ -28,7 +28,7 @@ import polars as pl
 
 from adapters import provider_names
 from adapters.sample import SAMPLE_NOTE
-from db.current import CurrentState
+from db.state import CurrentState
 from pricing.coverage import Unrankable
 from pricing.names import known_providers
 from pricing.offer_checklist import counts_frame

@@ -25,12 +25,27 @@ __all__ = ["get_once", "placeholder_warning", "register"]
 err = logging.getLogger("gpuscout.serve")
 
 
-def migrate(settings: Settings) -> None:
-    """Apply the migrations to the configured database (the embedded SQLite by default).
-    A database already at head is one query, no Alembic (a restart)."""
+def migrate(settings: Settings) -> str | None:
+    """Apply the migrations to the configured database (the embedded SQLite by default);
+    what was wrong, in one line, when the database cannot be reached (the start goes on:
+    ``/readyz`` and the log say so). A database already at head is one query, no Alembic
+    (a restart); an SQLite file at head is read with the standard library, no SQLAlchemy
+    (:func:`db.head.sqlite_at_head`: the parent of several workers imports none)."""
+    from db.head import sqlite_at_head, sqlite_file
+
+    file = sqlite_file(settings.database_url)
+    if file is not None and sqlite_at_head(file):
+        return None
+    from sqlalchemy.exc import SQLAlchemyError
+
     from db.migrate import upgrade_if_behind
 
-    upgrade_if_behind(settings.database_url)
+    try:
+        upgrade_if_behind(settings.database_url)
+    except SQLAlchemyError as exc:
+        said = one_line(exc)
+        return said[0] if said is not None else str(exc)
+    return None
 
 
 async def _get(app: Any, path: str) -> tuple[int, dict[str, str], bytes]:
@@ -125,18 +140,13 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Serve the REST API; snapshots are scheduled in the same process unless told not."""
-        from sqlalchemy.exc import SQLAlchemyError
-
         from ..fx import fx_table
 
         settings = get_settings()
         fx_table(settings)  # a broken FX file is one line now, not a failing load later
-        try:
-            migrate(settings)
-        except SQLAlchemyError as exc:  # an unreachable database: /readyz and the log say so
-            said = one_line(exc)
-            message = said[0] if said is not None else str(exc)
-            typer.secho(f"migrations not applied: {message}", err=True, fg="yellow")
+        problem = migrate(settings)
+        if problem is not None:  # an unreachable database: /readyz and the log say so
+            typer.secho(f"migrations not applied: {problem}", err=True, fg="yellow")
         if get is not None:
             status, body = get_once(get, settings)
             try:

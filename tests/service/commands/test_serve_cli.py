@@ -228,6 +228,29 @@ def test_a_restart_on_a_database_at_head_runs_no_migration(
     assert current_revision(f"sqlite:///{tmp_path / 'gpuscout.db'}") == HEAD_REVISION
 
 
+def test_a_restart_on_an_sqlite_file_at_head_imports_no_sqlalchemy_before_serving(
+    tmp_path: Path,
+) -> None:
+    """The parent of several workers only starts and watches them: on an SQLite file at
+    head its migration check is the standard library's, and SQLAlchemy is never imported
+    there (each worker imports its own)."""
+    from db.migrate import upgrade
+
+    upgrade(f"sqlite:///{tmp_path / 'gpuscout.db'}")
+    code = (
+        "import sys; from service.commands.serve import migrate;"
+        "from service.settings import Settings;"
+        f"s = Settings(_env_file=None, data_dir={str(tmp_path)!r});"
+        "print(migrate(s), 'sqlalchemy' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert done.stdout.split() == ["None", "False"], done.stderr
+
+
 def test_an_unreachable_database_is_a_warning_before_serving(
     no_server: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -160,8 +160,13 @@ class DatabaseFrameStore:
         return frame
 
     def put(self, key: str, frame: pl.DataFrame) -> None:
+        """Keep ``frame`` (the snapshot's load only), in a savepoint: a write that fails (a
+        database busy with the next snapshot, say) is logged and costs other hosts' readers
+        the framing, never the load nor the frame kept beside the data dir."""
         if not self.keep:
             return
+        from sqlalchemy.exc import SQLAlchemyError
+
         from db.current import latest_snapshot
         from db.kept_frames import keep_frame
 
@@ -170,7 +175,12 @@ class DatabaseFrameStore:
             return
         buffer = io.BytesIO()
         frame.write_ipc(buffer, compression="zstd")  # ~3 MB for 100k offers, not ~67
-        keep_frame(self.connection, _digest(key), latest[0], frame.height, buffer.getvalue())
+        data = buffer.getvalue()
+        try:
+            with self.connection.begin_nested():
+                keep_frame(self.connection, _digest(key), latest[0], frame.height, data)
+        except SQLAlchemyError as exc:
+            log.warning("frame not kept in the database (readers elsewhere frame): %s", exc)
 
 
 class FileFrameStore:

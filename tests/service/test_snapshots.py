@@ -278,7 +278,7 @@ def _kept_rows(db_url: str) -> list[tuple[str, int, int]]:
     try:
         with engine.connect() as connection:
             statement = "SELECT key, snapshot_id, row_count FROM kept_frame"
-            return [tuple(row) for row in connection.execute(sa.text(statement))]  # type: ignore[misc]
+            return [tuple(row) for row in connection.execute(sa.text(statement))]
     finally:
         engine.dispose()
 
@@ -352,5 +352,27 @@ def test_a_kept_frame_of_other_code_or_broken_bytes_is_framed_again_and_never_wr
     try:
         load_current(settings=settings_for(db_url, tmp_path / "replica-2"))
     finally:
-        service.frame_cache.code_digest = real  # type: ignore[assignment]
+        service.frame_cache.code_digest = real
     assert framings == [1]
+
+
+def test_a_frame_the_database_refuses_is_still_kept_beside_the_data_dir(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    framings: list[int],
+) -> None:  # fmt: skip
+    import sqlalchemy as sa
+
+    import db.kept_frames
+    from service.current import load_current
+
+    def busy(connection: object, *args: object) -> None:
+        connection.execute(sa.text("SELECT * FROM no_such_table"))  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(db.kept_frames, "keep_frame", busy)
+    settings = settings_for(db_url, tmp_path)
+    take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
+    assert "frame not kept in the database" in caplog.text
+    assert "its frame not kept" not in caplog.text  # the snapshot's keeping went on
+    assert _kept_rows(db_url) == []
+    framings.clear()
+    assert load_current(settings=settings).frame.height == 1 and framings == []

@@ -25,7 +25,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from .commands.errors import one_line, refuse_non_finite
+from .commands.errors import TYPED_ARGS, one_line, refuse_non_finite
 
 __all__ = ["COMMANDS", "COMMAND_MODULES", "RootGroup", "app", "command_from", "main"]
 
@@ -95,6 +95,7 @@ class RootGroup(TyperGroup):
         return command
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        TYPED_ARGS.set(tuple(args))  # errors name an option as typed (errors.typed_spelling)
         found = super().resolve_command(ctx, args)
         _start_up_done()
         return found

@@ -9,6 +9,10 @@ the database). Any other exception is a bug and keeps its traceback.
 
 Options refuse NaN and Infinity (``nan``, ``inf``, ``1e400`` read as floats) when they are
 parsed (:func:`refuse_non_finite`): no command has a use for them.
+
+An error names an option as the user typed it (``--gpu``, not ``--gpus``): the root group
+keeps the command's arguments (:data:`TYPED_ARGS`) and :func:`typed_spelling` picks, among
+an option's spellings, the one they hold.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from __future__ import annotations
 import errno
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +30,10 @@ import typer
 __all__ = [
     "EXIT_ENVIRONMENT",
     "EXIT_INPUT",
+    "TYPED_ARGS",
     "one_line",
     "refuse_non_finite",
+    "typed_spelling",
     "validation_message",
 ]
 
@@ -36,6 +43,18 @@ EXIT_INPUT = 2
 EXIT_ENVIRONMENT = 1
 #: A message longer than this is cut (a driver's message can run to several lines).
 MAX_MESSAGE_CHARS = 300
+
+
+#: The arguments of the command being run, as typed (set by :mod:`service.cli`'s root group).
+TYPED_ARGS: ContextVar[tuple[str, ...]] = ContextVar("typed_args", default=())
+
+
+def typed_spelling(names: Sequence[str]) -> str:
+    """Of an option's ``names`` (its own first, then the other spellings it accepts), the
+    last one the command's arguments give (``--gpu H100`` or ``--gpu=H100``), else its own."""
+    typed = [a.split("=", 1)[0] for a in TYPED_ARGS.get() if a.startswith("--")]
+    given = [name for name in typed if name in names]
+    return given[-1] if given else names[0]
 
 
 def _flat(text: str) -> str:

@@ -30,6 +30,8 @@ from pricing.job import Job
 from pricing.names import UnknownName
 from pricing.requirement import Requirement
 
+from .errors import typed_spelling
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -191,8 +193,9 @@ def fields_from_options(
 
 
 def field_options(specs: list[OptionSpec]) -> Mapping[type[BaseModel], dict[str, str]]:
-    """For each model, its field -> the CLI option that sets it (errors name the option)."""
+    """For each model, its field -> the CLI option that sets it, spelled as this command's
+    arguments spell it (errors name the option the user typed: ``--gpu``, ``--gpus``)."""
     out: dict[type[BaseModel], dict[str, str]] = {}
     for spec in specs:
-        out.setdefault(spec.model, {})[spec.field] = spec.names[0]
+        out.setdefault(spec.model, {})[spec.field] = typed_spelling(spec.names)
     return out

@@ -217,7 +217,6 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 
 _SPECS: list[OptionSpec] = model_options()
-_OPTION_OF: Mapping[type[BaseModel], dict[str, str]] = field_options(_SPECS)
 
 
 def _fail(message: str) -> NoReturn:
@@ -228,7 +227,7 @@ def _fail(message: str) -> NoReturn:
 def cli_message(exc: ValidationError, model: type[BaseModel]) -> str:
     """A model's refusal naming the CLI options: ``--gpus: unknown GPU model ...``; a
     model-level rule is prefixed with the option of the field it starts with."""
-    names = _OPTION_OF.get(model, {})
+    names = field_options(_SPECS).get(model, {})
     parts = []
     for error in exc.errors(include_url=False):
         loc = [str(p) for p in error["loc"]]

@@ -77,7 +77,7 @@ BAD_NUMBERS: list[tuple[str, list[str], str]] = [
     ("offers", ["offers", "--sample", "--job-gpus", "1" + "0" * 30], "--job-gpus"),
     ("offers", ["offers", "--sample", "--min-gpus", "inf"], "--min-gpus"),
     ("offers", ["offers", "--sample", "--max-usd-per-hour", "-1"], "--max-usd-per-hour"),
-    ("offers", ["offers", "--sample", "--params", "1e300", "--tokens", "1e9"], "--model-params"),
+    ("offers", ["offers", "--sample", "--params", "1e300", "--tokens", "1e9"], "--params"),
     (
         "estimate",
         [*DATABASE_ARGS["estimate"][:3], "--job-gpus", "1" + "0" * 22, "--sample"],

@@ -114,12 +114,12 @@ def test_offers_table_and_preset() -> None:
     ("args", "needle"),
     [
         (["--min-gpus", "4", "--max-gpus", "2"], "error: --max-gpus: max_gpus (2"),
-        (["--gpu", "NOPE-9000"], "error: --gpus: unknown GPU model"),
+        (["--gpu", "NOPE-9000"], "error: --gpu: unknown GPU model"),  # as typed
         (["--min-gpus", "1.5"], "'--min-gpus'"),
         (["--preset", "nope"], "--preset"),
         (["--tokens", "1e9"], "error: --model-params:"),
-        (["--term", "forever"], "error: --terms:"),
-        (["--country", "USA"], "error: --countries:"),
+        (["--term", "forever"], "error: --term:"),
+        (["--countries", "USA"], "error: --countries:"),
         (["--job-gpus", "0"], "error: --job-gpus:"),
     ],
 )
@@ -437,9 +437,7 @@ def test_an_unknown_gpu_name_gets_a_did_you_mean() -> None:
     result = runner.invoke(app, ["offers", "--gpu", "H1000"])
     assert result.exit_code == 2
     said = " ".join(result.stderr.split())
-    assert (
-        "error: --gpus: unknown GPU model, family or vendor: 'H1000' (did you mean 'H100'" in said
-    )
+    assert "error: --gpu: unknown GPU model, family or vendor: 'H1000' (did you mean 'H100'" in said
 
 
 def test_estimate_refuses_a_family_naming_its_models() -> None:

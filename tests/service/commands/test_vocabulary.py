@@ -75,7 +75,8 @@ def test_min_gpus_is_an_integer() -> None:
     ("args", "said"),
     [
         (["--gpus", "NOPE-9000"], "error: --gpus: unknown GPU model"),
-        (["--gpu", "NOPE-9000"], "error: --gpus: unknown GPU model"),
+        (["--gpu", "NOPE-9000"], "error: --gpu: unknown GPU model"),  # named as typed
+        (["--gpu", "H100", "--gpus=NOPE-9000"], "error: --gpus: unknown GPU model"),
         (["--providers", "a", "--exclude-providers", "a"], "error: --exclude-providers:"),
         (["--max-usd-per-gpu-hour", "0"], "error: --max-usd-per-gpu-hour:"),
         (["--interruptible-overhead", "11"], "error: --interruptible-overhead:"),

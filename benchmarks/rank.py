@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.ma  # before polars reads arrays in threads (see synthetic_offers)
 import polars as pl
 import psutil
 
@@ -118,6 +119,9 @@ def synthetic_offers(n: int, seed: int = 7) -> pl.DataFrame:
         "reliability": rng.uniform(0.9, 1.0, rows),
         "available_now": rng.random(rows) < 0.8,
     }
+    # polars builds the columns of a dict of arrays in a thread pool, each asking numpy for
+    # np.ma; numpy imports that submodule on first use, and two threads importing it at once
+    # recursed until RecursionError (a CI run of tests/benchmarks): it is imported above
     frame = pl.DataFrame(data, nan_to_null=True).with_columns(
         price_amount=pl.col("usd_per_hour").cast(pl.Decimal(38, 12))
     )

@@ -150,8 +150,7 @@ def load_current_offers(
     ``fetched_at`` has its provider's. With ``frames`` (and every provider), a frame kept
     there for the same stored offers is used instead, and a new one kept. ``kept`` is the
     store in the database itself (on this connection, under the URL-free key): read when
-    ``frames`` has none, and given the frame when it did not come from there (a store that
-    only reads ignores it).
+    ``frames`` has none, and given the frame (a store that only reads ignores it).
     """
     now = now or datetime.now(UTC)
     if isinstance(engine, Engine):
@@ -177,24 +176,20 @@ def load_current_offers(
     frame: pl.DataFrame | None = None
     key: str | None = None
     shared: str | None = None
-    from_kept = False
     if frames is not None and providers is None:
         count = connection.execute(sa.select(sa.func.count()).select_from(_current)).scalar_one()
         key = frame_key(connection, latest, count, states, fx)
         frame = frames.get(key, count)
         if kept is not None:
             shared = frame_key(connection, latest, count, states, fx, database=False)
-            if frame is None:
-                frame = kept.get(shared, count)
-                from_kept = frame is not None
-                if frame is not None:
-                    frames.put(key, frame)
+            if frame is None and (frame := kept.get(shared, count)) is not None:
+                frames.put(key, frame)
     if frame is None:
         frame = _read_frame(connection, providers, states, fx)
         if frames is not None and key is not None:
             frames.put(key, frame)
-    if kept is not None and shared is not None and not from_kept:
-        kept.put(shared, frame)
+    if kept is not None and shared is not None:
+        kept.put(shared, frame)  # a store that only reads ignores it
     count_fields = functools.partial(stored_coverage, connection.engine, providers)
     return stored_state(frame, states, fx, now, latest, count_fields)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-__all__ = ["HEAD_REVISION", "VERSION_TABLE", "sqlite_at_head", "sqlite_file"]
+__all__ = ["HEAD_REVISION", "VERSION_TABLE", "read_sqlite", "sqlite_at_head", "sqlite_file"]
 
 #: The newest revision under ``migrations/versions``, what a database at head records in
 #: :data:`VERSION_TABLE`. Written out so that a start at head imports no Alembic; a test
@@ -34,20 +34,28 @@ def sqlite_file(url: str) -> Path | None:
     return Path(path)
 
 
+def read_sqlite(path: Path, *statements: str) -> list[list[tuple[object, ...]]] | None:
+    """The rows of each of ``statements`` on the SQLite file at ``path``, read with the
+    standard library, read-only, in one read transaction (every row of one moment);
+    ``None`` when it cannot be read (no such file or table, a locked or broken file)."""
+    if not path.is_file():
+        return None
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except (sqlite3.Error, ValueError):
+        return None
+    try:
+        connection.execute("BEGIN")
+        return [connection.execute(sql).fetchall() for sql in statements]
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()
+
+
 def sqlite_at_head(path: Path) -> bool:
     """Whether the SQLite file at ``path`` records :data:`HEAD_REVISION` and nothing else,
     read-only. ``False`` when it cannot tell (no such file or table, a locked or broken
     file): the caller then asks Alembic, which migrates or says why not."""
-    if not path.is_file():
-        return False
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except (sqlite3.Error, ValueError):
-        return False
-    try:
-        rows = connection.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchall()
-    except sqlite3.Error:
-        return False
-    finally:
-        connection.close()
-    return sorted(str(row[0]) for row in rows) == [HEAD_REVISION]
+    read = read_sqlite(path, f"SELECT version_num FROM {VERSION_TABLE}")
+    return read is not None and sorted(str(row[0]) for row in read[0]) == [HEAD_REVISION]

@@ -39,7 +39,6 @@ import hashlib
 import io
 import json
 import logging
-import sqlite3
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -49,6 +48,7 @@ from typing import IO, TYPE_CHECKING
 import polars as pl
 
 from adapters.schema import FxTable
+from db.head import VERSION_TABLE, read_sqlite
 from db.state import CurrentState, stored_state
 from pricing.frame import OFFER_SCHEMA
 
@@ -96,25 +96,15 @@ def sqlite_marker(path: Path, fx: FxTable) -> str | None:
     """A digest of the raw rows saying which current offers the SQLite file at ``path``
     holds, read with :mod:`sqlite3` (read-only), and of ``fx``; ``None`` when it cannot be
     read (no such tables yet, a locked or broken file): the full load then says why."""
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except (sqlite3.Error, ValueError):
+    rows = read_sqlite(
+        path,
+        f"SELECT version_num FROM {VERSION_TABLE}",
+        "SELECT * FROM snapshot ORDER BY id DESC LIMIT 1",
+        "SELECT count(*) FROM current_offer",
+        "SELECT * FROM provider_status ORDER BY provider",
+    )
+    if rows is None:
         return None
-    try:
-        connection.execute("BEGIN")  # one read transaction: every row of one moment
-        rows = [
-            connection.execute(sql).fetchall()
-            for sql in (
-                "SELECT version_num FROM alembic_version",
-                "SELECT * FROM snapshot ORDER BY id DESC LIMIT 1",
-                "SELECT count(*) FROM current_offer",
-                "SELECT * FROM provider_status ORDER BY provider",
-            )
-        ]
-    except sqlite3.Error:
-        return None
-    finally:
-        connection.close()
     rates = sorted((k, str(v)) for k, v in fx.units_per_usd.items())
     text = repr([str(path.resolve()), rows, fx.as_of, fx.source, rates])
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()

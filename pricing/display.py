@@ -11,6 +11,7 @@ sorting use the unrounded values; only the output is rounded.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from decimal import Decimal
 
 import polars as pl
@@ -20,6 +21,7 @@ __all__ = [
     "INTERNAL_COLUMNS",
     "age_text",
     "decimal_text",
+    "display_expressions",
     "figure_text",
     "for_display",
     "provider_label",
@@ -61,9 +63,10 @@ def _decimal_text(name: str) -> pl.Expr:
     )
 
 
-def for_display(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` (any subset of the ranking's columns) rounded and trimmed for output."""
-    schema = frame.schema
+def display_expressions(schema: Mapping[str, pl.DataType]) -> list[pl.Expr]:
+    """What :func:`for_display` does to the columns of a frame of ``schema``: rounding and
+    exact text, one expression per column it changes (a plan ending in them, as
+    :func:`pricing.rank.rank_page`'s may, collects what ``for_display`` would give)."""
     exprs = [
         pl.col(name).round(places)
         for name, places in DECIMALS.items()
@@ -74,7 +77,18 @@ def for_display(frame: pl.DataFrame) -> pl.DataFrame:
         for name in _EXACT
         if name in schema and isinstance(schema[name], pl.Decimal)
     ]
-    return frame.lazy().with_columns(exprs).drop(INTERNAL_COLUMNS, strict=False).collect()
+    return exprs
+
+
+def for_display(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (any subset of the ranking's columns) rounded and trimmed for output.
+
+    Collected in memory, each expression in turn: the frames shown are small (a page, a
+    price history), where polars' streaming engine and its thread pool cost more than the
+    work (a page of 50 ranked offers: 0.37 ms against 0.75)."""
+    exprs = display_expressions(frame.schema)
+    plan = frame.lazy().with_columns_seq(exprs).drop(INTERNAL_COLUMNS, strict=False)
+    return plan.collect(engine="in-memory")
 
 
 def provider_label(provider: str, seller: str | None) -> str:

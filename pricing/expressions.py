@@ -348,6 +348,7 @@ PLACEMENT_REASONS: tuple[str, ...] = (
 )  # fmt: skip
 
 
+@_kept
 def _preempted_share(i: Interruptible) -> pl.Expr:
     """Share of wall-clock time lost on an interruptible row: nodes x rate x hours lost per
     preemption (0 on other terms). Needs ``nodes``."""
@@ -362,10 +363,19 @@ def placement_reason(
     req: Requirement, memory_per_gpu_needed: bool, i: Interruptible, modelled: bool = True
 ) -> pl.Expr:
     """Why the job cannot be placed on this row (null: it can). Needs ``nodes`` and, with
-    ``memory_per_gpu_needed``, ``memory_per_gpu_gb``.
+    ``memory_per_gpu_needed``, ``memory_per_gpu_gb``. Of ``req`` it reads only
+    ``allow_ethernet`` (:func:`_placement_reason`)."""
+    return _placement_reason(req.allow_ethernet, memory_per_gpu_needed, i, modelled)
+
+
+@_kept
+def _placement_reason(
+    allow_ethernet: bool, memory_per_gpu_needed: bool, i: Interruptible, modelled: bool
+) -> pl.Expr:
+    """:func:`placement_reason`, kept per argument.
 
     More than one node needs a declared ``multi_node`` and a stated fabric: RDMA, or plain
-    Ethernet when ``req.allow_ethernet``. No configuration takes more nodes than the
+    Ethernet when ``allow_ethernet``. No configuration takes more nodes than the
     provider states it has (``available_count``; 0 is sold out: one node later, never
     more). The training state, its activations and the per-GPU floor must fit one GPU's
     memory. An interruptible row on so
@@ -382,7 +392,7 @@ def placement_reason(
         .when(multi & pl.col("multi_node").is_null())
         .then(pl.lit(MULTI_NODE_UNSTATED))
     )
-    if not req.allow_ethernet:
+    if not allow_ethernet:
         expr = expr.when(multi & (fabric == Fabric.ETHERNET.value)).then(pl.lit(ETHERNET_ONLY))
     # a sold-out offer (0) still runs a one-node job later (it ranks after: unavailable()),
     # but is never multiplied
@@ -763,6 +773,7 @@ def _instant(now: datetime) -> pl.Expr:
     return pl.lit((now - _EPOCH) // _MICROSECOND, dtype=pl.Datetime("us", "UTC"))
 
 
+@_kept
 def price_age_hours(now: datetime) -> pl.Expr:
     """Hours since the price was fetched."""
     return (_instant(now) - pl.col("fetched_at")).dt.total_seconds() / SECONDS_PER_HOUR
@@ -816,7 +827,13 @@ def _known(cond: pl.Expr, allow_unknown: bool) -> pl.Expr:
 
 
 def _in(column: str, values: Sequence[object]) -> pl.Expr:
-    return pl.col(column).is_in([getattr(v, "value", v) for v in values])
+    return _is_in(column, tuple(getattr(v, "value", v) for v in values))
+
+
+@_kept
+def _is_in(column: str, values: tuple[object, ...]) -> pl.Expr:
+    """``column`` is one of ``values``: kept, since each call builds a Series of them."""
+    return pl.col(column).is_in(list(values))
 
 
 def _provider_in(names: Sequence[str]) -> pl.Expr:
@@ -863,7 +880,9 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
     ``catalog_form_factor`` and ``form_factor_varies``).
     """
     u = req.allow_unknown
-    conds: list[pl.Expr] = [pl.col("term").is_in([t.value for t in req.allowed_terms()])]
+    terms = req.allowed_terms()
+    # every row has one of the terms: a condition only when some are left out
+    conds: list[pl.Expr] = [] if len(terms) == len(RentalTerm) else [_in("term", terms)]
     if req.gpus:
         conds.append(_in("gpu_model", req.gpu_models()))
     if req.min_gpus is not None:
@@ -948,4 +967,4 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
         conds.append(price_age_hours(now) <= req.max_price_age_hours)
     # A chain of ``&`` (not all_horizontal) lets polars push each offer-only condition
     # below the catalog join.
-    return functools.reduce(operator.and_, conds)
+    return functools.reduce(operator.and_, conds) if conds else pl.lit(True)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
@@ -40,9 +40,11 @@ from adapters.gpus import Precision
 from adapters.schema import Offer, RentalTerm
 
 from . import expressions as ex
+from .display import display_expressions
 from .efficiency import Efficiency, default_efficiency
-from .frame import OFFER_ROW, catalog_frame, offers_to_frame, with_config_id
+from .frame import OFFER_ROW, OFFER_SCHEMA, catalog_frame, offers_to_frame, with_config_id
 from .job import Job
+from .model_rows import ByModel
 from .requirement import Requirement
 from .unplaced import unplaced_configurations
 
@@ -303,11 +305,22 @@ def optimizations_for(
     return _WITHOUT_SUBEXPRESSIONS
 
 
-def _as_frame(offers: Iterable[Offer] | pl.DataFrame) -> pl.DataFrame:
+#: What :func:`rank` ranks: offers, their frame, or their frame in runs of one GPU model.
+Offers = Iterable[Offer] | pl.DataFrame | ByModel
+
+
+def _as_frame(offers: Offers) -> pl.DataFrame:
     """``offers`` as a frame of :func:`pricing.frame.offers_to_frame` (with ``config_id``)."""
+    if isinstance(offers, ByModel):
+        return offers.frame
     if isinstance(offers, pl.DataFrame):
         return offers if "config_id" in offers.columns else with_config_id(offers)
     return offers_to_frame(offers)
+
+
+def _framed(offers: Offers) -> pl.DataFrame | ByModel:
+    """``offers`` as :func:`_as_frame` gives them, a :class:`ByModel` as it is."""
+    return offers if isinstance(offers, ByModel) else _as_frame(offers)
 
 
 def _catalog_table(precision: Precision, efficiency: Efficiency, mfu: float | None) -> pl.DataFrame:
@@ -520,14 +533,11 @@ def _top_configurations(
         # AFTER is 0 or 1: the least key among a configuration's available rows if it has
         # one, else among all its rows; plain minima (polars' fast group-by path), where a
         # filter by the group's own minimum evaluates group by group
-        available = "_key_available"
         per_config = (
-            costed.select(
-                "config_id", AFTER, KEY, pl.when(pl.col(AFTER) == 0).then(KEY).alias(available)
-            )
+            costed.select("config_id", AFTER, KEY, _KEY_AVAILABLE)
             .group_by("config_id")
-            .agg(pl.col(AFTER).min(), pl.col(KEY).min(), pl.col(available).min())
-            .with_columns(pl.when(pl.col(AFTER) == 0).then(available).otherwise(KEY).alias(KEY))
+            .agg(*_LEAST_KEYS)
+            .with_columns(_PLACE_KEY)
         )
         by = [AFTER, KEY, "config_id"]
     else:
@@ -540,6 +550,12 @@ def _top_configurations(
     return per_config.bottom_k(limit, by=by).select("config_id"), total
 
 
+_AVAILABLE_KEY = "_key_available"
+_KEY_AVAILABLE = pl.when(pl.col(AFTER) == 0).then(KEY).alias(_AVAILABLE_KEY)
+_LEAST_KEYS = (pl.col(AFTER).min(), pl.col(KEY).min(), pl.col(_AVAILABLE_KEY).min())
+_PLACE_KEY = pl.when(pl.col(AFTER) == 0).then(_AVAILABLE_KEY).otherwise(KEY).alias(KEY)
+
+
 def _cheapest_terms(costed: pl.LazyFrame) -> pl.LazyFrame:
     """One row per configuration: available before not available now, then its least key,
     then the earlier term, then frame row.
@@ -548,9 +564,12 @@ def _cheapest_terms(costed: pl.LazyFrame) -> pl.LazyFrame:
     there as a minimum, without sorting) and kept by a semi join: sorting every costed
     row, then keeping the first per configuration, took 2-5x longer on 100k offers under
     a sort other than the key's, which reads every configuration's cheapest row."""
-    first = pl.col(OFFER_ROW).sort_by(AFTER, KEY, "term", OFFER_ROW, nulls_last=True).first()
-    chosen = costed.group_by("config_id").agg(first).select(OFFER_ROW)
+    chosen = costed.group_by("config_id").agg(_CHEAPEST_ROW).select(OFFER_ROW)
     return costed.join(chosen, on=OFFER_ROW, how="semi")
+
+
+#: A configuration's cheapest row (:func:`_cheapest_terms`), in a group-by.
+_CHEAPEST_ROW = pl.col(OFFER_ROW).sort_by(AFTER, KEY, "term", OFFER_ROW, nulls_last=True).first()
 
 
 def _peers_summary(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -563,25 +582,24 @@ def _peers_summary(rows: pl.LazyFrame) -> pl.LazyFrame:
     hourly price (:func:`pricing.expressions.break_even_hours`); the on-demand price is one
     per configuration, so the best commitment is the one with the cheapest period.
     """
-    on_demand = pl.col("term") == RentalTerm.ON_DEMAND.value
-    period_usd = pl.col("commitment_hours") * pl.col("usd_per_hour")
-    best_hours = pl.col("best_period_usd") / pl.col("on_demand_usd_per_hour")
-    return (
-        rows.group_by("config_id")
-        .agg(
-            on_demand_usd_per_hour=pl.col("usd_per_hour").filter(on_demand).min(),
-            best_period_usd=period_usd.min(),
-            best_commitment_term=pl.col("term")
-            .sort_by(period_usd, "term", nulls_last=True)
-            .first(),
-        )
-        .with_columns(best_commitment_hours=best_hours)
-        .with_columns(
-            best_commitment_term=pl.when(pl.col("best_commitment_hours").is_not_null()).then(
-                pl.col("best_commitment_term")
-            )
-        )
-    )
+    return rows.group_by("config_id").agg(**_PEERS).with_columns(**_BEST_COMMITMENT)
+
+
+_PERIOD_USD = pl.col("commitment_hours") * pl.col("usd_per_hour")
+#: :func:`_peers_summary`'s aggregates and what it derives from them: built once, as
+#: every expression a ranking reuses (building them was part of each call's fixed cost).
+_PEERS: Mapping[str, pl.Expr] = {
+    "on_demand_usd_per_hour": pl.col("usd_per_hour")
+    .filter(pl.col("term") == RentalTerm.ON_DEMAND.value)
+    .min(),
+    "best_period_usd": _PERIOD_USD.min(),
+    "best_commitment_term": pl.col("term").sort_by(_PERIOD_USD, "term", nulls_last=True).first(),
+}
+_BEST_HOURS = pl.col("best_period_usd") / pl.col("on_demand_usd_per_hour")
+_BEST_COMMITMENT: Mapping[str, pl.Expr] = {
+    "best_commitment_hours": _BEST_HOURS,
+    "best_commitment_term": pl.when(_BEST_HOURS.is_not_null()).then(pl.col("best_commitment_term")),
+}
 
 
 #: The costing's columns the answer keeps when the costed rows are cached: with the offer
@@ -649,8 +667,18 @@ def _chosen_costed_again(chain: _Chain, rows: pl.LazyFrame, options: RankOptions
     return _Chosen(best, _peers_summary(rows), total, chain.placed(chain.qualified(every)))
 
 
+def _offer_rows(offers: pl.DataFrame | ByModel, requirement: Requirement | None) -> pl.LazyFrame:
+    """The rows a ranking under ``requirement`` reads, with :data:`OFFER_ROW`: the named
+    GPU models' runs of a :class:`~pricing.model_rows.ByModel` (no other row qualifies),
+    else every row."""
+    if not isinstance(offers, ByModel):
+        return offers.lazy().with_row_index(OFFER_ROW)
+    named = requirement is not None and bool(requirement.gpus)
+    return offers.rows(requirement.gpu_models() if named else None)  # type: ignore[union-attr]
+
+
 def rank_plan(
-    offers: Iterable[Offer] | pl.DataFrame,
+    offers: Offers,
     requirement: Requirement | None = None,
     job: Job | None = None,
     options: RankOptions | None = None,
@@ -665,23 +693,26 @@ def rank_plan(
     :func:`rank_page` splits off: :data:`OFFER_ROW` and the number of qualifying
     configurations (counted by stage one, which groups them anyway).
     """
-    return _plans(_as_frame(offers), requirement, job, options, paged=paged)[0]
+    return _plans(_framed(offers), requirement, job, options, paged=paged)[0]
 
 
 def _plans(
-    frame: pl.DataFrame,
+    offers: pl.DataFrame | ByModel,
     requirement: Requirement | None,
     job: Job | None,
     options: RankOptions | None,
     *,
     paged: bool,
+    displayed: bool = False,
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """:func:`rank_plan`'s chain, and every qualifying row placed (the rows the unplaced
-    configurations are read off, sharing the chain's cache where it keeps one)."""
+    configurations are read off, sharing the chain's cache where it keeps one); with
+    ``displayed``, the result's columns as :func:`pricing.display.for_display` shows them
+    (:func:`_shown`)."""
     options = options or RankOptions()
     chain = _Chain.of(requirement, job, options)
-    rows = frame.lazy().with_row_index(OFFER_ROW)
-    large = frame.height >= COSTED_AGAIN_MIN_ROWS
+    rows = _offer_rows(offers, requirement)
+    large = _as_frame(offers).height >= COSTED_AGAIN_MIN_ROWS
     chosen = (_chosen_costed_again if large else _chosen_from_cache)(chain, rows, options)
     best = chosen.best.join(chosen.peers, on="config_id", how="left")
     extra: list[str] = []
@@ -690,16 +721,9 @@ def _plans(
         if chosen.total is not None:  # a few rows, one count: the join costs nothing
             best = best.join(chosen.total, how="cross")
             extra.append(_TOTAL)
-    on_commitment = pl.col("commitment_hours").is_not_null()
-    on_demand = pl.col("term") == RentalTerm.ON_DEMAND.value
     ranked = (
         best.join(chain.figures, on="gpu_model", how="left")
-        .with_columns(
-            break_even_hours=pl.when(on_commitment)
-            .then(ex.break_even_hours())
-            .when(on_demand)
-            .then(pl.col("best_commitment_hours")),
-        )
+        .with_columns(break_even_hours=_BREAK_EVEN_HOURS)
         .with_columns(
             break_even=ex.break_even_text(),
             usd_per_gpu_hour=ex.usd_per_gpu_hour(),
@@ -718,27 +742,50 @@ def _plans(
         )
         .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)
-        .select(*RESULT_COLUMNS, *extra)
+        .select(*(_shown() if displayed else RESULT_COLUMNS), *extra)
     )
     return ranked, chosen.placed
 
 
+#: A commitment's break-even against on-demand; on-demand's, its best commitment's.
+_BREAK_EVEN_HOURS = (
+    pl.when(pl.col("commitment_hours").is_not_null())
+    .then(ex.break_even_hours())
+    .when(pl.col("term") == RentalTerm.ON_DEMAND.value)
+    .then(pl.col("best_commitment_hours"))
+)
+
+
+@functools.cache
+def _shown() -> tuple[str | pl.Expr, ...]:
+    """:data:`RESULT_COLUMNS` as :func:`pricing.display.for_display` shows them: each
+    column it rounds or writes as text its expression, the others by name (the result's
+    dtypes read once, off the plan of an empty frame)."""
+    empty = with_config_id(pl.DataFrame(schema=OFFER_SCHEMA))
+    shown = {
+        e.meta.output_name(): e for e in display_expressions(rank_plan(empty).collect_schema())
+    }
+    return tuple(shown.get(name, name) for name in RESULT_COLUMNS)
+
+
 def rank(
-    offers: Iterable[Offer] | pl.DataFrame,
+    offers: Offers,
     requirement: Requirement | None = None,
     job: Job | None = None,
     options: RankOptions | None = None,
 ) -> pl.DataFrame:
     """The best ``options.limit`` configurations for ``job`` under ``requirement``.
 
-    ``offers`` may be Offer objects or a frame from :func:`pricing.frame.offers_to_frame`
-    (kept in memory by the API). One row per configuration (provider, offer_id, region,
-    price basis) with its cheapest term; columns :data:`RESULT_COLUMNS`, in the order of
-    :meth:`RankOptions.order`. The job defaults to one hour, the options to
-    :class:`RankOptions`'s defaults.
+    ``offers`` may be Offer objects, a frame from :func:`pricing.frame.offers_to_frame`,
+    or one in runs of one GPU model (:class:`~pricing.model_rows.ByModel`, kept in memory
+    by the API: a requirement naming models then reads their rows alone). One row per
+    configuration (provider, offer_id, region, price basis) with its cheapest term; columns
+    :data:`RESULT_COLUMNS`, in the order of :meth:`RankOptions.order`. The job defaults to
+    one hour, the options to :class:`RankOptions`'s defaults.
     """
-    frame = _as_frame(offers)
-    return rank_plan(frame, requirement, job, options).collect(
+    framed = _framed(offers)
+    frame = _as_frame(framed)
+    return rank_plan(framed, requirement, job, options).collect(
         engine=engine_for(frame, requirement), optimizations=optimizations_for(frame, requirement)
     )
 
@@ -760,13 +807,14 @@ class RankedPage:
 
 
 def rank_page(
-    offers: pl.DataFrame,
+    offers: pl.DataFrame | ByModel,
     requirement: Requirement | None = None,
     job: Job | None = None,
     options: RankOptions | None = None,
     *,
     unplaced: bool = False,
     also: Callable[[pl.LazyFrame | None], pl.LazyFrame] | None = None,
+    displayed: bool = False,
 ) -> RankedPage:
     """:func:`rank` and the number of qualifying configurations, in one pass.
 
@@ -780,10 +828,12 @@ def rank_page(
     the ranking and the note apart, 71 together). ``also`` plans what a caller wants
     beside the ranking from the unplaced configurations' plan (``None`` without them),
     collected in the same ``collect_all`` (:attr:`RankedPage.also`): the API's coverage
-    note, whose own collect was ~3.4 ms of fixed cost on every page.
+    note, whose own collect was ~3.4 ms of fixed cost on every page. With ``displayed``
+    the rows are as :func:`pricing.display.for_display` shows them (its collect, ~1 ms of
+    a page, saved), with :data:`RESULT_COLUMNS` all the same.
     """
     frame = _as_frame(offers)
-    plan, placed = _plans(frame, requirement, job, options, paged=True)
+    plan, placed = _plans(offers, requirement, job, options, paged=True, displayed=displayed)
     engine = engine_for(frame, requirement)
     optimizations = optimizations_for(frame, requirement)
     plans = [plan]

@@ -21,7 +21,6 @@ from urllib.parse import urlencode
 import polars as pl
 
 from pricing.coverage import left_out_plan, misfits, note_of
-from pricing.display import for_display
 from pricing.rank import RankedPage, RankOptions, SortKey, rank_page
 
 from .answer_schema import GROUPS, TOP_LEVEL
@@ -33,25 +32,54 @@ from .vocabulary import rfc3339
 
 __all__ = ["page_header", "ranked_offers", "ranked_page", "warnings_for"]
 
+#: The columns an offer's key is made of (:func:`~service.api.offer_ids.offer_key`).
+_KEY_COLUMNS = ("provider", "offer_id", "region", "term", "price_basis", "term_variant")
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, datetime):
-        return rfc3339(value)
-    return value
+#: Every column an answer's offer shows or is keyed by.
+_SHAPED_COLUMNS = tuple(
+    dict.fromkeys([*_KEY_COLUMNS, *TOP_LEVEL, *(c for cs in GROUPS.values() for c in cs)])
+)
 
 
-def _shape(row: dict[str, Any], checklist: dict[str, Any]) -> dict[str, Any]:
-    """One ranking row as a :class:`RankedOffer` dict (a column the ranking lacks: KeyError),
-    with its ``checklist`` summary."""
-    key = offer_key(row)
-    out: dict[str, Any] = {"id": offer_id(key)}
-    out.update((k, _json_value(row[k])) for k in TOP_LEVEL)
-    for group, columns in GROUPS.items():
-        out[group] = {c: _json_value(row[c]) for c in columns}
-    out["checklist"] = checklist
-    out["links"] = {"history": history_link(key)}
+def _json_values(column: pl.Series) -> list[Any]:
+    """A column's values as JSON holds them: a float that is not finite as null, an
+    instant as RFC 3339 text, the rest as they are."""
+    values = column.to_list()
+    if column.dtype.is_float():
+        return [v if v is None or math.isfinite(v) else None for v in values]
+    if column.dtype == pl.Datetime:
+        return [None if v is None else rfc3339(v) for v in values]
+    return values
+
+
+def _shaped(rows: pl.DataFrame, checklists: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ranking rows as :class:`RankedOffer` dicts (a column the ranking lacks: an error),
+    each with its ``checklist`` summary: built column by column, each value converted
+    once (:func:`_json_values`), and each group's dicts zipped from its columns."""
+    values = {name: _json_values(rows.get_column(name)) for name in _SHAPED_COLUMNS}
+    keys = [
+        offer_key(dict(zip(_KEY_COLUMNS, k, strict=True)))
+        for k in zip(*(values[c] for c in _KEY_COLUMNS), strict=True)
+    ]
+    top = [
+        dict(zip(TOP_LEVEL, v, strict=True))
+        for v in zip(*(values[c] for c in TOP_LEVEL), strict=True)
+    ]
+    groups = {
+        group: [
+            dict(zip(columns, v, strict=True))
+            for v in zip(*(values[c] for c in columns), strict=True)
+        ]
+        for group, columns in GROUPS.items()
+    }
+    out = []
+    for i, key in enumerate(keys):
+        offer: dict[str, Any] = {"id": offer_id(key), **top[i]}
+        for group, dicts in groups.items():
+            offer[group] = dicts[i]
+        offer["checklist"] = checklists[i]
+        offer["links"] = {"history": history_link(key)}
+        out.append(offer)
     return out
 
 
@@ -68,7 +96,7 @@ def _rank(state: ApiState, q: ParsedQuery, now: datetime, *, noted: bool = False
     (:func:`~pricing.coverage.left_out`, in :attr:`RankedPage.also`), collected together."""
     options = _options(q, now, q.offset + q.limit)
     if not noted:
-        return rank_page(state.frame, q.requirement, q.job, options)
+        return rank_page(state.by_model, q.requirement, q.job, options, displayed=True)
 
     def left_out_of(unplaced: pl.LazyFrame | None) -> pl.LazyFrame:
         return left_out_plan(
@@ -76,7 +104,10 @@ def _rank(state: ApiState, q: ParsedQuery, now: datetime, *, noted: bool = False
             unrankable=state.unrankable, unplaced=unplaced,
         )  # fmt: skip
 
-    return rank_page(state.frame, q.requirement, q.job, options, unplaced=True, also=left_out_of)
+    return rank_page(
+        state.by_model, q.requirement, q.job, options, unplaced=True, also=left_out_of,
+        displayed=True,
+    )  # fmt: skip
 
 
 def _query_string(canonical: dict[str, Any]) -> str:
@@ -111,16 +142,10 @@ def warnings_for(state: ApiState) -> list[str]:
 
 
 def _page_offers(state: ApiState, page: RankedPage, offset: int) -> list[dict[str, Any]]:
-    """The page's rows (from ``offset``) shaped as in the answer, each with its checklist
-    summary (:meth:`ApiState.checklist_of`)."""
-    rows = for_display(page.rows.slice(offset))
+    """The page's rows (from ``offset``, as the ranking shows them) shaped as in the
+    answer, each with its checklist summary (:meth:`ApiState.checklist_of`)."""
     counts = state.checklist_of(page.offer_rows.slice(offset))
-    return [
-        _shape(row, checklist)
-        for row, checklist in zip(
-            rows.iter_rows(named=True), counts.iter_rows(named=True), strict=True
-        )
-    ]
+    return _shaped(page.rows.slice(offset), counts.to_dicts())
 
 
 def ranked_offers(state: ApiState, q: ParsedQuery, now: datetime) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from adapters import provider_names
 from adapters.sample import SAMPLE_NOTE
 from db.state import CurrentState
 from pricing.coverage import Unrankable
+from pricing.model_rows import ByModel
 from pricing.names import known_providers
 from pricing.offer_checklist import counts_frame
 
@@ -59,23 +60,27 @@ class ApiState:
     current: CurrentState
     tag: str  # identifies the snapshot; the base of every ETag
     cache: ResultCache = dataclasses.field(compare=False)
+    #: :attr:`current`'s frame in runs of one GPU model, as the rankings read it.
+    by_model: ByModel = dataclasses.field(compare=False)
 
     @property
     def frame(self) -> pl.DataFrame:
-        """The offers to rank (:data:`pricing.frame.OFFER_SCHEMA` and ``config_id``)."""
-        return self.current.frame
+        """The offers to rank (:data:`pricing.frame.OFFER_SCHEMA` and ``config_id``), in
+        runs of one GPU model (:attr:`by_model`): every row number of an answer
+        (:data:`pricing.frame.OFFER_ROW`) is a row of this frame."""
+        return self.by_model.frame
 
     @functools.cached_property
     def unrankable(self) -> Unrankable:
         """The offers whose GPU no ranking can rank (:func:`pricing.coverage.left_out`)."""
-        return Unrankable(self.current.frame)
+        return Unrankable(self.frame)
 
     @functools.cached_property
     def checklist(self) -> pl.DataFrame:
         """Per offer row of :attr:`frame`, its checklist summary (:data:`COUNT_COLUMNS`):
         an offer's checklist does not depend on the query, so it is counted once per
         snapshot (~80 ms for 100k offers), and a page fetches its rows by position."""
-        return counts_frame(self.current.frame).select(COUNT_COLUMNS)
+        return counts_frame(self.frame).select(COUNT_COLUMNS)
 
     def checklist_of(self, rows: pl.Series) -> pl.DataFrame:
         """The checklist summary of the offers at ``rows`` of :attr:`frame`, in order: read
@@ -84,14 +89,14 @@ class ApiState:
         every offer's: ~80 ms at 100k offers)."""
         if "checklist" in self.__dict__:
             return self.checklist[rows]
-        return counts_frame(self.current.frame[rows]).select(COUNT_COLUMNS)
+        return counts_frame(self.frame[rows]).select(COUNT_COLUMNS)
 
     @functools.cached_property
     def known_providers(self) -> frozenset[str]:
         """The names ``providers`` and ``exclude_providers`` may give: the registered
         adapters' and every provider and seller of the offers
         (:func:`pricing.names.known_providers`)."""
-        return known_providers(self.current.frame, provider_names())
+        return known_providers(self.frame, provider_names())
 
     @functools.cached_property
     def warnings(self) -> tuple[str, ...]:
@@ -157,10 +162,14 @@ def snapshot_tag(current: CurrentState) -> str:
 def build_state(
     current: CurrentState, *, cache_entries: int, cache_bytes: int | None = None
 ) -> ApiState:
+    """The API's state of ``current``, whose frame it holds in runs of one GPU model only
+    (the state's :attr:`~ApiState.frame`: the frame as loaded is let go)."""
+    by_model = ByModel.of(current.frame)
     return ApiState(
-        current=current,
+        current=dataclasses.replace(current, frame=by_model.frame),
         tag=snapshot_tag(current),
         cache=ResultCache(cache_entries, cache_bytes),
+        by_model=by_model,
     )
 
 

@@ -1,0 +1,69 @@
+"""A frame's offers in runs of one GPU model: the rows a ranking that names models reads.
+
+A requirement that names GPUs (``gpus=H100``: three catalog models) qualifies only offers
+of those models (:func:`pricing.expressions.qualifies` keeps ``gpu_model`` in
+:meth:`~pricing.requirement.Requirement.gpu_models`), yet a ranking over the whole frame
+filters every row: the predicate, then each column it keeps. :class:`ByModel` holds the
+frame sorted by model, once per snapshot, and where each model's run starts, so a ranking
+reads the named models' runs alone: zero-copy slices, each row keeping its place in the
+sorted frame (:data:`~pricing.frame.OFFER_ROW`).
+
+The sort is stable, and a configuration (provider, offer, region, basis) is one offer's
+hardware, so its rows keep their order: every tie the ranking breaks by frame row breaks
+as it did.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping
+
+import polars as pl
+
+from .frame import OFFER_ROW
+
+__all__ = ["ByModel"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ByModel:
+    """``frame`` sorted by ``gpu_model`` (stable, unidentified GPUs last) and, per model,
+    the ``(offset, length)`` of its run. Build it with :meth:`of`."""
+
+    frame: pl.DataFrame
+    runs: Mapping[str, tuple[int, int]]
+
+    @classmethod
+    def of(cls, frame: pl.DataFrame) -> ByModel:
+        """``frame`` in runs of one model (~35 ms for 100k offers)."""
+        ordered = frame.sort("gpu_model", maintain_order=True, nulls_last=True)
+        runs = (
+            ordered.select("gpu_model")
+            .with_row_index("_start")
+            .group_by("gpu_model")
+            .agg(pl.col("_start").min(), pl.len().alias("_length"))
+            .drop_nulls("gpu_model")
+        )
+        return cls(
+            ordered,
+            {model: (start, length) for model, start, length in runs.iter_rows()},
+        )
+
+    def rows(self, models: Collection[str] | None = None) -> pl.LazyFrame:
+        """The rows of ``models`` (``None``: every row), in frame order, with
+        :data:`~pricing.frame.OFFER_ROW`: the row's place in :attr:`frame`."""
+        if models is None:
+            return self.frame.lazy().with_row_index(OFFER_ROW)
+        spans: list[tuple[int, int]] = []
+        for start, length in sorted(self.runs[m] for m in set(models) if m in self.runs):
+            if spans and sum(spans[-1]) == start:  # adjacent runs (H100 NVL, PCIe, SXM5)
+                spans[-1] = (spans[-1][0], spans[-1][1] + length)
+            else:
+                spans.append((start, length))
+        if not spans:
+            return self.frame.clear().lazy().with_row_index(OFFER_ROW)
+        parts = [
+            self.frame.slice(start, length).lazy().with_row_index(OFFER_ROW, offset=start)
+            for start, length in spans
+        ]
+        return parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=False)

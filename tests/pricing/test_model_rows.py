@@ -1,0 +1,107 @@
+"""ByModel: a frame in runs of one GPU model, and rankings over it equal to the frame's."""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from adapters.schema import Offer, RentalTerm
+from pricing import Job, RankOptions, Requirement, rank
+from pricing.frame import OFFER_ROW, offers_to_frame
+from pricing.model_rows import ByModel
+from pricing.rank import rank_page
+
+from .factories import NOW, make_offer
+
+_MODELS = ("H100-SXM5-80GB", "H100-PCIE-80GB", "A100-SXM4-80GB", "L4", None)
+
+
+def _mixed_frame(rng: random.Random) -> pl.DataFrame:
+    """Offers of several models (and unidentified GPUs) interleaved, several terms each."""
+    offers: dict[str, Offer] = {}
+    for i in range(rng.randint(1, 60)):
+        model = rng.choice(_MODELS)
+        offer = make_offer(
+            provider=rng.choice(("a", "b")),
+            offer_id=f"o{rng.randint(0, 12)}-{model}",
+            gpu_model=model,
+            gpu_raw_name=None if model else f"mystery {i % 3}",
+            gpu_count=rng.choice((1, 8)),
+            term=rng.choice((RentalTerm.ON_DEMAND, RentalTerm.INTERRUPTIBLE, RentalTerm.COMMIT_1Y)),
+            term_variant=rng.choice((None, "v1")),
+            price_amount=Decimal(rng.choice(("2", "3", "16", "24"))),
+            available_now=rng.choice((None, True, False)),
+        )
+        offers.setdefault(offer.key, offer)
+    return offers_to_frame(list(offers.values()))
+
+
+def test_runs_hold_each_model_in_frame_order_and_unidentified_last() -> None:
+    frame = _mixed_frame(random.Random(1)).with_row_index("before")
+    by_model = ByModel.of(frame)
+    ordered = by_model.frame
+    assert ordered.height == frame.height
+    assert sorted(ordered["before"]) == list(range(frame.height))
+    seen = 0
+    for model, (start, length) in sorted(by_model.runs.items(), key=lambda kv: kv[1]):
+        assert start == seen  # contiguous, in order, no gaps
+        run = ordered.slice(start, length)
+        assert run["gpu_model"].to_list() == [model] * length
+        assert run["before"].is_sorted()  # stable: a model's rows keep their order
+        seen += length
+    assert ordered.slice(seen)["gpu_model"].null_count() == ordered.height - seen
+    assert set(by_model.runs) == set(frame["gpu_model"].drop_nulls())
+
+
+@pytest.mark.parametrize(
+    "models",
+    [
+        None,
+        [],
+        ["L4"],
+        ["H100-SXM5-80GB", "H100-PCIE-80GB"],  # adjacent runs
+        ["A100-SXM4-80GB", "L4", "H100-SXM5-80GB"],
+        ["B200"],  # none held
+    ],
+)
+def test_rows_are_the_models_rows_numbered_by_their_place(models: list[str] | None) -> None:
+    by_model = ByModel.of(_mixed_frame(random.Random(2)))
+    rows = by_model.rows(models).collect()
+    every = by_model.frame.with_row_index(OFFER_ROW)
+    expected = every if models is None else every.filter(pl.col("gpu_model").is_in(models))
+    assert_frame_equal(rows, expected)
+
+
+@pytest.mark.parametrize("sort", ["usd_per_effective_tflop_hour", "usd_per_hour"])
+def test_a_ranking_over_the_runs_equals_one_over_the_frame(sort: str) -> None:
+    """Every requirement, naming models or not: the same rows, totals and frame rows."""
+    rng = random.Random(3)
+    requirements = [
+        Requirement(),
+        Requirement(gpus=("H100",)),
+        Requirement(gpus=("L4", "A100-SXM4-80GB"), min_gpus=8),
+        Requirement(gpus=("B200",)),
+        Requirement(gpus=("H100",), terms=(RentalTerm.INTERRUPTIBLE,)),
+    ]
+    ranked = dict.fromkeys(range(len(requirements)), 0)
+    for _ in range(8):
+        by_model = ByModel.of(_mixed_frame(rng))
+        for n, requirement in enumerate(requirements):
+            job = Job.for_hours(rng.choice((1, 100)), gpus=rng.choice((None, 16)))
+            options = RankOptions(limit=rng.choice((None, 1, 3)), now=NOW, sort=sort)  # type: ignore[arg-type]
+            whole = rank_page(by_model.frame, requirement, job, options, unplaced=True)
+            runs = rank_page(by_model, requirement, job, options, unplaced=True)
+            assert_frame_equal(runs.rows, whole.rows, check_exact=True)
+            assert runs.offer_rows.to_list() == whole.offer_rows.to_list()
+            assert runs.total == whole.total
+            assert whole.unplaced is not None and runs.unplaced is not None
+            assert_frame_equal(runs.unplaced, whole.unplaced, check_row_order=False)
+            assert_frame_equal(
+                rank(by_model, requirement, job, options), whole.rows, check_exact=True
+            )
+            ranked[n] += whole.rows.height
+    assert all(ranked[n] for n in (0, 1, 2, 4)) and not ranked[3]  # B200: none held

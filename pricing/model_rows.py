@@ -10,7 +10,9 @@ sorted frame (:data:`~pricing.frame.OFFER_ROW`).
 
 The sort is stable, and a configuration (provider, offer, region, basis) is one offer's
 hardware, so its rows keep their order: every tie the ranking breaks by frame row breaks
-as it did.
+as it did, and a configuration's every term (its break-even against on-demand) is in the
+run. A frame where some configuration's rows name different models (inconsistent stored
+data) is read whole, as if no model were named: exact before fast.
 """
 
 from __future__ import annotations
@@ -28,14 +30,20 @@ __all__ = ["ByModel"]
 @dataclasses.dataclass(frozen=True)
 class ByModel:
     """``frame`` sorted by ``gpu_model`` (stable, unidentified GPUs last) and, per model,
-    the ``(offset, length)`` of its run. Build it with :meth:`of`."""
+    the ``(offset, length)`` of its run (``None``: some configuration spans models, every
+    row is read). Build it with :meth:`of`."""
 
     frame: pl.DataFrame
-    runs: Mapping[str, tuple[int, int]]
+    runs: Mapping[str, tuple[int, int]] | None
 
     @classmethod
     def of(cls, frame: pl.DataFrame) -> ByModel:
-        """``frame`` in runs of one model (~35 ms for 100k offers)."""
+        """``frame`` (with ``config_id``) in runs of one model (~40 ms for 100k offers)."""
+        spans_models = (
+            frame.group_by("config_id").agg(pl.col("gpu_model").n_unique() > 1).to_series(1)
+        )
+        if spans_models.any():
+            return cls(frame, None)
         ordered = frame.sort("gpu_model", maintain_order=True, nulls_last=True)
         runs = (
             ordered.select("gpu_model")
@@ -52,7 +60,7 @@ class ByModel:
     def rows(self, models: Collection[str] | None = None) -> pl.LazyFrame:
         """The rows of ``models`` (``None``: every row), in frame order, with
         :data:`~pricing.frame.OFFER_ROW`: the row's place in :attr:`frame`."""
-        if models is None:
+        if models is None or self.runs is None:
             return self.frame.lazy().with_row_index(OFFER_ROW)
         spans: list[tuple[int, int]] = []
         for start, length in sorted(self.runs[m] for m in set(models) if m in self.runs):

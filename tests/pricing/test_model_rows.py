@@ -44,6 +44,7 @@ def test_runs_hold_each_model_in_frame_order_and_unidentified_last() -> None:
     frame = _mixed_frame(random.Random(1)).with_row_index("before")
     by_model = ByModel.of(frame)
     ordered = by_model.frame
+    assert by_model.runs is not None
     assert ordered.height == frame.height
     assert sorted(ordered["before"]) == list(range(frame.height))
     seen = 0
@@ -105,3 +106,21 @@ def test_a_ranking_over_the_runs_equals_one_over_the_frame(sort: str) -> None:
             )
             ranked[n] += whole.rows.height
     assert all(ranked[n] for n in (0, 1, 2, 4)) and not ranked[3]  # B200: none held
+
+
+def test_a_configuration_spanning_models_has_the_frame_read_whole() -> None:
+    """One offer's terms stored with two different models (inconsistent data): its
+    on-demand row must still reach the break-even of its commitment, so nothing is cut."""
+    offers = [
+        make_offer(offer_id="box", term=RentalTerm.ON_DEMAND, gpu_model="H100-PCIE-80GB"),
+        make_offer(offer_id="box", term=RentalTerm.COMMIT_1Y, gpu_model="H100-SXM5-80GB"),
+        make_offer(offer_id="other", gpu_model="L4", gpu_count=1),
+    ]
+    by_model = ByModel.of(offers_to_frame(offers))
+    assert by_model.runs is None
+    assert by_model.rows(["H100-SXM5-80GB"]).collect().height == 3
+    requirement = Requirement(gpus=("H100-SXM5-80GB",), terms=(RentalTerm.COMMIT_1Y,))
+    options = RankOptions(now=NOW)
+    ranked = rank(by_model, requirement, Job.for_hours(10_000), options)
+    assert ranked["on_demand_usd_per_hour"].to_list() == [16.0]
+    assert_frame_equal(ranked, rank(by_model.frame, requirement, Job.for_hours(10_000), options))

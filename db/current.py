@@ -51,6 +51,7 @@ from adapters.field_coverage import ProviderCoverage, count_records
 from adapters.run import Origin, RunStatus
 from adapters.schema import FxTable
 from pricing.frame import records_to_frame
+from pricing.model_rows import in_model_runs
 
 from .engine import driver_rows, placeholders
 from .models import CurrentOffer, ProviderStatus, Snapshot
@@ -143,7 +144,7 @@ def load_current_offers(
     frames: FrameStore | None = None,
     kept: FrameStore | None = None,
 ) -> CurrentState:
-    """The current offers (ordered by key) and every provider's state, in one read.
+    """The current offers (by GPU model, then key) and every provider's state, in one read.
 
     Prices convert to USD with ``fx``. The frame is built from the stored records as they
     are (see :func:`pricing.frame.records_to_frame`); an offer without its own
@@ -200,7 +201,10 @@ def _read_frame(
     states: Mapping[str, ProviderState],
     fx: FxTable,
 ) -> pl.DataFrame:
-    """The current offers' frame from their stored records (of ``providers``: all)."""
+    """The current offers' frame from their stored records (of ``providers``: all), by GPU
+    model, then key: the runs a ranking that names models reads
+    (:class:`pricing.model_rows.ByModel`), made here once, so that the frame kept from it
+    is read in that order and an API start does not sort (a copy of the frame)."""
     statement = f"SELECT provider, record, fetched_at FROM {_current.name}"
     if providers is not None:
         statement += f" WHERE provider IN ({placeholders(connection, len(providers))})"
@@ -210,7 +214,8 @@ def _read_frame(
         else []
     )
     names, records, times = list(zip(*rows, strict=True)) or [(), (), ()]
-    return records_to_frame(records, _fetched_at(names, times, states, connection), fx)
+    frame = records_to_frame(records, _fetched_at(names, times, states, connection), fx)
+    return in_model_runs(frame)
 
 
 def stored_coverage(

@@ -162,11 +162,14 @@ def snapshot_tag(current: CurrentState) -> str:
 def build_state(
     current: CurrentState, *, cache_entries: int, cache_bytes: int | None = None
 ) -> ApiState:
-    """The API's state of ``current``, whose frame it holds in runs of one GPU model only
-    (the state's :attr:`~ApiState.frame`: the frame as loaded is let go)."""
+    """The API's state of ``current``, whose frame it holds in runs of one GPU model: the
+    database's come so (:func:`db.current.load_current_offers`); another, the sample's, is
+    sorted here, and the frame as loaded let go."""
     by_model = ByModel.of(current.frame)
+    if by_model.frame is not current.frame:  # sorted here (the sample's): hold that one
+        current = dataclasses.replace(current, frame=by_model.frame)
     return ApiState(
-        current=dataclasses.replace(current, frame=by_model.frame),
+        current=current,
         tag=snapshot_tag(current),
         cache=ResultCache(cache_entries, cache_bytes),
         by_model=by_model,

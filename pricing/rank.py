@@ -673,8 +673,8 @@ def _offer_rows(offers: pl.DataFrame | ByModel, requirement: Requirement | None)
     else every row."""
     if not isinstance(offers, ByModel):
         return offers.lazy().with_row_index(OFFER_ROW)
-    named = requirement is not None and bool(requirement.gpus)
-    return offers.rows(requirement.gpu_models() if named else None)  # type: ignore[union-attr]
+    models = requirement.gpu_models() if requirement is not None and requirement.gpus else None
+    return offers.rows(models)
 
 
 def rank_plan(

@@ -24,7 +24,15 @@ from pricing.coverage import left_out_plan, misfits, note_of
 from pricing.rank import RankedPage, RankOptions, SortKey, rank_page
 
 from .answer_schema import GROUPS, TOP_LEVEL
-from .offer_ids import Cursor, encode_cursor, history_link, offer_id, offer_key, query_digest
+from .offer_ids import (
+    KEY_COLUMNS,
+    Cursor,
+    encode_cursor,
+    history_link,
+    offer_id,
+    offer_key,
+    query_digest,
+)
 from .offers_cache import OFFERS_PATH, CachedPage, etag_for
 from .offers_query import ParsedQuery
 from .state import ApiState
@@ -32,12 +40,9 @@ from .vocabulary import rfc3339
 
 __all__ = ["page_header", "ranked_offers", "ranked_page", "warnings_for"]
 
-#: The columns an offer's key is made of (:func:`~service.api.offer_ids.offer_key`).
-_KEY_COLUMNS = ("provider", "offer_id", "region", "term", "price_basis", "term_variant")
-
 #: Every column an answer's offer shows or is keyed by.
 _SHAPED_COLUMNS = tuple(
-    dict.fromkeys([*_KEY_COLUMNS, *TOP_LEVEL, *(c for cs in GROUPS.values() for c in cs)])
+    dict.fromkeys([*KEY_COLUMNS, *TOP_LEVEL, *(c for cs in GROUPS.values() for c in cs)])
 )
 
 
@@ -58,8 +63,8 @@ def _shaped(rows: pl.DataFrame, checklists: list[dict[str, Any]]) -> list[dict[s
     once (:func:`_json_values`), and each group's dicts zipped from its columns."""
     values = {name: _json_values(rows.get_column(name)) for name in _SHAPED_COLUMNS}
     keys = [
-        offer_key(dict(zip(_KEY_COLUMNS, k, strict=True)))
-        for k in zip(*(values[c] for c in _KEY_COLUMNS), strict=True)
+        offer_key(dict(zip(KEY_COLUMNS, k, strict=True)))
+        for k in zip(*(values[c] for c in KEY_COLUMNS), strict=True)
     ]
     top = [
         dict(zip(TOP_LEVEL, v, strict=True))

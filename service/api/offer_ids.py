@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 __all__ = [
+    "KEY_COLUMNS",
     "MAX_OFFSET",
     "Cursor",
     "CursorError",
@@ -43,6 +44,10 @@ def _b64(data: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+#: The fields of a ranking row :func:`offer_key` reads (``term_variant`` when set).
+KEY_COLUMNS = ("provider", "offer_id", "region", "term", "price_basis", "term_variant")
 
 
 def offer_key(row: Mapping[str, Any]) -> str:

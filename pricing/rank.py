@@ -438,15 +438,16 @@ class _Chain:
         eff = self.efficiency
         scaling = ex.scaling() if self.scaling is None else pl.lit(self.scaling)
         floor, metered, billed = ex.billed_hours_stages()
-        # a job without a GPU count runs on one node (ex.node_count(None) is 1), where the
-        # fabric factor is 1.0: no curve of the fabric's Gbps to evaluate on every row
+        # a job without a GPU count runs on every GPU of one node (ex.node_count(None) is
+        # 1), where the fabric factor is 1.0: no curve of the fabric's Gbps to evaluate on
+        # every row, and the GPUs per node it uses are the node's
         one_node = self.job.gpus is None
         inter_node = pl.lit(1.0) if one_node else ex.inter_node_scaling(eff.scaling)
         return (
             placed.filter(pl.col("placement_reason").is_null())
             .with_columns(
                 total_gpus=ex.total_gpus(),
-                scaling_intra_node=ex.intra_node_scaling(eff.scaling),
+                scaling_intra_node=ex.intra_node_scaling(eff.scaling, one_node),
                 scaling_inter_node=inter_node,
                 ranked_after=ex.unavailable(),
             )
@@ -521,22 +522,26 @@ _SORT_EXPRESSIONS: dict[str, pl.Expr] = {"usd_per_gpu_hour": ex.usd_per_gpu_hour
 def _top_configurations(
     costed: pl.LazyFrame, options: RankOptions, limit: int
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Stages one and two: the ``config_id`` of the top ``limit`` configurations, and the
-    number of configurations stage one found (one row, column :data:`_TOTAL`).
+    """Stages one and two: the top ``limit`` configurations, each with its cheapest row
+    (``config_id`` and :data:`OFFER_ROW`, the choice :func:`_cheapest_terms` makes; cached,
+    read by the answer and by the peers' summary), and the number of configurations stage
+    one found (one row, column :data:`_TOTAL`).
 
-    Under the default sort a configuration's place is its least key (one group-by), and
-    ties break by ``config_id``, exactly as in :data:`SORT_KEYS`. Another sort key is read
-    off each configuration's cheapest row, so stage one keeps that row per configuration
-    (the same choice as :func:`_cheapest_terms`) before stage two orders by it.
+    Under the default sort a configuration's place is its least key, and ties break by
+    ``config_id``, exactly as in :data:`SORT_KEYS`: one group-by takes the least keys and
+    the cheapest row together (a second group-by over the chosen configurations' rows and
+    a join back cost ~0.5 ms of planning on every call). Another sort key is read off each
+    configuration's cheapest row, so stage one keeps that row per configuration before
+    stage two orders by it.
     """
     if options.sort == KEY:
         # AFTER is 0 or 1: the least key among a configuration's available rows if it has
         # one, else among all its rows; plain minima (polars' fast group-by path), where a
         # filter by the group's own minimum evaluates group by group
         per_config = (
-            costed.select("config_id", AFTER, KEY, _KEY_AVAILABLE)
+            costed.select("config_id", AFTER, KEY, _KEY_AVAILABLE, "term", OFFER_ROW)
             .group_by("config_id")
-            .agg(*_LEAST_KEYS)
+            .agg(*_LEAST_KEYS, _CHEAPEST_ROW)
             .with_columns(_PLACE_KEY)
         )
         by = [AFTER, KEY, "config_id"]
@@ -547,7 +552,8 @@ def _top_configurations(
         by = [AFTER, options.sort, KEY, "config_id"]
     per_config = per_config.cache()  # one row per configuration, read twice
     total = per_config.select(pl.len().alias(_TOTAL))
-    return per_config.bottom_k(limit, by=by).select("config_id"), total
+    top = per_config.bottom_k(limit, by=by).select("config_id", OFFER_ROW).cache()
+    return top, total
 
 
 _AVAILABLE_KEY = "_key_available"
@@ -616,10 +622,10 @@ _COSTED_COLUMNS = (
 
 @dataclasses.dataclass(frozen=True)
 class _Chosen:
-    """What the chain's last steps read: the chosen configurations' cheapest rows (with
-    every offer column), their peers' summary, how many configurations qualify (``None``
-    with no limit: then every one is in the answer), and every qualifying row placed
-    (:meth:`_Chain.placed`: what :func:`~pricing.unplaced.unplaced_configurations` reads)."""
+    """What the chain's last steps read: the chosen configurations' cheapest rows, their
+    peers' summary, how many configurations qualify (``None`` with no limit: then every
+    one is in the answer), and every qualifying row placed (:meth:`_Chain.placed`: what
+    :func:`~pricing.unplaced.unplaced_configurations` reads)."""
 
     best: pl.LazyFrame
     peers: pl.LazyFrame
@@ -632,18 +638,21 @@ def _chosen_from_cache(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) 
 
     The qualified, placed and costed rows are cached (narrow: what the costing reads and
     adds) and shared by both stages, the answer and the unplaced configurations; the wide
-    offer columns join back by row.
+    offer columns join back by row (a gather of those rows off the collected frame and a
+    second collect for the rest took ~4% more instructions at 30 rows: that collect's
+    fixed cost).
     """
     placed = chain.placed(chain.qualified(rows).cache()).cache()
     costed = chain.cost(placed).cache()
     total = None
     peers = rows
-    if options.limit is not None:
+    if options.limit is None:
+        best = _cheapest_terms(costed)
+    else:
         top, total = _top_configurations(costed, options, options.limit)
-        costed = costed.join(top, on="config_id", how="inner")
-        peers = rows.join(top, on="config_id", how="semi")
-    best = _cheapest_terms(costed).select(_COSTED_COLUMNS)
-    wide = best.join(rows.drop("config_id", "term"), on=OFFER_ROW, how="inner")
+        best = costed.join(top.select(OFFER_ROW), on=OFFER_ROW, how="semi")
+        peers = rows.join(top.select("config_id"), on="config_id", how="semi")
+    wide = best.select(_COSTED_COLUMNS).join(rows.drop("config_id", "term"), on=OFFER_ROW)
     return _Chosen(wide, _peers_summary(peers), total, placed)
 
 
@@ -661,7 +670,7 @@ def _chosen_costed_again(chain: _Chain, rows: pl.LazyFrame, options: RankOptions
         top, total = _top_configurations(costed, options, options.limit)
         # cached: the requirement filter then runs on these rows, not pushed below the join
         # (an inner join on the unique ids: the streaming engine runs it faster than a semi)
-        rows = rows.join(top, on="config_id", how="inner").cache()
+        rows = rows.join(top.select("config_id"), on="config_id", how="inner").cache()
     qualified = chain.qualified(rows).cache()
     best = _cheapest_terms(chain.costed(qualified))
     return _Chosen(best, _peers_summary(rows), total, chain.placed(chain.qualified(every)))
@@ -693,7 +702,8 @@ def rank_plan(
     :func:`rank_page` splits off: :data:`OFFER_ROW` and the number of qualifying
     configurations (counted by stage one, which groups them anyway).
     """
-    return _plans(_framed(offers), requirement, job, options, paged=paged)[0]
+    ranked, _, columns = _plans(_framed(offers), requirement, job, options, paged=paged)
+    return ranked.select(columns)
 
 
 def _plans(
@@ -704,11 +714,16 @@ def _plans(
     *,
     paged: bool,
     displayed: bool = False,
-) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """:func:`rank_plan`'s chain, and every qualifying row placed (the rows the unplaced
-    configurations are read off, sharing the chain's cache where it keeps one); with
-    ``displayed``, the result's columns as :func:`pricing.display.for_display` shows them
-    (:func:`_shown`)."""
+) -> tuple[pl.LazyFrame, pl.LazyFrame, list[str]]:
+    """:func:`rank_plan`'s chain, every qualifying row placed (the rows the unplaced
+    configurations are read off, sharing the chain's cache where it keeps one), and the
+    answer's columns in order (:data:`RESULT_COLUMNS`, then the page's own).
+
+    The chain ends with every column it computed: the callers take the answer's columns
+    off the collected frame by name, where a final ``select`` of ~90 columns cost ~0.6 ms
+    of planning on every call (callgrind, 30 rows). With ``displayed`` the chain ends with
+    the result's columns as :func:`pricing.display.for_display` shows them (:func:`_shown`).
+    """
     options = options or RankOptions()
     chain = _Chain.of(requirement, job, options)
     rows = _offer_rows(offers, requirement)
@@ -742,9 +757,11 @@ def _plans(
         )
         .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)
-        .select(*(_shown() if displayed else RESULT_COLUMNS), *extra)
     )
-    return ranked, chosen.placed
+    columns = [*RESULT_COLUMNS, *extra]
+    if displayed:
+        ranked = ranked.select(*_shown(), *extra)
+    return ranked, chosen.placed, columns
 
 
 #: A commitment's break-even against on-demand; on-demand's, its best commitment's.
@@ -785,9 +802,11 @@ def rank(
     """
     framed = _framed(offers)
     frame = _as_frame(framed)
-    return rank_plan(framed, requirement, job, options).collect(
+    plan, _, columns = _plans(framed, requirement, job, options, paged=False)
+    ranked = plan.collect(
         engine=engine_for(frame, requirement), optimizations=optimizations_for(frame, requirement)
     )
+    return ranked[columns]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -833,7 +852,7 @@ def rank_page(
     a page, saved), with :data:`RESULT_COLUMNS` all the same.
     """
     frame = _as_frame(offers)
-    plan, placed = _plans(offers, requirement, job, options, paged=True, displayed=displayed)
+    plan, placed, _ = _plans(offers, requirement, job, options, paged=True, displayed=displayed)
     engine = engine_for(frame, requirement)
     optimizations = optimizations_for(frame, requirement)
     plans = [plan]
@@ -854,9 +873,8 @@ def rank_page(
         total = int(ranked.get_column(_TOTAL)[0]) if ranked.height else 0
     else:
         total = ranked.height
-    columns = ranked.get_columns()  # RESULT_COLUMNS, then the page's own: no query to split
     return RankedPage(
-        rows=pl.DataFrame(columns[: len(RESULT_COLUMNS)]),
+        rows=ranked[list(RESULT_COLUMNS)],  # by name: a column selection, no query
         offer_rows=ranked.get_column(OFFER_ROW),
         total=total,
         unplaced=left,

@@ -231,6 +231,26 @@ def test_intra_node_scaling_by_link() -> None:
     assert 4 * no_p2p == pytest.approx(14.0 / 15.4, rel=0.01)
 
 
+def test_intra_node_scaling_of_a_whole_instance_equals_the_general_form() -> None:
+    # a job without a GPU count runs on every GPU of one instance: job_gpus is gpus
+    s = default_efficiency().scaling
+    gpus = [1.0, 2.0, 8.0, 8.0, 4.0, 8.0, 4.0, None]
+    frame = _topology(
+        gpus=gpus,
+        nodes=[1] * 8,
+        job_gpus=gpus,
+        catalog_form_factor=["sxm", "pcie", "sxm", "pcie", "pcie", "oam", "pcie", "pcie"],
+        gpu_interconnect=[None, None, None, None, "nvlink_bridge", None, None, None],
+        pcie_no_p2p=[False, True, False, False, False, False, True, False],
+    )
+    whole = frame.select(x=ex.intra_node_scaling(s, whole_instance=True))["x"]
+    general = frame.select(x=ex.intra_node_scaling(s))["x"]
+    assert whole.to_list() == general.to_list()
+    assert whole.to_list()[:4] == pytest.approx(
+        [1.0, 1 / (1 + s.pcie_no_p2p_sync_ratio), s.nvlink, s.pcie]
+    )
+
+
 def test_inter_node_scaling_by_fabric_per_gpu() -> None:
     s = default_efficiency().scaling
     frame = _topology(

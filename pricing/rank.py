@@ -9,13 +9,14 @@ of an answer needs besides: each row's place in the frame and the total):
    required extras (boot disk, IPv4), the job's disk and egress, the all-in cost and the key,
    USD of the all-in cost per effective TFLOP-hour, of every (offer, term) row
    (:mod:`pricing.expressions`);
-3. **stage one**, the cheapest term of each configuration (``config_id``): under the
-   default sort its least key, one group-by over the few columns the key needs; under
-   another sort key (:attr:`RankOptions.sort`) its cheapest row, whose value it is ranked by;
-4. **stage two**, the ids of the top ``limit`` configurations in the order of
+3. **stage one**, the cheapest term of each configuration (``config_id``): one group-by
+   over the few columns the key needs gives its least key and its cheapest row (ties: the
+   earlier term, then the earlier frame row); under another sort key
+   (:attr:`RankOptions.sort`) its cheapest row, whose value it is ranked by;
+4. **stage two**, the top ``limit`` configurations in the order of
    :meth:`RankOptions.order` (a partial sort of one row per configuration);
-5. each chosen configuration keeps its cheapest row (ties: the earlier term, then the
-   earlier frame row), with every offer column, and gets its break-even against on-demand
+5. each chosen configuration keeps its cheapest row, with every offer column (joined back
+   by :data:`OFFER_ROW`), and gets its break-even against on-demand
    (a frame reads them from its cached costed rows, one of :data:`COSTED_AGAIN_MIN_ROWS`
    rows or more costs the chosen configurations' rows again);
 6. the total order (:meth:`RankOptions.order`, nulls last) and the rank.

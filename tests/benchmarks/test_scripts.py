@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,14 +20,14 @@ from tests.conftest import POSTGRES_SKIP, POSTGRES_URL_ENV
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(script: str, *args: str) -> str:
+def run(script: str, *args: str, timeout: float = 120) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / script), *args],
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -55,6 +56,19 @@ def test_snapshot_benchmark_runs_on_postgres() -> None:
 def test_rank_benchmark_prints_ratios() -> None:
     out = run("rank.py", "--sizes", "2000", "--repeat", "1")
     assert "(all, worst ratio)" in out
+
+
+NO_VALGRIND = "VALGRIND NOT INSTALLED: rank_instructions.py not run (apt-get install -y valgrind)"
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason=NO_VALGRIND)
+def test_rank_instructions_benchmark_counts_each_call() -> None:
+    # two processes under callgrind, ~20-40 s each on a loaded machine
+    args = ("--sizes", "30", "--calls", "1", "--requirements", "8xh100")
+    out = run("rank_instructions.py", *args, timeout=300)
+    found = re.search(r"^\s+30 8xh100\s+([\d.]+)$", out, re.M)
+    assert found is not None, out
+    assert float(found.group(1)) > 1  # a ranking is millions of instructions, not 0
 
 
 def test_api_benchmark_serves_and_drives_every_phase() -> None:

@@ -1,0 +1,97 @@
+"""Instructions per ``pricing.rank`` call, counted by valgrind's callgrind.
+
+    uv run python benchmarks/rank_instructions.py [--sizes 30 10000] [--calls 10]
+
+A ranking of a few thousand offers takes ~5 ms, and on a shared 2-core machine its wall
+time moves 10-25% between runs of ``benchmarks/rank.py``: a change of a few percent in the
+ranking's fixed cost cannot be read off it. Callgrind counts the instructions a process
+runs, which are the same run after run whatever else the machine does, once polars and
+the BLAS under numpy run one thread each (a spinning BLAS thread counts too). For each
+size and requirement of ``benchmarks/rank.py`` (the same synthetic frame, job and top 50)
+it runs a child process twice under callgrind, with no rankings and with ``--calls`` of
+them after the same three warm-up calls, and prints the difference per call in millions
+(M): building the plan in Python, polars' planning and the execution.
+
+To compare two commits, run it in a checkout of each (``git worktree add``); figures are
+comparable on one machine and one polars build. Needs ``valgrind`` on the PATH (Debian's
+package); each size takes ~1 minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: One thread each: instruction counts then follow the work, not the scheduling.
+SINGLE_THREADED = {
+    "POLARS_MAX_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+_COLLECTED = re.compile(r"Collected\s*:\s*([\d,]+)")
+
+
+def child(size: int, requirement: str, calls: int) -> None:
+    """Rank ``calls`` times after three warm-up calls (run under callgrind by :func:`count`)."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.rank import NOW, REQUIREMENTS, synthetic_offers
+    from pricing import Job, RankOptions, rank
+
+    frame = synthetic_offers(size)
+    req = REQUIREMENTS[requirement]
+    job = Job.for_hours(100)
+    options = RankOptions(limit=50, now=NOW)
+    for _ in range(3 + calls):
+        rank(frame, req, job, options)
+
+
+def count(valgrind: str, size: int, requirement: str, calls: int) -> int:
+    """Instructions of one child process with ``calls`` rankings."""
+    done = subprocess.run(
+        [
+            valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null",
+            sys.executable, __file__, "--child", str(size), requirement, str(calls),
+        ],
+        env={**os.environ, **SINGLE_THREADED, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    found = _COLLECTED.search(done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind run failed ({size} offers, {requirement}):\n{done.stderr}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[30, 10_000])
+    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--requirements", nargs="+", default=["any", "8xh100"])
+    parser.add_argument("--child", nargs=3, metavar=("N", "REQUIREMENT", "CALLS"))
+    args = parser.parse_args()
+    if args.child:
+        size, requirement, calls = args.child
+        child(int(size), requirement, int(calls))
+        return
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("valgrind is not on the PATH (Debian: apt-get install -y valgrind)")
+    print(f"instructions per rank call (callgrind, one thread, {args.calls} calls, top 50)")
+    print(f"{'N':>9} {'requirement':<20} {'M instructions':>15}")
+    for size in args.sizes:
+        for requirement in args.requirements:
+            none = count(valgrind, size, requirement, 0)
+            some = count(valgrind, size, requirement, args.calls)
+            print(f"{size:>9} {requirement:<20} {(some - none) / args.calls / 1e6:>15.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
 
+import numpy as np
 import polars as pl
 
 from adapters.gpus import GpuSpec, Precision, catalog
@@ -56,6 +57,7 @@ __all__ = [
     "OFFER_SCHEMA",
     "TERM_DTYPE",
     "catalog_frame",
+    "most_rows_per_configuration",
     "offers_to_frame",
     "records_to_frame",
     "with_config_id",
@@ -408,6 +410,26 @@ def with_config_id(frame: pl.DataFrame) -> pl.DataFrame:
     """
     keyed = pl.concat_str([pl.col(k).fill_null("") for k in CONFIG_KEYS], separator="\x1f")
     return frame.with_columns(config_id=keyed.rank("dense").cast(pl.UInt32))
+
+
+def most_rows_per_configuration(frame: pl.DataFrame) -> int:
+    """The most rows any one configuration (``config_id``) has in ``frame``: its terms and
+    their variants; 0 for an empty frame.
+
+    The ranking's top-k reads it as a bound (:func:`pricing.rank._top_configurations`).
+    :func:`with_config_id`'s ids are dense from 1, so a count per id is an array as long
+    as the frame (~15 us for 10k rows, ~1.3 ms for 1M, against ~20 ms for polars'
+    ``unique_counts`` at 1M); ids from elsewhere that are not dense, or null, are counted
+    by hashing.
+    """
+    ids = frame.get_column("config_id")
+    if ids.is_empty():
+        return 0
+    if ids.null_count() == 0 and ids.dtype.is_unsigned_integer():
+        biggest = ids.max()
+        if isinstance(biggest, int) and biggest <= 2 * frame.height + 1024:
+            return int(np.bincount(ids.to_numpy()).max())
+    return int(ids.unique_counts().max())  # type: ignore[arg-type]
 
 
 def _spec_row(spec: GpuSpec, eff: Efficiency, varies: set[str]) -> dict[str, object]:

@@ -48,17 +48,21 @@ class ByModel:
 
     frame: pl.DataFrame
     runs: Mapping[str, tuple[int, int]] | None
+    #: The most rows one configuration has in :attr:`frame`
+    #: (:func:`~pricing.frame.most_rows_per_configuration`, counted once per frame here).
+    most_rows: int
 
     @classmethod
     def of(cls, frame: pl.DataFrame) -> ByModel:
         """``frame`` (with ``config_id``) in runs of one model: ~40 ms for 100k offers to
         sort, ~10 to check that every configuration is one model and the frame sorted (the
         database's frames are in runs already: :func:`in_model_runs`)."""
-        spans_models = (
-            frame.group_by("config_id").agg(pl.col("gpu_model").n_unique() > 1).to_series(1)
+        per_config = frame.group_by("config_id").agg(
+            spans=pl.col("gpu_model").n_unique() > 1, rows=pl.len()
         )
-        if spans_models.any():
-            return cls(frame, None)
+        most_rows = int(per_config.get_column("rows").max() or 0)  # type: ignore[arg-type]
+        if per_config.get_column("spans").any():
+            return cls(frame, None, most_rows)
         ordered = in_model_runs(frame)
         runs = (
             ordered.select("gpu_model")
@@ -70,6 +74,7 @@ class ByModel:
         return cls(
             ordered,
             {model: (start, length) for model, start, length in runs.iter_rows()},
+            most_rows,
         )
 
     def rows(self, models: Collection[str] | None = None) -> pl.LazyFrame:

@@ -9,12 +9,16 @@ of an answer needs besides: each row's place in the frame and the total):
    required extras (boot disk, IPv4), the job's disk and egress, the all-in cost and the key,
    USD of the all-in cost per effective TFLOP-hour, of every (offer, term) row
    (:mod:`pricing.expressions`);
-3. **stage one**, the cheapest term of each configuration (``config_id``): one group-by
-   over the few columns the key needs gives its least key and its cheapest row (ties: the
-   earlier term, then the earlier frame row); under another sort key
-   (:attr:`RankOptions.sort`) its cheapest row, whose value it is ranked by;
+3. **stage one**, the cheapest term of each configuration (``config_id``): under the
+   default sort, the first ``limit x most_rows`` rows of the costed order (``most_rows``:
+   the most rows one configuration has, counted once per frame), which hold the top
+   configurations' cheapest rows exactly (:func:`_top_configurations` gives the proof;
+   ties: the earlier term, then the earlier frame row); under another sort key
+   (:attr:`RankOptions.sort`) a group-by gives each configuration's cheapest row, whose
+   value it is ranked by;
 4. **stage two**, the top ``limit`` configurations in the order of
-   :meth:`RankOptions.order` (a partial sort of one row per configuration);
+   :meth:`RankOptions.order`: each configuration's first row of that cut, or a partial
+   sort of one row per configuration;
 5. each chosen configuration keeps its cheapest row, with every offer column (joined back
    by :data:`OFFER_ROW`), and gets its break-even against on-demand
    (a frame reads them from its cached costed rows, one of :data:`COSTED_AGAIN_MIN_ROWS`
@@ -43,7 +47,14 @@ from adapters.schema import Offer, RentalTerm
 from . import expressions as ex
 from .display import display_expressions
 from .efficiency import Efficiency, default_efficiency
-from .frame import OFFER_ROW, OFFER_SCHEMA, catalog_frame, offers_to_frame, with_config_id
+from .frame import (
+    OFFER_ROW,
+    OFFER_SCHEMA,
+    catalog_frame,
+    most_rows_per_configuration,
+    offers_to_frame,
+    with_config_id,
+)
 from .job import Job
 from .model_rows import ByModel
 from .requirement import Requirement
@@ -521,46 +532,48 @@ _SORT_EXPRESSIONS: dict[str, pl.Expr] = {"usd_per_gpu_hour": ex.usd_per_gpu_hour
 
 
 def _top_configurations(
-    costed: pl.LazyFrame, options: RankOptions, limit: int
+    costed: pl.LazyFrame, options: RankOptions, limit: int, most_rows: int
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """Stages one and two: the top ``limit`` configurations, each with its cheapest row
     (``config_id`` and :data:`OFFER_ROW`, the choice :func:`_cheapest_terms` makes; cached,
-    read by the answer and by the peers' summary), and the number of configurations stage
-    one found (one row, column :data:`_TOTAL`).
+    read by the answer and by the peers' summary), and the number of configurations that
+    qualify (one row, column :data:`_TOTAL`, computed only when read).
 
-    Under the default sort a configuration's place is its least key, and ties break by
-    ``config_id``, exactly as in :data:`SORT_KEYS`: one group-by takes the least keys and
-    the cheapest row together (a second group-by over the chosen configurations' rows and
-    a join back cost ~0.5 ms of planning on every call). Another sort key is read off each
-    configuration's cheapest row, so stage one keeps that row per configuration before
-    stage two orders by it.
+    Under the default sort a configuration's place is its cheapest row's: the first of
+    its rows in the total order (:data:`AFTER`, :data:`KEY`, ``config_id``, term, frame
+    row), where ties break by ``config_id`` exactly as in :data:`SORT_KEYS`. Every row
+    before the cheapest row of the configuration in place ``r`` belongs to one of the
+    ``r - 1`` configurations placed before it (a configuration placed after it has every
+    row after its own first one), so that row is among the first ``(r - 1) * most_rows +
+    1``, with ``most_rows`` the most rows one configuration has: the first ``limit *
+    most_rows`` rows of the order hold the top ``limit`` configurations' cheapest rows,
+    each at its configuration's first appearance. One ``bottom_k`` of a few hundred rows
+    is then the exact top, with no group-by over every costed row (callgrind, 10k offers
+    most of which qualify: ~10% of a ranking's instructions, the count of configurations
+    it gave besides now a count of distinct ids when a page reads it).
+
+    Another sort key is read off each configuration's cheapest row, so stage one keeps
+    that row per configuration (a group-by) before stage two orders by it.
     """
+    total = costed.select(pl.col("config_id").n_unique().alias(_TOTAL))
     if options.sort == KEY:
-        # AFTER is 0 or 1: the least key among a configuration's available rows if it has
-        # one, else among all its rows; plain minima (polars' fast group-by path), where a
-        # filter by the group's own minimum evaluates group by group
-        per_config = (
-            costed.select("config_id", AFTER, KEY, _KEY_AVAILABLE, "term", OFFER_ROW)
-            .group_by("config_id")
-            .agg(*_LEAST_KEYS, _CHEAPEST_ROW)
-            .with_columns(_PLACE_KEY)
+        top = (
+            costed.select(*_CUT_ORDER)
+            .bottom_k(limit * max(most_rows, 1), by=_CUT_ORDER)
+            .sort(_CUT_ORDER, nulls_last=True)
+            .unique("config_id", keep="first", maintain_order=True)
+            .head(limit)
         )
-        by = [AFTER, KEY, "config_id"]
     else:
         sort_value = _SORT_EXPRESSIONS.get(options.sort, pl.col(options.sort))
         columns = ("config_id", "term", OFFER_ROW, AFTER, KEY)
         per_config = _cheapest_terms(costed.select(*columns, sort_value.alias(options.sort)))
-        by = [AFTER, options.sort, KEY, "config_id"]
-    per_config = per_config.cache()  # one row per configuration, read twice
-    total = per_config.select(pl.len().alias(_TOTAL))
-    top = per_config.bottom_k(limit, by=by).select("config_id", OFFER_ROW).cache()
-    return top, total
+        top = per_config.bottom_k(limit, by=[AFTER, options.sort, KEY, "config_id"])
+    return top.select("config_id", OFFER_ROW).cache(), total
 
 
-_AVAILABLE_KEY = "_key_available"
-_KEY_AVAILABLE = pl.when(pl.col(AFTER) == 0).then(KEY).alias(_AVAILABLE_KEY)
-_LEAST_KEYS = (pl.col(AFTER).min(), pl.col(KEY).min(), pl.col(_AVAILABLE_KEY).min())
-_PLACE_KEY = pl.when(pl.col(AFTER) == 0).then(_AVAILABLE_KEY).otherwise(KEY).alias(KEY)
+#: The total order of costed rows the default sort's top-k cuts (:func:`_top_configurations`).
+_CUT_ORDER = (AFTER, KEY, "config_id", "term", OFFER_ROW)
 
 
 def _cheapest_terms(costed: pl.LazyFrame) -> pl.LazyFrame:
@@ -634,7 +647,9 @@ class _Chosen:
     placed: pl.LazyFrame
 
 
-def _chosen_from_cache(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) -> _Chosen:
+def _chosen_from_cache(
+    chain: _Chain, rows: pl.LazyFrame, options: RankOptions, most_rows: int
+) -> _Chosen:
     """The chosen configurations' cheapest rows and peers, read from the costed rows.
 
     The qualified, placed and costed rows are cached (narrow: what the costing reads and
@@ -650,14 +665,16 @@ def _chosen_from_cache(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) 
     if options.limit is None:
         best = _cheapest_terms(costed)
     else:
-        top, total = _top_configurations(costed, options, options.limit)
+        top, total = _top_configurations(costed, options, options.limit, most_rows)
         best = costed.join(top.select(OFFER_ROW), on=OFFER_ROW, how="semi")
         peers = rows.join(top.select("config_id"), on="config_id", how="semi")
     wide = best.select(_COSTED_COLUMNS).join(rows.drop("config_id", "term"), on=OFFER_ROW)
     return _Chosen(wide, _peers_summary(peers), total, placed)
 
 
-def _chosen_costed_again(chain: _Chain, rows: pl.LazyFrame, options: RankOptions) -> _Chosen:
+def _chosen_costed_again(
+    chain: _Chain, rows: pl.LazyFrame, options: RankOptions, most_rows: int
+) -> _Chosen:
     """The chosen configurations' cheapest rows and peers, from their rows costed again.
 
     Caching every costed row of a large frame costs more than costing the rows of
@@ -668,7 +685,7 @@ def _chosen_costed_again(chain: _Chain, rows: pl.LazyFrame, options: RankOptions
     every = rows
     if options.limit is not None:
         costed = chain.costed(chain.qualified(rows))
-        top, total = _top_configurations(costed, options, options.limit)
+        top, total = _top_configurations(costed, options, options.limit, most_rows)
         # cached: the requirement filter then runs on these rows, not pushed below the join
         # (an inner join on the unique ids: the streaming engine runs it faster than a semi)
         rows = rows.join(top.select("config_id"), on="config_id", how="inner").cache()
@@ -701,7 +718,7 @@ def rank_plan(
     rows again (:func:`_chosen_costed_again`), smaller ones cache the costed rows
     (:func:`_chosen_from_cache`); the answer is the same. ``paged`` adds the columns
     :func:`rank_page` splits off: :data:`OFFER_ROW` and the number of qualifying
-    configurations (counted by stage one, which groups them anyway).
+    configurations (the distinct ``config_id`` of the costed rows stage one reads).
     """
     ranked, _, columns = _plans(_framed(offers), requirement, job, options, paged=paged)
     return ranked.select(columns)
@@ -728,8 +745,13 @@ def _plans(
     options = options or RankOptions()
     chain = _Chain.of(requirement, job, options)
     rows = _offer_rows(offers, requirement)
-    large = _as_frame(offers).height >= COSTED_AGAIN_MIN_ROWS
-    chosen = (_chosen_costed_again if large else _chosen_from_cache)(chain, rows, options)
+    frame = _as_frame(offers)
+    large = frame.height >= COSTED_AGAIN_MIN_ROWS
+    most_rows = (
+        offers.most_rows if isinstance(offers, ByModel) else most_rows_per_configuration(frame)
+    )
+    choose = _chosen_costed_again if large else _chosen_from_cache
+    chosen = choose(chain, rows, options, most_rows)
     best = chosen.best.join(chosen.peers, on="config_id", how="left")
     extra: list[str] = []
     if paged:
@@ -838,8 +860,8 @@ def rank_page(
 ) -> RankedPage:
     """:func:`rank` and the number of qualifying configurations, in one pass.
 
-    The total is stage one's count of configurations (it groups every qualifying row by
-    configuration anyway), so a page costs one ranking, not a ranking and a costing. With
+    The total counts the distinct configurations among the costed rows stage one reads
+    (cached there), so a page costs one ranking, not a ranking and a costing. With
     ``options.limit`` ``None`` every configuration is in the answer and the total is its
     length. With ``unplaced`` (and a ``job``), the configurations ``job`` cannot be placed
     on, for the coverage note (:func:`pricing.coverage.left_out`): grouped from the rows

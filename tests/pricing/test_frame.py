@@ -33,6 +33,7 @@ from pricing.frame import (
     OFFER_SCHEMA,
     PRICE_SCALE,
     catalog_frame,
+    most_rows_per_configuration,
     offers_to_frame,
     records_to_frame,
 )
@@ -246,3 +247,24 @@ def test_a_stored_value_outside_its_enum_reads_as_not_stated() -> None:
     assert (row["fabric"], row["gpu_interconnect"], row["gpu_form_factor"]) == (None, None, "sxm")
     assert row["fabric_gbps"] == 3200.0 and row["usd_per_hour"] == float(full.usd_per_hour)
     assert frame.schema["fabric"] == FABRIC_DTYPE
+
+
+def test_most_rows_per_configuration_counts_terms_and_variants_of_one_configuration() -> None:
+    box = [
+        make_offer(offer_id="box", term=term, term_variant=variant)
+        for term in (RentalTerm.ON_DEMAND, RentalTerm.INTERRUPTIBLE)
+        for variant in (None, "zone-a", "zone-b")
+    ]
+    frame = offers_to_frame([*box, make_offer(offer_id="other")])
+    assert most_rows_per_configuration(frame) == 6
+    assert most_rows_per_configuration(frame.clear()) == 0
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [[7, 4_000_000_000, 7], [None, 3, None, None]],  # not dense: counted by hashing
+    ids=["sparse", "null"],
+)
+def test_most_rows_per_configuration_reads_ids_from_elsewhere(ids: list[int | None]) -> None:
+    frame = pl.DataFrame({"config_id": ids}, schema={"config_id": pl.UInt32})
+    assert most_rows_per_configuration(frame) == max(ids.count(i) for i in ids)

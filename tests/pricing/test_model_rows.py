@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 
 from adapters.schema import Offer, RentalTerm
 from pricing import Job, RankOptions, Requirement, rank
-from pricing.frame import OFFER_ROW, offers_to_frame
+from pricing.frame import OFFER_ROW, most_rows_per_configuration, offers_to_frame
 from pricing.model_rows import ByModel
 from pricing.rank import rank_page
 
@@ -56,6 +56,7 @@ def test_runs_hold_each_model_in_frame_order_and_unidentified_last() -> None:
         seen += length
     assert ordered.slice(seen)["gpu_model"].null_count() == ordered.height - seen
     assert set(by_model.runs) == set(frame["gpu_model"].drop_nulls())
+    assert by_model.most_rows == most_rows_per_configuration(frame)
 
 
 @pytest.mark.parametrize(
@@ -118,6 +119,7 @@ def test_a_configuration_spanning_models_has_the_frame_read_whole() -> None:
     ]
     by_model = ByModel.of(offers_to_frame(offers))
     assert by_model.runs is None
+    assert by_model.most_rows == 2
     assert by_model.rows(["H100-SXM5-80GB"]).collect().height == 3
     requirement = Requirement(gpus=("H100-SXM5-80GB",), terms=(RentalTerm.COMMIT_1Y,))
     options = RankOptions(now=NOW)

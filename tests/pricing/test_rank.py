@@ -397,6 +397,47 @@ def test_top_k_equals_the_full_ranking_cut_for_every_limit(
                 assert_frame_equal(top, full.head(limit), check_exact=True)
 
 
+def _crowded_frame(rng: random.Random) -> pl.DataFrame:
+    """Configurations with 1 to 24 rows each (terms and their variants), prices from a short
+    list: the top-k's cut (``limit`` x the most rows of one configuration) at its edge."""
+    offers: dict[str, Offer] = {}
+    for config in range(rng.randint(2, 12)):
+        for _ in range(rng.choice((1, 2, 24))):
+            offer = make_offer(
+                offer_id=f"c{config}",
+                gpu_count=rng.choice((1, 8)),
+                term=rng.choice(_TERMS),
+                term_variant=f"zone-{rng.randint(0, 7)}",
+                price_amount=Decimal(rng.choice(("2", "3", "16"))),
+                available_now=rng.choice((None, True, False)),
+            )
+            offers.setdefault(offer.key, offer)
+    return offers_to_frame(list(offers.values()))
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
+def test_top_k_is_exact_when_one_configuration_has_many_rows(
+    large: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A configuration's rows can fill the first places of the costed order; the top
+    ``limit`` configurations are still the full ranking's first ``limit``."""
+    if large:
+        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
+    rng = random.Random(47)
+    for case in range(30):
+        frame = _crowded_frame(rng)
+        job = Job.for_hours(rng.choice((1, 100)))
+        full = rank(frame, job=job, options=RankOptions(limit=None, now=NOW))
+        assert [
+            (c, str(t), v) for c, t, v in full.select("config_id", "term", "term_variant").rows()
+        ] == _reference(frame, job, KEY), case
+        for limit in range(1, full.height + 2):
+            top = rank(frame, job=job, options=RankOptions(limit=limit, now=NOW))
+            assert_frame_equal(top, full.head(limit), check_exact=True)
+            page = rank_page(frame, job=job, options=RankOptions(limit=limit, now=NOW))
+            assert page.total == full.height, (case, limit)
+
+
 @pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
 def test_a_ranked_page_carries_its_rows_offer_rows_and_the_total(
     large: bool, monkeypatch: pytest.MonkeyPatch

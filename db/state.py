@@ -128,8 +128,9 @@ class ProviderState:
 class CurrentState:
     """The offers to rank now and what a user must know about them.
 
-    ``frame`` has the columns of :data:`pricing.frame.OFFER_SCHEMA` and ``config_id``.
-    Immutable: a newer snapshot makes a new state.
+    ``frame`` has the columns of :data:`pricing.frame.OFFER_SCHEMA`, ``config_id`` and the
+    offer facts (:data:`pricing.offer_facts.FACT_COLUMNS`). Immutable: a newer snapshot
+    makes a new state.
     """
 
     frame: pl.DataFrame

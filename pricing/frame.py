@@ -47,6 +47,7 @@ from adapters.schema import (
 
 from . import readings
 from .efficiency import Efficiency, default_efficiency
+from .offer_facts import with_offer_facts
 
 __all__ = [
     "CONFIG_KEYS",
@@ -286,7 +287,8 @@ def _row(o: Offer) -> tuple[object, ...]:
 
 
 def offers_to_frame(offers: Iterable[Offer], fx: FxTable | None = None) -> pl.DataFrame:
-    """One row per offer in :data:`OFFER_SCHEMA`, plus ``config_id`` (:func:`with_config_id`).
+    """One row per offer in :data:`OFFER_SCHEMA`, plus ``config_id`` (:func:`with_config_id`)
+    and the offer facts (:func:`pricing.offer_facts.with_offer_facts`).
 
     ``fx`` is the table non-USD prices convert with (``None``: the shipped one).
     """
@@ -320,7 +322,8 @@ def records_to_frame(
 
 
 def _derive(fields: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
-    """:data:`OFFER_SCHEMA` and ``config_id`` from the :data:`_FIELDS` of some offers."""
+    """:data:`OFFER_SCHEMA`, ``config_id`` and the offer facts from the :data:`_FIELDS` of
+    some offers."""
     prices = _prices(fields.select(_PRICE_FIELDS).unique(), fx)
     derivations = _DERIVATIONS | _extra_prices_usd(fx)
     frame = fields.join(prices, on=_PRICE_FIELDS, how="left", maintain_order="left").select(
@@ -329,7 +332,7 @@ def _derive(fields: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
         else derivations[name].alias(name)
         for name in OFFER_SCHEMA
     )
-    return with_config_id(frame)
+    return with_offer_facts(with_config_id(frame))
 
 
 def _extra_prices_usd(fx: FxTable) -> dict[str, pl.Expr]:

@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
 import polars as pl
 
 from adapters.gpus import Precision
-from adapters.schema import Offer, RentalTerm
+from adapters.schema import Offer
 
 from . import expressions as ex
 from .display import display_expressions
@@ -57,6 +57,7 @@ from .frame import (
 )
 from .job import Job
 from .model_rows import ByModel
+from .offer_facts import AFTER, has_offer_facts, with_offer_facts
 from .requirement import Requirement
 from .unplaced import unplaced_configurations
 
@@ -103,9 +104,6 @@ SortKey = Literal[
 #: for any frame sorted by these keys.
 SORT_KEYS: tuple[str, ...] = (KEY, "config_id", "term")
 
-#: 1 where the provider says an offer is not available now (:func:`pricing.expressions.
-#: unavailable`): the first key of every order, so those offers rank after all others.
-AFTER: Final = "ranked_after"
 
 #: Columns of :func:`rank`'s result, in order.
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -289,7 +287,22 @@ STREAMING_MIN_ROWS = 500_000
 #: for the 5 others; over 20k offers 9.58 against 10.20 and 12.34 against 12.83.
 SUBEXPRESSIONS_MIN_ROWS = 50_000
 
-_WITHOUT_SUBEXPRESSIONS = pl.QueryOptFlags(comm_subexpr_elim=False)
+#: Where little of the work is the data's (below :data:`SUBEXPRESSIONS_MIN_ROWS` rows, or
+#: a requirement naming a GPU model), a ranking is planned without expression
+#: simplification either: it rewrites every expression of a plan of some hundred and
+#: finds little to fold (callgrind, instructions of the planning thread per call, the
+#: API's H100 query over 100k offers: 24.6 M without it against 22.6 M with; every
+#: thread, every offer of 10k: 43.3 M against 45.1 M).
+_LITTLE_WORK = pl.QueryOptFlags(
+    comm_subexpr_elim=False, simplify_expression=False, comm_subplan_elim=False
+)
+#: Common-subplan elimination looks for repeated subplans to compute once: the chain
+#: marks those it shares itself (``cache``), so it is never planned with it. Callgrind,
+#: instructions a call (polars 2.1): on the planning thread, 28.0 M without it against
+#: 24.6 M with (the API's H100 query over 100k offers) and 27.1 against 23.6 (30
+#: offers); on every thread, every offer of 10k 48.7 against 45.1 and of 100k (main, the
+#: same rule) 176.1 against 171.7. Answers equal (``tests/pricing/test_rank_engine.py``).
+_MUCH_WORK = pl.QueryOptFlags(comm_subplan_elim=False)
 
 
 def _names_a_model(requirement: Requirement | None) -> bool:
@@ -308,13 +321,14 @@ def engine_for(offers: pl.DataFrame, requirement: Requirement | None = None) -> 
 def optimizations_for(
     offers: pl.DataFrame, requirement: Requirement | None = None
 ) -> pl.QueryOptFlags:
-    """polars' optimisations :func:`rank` plans ``offers`` with under ``requirement``: all
-    of them for a frame of :data:`SUBEXPRESSIONS_MIN_ROWS` rows or more when the
-    requirement names no GPU model (most rows qualify), else all but common-subexpression
-    elimination (see there for the figures)."""
+    """polars' optimisations :func:`rank` plans ``offers`` with under ``requirement``: for
+    a frame of :data:`SUBEXPRESSIONS_MIN_ROWS` rows or more when the requirement names no
+    GPU model (most rows qualify), all but common-subplan elimination (:data:`_MUCH_WORK`);
+    else neither common-subexpression elimination nor expression simplification
+    (:data:`_LITTLE_WORK`; see there for the figures)."""
     if offers.height >= SUBEXPRESSIONS_MIN_ROWS and not _names_a_model(requirement):
-        return pl.QueryOptFlags()
-    return _WITHOUT_SUBEXPRESSIONS
+        return _MUCH_WORK
+    return _LITTLE_WORK
 
 
 #: What :func:`rank` ranks: offers, their frame, or their frame in runs of one GPU model.
@@ -322,11 +336,13 @@ Offers = Iterable[Offer] | pl.DataFrame | ByModel
 
 
 def _as_frame(offers: Offers) -> pl.DataFrame:
-    """``offers`` as a frame of :func:`pricing.frame.offers_to_frame` (with ``config_id``)."""
+    """``offers`` as a frame of :func:`pricing.frame.offers_to_frame` (with ``config_id``
+    and the offer facts, :mod:`pricing.offer_facts`)."""
     if isinstance(offers, ByModel):
         return offers.frame
     if isinstance(offers, pl.DataFrame):
-        return offers if "config_id" in offers.columns else with_config_id(offers)
+        frame = offers if "config_id" in offers.columns else with_config_id(offers)
+        return frame if has_offer_facts(frame) else with_offer_facts(frame)
     return offers_to_frame(offers)
 
 
@@ -461,7 +477,6 @@ class _Chain:
                 total_gpus=ex.total_gpus(),
                 scaling_intra_node=ex.intra_node_scaling(eff.scaling, one_node),
                 scaling_inter_node=inter_node,
-                ranked_after=ex.unavailable(),
             )
             .with_columns(scaling=scaling)
             .with_columns(effective_tflops=ex.effective_tflops())
@@ -527,16 +542,12 @@ def placement_plan(
     return chain.placed(chain.qualified(_as_frame(offers).lazy().with_row_index(OFFER_ROW)))
 
 
-#: The sort keys of stage two that are not costed columns, as expressions.
-_SORT_EXPRESSIONS: dict[str, pl.Expr] = {"usd_per_gpu_hour": ex.usd_per_gpu_hour()}
-
-
 def _top_configurations(
     costed: pl.LazyFrame, options: RankOptions, limit: int, most_rows: int
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """Stages one and two: the top ``limit`` configurations, each with its cheapest row
     (``config_id`` and :data:`OFFER_ROW`, the choice :func:`_cheapest_terms` makes; cached,
-    read by the answer and by the peers' summary), and the number of configurations that
+    read by the answer), and the number of configurations that
     qualify (one row, column :data:`_TOTAL`, computed only when read).
 
     Under the default sort a configuration's place is its cheapest row's: the first of
@@ -565,9 +576,8 @@ def _top_configurations(
             .head(limit)
         )
     else:
-        sort_value = _SORT_EXPRESSIONS.get(options.sort, pl.col(options.sort))
-        columns = ("config_id", "term", OFFER_ROW, AFTER, KEY)
-        per_config = _cheapest_terms(costed.select(*columns, sort_value.alias(options.sort)))
+        columns = dict.fromkeys(("config_id", "term", OFFER_ROW, AFTER, KEY, options.sort))
+        per_config = _cheapest_terms(costed.select(*columns))
         top = per_config.bottom_k(limit, by=[AFTER, options.sort, KEY, "config_id"])
     return top.select("config_id", OFFER_ROW).cache(), total
 
@@ -592,57 +602,27 @@ def _cheapest_terms(costed: pl.LazyFrame) -> pl.LazyFrame:
 _CHEAPEST_ROW = pl.col(OFFER_ROW).sort_by(AFTER, KEY, "term", OFFER_ROW, nulls_last=True).first()
 
 
-def _peers_summary(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per configuration: its on-demand price and its best commitment's break-even.
-
-    Reads the configuration's rows of every term, whether or not the requirement admits
-    them: a query for interruptible or committed terms only (``terms``, a price cap) still
-    hears how they compare with the on-demand price the provider publishes for the same
-    configuration. A commitment breaks even after one period's price over the on-demand
-    hourly price (:func:`pricing.expressions.break_even_hours`); the on-demand price is one
-    per configuration, so the best commitment is the one with the cheapest period.
-    """
-    return rows.group_by("config_id").agg(**_PEERS).with_columns(**_BEST_COMMITMENT)
-
-
-_PERIOD_USD = pl.col("commitment_hours") * pl.col("usd_per_hour")
-#: :func:`_peers_summary`'s aggregates and what it derives from them: built once, as
-#: every expression a ranking reuses (building them was part of each call's fixed cost).
-_PEERS: Mapping[str, pl.Expr] = {
-    "on_demand_usd_per_hour": pl.col("usd_per_hour")
-    .filter(pl.col("term") == RentalTerm.ON_DEMAND.value)
-    .min(),
-    "best_period_usd": _PERIOD_USD.min(),
-    "best_commitment_term": pl.col("term").sort_by(_PERIOD_USD, "term", nulls_last=True).first(),
-}
-_BEST_HOURS = pl.col("best_period_usd") / pl.col("on_demand_usd_per_hour")
-_BEST_COMMITMENT: Mapping[str, pl.Expr] = {
-    "best_commitment_hours": _BEST_HOURS,
-    "best_commitment_term": pl.when(_BEST_HOURS.is_not_null()).then(pl.col("best_commitment_term")),
-}
-
-
 #: The costing's columns the answer keeps when the costed rows are cached: with the offer
-#: columns (fetched back by :data:`OFFER_ROW`) and the peers' summary, the whole answer.
+#: columns (fetched back by :data:`OFFER_ROW`, the offer facts among them), the whole
+#: answer.
 _COSTED_COLUMNS = (
     OFFER_ROW, "config_id", "term", "catalog_memory_gb", "form_factor_varies",
     "peak_tflops", "mfu", "nodes", "job_gpus", "memory_per_gpu_gb",
     "total_gpus", "scaling_intra_node", "scaling_inter_node", "scaling", "effective_tflops",
     "compute_hours", "wall_clock_hours", "interruptions_expected", "billed_hours",
     "job_cost_usd", "job_storage_gb", "required_extras_usd", "storage_cost_usd",
-    "egress_cost_usd", "all_in_cost_usd", KEY, AFTER,
+    "egress_cost_usd", "all_in_cost_usd", KEY,
 )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
 class _Chosen:
-    """What the chain's last steps read: the chosen configurations' cheapest rows, their
-    peers' summary, how many configurations qualify (``None`` with no limit: then every
-    one is in the answer), and every qualifying row placed (:meth:`_Chain.placed`: what
+    """What the chain's last steps read: the chosen configurations' cheapest rows, how
+    many configurations qualify (``None`` with no limit: then every one is in the answer),
+    and every qualifying row placed (:meth:`_Chain.placed`: what
     :func:`~pricing.unplaced.unplaced_configurations` reads)."""
 
     best: pl.LazyFrame
-    peers: pl.LazyFrame
     total: pl.LazyFrame | None
     placed: pl.LazyFrame
 
@@ -650,7 +630,7 @@ class _Chosen:
 def _chosen_from_cache(
     chain: _Chain, rows: pl.LazyFrame, options: RankOptions, most_rows: int
 ) -> _Chosen:
-    """The chosen configurations' cheapest rows and peers, read from the costed rows.
+    """The chosen configurations' cheapest rows, read from the costed rows.
 
     The qualified, placed and costed rows are cached (narrow: what the costing reads and
     adds) and shared by both stages, the answer and the unplaced configurations; the wide
@@ -661,21 +641,19 @@ def _chosen_from_cache(
     placed = chain.placed(chain.qualified(rows).cache()).cache()
     costed = chain.cost(placed).cache()
     total = None
-    peers = rows
     if options.limit is None:
         best = _cheapest_terms(costed)
     else:
         top, total = _top_configurations(costed, options, options.limit, most_rows)
         best = costed.join(top.select(OFFER_ROW), on=OFFER_ROW, how="semi")
-        peers = rows.join(top.select("config_id"), on="config_id", how="semi")
     wide = best.select(_COSTED_COLUMNS).join(rows.drop("config_id", "term"), on=OFFER_ROW)
-    return _Chosen(wide, _peers_summary(peers), total, placed)
+    return _Chosen(wide, total, placed)
 
 
 def _chosen_costed_again(
     chain: _Chain, rows: pl.LazyFrame, options: RankOptions, most_rows: int
 ) -> _Chosen:
-    """The chosen configurations' cheapest rows and peers, from their rows costed again.
+    """The chosen configurations' cheapest rows, from their rows costed again.
 
     Caching every costed row of a large frame costs more than costing the rows of
     ``limit`` configurations twice: stage one reads the costing of every row, the answer
@@ -691,7 +669,7 @@ def _chosen_costed_again(
         rows = rows.join(top.select("config_id"), on="config_id", how="inner").cache()
     qualified = chain.qualified(rows).cache()
     best = _cheapest_terms(chain.costed(qualified))
-    return _Chosen(best, _peers_summary(rows), total, chain.placed(chain.qualified(every)))
+    return _Chosen(best, total, chain.placed(chain.qualified(every)))
 
 
 def _offer_rows(offers: pl.DataFrame | ByModel, requirement: Requirement | None) -> pl.LazyFrame:
@@ -752,7 +730,7 @@ def _plans(
     )
     choose = _chosen_costed_again if large else _chosen_from_cache
     chosen = choose(chain, rows, options, most_rows)
-    best = chosen.best.join(chosen.peers, on="config_id", how="left")
+    best = chosen.best
     extra: list[str] = []
     if paged:
         extra.append(OFFER_ROW)
@@ -761,10 +739,7 @@ def _plans(
             extra.append(_TOTAL)
     ranked = (
         best.join(chain.figures, on="gpu_model", how="left")
-        .with_columns(break_even_hours=_BREAK_EVEN_HOURS)
         .with_columns(
-            break_even=ex.break_even_text(),
-            usd_per_gpu_hour=ex.usd_per_gpu_hour(),
             job_usd_per_hour=ex.job_usd_per_hour(),
             gpu_memory_gb=ex.gpu_memory_gb(),
             total_gpu_memory_gb=ex.total_gpu_memory_gb(),
@@ -773,9 +748,7 @@ def _plans(
             price_age_hours=ex.price_age_hours(chain.now),
             form_factor_stated=ex.form_factor_stated(),
             caveats=ex.caveats(chain.job.egress_gb),
-            fabric_gbps_per_gpu=ex.fabric_gbps_per_gpu(),
             placement=ex.placement_text(),
-            availability=ex.availability(),
             interruptible_risk=ex.interruptible_risk(),
         )
         .sort(options.order(), nulls_last=True)
@@ -785,15 +758,6 @@ def _plans(
     if displayed:
         ranked = ranked.select(*_shown(), *extra)
     return ranked, chosen.placed, columns
-
-
-#: A commitment's break-even against on-demand; on-demand's, its best commitment's.
-_BREAK_EVEN_HOURS = (
-    pl.when(pl.col("commitment_hours").is_not_null())
-    .then(ex.break_even_hours())
-    .when(pl.col("term") == RentalTerm.ON_DEMAND.value)
-    .then(pl.col("best_commitment_hours"))
-)
 
 
 @functools.cache

@@ -19,7 +19,8 @@ provider states kept beside it when that marker is the one they were kept under 
 is kept only after a full load, at the head revision, under the marker read before it).
 
 A file is never trusted blindly: one that cannot be read, lacks a column of
-``OFFER_SCHEMA`` (or has it with another type) or has another number of rows than the
+``OFFER_SCHEMA`` (or has it with another type), ``config_id`` or an offer fact
+(:data:`pricing.offer_facts.FACT_COLUMNS`) or has another number of rows than the
 database holds is removed and the frame built again. Older ``current-*`` files are removed
 when a new one is written; a data dir that cannot be written only costs the time.
 
@@ -51,6 +52,7 @@ from adapters.schema import FxTable
 from db.head import VERSION_TABLE, read_sqlite
 from db.state import CurrentState, stored_state
 from pricing.frame import OFFER_SCHEMA
+from pricing.offer_facts import FACT_COLUMNS
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -89,7 +91,10 @@ def _problem(frame: pl.DataFrame, rows: int) -> str | None:
             return f"no column {name}"
         if schema[name] != dtype:
             return f"column {name} is {schema[name]}, not {dtype}"
-    return None if "config_id" in schema else "no column config_id"
+    for name in ("config_id", *FACT_COLUMNS):
+        if name not in schema:
+            return f"no column {name}"
+    return None
 
 
 def sqlite_marker(path: Path, fx: FxTable) -> str | None:

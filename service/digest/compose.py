@@ -31,6 +31,7 @@ from db.history import (
 )
 from db.subscriptions import SubscriptionRecord
 from pricing import RankOptions, offers_to_frame, rank
+from pricing.offer_facts import with_offer_facts
 
 from ..settings import Settings
 from .build import Digest, DigestLinks, StaleProvider, SubscriptionView, build_digest
@@ -127,8 +128,10 @@ class WeekChanges:
     @classmethod
     def of(cls, changes: WeekOverWeek, fx: FxTable) -> WeekChanges:
         every = [*changes.cheaper, *changes.dearer, *changes.new, *changes.gone]
-        frame = offers_to_frame([c.offer for c in every], fx).with_columns(
-            config_id=pl.int_range(pl.len(), dtype=pl.UInt32)
+        frame = with_offer_facts(
+            offers_to_frame([c.offer for c in every], fx).with_columns(
+                config_id=pl.int_range(pl.len(), dtype=pl.UInt32)
+            )
         )
         return cls(changes, frame, tuple(c.offer_key for c in every))
 

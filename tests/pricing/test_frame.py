@@ -37,6 +37,7 @@ from pricing.frame import (
     offers_to_frame,
     records_to_frame,
 )
+from pricing.offer_facts import FACT_COLUMNS
 
 from .factories import make_offer
 
@@ -49,7 +50,7 @@ def test_one_row_per_offer_exact_price_and_config_id() -> None:
     ]
     frame = offers_to_frame(offers)
     assert frame.height == 3
-    assert list(frame.columns) == [*OFFER_SCHEMA, "config_id"]
+    assert list(frame.columns) == [*OFFER_SCHEMA, "config_id", *FACT_COLUMNS]
     assert frame["price_amount"][0] == Decimal("2.123456789")
     assert frame["usd_per_hour"][0] == float(offers[0].usd_per_hour)
     ids = frame["config_id"].to_list()

@@ -17,6 +17,7 @@ from adapters.schema import Fabric, Offer, PriceBasis, PriceUnit, RentalTerm
 from pricing import RESULT_COLUMNS, Job, RankOptions, Requirement, offers_to_frame, rank
 from pricing import expressions as ex
 from pricing.efficiency import default_efficiency
+from pricing.offer_facts import with_offer_facts
 from pricing.rank import KEY, costed_plan, placement_plan, rank_page
 from pricing.unplaced import unplaced_configurations
 
@@ -343,8 +344,12 @@ def _random_frame(rng: random.Random) -> pl.DataFrame:
         offers.setdefault(offer.key, offer)
     frame = offers_to_frame(list(offers.values()))
     unknown = pl.Series([rng.random() < 0.1 for _ in range(frame.height)])
-    return frame.with_columns(
-        usd_per_hour=pl.when(unknown).then(None).otherwise(pl.col("usd_per_hour"))
+    # a price the frame does not know: its facts (the price per GPU-hour, the break-even)
+    # follow from the changed column
+    return with_offer_facts(
+        frame.with_columns(
+            usd_per_hour=pl.when(unknown).then(None).otherwise(pl.col("usd_per_hour"))
+        )
     )
 
 

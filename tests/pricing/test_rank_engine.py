@@ -38,14 +38,19 @@ def test_the_engine_follows_the_measured_rule() -> None:
 
 
 def test_common_subexpressions_are_eliminated_only_where_most_of_a_large_frame_qualifies() -> None:
-    """Planned without common-subexpression elimination below SUBEXPRESSIONS_MIN_ROWS rows
-    or when the requirement names a GPU model (few rows qualify), with it otherwise."""
+    """Planned without common-subexpression elimination or expression simplification below
+    SUBEXPRESSIONS_MIN_ROWS rows or when the requirement names a GPU model (few rows
+    qualify), with both otherwise; never with common-subplan elimination (the chain caches
+    what it shares)."""
     small = pl.DataFrame({"x": [1]})
     large = pl.DataFrame({"x": pl.int_range(0, SUBEXPRESSIONS_MIN_ROWS, eager=True)})
     h100 = Requirement(gpus=("H100",))
 
     def eliminates(frame: pl.DataFrame, requirement: Requirement | None = None) -> bool:
-        return optimizations_for(frame, requirement).comm_subexpr_elim
+        flags = optimizations_for(frame, requirement)
+        assert flags.comm_subexpr_elim == flags.simplify_expression
+        assert not flags.comm_subplan_elim
+        return flags.comm_subexpr_elim
 
     assert not eliminates(small) and not eliminates(small, h100) and not eliminates(large, h100)
     assert eliminates(large) and eliminates(large, Requirement(min_gpus=8))

@@ -1,0 +1,82 @@
+"""The offer facts: columns of the frame, the same whatever the query, shown as ranked."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import polars as pl
+from polars.testing import assert_frame_equal
+
+from adapters.schema import RentalTerm
+from pricing import Job, RankOptions, Requirement, offers_to_frame, rank
+from pricing.offer_facts import FACT_COLUMNS, has_offer_facts, with_offer_facts
+
+from .factories import NOW, make_offer
+
+#: One 8x H100 configuration on demand at 16 USD/h and on a year's commitment at 10 USD/h,
+#: and another, sold out, on demand only.
+OFFERS = [
+    make_offer(),
+    make_offer(term=RentalTerm.COMMIT_1Y, price_amount=Decimal("10")),
+    make_offer(offer_id="sold", available_now=False, fabric_gbps=3200),
+]
+
+
+def _facts(frame: pl.DataFrame) -> list[dict[str, object]]:
+    return frame.select("offer_id", "term", *FACT_COLUMNS).to_dicts()
+
+
+def test_a_frame_carries_each_rows_facts_and_its_configurations_break_even() -> None:
+    frame = offers_to_frame(OFFERS)
+    assert has_offer_facts(frame)
+    on_demand, committed, sold = _facts(frame)
+    # a year (8,760 h) at 10 USD/h costs what 5,475 h on demand at 16 USD/h do
+    assert on_demand == {
+        "offer_id": "8x-h100", "term": "on_demand", "ranked_after": 0,
+        "usd_per_gpu_hour": 2.0, "fabric_gbps_per_gpu": None, "availability": "not stated",
+        "on_demand_usd_per_hour": 16.0, "break_even_hours": 5475.0,
+        "break_even": "on-demand; commit_1y would beat it after 5475 h",
+    }  # fmt: skip
+    assert committed["break_even"] == "commit_1y beats on-demand after 5475 h"
+    assert committed["on_demand_usd_per_hour"] == 16.0 and committed["usd_per_gpu_hour"] == 1.25
+    assert (sold["ranked_after"], sold["availability"]) == (1, "not available now")
+    assert (sold["fabric_gbps_per_gpu"], sold["break_even_hours"]) == (400.0, None)
+    assert sold["break_even"] == "on-demand; no commitment offered"
+
+
+def test_a_ranking_shows_the_frames_facts_whatever_terms_it_admits() -> None:
+    """A query for commitments only still hears the on-demand price of the configuration:
+    the facts are the frame's, not the query's."""
+    frame = offers_to_frame(OFFERS)
+    committed_only = Requirement(terms=(RentalTerm.COMMIT_1Y,))
+    (row,) = rank(frame, committed_only, Job.for_hours(100), RankOptions(now=NOW)).to_dicts()
+    assert row["term"] == "commit_1y" and row["on_demand_usd_per_hour"] == 16.0
+    assert (row["break_even_hours"], row["break_even"]) == (
+        5475.0,
+        "commit_1y beats on-demand after 5475 h",
+    )
+    ranked = rank(frame, job=Job.for_hours(100), options=RankOptions(now=NOW, limit=None))
+    shown = ranked.select("offer_id", "term", *(c for c in FACT_COLUMNS)).sort("offer_id")
+    kept = frame.join(ranked.select("offer_id", "term"), on=["offer_id", "term"], how="semi")
+    assert_frame_equal(shown, kept.select(shown.columns).sort("offer_id"))
+
+
+def test_facts_are_computed_again_for_a_frame_whose_configurations_change() -> None:
+    """Each row its own configuration (as the digest's week of changes): the commitment
+    has no on-demand price beside it any more."""
+    frame = offers_to_frame(OFFERS).with_columns(config_id=pl.int_range(3, dtype=pl.UInt32))
+    alone = with_offer_facts(frame)
+    assert alone.columns == frame.columns
+    committed = _facts(alone)[1]
+    assert committed["on_demand_usd_per_hour"] is None
+    assert committed["break_even"] == "commit_1y; no on-demand price to compare"
+
+
+def test_a_frame_without_facts_is_ranked_as_one_with_them() -> None:
+    """A frame built elsewhere without the facts (a test's, an older kept file's) gets them
+    when it is ranked."""
+    frame = offers_to_frame(OFFERS)
+    bare = frame.drop(FACT_COLUMNS)
+    assert not has_offer_facts(bare)
+    options = RankOptions(now=NOW, limit=None)
+    assert_frame_equal(rank(bare, options=options), rank(frame, options=options))

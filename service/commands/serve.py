@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,7 +21,7 @@ from .errors import EXIT_INPUT, one_line
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-__all__ = ["get_once", "placeholder_warning", "register"]
+__all__ = ["get_once", "placeholder_warning", "register", "worker_polars_threads"]
 
 err = logging.getLogger("gpuscout.serve")
 
@@ -110,6 +111,30 @@ def _app(settings: Settings) -> FastAPI:
     return create_app(settings, load_now=True)
 
 
+def worker_polars_threads(settings: Settings, workers: int) -> int | None:
+    """The polars threads each of ``workers`` API worker processes ranks with
+    (``api_worker_polars_threads``, else the machine's cores over the workers, at least
+    one), or ``None`` where this does not choose: one worker (polars' default, a thread
+    per core) or ``POLARS_MAX_THREADS`` set in the environment (the operator's)."""
+    if workers < 2 or "POLARS_MAX_THREADS" in os.environ:
+        return None
+    return settings.api_worker_polars_threads or max(1, (os.cpu_count() or 1) // workers)
+
+
+def _pin_worker_threads(settings: Settings, workers: int, scheduler: bool) -> None:
+    """Start the workers with :func:`worker_polars_threads` polars threads each.
+
+    polars sizes its thread pool from ``POLARS_MAX_THREADS`` when it is imported, and the
+    workers (new processes) inherit this process's environment; this one keeps a thread
+    per core for the snapshots its scheduler takes, so it imports polars first."""
+    threads = worker_polars_threads(settings, workers)
+    if threads is None:
+        return
+    if scheduler:
+        import polars  # noqa: F401  (this process's pool: sized before the variable is set)
+    os.environ["POLARS_MAX_THREADS"] = str(threads)
+
+
 def _start_scheduler(settings: Settings) -> Any:
     from ..scheduler import build_scheduler
 
@@ -187,6 +212,7 @@ def register(app: typer.Typer) -> None:
             # no app (a second of imports before the first worker even starts); one worker
             # serves the app built here.
             api: str | FastAPI = "service.api.app:serving_app" if processes > 1 else _app(settings)
+            _pin_worker_threads(settings, processes, scheduler=not no_scheduler)
             scheduler = None if no_scheduler else _start_scheduler(settings)
             shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host
             typer.echo(f"gpuscout API on http://{shown}:{bind_port}/v1/offers (docs: /docs)")

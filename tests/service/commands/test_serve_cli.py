@@ -160,6 +160,43 @@ def test_the_parent_of_several_workers_builds_no_app(tmp_path: Path) -> None:
     assert (tmp_path / "gpuscout.db").exists()  # migrated before the workers start
 
 
+@pytest.mark.parametrize(
+    ("workers", "env", "expected"),
+    [
+        (2, {}, str(max(1, (os.cpu_count() or 1) // 2))),
+        (2, {"GPUSCOUT_API_WORKER_POLARS_THREADS": "3"}, "3"),
+        (2, {"POLARS_MAX_THREADS": "5"}, "5"),  # the operator's own
+        (1, {}, None),  # one worker: polars' default, a thread per core
+    ],
+    ids=["cores-over-workers", "setting", "environment", "one-worker"],
+)
+def test_several_workers_start_with_their_share_of_polars_threads(
+    tmp_path: Path, workers: int, env: dict[str, str], expected: str | None
+) -> None:
+    """The workers inherit ``POLARS_MAX_THREADS`` from the parent, which sets it before
+    starting them (and imports no polars of its own without a scheduler)."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, sys, uvicorn\n"
+        "from service.cli import main\n"
+        "uvicorn.run = lambda app, **kw: print('threads', os.environ.get('POLARS_MAX_THREADS'))\n"
+        f"sys.argv = ['gpuscout', 'serve', '--no-scheduler', '--workers', '{workers}']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('polars imported', 'polars' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    base = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
+    run_env = {**base, "PYTHONPATH": str(root), "GPUSCOUT_DATA_DIR": str(tmp_path), **env}
+    run_env["GPUSCOUT_API_PORT"] = str(_free_port())
+    run_env.pop("GPUSCOUT_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=run_env
+    )
+    assert f"threads {expected}" in done.stdout, (done.stdout, done.stderr)
+    if workers > 1:
+        assert "polars imported False" in done.stdout
+
+
 def _one_error(result: object) -> str:
     output = result.output  # type: ignore[attr-defined]
     assert result.exit_code == 2, output  # type: ignore[attr-defined]

@@ -217,9 +217,9 @@ class Settings(BaseSettings):
     api_cache_mb: float = Field(
         64.0,
         ge=0,
-        description="most megabytes of ranked results (plain and gzip) cached per snapshot"
-        " and worker; the least recently used go first, whichever of this and"
-        " api_cache_entries binds",
+        description="most megabytes of ranked results cached per snapshot and worker, as"
+        " held (gzip-compressed: ~8x smaller than the JSON); the least recently used go"
+        " first, whichever of this and api_cache_entries binds",
     )
     api_refresh_s: float = Field(
         30.0, gt=0, description="how often an API replica checks for a newer snapshot"

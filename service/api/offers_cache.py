@@ -11,13 +11,16 @@ through :func:`page_response` either way:
 2. the router, by the canonical query (equal for queries that mean the same), after
    validating it; only a miss ranks, and fills both keys.
 
-A page holds its answer twice: the JSON bytes and those bytes gzip-compressed once, when
-the answer is made. A client whose ``Accept-Encoding`` takes gzip gets the stored
-compressed bytes (``Content-Encoding: gzip``), any other the plain ones; both carry
-``Vary: Accept-Encoding`` and the same weak ETag (a weak validator names the answer, not
-its encoding: RFC 9110, 8.8.1). Compressing a 26 kB answer on every hit was about a third
-of a cached hit's time, so :class:`GZipElsewhere` compresses every other response and
-leaves these alone.
+A page holds its answer gzip-compressed once, when the answer is made (an answer under
+:data:`GZIP_MIN_BYTES`, as it is). A client whose ``Accept-Encoding`` takes gzip gets the
+stored bytes (``Content-Encoding: gzip``), any other the answer decompressed (~50 us for
+a 50 kB answer); both carry ``Vary: Accept-Encoding`` and the same weak ETag (a weak
+validator names the answer, not its encoding: RFC 9110, 8.8.1). Compressing a 26 kB
+answer on every hit was about a third of a cached hit's time, so :class:`GZipElsewhere`
+compresses every other response and leaves these alone. Keeping the plain bytes beside
+the compressed ones made a page ~8x its compressed size: a cache filled to its byte
+budget held that many times fewer answers, and a worker's steady RSS after a drive of new
+queries was the budget higher (64 MB of the 400 a worker may hold).
 """
 
 from __future__ import annotations
@@ -70,27 +73,35 @@ GZIP_LEVEL = 6
 
 
 class CachedPage:
-    """A finished answer: the body bytes, the same gzip-compressed (``None``: too small to
-    be worth it) and its validator."""
+    """A finished answer and its validator, held gzip-compressed (:attr:`gzipped`) unless
+    too small to be worth it (then :attr:`body` is the bytes held)."""
 
-    __slots__ = ("body", "etag", "gzipped")
+    __slots__ = ("_plain", "etag", "gzipped")
+
+    def __init__(self, body: bytes, etag: str) -> None:
+        self.etag = etag
+        small = len(body) < GZIP_MIN_BYTES
+        self.gzipped = None if small else gzip.compress(body, GZIP_LEVEL, mtime=0)
+        self._plain = body if small else None
+
+    @property
+    def body(self) -> bytes:
+        """The answer's bytes (decompressed from :attr:`gzipped` where it is held so)."""
+        if self.gzipped is None:
+            assert self._plain is not None
+            return self._plain
+        return gzip.decompress(self.gzipped)
 
     @property
     def size(self) -> int:
-        """The bytes it holds: the body, and its gzip form where it keeps one."""
-        return len(self.body) + (len(self.gzipped) if self.gzipped is not None else 0)
-
-    def __init__(self, body: bytes, etag: str) -> None:
-        self.body = body
-        self.etag = etag
-        self.gzipped = (
-            gzip.compress(body, GZIP_LEVEL, mtime=0) if len(body) >= GZIP_MIN_BYTES else None
-        )
+        """The bytes it holds."""
+        held = self.gzipped if self.gzipped is not None else self._plain
+        return len(held) if held is not None else 0
 
 
 class ResultCache:
     """A small LRU of finished answers, keyed by (query key, time bucket), bounded by
-    entries and by the bytes of the answers it holds (plain and gzip, each page once
+    entries and by the bytes of the answers it holds (as held, each page once
     however many keys point at it: the router files a page under its canonical and its
     raw key).
 
@@ -223,7 +234,7 @@ def not_modified(etag: str, if_none_match: str | None, max_age_s: int) -> Respon
 
 def page_response(page: CachedPage, scope: Scope, max_age_s: int) -> Response:
     """A cached answer as sent to the request of ``scope``: a 304 if the client holds it,
-    else its stored gzip bytes if it takes gzip, else its plain bytes."""
+    else its stored gzip bytes if it takes gzip, else its plain bytes (decompressed)."""
     unchanged = not_modified(page.etag, if_none_match(scope), max_age_s)
     if unchanged is not None:
         return unchanged

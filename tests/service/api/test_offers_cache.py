@@ -267,9 +267,15 @@ def test_the_answer_cache_is_bounded_by_bytes_as_well_as_entries() -> None:
     assert len(few) == 2 and few.get("x") is None
 
 
-def test_the_answer_cache_counts_the_gzip_form() -> None:
-    page = CachedPage(b'{"offers": []}' * 200, "tag")
-    assert page.gzipped is not None
+def test_the_answer_cache_holds_and_counts_the_gzip_form_alone() -> None:
+    """A page big enough to compress is held compressed only; its plain bytes come back
+    exactly, and the cache counts what it holds."""
+    body = b'{"offers": [' + b",".join(b'{"rank": %d}' % i for i in range(300)) + b"]}"
+    page = CachedPage(body, "tag")
+    assert page.gzipped is not None and page.body == body
+    assert page.size == len(page.gzipped) < len(body) // 4
     cache = ResultCache(max_entries=10, max_bytes=10_000)
     cache.put("k", page)
-    assert cache.bytes == len(page.body) + len(page.gzipped) == page.size
+    assert cache.bytes == page.size
+    small = CachedPage(b'{"offers": []}', "tag")
+    assert small.gzipped is None and small.body == b'{"offers": []}' and small.size == 14

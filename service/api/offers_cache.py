@@ -239,11 +239,10 @@ def page_response(page: CachedPage, scope: Scope, max_age_s: int) -> Response:
     if unchanged is not None:
         return unchanged
     headers = _headers(page.etag, max_age_s)
-    body = page.body
     if page.gzipped is not None and accepts_gzip(scope):
-        body = page.gzipped
         headers["Content-Encoding"] = "gzip"
-    return Response(body, media_type="application/json", headers=headers)
+        return Response(page.gzipped, media_type="application/json", headers=headers)
+    return Response(page.body, media_type="application/json", headers=headers)
 
 
 class GZipElsewhere:

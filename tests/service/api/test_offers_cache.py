@@ -13,6 +13,7 @@ from service.api.offers_cache import (
     ResultCache,
     accepts_gzip,
     etag_matches,
+    page_response,
     raw_key,
     time_bucket,
 )
@@ -279,3 +280,20 @@ def test_the_answer_cache_holds_and_counts_the_gzip_form_alone() -> None:
     assert cache.bytes == page.size
     small = CachedPage(b'{"offers": []}', "tag")
     assert small.gzipped is None and small.body == b'{"offers": []}' and small.size == 14
+
+
+def test_a_gzip_client_gets_the_held_bytes_without_a_decompression(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The held gzip bytes go out as they are; only a client without gzip costs one."""
+    body = b'{"offers": [' + b",".join(b'{"rank": %d}' % i for i in range(300)) + b"]}"
+    page = CachedPage(body, 'W/"tag"')
+    inflated: list[int] = []
+    real = gzip.decompress
+    monkeypatch.setattr(gzip, "decompress", lambda data: inflated.append(1) or real(data))
+    zipped = page_response(page, {"headers": [(b"accept-encoding", b"gzip")]}, 60)
+    assert zipped.body == page.gzipped and zipped.headers["content-encoding"] == "gzip"
+    assert inflated == []
+    plain = page_response(page, {"headers": []}, 60)
+    assert plain.body == body and "content-encoding" not in plain.headers
+    assert inflated == [1]

@@ -81,6 +81,12 @@ def _loosely_named(req: Requirement) -> pl.Expr:
 
 _SQUASHED = "squashed_name"
 _IN_CATALOG = pl.col("form_factor_varies").is_not_null()
+#: The catalog columns of a GPU the catalog does not hold: unknown.
+_BLANK = (
+    pl.lit(None, dtype=pl.Float64).alias("catalog_memory_gb"),
+    pl.lit(None, dtype=FORM_FACTOR_DTYPE).alias("catalog_form_factor"),
+    pl.lit(None, dtype=pl.Boolean).alias("form_factor_varies"),
+)
 
 
 class Unrankable:
@@ -92,10 +98,12 @@ class Unrankable:
     GPU name was most of a query's time (the filters around it run on all rows, the
     lowercase-and-regex pass with them). Holds the offers whose GPU is not in the catalog
     (with a raw name or a model name) or lacks a figure at some precision, with their
-    catalog columns, each precision's peak (``peak_<p>``) and the squashed name.
+    catalog columns, each precision's peak (``peak_<p>``) and the squashed name; and those
+    rows split by reason, so that a query plans no filter for a reason no offer has (a
+    plan's every expression is planned anew on every query, rows or none).
     """
 
-    __slots__ = ("rows",)
+    __slots__ = ("no_figure", "not_known", "rows")
 
     def __init__(self, frame: pl.DataFrame) -> None:
         peaks = {f"peak_{p.value}": peak_tflops(p) for p in Precision}
@@ -110,6 +118,13 @@ class Unrankable:
             .with_columns(name.str.to_lowercase().str.replace_all(_NOT_ALNUM, "").alias(_SQUASHED))
             .collect()
         )
+        #: The rows whose GPU is not in the catalog, its columns blank (unknown).
+        self.not_known: pl.DataFrame = self.rows.filter(~_IN_CATALOG).with_columns(_BLANK)
+        #: Per precision, the rows of a catalog GPU without a figure at it.
+        self.no_figure: dict[Precision, pl.DataFrame] = {
+            p: self.rows.filter(_IN_CATALOG & pl.col(f"peak_{p.value}").is_null())
+            for p in Precision
+        }
 
 
 def left_out(
@@ -151,39 +166,44 @@ def left_out_plan(
     fixed cost, not two."""
     req = requirement or Requirement()
     at = now or datetime.now(UTC)
-    rows = (unrankable or Unrankable(frame)).rows.lazy()
-    unknown_gpu = req.model_copy(update={"gpus": (), "allow_unknown": True})
-    blank = [pl.lit(None, dtype=pl.Float64).alias("catalog_memory_gb")]
-    blank += [pl.lit(None, dtype=FORM_FACTOR_DTYPE).alias("catalog_form_factor")]
-    blank += [pl.lit(None, dtype=pl.Boolean).alias("form_factor_varies")]
-    not_known = (
-        rows.filter(~_IN_CATALOG)
-        .with_columns(blank)
-        .filter(qualifies(unknown_gpu, at) & _loosely_named(req))
-        .with_columns(
-            reason=pl.when(pl.col("gpu_model").is_null())
-            .then(pl.lit(UNIDENTIFIED))
-            .otherwise(pl.lit(NOT_IN_CATALOG))
+    unrankable = unrankable or Unrankable(frame)
+    parts = []
+    if unrankable.not_known.height:
+        unknown_gpu = req.model_copy(update={"gpus": (), "allow_unknown": True})
+        not_known = (
+            unrankable.not_known.lazy()
+            .filter(qualifies(unknown_gpu, at) & _loosely_named(req))
+            .with_columns(
+                reason=pl.when(pl.col("gpu_model").is_null())
+                .then(pl.lit(UNIDENTIFIED))
+                .otherwise(pl.lit(NOT_IN_CATALOG))
+            )
         )
-    )
-    no_figure = (
-        rows.filter(_IN_CATALOG & pl.col(f"peak_{precision.value}").is_null())
-        .filter(qualifies(req, at))
-        .with_columns(reason=pl.lit(NO_FIGURE))
-    )
-    keys = ["provider", "gpu_raw_name", "gpu_model", "reason"]
-    parts = [not_known.select(keys), no_figure.select(keys)]
+        parts.append(not_known.select(_KEYS))
+    no_figure = unrankable.no_figure[precision]
+    if no_figure.height:
+        parts.append(
+            no_figure.lazy().filter(qualifies(req, at)).select(*_KEYS[:3], reason=_NO_FIGURE)
+        )
     if unplaced is not None:
-        parts.append(unplaced.lazy().select(keys))
+        parts.append(unplaced.lazy().select(_KEYS))
     elif job is not None:
         options = RankOptions(precision=precision, now=at, limit=None)
-        parts.append(_unplaced(frame, req, job, options).select(keys))
+        parts.append(_unplaced(frame, req, job, options).select(_KEYS))
+    if not parts:
+        return pl.LazyFrame(schema=_LEFT_OUT_SCHEMA)
     return (
         pl.concat(parts)
-        .group_by(keys)
+        .group_by(_KEYS)
         .agg(offers=pl.len())
-        .sort(["offers", *keys], descending=[True, False, False, False, False], nulls_last=True)
+        .sort(["offers", *_KEYS], descending=[True, False, False, False, False], nulls_last=True)
     )
+
+
+#: What :func:`left_out` counts by, and its columns.
+_KEYS = ["provider", "gpu_raw_name", "gpu_model", "reason"]
+_LEFT_OUT_SCHEMA = pl.Schema({**dict.fromkeys(_KEYS, pl.String()), "offers": pl.get_index_type()})
+_NO_FIGURE = pl.lit(NO_FIGURE)
 
 
 def _unplaced(

@@ -11,7 +11,15 @@ from adapters.collect import RunStatus
 from adapters.gpus import Precision
 from adapters.sample import replay_sample
 from pricing import RankOptions, Requirement, offers_to_frame, rank
-from pricing.coverage import NO_FIGURE, NOT_IN_CATALOG, UNIDENTIFIED, left_out, left_out_note
+from pricing.coverage import (
+    NO_FIGURE,
+    NOT_IN_CATALOG,
+    UNIDENTIFIED,
+    Unrankable,
+    left_out,
+    left_out_note,
+    left_out_plan,
+)
 
 from .factories import NOW, make_offer
 
@@ -93,3 +101,25 @@ def test_on_the_sample_every_unranked_offer_is_named_and_at_most_5_percent_stay_
         listed = left_out(frame, None, now, precision=precision)
         assert int(listed["offers"].sum()) == unranked.height
         assert set(listed["gpu_raw_name"]) == set(unranked["gpu_raw_name"])
+
+
+def test_unrankable_rows_are_split_by_reason_once_and_an_empty_part_is_not_planned() -> None:
+    """Unrankable keeps its rows by reason (not in the catalog; no figure at each
+    precision): a frame whose every offer is rankable leaves nothing out, with the note's
+    columns, and plans none of the filters."""
+    rankable = offers_to_frame([make_offer()])
+    nothing = Unrankable(rankable)
+    assert nothing.not_known.is_empty()
+    assert all(rows.is_empty() for rows in nothing.no_figure.values())
+    plan = left_out_plan(rankable, Requirement(gpus=("H100",)), NOW, unrankable=nothing)
+    assert "FILTER" not in plan.explain()
+    empty = plan.collect()
+    assert empty.is_empty()
+    assert empty.columns == ["provider", "gpu_raw_name", "gpu_model", "reason", "offers"]
+    mixed = offers_to_frame(
+        [make_offer(), make_offer(offer_id="u", gpu_model=None, gpu_raw_name="H100 Tensor")]
+    )
+    some = Unrankable(mixed)
+    assert some.not_known["offer_id"].to_list() == ["u"]
+    (row,) = left_out(mixed, Requirement(gpus=("H100",)), NOW, unrankable=some).to_dicts()
+    assert (row["gpu_raw_name"], row["reason"], row["offers"]) == ("H100 Tensor", UNIDENTIFIED, 1)

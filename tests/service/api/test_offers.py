@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
@@ -320,3 +322,16 @@ async def test_an_unknown_gpu_is_422_with_a_did_you_mean(client: httpx.AsyncClie
     assert error["loc"] == ["query", "gpus"]
     assert error["msg"].startswith("unknown GPU model, family or vendor: 'H1000' (did you mean")
     assert r.json()["detail"].startswith("gpus: unknown GPU model")  # no "Value error, "
+
+
+async def test_an_answer_is_compact_standard_json_whatever_the_encoding(
+    client: httpx.AsyncClient,
+) -> None:
+    """The body is what ``json.dumps`` writes with compact separators (the serialiser is
+    orjson, for speed), and a gzip client's bytes are the same answer."""
+    plain = await client.get("/v1/offers?limit=50", headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    body = json.loads(plain.content)
+    assert plain.content == json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+    zipped = await client.get("/v1/offers?limit=50", headers={"Accept-Encoding": "gzip"})
+    assert zipped.headers["content-encoding"] == "gzip" and zipped.content == plain.content

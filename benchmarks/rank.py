@@ -42,6 +42,7 @@ from adapters.schema import RentalTerm
 from pricing import Job, RankOptions, Requirement, rank
 from pricing.expressions import qualifies
 from pricing.frame import OFFER_SCHEMA, catalog_frame
+from pricing.offer_facts import with_offer_facts
 from pricing.rank import engine_for, rank_plan
 
 if TYPE_CHECKING:
@@ -57,7 +58,9 @@ COMMITMENTS = [
 
 
 def synthetic_offers(n: int, seed: int = 7) -> pl.DataFrame:
-    """``n`` offers (rounded down to a multiple of 3) in :data:`OFFER_SCHEMA` + config_id."""
+    """``n`` offers (rounded down to a multiple of 3) as a ranking frame is built: in
+    :data:`OFFER_SCHEMA`, with ``config_id`` and the offer facts (computed once here, as
+    :func:`pricing.frame.offers_to_frame` and the database's frame do, not by every call)."""
     rng = np.random.default_rng(seed)
     specs = [s for s in catalog() if s.peak_tflops(Precision.BF16)][:40]
     configs = n // 3
@@ -126,7 +129,7 @@ def synthetic_offers(n: int, seed: int = 7) -> pl.DataFrame:
         price_amount=pl.col("usd_per_hour").cast(pl.Decimal(38, 12))
     )
     missing = {k: pl.lit(None, dtype=v) for k, v in OFFER_SCHEMA.items() if k not in frame.columns}
-    return (
+    return with_offer_facts(
         frame.with_columns(**missing)
         .with_columns(config_id=pl.Series(config_id))
         .select([pl.col(k).cast(v) for k, v in OFFER_SCHEMA.items()] + [pl.col("config_id")])

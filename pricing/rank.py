@@ -780,8 +780,10 @@ def rank(
 ) -> pl.DataFrame:
     """The best ``options.limit`` configurations for ``job`` under ``requirement``.
 
-    ``offers`` may be Offer objects, a frame from :func:`pricing.frame.offers_to_frame`,
-    or one in runs of one GPU model (:class:`~pricing.model_rows.ByModel`, kept in memory
+    ``offers`` may be Offer objects, a frame from :func:`pricing.frame.offers_to_frame`
+    (or :func:`~pricing.frame.records_to_frame`; a frame built otherwise, without the offer
+    facts, gets them on every call: :func:`pricing.offer_facts.with_offer_facts` once is
+    cheaper), or one in runs of one GPU model (:class:`~pricing.model_rows.ByModel`, kept in memory
     by the API: a requirement naming models then reads their rows alone). One row per
     configuration (provider, offer_id, region, price basis) with its cheapest term; columns
     :data:`RESULT_COLUMNS`, in the order of :meth:`RankOptions.order`. The job defaults to

@@ -77,6 +77,13 @@ class ByModel:
             most_rows,
         )
 
+    def height_of(self, models: Collection[str]) -> int:
+        """How many rows :meth:`rows` of ``models`` holds (every row when the frame is read
+        whole)."""
+        if self.runs is None:
+            return self.frame.height
+        return sum(self.runs[m][1] for m in set(models) if m in self.runs)
+
     def rows(self, models: Collection[str] | None = None) -> pl.LazyFrame:
         """The rows of ``models`` (``None``: every row), in frame order, with
         :data:`~pricing.frame.OFFER_ROW`: the row's place in :attr:`frame`."""

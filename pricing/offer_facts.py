@@ -81,12 +81,16 @@ def has_offer_facts(frame: pl.DataFrame) -> bool:
 
 def with_offer_facts(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` (with ``config_id``) with :data:`FACT_COLUMNS` computed, replacing any it
-    had; rows in the same order (~25 ms for 100k offers)."""
-    peers = frame.lazy().group_by("config_id").agg(**_PEERS).with_columns(**_BEST_COMMITMENT)
-    kept = [name for name in frame.columns if name not in FACT_COLUMNS]
-    return (
-        frame.lazy()
-        .drop(FACT_COLUMNS, strict=False)
+    had; rows in the same order (~25 ms for 100k offers).
+
+    The facts are computed apart and put beside ``frame``'s own columns, which stay as
+    they are: a frame rebuilt by a join comes back in as many chunks as the engine's
+    threads made, and joining the chosen rows back to a frame of 1M offers in ten chunks
+    took 70 ms of a ranking against 17 in one."""
+    base = frame.drop(FACT_COLUMNS, strict=False)
+    peers = base.lazy().group_by("config_id").agg(**_PEERS).with_columns(**_BEST_COMMITMENT)
+    facts = (
+        base.lazy()
         .join(peers, on="config_id", how="left", maintain_order="left")
         .with_columns(
             **{AFTER: ex.unavailable()},
@@ -96,6 +100,8 @@ def with_offer_facts(frame: pl.DataFrame) -> pl.DataFrame:
             break_even_hours=_BREAK_EVEN_HOURS,
         )
         .with_columns(break_even=ex.break_even_text())
-        .select(*kept, *FACT_COLUMNS)
+        .select(FACT_COLUMNS)
         .collect()
+        .rechunk()
     )
+    return base.hstack(facts)

@@ -82,6 +82,7 @@ __all__ = [
     "rank",
     "rank_page",
     "rank_plan",
+    "rows_read",
 ]
 
 #: The ranking key: what one TFLOP-hour of useful work costs on a configuration's best term.
@@ -287,22 +288,21 @@ STREAMING_MIN_ROWS = 500_000
 #: for the 5 others; over 20k offers 9.58 against 10.20 and 12.34 against 12.83.
 SUBEXPRESSIONS_MIN_ROWS = 50_000
 
-#: Where little of the work is the data's (below :data:`SUBEXPRESSIONS_MIN_ROWS` rows, or
-#: a requirement naming a GPU model), a ranking is planned without expression
-#: simplification either: it rewrites every expression of a plan of some hundred and
-#: finds little to fold (callgrind, instructions of the planning thread per call, the
-#: API's H100 query over 100k offers: 24.6 M without it against 22.6 M with; every
-#: thread, every offer of 10k: 43.3 M against 45.1 M).
-_LITTLE_WORK = pl.QueryOptFlags(
+#: Where a ranking reads few rows (below :data:`SUBEXPRESSIONS_MIN_ROWS`: a small frame,
+#: or the API's runs of the GPU models a requirement names), polars' planning of its some
+#: hundred expressions is most of its time, and it is planned with neither common-
+#: subexpression elimination, nor expression simplification (it rewrites every
+#: expression and finds little to fold), nor common-subplan elimination (the chain caches
+#: what it shares itself). Callgrind, instructions a call (polars 2.1), the planning
+#: thread, the API's H100 query over 100k offers: 28.0 M with all three, 24.6 M without
+#: subplan elimination, 22.6 M without either; every thread, every offer of 10k: 48.7 M,
+#: 45.1 M, 43.3 M. Where it reads many rows, subplan elimination pays: a plain frame of 1M
+#: offers naming H100 (every row read, the chain's branches each reading them) ranked in
+#: 112-131 ms without it against 74-79 with.
+_FEW_ROWS = pl.QueryOptFlags(
     comm_subexpr_elim=False, simplify_expression=False, comm_subplan_elim=False
 )
-#: Common-subplan elimination looks for repeated subplans to compute once: the chain
-#: marks those it shares itself (``cache``), so it is never planned with it. Callgrind,
-#: instructions a call (polars 2.1): on the planning thread, 28.0 M without it against
-#: 24.6 M with (the API's H100 query over 100k offers) and 27.1 against 23.6 (30
-#: offers); on every thread, every offer of 10k 48.7 against 45.1 and of 100k (main, the
-#: same rule) 176.1 against 171.7. Answers equal (``tests/pricing/test_rank_engine.py``).
-_MUCH_WORK = pl.QueryOptFlags(comm_subplan_elim=False)
+_WITHOUT_SUBEXPRESSIONS = pl.QueryOptFlags(comm_subexpr_elim=False)
 
 
 def _names_a_model(requirement: Requirement | None) -> bool:
@@ -318,17 +318,30 @@ def engine_for(offers: pl.DataFrame, requirement: Requirement | None = None) -> 
     return "in-memory"
 
 
+def rows_read(offers: pl.DataFrame | ByModel, requirement: Requirement | None = None) -> int:
+    """How many rows of ``offers`` a ranking under ``requirement`` reads: a
+    :class:`~pricing.model_rows.ByModel`'s runs of the GPU models it names, else every row."""
+    if not isinstance(offers, ByModel):
+        return offers.height
+    if requirement is not None and requirement.gpus:
+        return offers.height_of(requirement.gpu_models())
+    return offers.frame.height
+
+
 def optimizations_for(
-    offers: pl.DataFrame, requirement: Requirement | None = None
+    offers: pl.DataFrame | ByModel, requirement: Requirement | None = None
 ) -> pl.QueryOptFlags:
-    """polars' optimisations :func:`rank` plans ``offers`` with under ``requirement``: for
-    a frame of :data:`SUBEXPRESSIONS_MIN_ROWS` rows or more when the requirement names no
-    GPU model (most rows qualify), all but common-subplan elimination (:data:`_MUCH_WORK`);
-    else neither common-subexpression elimination nor expression simplification
-    (:data:`_LITTLE_WORK`; see there for the figures)."""
-    if offers.height >= SUBEXPRESSIONS_MIN_ROWS and not _names_a_model(requirement):
-        return _MUCH_WORK
-    return _LITTLE_WORK
+    """polars' optimisations :func:`rank` plans ``offers`` with under ``requirement``:
+    below :data:`SUBEXPRESSIONS_MIN_ROWS` rows read (:func:`rows_read`), neither common-
+    subexpression nor common-subplan elimination nor expression simplification
+    (:data:`_FEW_ROWS`); from there, all of them when the requirement names no GPU model
+    (most rows qualify), all but common-subexpression elimination when it names one (see
+    :data:`SUBEXPRESSIONS_MIN_ROWS` and :data:`_FEW_ROWS` for the figures)."""
+    if rows_read(offers, requirement) < SUBEXPRESSIONS_MIN_ROWS:
+        return _FEW_ROWS
+    if _names_a_model(requirement):
+        return _WITHOUT_SUBEXPRESSIONS
+    return pl.QueryOptFlags()
 
 
 #: What :func:`rank` ranks: offers, their frame, or their frame in runs of one GPU model.
@@ -781,10 +794,10 @@ def rank(
     """The best ``options.limit`` configurations for ``job`` under ``requirement``.
 
     ``offers`` may be Offer objects, a frame from :func:`pricing.frame.offers_to_frame`
-    (or :func:`~pricing.frame.records_to_frame`; a frame built otherwise, without the offer
-    facts, gets them on every call: :func:`pricing.offer_facts.with_offer_facts` once is
-    cheaper), or one in runs of one GPU model (:class:`~pricing.model_rows.ByModel`, kept in memory
-    by the API: a requirement naming models then reads their rows alone). One row per
+    (or :func:`~pricing.frame.records_to_frame`; a frame built otherwise, without the
+    offer facts, gets them on every call: :func:`pricing.offer_facts.with_offer_facts`
+    once is cheaper), or one in runs of one GPU model (:class:`~pricing.model_rows.ByModel`,
+    kept in memory by the API: a requirement naming models then reads their rows alone). One row per
     configuration (provider, offer_id, region, price basis) with its cheapest term; columns
     :data:`RESULT_COLUMNS`, in the order of :meth:`RankOptions.order`. The job defaults to
     one hour, the options to :class:`RankOptions`'s defaults.
@@ -793,7 +806,7 @@ def rank(
     frame = _as_frame(framed)
     plan, _, columns = _plans(framed, requirement, job, options, paged=False)
     ranked = plan.collect(
-        engine=engine_for(frame, requirement), optimizations=optimizations_for(frame, requirement)
+        engine=engine_for(frame, requirement), optimizations=optimizations_for(framed, requirement)
     )
     return ranked[columns]
 
@@ -843,7 +856,7 @@ def rank_page(
     frame = _as_frame(offers)
     plan, placed, _ = _plans(offers, requirement, job, options, paged=True, displayed=displayed)
     engine = engine_for(frame, requirement)
-    optimizations = optimizations_for(frame, requirement)
+    optimizations = optimizations_for(offers, requirement)
     plans = [plan]
     grouped = None
     if unplaced and job is not None:

@@ -11,16 +11,18 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from pricing import Job, RankOptions, Requirement, rank
+from pricing import Job, RankOptions, Requirement, offers_to_frame, rank
+from pricing.model_rows import ByModel
 from pricing.rank import (
     STREAMING_MIN_ROWS,
     SUBEXPRESSIONS_MIN_ROWS,
     engine_for,
     optimizations_for,
     rank_plan,
+    rows_read,
 )
 
-from .factories import NOW
+from .factories import NOW, make_offer
 from .test_rank import _random_frame
 
 rank_module = importlib.import_module("pricing.rank")
@@ -37,23 +39,34 @@ def test_the_engine_follows_the_measured_rule() -> None:
     assert engine_for(large, h100) == "in-memory"
 
 
-def test_common_subexpressions_are_eliminated_only_where_most_of_a_large_frame_qualifies() -> None:
-    """Planned without common-subexpression elimination or expression simplification below
-    SUBEXPRESSIONS_MIN_ROWS rows or when the requirement names a GPU model (few rows
-    qualify), with both otherwise; never with common-subplan elimination (the chain caches
-    what it shares)."""
+def test_the_optimisations_follow_the_rows_a_ranking_reads() -> None:
+    """Below SUBEXPRESSIONS_MIN_ROWS rows read, no common-subexpression or common-subplan
+    elimination nor expression simplification; from there, every optimisation when no GPU
+    model is named, all but common-subexpression elimination when one is. The API's frame
+    in runs of one model reads only the named models' runs."""
     small = pl.DataFrame({"x": [1]})
     large = pl.DataFrame({"x": pl.int_range(0, SUBEXPRESSIONS_MIN_ROWS, eager=True)})
     h100 = Requirement(gpus=("H100",))
 
-    def eliminates(frame: pl.DataFrame, requirement: Requirement | None = None) -> bool:
-        flags = optimizations_for(frame, requirement)
-        assert flags.comm_subexpr_elim == flags.simplify_expression
-        assert not flags.comm_subplan_elim
-        return flags.comm_subexpr_elim
+    def flags(offers: pl.DataFrame | ByModel, requirement: Requirement | None = None) -> str:
+        f = optimizations_for(offers, requirement)
+        on = (f.comm_subexpr_elim, f.simplify_expression, f.comm_subplan_elim)
+        return {(False, False, False): "few", (False, True, True): "named", (True,) * 3: "all"}[on]
 
-    assert not eliminates(small) and not eliminates(small, h100) and not eliminates(large, h100)
-    assert eliminates(large) and eliminates(large, Requirement(min_gpus=8))
+    assert flags(small) == flags(small, h100) == "few"
+    assert flags(large) == flags(large, Requirement(min_gpus=8)) == "all"
+    assert flags(large, h100) == "named"
+    # a frame of SUBEXPRESSIONS_MIN_ROWS offers, a few of them H100s, in runs by model
+    h100s = make_offer(offer_id="h", gpu_model="H100-SXM5-80GB")
+    others = [make_offer(offer_id=f"l{i}", gpu_model="L4") for i in range(3)]
+    frame = offers_to_frame([h100s, *others])
+    many = pl.concat([frame] * (SUBEXPRESSIONS_MIN_ROWS // 4 + 1)).with_columns(
+        config_id=pl.int_range(pl.len(), dtype=pl.UInt32)
+    )
+    by_model = ByModel.of(many)
+    assert rows_read(by_model, h100) == many.height // 4
+    assert rows_read(by_model) == rows_read(many, h100) == many.height
+    assert flags(by_model, h100) == "few" and flags(by_model) == "all"
 
 
 @pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])

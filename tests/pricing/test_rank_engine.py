@@ -41,7 +41,8 @@ def test_the_engine_follows_the_measured_rule() -> None:
 
 def test_the_optimisations_follow_the_rows_a_ranking_reads() -> None:
     """Below SUBEXPRESSIONS_MIN_ROWS rows read, no common-subexpression or common-subplan
-    elimination nor expression simplification; from there, every optimisation when no GPU
+    elimination nor (but for a plan grouping each configuration's rows) expression
+    simplification; from there, every optimisation when no GPU
     model is named, all but common-subexpression elimination when one is. The API's frame
     in runs of one model reads only the named models' runs."""
     small = pl.DataFrame({"x": [1]})
@@ -67,6 +68,13 @@ def test_the_optimisations_follow_the_rows_a_ranking_reads() -> None:
     assert rows_read(by_model, h100) == many.height // 4
     assert rows_read(by_model) == rows_read(many, h100) == many.height
     assert flags(by_model, h100) == "few" and flags(by_model) == "all"
+    # a plan that groups each configuration's rows (another sort, or no limit) keeps the
+    # simplification that makes its sort_by().first() a minimum
+    for options in (RankOptions(sort="job_cost_usd"), RankOptions(limit=None)):
+        grouped = optimizations_for(small, h100, options)
+        assert grouped.simplify_expression and not grouped.comm_subexpr_elim
+        assert not grouped.comm_subplan_elim
+    assert not optimizations_for(small, h100, RankOptions()).simplify_expression
 
 
 @pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])

@@ -865,6 +865,7 @@ def rank_page(
     the rows are as :func:`pricing.display.for_display` shows them (its collect, ~1 ms of
     a page, saved), with :data:`RESULT_COLUMNS` all the same.
     """
+    offers = _framed(offers)  # a frame without the offer facts gets them once, here
     frame = _as_frame(offers)
     plan, placed, _ = _plans(offers, requirement, job, options, paged=True, displayed=displayed)
     engine = engine_for(frame, requirement)

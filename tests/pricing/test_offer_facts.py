@@ -10,6 +10,7 @@ from polars.testing import assert_frame_equal
 from adapters.schema import RentalTerm
 from pricing import Job, RankOptions, Requirement, offers_to_frame, rank
 from pricing.offer_facts import FACT_COLUMNS, has_offer_facts, with_offer_facts
+from pricing.rank import rank_page
 
 from .factories import NOW, make_offer
 
@@ -80,3 +81,6 @@ def test_a_frame_without_facts_is_ranked_as_one_with_them() -> None:
     assert not has_offer_facts(bare)
     options = RankOptions(now=NOW, limit=None)
     assert_frame_equal(rank(bare, options=options), rank(frame, options=options))
+    page, whole = rank_page(bare, options=options), rank_page(frame, options=options)
+    assert_frame_equal(page.rows, whole.rows)
+    assert page.total == whole.total == 2

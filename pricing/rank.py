@@ -20,9 +20,10 @@ of an answer needs besides: each row's place in the frame and the total):
    :meth:`RankOptions.order`: each configuration's first row of that cut, or a partial
    sort of one row per configuration;
 5. each chosen configuration keeps its cheapest row, with every offer column (joined back
-   by :data:`OFFER_ROW`), and gets its break-even against on-demand
-   (a frame reads them from its cached costed rows, one of :data:`COSTED_AGAIN_MIN_ROWS`
-   rows or more costs the chosen configurations' rows again);
+   by :data:`OFFER_ROW`), its break-even against on-demand among them (an offer fact of
+   the frame, :mod:`pricing.offer_facts`); a frame reads them from its cached costed rows,
+   one of :data:`COSTED_AGAIN_MIN_ROWS` rows or more costs the chosen configurations' rows
+   again;
 6. the total order (:meth:`RankOptions.order`, nulls last) and the rank.
 
 The answer equals the full ranking (every configuration's cheapest term, in that order)
@@ -571,8 +572,8 @@ def _top_configurations(
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """Stages one and two: the top ``limit`` configurations, each with its cheapest row
     (``config_id`` and :data:`OFFER_ROW`, the choice :func:`_cheapest_terms` makes; cached,
-    read by the answer), and the number of configurations that
-    qualify (one row, column :data:`_TOTAL`, computed only when read).
+    read by the answer), and the number of configurations that qualify (one row, column
+    :data:`_TOTAL`, computed only when read).
 
     Under the default sort a configuration's place is its cheapest row's: the first of
     its rows in the total order (:data:`AFTER`, :data:`KEY`, ``config_id``, term, frame

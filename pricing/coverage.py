@@ -34,7 +34,7 @@ import polars as pl
 from adapters.gpus import Precision
 
 from .display import figure_text
-from .expressions import NO_FIT, PLACEMENT_REASONS, peak_tflops, qualifies
+from .expressions import ALWAYS, NO_FIT, PLACEMENT_REASONS, peak_tflops, qualifies, where
 from .frame import FORM_FACTOR_DTYPE, catalog_frame
 from .job import Job
 from .rank import RankOptions, placement_plan
@@ -74,7 +74,7 @@ def _loosely_named(req: Requirement) -> pl.Expr:
     reads the ``squashed_name`` column :class:`Unrankable` adds."""
     wanted = [w for w in (_squash(g) for g in req.gpus) if w]
     if not wanted:
-        return pl.lit(True)
+        return ALWAYS
     squashed = pl.col(_SQUASHED)
     return pl.any_horizontal([squashed.str.contains(w, literal=True) for w in wanted])
 
@@ -170,20 +170,17 @@ def left_out_plan(
     parts = []
     if unrankable.not_known.height:
         unknown_gpu = req.model_copy(update={"gpus": (), "allow_unknown": True})
-        not_known = (
-            unrankable.not_known.lazy()
-            .filter(qualifies(unknown_gpu, at) & _loosely_named(req))
-            .with_columns(
-                reason=pl.when(pl.col("gpu_model").is_null())
-                .then(pl.lit(UNIDENTIFIED))
-                .otherwise(pl.lit(NOT_IN_CATALOG))
-            )
+        matching = where(unrankable.not_known.lazy(), qualifies(unknown_gpu, at))
+        not_known = where(matching, _loosely_named(req)).with_columns(
+            reason=pl.when(pl.col("gpu_model").is_null())
+            .then(pl.lit(UNIDENTIFIED))
+            .otherwise(pl.lit(NOT_IN_CATALOG))
         )
         parts.append(not_known.select(_KEYS))
     no_figure = unrankable.no_figure[precision]
     if no_figure.height:
         parts.append(
-            no_figure.lazy().filter(qualifies(req, at)).select(*_KEYS[:3], reason=_NO_FIGURE)
+            where(no_figure.lazy(), qualifies(req, at)).select(*_KEYS[:3], reason=_NO_FIGURE)
         )
     if unplaced is not None:
         parts.append(unplaced.lazy().select(_KEYS))

@@ -34,7 +34,7 @@ import math
 import operator
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import polars as pl
 
@@ -53,6 +53,7 @@ from .job import Job, JobKind
 from .requirement import Requirement
 
 __all__ = [
+    "ALWAYS",
     "BILLING_STAGE_COLUMNS",
     "ETHERNET_ONLY",
     "MEMORY_UNKNOWN",
@@ -109,6 +110,7 @@ __all__ = [
     "usd_per_effective_tflop_hour",
     "usd_per_gpu_hour",
     "wall_clock_hours",
+    "where",
 ]
 
 #: Keeps the expressions a ranking builds from hashable arguments only (the precision, the
@@ -969,4 +971,18 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
         conds.append(price_age_hours(now) <= req.max_price_age_hours)
     # A chain of ``&`` (not all_horizontal) lets polars push each offer-only condition
     # below the catalog join.
-    return functools.reduce(operator.and_, conds) if conds else pl.lit(True)
+    return functools.reduce(operator.and_, conds) if conds else ALWAYS
+
+
+#: What :func:`qualifies` gives for a requirement without a constraint: the literal True,
+#: this very expression, so that :func:`where` plans no filter for it. polars 2.1's
+#: in-memory engine without expression simplification (how :mod:`pricing.rank` plans a
+#: ranking of few rows) fails a filter by a literal on a frame of 16,384 rows or more
+#: with two threads or more ("filter predicate length of 2 doesn't match that of the
+#: DataFrame"): the API's ``params=7e9&tokens=2e11&job_gpus=8`` over 20k offers did.
+ALWAYS: Final = pl.lit(True)
+
+
+def where(frame: pl.LazyFrame, predicate: pl.Expr) -> pl.LazyFrame:
+    """``frame`` filtered by ``predicate``, or as it is for :data:`ALWAYS` (see there)."""
+    return frame if predicate is ALWAYS else frame.filter(predicate)

@@ -459,7 +459,7 @@ class _Chain:
 
     def qualified(self, offers: pl.LazyFrame) -> pl.LazyFrame:
         """Offer rows that meet the requirement, with their GPU's catalog columns."""
-        return offers.join(self.catalog, on="gpu_model", how="inner").filter(self.qualifies)
+        return ex.where(offers.join(self.catalog, on="gpu_model", how="inner"), self.qualifies)
 
     def placed(self, qualified: pl.LazyFrame) -> pl.LazyFrame:
         """Qualified rows with their nodes, job GPUs, per-GPU memory need and

@@ -12,12 +12,14 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from pricing import Job, RankOptions, Requirement, offers_to_frame, rank
+from pricing import expressions as ex
 from pricing.model_rows import ByModel
 from pricing.rank import (
     STREAMING_MIN_ROWS,
     SUBEXPRESSIONS_MIN_ROWS,
     engine_for,
     optimizations_for,
+    rank_page,
     rank_plan,
     rows_read,
 )
@@ -96,3 +98,35 @@ def test_either_engine_with_or_without_common_subexpressions_gives_the_same_answ
         for engine in ("streaming", "in-memory"):
             every = plan.collect(engine=engine, optimizations=pl.QueryOptFlags())
             assert_frame_equal(ranked, every, check_exact=True)
+
+
+def test_a_requirement_without_a_constraint_plans_no_filter() -> None:
+    """A requirement without a constraint qualifies by :data:`~pricing.expressions.ALWAYS`,
+    which :func:`~pricing.expressions.where` plans no filter for (see the next test)."""
+    lazy = pl.LazyFrame({"x": [1]})
+    assert ex.qualifies(Requirement(), NOW) is ex.ALWAYS
+    assert ex.where(lazy, ex.ALWAYS) is lazy
+    assert ex.where(lazy, pl.col("x") > 0) is not lazy
+
+
+def test_a_ranking_without_a_constraint_over_16k_rows_answers() -> None:
+    """polars 2.1's in-memory engine without expression simplification (a ranking of
+    fewer than SUBEXPRESSIONS_MIN_ROWS rows read) fails a filter by a literal True on a
+    frame of one chunk of 16,384 rows or more with two threads or more: a query with no
+    constraint, the API's ``params=7e9&tokens=2e11&job_gpus=8`` over 20k offers, was a
+    500."""
+    models = ("H100-SXM5-80GB", "L4")
+    frame = offers_to_frame([make_offer(offer_id=m, gpu_model=m) for m in models])
+    many = (
+        pl.concat([frame] * 10_000)
+        .with_columns(config_id=pl.int_range(pl.len(), dtype=pl.UInt32))
+        .rechunk()
+    )
+    assert 16_384 <= many.height < SUBEXPRESSIONS_MIN_ROWS
+    assert not optimizations_for(many).simplify_expression
+    job = Job.model_validate({"params": 7e9, "tokens": 2e11, "gpus": 8})
+    options = RankOptions(limit=3, now=NOW)
+    for requirement in (None, Requirement()):
+        page = rank_page(many, requirement, job, options, unplaced=True)
+        assert page.rows.height == 3 and page.total > 3 and page.unplaced is not None
+        assert rank(many, requirement, options=options).height == 3

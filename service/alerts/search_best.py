@@ -41,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from pricing import Job, RankOptions, Requirement
-from pricing.expressions import qualifies, usd_per_gpu_hour
+from pricing.expressions import ALWAYS, qualifies, usd_per_gpu_hour
 from pricing.rank import AFTER, KEY, costed_plan
 
 from .condition import METRICS
@@ -200,12 +200,16 @@ class _CostedRows:
 
     def prepare(self, atoms: Mapping[Any, Requirement]) -> None:
         """Evaluate the masks of ``atoms`` (by their keys) not evaluated yet."""
-        keys = [k for k in atoms if k not in self.masks]
+        predicates = {k: qualifies(atoms[k], self.now) for k in atoms if k not in self.masks}
+        # a requirement without a constraint (every term allowed) qualifies by a literal, which
+        # a select gives as one value, not a mask: every row qualifies
+        every = np.ones(self.rows.height, dtype=bool)
+        self.masks |= {k: every for k, p in predicates.items() if p is ALWAYS}
+        keys = [k for k, p in predicates.items() if p is not ALWAYS]
         for start in range(0, len(keys), _MASK_BATCH):
             chunk = keys[start : start + _MASK_BATCH]
             masks = self.rows.select(
-                qualifies(atoms[k], self.now).fill_null(False).alias(str(i))
-                for i, k in enumerate(chunk)
+                predicates[k].fill_null(False).alias(str(i)) for i, k in enumerate(chunk)
             )
             for i, key in enumerate(chunk):
                 self.masks[key] = masks[str(i)].to_numpy()[self.order]

@@ -106,3 +106,24 @@ def test_a_search_that_admits_nothing_has_no_best(frame: pl.DataFrame) -> None:
     best = best_per_search(frame, {"k": (nothing, Job.for_hours(1))}, now)["k"]  # type: ignore[arg-type]
     assert best.values == dict.fromkeys(METRICS) and best.in_stock == 0
     assert all(v is None for v in best.offers.values())
+
+
+@pytest.mark.parametrize(
+    "requirement",
+    [Requirement(), Requirement(gpus=("H100",))],
+    ids=["no constraint", "models alone"],
+)
+def test_a_search_without_a_filtering_field_alone_gets_its_first_row(
+    frame: pl.DataFrame, requirement: Requirement
+) -> None:
+    """A search whose requirement filters by nothing but its GPU models (every term allowed)
+    qualifies by a literal True, which a select gives as one value: alone in a batch, its
+    mask was that one value, and indexing it by the rows' order an IndexError."""
+    now = frame["fetched_at"].max()
+    job = Job.for_hours(1)
+    best = best_per_search(frame, {"k": (requirement, job)}, now)["k"]  # type: ignore[arg-type]
+    for metric in METRICS:
+        first = _first(frame, requirement, job, now=now, sort=metric)
+        offer = best.offers[metric]
+        assert first is not None and offer is not None
+        assert _identity(offer) == _identity(first) and best.values[metric] == first[metric]

@@ -434,7 +434,11 @@ class _Chain:
         options: RankOptions,
         *,
         require_fit: bool = True,
+        models_read: bool = False,
     ) -> _Chain:
+        """The chain of ``requirement``, ``job`` and ``options``; ``models_read``: the rows
+        it qualifies are the runs of the models ``requirement`` names
+        (:func:`_reads_named_runs`), which need no condition on the model."""
         job = job or Job.for_hours(1)
         requirement = requirement or Requirement()
         eff = options.efficiency or default_efficiency()
@@ -444,7 +448,7 @@ class _Chain:
             # lazy selects: an eager one is a query of its own, some 0.2 ms each time
             catalog=table.lazy().select(_CATALOG_COLUMNS),
             figures=table.lazy().select("gpu_model", *_FIGURE_COLUMNS),
-            qualifies=ex.qualifies(requirement, now),
+            qualifies=ex.qualifies(requirement, now, models_read=models_read),
             requirement=requirement,
             job=job,
             efficiency=eff,
@@ -697,6 +701,12 @@ def _chosen_costed_again(
     return _Chosen(best, total, chain.placed(chain.qualified(every)))
 
 
+def _reads_named_runs(offers: pl.DataFrame | ByModel, requirement: Requirement | None) -> bool:
+    """Whether :func:`_offer_rows` gives the runs of the models ``requirement`` names, and
+    no other row (a :class:`~pricing.model_rows.ByModel` in runs)."""
+    return isinstance(offers, ByModel) and offers.runs is not None and _names_a_model(requirement)
+
+
 def _offer_rows(offers: pl.DataFrame | ByModel, requirement: Requirement | None) -> pl.LazyFrame:
     """The rows a ranking under ``requirement`` reads, with :data:`OFFER_ROW`: the named
     GPU models' runs of a :class:`~pricing.model_rows.ByModel` (no other row qualifies),
@@ -746,7 +756,7 @@ def _plans(
     the result's columns as :func:`pricing.display.for_display` shows them (:func:`_shown`).
     """
     options = options or RankOptions()
-    chain = _Chain.of(requirement, job, options)
+    chain = _Chain.of(requirement, job, options, models_read=_reads_named_runs(offers, requirement))
     rows = _offer_rows(offers, requirement)
     frame = _as_frame(offers)
     large = frame.height >= COSTED_AGAIN_MIN_ROWS

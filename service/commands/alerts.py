@@ -89,7 +89,7 @@ def create_command(
         )
     except ValidationError as exc:
         fail(f"invalid alert: {validation_message(exc)}")
-    except (KeyError, ValueError) as exc:
+    except ValueError as exc:
         fail(f"invalid alert: {exc}")
     try:
         requirement = spelled_search_providers(request.requirement, settings)

@@ -79,7 +79,7 @@ def subscribe_command(
         )
     except ValidationError as exc:
         fail(f"invalid subscription: {validation_message(exc)}")
-    except (KeyError, ValueError) as exc:
+    except ValueError as exc:
         fail(f"invalid subscription: {exc}")
     try:
         requirement = spelled_search_providers(request.requirement, settings)

@@ -96,12 +96,15 @@ def _old_job_gpus(options: dict[str, Any]) -> None:
 
 def search_from_options(search: dict[str, Any]) -> tuple[Requirement, Job]:
     """The requirement and job ``search`` (the options of :func:`with_search_options`) ask
-    for; raises ValueError (a ValidationError too) or KeyError naming the option."""
+    for; raises ValueError (a ValidationError too) naming the option."""
     options = dict(search)
     _old_job_gpus(options)
-    requirement = get_preset(options["preset"]) if options.get("preset") else Requirement()
+    try:
+        requirement = get_preset(options["preset"]) if options.get("preset") else Requirement()
+    except KeyError as exc:
+        raise ValueError(f"--preset: {exc.args[0]}") from None
     if options.get("requirement"):
-        requirement = requirement.merged(**json.loads(options["requirement"]))
+        requirement = requirement.merged(**_requirement_json(options["requirement"]))
     fields, job, _query = fields_from_options(options, _SPECS)
     names = field_options(_SPECS)
     try:
@@ -114,6 +117,26 @@ def search_from_options(search: dict[str, Any]) -> tuple[Requirement, Job]:
         return requirement, Job(**job)
     except ValueError as exc:
         raise ValueError(_named(exc, names[Job])) from None
+
+
+#: What a JSON value that is not an object is, in words.
+_JSON_KINDS: dict[type, str] = {list: "an array", str: "a string", bool: "true or false"}
+_JSON_KINDS[type(None)] = "null"
+
+
+def _requirement_json(text: str) -> dict[str, Any]:
+    """``--requirement``: a JSON object of requirement fields, else a ValueError naming it."""
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--requirement: not JSON ({exc})") from None
+    if not isinstance(fields, dict):
+        kind = _JSON_KINDS.get(type(fields), "a number")
+        raise ValueError(
+            "--requirement: a JSON object of requirement fields, such as "
+            f'\'{{"gpus": ["H100"], "min_gpus": 8}}\', not {kind}'
+        )
+    return fields
 
 
 def spelled_search_providers(requirement: Requirement, settings: Settings) -> Requirement:

@@ -90,3 +90,27 @@ def test_history_old_gpu_works_with_a_note(database: str) -> None:  # noqa: F811
     assert old.stdout == new.stdout
     missing = runner.invoke(app, ["history"])
     assert missing.exit_code == 2 and "--gpus: required" in missing.stderr
+
+
+def test_a_bad_preset_or_requirement_is_one_line_naming_its_option(database: str) -> None:  # noqa: F811
+    """Not JSON, JSON that is not an object, an unknown preset: exit 2 with one line that
+    names the option, for both commands; nothing is stored."""
+    cases = [
+        (["--requirement", "nope"], "--requirement: not JSON (Expecting value"),
+        (["--requirement", "[1]"], "--requirement: a JSON object of requirement fields"),
+        (["--requirement", "null"], "such as '{\"gpus\": [\"H100\"], \"min_gpus\": 8}', not null"),
+        (["--preset", "nope"], "--preset: unknown preset 'nope'; known: seed-8xa100,"),
+    ]  # fmt: skip
+    for command, noun in ((["subscribe"], "subscription"), (["alerts", "create"], "alert")):
+        base = [*command, "--email", "a@example.org", "--name", "w"]
+        base += ["--below", "2"] if noun == "alert" else []
+        for args, said in cases:
+            result = CliRunner().invoke(app, [*base, *args])
+            assert result.exit_code == 2, (args, result.output)
+            assert result.stderr.startswith(f"invalid {noun}: "), result.stderr
+            assert said in result.stderr, result.stderr
+            assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    engine = sa.create_engine(database)
+    with engine.connect() as c:
+        assert c.execute(sa.text("select count(*) from subscription")).scalar_one() == 0
+    engine.dispose()

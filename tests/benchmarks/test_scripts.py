@@ -63,7 +63,7 @@ NO_VALGRIND = "VALGRIND NOT INSTALLED: rank_instructions.py not run (apt-get ins
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason=NO_VALGRIND)
 def test_rank_instructions_benchmark_counts_each_call() -> None:
-    # two processes under callgrind, ~20-40 s each on a loaded machine
+    # one process under callgrind, ~35 s (more on a loaded machine)
     args = ("--sizes", "30", "--calls", "1", "--requirements", "8xh100")
     out = run("rank_instructions.py", *args, timeout=300)
     found = re.search(r"^\s+30 8xh100\s+([\d.]+)$", out, re.M)

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from adapters.gpus import Precision
 from adapters.schema import Fabric, Offer, RentalTerm
 
-from .coverage import left_out_note
+from .coverage import Unrankable, left_out_note
 from .efficiency import Efficiency, default_efficiency
 from .expressions import ETHERNET_ONLY, NO_FABRIC
 from .frame import OFFER_SCHEMA, with_config_id
@@ -244,12 +244,16 @@ def estimate(
     layers: int | None = None,
     hidden_size: int | None = None,
     context_tokens: int | None = None,
+    unrankable: Unrankable | None = None,
 ) -> Estimate:
     """GPU-hours, wall clock, memory and cost of training ``params`` on ``tokens``.
 
     ``gpu_model`` is a canonical name or one that means a single model (``"H100 SXM"``,
     :func:`pricing.names.one_gpu_model`). ``fabric`` and ``fabric_gbps_per_gpu`` (None: not
-    given) replace what the offers state (see the module's docstring).
+    given) replace what the offers state (see the module's docstring). ``unrankable``:
+    the offers' :class:`~pricing.coverage.Unrankable`, when the caller keeps it (the API,
+    once per snapshot), for the note on why no offer can run the job (found otherwise,
+    ~100 ms for 100k offers: most of an estimate no offer can run).
 
     Raises :class:`EstimateInputError` (a ValueError) for an unknown GPU model or one naming
     several (a family), a count below 1, a GPU without a peak at ``precision``, or a
@@ -297,8 +301,9 @@ def estimate(
         ranked = rank(frame, requirement, job, options)
         if ranked.is_empty():
             why = left_out_note(
-                frame, requirement, now, precision=precision, job=job, name=_unnamed
-            )
+                frame, requirement, now, precision=precision, job=job, name=_unnamed,
+                unrankable=unrankable,
+            )  # fmt: skip
             reason = f"no current offer of {spec.name} can run {count} GPUs of this job" + (
                 f" ({why})" if why else ""
             )

@@ -9,7 +9,9 @@ import pytest
 
 from adapters.schema import Fabric, RentalTerm
 from pricing import estimate
+from pricing.coverage import Unrankable
 from pricing.estimate import EstimateInputError
+from pricing.frame import offers_to_frame
 
 from .factories import NOW, make_offer
 
@@ -150,6 +152,27 @@ def test_no_offer_that_can_run_it_gives_the_reason() -> None:
     assert "job_gpus" not in too_big.cost_reason and "bytes_per_param" not in too_big.cost_reason
     other = estimate("B200", 8, 1e9, 1e11, offers=[make_offer()], now=NOW)
     assert other.cost_reason is not None and "B200" in other.cost_reason
+
+
+def test_the_reason_reads_the_unrankable_offers_the_caller_keeps() -> None:
+    """The API passes the snapshot's Unrankable (found once, not ~100 ms an estimate):
+    the reason is the one found here, and it is the one passed that is read."""
+    offers = [
+        make_offer(gpu_model="A100-SXM4-80GB"),  # 8 GPUs, no fabric: cannot run 16
+        make_offer(offer_id="mystery", gpu_model=None, gpu_raw_name="A100 SXM4 80GB (refurb)"),
+    ]
+    frame = offers_to_frame(offers)
+    found = estimate("A100-SXM4-80GB", 16, 1e9, 1e11, offers=frame, now=NOW)
+    kept = estimate(
+        "A100-SXM4-80GB", 16, 1e9, 1e11, offers=frame, now=NOW, unrankable=Unrankable(frame)
+    )
+    assert found.cost_reason is not None and "'A100 SXM4 80GB (refurb)'" in found.cost_reason
+    assert kept.cost_reason == found.cost_reason
+    none_kept = estimate(
+        "A100-SXM4-80GB", 16, 1e9, 1e11, offers=frame, now=NOW,
+        unrankable=Unrankable(frame.clear()),
+    )  # fmt: skip
+    assert none_kept.cost_reason is not None and "refurb" not in none_kept.cost_reason
 
 
 def test_an_interruptible_best_offer_carries_its_restarts() -> None:

@@ -176,6 +176,7 @@ async def estimate_cost(
                     layers=body.layers,
                     hidden_size=body.hidden_size,
                     context_tokens=body.context_tokens,
+                    unrankable=state.unrankable,  # the snapshot's, found once
                 )
             )
         except ValidationError as exc:  # the job's bounds (the body's match them): a 422

@@ -19,7 +19,7 @@ from starlette.datastructures import QueryParams
 
 from service.api.offers_query import LIST_PARAMS, OffersQuery
 
-__all__ = ["GROUPS", "Control", "Group", "clean_query", "form_groups"]
+__all__ = ["GROUPS", "NOT_A_SEARCH", "Control", "Group", "clean_query", "form_groups"]
 
 Kind = Literal["text", "number", "select", "multi", "check", "tristate"]
 
@@ -173,9 +173,17 @@ def _control(name: str, params: QueryParams) -> Control:
     )
 
 
+#: Query parameters of ``/v1/offers`` that are not part of a search: ``cursor``, the API's
+#: token for the next page of one answer. The pages show a query's first page (``limit``
+#: sets its length), so a cursor is neither a control nor kept in their links, where a
+#: cursor of another query made "This answer as JSON" an error.
+NOT_A_SEARCH: frozenset[str] = frozenset({"cursor"})
+
+
 def form_groups(params: QueryParams) -> list[Group]:
-    """Every query parameter as a control, grouped; a group with a value set is open."""
-    placed = {n for names in GROUPS.values() for n in names} | set(PRESENTATION)
+    """Every query parameter of a search as a control, grouped; a group with a value set is
+    open."""
+    placed = {n for names in GROUPS.values() for n in names} | set(PRESENTATION) | NOT_A_SEARCH
     rest = tuple(n for n in OffersQuery.model_fields if n not in placed)
     groups = []
     for title, names in (*GROUPS.items(), ("More", rest)):
@@ -190,8 +198,9 @@ def presentation(params: QueryParams) -> dict[str, Control]:
 
 
 def clean_query(params: Mapping[str, str] | QueryParams) -> QueryParams:
-    """The query without empty values: a GET form sends every blank input as ``name=``."""
+    """The query without empty values (a GET form sends every blank input as ``name=``)
+    and without :data:`NOT_A_SEARCH`."""
     items: Sequence[tuple[str, str]] = (
         params.multi_items() if isinstance(params, QueryParams) else list(params.items())
     )
-    return QueryParams([(k, v) for k, v in items if v.strip() != ""])
+    return QueryParams([(k, v) for k, v in items if v.strip() != "" and k not in NOT_A_SEARCH])

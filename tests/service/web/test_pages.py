@@ -12,6 +12,7 @@ import pytest
 
 from adapters.schema import FIELD_GROUPS, Offer
 from service.api.offers_query import OffersQuery
+from service.web.form import NOT_A_SEARCH
 from tests.service.api.conftest import offer
 
 pytestmark = pytest.mark.anyio
@@ -75,10 +76,26 @@ async def test_explorer_refuses_an_unknown_provider_and_reads_gpu_names(
     assert _offer_keys(r.text)
 
 
-async def test_every_query_parameter_is_a_control(client: httpx.AsyncClient) -> None:
+async def test_every_query_parameter_of_a_search_is_a_control(client: httpx.AsyncClient) -> None:
     text = (await client.get("/")).text
     names = set(re.findall(r'name="([a-z_0-9]+)"', text))
-    assert set(OffersQuery.model_fields) <= names
+    assert set(OffersQuery.model_fields) - NOT_A_SEARCH <= names
+    assert not NOT_A_SEARCH & names
+
+
+async def test_a_cursor_is_neither_a_control_nor_kept_in_the_pages_links(
+    client: httpx.AsyncClient,
+) -> None:
+    """The pages show a query's first page: a cursor (of this query or another) is left
+    out of the form and of the links, where "This answer as JSON" then answered an error."""
+    first = (await client.get("/v1/offers?limit=1")).json()
+    assert first["next"] is not None
+    r = await client.get(f"/?gpus=H100&limit=1&cursor={first['next']}")
+    assert r.status_code == 200
+    assert "cursor" not in r.text
+    links = re.findall(r'href="(/v1/offers[^"]*)"', r.text)
+    assert links == ["/v1/offers?gpus=H100&amp;limit=1"]
+    assert (await client.get(links[0].replace("&amp;", "&"))).status_code == 200
 
 
 def test_every_offer_field_is_in_a_group() -> None:

@@ -3,7 +3,10 @@ for it (met / not met / unknown, with the value behind each), its terms and its 
 history; ``GET /offer/record?key=`` is the raw record as JSON.
 
 ``key`` is the offer's stored key (:attr:`adapters.schema.Offer.key`), the one
-``/v1/history/offers/{key}`` takes, so the page and the API name an offer alike.
+``/v1/history/offers/{key}`` takes, so the page and the API name an offer alike; the page
+takes the API's ``id`` of an offer too (``/offer?id=``), as ``gpuscout offer`` does. An
+offer no longer listed (a bookmark of one the latest snapshot dropped) is a page saying so,
+with where its price history stays, not a JSON problem.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, JSONResponse
+from markupsafe import escape
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import ContextDep, StateDep
+from service.api.offer_ids import decode_offer_id
 from service.offer_record import checklist_of, grouped_fields, published_record, terms_of
 
 from .charts import Series, line_chart
+from .layout import message_page
 from .templating import templates
 
 __all__ = ["router"]
@@ -27,6 +33,11 @@ __all__ = ["router"]
 router = APIRouter(include_in_schema=False)
 
 KeyQuery = Annotated[str, Query(min_length=1, max_length=1000, description="the offer key")]
+OptionalKey = Annotated[str | None, Query(max_length=1000, description="the offer key")]
+OptionalId = Annotated[
+    str | None,
+    Query(alias="id", max_length=2000, description="the offer id of /v1/offers"),
+]
 
 
 def _history(engine: Any, key: str) -> list[Any]:
@@ -75,11 +86,52 @@ def _offer_banner(current: Any, provider: str) -> dict[str, Any]:
     }
 
 
+def _message(title: str, body: str, status_code: int) -> HTMLResponse:
+    return HTMLResponse(message_page(title, body, nav="offers"), status_code=status_code)
+
+
+def _not_listed(key: str) -> HTMLResponse:
+    """An offer the current snapshot does not hold: said, with its price history's link."""
+    history = f"/v1/history/offers/{quote(key, safe='')}"
+    body = (
+        f"<p>No current offer has the key <code>{escape(key)}</code>. Its provider may "
+        "have stopped listing it since you saw it; the price history gpuscout stored "
+        f'stays at <a href="{escape(history)}">{escape(history)}</a>.</p>'
+        '<p><a href="/">See the current offers</a></p>'
+    )
+    return _message("Offer not listed", body, status.HTTP_404_NOT_FOUND)
+
+
 @router.get("/offer", response_class=HTMLResponse)
 async def offer_page(
-    request: Request, key: KeyQuery, state: StateDep, context: ContextDep
+    request: Request,
+    state: StateDep,
+    context: ContextDep,
+    key: OptionalKey = None,
+    offer_id: OptionalId = None,
 ) -> HTMLResponse:
-    row, terms, (record, origin), _ = await _offer(state, context, key)
+    key, offer_id = key or None, offer_id or None  # a blank one names nothing
+    if key is None and offer_id is not None:
+        key = decode_offer_id(offer_id)
+        if key is None:
+            body = (
+                f"<p><code>{escape(offer_id)}</code> is not an offer id. An offer's id is the "
+                '<code>id</code> of <a href="/v1/offers">/v1/offers</a>.</p>'
+            )
+            return _message("Not an offer id", body, status.HTTP_422_UNPROCESSABLE_CONTENT)
+    if key is None:
+        body = (
+            "<p>Name an offer: <code>/offer?key=&lt;its key&gt;</code> or "
+            '<code>/offer?id=&lt;its id&gt;</code>; <a href="/">the offers</a> link to '
+            "theirs.</p>"
+        )
+        return _message("Which offer?", body, status.HTTP_422_UNPROCESSABLE_CONTENT)
+    try:
+        row, terms, (record, origin), _ = await _offer(state, context, key)
+    except HTTPException as exc:
+        if exc.status_code != status.HTTP_404_NOT_FOUND:
+            raise
+        return _not_listed(key)
     points = await run_in_threadpool(_history, context.history, key)
     now = datetime.now(UTC)
     quoted = quote(key, safe="")

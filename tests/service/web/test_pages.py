@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from adapters.schema import FIELD_GROUPS, Offer
+from service.api.offer_ids import offer_id
 from service.api.offers_query import OffersQuery
 from service.web.form import NOT_A_SEARCH
 from tests.service.api.conftest import offer
@@ -101,6 +102,28 @@ async def test_a_cursor_is_neither_a_control_nor_kept_in_the_pages_links(
 def test_every_offer_field_is_in_a_group() -> None:
     grouped = [n for names in FIELD_GROUPS.values() for n in names]
     assert sorted(grouped) == sorted(Offer.model_fields)
+
+
+async def test_an_offer_page_by_id_and_its_errors_are_pages(client: httpx.AsyncClient) -> None:
+    """The API's id opens the same page as the key; an offer no longer listed, no offer
+    named, or not an id is an HTML page saying so (a bookmark of a dropped offer got a
+    JSON problem), the key escaped."""
+    key = offer().key
+    by_key = await client.get(f"/offer?key={quote(key, safe='')}")
+    by_id = await client.get(f"/offer?id={offer_id(key)}")
+    assert by_id.status_code == by_key.status_code == 200
+    title = re.search(r"<title>([^<]*)</title>", by_key.text)
+    assert title is not None and title.group(0) in by_id.text
+    gone = await client.get("/offer?key=" + quote("acme|<b>gone</b>||on_demand|instance"))
+    assert gone.status_code == 404 and gone.headers["content-type"].startswith("text/html")
+    assert "Offer not listed" in gone.text and "&lt;b&gt;gone&lt;/b&gt;" in gone.text
+    assert "<b>gone" not in gone.text
+    assert 'href="/v1/history/offers/acme%7C%3Cb%3Egone' in gone.text
+    for path, said in (("/offer", "Which offer?"), ("/offer?key=", "Which offer?"),
+                       ("/offer?id=zzz", "Not an offer id")):  # fmt: skip
+        r = await client.get(path)
+        assert r.status_code == 422 and r.headers["content-type"].startswith("text/html"), path
+        assert said in r.text, path
 
 
 async def test_offer_page(client: httpx.AsyncClient) -> None:

@@ -95,7 +95,7 @@ def _not_listed(key: str) -> HTMLResponse:
     history = f"/v1/history/offers/{quote(key, safe='')}"
     body = (
         f"<p>No current offer has the key <code>{escape(key)}</code>. Its provider may "
-        "have stopped listing it since you saw it; the price history gpuscout stored "
+        "have stopped listing it since you saw it; what price history gpuscout stored of it "
         f'stays at <a href="{escape(history)}">{escape(history)}</a>.</p>'
         '<p><a href="/">See the current offers</a></p>'
     )

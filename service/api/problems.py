@@ -36,6 +36,7 @@ __all__ = [
     "Problem",
     "ProblemError",
     "did_you_mean",
+    "error_message",
     "known_parameters",
     "problem_response",
     "problem_responses",
@@ -57,6 +58,13 @@ PROBLEM_TYPES: dict[str, str] = {
 _NAMED = re.compile(r"(?:Value error, )?([a-z_]+):")
 #: Where in a request a validation error's location starts.
 _PLACES = frozenset({"query", "body", "path", "header", "cookie"})
+
+
+def error_message(error: Mapping[str, Any]) -> str:
+    """A validation error's message as people read it: a validator's ValueError without
+    pydantic's ``"Value error, "`` before it, which says nothing (the API's problems, the
+    pages' forms)."""
+    return str(error.get("msg", "")).removeprefix("Value error, ")
 
 
 def problem_type(slug: str) -> str:
@@ -154,8 +162,7 @@ def _entry(error: Mapping[str, Any], request: Request) -> dict[str, Any]:
     if place == "body":
         entry["pointer"] = "#/" + "/".join(str(p) for p in rest)
     entry.update(error)
-    # a validator's ValueError: pydantic's "Value error, " before the message says nothing
-    entry["msg"] = str(entry.get("msg", "")).removeprefix("Value error, ")
+    entry["msg"] = error_message(entry)
     if error.get("type") == "extra_forbidden" and place == "query" and len(rest) == 1:
         hint = did_you_mean(str(rest[0]), known_parameters(request))
         entry["msg"] = f"unknown parameter {name!r}" + (f"; did you mean {hint!r}?" if hint else "")

@@ -21,6 +21,7 @@ from starlette.datastructures import QueryParams
 from service.alerts.condition import METRICS
 from service.alerts.manager import AlertRequest
 from service.api.deps import SavedSearchProvidersDep, SettingsDep
+from service.api.problems import error_message
 from service.api.routers.alerts import AlertAccepted, create
 from service.api.routers.subscriptions import ManagerDep
 
@@ -68,7 +69,7 @@ def _error(error: Any) -> str:
     """A validation error as a sentence naming the control it is about."""
     named = [str(p) for p in error["loc"] if str(p) in _FIELD_LABELS]
     label = _FIELD_LABELS[named[-1]] if named else "Alert"
-    return f"{label}: {error['msg'].removeprefix('Value error, ')}"
+    return f"{label}: {error_message(error)}"
 
 
 @router.get("/alert", response_class=HTMLResponse)

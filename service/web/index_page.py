@@ -25,6 +25,7 @@ from pricing import expressions as ex
 from pricing.display import for_display
 from pricing.requirement import Requirement
 from service.api.deps import ContextDep, StateDep
+from service.api.problems import error_message
 from service.api.routers.history import IndexQuery, get_price_index
 
 from .charts import Series, line_chart
@@ -96,7 +97,7 @@ async def index_page(request: Request, state: StateDep, context: ContextDep) -> 
     try:
         query = IndexQuery.model_validate(params)
     except ValidationError as exc:
-        errors = [f"{e['loc'][0]}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+        errors = [f"{e['loc'][0]}: {error_message(e)}" for e in exc.errors()]
         query = IndexQuery(gpus="H100")
     if not errors:
         try:

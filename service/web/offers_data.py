@@ -17,6 +17,7 @@ from starlette.datastructures import QueryParams
 from service.api.answers import ranked_page
 from service.api.app_context import ApiContext
 from service.api.offers_query import canonical_key, parse_offers_query, validate_query
+from service.api.problems import error_message
 from service.api.state import ApiState
 
 __all__ = ["QueryError", "offer_key", "offer_path", "offers_answer"]
@@ -34,7 +35,7 @@ def _errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     out = []
     for e in exc.errors():
         loc = [str(p) for p in e.get("loc", ()) if p != "query"]
-        out.append({"param": loc[0] if loc else "query", "msg": str(e.get("msg", ""))})
+        out.append({"param": loc[0] if loc else "query", "msg": error_message(e)})
     return out
 
 

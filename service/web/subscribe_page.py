@@ -21,6 +21,7 @@ from starlette.datastructures import QueryParams
 from pricing.job import Job
 from service.api.deps import SavedSearchProvidersDep, SettingsDep
 from service.api.offers_query import parse_offers_query, validate_query
+from service.api.problems import error_message
 from service.api.routers.subscriptions import ManagerDep, SubscriptionAccepted, subscribe
 from service.digest.subscriptions import SubscriptionRequest
 
@@ -44,7 +45,7 @@ def search_from_query(
             validate_query(clean_query(QueryParams(query)), max_items), providers=providers
         )
     except RequestValidationError as exc:
-        return None, Job.for_hours(1), [f"{e['loc'][-1]}: {e['msg']}" for e in exc.errors()]
+        return None, Job.for_hours(1), [f"{e['loc'][-1]}: {error_message(e)}" for e in exc.errors()]
     return parsed.requirement, parsed.job or Job.for_hours(1), []
 
 
@@ -104,7 +105,7 @@ async def subscribe_post(
             email=email, name=name, time_zone=time_zone, requirement=requirement, job=job
         )
     except ValidationError as exc:
-        errors = [f"{e['loc'][0]}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+        errors = [f"{e['loc'][0]}: {error_message(e)}" for e in exc.errors()]
         return _render(request, 422, errors=errors, **shown)
     answer = await run_in_threadpool(subscribe, request, body, manager, settings, providers)
     if not isinstance(answer, SubscriptionAccepted):  # 429: a limit is reached

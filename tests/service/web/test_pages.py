@@ -61,6 +61,9 @@ async def test_refused_query_names_the_parameter(client: httpx.AsyncClient) -> N
     assert 'id="f-min_gpus" name="min_gpus" value="x"' in r.text  # the input is kept
     r = await client.get("/?gpus=H9000")
     assert r.status_code == 422 and "unknown GPU model" in r.text
+    for page in ("/?gpus=H9000", "/subscribe?gpus=H9000", "/alert?gpus=H9000"):
+        text = (await client.get(page)).text  # what was wrong, without pydantic's prefix
+        assert "unknown GPU model" in text and "Value error" not in text, page
 
 
 async def test_explorer_refuses_an_unknown_provider_and_reads_gpu_names(

@@ -19,6 +19,8 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import HTMLResponse
+from markupsafe import escape
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -192,6 +194,8 @@ async def _http_problem(request: Request, exc: Exception) -> Response:
         )
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
     if exc.status_code == status.HTTP_404_NOT_FOUND and detail == "Not Found":
+        if _wants_a_page(request):
+            return _page_not_found(request.url.path)
         detail = f"no resource at {request.url.path}; the API is described at /openapi.json"
     elif exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
         allowed = (exc.headers or {}).get("Allow", "")
@@ -200,6 +204,27 @@ async def _http_problem(request: Request, exc: Exception) -> Response:
             exc.headers = {**(exc.headers or {}), "Allow": allowed}
         detail = f"{request.method} is not allowed here; allowed: {allowed or 'none'}"
     return problem_response(request.scope, exc.status_code, detail, headers=exc.headers)
+
+
+def _wants_a_page(request: Request) -> bool:
+    """A browser asking for a page (``Accept`` names HTML), outside the API's ``/v1/``."""
+    accept = request.headers.get("accept", "")
+    return "text/html" in accept and not request.url.path.startswith("/v1/")
+
+
+def _page_not_found(path: str) -> Response:
+    """The site's 404 page: a mistyped or old link gets the site's look and a way on, where
+    an API client gets the problem (``application/problem+json``)."""
+    from ..web.layout import message_page
+
+    body = (
+        f"<p>There is no page at <code>{escape(path)}</code>.</p>"
+        '<p><a href="/">See the current offers</a>, the <a href="/gpus">GPU catalog</a> or '
+        'the <a href="/docs">API</a>.</p>'
+    )
+    return HTMLResponse(
+        message_page("Page not found", body, nav="none"), status_code=status.HTTP_404_NOT_FOUND
+    )
 
 
 async def _own_problem(request: Request, exc: Exception) -> Response:

@@ -81,6 +81,20 @@ async def test_http_errors_are_problems(
     assert body["type"] == "about:blank"
 
 
+async def test_a_browser_gets_the_sites_404_page_outside_the_api(
+    client: httpx.AsyncClient,
+) -> None:
+    """A page asked for by a browser (Accept names HTML) that does not exist is the site's
+    page, the path escaped; under /v1/ and for other clients it stays a problem."""
+    html = {"accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    r = await client.get("/nowhere/<b>x</b>", headers=html)
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+    assert "Page not found" in r.text and "&lt;b&gt;x&lt;/b&gt;" in r.text
+    assert "<b>x" not in r.text and 'href="/"' in r.text
+    assert _problem(await client.get("/v1/nowhere", headers=html), 404)
+    assert _problem(await client.get("/nowhere"), 404)
+
+
 async def test_405_allows_head_with_get(client: httpx.AsyncClient) -> None:
     r = await client.delete("/v1/offers")
     assert r.headers["allow"] == "GET, HEAD"

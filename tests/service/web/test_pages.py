@@ -4,6 +4,8 @@ the API says. The browser tests (test_browser.py) walk them in Chromium."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -11,10 +13,12 @@ import httpx
 import pytest
 
 from adapters.schema import FIELD_GROUPS, Offer
+from service.api import create_app
 from service.api.offer_ids import offer_id
 from service.api.offers_query import OffersQuery
+from service.settings import Settings
 from service.web.form import NOT_A_SEARCH
-from tests.service.api.conftest import offer
+from tests.service.api.conftest import FakeSource, database_state, offer
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +56,25 @@ async def test_blank_fields_are_no_constraint(client: httpx.AsyncClient) -> None
     r = await client.get(f"/?{blank}&gpus=A100")
     assert r.status_code == 200, r.text
     assert len(_offer_keys(r.text)) == 1
+
+
+async def test_the_costs_caveats_are_badges_in_the_table(tmp_path: Path) -> None:
+    """A machine too small to feed its GPUs (1 vCPU, 1 GB RAM) carries its warning in the
+    explorer as in the API and the CLI: a badge with the whole text as its title."""
+    small = offer(provider="tiny", offer_id="1x-4090", gpu_model="RTX-4090", gpu_count=1,
+                  gpu_memory_gb=24.0, vcpus=1.0, ram_gb=1.0, fabric=None, fabric_gbps=None,
+                  price_amount=Decimal("0.1"))  # fmt: skip
+    source = FakeSource(database_state([offer(), small]))
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    transport = httpx.ASGITransport(app=create_app(settings, offers_loader=source))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        api = (await c.get("/v1/offers?providers=tiny")).json()["offers"][0]["job"]["caveats"]
+        page = (await c.get("/?providers=tiny")).text
+    assert api.startswith("below a runnable GPU server: 1.0 vCPU and 1.0 GB RAM per GPU")
+    badge = re.search(r'<span class="tag warn" title="([^"]*)">([^<]*)</span>', page)
+    assert badge is not None
+    assert badge.group(1) == api and badge.group(2) == "below a runnable GPU server"
+    assert 'class="caveats none"' not in page
 
 
 async def test_refused_query_names_the_parameter(client: httpx.AsyncClient) -> None:

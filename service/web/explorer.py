@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 
 from service.api.answers import warnings_for
 from service.api.deps import ContextDep, StateDep
+from service.api.offers_query import MAX_LIMIT, OffersQuery
 
 from .form import clean_query, form_groups, presentation
 from .offers_data import QueryError, offer_key, offer_path, offers_answer
@@ -21,6 +22,11 @@ from .templating import templates
 __all__ = ["SORTS", "router"]
 
 router = APIRouter(include_in_schema=False)
+
+#: How many more configurations "Show more" adds to the page.
+MORE = 20
+#: The configurations a page shows without a ``limit``: the API's default.
+DEFAULT_LIMIT: int = OffersQuery.model_fields["limit"].default
 
 #: Table columns the answer can be ordered by (the API's ``sort`` values), with headers.
 SORTS: dict[str, str] = {
@@ -43,6 +49,7 @@ async def explorer(request: Request, state: StateDep, context: ContextDep) -> HT
     for offer in (answer or {}).get("offers", []):
         offer["page"] = offer_path(offer_key(offer))
     sort = params.get("sort", "usd_per_effective_tflop_hour")
+    shown_limit = int(answer["query"].get("limit", DEFAULT_LIMIT)) if answer else DEFAULT_LIMIT
     return templates().TemplateResponse(
         request,
         "explorer.html",
@@ -61,6 +68,8 @@ async def explorer(request: Request, state: StateDep, context: ContextDep) -> HT
             "sort": sort,
             "sorts": SORTS,
             "api_url": "/v1/offers" + (f"?{params}" if params else ""),
+            # the page shows a query's first page: "more" raises its limit, up to the API's
+            "more_limit": min(shown_limit + MORE, MAX_LIMIT) if shown_limit < MAX_LIMIT else None,
         },
         status_code=422 if errors else 200,
     )

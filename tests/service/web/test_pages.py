@@ -77,6 +77,20 @@ async def test_the_costs_caveats_are_badges_in_the_table(tmp_path: Path) -> None
     assert 'class="caveats none"' not in page
 
 
+async def test_a_page_says_how_many_qualify_and_shows_more(client: httpx.AsyncClient) -> None:
+    """The explorer shows a query's first page: its heading says of how many, and "Show
+    more" raises the limit until every configuration is on the page."""
+    total = (await client.get("/v1/offers?limit=1")).json()["total"]
+    assert total > 2
+    page = (await client.get("/?limit=2")).text
+    assert f'<h2 id="results-h">2 of {total} offers</h2>' in page
+    more = re.search(r'<a href="\?([^"]*)">Show (\d+) more</a>', page)
+    assert more is not None and int(more.group(2)) == total - 2
+    assert more.group(1) == "limit=22"
+    whole = (await client.get(f"/?{more.group(1)}")).text
+    assert f'<h2 id="results-h">{total} offers</h2>' in whole and 'class="more"' not in whole
+
+
 async def test_refused_query_names_the_parameter(client: httpx.AsyncClient) -> None:
     r = await client.get("/?min_gpus=x&gpus=H100")
     assert r.status_code == 422

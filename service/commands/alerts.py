@@ -40,6 +40,18 @@ def _condition(
     return {"kind": "drop", "metric": metric, "drop_pct": drop_pct}
 
 
+#: The alert's fields as ``alerts create`` takes them, for its errors.
+_OPTIONS = {
+    "email": "--email",
+    "name": "--name",
+    "condition.metric": "--metric",
+    "condition.threshold": "--below",
+    "condition.drop_pct": "--drop-pct",
+    "quiet_minutes": "--quiet-minutes",
+    "webhooks": "--webhook",
+}
+
+
 @alerts_app.command("create")
 @with_search_options
 def create_command(
@@ -88,7 +100,7 @@ def create_command(
             webhooks=tuple(webhook or ()),
         )
     except ValidationError as exc:
-        fail(f"invalid alert: {validation_message(exc)}")
+        fail(f"invalid alert: {validation_message(exc, _OPTIONS)}")
     except ValueError as exc:
         fail(f"invalid alert: {exc}")
     try:

@@ -58,6 +58,10 @@ def inline_chart(digest: Digest) -> str:
     return digest.html.replace(f"cid:{digest.chart_cid}", f"data:image/png;base64,{data}")
 
 
+#: The subscription's fields as ``subscribe`` takes them, for its errors.
+_OPTIONS = {"email": "--email", "name": "--name", "time_zone": "--tz"}
+
+
 @with_search_options
 def subscribe_command(
     email: Annotated[str, typer.Option(help="the address digests go to")],
@@ -78,7 +82,7 @@ def subscribe_command(
             email=email, name=name, time_zone=time_zone, requirement=req, job=job
         )
     except ValidationError as exc:
-        fail(f"invalid subscription: {validation_message(exc)}")
+        fail(f"invalid subscription: {validation_message(exc, _OPTIONS)}")
     except ValueError as exc:
         fail(f"invalid subscription: {exc}")
     try:

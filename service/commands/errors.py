@@ -65,11 +65,15 @@ def _flat(text: str) -> str:
 
 def validation_message(exc: Any, names: Mapping[str, str] | None = None) -> str:
     """A pydantic error in one line: ``field: reason; ...`` (model-level reasons name their
-    field themselves); ``names`` renames fields (``{"gpus": "--job-gpus"}``)."""
+    field themselves); ``names`` renames fields (``{"gpus": "--job-gpus"}``), a nested one
+    by its dotted path (``{"condition.metric": "--metric"}``)."""
     parts = []
     for error in exc.errors(include_url=False):
         loc = [str(p) for p in error["loc"]]
-        if loc and names:
+        dotted = ".".join(loc)
+        if names and dotted in names:
+            loc = [names[dotted]]
+        elif loc and names:
             loc[0] = names.get(loc[0], loc[0])
         message = _flat(str(error["msg"]).removeprefix("Value error, "))
         parts.append(f"{'.'.join(loc)}: {message}" if loc else message)

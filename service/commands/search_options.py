@@ -104,7 +104,11 @@ def search_from_options(search: dict[str, Any]) -> tuple[Requirement, Job]:
     except KeyError as exc:
         raise ValueError(f"--preset: {exc.args[0]}") from None
     if options.get("requirement"):
-        requirement = requirement.merged(**_requirement_json(options["requirement"]))
+        fields = _requirement_json(options["requirement"])
+        try:
+            requirement = requirement.merged(**fields)
+        except ValueError as exc:  # a field the JSON gave: said as from --requirement
+            raise ValueError(f"--requirement: {_named(exc, {})}") from None
     fields, job, _query = fields_from_options(options, _SPECS)
     names = field_options(_SPECS)
     try:

@@ -100,6 +100,10 @@ def test_a_bad_preset_or_requirement_is_one_line_naming_its_option(database: str
         (["--requirement", "[1]"], "--requirement: a JSON object of requirement fields"),
         (["--requirement", "null"], "such as '{\"gpus\": [\"H100\"], \"min_gpus\": 8}', not null"),
         (["--preset", "nope"], "--preset: unknown preset 'nope'; known: seed-8xa100,"),
+        (["--requirement", '{"gpus": "H100"}'], "--requirement: gpus: Input should be a valid"),
+        (["--requirement", '{"gpus": ["H999"]}'], "--requirement: gpus: unknown GPU model"),
+        (["--requirement", '{"gpuz": 1}'], "--requirement: gpuz: Extra inputs are not permitted"),
+        (["--email", "nope"], "--email: not a valid email address"),
     ]  # fmt: skip
     for command, noun in ((["subscribe"], "subscription"), (["alerts", "create"], "alert")):
         base = [*command, "--email", "a@example.org", "--name", "w"]
@@ -110,6 +114,15 @@ def test_a_bad_preset_or_requirement_is_one_line_naming_its_option(database: str
             assert result.stderr.startswith(f"invalid {noun}: "), result.stderr
             assert said in result.stderr, result.stderr
             assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    own = [
+        (["subscribe", "--tz", "Mars/Base"], "invalid subscription: --tz: unknown time zone"),
+        (["alerts", "create", "--below", "2", "--metric", "nope"], "invalid alert: --metric: "),
+        (["alerts", "create", "--below", "-2"], "invalid alert: --below: Input should be greater"),
+        (["alerts", "create", "--drop-pct", "150"], "invalid alert: --drop-pct: Input should be"),
+    ]  # fmt: skip
+    for args, said in own:
+        result = CliRunner().invoke(app, [*args, "--email", "a@example.org", "--name", "w"])
+        assert result.exit_code == 2 and result.stderr.startswith(said), result.stderr
     engine = sa.create_engine(database)
     with engine.connect() as c:
         assert c.execute(sa.text("select count(*) from subscription")).scalar_one() == 0

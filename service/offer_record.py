@@ -109,7 +109,12 @@ def terms_of(frame: pl.DataFrame, key: str) -> tuple[dict[str, Any] | None, list
     """The frame row of ``key``, and every term of its configuration side by side.
 
     Each term's break-even against this configuration's on-demand price is
-    :func:`pricing.expressions.break_even_hours`, as in the ranking.
+    :func:`pricing.expressions.break_even_hours`, as in the ranking. Each carries the
+    instance's effective TFLOPs at BF16 (its GPUs' peak x the modelled MFU x the scaling
+    within it, as the ranking credits one node: :func:`pricing.rank.costed_plan`) and its
+    hourly rate per effective TFLOP-hour, the ranking's key without a job's billing (a
+    commitment's whole periods, a minimum rental) or extras; null where the GPU has no
+    figure to rank by.
     """
     hit = frame.filter(frame_key() == key)
     if hit.is_empty():
@@ -126,7 +131,23 @@ def terms_of(frame: pl.DataFrame, key: str) -> tuple[dict[str, Any] | None, list
         )
         .sort("term", "usd_per_hour")
     )
-    return row, for_display(terms).to_dicts()
+    return row, for_display(_with_effective_tflops(terms)).to_dicts()
+
+
+def _with_effective_tflops(terms: pl.DataFrame) -> pl.DataFrame:
+    """``terms`` with ``effective_tflops`` (one instance, BF16) and ``usd_per_effective_
+    tflop_hour`` at each term's hourly rate (see :func:`terms_of`)."""
+    from pricing.rank import costed_plan  # the ranking's own costing, for these rows only
+
+    credited = (
+        costed_plan(terms.drop("key", "on_demand_usd_per_hour"), require_fit=False)
+        .select("config_id", "term", "term_variant", "effective_tflops")
+        .unique(["config_id", "term", "term_variant"])
+        .collect()
+    )
+    return terms.join(
+        credited, on=["config_id", "term", "term_variant"], how="left", nulls_equal=True
+    ).with_columns(usd_per_effective_tflop_hour=pl.col("usd_per_hour") / pl.col("effective_tflops"))
 
 
 def checklist_of(frame: pl.DataFrame, key: str) -> Checklist | None:

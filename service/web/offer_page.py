@@ -139,7 +139,8 @@ async def offer_page(
         request,
         "offer.html",
         {
-            "title": f"{row['provider']} {row['instance_name'] or row['offer_id']}",
+            "title": f"{row['provider']}{' / ' + row['seller'] if row['seller'] else ''}: "
+            f"{row['instance_name'] or row['offer_id']}",  # as the page's heading says
             "key": key,
             "row": row,
             "terms": terms,

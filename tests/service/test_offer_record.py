@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
+from adapters.schema import RentalTerm
+from pricing import Job, RankOptions, Requirement, rank
+from pricing.frame import offers_to_frame
 from service.current import load_current
 from service.offer_record import frame_key, published_record, terms_of
 from service.settings import Settings
+from tests.pricing.factories import NOW, make_offer
 
 
 def test_sample_offer_shows_every_published_field(tmp_path: Path) -> None:
@@ -24,3 +29,33 @@ def test_sample_offer_shows_every_published_field(tmp_path: Path) -> None:
     for name in set(record) & set(row) - skip:
         assert record[name] == row[name], name
     assert record["term"] == str(row["term"]) and "fetched_at" in record
+
+
+def test_each_term_carries_the_rankings_effective_tflops_and_its_rate_per_tflop() -> None:
+    """An offer page's terms show what the ranking credits the instance (BF16, one node)
+    and each term's hourly rate per effective TFLOP: the ranking's own figures for a job
+    of one hour on demand; a GPU without a figure to rank by shows none."""
+    offers = [
+        make_offer(term=RentalTerm.ON_DEMAND, price_amount=Decimal("16")),
+        make_offer(term=RentalTerm.COMMIT_1Y, price_amount=Decimal("10")),
+        make_offer(offer_id="mystery", gpu_model=None, gpu_raw_name="Mystery X9"),
+    ]
+    frame = offers_to_frame(offers)
+    key = offers[0].key
+    _row, terms = terms_of(frame, key)
+    ranked = rank(frame, Requirement(terms=(RentalTerm.ON_DEMAND,)), Job.for_hours(1),
+                  RankOptions(now=NOW)).row(0, named=True)  # fmt: skip
+    by_term = {t["term"]: t for t in terms}
+    assert set(by_term) == {"on_demand", "commit_1y"}
+    on_demand = by_term["on_demand"]
+    assert on_demand["effective_tflops"] == round(ranked["effective_tflops"], 3)
+    assert on_demand["usd_per_effective_tflop_hour"] == round(
+        ranked["usd_per_effective_tflop_hour"], 9
+    )
+    assert by_term["commit_1y"]["effective_tflops"] == on_demand["effective_tflops"]
+    assert by_term["commit_1y"]["usd_per_effective_tflop_hour"] == round(
+        10.0 / ranked["effective_tflops"], 9
+    )
+    _row, unknown = terms_of(frame, offers[2].key)
+    assert unknown[0]["effective_tflops"] is None
+    assert unknown[0]["usd_per_effective_tflop_hour"] is None

@@ -304,7 +304,8 @@ def estimate(
                 frame, requirement, now, precision=precision, job=job, name=_unnamed,
                 unrankable=unrankable,
             )  # fmt: skip
-            reason = f"no current offer of {spec.name} can run {count} GPUs of this job" + (
+            gpus = "1 GPU" if count == 1 else f"{count} GPUs"
+            reason = f"no current offer of {spec.name} can run {gpus} of this job" + (
                 f" ({why})" if why else ""
             )
         else:

@@ -173,6 +173,9 @@ def test_the_reason_reads_the_unrankable_offers_the_caller_keeps() -> None:
         unrankable=Unrankable(frame.clear()),
     )  # fmt: skip
     assert none_kept.cost_reason is not None and "refurb" not in none_kept.cost_reason
+    one = estimate("A100-SXM4-80GB", 1, 70e9, 1e9, offers=frame, now=NOW)  # does not fit one
+    assert one.cost_reason is not None
+    assert one.cost_reason.startswith("no current offer of A100-SXM4-80GB can run 1 GPU of")
 
 
 def test_an_interruptible_best_offer_carries_its_restarts() -> None:

@@ -357,6 +357,16 @@ _COST_PARTS: tuple[tuple[str, str], ...] = (
 )
 
 
+def _dollars(amount: pl.Expr) -> pl.Expr:
+    """``amount`` as money reads: ``$0.20``, ``$1858.00``; a billed amount under a cent as
+    ``<$0.01`` (not ``$0.0``)."""
+    import polars as pl
+
+    cents = (amount * 100).round().cast(pl.Int64)
+    text = pl.format("${}.{}", cents // 100, (cents % 100).cast(pl.String).str.zfill(2))
+    return pl.when((cents == 0) & (amount > 0)).then(pl.lit("<$0.01")).otherwise(text)
+
+
 def _cost_parts(frame: pl.DataFrame) -> pl.Expr:
     """``job $ = compute $X + disk $Y`` where the bill has parts beyond compute, else null."""
     import polars as pl
@@ -364,9 +374,9 @@ def _cost_parts(frame: pl.DataFrame) -> pl.Expr:
     if not all(c in frame.columns for c, _ in _COST_PARTS):
         return pl.lit(None, dtype=pl.String)
     money = [
-        pl.format(f"{name} ${{}}", pl.col(c).round(2))
+        pl.format(f"{name} {{}}", _dollars(pl.col(c)))
         if i == 0
-        else pl.when(pl.col(c) > 0).then(pl.format(f"{name} ${{}}", pl.col(c).round(2)))
+        else pl.when(pl.col(c) > 0).then(pl.format(f"{name} {{}}", _dollars(pl.col(c))))
         for i, (c, name) in enumerate(_COST_PARTS)
     ]
     extras = pl.any_horizontal([pl.col(c).fill_null(0) > 0 for c, _ in _COST_PARTS[1:]])

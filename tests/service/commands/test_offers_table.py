@@ -14,7 +14,7 @@ from adapters.schema import default_fx
 from pricing import Job, RankOptions, Requirement, rank
 from pricing.display import figure_text
 from service.commands.offers_table import COLUMNS, GroupBy
-from service.commands.pricing import print_table
+from service.commands.pricing import _cost_parts, print_table
 from service.current import load_sample
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -221,3 +221,21 @@ def test_the_hourly_column_still_answers_to_usd_per_hour(h100: pl.DataFrame) -> 
     rule = next(i for i, line in enumerate(lines) if set(line.strip()) == {"─"})
     assert lines[rule - 1].split() == ["#", "$/h"]
     assert any(r.split()[1] == "23.92" for r in body(lines))  # lambda's 8x H100 SXM
+
+
+def test_the_bill_beneath_the_table_reads_as_money() -> None:
+    """``job $ = ...`` in cents, a billed part under a cent as ``<$0.01`` (it read
+    ``$0.0``), a part not billed left out."""
+    frame = pl.DataFrame(
+        {
+            "job_cost_usd": [0.2, 1858.499],
+            "required_extras_usd": [0.004, 0.0],
+            "storage_cost_usd": [0.0, 12.3456],
+            "egress_cost_usd": [None, 0.0],
+        }
+    )
+    said = frame.select(_cost_parts(frame)).to_series().to_list()
+    assert said == [
+        "job $ = compute $0.20 + boot disk and IPv4 <$0.01",
+        "job $ = compute $1858.50 + disk $12.35",
+    ]

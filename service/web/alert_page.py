@@ -78,7 +78,10 @@ async def alert_form(
 ) -> HTMLResponse:
     query = str(clean_query(request.query_params))
     requirement, job, errors = search_from_query(query, settings.api_max_list_items, providers)
-    return _render(request, query=query, requirement=requirement, job=job, errors=errors)
+    status_code = 422 if errors else 200  # a search that cannot be saved, as the explorer's
+    return _render(
+        request, status_code, query=query, requirement=requirement, job=job, errors=errors
+    )
 
 
 @router.post("/alert", response_class=HTMLResponse)

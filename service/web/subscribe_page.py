@@ -79,7 +79,10 @@ async def subscribe_form(
 ) -> HTMLResponse:
     query = str(clean_query(request.query_params))
     requirement, job, errors = search_from_query(query, settings.api_max_list_items, providers)
-    return _render(request, query=query, requirement=requirement, job=job, errors=errors)
+    status_code = 422 if errors else 200  # a search that cannot be saved, as the explorer's
+    return _render(
+        request, status_code, query=query, requirement=requirement, job=job, errors=errors
+    )
 
 
 @router.post("/subscribe", response_class=HTMLResponse)

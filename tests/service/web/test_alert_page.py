@@ -28,9 +28,12 @@ async def test_an_unknown_provider_is_a_sentence_of_the_form(client: httpx.Async
     shown = await client.get("/alert?gpus=H100&exclude_providers=blot")
     query = "gpus=H100&exclude_providers=blot"
     posted = await client.post("/alert", data={**FORM, "query": query})
-    assert posted.status_code == 422
+    assert posted.status_code == shown.status_code == 422
     for page in (shown, posted):
         assert f"<li>exclude_providers: {refused['msg']}</li>" in html.unescape(page.text)
+    # nothing was submitted yet: the page says the search cannot be saved, not that it failed
+    assert "This search cannot be saved" in shown.text and "No alert created" not in shown.text
+    assert "No alert created" in posted.text
 
 
 async def test_a_provider_in_another_case_is_stored_as_the_offers_spell_it(

@@ -27,7 +27,10 @@ async def test_an_unknown_provider_is_a_sentence_of_the_form(client: httpx.Async
     assert refused["msg"].startswith("unknown provider 'blot' (did you mean 'bolt'?); known: ")
     shown = await client.get("/subscribe?gpus=H100&providers=blot")
     posted = await client.post("/subscribe", data={**FORM, "query": "gpus=H100&providers=blot"})
-    assert posted.status_code == 422
+    assert posted.status_code == shown.status_code == 422
+    # nothing was submitted yet: the page says the search cannot be saved, not that it failed
+    assert "This search cannot be saved" in shown.text and "Not subscribed" not in shown.text
+    assert "Not subscribed" in posted.text
     for page in (shown, posted):
         assert f"<li>providers: {refused['msg']}</li>" in html.unescape(page.text)
 

@@ -9,6 +9,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from adapters.collect import RunStatus
+from adapters.gpus import catalog
 from adapters.sample import replay_sample
 from adapters.schema import (
     Cooling,
@@ -26,6 +27,7 @@ from adapters.schema import (
     fx_context,
 )
 from db.records import record_jsons
+from pricing.efficiency import default_efficiency
 from pricing.frame import (
     ENUM_COLUMNS,
     FABRIC_DTYPE,
@@ -269,3 +271,17 @@ def test_most_rows_per_configuration_counts_terms_and_variants_of_one_configurat
 def test_most_rows_per_configuration_reads_ids_from_elsewhere(ids: list[int | None]) -> None:
     frame = pl.DataFrame({"config_id": ids}, schema={"config_id": pl.UInt32})
     assert most_rows_per_configuration(frame) == max(ids.count(i) for i in ids)
+
+
+def test_the_default_catalog_is_built_once_another_efficiency_its_own() -> None:
+    """catalog_frame() at the default efficiency is one frame, built once (a ranking with
+    its own mfu built it again); another efficiency, or a choice of specs, gets its own."""
+    assert catalog_frame() is catalog_frame() is catalog_frame(efficiency=default_efficiency())
+    other = default_efficiency().model_copy(update={"default_mfu_bf16": 0.11})
+    theirs = catalog_frame(efficiency=other)
+    assert theirs is not catalog_frame()
+    unknown = theirs.filter(pl.col("gpu_family").is_null() | (pl.col("mfu_bf16") == 0.11))
+    assert unknown.height > 0  # the other default reached the families without their own
+    assert_frame_equal(theirs.drop("mfu_bf16"), catalog_frame().drop("mfu_bf16"))
+    one = catalog_frame(specs=[next(iter(catalog()))])
+    assert one.height == 1 and one.row(0) == catalog_frame().row(0)

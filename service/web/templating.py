@@ -78,6 +78,19 @@ def number(value: Any, places: int = 1) -> str:
     return str(value)
 
 
+#: How a select shows an option whose value is an API code (the value stays the code, the
+#: query string's and the API's): yes/no, and the sort keys as the table's headers say them.
+OPTION_LABELS: dict[str, str] = {
+    "true": "yes",
+    "false": "no",
+    "usd_per_effective_tflop_hour": "$ / eff. TFLOP-h",
+    "all_in_cost_usd": "all-in cost",
+    "job_cost_usd": "job cost",
+    "usd_per_hour": "$ / h",
+    "usd_per_gpu_hour": "$ / GPU-h",
+}
+
+
 def with_param(params: QueryParams, **changes: Any) -> str:
     """The query string ``params`` with ``changes`` set (``None`` removes a parameter)."""
     items = [(k, v) for k, v in params.multi_items() if k not in changes]
@@ -90,7 +103,7 @@ def templates() -> Jinja2Templates:
     """The one template set (built on first use, not at import)."""
     t = Jinja2Templates(directory=str(TEMPLATES_DIR))
     t.env.filters.update(money=money, hours=hours, age=age, number=number, break_even=break_even)
-    t.env.globals.update(with_param=with_param)
+    t.env.globals.update(with_param=with_param, option_labels=OPTION_LABELS)
     t.env.trim_blocks = True
     t.env.lstrip_blocks = True
     return t

@@ -7,6 +7,7 @@ import re
 from starlette.datastructures import QueryParams
 
 from service.web.form import form_groups, presentation
+from service.web.templating import OPTION_LABELS, templates
 
 #: Acronyms and units, as a label generated from a field name would spell them.
 _LOWERCASE_ACRONYMS = re.compile(
@@ -22,3 +23,17 @@ def test_every_label_spells_its_acronyms_and_units_as_written() -> None:
     wrong = [c.label for c in controls if _LOWERCASE_ACRONYMS.search(c.label)]
     assert wrong == []
     assert "_" not in "".join(c.label for c in controls)
+
+
+def test_a_sort_option_shows_what_the_table_calls_it_its_value_the_apis() -> None:
+    """The sort select's options read as the table's headers; each value stays the API's."""
+    sort = presentation(QueryParams(""))["sort"]
+    assert set(sort.options) <= set(OPTION_LABELS)
+    assert OPTION_LABELS["usd_per_effective_tflop_hour"] == "$ / eff. TFLOP-h"
+    html = (
+        templates()
+        .env.from_string('{% from "_control.html" import control %}{{ control(c) }}')
+        .render(c=sort)
+    )
+    assert '<option value="usd_per_effective_tflop_hour" selected>$ / eff. TFLOP-h</option>' in html
+    assert ">usd_per_" not in html

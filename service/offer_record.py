@@ -139,10 +139,10 @@ def _with_effective_tflops(terms: pl.DataFrame) -> pl.DataFrame:
     tflop_hour`` at each term's hourly rate (see :func:`terms_of`)."""
     from pricing.rank import costed_plan  # the ranking's own costing, for these rows only
 
+    # one costed row per term row (an offer key is its configuration, term and variant)
     credited = (
         costed_plan(terms.drop("key", "on_demand_usd_per_hour"), require_fit=False)
         .select("config_id", "term", "term_variant", "effective_tflops")
-        .unique(["config_id", "term", "term_variant"])
         .collect()
     )
     return terms.join(

@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import web
 from ..settings import Settings, get_settings
+from ..web.layout import message_page
 from . import routers
 from .app_context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
 from .deps import DATABASE_UNAVAILABLE
@@ -215,8 +216,6 @@ def _wants_a_page(request: Request) -> bool:
 def _page_not_found(path: str) -> Response:
     """The site's 404 page: a mistyped or old link gets the site's look and a way on, where
     an API client gets the problem (``application/problem+json``)."""
-    from ..web.layout import message_page
-
     body = (
         f"<p>There is no page at <code>{escape(path)}</code>.</p>"
         '<p><a href="/">See the current offers</a>, the <a href="/gpus">GPU catalog</a> or '

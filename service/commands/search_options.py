@@ -124,8 +124,12 @@ def search_from_options(search: dict[str, Any]) -> tuple[Requirement, Job]:
 
 
 #: What a JSON value that is not an object is, in words.
-_JSON_KINDS: dict[type, str] = {list: "an array", str: "a string", bool: "true or false"}
-_JSON_KINDS[type(None)] = "null"
+_JSON_KINDS: dict[type, str] = {
+    list: "an array",
+    str: "a string",
+    bool: "true or false",
+    type(None): "null",
+}
 
 
 def _requirement_json(text: str) -> dict[str, Any]:

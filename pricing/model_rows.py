@@ -51,6 +51,10 @@ class ByModel:
     #: The most rows one configuration has in :attr:`frame`
     #: (:func:`~pricing.frame.most_rows_per_configuration`, counted once per frame here).
     most_rows: int
+    #: :meth:`joined`'s frames, by their key.
+    _joined: dict[object, ByModel] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, frame: pl.DataFrame) -> ByModel:
@@ -76,6 +80,25 @@ class ByModel:
             {model: (start, length) for model, start, length in runs.iter_rows()},
             most_rows,
         )
+
+    def joined(self, key: object, table: pl.DataFrame) -> ByModel:
+        """These rows with the columns of ``table`` (one row per ``gpu_model``; a model it
+        does not hold gets nulls), in the same runs: joined on the first call for ``key``,
+        then kept (the same ``key`` must name the same table). A column both hold is an
+        error. What a query reads per GPU model is then a column of the rows it reads, not
+        a join on the model name in every query's plan."""
+        kept = self._joined.get(key)
+        if kept is not None:
+            return kept
+        both = (set(table.columns) - {"gpu_model"}) & set(self.frame.columns)
+        if both:
+            raise ValueError(f"columns in the frame already: {sorted(both)}")
+        frame = self.frame.join(table, on="gpu_model", how="left", maintain_order="left")
+        if frame.height != self.frame.height:
+            raise ValueError("the table holds some gpu_model more than once")
+        kept = ByModel(frame, self.runs, self.most_rows)
+        self._joined[key] = kept  # a race computes it twice and keeps one: harmless
+        return kept
 
     def height_of(self, models: Collection[str]) -> int:
         """How many rows :meth:`rows` of ``models`` holds (every row when the frame is read

@@ -78,6 +78,7 @@ __all__ = [
     "SortKey",
     "costed_plan",
     "engine_for",
+    "hold_catalog",
     "optimizations_for",
     "placement_plan",
     "rank",
@@ -408,6 +409,35 @@ def _build_catalog_table(
     )
 
 
+#: A row holding its catalog's columns (:func:`_with_catalog`) whose GPU has a peak at
+#: the precision: one the catalog join keeps.
+_HAS_PEAK = pl.col("peak_tflops").is_not_null()
+
+
+def _with_catalog(offers: ByModel, options: RankOptions) -> ByModel | None:
+    """``offers`` with the catalog's columns at ``options.precision`` (the default
+    efficiency, the modelled MFU), joined once per snapshot and precision
+    (:meth:`~pricing.model_rows.ByModel.joined`); ``None`` for another efficiency or an
+    ``mfu`` of the query's own, which join the catalog in the query's plan.
+
+    The join on the GPU model's name, and its gather of every column the plan reads, was
+    a fifth of the work of the API's new queries, the same for every query of a snapshot
+    (callgrind, the 40 queries of ``benchmarks/api.py`` over 100k offers, one polars
+    thread: 62.6 M instructions a query with the join, 50.6 M without; ~6 MB of columns
+    a precision held).
+    """
+    if options.mfu is not None or options.efficiency not in (None, default_efficiency()):
+        return None
+    table = _default_catalog_table(options.precision, None)
+    return offers.joined(("catalog", options.precision), table)
+
+
+def hold_catalog(offers: ByModel, precision: Precision = Precision.BF16) -> None:
+    """Join the catalog's columns at ``precision`` to ``offers`` now (~4 ms and ~5 MB for
+    100k offers), not in the first ranking at it (:func:`_with_catalog`)."""
+    _with_catalog(offers, RankOptions(precision=precision))
+
+
 @dataclasses.dataclass(frozen=True)
 class _Chain:
     """The steps of the chain and what they read, resolved once per call."""
@@ -425,6 +455,9 @@ class _Chain:
     now: datetime
     #: Disk GB per instance the job asks: the job's, else the requirement's minimum.
     storage_gb: float | None
+    #: The rows read hold the catalog's columns already (:func:`_with_catalog`): qualifying
+    #: is a filter, with no join on the model name.
+    catalog_in_rows: bool = False
 
     @classmethod
     def of(
@@ -435,10 +468,12 @@ class _Chain:
         *,
         require_fit: bool = True,
         models_read: bool = False,
+        catalog_in_rows: bool = False,
     ) -> _Chain:
         """The chain of ``requirement``, ``job`` and ``options``; ``models_read``: the rows
         it qualifies are the runs of the models ``requirement`` names
-        (:func:`_reads_named_runs`), which need no condition on the model."""
+        (:func:`_reads_named_runs`), which need no condition on the model;
+        ``catalog_in_rows``: they hold the catalog's columns (:func:`_with_catalog`)."""
         job = job or Job.for_hours(1)
         requirement = requirement or Requirement()
         eff = options.efficiency or default_efficiency()
@@ -459,10 +494,15 @@ class _Chain:
             storage_gb=job.storage_gb
             if job.storage_gb is not None
             else (requirement.min_storage_gb if requirement is not None else None),
+            catalog_in_rows=catalog_in_rows,
         )
 
     def qualified(self, offers: pl.LazyFrame) -> pl.LazyFrame:
-        """Offer rows that meet the requirement, with their GPU's catalog columns."""
+        """Offer rows that meet the requirement, with their GPU's catalog columns (a row
+        whose GPU the catalog has no peak for at the precision is not one)."""
+        if self.catalog_in_rows:
+            known = _HAS_PEAK if self.qualifies is ex.ALWAYS else self.qualifies & _HAS_PEAK
+            return offers.filter(known)
         return ex.where(offers.join(self.catalog, on="gpu_model", how="inner"), self.qualifies)
 
     def placed(self, qualified: pl.LazyFrame) -> pl.LazyFrame:
@@ -675,7 +715,10 @@ def _chosen_from_cache(
     else:
         top, total = _top_configurations(costed, options, options.limit, most_rows)
         best = costed.join(top.select(OFFER_ROW), on=OFFER_ROW, how="semi")
-    wide = best.select(_COSTED_COLUMNS).join(rows.drop("config_id", "term"), on=OFFER_ROW)
+    # the catalog's columns the costing carries come with it; the rest with the offer's
+    carried = _CATALOG_COLUMNS[1:] if chain.catalog_in_rows else ()
+    drop = ("config_id", "term", *(c for c in carried if c in _COSTED_COLUMNS))
+    wide = best.select(_COSTED_COLUMNS).join(rows.drop(drop), on=OFFER_ROW)
     return _Chosen(wide, total, placed)
 
 
@@ -756,7 +799,12 @@ def _plans(
     the result's columns as :func:`pricing.display.for_display` shows them (:func:`_shown`).
     """
     options = options or RankOptions()
-    chain = _Chain.of(requirement, job, options, models_read=_reads_named_runs(offers, requirement))
+    with_catalog = _with_catalog(offers, options) if isinstance(offers, ByModel) else None
+    offers = offers if with_catalog is None else with_catalog
+    chain = _Chain.of(
+        requirement, job, options, models_read=_reads_named_runs(offers, requirement),
+        catalog_in_rows=with_catalog is not None,
+    )  # fmt: skip
     rows = _offer_rows(offers, requirement)
     frame = _as_frame(offers)
     large = frame.height >= COSTED_AGAIN_MIN_ROWS
@@ -772,9 +820,10 @@ def _plans(
         if chosen.total is not None:  # a few rows, one count: the join costs nothing
             best = best.join(chosen.total, how="cross")
             extra.append(_TOTAL)
+    if not chain.catalog_in_rows:  # else the rows hold the figures already
+        best = best.join(chain.figures, on="gpu_model", how="left")
     ranked = (
-        best.join(chain.figures, on="gpu_model", how="left")
-        .with_columns(
+        best.with_columns(
             job_usd_per_hour=ex.job_usd_per_hour(),
             gpu_memory_gb=ex.gpu_memory_gb(),
             total_gpu_memory_gb=ex.total_gpu_memory_gb(),

@@ -33,6 +33,7 @@ from pricing.coverage import Unrankable
 from pricing.model_rows import ByModel
 from pricing.names import known_providers
 from pricing.offer_checklist import counts_frame
+from pricing.rank import hold_catalog
 
 from ..memory import release_memory
 from .offers_cache import ResultCache, time_bucket
@@ -126,6 +127,7 @@ class ApiState:
     def warm(self) -> ApiState:
         """Find what the state keeps per snapshot now (blocking), not on a first request."""
         _ = self.unrankable, self.warnings, self.checklist, self.known_providers
+        hold_catalog(self.by_model)  # what a ranking at the default precision reads
         return self
 
     def answer_time(self, now: datetime | None = None) -> datetime:

@@ -52,7 +52,11 @@ Printed per worker count: time from start to ``/readyz`` of the three starts (ta
 with 100k offers) and the CPU seconds they took, the server's RSS once ready and after the
 drive (each process; target <= 400 MB a worker), and each phase's
 throughput and p50/p95/p99, with the client's and the server's CPU seconds, since the
-client shares the machine's cores with the server.
+client shares the machine's cores with the server; with several workers, also each server
+process's seconds (the workers, the parent and multiprocessing's resource tracker), which
+show how the kernel spread the phase's connections over the workers: every worker accepts
+on the one socket uvicorn's parent bound, and the first awake takes every connection
+waiting, so the 8 connections a phase opens together often all land on one worker.
 """
 
 from __future__ import annotations
@@ -264,16 +268,21 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
-def tree_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of ``pid``'s process tree so far."""
-    total = 0
+def cpu_by_process(pid: int) -> dict[int, float]:
+    """User + system CPU seconds of each process of ``pid``'s tree so far."""
+    seconds = {}
     for p in process_tree(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / os.sysconf("SC_CLK_TCK")
+        seconds[p] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return seconds
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid``'s process tree so far."""
+    return sum(cpu_by_process(pid).values())
 
 
 def tree_memory_mb(pid: int) -> tuple[list[float], float]:
@@ -468,7 +477,7 @@ def client(
     ) -> tuple[Phase, str]:  # fmt: skip
         """A closed-loop phase on ``conns`` connections over ``queries``, or an open-loop
         one at ``rate`` requests a second."""
-        server_cpu = tree_cpu_s(server_pid) if server_pid else 0.0
+        server_cpu = cpu_by_process(server_pid) if server_pid else {}
         own_cpu = time.process_time()
         phase = asyncio.run(
             drive_open(port, seconds, conns, rate, max_requests, path_of)
@@ -478,9 +487,16 @@ def client(
         own = time.process_time() - own_cpu
         cpu = f"; CPU: client {own:.1f} s"
         if server_pid:
-            used = tree_cpu_s(server_pid) - server_cpu
+            by_process = {
+                p: s - server_cpu.get(p, 0.0) for p, s in cpu_by_process(server_pid).items()
+            }
+            used = sum(by_process.values())
             per = used / max(1, len(phase.latencies)) * 1000
-            cpu += f", server {used:.1f} s ({per:.2f} ms a request)"
+            cpu += f", server {used:.1f} s ({per:.2f} ms a request"
+            if len(by_process) > 2:  # several workers: how evenly the kernel spread them
+                shares = sorted(by_process.values(), reverse=True)
+                cpu += f"; by process {' + '.join(f'{s:.1f}' for s in shares)} s"
+            cpu += ")"
         how = f"at {rate:g} req/s offered (open loop, {conns} connections)" if rate else ""
         closed = f"({conns} connection{'s' if conns != 1 else ''})"
         figures = report(f"{title} {how or closed}", phase, cpu)

@@ -8,6 +8,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+import orjson
 import polars as pl
 
 from adapters.schema import RentalTerm
@@ -45,10 +46,17 @@ def test_each_offer_is_its_row_with_non_finite_figures_as_null() -> None:
         usd_per_hour=pl.Series([math.nan, math.inf, 1.5]),
         fabric_gbps=pl.Series([-math.inf, None, 2.0]),
     )
-    checklists = [{"met": i} for i in range(rows.height)]
+    checklists = [
+        {"met": i, "not_met": 1, "unknown": 2, "items": i + 3, "summary": "-"}
+        for i in range(rows.height)
+    ]
     shaped = _shaped(rows, checklists)
     expected = [_by_row(r, c) for r, c in zip(rows.iter_rows(named=True), checklists, strict=True)]
     assert shaped == expected
     assert [o["price"]["usd_per_hour"] for o in shaped] == [None, None, 1.5]
+    assert [o["hardware"]["fabric_gbps"] for o in shaped] == [None, None, 2.0]
+    # for orjson (a new query's answer), which writes a float that is not finite as null
+    bytes_ = orjson.dumps(_shaped(rows, checklists, finite=False))
+    assert orjson.loads(bytes_) == expected
     assert shaped[0]["fetched_at"] == rfc3339(rows["fetched_at"][0])
     assert _shaped(rows.clear(), []) == []

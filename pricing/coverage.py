@@ -173,8 +173,8 @@ def left_out_plan(
         matching = where(unrankable.not_known.lazy(), qualifies(unknown_gpu, at))
         not_known = where(matching, _loosely_named(req)).with_columns(
             reason=pl.when(pl.col("gpu_model").is_null())
-            .then(pl.lit(UNIDENTIFIED))
-            .otherwise(pl.lit(NOT_IN_CATALOG))
+            .then(pl.lit(UNIDENTIFIED, dtype=_REASON))
+            .otherwise(pl.lit(NOT_IN_CATALOG, dtype=_REASON))
         )
         parts.append(not_known.select(_KEYS))
     no_figure = unrankable.no_figure[precision]
@@ -183,16 +183,17 @@ def left_out_plan(
             where(no_figure.lazy(), qualifies(req, at)).select(*_KEYS[:3], reason=_NO_FIGURE)
         )
     if unplaced is not None:
-        parts.append(unplaced.lazy().select(_KEYS))
+        parts.append(unplaced.lazy().select(*_KEYS[:3], _AS_REASON))
     elif job is not None:
         options = RankOptions(precision=precision, now=at, limit=None)
-        parts.append(_unplaced(frame, req, job, options).select(_KEYS))
+        parts.append(_unplaced(frame, req, job, options).select(*_KEYS[:3], _AS_REASON))
     if not parts:
         return pl.LazyFrame(schema=_LEFT_OUT_SCHEMA)
     return (
         pl.concat(parts)
         .group_by(_KEYS)
         .agg(offers=pl.len())
+        .with_columns(pl.col("reason").cast(pl.String))  # its text orders the table
         .sort(["offers", *_KEYS], descending=[True, False, False, False, False], nulls_last=True)
     )
 
@@ -200,7 +201,11 @@ def left_out_plan(
 #: What :func:`left_out` counts by, and its columns.
 _KEYS = ["provider", "gpu_raw_name", "gpu_model", "reason"]
 _LEFT_OUT_SCHEMA = pl.Schema({**dict.fromkeys(_KEYS, pl.String()), "offers": pl.get_index_type()})
-_NO_FIGURE = pl.lit(NO_FIGURE)
+#: Every reason :func:`left_out` counts, as one enum until the rows are counted (a placement
+#: reason is one already: :data:`pricing.expressions.PLACEMENT_REASON`).
+_REASON = pl.Enum([UNIDENTIFIED, NOT_IN_CATALOG, NO_FIGURE, *PLACEMENT_REASONS])
+_NO_FIGURE = pl.lit(NO_FIGURE, dtype=_REASON)
+_AS_REASON = pl.col("reason").cast(_REASON)
 
 
 def _unplaced(

@@ -62,6 +62,7 @@ __all__ = [
     "NOT_MULTI_NODE",
     "NO_FABRIC",
     "NO_FIT",
+    "PLACEMENT_REASON",
     "PLACEMENT_REASONS",
     "RUNNABLE_MIN_RAM_GB_PER_GPU",
     "RUNNABLE_MIN_VCPUS_PER_GPU",
@@ -350,6 +351,16 @@ PLACEMENT_REASONS: tuple[str, ...] = (
     NO_FABRIC, NOT_MULTI_NODE, MULTI_NODE_UNSTATED, ETHERNET_ONLY, TOO_FEW_NODES,
     NO_FIT, MEMORY_UNKNOWN, NEVER_FINISHES,
 )  # fmt: skip
+#: ``placement_reason``'s dtype: one of :data:`PLACEMENT_REASONS` as a small integer, not
+#: text. Every qualifying row gets its reason, and a job most rows refuse wrote that text
+#: into every one of them (a 7B training job on 8 GPUs over 100k offers: 71k rows; a
+#: chain of text literals over 100k rows took ~4 ms, of this enum ~0.5 ms, and grouping
+#: by it 7 ms against 1.6).
+PLACEMENT_REASON = pl.Enum(PLACEMENT_REASONS)
+
+
+def _reason(text: str) -> pl.Expr:
+    return pl.lit(text, dtype=PLACEMENT_REASON)
 
 
 @_kept
@@ -390,29 +401,29 @@ def _placement_reason(
     fabric = pl.col("fabric")
     expr = (
         pl.when(multi & fabric.is_null())
-        .then(pl.lit(NO_FABRIC))
+        .then(_reason(NO_FABRIC))
         .when(multi & (pl.col("multi_node") == False))  # noqa: E712 (a polars comparison)
-        .then(pl.lit(NOT_MULTI_NODE))
+        .then(_reason(NOT_MULTI_NODE))
         .when(multi & pl.col("multi_node").is_null())
-        .then(pl.lit(MULTI_NODE_UNSTATED))
+        .then(_reason(MULTI_NODE_UNSTATED))
     )
     if not allow_ethernet:
-        expr = expr.when(multi & (fabric == Fabric.ETHERNET.value)).then(pl.lit(ETHERNET_ONLY))
+        expr = expr.when(multi & (fabric == Fabric.ETHERNET.value)).then(_reason(ETHERNET_ONLY))
     # a sold-out offer (0) still runs a one-node job later (it ranks after: unavailable()),
     # but is never multiplied
     stock = pl.col("available_count").clip(lower_bound=1)
-    expr = expr.when(pl.col("nodes") > stock).then(pl.lit(TOO_FEW_NODES))
+    expr = expr.when(pl.col("nodes") > stock).then(_reason(TOO_FEW_NODES))
     if memory_per_gpu_needed:
         memory = gpu_memory_gb()
         expr = (
             expr.when(memory.is_null())
-            .then(pl.lit(MEMORY_UNKNOWN))
+            .then(_reason(MEMORY_UNKNOWN))
             .when(pl.col("memory_per_gpu_gb") > memory)
-            .then(pl.lit(NO_FIT))
+            .then(_reason(NO_FIT))
         )
     if modelled:
-        expr = expr.when(_preempted_share(i) >= 1).then(pl.lit(NEVER_FINISHES))
-    return expr.otherwise(pl.lit(None, dtype=pl.String))
+        expr = expr.when(_preempted_share(i) >= 1).then(_reason(NEVER_FINISHES))
+    return expr.otherwise(pl.lit(None, dtype=PLACEMENT_REASON))
 
 
 @_kept

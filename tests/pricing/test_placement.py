@@ -13,7 +13,8 @@ import pytest
 from adapters.schema import Fabric, GpuFormFactor, GpuInterconnect, Offer, RentalTerm
 from pricing import Job, Requirement, offers_to_frame, rank
 from pricing import expressions as ex
-from pricing.coverage import left_out, left_out_note, misfits
+from pricing.coverage import UNIDENTIFIED, left_out, left_out_note, misfits
+from pricing.rank import placement_plan
 
 from .factories import AT_NOW, NOW, make_offer
 
@@ -227,3 +228,21 @@ def test_a_configuration_is_left_out_only_when_none_of_its_terms_can_be_placed()
     left = left_out(_frame([spot, on_demand, spot_only]), None, NOW, job=job)
     assert left.select("reason", "offers").rows() == [(ex.NEVER_FINISHES, 1)]
     assert rank([spot, on_demand], job=job, options=AT_NOW)["term"].to_list() == ["on_demand"]
+
+
+def test_reasons_are_an_enum_while_placed_and_text_once_counted() -> None:
+    """Every qualifying row gets its reason, so it is the enum's small integer there (text
+    written into each refused row was most of placing a job most rows refuse); the counted
+    table says it in words, ordered by them, with the reasons that are no placement's."""
+    offers = [
+        make_offer(offer_id="no-fabric", price_amount=Decimal("4"), multi_node=True),
+        _cluster("undeclared", multi_node=None),
+        make_offer(offer_id="mystery", gpu_model=None, gpu_raw_name="Mystery GPU"),
+    ]
+    placed = placement_plan(_frame(offers), None, BIG).collect()
+    assert placed.schema["placement_reason"] == ex.PLACEMENT_REASON
+    assert set(placed["placement_reason"].drop_nulls()) == {ex.NO_FABRIC, ex.MULTI_NODE_UNSTATED}
+    left = left_out(_frame(offers), None, NOW, job=BIG)
+    assert left.schema["reason"] == pl.String
+    assert left.sort("offers", "reason", descending=[True, False]).equals(left)
+    assert set(left["reason"]) == {ex.NO_FABRIC, ex.MULTI_NODE_UNSTATED, UNIDENTIFIED}

@@ -182,7 +182,9 @@ def left_out_plan(
         parts.append(
             where(no_figure.lazy(), qualifies(req, at)).select(*_KEYS[:3], reason=_NO_FIGURE)
         )
-    if unplaced is not None:
+    if isinstance(unplaced, pl.DataFrame) and unplaced.is_empty():
+        pass  # none (a job no row refuses: :func:`pricing.rank.rank_page`)
+    elif unplaced is not None:
         parts.append(unplaced.lazy().select(*_KEYS[:3], _AS_REASON))
     elif job is not None:
         options = RankOptions(precision=precision, now=at, limit=None)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from .expressions import gpu_memory_gb
+from .expressions import PLACEMENT_REASON, gpu_memory_gb
 from .frame import OFFER_ROW
 
-__all__ = ["UNPLACED_COLUMNS", "unplaced_configurations"]
+__all__ = ["UNPLACED_COLUMNS", "UNPLACED_SCHEMA", "unplaced_configurations"]
 
 #: One row per configuration the job cannot be placed on: its first term's reason and the
 #: figures of the memory check there (the GPU's memory, the job's GPUs, what each needs).
@@ -27,6 +27,21 @@ UNPLACED_COLUMNS = (
     "gpu_memory_gb",
     "job_gpus",
     "memory_per_gpu_gb",
+)
+
+
+#: Their dtypes: the table of a job no row refuses is empty with these.
+UNPLACED_SCHEMA = pl.Schema(
+    {
+        "config_id": pl.UInt32(),
+        "provider": pl.String(),
+        "gpu_raw_name": pl.String(),
+        "gpu_model": pl.String(),
+        "reason": PLACEMENT_REASON,
+        "gpu_memory_gb": pl.Float64(),
+        "job_gpus": pl.Float64(),
+        "memory_per_gpu_gb": pl.Float64(),
+    }
 )
 
 

@@ -116,7 +116,7 @@ def _rank(state: ApiState, q: ParsedQuery, now: datetime, *, noted: bool = False
     if not noted:
         return rank_page(state.by_model, q.requirement, q.job, options, displayed=True)
 
-    def left_out_of(unplaced: pl.LazyFrame | None) -> pl.LazyFrame:
+    def left_out_of(unplaced: pl.LazyFrame | pl.DataFrame | None) -> pl.LazyFrame:
         return left_out_plan(
             state.frame, q.requirement, now, precision=q.precision, job=q.job,
             unrankable=state.unrankable, unplaced=unplaced,

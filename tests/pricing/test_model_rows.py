@@ -3,47 +3,23 @@
 from __future__ import annotations
 
 import random
-from decimal import Decimal
 
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
 from adapters.gpus import Precision
-from adapters.schema import Offer, RentalTerm
+from adapters.schema import RentalTerm
 from pricing import Job, RankOptions, Requirement, rank
 from pricing.frame import OFFER_ROW, most_rows_per_configuration, offers_to_frame
 from pricing.model_rows import ByModel
 from pricing.rank import rank_page, rank_plan
 
-from .factories import NOW, make_offer
-
-#: GAUDI2: no figure at FP64 or FP32, so not ranked at those.
-_MODELS = ("H100-SXM5-80GB", "H100-PCIE-80GB", "A100-SXM4-80GB", "L4", "GAUDI2", None)
-
-
-def _mixed_frame(rng: random.Random) -> pl.DataFrame:
-    """Offers of several models (and unidentified GPUs) interleaved, several terms each."""
-    offers: dict[str, Offer] = {}
-    for i in range(rng.randint(1, 60)):
-        model = rng.choice(_MODELS)
-        offer = make_offer(
-            provider=rng.choice(("a", "b")),
-            offer_id=f"o{rng.randint(0, 12)}-{model}",
-            gpu_model=model,
-            gpu_raw_name=None if model else f"mystery {i % 3}",
-            gpu_count=rng.choice((1, 8)),
-            term=rng.choice((RentalTerm.ON_DEMAND, RentalTerm.INTERRUPTIBLE, RentalTerm.COMMIT_1Y)),
-            term_variant=rng.choice((None, "v1")),
-            price_amount=Decimal(rng.choice(("2", "3", "16", "24"))),
-            available_now=rng.choice((None, True, False)),
-        )
-        offers.setdefault(offer.key, offer)
-    return offers_to_frame(list(offers.values()))
+from .factories import NOW, make_offer, mixed_frame
 
 
 def test_runs_hold_each_model_in_frame_order_and_unidentified_last() -> None:
-    frame = _mixed_frame(random.Random(1)).with_row_index("before")
+    frame = mixed_frame(random.Random(1)).with_row_index("before")
     by_model = ByModel.of(frame)
     ordered = by_model.frame
     assert by_model.runs is not None
@@ -73,7 +49,7 @@ def test_runs_hold_each_model_in_frame_order_and_unidentified_last() -> None:
     ],
 )
 def test_rows_are_the_models_rows_numbered_by_their_place(models: list[str] | None) -> None:
-    by_model = ByModel.of(_mixed_frame(random.Random(2)))
+    by_model = ByModel.of(mixed_frame(random.Random(2)))
     rows = by_model.rows(models).collect()
     every = by_model.frame.with_row_index(OFFER_ROW)
     expected = every if models is None else every.filter(pl.col("gpu_model").is_in(models))
@@ -95,7 +71,7 @@ def test_a_ranking_over_the_runs_equals_one_over_the_frame(sort: str) -> None:
     ]
     ranked = dict.fromkeys(range(len(requirements)), 0)
     for _ in range(8):
-        by_model = ByModel.of(_mixed_frame(rng))
+        by_model = ByModel.of(mixed_frame(rng))
         for n, requirement in enumerate(requirements):
             job = Job.for_hours(rng.choice((1, 100)), gpus=rng.choice((None, 16)))
             options = RankOptions(
@@ -139,7 +115,7 @@ def test_a_configuration_spanning_models_has_the_frame_read_whole() -> None:
 def test_a_ranking_over_the_named_runs_plans_no_condition_on_the_model() -> None:
     """The runs hold the named models' rows and no other: their ``is_in`` is not planned
     (it was ~2% of a new API answer); a frame read whole keeps it."""
-    by_model = ByModel.of(_mixed_frame(random.Random(4)))
+    by_model = ByModel.of(mixed_frame(random.Random(4)))
     requirement = Requirement(gpus=("H100",), min_gpus=8)
     on_model = 'col("gpu_model").is_in'
     assert on_model not in rank_plan(by_model, requirement).explain(optimized=False)
@@ -150,7 +126,7 @@ def test_the_catalog_is_held_beside_the_runs_not_joined_in_every_plan() -> None:
     """At the default efficiency and MFU, a ranking over the runs reads the catalog's
     columns from the rows (joined once per frame and precision: the join on the model's
     name was ~19% of the API's new queries, callgrind); an MFU of its own joins it."""
-    by_model = ByModel.of(_mixed_frame(random.Random(5)))
+    by_model = ByModel.of(mixed_frame(random.Random(5)))
     on_model = 'ON: [col("gpu_model")]'
     plain = rank_plan(by_model, Requirement(gpus=("H100",))).explain(optimized=False)
     assert on_model not in plain
@@ -163,7 +139,7 @@ def test_the_catalog_is_held_beside_the_runs_not_joined_in_every_plan() -> None:
 
 
 def test_joined_adds_a_tables_columns_by_model_once() -> None:
-    by_model = ByModel.of(_mixed_frame(random.Random(6)))
+    by_model = ByModel.of(mixed_frame(random.Random(6)))
     table = pl.DataFrame({"gpu_model": ["L4", "H100-SXM5-80GB"], "peak": [121.0, 989.0]})
     joined = by_model.joined("peaks", table)
     assert joined.runs == by_model.runs and joined.most_rows == by_model.most_rows

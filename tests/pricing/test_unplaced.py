@@ -10,8 +10,14 @@ from typing import Any
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from pricing.frame import OFFER_ROW, OFFER_SCHEMA
-from pricing.unplaced import UNPLACED_COLUMNS, unplaced_configurations
+from pricing import Job, RankOptions, Requirement
+from pricing import expressions as ex
+from pricing.efficiency import default_efficiency
+from pricing.frame import OFFER_ROW, OFFER_SCHEMA, offers_to_frame
+from pricing.rank import _Chain, placement_plan, rank_page
+from pricing.unplaced import UNPLACED_COLUMNS, UNPLACED_SCHEMA, unplaced_configurations
+
+from .factories import NOW, make_offer, mixed_frame
 
 TERMS = OFFER_SCHEMA["term"]
 REASONS = (None, None, "needs more nodes than the provider has", "does not fit one GPU")
@@ -78,3 +84,70 @@ def test_each_wholly_refused_configuration_with_its_earliest_terms_figures() -> 
         assert_frame_equal(got, want, check_exact=True)
         found += got.height
     assert found > 100  # the reference was not empty throughout
+
+
+def _chain_cases() -> list[tuple[Any, Any]]:
+    """(job, efficiency) pairs: one-node jobs of hours, GPU counts, model sizes, a
+    restart model given or not, and preemptions so frequent one node never finishes."""
+
+    eff = default_efficiency()
+    rate = eff.interruptible.preemptions_per_node_hour
+    stormy = eff.model_copy(  # a preemption costs more hours than one comes per hour
+        update={"interruptible": eff.interruptible.model_copy(update={"restart_hours": 2 / rate})}
+    )
+    jobs = [
+        Job.for_hours(1),
+        Job.for_hours(720),
+        Job.for_hours(10, gpus=4),
+        Job.for_hours(10, gpus=64),
+        Job.training(7e9, 2e11),
+        Job.training(7e9, 2e11, gpus=8),
+        Job.for_hours(10).model_copy(update={"interruptible_overhead": 0.1}),
+    ]
+    return [(job, e) for job in jobs for e in (eff, stormy)]
+
+
+def test_a_job_said_to_refuse_no_row_refuses_none() -> None:
+    """:attr:`_Chain.refuses_none` plans no reason: it must be the null the reason would
+    be on every row of every offer (one node, no memory check, preemptions that never
+    outpace the work), and say so for the jobs of hours alone."""
+
+    frame = pl.concat([mixed_frame(random.Random(n)) for n in range(4)], how="vertical")
+    assert frame.height and (frame["term"] == "interruptible").any()
+    said = []
+    for job, efficiency in _chain_cases():
+        options = RankOptions(now=NOW, efficiency=efficiency)
+        chain = _Chain.of(Requirement(), job, options)
+        reason = ex.placement_reason(
+            chain.requirement,
+            chain.memory_needed_gb is not None,
+            efficiency.interruptible,
+            modelled=job.interruptible_overhead is None,
+        )
+        placed = chain.qualified(frame.lazy()).with_columns(
+            nodes=ex.node_count(job.gpus), job_gpus=ex.job_gpus(job.gpus)
+        )
+        placed = placed.with_columns(
+            memory_per_gpu_gb=ex.memory_per_gpu_gb(chain.memory_needed_gb, chain.per_gpu_extra_gb)
+        )
+        reasons = placed.select(reason.alias("r")).collect()["r"]
+        refused = reasons.null_count() < reasons.len()
+        assert not (chain.refuses_none and refused), (job, efficiency.interruptible)
+        said.append((chain.refuses_none, refused))
+    # hours alone: none refused, but where preemptions outpace a node (its spot rows are);
+    # a count or a model size: not said (64 GPUs are more than a node; 7B needs memory)
+    assert said[:4] == [(True, False), (False, True)] * 2
+    assert [s for s, _ in said[4:12]] == [False] * 8 and any(r for _, r in said[4:12])
+    assert said[12:] == [(True, False), (True, False)]  # no restart model: never refused
+
+
+def test_a_job_no_row_refuses_gives_an_empty_table_of_its_columns() -> None:
+    """Nothing grouped: the page's unplaced table is empty, with the columns and dtypes
+    grouping gives (:data:`UNPLACED_SCHEMA`)."""
+
+    frame = offers_to_frame([make_offer(), make_offer(offer_id="b", gpu_count=1)])
+    page = rank_page(frame, Requirement(), Job.for_hours(5), RankOptions(now=NOW), unplaced=True)
+    assert page.unplaced is not None and page.unplaced.is_empty()
+    assert page.unplaced.schema == UNPLACED_SCHEMA
+    grouped = unplaced_configurations(placement_plan(frame, None, Job.for_hours(5, gpus=64)))
+    assert grouped.collect_schema() == UNPLACED_SCHEMA

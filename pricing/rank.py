@@ -661,8 +661,8 @@ def _top_configurations(
     Another sort key is read off each configuration's cheapest row, so stage one keeps
     that row per configuration (a group-by) before stage two orders by it.
     """
-    total = costed.select(pl.col("config_id").n_unique().alias(_TOTAL))
     if options.sort == KEY:
+        total = costed.select(pl.col("config_id").n_unique().alias(_TOTAL))
         top = (
             costed.select(*_CUT_ORDER)
             .bottom_k(limit * max(most_rows, 1), by=_CUT_ORDER)
@@ -672,8 +672,11 @@ def _top_configurations(
         )
     else:
         columns = dict.fromkeys(("config_id", "term", OFFER_ROW, AFTER, KEY, options.sort))
-        per_config = _cheapest_terms(costed.select(*columns))
+        per_config = _cheapest_terms(costed.select(*columns)).cache()
         top = per_config.bottom_k(limit, by=[AFTER, options.sort, KEY, "config_id"])
+        # a row per configuration: counted, not the distinct ids of every costed row again
+        # (that count sorts them: ~8% of a sort by the hourly price over 100k offers)
+        total = per_config.select(pl.len().alias(_TOTAL))
     return top.select("config_id", OFFER_ROW).cache(), total
 
 

@@ -5,6 +5,8 @@ of an answer needs besides: each row's place in the frame and the total):
 
 1. **qualify**: the offers joined to the GPU catalog (GPUs without a peak at the precision
    drop out) and filtered by the requirement (offer-only conditions run below the join);
+   a :class:`~pricing.model_rows.ByModel` (the API's) holds the catalog's columns beside
+   its rows, joined once per precision (:func:`_with_catalog`), and only filters;
 2. **cost**: nodes, effective TFLOPs (peak x MFU x scaling), hours, the compute cost, the
    required extras (boot disk, IPv4), the job's disk and egress, the all-in cost and the key,
    USD of the all-in cost per effective TFLOP-hour, of every (offer, term) row

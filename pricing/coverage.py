@@ -34,7 +34,18 @@ import polars as pl
 from adapters.gpus import Precision
 
 from .display import figure_text
-from .expressions import ALWAYS, NO_FIT, PLACEMENT_REASONS, peak_tflops, qualifies, where
+from .expressions import (
+    ALWAYS,
+    NO_FIGURE,
+    NO_FIT,
+    NOT_IN_CATALOG,
+    PLACEMENT_REASONS,
+    REASON,
+    UNIDENTIFIED,
+    peak_tflops,
+    qualifies,
+    where,
+)
 from .frame import FORM_FACTOR_DTYPE, catalog_frame
 from .job import Job
 from .rank import RankOptions, placement_plan
@@ -55,9 +66,6 @@ __all__ = [
     "note_of",
 ]
 
-UNIDENTIFIED = "GPU not identified"
-NOT_IN_CATALOG = "GPU model not in the catalog"
-NO_FIGURE = "no TFLOPs figure at this or a wider precision"
 
 #: What loose matching ignores: case, and everything but letters and digits.
 _NOT_ALNUM = r"[^0-9a-z]"
@@ -173,8 +181,8 @@ def left_out_plan(
         matching = where(unrankable.not_known.lazy(), qualifies(unknown_gpu, at))
         not_known = where(matching, _loosely_named(req)).with_columns(
             reason=pl.when(pl.col("gpu_model").is_null())
-            .then(pl.lit(UNIDENTIFIED, dtype=_REASON))
-            .otherwise(pl.lit(NOT_IN_CATALOG, dtype=_REASON))
+            .then(pl.lit(UNIDENTIFIED, dtype=REASON))
+            .otherwise(pl.lit(NOT_IN_CATALOG, dtype=REASON))
         )
         parts.append(not_known.select(_KEYS))
     no_figure = unrankable.no_figure[precision]
@@ -185,10 +193,10 @@ def left_out_plan(
     if isinstance(unplaced, pl.DataFrame) and unplaced.is_empty():
         pass  # none (a job no row refuses: :func:`pricing.rank.rank_page`)
     elif unplaced is not None:
-        parts.append(unplaced.lazy().select(*_KEYS[:3], _AS_REASON))
+        parts.append(unplaced.lazy().select(_KEYS))
     elif job is not None:
         options = RankOptions(precision=precision, now=at, limit=None)
-        parts.append(_unplaced(frame, req, job, options).select(*_KEYS[:3], _AS_REASON))
+        parts.append(_unplaced(frame, req, job, options).select(_KEYS))
     if not parts:
         return pl.LazyFrame(schema=_LEFT_OUT_SCHEMA)
     return (
@@ -203,11 +211,9 @@ def left_out_plan(
 #: What :func:`left_out` counts by, and its columns.
 _KEYS = ["provider", "gpu_raw_name", "gpu_model", "reason"]
 _LEFT_OUT_SCHEMA = pl.Schema({**dict.fromkeys(_KEYS, pl.String()), "offers": pl.get_index_type()})
-#: Every reason :func:`left_out` counts, as one enum until the rows are counted (a placement
-#: reason is one already: :data:`pricing.expressions.PLACEMENT_REASON`).
-_REASON = pl.Enum([UNIDENTIFIED, NOT_IN_CATALOG, NO_FIGURE, *PLACEMENT_REASONS])
-_NO_FIGURE = pl.lit(NO_FIGURE, dtype=_REASON)
-_AS_REASON = pl.col("reason").cast(_REASON)
+#: Every reason :func:`left_out` counts is one enum (a placement reason is one already)
+#: until the rows are counted.
+_NO_FIGURE = pl.lit(NO_FIGURE, dtype=REASON)
 
 
 def _unplaced(

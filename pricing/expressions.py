@@ -59,14 +59,17 @@ __all__ = [
     "MEMORY_UNKNOWN",
     "MULTI_NODE_UNSTATED",
     "NEVER_FINISHES",
+    "NOT_IN_CATALOG",
     "NOT_MULTI_NODE",
     "NO_FABRIC",
+    "NO_FIGURE",
     "NO_FIT",
-    "PLACEMENT_REASON",
     "PLACEMENT_REASONS",
+    "REASON",
     "RUNNABLE_MIN_RAM_GB_PER_GPU",
     "RUNNABLE_MIN_VCPUS_PER_GPU",
     "TOO_FEW_NODES",
+    "UNIDENTIFIED",
     "all_in_cost_usd",
     "availability",
     "billed_hours",
@@ -351,16 +354,23 @@ PLACEMENT_REASONS: tuple[str, ...] = (
     NO_FABRIC, NOT_MULTI_NODE, MULTI_NODE_UNSTATED, ETHERNET_ONLY, TOO_FEW_NODES,
     NO_FIT, MEMORY_UNKNOWN, NEVER_FINISHES,
 )  # fmt: skip
-#: ``placement_reason``'s dtype: one of :data:`PLACEMENT_REASONS` as a small integer, not
-#: text. Every qualifying row gets its reason, and a job most rows refuse wrote that text
-#: into every one of them (a 7B training job on 8 GPUs over 100k offers: 71k rows; a
-#: chain of text literals over 100k rows took ~4 ms, of this enum ~0.5 ms, and grouping
-#: by it 7 ms against 1.6).
-PLACEMENT_REASON = pl.Enum(PLACEMENT_REASONS)
+#: Why an offer is not ranked at all, whatever the job (:mod:`pricing.coverage` counts
+#: these beside the placement reasons).
+UNIDENTIFIED = "GPU not identified"
+NOT_IN_CATALOG = "GPU model not in the catalog"
+NO_FIGURE = "no TFLOPs figure at this or a wider precision"
+#: The dtype of a reason a row is left out: one of :data:`PLACEMENT_REASONS` (the dtype of
+#: ``placement_reason``) or of those above, as a small integer, not text. Every qualifying
+#: row gets its placement reason, and a job most rows refuse wrote that text into every
+#: one of them (a 7B training job on 8 GPUs over 100k offers: 71k rows; a chain of text
+#: literals over 100k rows took ~4 ms, of this enum ~0.5 ms, and grouping by it 7 ms
+#: against 1.6); one enum for both kinds, so the coverage note's table of them is made
+#: without casting one to the other (through text: ~2% of that query).
+REASON = pl.Enum([*PLACEMENT_REASONS, UNIDENTIFIED, NOT_IN_CATALOG, NO_FIGURE])
 
 
 def _reason(text: str) -> pl.Expr:
-    return pl.lit(text, dtype=PLACEMENT_REASON)
+    return pl.lit(text, dtype=REASON)
 
 
 @_kept
@@ -423,7 +433,7 @@ def _placement_reason(
         )
     if modelled:
         expr = expr.when(_preempted_share(i) >= 1).then(_reason(NEVER_FINISHES))
-    return expr.otherwise(pl.lit(None, dtype=PLACEMENT_REASON))
+    return expr.otherwise(pl.lit(None, dtype=REASON))
 
 
 @_kept

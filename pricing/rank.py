@@ -412,7 +412,7 @@ def _build_catalog_table(
 
 
 #: ``placement_reason`` of a job no row refuses (:attr:`_Chain.refuses_none`).
-_NONE_REFUSED = pl.lit(None, dtype=ex.PLACEMENT_REASON)
+_NONE_REFUSED = pl.lit(None, dtype=ex.REASON)
 #: A row the job can be placed on.
 _PLACEABLE = pl.col("placement_reason").is_null()
 

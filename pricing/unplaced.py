@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .expressions import PLACEMENT_REASON, gpu_memory_gb
+from .expressions import REASON, gpu_memory_gb
 from .frame import OFFER_ROW
 
 __all__ = ["UNPLACED_COLUMNS", "UNPLACED_SCHEMA", "unplaced_configurations"]
@@ -37,7 +37,7 @@ UNPLACED_SCHEMA = pl.Schema(
         "provider": pl.String(),
         "gpu_raw_name": pl.String(),
         "gpu_model": pl.String(),
-        "reason": PLACEMENT_REASON,
+        "reason": REASON,
         "gpu_memory_gb": pl.Float64(),
         "job_gpus": pl.Float64(),
         "memory_per_gpu_gb": pl.Float64(),

@@ -240,7 +240,7 @@ def test_reasons_are_an_enum_while_placed_and_text_once_counted() -> None:
         make_offer(offer_id="mystery", gpu_model=None, gpu_raw_name="Mystery GPU"),
     ]
     placed = placement_plan(_frame(offers), None, BIG).collect()
-    assert placed.schema["placement_reason"] == ex.PLACEMENT_REASON
+    assert placed.schema["placement_reason"] == ex.REASON
     assert set(placed["placement_reason"].drop_nulls()) == {ex.NO_FABRIC, ex.MULTI_NODE_UNSTATED}
     left = left_out(_frame(offers), None, NOW, job=BIG)
     assert left.schema["reason"] == pl.String

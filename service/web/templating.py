@@ -78,8 +78,10 @@ def number(value: Any, places: int = 1) -> str:
     return str(value)
 
 
-#: How a select shows an option whose value is an API code (the value stays the code, the
-#: query string's and the API's): yes/no, and the sort keys as the table's headers say them.
+#: How a page shows a value that is an API code (a select's or a checkbox's option, a
+#: table's term; the value stays the code, the query string's and the API's): yes/no, the
+#: sort keys as the table's headers say them, rental terms, form factors, fabrics, storage
+#: and cooling as people write them. A code not here is shown as it is.
 OPTION_LABELS: dict[str, str] = {
     "true": "yes",
     "false": "no",
@@ -88,6 +90,26 @@ OPTION_LABELS: dict[str, str] = {
     "job_cost_usd": "job cost",
     "usd_per_hour": "$ / h",
     "usd_per_gpu_hour": "$ / GPU-h",
+    "on_demand": "on-demand",
+    "interruptible": "interruptible (spot)",
+    "commit_1d": "1-day commitment",
+    "commit_1w": "1-week commitment",
+    "commit_1mo": "1-month commitment",
+    "commit_3mo": "3-month commitment",
+    "commit_6mo": "6-month commitment",
+    "commit_1y": "1-year commitment",
+    "commit_3y": "3-year commitment",
+    "sxm": "SXM",
+    "pcie": "PCIe",
+    "oam": "OAM",
+    "infiniband": "InfiniBand",
+    "roce": "RoCE",
+    "efa": "EFA (AWS)",
+    "ethernet": "Ethernet",
+    "nvme": "NVMe",
+    "ssd": "SSD",
+    "hdd": "HDD",
+    "network": "network volume",
 }
 
 

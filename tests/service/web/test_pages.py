@@ -18,6 +18,7 @@ from service.api.offer_ids import offer_id
 from service.api.offers_query import OffersQuery
 from service.settings import Settings
 from service.web.form import NOT_A_SEARCH
+from service.web.templating import OPTION_LABELS
 from tests.service.api.conftest import FakeSource, database_state, offer
 
 pytestmark = pytest.mark.anyio
@@ -41,6 +42,10 @@ async def test_explorer_ranks_as_the_api(client: httpx.AsyncClient) -> None:
     assert 'aria-sort="ascending"><a href="?gpus=H100&amp;hours=10&amp;sort=usd_per_gpu_hour"' in (
         page.text
     )
+    # each term as people write it, the API's code in the link
+    terms = re.findall(r'<td data-label="Term">([^<]*)', page.text)
+    assert terms == [OPTION_LABELS[o["price"]["term"]] for o in api["offers"]]
+    assert all("_" not in t for t in terms)
 
 
 async def test_explorer_announces_stale_and_failed_providers(client: httpx.AsyncClient) -> None:
@@ -172,6 +177,8 @@ async def test_offer_page(client: httpx.AsyncClient) -> None:
     assert r.status_code == 200
     terms = re.findall(r'<td data-label="Break-even" class="num">([^<]*)</td>', r.text)
     assert terms == ["–", "23.4 d"]  # one month at 9000 USD / 16 USD/h on demand = 562.5 h
+    named = re.findall(r'<td data-label="Term"><a href="[^"]*">([^<]*)</a>', r.text)
+    assert named == ["on-demand", "1-month commitment"]
     assert "no database" in r.text  # no history without one
     record = (await client.get(f"/offer/record?key={key}")).json()
     assert record["record"]["fabric"] == "infiniband" and record["from"] == "frame"

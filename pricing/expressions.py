@@ -812,11 +812,30 @@ def break_even_hours() -> pl.Expr:
     return pl.col("commitment_hours") * pl.col("usd_per_hour") / pl.col("on_demand_usd_per_hour")
 
 
+#: A rental term in the words of :func:`break_even_text` (``commit_1y``: a code of the API
+#: and the command line's ``--terms``, not a word).
+TERM_WORDS: dict[str, str] = {
+    RentalTerm.ON_DEMAND.value: "on-demand",
+    RentalTerm.INTERRUPTIBLE.value: "interruptible",
+    RentalTerm.COMMIT_1D.value: "a 1-day commitment",
+    RentalTerm.COMMIT_1W.value: "a 1-week commitment",
+    RentalTerm.COMMIT_1MO.value: "a 1-month commitment",
+    RentalTerm.COMMIT_3MO.value: "a 3-month commitment",
+    RentalTerm.COMMIT_6MO.value: "a 6-month commitment",
+    RentalTerm.COMMIT_1Y.value: "a 1-year commitment",
+    RentalTerm.COMMIT_3Y.value: "a 3-year commitment",
+}
+
+
+def _in_words(term: pl.Expr) -> pl.Expr:
+    return term.cast(pl.String).replace_strict(TERM_WORDS, return_dtype=pl.String)
+
+
 @_kept
 def break_even_text() -> pl.Expr:
     """Why the chosen term won, in words. Needs ``term``, ``break_even_hours``,
     ``on_demand_usd_per_hour``, ``best_commitment_term`` and ``best_commitment_hours``."""
-    term = pl.col("term").cast(pl.String)
+    term = _in_words(pl.col("term"))
     hours = pl.col("break_even_hours").round(0).cast(pl.Int64).cast(pl.String)
     best = pl.col("best_commitment_hours").round(0).cast(pl.Int64).cast(pl.String)
     saving = (1 - pl.col("usd_per_hour") / pl.col("on_demand_usd_per_hour")) * 100
@@ -827,7 +846,7 @@ def break_even_text() -> pl.Expr:
             .then(
                 pl.format(
                     "on-demand; {} would beat it after {} h",
-                    pl.col("best_commitment_term").cast(pl.String),
+                    _in_words(pl.col("best_commitment_term")),
                     best,
                 )
             )

@@ -36,9 +36,9 @@ def test_a_frame_carries_each_rows_facts_and_its_configurations_break_even() -> 
         "offer_id": "8x-h100", "term": "on_demand", "ranked_after": 0,
         "usd_per_gpu_hour": 2.0, "fabric_gbps_per_gpu": None, "availability": "not stated",
         "on_demand_usd_per_hour": 16.0, "break_even_hours": 5475.0,
-        "break_even": "on-demand; commit_1y would beat it after 5475 h",
+        "break_even": "on-demand; a 1-year commitment would beat it after 5475 h",
     }  # fmt: skip
-    assert committed["break_even"] == "commit_1y beats on-demand after 5475 h"
+    assert committed["break_even"] == "a 1-year commitment beats on-demand after 5475 h"
     assert committed["on_demand_usd_per_hour"] == 16.0 and committed["usd_per_gpu_hour"] == 1.25
     assert (sold["ranked_after"], sold["availability"]) == (1, "not available now")
     assert (sold["fabric_gbps_per_gpu"], sold["break_even_hours"]) == (400.0, None)
@@ -54,7 +54,7 @@ def test_a_ranking_shows_the_frames_facts_whatever_terms_it_admits() -> None:
     assert row["term"] == "commit_1y" and row["on_demand_usd_per_hour"] == 16.0
     assert (row["break_even_hours"], row["break_even"]) == (
         5475.0,
-        "commit_1y beats on-demand after 5475 h",
+        "a 1-year commitment beats on-demand after 5475 h",
     )
     ranked = rank(frame, job=Job.for_hours(100), options=RankOptions(now=NOW, limit=None))
     shown = ranked.select("offer_id", "term", *(c for c in FACT_COLUMNS)).sort("offer_id")
@@ -70,7 +70,7 @@ def test_facts_are_computed_again_for_a_frame_whose_configurations_change() -> N
     assert alone.columns == frame.columns
     committed = _facts(alone)[1]
     assert committed["on_demand_usd_per_hour"] is None
-    assert committed["break_even"] == "commit_1y; no on-demand price to compare"
+    assert committed["break_even"] == "a 1-year commitment; no on-demand price to compare"
 
 
 def test_a_frame_without_facts_is_ranked_as_one_with_them() -> None:

@@ -48,7 +48,7 @@ def test_commitment_loses_for_a_short_job() -> None:
     assert row["term"] == "on_demand"
     assert row["job_cost_usd"] == pytest.approx(200.0)
     assert row["break_even_hours"] == pytest.approx(438.0)  # 730 x 1.2 / 2
-    assert row["break_even"] == "on-demand; commit_1mo would beat it after 438 h"
+    assert row["break_even"] == "on-demand; a 1-month commitment would beat it after 438 h"
 
 
 def test_commitment_wins_for_a_long_job() -> None:
@@ -57,7 +57,7 @@ def test_commitment_wins_for_a_long_job() -> None:
     assert row["term"] == "commit_1mo"
     assert row["billed_hours"] == 1460.0
     assert row["job_cost_usd"] == pytest.approx(1460 * 1.2)
-    assert row["break_even"] == "commit_1mo beats on-demand after 438 h"
+    assert row["break_even"] == "a 1-month commitment beats on-demand after 438 h"
 
 
 def test_interruptible_pays_restart_overhead() -> None:

@@ -68,6 +68,7 @@ __all__ = [
     "REASON",
     "RUNNABLE_MIN_RAM_GB_PER_GPU",
     "RUNNABLE_MIN_VCPUS_PER_GPU",
+    "TERM_WORDS",
     "TOO_FEW_NODES",
     "UNIDENTIFIED",
     "all_in_cost_usd",

@@ -9,6 +9,7 @@ from polars.testing import assert_frame_equal
 
 from adapters.schema import RentalTerm
 from pricing import Job, RankOptions, Requirement, offers_to_frame, rank
+from pricing.expressions import TERM_WORDS
 from pricing.offer_facts import FACT_COLUMNS, has_offer_facts, with_offer_facts
 from pricing.rank import rank_page
 
@@ -84,3 +85,9 @@ def test_a_frame_without_facts_is_ranked_as_one_with_them() -> None:
     page, whole = rank_page(bare, options=options), rank_page(frame, options=options)
     assert_frame_equal(page.rows, whole.rows)
     assert page.total == whole.total == 2
+
+
+def test_every_rental_term_has_its_words() -> None:
+    """A term the break-even text could not word would fail its whole column (strict)."""
+    assert set(TERM_WORDS) == {t.value for t in RentalTerm}
+    assert all("_" not in words for words in TERM_WORDS.values())

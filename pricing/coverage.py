@@ -190,13 +190,12 @@ def left_out_plan(
         parts.append(
             where(no_figure.lazy(), qualifies(req, at)).select(*_KEYS[:3], reason=_NO_FIGURE)
         )
-    if isinstance(unplaced, pl.DataFrame) and unplaced.is_empty():
-        pass  # none (a job no row refuses: :func:`pricing.rank.rank_page`)
-    elif unplaced is not None:
-        parts.append(unplaced.lazy().select(_KEYS))
-    elif job is not None:
+    if unplaced is None and job is not None:
         options = RankOptions(precision=precision, now=at, limit=None)
-        parts.append(_unplaced(frame, req, job, options).select(_KEYS))
+        unplaced = _unplaced(frame, req, job, options)
+    # an empty table (a job no row refuses: :func:`pricing.rank.rank_page`) adds nothing
+    if unplaced is not None and not (isinstance(unplaced, pl.DataFrame) and unplaced.is_empty()):
+        parts.append(unplaced.lazy().select(_KEYS))
     if not parts:
         return pl.LazyFrame(schema=_LEFT_OUT_SCHEMA)
     return (

@@ -106,6 +106,7 @@ __all__ = [
     "placement_text",
     "price_age_hours",
     "qualifies",
+    "refuses_none",
     "required_extras_usd",
     "scaling",
     "storage_cost_usd",
@@ -372,6 +373,19 @@ REASON = pl.Enum([*PLACEMENT_REASONS, UNIDENTIFIED, NOT_IN_CATALOG, NO_FIGURE])
 
 def _reason(text: str) -> pl.Expr:
     return pl.lit(text, dtype=REASON)
+
+
+def refuses_none(
+    one_node: bool, memory_per_gpu_needed: bool, i: Interruptible, modelled: bool
+) -> bool:
+    """Whether :func:`placement_reason` (of ``memory_per_gpu_needed``, ``i`` and
+    ``modelled``) is null on every row of a job on one node (``one_node``: ``nodes`` is 1):
+    one node needs no fabric and is never more than the stock, no memory is checked, and
+    on one node preemptions never outpace the work (its share lost is the rate x the hours
+    a preemption loses). A caller may then plan the reason as that null."""
+    if not one_node or memory_per_gpu_needed:
+        return False
+    return not modelled or i.preemptions_per_node_hour * i.hours_lost_per_preemption < 1
 
 
 @_kept

@@ -515,19 +515,17 @@ class _Chain:
 
     @property
     def refuses_none(self) -> bool:
-        """Whether the job can be placed on every qualified row (``placement_reason`` null
-        on each, :func:`pricing.expressions.placement_reason`): it runs on one node (no
-        GPU count: every GPU of one instance, never more nodes than the stock), checks no
-        memory (no model size), and on one node preemptions never outpace it. Then the
-        reason is planned as the null it is, the costing filters nothing and a page groups
-        no configuration as unplaced: a job of hours over every offer grouped 100k rows
-        for none (~9% of that query, callgrind)."""
-        if self.job.gpus is not None or self.memory_needed_gb is not None:
-            return False
-        if self.job.interruptible_overhead is not None:  # no restart model: never refused
-            return True
-        i = self.efficiency.interruptible
-        return i.preemptions_per_node_hour * i.hours_lost_per_preemption < 1  # one node
+        """Whether the job can be placed on every qualified row
+        (:func:`pricing.expressions.refuses_none`: one node, as a job without a GPU count
+        runs). Then the reason is planned as the null it is, the costing filters nothing
+        and a page groups no configuration as unplaced: a job of hours over every offer
+        grouped 100k rows for none (~9% of that query, callgrind)."""
+        return ex.refuses_none(
+            self.job.gpus is None,
+            self.memory_needed_gb is not None,
+            self.efficiency.interruptible,
+            modelled=self.job.interruptible_overhead is None,
+        )
 
     def placed(self, qualified: pl.LazyFrame) -> pl.LazyFrame:
         """Qualified rows with their nodes, job GPUs, per-GPU memory need and
@@ -715,6 +713,11 @@ _COSTED_COLUMNS = (
 )  # fmt: skip
 
 
+#: The catalog's columns among :data:`_COSTED_COLUMNS`: a row holding the catalog's
+#: columns (:func:`_with_catalog`) has them from its costing.
+_CARRIED_CATALOG_COLUMNS = tuple(c for c in _CATALOG_COLUMNS if c in _COSTED_COLUMNS)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Chosen:
     """What the chain's last steps read: the chosen configurations' cheapest rows, how
@@ -747,9 +750,8 @@ def _chosen_from_cache(
         top, total = _top_configurations(costed, options, options.limit, most_rows)
         best = costed.join(top.select(OFFER_ROW), on=OFFER_ROW, how="semi")
     # the catalog's columns the costing carries come with it; the rest with the offer's
-    carried = _CATALOG_COLUMNS[1:] if chain.catalog_in_rows else ()
-    drop = ("config_id", "term", *(c for c in carried if c in _COSTED_COLUMNS))
-    wide = best.select(_COSTED_COLUMNS).join(rows.drop(drop), on=OFFER_ROW)
+    carried = _CARRIED_CATALOG_COLUMNS if chain.catalog_in_rows else ()
+    wide = best.select(_COSTED_COLUMNS).join(rows.drop("config_id", "term", *carried), on=OFFER_ROW)
     return _Chosen(wide, total, placed)
 
 

@@ -30,13 +30,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
+from ..validation_text import error_message
+
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
     "PROBLEM_TYPES",
     "Problem",
     "ProblemError",
     "did_you_mean",
-    "error_message",
     "known_parameters",
     "problem_response",
     "problem_responses",
@@ -58,13 +59,6 @@ PROBLEM_TYPES: dict[str, str] = {
 _NAMED = re.compile(r"(?:Value error, )?([a-z_]+):")
 #: Where in a request a validation error's location starts.
 _PLACES = frozenset({"query", "body", "path", "header", "cookie"})
-
-
-def error_message(error: Mapping[str, Any]) -> str:
-    """A validation error's message as people read it: a validator's ValueError without
-    pydantic's ``"Value error, "`` before it, which says nothing (the API's problems, the
-    pages' forms)."""
-    return str(error.get("msg", "")).removeprefix("Value error, ")
 
 
 def problem_type(slug: str) -> str:

@@ -27,6 +27,8 @@ from typing import Any
 
 import typer
 
+from ..validation_text import error_message
+
 __all__ = [
     "EXIT_ENVIRONMENT",
     "EXIT_INPUT",
@@ -75,7 +77,7 @@ def validation_message(exc: Any, names: Mapping[str, str] | None = None) -> str:
             loc = [names[dotted]]
         elif loc and names:
             loc[0] = names.get(loc[0], loc[0])
-        message = _flat(str(error["msg"]).removeprefix("Value error, "))
+        message = _flat(error_message(error))
         parts.append(f"{'.'.join(loc)}: {message}" if loc else message)
     return "; ".join(parts)
 

@@ -21,9 +21,9 @@ from starlette.datastructures import QueryParams
 from service.alerts.condition import METRICS
 from service.alerts.manager import AlertRequest
 from service.api.deps import SavedSearchProvidersDep, SettingsDep
-from service.api.problems import error_message
 from service.api.routers.alerts import AlertAccepted, create
 from service.api.routers.subscriptions import ManagerDep
+from service.validation_text import error_message
 
 from .form import clean_query
 from .subscribe_page import render_form, search_from_query

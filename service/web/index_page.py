@@ -25,8 +25,8 @@ from pricing import expressions as ex
 from pricing.display import for_display
 from pricing.requirement import Requirement
 from service.api.deps import ContextDep, StateDep
-from service.api.problems import error_message
 from service.api.routers.history import IndexQuery, get_price_index
+from service.validation_text import error_message
 
 from .charts import Series, line_chart
 from .templating import templates

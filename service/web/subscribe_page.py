@@ -21,9 +21,9 @@ from starlette.datastructures import QueryParams
 from pricing.job import Job
 from service.api.deps import SavedSearchProvidersDep, SettingsDep
 from service.api.offers_query import parse_offers_query, validate_query
-from service.api.problems import error_message
 from service.api.routers.subscriptions import ManagerDep, SubscriptionAccepted, subscribe
 from service.digest.subscriptions import SubscriptionRequest
+from service.validation_text import error_message
 
 from .form import clean_query
 from .templating import templates

@@ -3,6 +3,7 @@
 Modules, in the order a request meets them:
 
 - ``app``: :func:`create_app`, the factory wiring settings, state, metrics, middleware, routers.
+- ``serving``: the app ``gpuscout serve`` serves, its first load begun before the app's imports.
 - ``hooks``: the default hooks (loader, readiness, snapshot marker and runner, history).
 - ``app_context``: :class:`ApiContext`, what one app holds, and how it reloads its state.
 - ``state``: the immutable current state (frame, providers, tag) and its holder.
@@ -16,6 +17,21 @@ Modules, in the order a request meets them:
 - ``routers/<resource>``: one router per resource (offers, estimate, gpus, providers, ...).
 """
 
-from .app import create_app
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .app import create_app
 
 __all__ = ["create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    """``create_app`` imported when first asked for: a module of this package (``serving``)
+    is then importable without FastAPI and the routes, whose imports it overlaps."""
+    if name == "create_app":
+        from .app import create_app
+
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

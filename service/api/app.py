@@ -12,7 +12,6 @@ import concurrent.futures
 import contextlib
 import importlib
 import logging
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -36,9 +35,10 @@ from .metrics import ApiMetrics, MetricsMiddleware
 from .offers_cache import GZipElsewhere, OffersFastPath
 from .openapi_names import HeadAsGet, operation_id, tidy_openapi
 from .problems import ProblemError, problem_response
+from .serving import Loaded, begin_load
 from .state import ApiState, OffersLoader, StateHolder
 
-__all__ = ["API_VERSION", "create_app", "serving_app"]
+__all__ = ["API_VERSION", "create_app"]
 
 log = logging.getLogger("gpuscout.api")
 
@@ -67,6 +67,7 @@ def create_app(
     snapshot_marker: SnapshotMarker | None = None,
     history: Any = None,
     load_now: bool = False,
+    first_load: concurrent.futures.Future[Loaded] | None = None,
 ) -> FastAPI:
     """Build one API app.
 
@@ -78,7 +79,9 @@ def create_app(
     ``load_now`` starts loading the current offers as soon as the hooks exist, in a thread
     of its own, instead of when the server starts the app: reading and framing them (mostly
     SQLite and polars, outside the GIL) then overlaps building the routes and starting the
-    server (``gpuscout serve`` does this; tests load at start-up, after their set-up).
+    server (tests load at start-up, after their set-up). ``first_load`` is such a load begun
+    before this module was even imported (:func:`service.api.serving.begin_load`, what
+    ``gpuscout serve`` does): the start-up takes its offers as the first state.
     """
     settings = settings or get_settings()
     hooks: dict[str, Any] = {}
@@ -101,13 +104,14 @@ def create_app(
         snapshot_marker=snapshot_marker or hooks.get("snapshot_marker"),
         history=history if history is not None else hooks.get("history"),
     )
-    first_load = _load_in_background(context) if load_now else None
+    if first_load is None and load_now:
+        first_load = begin_load(loader, context.snapshot_marker)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
             if first_load is not None:
-                await asyncio.wrap_future(first_load)
+                await _first_state(context, first_load)
             else:
                 await run_in_threadpool(context.refresh_state)
         except Exception:
@@ -158,28 +162,16 @@ def create_app(
     return app
 
 
-def serving_app() -> FastAPI:
-    """The app a worker of ``gpuscout serve --workers N`` builds (uvicorn's factory): the
-    settings from the environment, the offers loading from the start (``load_now``)."""
-    from ..log_output import show_service_log
-
-    show_service_log()  # each worker is a process of its own
-    return create_app(load_now=True)
-
-
-def _load_in_background(context: ApiContext) -> concurrent.futures.Future[ApiState]:
-    """:meth:`ApiContext.refresh_state` in a thread of its own, started now; the future
-    holds its state or its exception (the lifespan waits for it and says what failed)."""
-    future: concurrent.futures.Future[ApiState] = concurrent.futures.Future()
-
-    def load() -> None:
-        try:
-            future.set_result(context.refresh_state())
-        except BaseException as exc:  # handed to the lifespan, which logs it
-            future.set_exception(exc)
-
-    threading.Thread(target=load, name="gpuscout-first-load", daemon=True).start()
-    return future
+async def _first_state(
+    context: ApiContext, first_load: concurrent.futures.Future[Loaded]
+) -> ApiState:
+    """The state of a load begun before the start-up (its failure counted as a refresh's)."""
+    try:
+        loaded = await asyncio.wrap_future(first_load)
+    except Exception:
+        context.metrics.state_refreshes.labels("error").inc()
+        raise
+    return await run_in_threadpool(context.refresh_state, loaded)
 
 
 async def _http_problem(request: Request, exc: Exception) -> Response:

@@ -19,6 +19,7 @@ from adapters.run import ProviderRun
 
 from ..settings import Settings
 from .metrics import ApiMetrics
+from .serving import Loaded, marker_or_none
 from .state import ApiState, StateHolder
 
 __all__ = ["ApiContext", "ReadyCheck", "SnapshotRunner"]
@@ -75,15 +76,17 @@ class ApiContext:
         call = functools.partial(work, *args)
         return await anyio.to_thread.run_sync(call, limiter=self._ranking_slots)
 
-    def refresh_state(self) -> ApiState:
+    def refresh_state(self, loaded: Loaded | None = None) -> ApiState:
         """Reload the current offers and swap them in; blocking (call from a thread).
 
         The loader reads the FX table again: the scheduler (here or in another process) may
         have downloaded new rates, which the reloaded offers' USD figures then use.
+        ``loaded``: offers loaded already (the first load, begun before the app was built),
+        with the marker read before them.
         """
-        marker = self._marker()
+        marker = self._marker() if loaded is None else loaded.marker
         try:
-            state = self.holder.refresh()
+            state = self.holder.refresh(None if loaded is None else loaded.current)
         except Exception:
             self.metrics.state_refreshes.labels("error").inc()
             raise
@@ -92,12 +95,7 @@ class ApiContext:
         return state
 
     def _marker(self) -> Any:
-        if self.snapshot_marker is None:
-            return None
-        try:
-            return self.snapshot_marker()
-        except Exception:  # no tables yet, database down: not a reason to serve nothing
-            return None
+        return marker_or_none(self.snapshot_marker)
 
     def refresh_if_changed(self) -> bool:
         """Reload only when the snapshot marker moved (what replicas poll); blocking."""

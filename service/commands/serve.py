@@ -105,10 +105,14 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _app(settings: Settings) -> FastAPI:
-    from ..api import create_app
+#: The app factory each of several workers imports and calls (uvicorn's ``factory``).
+WORKER_APP = "service.api.serving:serving_app"
 
-    return create_app(settings, load_now=True)
+
+def _app(settings: Settings) -> FastAPI:
+    from ..api.serving import serving
+
+    return serving(settings)
 
 
 def worker_polars_threads(settings: Settings, workers: int) -> int | None:
@@ -210,8 +214,9 @@ def register(app: typer.Typer) -> None:
             # Several workers each build their own app from the settings (uvicorn imports the
             # factory in every process): this one, which only starts and watches them, imports
             # no app (a second of imports before the first worker even starts); one worker
-            # serves the app built here.
-            api: str | FastAPI = "service.api.app:serving_app" if processes > 1 else _app(settings)
+            # serves the app built here. Either way the first load begins before the app's
+            # imports (service.api.serving).
+            api: str | FastAPI = WORKER_APP if processes > 1 else _app(settings)
             _pin_worker_threads(settings, processes, scheduler=not no_scheduler)
             scheduler = None if no_scheduler else _start_scheduler(settings)
             shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host

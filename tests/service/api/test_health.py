@@ -67,8 +67,9 @@ async def test_cors_from_settings(client: httpx.AsyncClient) -> None:
 async def test_load_now_starts_loading_when_the_app_is_built_and_the_start_waits_for_it(
     settings: Settings, source: FakeSource
 ) -> None:
-    """``gpuscout serve`` builds its app with ``load_now``: the offers load while the routes
-    are built and the server starts; the start-up uses that load, it does not load again."""
+    """An app built with ``load_now`` loads the offers while its routes are built and the
+    server starts; the start-up uses that load, it does not load again (``gpuscout serve``
+    begins it even earlier: tests/service/api/test_serving.py)."""
     began, go_on = threading.Event(), threading.Event()
 
     def slow() -> CurrentState:

@@ -129,7 +129,7 @@ def test_several_workers_serve_the_app_factory_and_the_access_log_follows_its_se
     result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--workers", "2"])
     assert result.exit_code == 0, result.output
     target, kw = seen[0]
-    assert target == "service.api.app:serving_app"
+    assert target == "service.api.serving:serving_app"
     assert (kw["workers"], kw["factory"], kw["access_log"]) == (2, True, True)
     result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
     target, kw = seen[1]
@@ -155,7 +155,7 @@ def test_the_parent_of_several_workers_builds_no_app(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env
     )
-    assert "served service.api.app:serving_app 2" in done.stdout, done.stderr
+    assert "served service.api.serving:serving_app 2" in done.stdout, done.stderr
     assert "imported []" in done.stdout, done.stdout
     assert (tmp_path / "gpuscout.db").exists()  # migrated before the workers start
 

@@ -43,7 +43,7 @@ from email.headerregistry import Address
 from email.message import EmailMessage
 from email.parser import BytesHeaderParser
 from email.utils import format_datetime, make_msgid, parseaddr
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from email_validator import EmailNotValidError, validate_email
 from tenacity import (
@@ -55,7 +55,9 @@ from tenacity import (
 )
 
 from ..settings import Settings
-from .build import Confirmation, Digest
+
+if TYPE_CHECKING:  # the mails' templates (Jinja2) load where they are built, not here
+    from .build import Confirmation, Digest
 
 __all__ = [
     "HeaderInjectionError",

@@ -32,8 +32,6 @@ from db.subscriptions import (
 from pricing import Job, Requirement
 
 from ..settings import Settings
-from .build import build_confirmation
-from .compose import confirm_url, subscription_view
 from .limits import SubscribeRateLimited, subscribe_quotas
 from .mail import (
     HeaderInjectionError,
@@ -166,6 +164,11 @@ class SubscriptionManager:
         return record
 
     def send_confirmation(self, record: SubscriptionRecord, *, alert: str | None = None) -> None:
+        # the mail's templates (Jinja2) and the digest's composition load with the first
+        # mail, not with every API worker that imports this module for its request model
+        from .build import build_confirmation
+        from .compose import confirm_url, subscription_view
+
         view = subscription_view(record)
         sender = parse_sender(self.settings.mail_from)
         confirmation = build_confirmation(

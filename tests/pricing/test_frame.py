@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from decimal import Decimal
@@ -42,6 +43,8 @@ from pricing.frame import (
 from pricing.offer_facts import FACT_COLUMNS
 
 from .factories import make_offer
+
+frame_module = importlib.import_module("pricing.frame")
 
 
 def test_one_row_per_offer_exact_price_and_config_id() -> None:
@@ -265,12 +268,26 @@ def test_most_rows_per_configuration_counts_terms_and_variants_of_one_configurat
 
 @pytest.mark.parametrize(
     "ids",
-    [[7, 4_000_000_000, 7], [None, 3, None, None]],  # not dense: counted by hashing
+    [[7, 4_000_000_000, 7], [None, 3, None, None]],  # not dense: never numpy's count
     ids=["sparse", "null"],
 )
-def test_most_rows_per_configuration_reads_ids_from_elsewhere(ids: list[int | None]) -> None:
+@pytest.mark.parametrize("bincount_from", [1, 1_000_000], ids=["numpy-rows", "fewer"])
+def test_most_rows_per_configuration_reads_ids_from_elsewhere(
+    ids: list[int | None], bincount_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(frame_module, "_BINCOUNT_FROM_ROWS", bincount_from)
     frame = pl.DataFrame({"config_id": ids}, schema={"config_id": pl.UInt32})
     assert most_rows_per_configuration(frame) == max(ids.count(i) for i in ids)
+
+
+@pytest.mark.parametrize("bincount_from", [1, 1_000_000], ids=["numpy", "sorted-runs"])
+def test_most_rows_per_configuration_counts_dense_ids_alike_either_way(
+    bincount_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both counts, on the dense ids of :func:`with_config_id`, shuffled."""
+    monkeypatch.setattr(frame_module, "_BINCOUNT_FROM_ROWS", bincount_from)
+    ids = pl.Series("config_id", [1, 2, 2, 3, 3, 3, 5, 4, 3], dtype=pl.UInt32).shuffle(seed=3)
+    assert most_rows_per_configuration(ids.to_frame()) == 4
 
 
 def test_the_default_catalog_is_built_once_another_efficiency_its_own() -> None:

@@ -107,13 +107,15 @@ async def test_a_failed_early_load_is_logged_and_readyz_says_so(
 
 def test_building_the_app_loads_no_snapshot_or_http_client_code(tmp_path: Path) -> None:
     """A worker builds its app before it can answer: the snapshot runner (migrations,
-    adapters) and the HTTP client (webhooks, providers) load when first used, not then."""
+    adapters), the HTTP client (webhooks, providers), the pages' and mails' templates
+    (Jinja2) and numpy load when first used, not then."""
     code = (
         "import sys\n"
         "from service.api import create_app\n"
         "from service.settings import Settings\n"
         f"create_app(Settings(_env_file=None, data_dir={str(tmp_path)!r}))\n"
-        "heavy = ('httpx', 'alembic', 'service.snapshots', 'adapters.base', 'adapters.collect')\n"
+        "heavy = ('httpx', 'alembic', 'service.snapshots', 'adapters.base', 'adapters.collect',"
+        " 'jinja2', 'numpy')\n"
         "print([m for m in heavy if m in sys.modules])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}

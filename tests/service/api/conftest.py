@@ -155,6 +155,16 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
+@contextlib.asynccontextmanager
+async def started(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of ``app`` with its start-up run (the lifespan: the first load), as a
+    server runs it before the first request."""
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            yield c
+
+
 def error_locs(response: httpx.Response) -> list[list[str]]:
     assert response.status_code == 422, response.text
     return [e["loc"] for e in response.json()["errors"]]

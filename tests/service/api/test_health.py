@@ -13,7 +13,7 @@ from db.current import CurrentState
 from service.api import create_app
 from service.settings import Settings
 
-from .conftest import FakeSource
+from .conftest import FakeSource, started
 
 pytestmark = pytest.mark.anyio
 
@@ -81,12 +81,10 @@ async def test_load_now_starts_loading_when_the_app_is_built_and_the_start_waits
     assert began.wait(10)  # before any start-up ran
     assert source.loads == 0
     go_on.set()
-    async with app.router.lifespan_context(app):
+    async with started(app) as client:
         assert source.loads == 1
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
-            r = await c.get("/readyz")
-            assert r.status_code == 200 and r.json()["offers"] == 5
+        r = await client.get("/readyz")
+        assert r.status_code == 200 and r.json()["offers"] == 5
     assert source.loads == 1
 
 
@@ -97,10 +95,8 @@ async def test_a_failed_early_load_is_logged_and_readyz_says_so(
         raise RuntimeError("no such table: current_offer")
 
     app = create_app(settings, offers_loader=broken, load_now=True)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
-            assert (await c.get("/readyz")).status_code == 503
+    async with started(app) as client:
+        assert (await client.get("/readyz")).status_code == 503
     assert "could not load the current offers" in caplog.text
     assert "no such table: current_offer" in caplog.text
 

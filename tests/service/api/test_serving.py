@@ -8,7 +8,6 @@ import sys
 import threading
 from pathlib import Path
 
-import httpx
 import pytest
 
 from db.current import CurrentState
@@ -16,7 +15,7 @@ from service.api import create_app
 from service.api.serving import Loaded, begin_load, marker_or_none
 from service.settings import Settings
 
-from .conftest import FakeSource
+from .conftest import FakeSource, started
 
 pytestmark = pytest.mark.anyio
 
@@ -73,13 +72,11 @@ async def test_the_app_starts_on_the_load_begun_before_it_and_keeps_its_marker(
     app = create_app(settings, offers_loader=source, snapshot_marker=lambda: (2, "later"),
                      first_load=first)  # fmt: skip
     go_on.set()
-    async with app.router.lifespan_context(app):
+    async with started(app) as client:
         assert source.loads == 1
         assert app.state.context.last_marker == (1, "at")
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
-            r = await c.get("/readyz")
-            assert r.status_code == 200 and r.json()["offers"] == 5
+        r = await client.get("/readyz")
+        assert r.status_code == 200 and r.json()["offers"] == 5
     assert source.loads == 1
 
 
@@ -93,14 +90,12 @@ async def test_a_failed_first_load_is_counted_and_logged(
         raise RuntimeError("no such table: current_offer")
 
     app = create_app(settings, offers_loader=source, first_load=begin_load(broken, None))
-    async with app.router.lifespan_context(app):
+    async with started(app) as client:
         assert app.state.context.holder.state is None and source.loads == 0
         registry = app.state.context.metrics.registry
         failed = {"result": "error"}
         assert registry.get_sample_value("gpuscout_state_refreshes_total", failed) == 1
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
-            assert (await c.get("/readyz")).status_code == 200
+        assert (await client.get("/readyz")).status_code == 200
     assert "could not load the current offers" in caplog.text
     assert "no such table: current_offer" in caplog.text
 

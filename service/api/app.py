@@ -36,7 +36,7 @@ from .offers_cache import GZipElsewhere, OffersFastPath
 from .openapi_names import HeadAsGet, operation_id, tidy_openapi
 from .problems import ProblemError, problem_response
 from .serving import Loaded, begin_load
-from .state import ApiState, OffersLoader, StateHolder
+from .state import OffersLoader, StateHolder
 
 __all__ = ["API_VERSION", "create_app"]
 
@@ -110,10 +110,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            if first_load is not None:
-                await _first_state(context, first_load)
-            else:
-                await run_in_threadpool(context.refresh_state)
+            await run_in_threadpool(context.refresh_state, first_load)
         except Exception:
             log.exception("could not load the current offers; /readyz will say so")
         poller = asyncio.get_running_loop().create_task(_poll(context))
@@ -160,18 +157,6 @@ def create_app(
     app.add_middleware(MetricsMiddleware, metrics=context.metrics)
     app.add_middleware(HeadAsGet)
     return app
-
-
-async def _first_state(
-    context: ApiContext, first_load: concurrent.futures.Future[Loaded]
-) -> ApiState:
-    """The state of a load begun before the start-up (its failure counted as a refresh's)."""
-    try:
-        loaded = await asyncio.wrap_future(first_load)
-    except Exception:
-        context.metrics.state_refreshes.labels("error").inc()
-        raise
-    return await run_in_threadpool(context.refresh_state, loaded)
 
 
 async def _http_problem(request: Request, exc: Exception) -> Response:

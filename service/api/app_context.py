@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -76,17 +77,23 @@ class ApiContext:
         call = functools.partial(work, *args)
         return await anyio.to_thread.run_sync(call, limiter=self._ranking_slots)
 
-    def refresh_state(self, loaded: Loaded | None = None) -> ApiState:
+    def refresh_state(self, first_load: Future[Loaded] | None = None) -> ApiState:
         """Reload the current offers and swap them in; blocking (call from a thread).
 
         The loader reads the FX table again: the scheduler (here or in another process) may
         have downloaded new rates, which the reloaded offers' USD figures then use.
-        ``loaded``: offers loaded already (the first load, begun before the app was built),
-        with the marker read before them.
+        ``first_load``: a load begun already (before the app was built,
+        :func:`~service.api.serving.begin_load`), waited for and swapped in with the marker
+        read before it; its failure counts as a failed refresh like any other.
         """
-        marker = self._marker() if loaded is None else loaded.marker
         try:
-            state = self.holder.refresh(None if loaded is None else loaded.current)
+            if first_load is None:
+                marker = self._marker()
+                state = self.holder.refresh()
+            else:
+                loaded = first_load.result()
+                marker = loaded.marker
+                state = self.holder.refresh(loaded.current)
         except Exception:
             self.metrics.state_refreshes.labels("error").inc()
             raise

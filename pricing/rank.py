@@ -971,7 +971,9 @@ def rank_page(
         if placed is None:  # no row refuses the job: none to group
             left = pl.DataFrame(schema=UNPLACED_SCHEMA)
         else:
-            grouped = unplaced_configurations(placed).cache()  # read by ``also`` too
+            together = isinstance(offers, ByModel) and offers.together
+            # cached: read by ``also`` too
+            grouped = unplaced_configurations(placed, together=together).cache()
             plans.append(grouped)
     if also is not None:
         plans.append(also(grouped if left is None else left))

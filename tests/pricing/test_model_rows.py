@@ -12,13 +12,13 @@ from adapters.gpus import Precision
 from adapters.schema import RentalTerm
 from pricing import Job, RankOptions, Requirement, rank
 from pricing.frame import OFFER_ROW, most_rows_per_configuration, offers_to_frame
-from pricing.model_rows import ByModel
+from pricing.model_rows import LAYOUT, ByModel, in_model_runs
 from pricing.rank import rank_page, rank_plan
 
 from .factories import NOW, make_offer, mixed_frame
 
 
-def test_runs_hold_each_model_in_frame_order_and_unidentified_last() -> None:
+def test_runs_hold_each_model_by_configuration_and_term_and_unidentified_last() -> None:
     frame = mixed_frame(random.Random(1)).with_row_index("before")
     by_model = ByModel.of(frame)
     ordered = by_model.frame
@@ -30,11 +30,30 @@ def test_runs_hold_each_model_in_frame_order_and_unidentified_last() -> None:
         assert start == seen  # contiguous, in order, no gaps
         run = ordered.slice(start, length)
         assert run["gpu_model"].to_list() == [model] * length
-        assert run["before"].is_sorted()  # stable: a model's rows keep their order
+        keys = list(zip(run["config_id"], run["term"].to_physical(), run["before"], strict=True))
+        assert keys == sorted(keys)  # by configuration, then term; stable: then as before
         seen += length
     assert ordered.slice(seen)["gpu_model"].null_count() == ordered.height - seen
     assert set(by_model.runs) == set(frame["gpu_model"].drop_nulls())
     assert by_model.most_rows == most_rows_per_configuration(frame)
+
+
+def test_a_frame_in_that_order_is_taken_as_it_is_and_any_other_sorted() -> None:
+    by_model = ByModel.of(mixed_frame(random.Random(7)))
+    assert by_model.together
+    assert in_model_runs(by_model.frame) is by_model.frame
+    # one pair of rows out of order, by model, by configuration or by term: sorted again
+    frame = by_model.frame
+    for column in ("gpu_model", "config_id", "term"):
+        at = next(
+            i
+            for i in range(1, frame.height)
+            if frame[column][i] != frame[column][i - 1]
+            and all(frame[c][i] == frame[c][i - 1] for c in LAYOUT[: LAYOUT.index(column)])
+        )
+        swapped = pl.concat([frame.slice(0, at - 1), frame[at], frame[at - 1], frame.slice(at + 1)])
+        assert swapped.height == frame.height
+        assert_frame_equal(in_model_runs(swapped), frame)
 
 
 @pytest.mark.parametrize(
@@ -102,7 +121,7 @@ def test_a_configuration_spanning_models_has_the_frame_read_whole() -> None:
         make_offer(offer_id="other", gpu_model="L4", gpu_count=1),
     ]
     by_model = ByModel.of(offers_to_frame(offers))
-    assert by_model.runs is None
+    assert by_model.runs is None and not by_model.together
     assert by_model.most_rows == 2
     assert by_model.rows(["H100-SXM5-80GB"]).collect().height == 3
     requirement = Requirement(gpus=("H100-SXM5-80GB",), terms=(RentalTerm.COMMIT_1Y,))

@@ -466,6 +466,9 @@ class _Chain:
     #: The rows read hold the catalog's columns already (:func:`_with_catalog`): qualifying
     #: is a filter, with no join on the model name.
     catalog_in_rows: bool = False
+    #: The plan is collected in memory, not streaming (:func:`engine_for`): each
+    #: configuration's cheapest row is picked in a window (:func:`_cheapest_terms`).
+    in_memory: bool = True
 
     @classmethod
     def of(
@@ -477,6 +480,7 @@ class _Chain:
         require_fit: bool = True,
         models_read: bool = False,
         catalog_in_rows: bool = False,
+        in_memory: bool = True,
     ) -> _Chain:
         """The chain of ``requirement``, ``job`` and ``options``; ``models_read``: the rows
         it qualifies are the runs of the models ``requirement`` names
@@ -503,6 +507,7 @@ class _Chain:
             if job.storage_gb is not None
             else (requirement.min_storage_gb if requirement is not None else None),
             catalog_in_rows=catalog_in_rows,
+            in_memory=in_memory,
         )
 
     def qualified(self, offers: pl.LazyFrame) -> pl.LazyFrame:
@@ -638,7 +643,7 @@ def placement_plan(
 
 
 def _top_configurations(
-    costed: pl.LazyFrame, options: RankOptions, limit: int, most_rows: int
+    costed: pl.LazyFrame, options: RankOptions, limit: int, most_rows: int, *, window: bool
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """Stages one and two: the top ``limit`` configurations, each with its cheapest row
     (``config_id`` and :data:`OFFER_ROW`, the choice :func:`_cheapest_terms` makes; cached,
@@ -659,7 +664,8 @@ def _top_configurations(
     it gave besides now a count of distinct ids when a page reads it).
 
     Another sort key is read off each configuration's cheapest row, so stage one keeps
-    that row per configuration (a group-by) before stage two orders by it.
+    that row per configuration (a group-by, or with ``window`` a window:
+    :func:`_cheapest_terms`) before stage two orders by it.
     """
     if options.sort == KEY:
         total = costed.select(pl.col("config_id").n_unique().alias(_TOTAL))
@@ -672,7 +678,7 @@ def _top_configurations(
         )
     else:
         columns = dict.fromkeys(("config_id", "term", OFFER_ROW, AFTER, KEY, options.sort))
-        per_config = _cheapest_terms(costed.select(*columns)).cache()
+        per_config = _cheapest_terms(costed.select(*columns), window=window).cache()
         top = per_config.bottom_k(limit, by=[AFTER, options.sort, KEY, "config_id"])
         # a row per configuration: counted, not the distinct ids of every costed row again
         # (that count sorts them: ~8% of a sort by the hourly price over 100k offers)
@@ -684,14 +690,21 @@ def _top_configurations(
 _CUT_ORDER = (AFTER, KEY, "config_id", "term", OFFER_ROW)
 
 
-def _cheapest_terms(costed: pl.LazyFrame) -> pl.LazyFrame:
+def _cheapest_terms(costed: pl.LazyFrame, *, window: bool = False) -> pl.LazyFrame:
     """One row per configuration: available before not available now, then its least key,
     then the earlier term, then frame row.
 
     Each configuration's row is picked in a group-by (polars reads ``sort_by().first()``
     there as a minimum, without sorting) and kept by a semi join: sorting every costed
     row, then keeping the first per configuration, took 2-5x longer on 100k offers under
-    a sort other than the key's, which reads every configuration's cheapest row."""
+    a sort other than the key's, which reads every configuration's cheapest row. With
+    ``window`` (a plan collected in memory) the same pick is a window over the
+    configuration and the rows equal to it are kept, with no join: a sort by the hourly
+    price over 100k offers 12.3-12.6 ms against 13.7-13.9 (one thread); the streaming
+    engine ran the window slower (the same sort over 1M offers: 147-164 ms against
+    125-128)."""
+    if window:
+        return costed.filter(pl.col(OFFER_ROW) == _CHEAPEST_ROW.over("config_id"))
     chosen = costed.group_by("config_id").agg(_CHEAPEST_ROW).select(OFFER_ROW)
     return costed.join(chosen, on=OFFER_ROW, how="semi")
 
@@ -745,9 +758,11 @@ def _chosen_from_cache(
     costed = chain.cost(placed).cache()
     total = None
     if options.limit is None:
-        best = _cheapest_terms(costed)
+        best = _cheapest_terms(costed, window=chain.in_memory)
     else:
-        top, total = _top_configurations(costed, options, options.limit, most_rows)
+        top, total = _top_configurations(
+            costed, options, options.limit, most_rows, window=chain.in_memory
+        )
         best = costed.join(top.select(OFFER_ROW), on=OFFER_ROW, how="semi")
     # the catalog's columns the costing carries come with it; the rest with the offer's
     carried = _CARRIED_CATALOG_COLUMNS if chain.catalog_in_rows else ()
@@ -768,12 +783,14 @@ def _chosen_costed_again(
     every = rows
     if options.limit is not None:
         costed = chain.costed(chain.qualified(rows))
-        top, total = _top_configurations(costed, options, options.limit, most_rows)
+        top, total = _top_configurations(
+            costed, options, options.limit, most_rows, window=chain.in_memory
+        )
         # cached: the requirement filter then runs on these rows, not pushed below the join
         # (an inner join on the unique ids: the streaming engine runs it faster than a semi)
         rows = rows.join(top.select("config_id"), on="config_id", how="inner").cache()
     qualified = chain.qualified(rows).cache()
-    best = _cheapest_terms(chain.costed(qualified))
+    best = _cheapest_terms(chain.costed(qualified), window=chain.in_memory)
     return _Chosen(best, total, chain.placed(chain.qualified(every)))
 
 
@@ -835,12 +852,13 @@ def _plans(
     options = options or RankOptions()
     with_catalog = _with_catalog(offers, options) if isinstance(offers, ByModel) else None
     offers = offers if with_catalog is None else with_catalog
+    frame = _as_frame(offers)
     chain = _Chain.of(
         requirement, job, options, models_read=_reads_named_runs(offers, requirement),
         catalog_in_rows=with_catalog is not None,
+        in_memory=engine_for(frame, requirement) == "in-memory",
     )  # fmt: skip
     rows = _offer_rows(offers, requirement)
-    frame = _as_frame(offers)
     large = frame.height >= COSTED_AGAIN_MIN_ROWS
     most_rows = (
         offers.most_rows if isinstance(offers, ByModel) else most_rows_per_configuration(frame)

@@ -380,13 +380,21 @@ def _reference(frame: pl.DataFrame, job: Job, sort: str) -> list[tuple[int, str,
     ]
 
 
-@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
+@pytest.mark.parametrize(
+    ("large", "streaming"),
+    [(False, False), (True, False), (False, True)],
+    ids=["cached", "costed-again", "streaming"],
+)
 def test_top_k_equals_the_full_ranking_cut_for_every_limit(
-    large: bool, monkeypatch: pytest.MonkeyPatch
+    large: bool, streaming: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Both shapes of the chain (see ``COSTED_AGAIN_MIN_ROWS``), on the same random frames."""
+    """Both shapes of the chain (see ``COSTED_AGAIN_MIN_ROWS``), and the streaming engine,
+    which picks each configuration's cheapest row in a group-by, not a window (see
+    ``_cheapest_terms``), on the same random frames."""
     if large:
         monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
+    if streaming:
+        monkeypatch.setattr(rank_module, "STREAMING_MIN_ROWS", 0)
     rng = random.Random(11)
     for case in range(40):
         frame = _random_frame(rng)

@@ -202,9 +202,10 @@ def _read_frame(
     fx: FxTable,
 ) -> pl.DataFrame:
     """The current offers' frame from their stored records (of ``providers``: all), by GPU
-    model, then key: the runs a ranking that names models reads
-    (:class:`pricing.model_rows.ByModel`), made here once, so that the frame kept from it
-    is read in that order and an API start does not sort (a copy of the frame)."""
+    model, configuration and term (:data:`pricing.model_rows.LAYOUT`): the runs a ranking
+    that names models reads (:class:`pricing.model_rows.ByModel`), made here once, so that
+    the frame kept from it is read in that order and an API start does not sort (a copy
+    of the frame)."""
     statement = f"SELECT provider, record, fetched_at FROM {_current.name}"
     if providers is not None:
         statement += f" WHERE provider IN ({placeholders(connection, len(providers))})"

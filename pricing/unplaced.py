@@ -16,21 +16,9 @@ from .frame import OFFER_ROW
 
 __all__ = ["UNPLACED_COLUMNS", "UNPLACED_SCHEMA", "unplaced_configurations"]
 
-#: One row per configuration the job cannot be placed on: its first term's reason and the
-#: figures of the memory check there (the GPU's memory, the job's GPUs, what each needs).
-UNPLACED_COLUMNS = (
-    "config_id",
-    "provider",
-    "gpu_raw_name",
-    "gpu_model",
-    "reason",
-    "gpu_memory_gb",
-    "job_gpus",
-    "memory_per_gpu_gb",
-)
-
-
-#: Their dtypes: the table of a job no row refuses is empty with these.
+#: One row per configuration the job cannot be placed on, with these columns and dtypes:
+#: its first term's reason and the figures of the memory check there (the GPU's memory, the
+#: job's GPUs, what each needs). The table of a job no row refuses is empty with them.
 UNPLACED_SCHEMA = pl.Schema(
     {
         "config_id": pl.UInt32(),
@@ -43,6 +31,8 @@ UNPLACED_SCHEMA = pl.Schema(
         "memory_per_gpu_gb": pl.Float64(),
     }
 )
+#: :data:`UNPLACED_SCHEMA`'s columns, in order.
+UNPLACED_COLUMNS = tuple(UNPLACED_SCHEMA)
 
 
 #: A row's place among its configuration's rows: its term (the Enum's order), then its
@@ -94,8 +84,8 @@ def _first_rows_together(rows: pl.LazyFrame) -> pl.LazyFrame:
     """The first row of each configuration none of whose rows is placed (null ``reason``),
     among ``rows`` where each configuration's rows are next to each other.
 
-    Numbering the configurations down the rows (``_down``, from :data:`_ROWS` less one per
-    configuration begun), ``2 * _down + placed`` is, at a configuration's first row, the
+    Numbering the configurations down the rows (from :data:`_ROWS`, less one per
+    configuration begun), ``2 * number + placed`` is, at a configuration's first row, the
     greatest value of every row from there on exactly when one of its rows is placed
     (later configurations' values are less): one reverse running maximum, odd there when
     a row is placed."""

@@ -35,7 +35,7 @@ from .metrics import ApiMetrics, MetricsMiddleware
 from .offers_cache import GZipElsewhere, OffersFastPath
 from .openapi_names import HeadAsGet, operation_id, tidy_openapi
 from .problems import ProblemError, problem_response
-from .serving import Loaded, begin_load
+from .serving import Loaded
 from .state import OffersLoader, StateHolder
 
 __all__ = ["API_VERSION", "create_app"]
@@ -66,7 +66,6 @@ def create_app(
     ready_check: ReadyCheck | None = None,
     snapshot_marker: SnapshotMarker | None = None,
     history: Any = None,
-    load_now: bool = False,
     first_load: concurrent.futures.Future[Loaded] | None = None,
 ) -> FastAPI:
     """Build one API app.
@@ -76,12 +75,11 @@ def create_app(
     back to the offline sample; every hook given here overrides that wiring. The loader
     returns a :class:`db.current.CurrentState`, framed and priced with its FX table.
 
-    ``load_now`` starts loading the current offers as soon as the hooks exist, in a thread
-    of its own, instead of when the server starts the app: reading and framing them (mostly
-    SQLite and polars, outside the GIL) then overlaps building the routes and starting the
-    server (tests load at start-up, after their set-up). ``first_load`` is such a load begun
-    before this module was even imported (:func:`service.api.serving.begin_load`, what
-    ``gpuscout serve`` does): the start-up takes its offers as the first state.
+    ``first_load``: the current offers' load begun already, in a thread of its own
+    (:func:`service.api.serving.begin_load`; ``gpuscout serve`` begins it before this module
+    is even imported): the start-up takes its offers as the first state, and reading and
+    framing them (mostly SQLite and polars, outside the GIL) overlaps building the routes and
+    starting the server. Without it the start-up loads them (tests: after their set-up).
     """
     settings = settings or get_settings()
     hooks: dict[str, Any] = {}
@@ -104,8 +102,6 @@ def create_app(
         snapshot_marker=snapshot_marker or hooks.get("snapshot_marker"),
         history=history if history is not None else hooks.get("history"),
     )
-    if first_load is None and load_now:
-        first_load = begin_load(loader, context.snapshot_marker)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

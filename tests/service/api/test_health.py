@@ -11,6 +11,7 @@ import pytest
 
 from db.current import CurrentState
 from service.api import create_app
+from service.api.serving import begin_load
 from service.settings import Settings
 
 from .conftest import FakeSource, started
@@ -64,12 +65,12 @@ async def test_cors_from_settings(client: httpx.AsyncClient) -> None:
     assert "access-control-allow-origin" not in other.headers
 
 
-async def test_load_now_starts_loading_when_the_app_is_built_and_the_start_waits_for_it(
+async def test_a_load_begun_before_the_app_is_built_is_the_one_the_start_waits_for(
     settings: Settings, source: FakeSource
 ) -> None:
-    """An app built with ``load_now`` loads the offers while its routes are built and the
-    server starts; the start-up uses that load, it does not load again (``gpuscout serve``
-    begins it even earlier: tests/service/api/test_serving.py)."""
+    """An app built on a begun load (``first_load``) loads the offers while its routes are
+    built and the server starts; the start-up uses that load, it does not load again
+    (``gpuscout serve`` begins it before the app's imports: tests/service/api/test_serving.py)."""
     began, go_on = threading.Event(), threading.Event()
 
     def slow() -> CurrentState:
@@ -77,7 +78,7 @@ async def test_load_now_starts_loading_when_the_app_is_built_and_the_start_waits
         assert go_on.wait(10)
         return source()
 
-    app = create_app(settings, offers_loader=slow, load_now=True)
+    app = create_app(settings, offers_loader=slow, first_load=begin_load(slow, None))
     assert began.wait(10)  # before any start-up ran
     assert source.loads == 0
     go_on.set()
@@ -94,7 +95,7 @@ async def test_a_failed_early_load_is_logged_and_readyz_says_so(
     def broken() -> CurrentState:
         raise RuntimeError("no such table: current_offer")
 
-    app = create_app(settings, offers_loader=broken, load_now=True)
+    app = create_app(settings, offers_loader=broken, first_load=begin_load(broken, None))
     async with started(app) as client:
         assert (await client.get("/readyz")).status_code == 503
     assert "could not load the current offers" in caplog.text

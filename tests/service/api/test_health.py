@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import dataclasses
+import gc
 import os
 import subprocess
 import sys
 import threading
+import weakref
 from pathlib import Path
 
 import httpx
+import polars as pl
 import pytest
 
 from db.current import CurrentState
@@ -87,6 +91,28 @@ async def test_a_load_begun_before_the_app_is_built_is_the_one_the_start_waits_f
         r = await client.get("/readyz")
         assert r.status_code == 200 and r.json()["offers"] == 5
     assert source.loads == 1
+
+
+async def test_the_early_load_is_let_go_once_the_state_holds_it(
+    settings: Settings, source: FakeSource
+) -> None:
+    """What the early load read is not held once the start-up has swapped it in: the
+    state holds its frame with the empty columns light (:func:`pricing.frame.held_lightly`),
+    so the frame as loaded would be a second copy for the life of the app."""
+    loaded: list[weakref.ref[pl.DataFrame]] = []
+
+    def load() -> CurrentState:  # a copy of the source's frame, held by nothing else
+        current = dataclasses.replace(source(), frame=source().frame.clone())
+        loaded.append(weakref.ref(current.frame))
+        return current
+
+    app = create_app(settings, offers_loader=source, first_load=begin_load(load, None))
+    async with started(app) as client:
+        assert (await client.get("/readyz")).json()["offers"] == 5
+        gc.collect()
+        (frame,) = loaded
+        held = app.state.context.holder.state.frame
+        assert frame() is None or frame() is held
 
 
 async def test_a_failed_early_load_is_logged_and_readyz_says_so(

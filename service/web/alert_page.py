@@ -25,8 +25,7 @@ from service.api.routers.alerts import AlertAccepted, create
 from service.api.routers.subscriptions import ManagerDep
 from service.validation_text import error_message
 
-from .form import clean_query
-from .subscribe_page import render_form, search_from_query
+from .subscribe_page import render_form, search_form, search_from_query
 
 __all__ = ["CONDITIONS", "METRIC_LABELS", "router"]
 
@@ -76,12 +75,7 @@ def _error(error: Any) -> str:
 async def alert_form(
     request: Request, settings: SettingsDep, providers: SavedSearchProvidersDep
 ) -> HTMLResponse:
-    query = str(clean_query(request.query_params))
-    requirement, job, errors = search_from_query(query, settings.api_max_list_items, providers)
-    status_code = 422 if errors else 200  # a search that cannot be saved, as the explorer's
-    return _render(
-        request, status_code, query=query, requirement=requirement, job=job, errors=errors
-    )
+    return search_form(request, settings.api_max_list_items, providers, _render)
 
 
 @router.post("/alert", response_class=HTMLResponse)

@@ -8,7 +8,7 @@ explorer's query string the form was opened with (``/subscribe?gpus=H100&hours=1
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -28,7 +28,7 @@ from service.validation_text import error_message
 from .form import clean_query
 from .templating import templates
 
-__all__ = ["render_form", "router", "search_from_query"]
+__all__ = ["render_form", "router", "search_form", "search_from_query"]
 
 router = APIRouter(include_in_schema=False)
 
@@ -68,6 +68,23 @@ def render_form(
     )
 
 
+def search_form(
+    request: Request,
+    max_items: int | None,
+    providers: Collection[str] | None,
+    render: Callable[..., HTMLResponse],
+) -> HTMLResponse:
+    """A saved-search form opened on the explorer's query string (the digest's, an
+    alert's): ``render`` shows it with that query's requirement and job, or with why it
+    cannot be saved (422, as the explorer refuses it)."""
+    query = str(clean_query(request.query_params))
+    requirement, job, errors = search_from_query(query, max_items, providers)
+    status_code = 422 if errors else 200
+    return render(
+        request, status_code, query=query, requirement=requirement, job=job, errors=errors
+    )
+
+
 def _render(request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
     page = {"title": "Weekly digest", "nav": "subscribe", "time_zone": "UTC"}
     return render_form(request, "subscribe.html", page, status_code, **context)
@@ -77,12 +94,7 @@ def _render(request: Request, status_code: int = 200, **context: Any) -> HTMLRes
 async def subscribe_form(
     request: Request, settings: SettingsDep, providers: SavedSearchProvidersDep
 ) -> HTMLResponse:
-    query = str(clean_query(request.query_params))
-    requirement, job, errors = search_from_query(query, settings.api_max_list_items, providers)
-    status_code = 422 if errors else 200  # a search that cannot be saved, as the explorer's
-    return _render(
-        request, status_code, query=query, requirement=requirement, job=job, errors=errors
-    )
+    return search_form(request, settings.api_max_list_items, providers, _render)
 
 
 @router.post("/subscribe", response_class=HTMLResponse)

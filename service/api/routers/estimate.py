@@ -128,8 +128,16 @@ class EstimateAnswer(Provenance):
     """Where the data comes from (as in ``/v1/offers``), then the estimate or the offers."""
 
     mode: str = Field(description="model (one GPU model and count) | offers")
-    estimate: Estimate | None = None
-    offers: list[RankedOffer] = Field(default_factory=list)
+    estimate: Estimate | None = Field(
+        None,
+        description="mode model: the run on that model and count, with the cheapest offer"
+        " that can run it in `estimate.offer` (null: none can); null in mode offers",
+    )
+    offers: list[RankedOffer] = Field(
+        default_factory=list,
+        description="mode offers: the `limit` cheapest qualifying offers for the run, by"
+        " cost per effective TFLOP-hour; empty in mode model (see `estimate.offer`)",
+    )
 
 
 @router.post(

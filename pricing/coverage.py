@@ -117,9 +117,10 @@ class Unrankable:
         peaks = {f"peak_{p.value}": peak_tflops(p) for p in Precision}
         catalog = catalog_frame().select("gpu_model", *_CATALOG_COLUMNS, **peaks)
         lacking = pl.any_horizontal([pl.col(c).is_null() for c in peaks])
-        in_catalog = pl.col("gpu_model").is_in(catalog.get_column("gpu_model")).fill_null(False)
+        models = catalog.get_column("gpu_model")
+        in_catalog = pl.col("gpu_model").is_in(models.implode()).fill_null(False)
         named = pl.col("gpu_raw_name").is_not_null() | pl.col("gpu_model").is_not_null()
-        short = catalog.filter(lacking).get_column("gpu_model")
+        short = catalog.filter(lacking).get_column("gpu_model").implode()
         name = pl.coalesce(pl.col("gpu_raw_name"), pl.col("gpu_model"))
         # the few rows of models outside the catalog or short of a figure are picked off
         # the frame before the catalog joins them: joining every row first held a second
@@ -127,7 +128,7 @@ class Unrankable:
         rows = (
             frame.lazy()
             .filter((~in_catalog & named) | pl.col("gpu_model").is_in(short).fill_null(False))
-            .join(catalog.lazy(), on="gpu_model", how="left")
+            .join(catalog.lazy(), on="gpu_model", how="left", maintain_order="left")
             .with_columns(name.str.to_lowercase().str.replace_all(_NOT_ALNUM, "").alias(_SQUASHED))
             .collect()
         )

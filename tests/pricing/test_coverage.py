@@ -95,7 +95,7 @@ def test_unrankable_picks_the_rows_a_join_of_every_row_would_and_shares_equal_pa
     catalog = catalog_frame().select(
         "gpu_model", "form_factor_varies", **{p.value: peak_tflops(p) for p in Precision}
     )
-    joined = frame.join(catalog, on="gpu_model", how="left")
+    joined = frame.join(catalog, on="gpu_model", how="left", maintain_order="left")
     in_catalog = pl.col("form_factor_varies").is_not_null()
     named = pl.col("gpu_raw_name").is_not_null() | pl.col("gpu_model").is_not_null()
     unrankable = Unrankable(frame)

@@ -106,9 +106,9 @@ class Unrankable:
     GPU name was most of a query's time (the filters around it run on all rows, the
     lowercase-and-regex pass with them). Holds the offers whose GPU is not in the catalog
     (with a raw name or a model name) or lacks a figure at some precision, with their
-    catalog columns, each precision's peak (``peak_<p>``) and the squashed name; and those
-    rows split by reason, so that a query plans no filter for a reason no offer has (a
-    plan's every expression is planned anew on every query, rows or none).
+    catalog columns, each precision's peak (``peak_<p>``) and the squashed name, split by
+    reason, so that a query plans no filter for a reason no offer has (a plan's every
+    expression is planned anew on every query, rows or none).
     """
 
     __slots__ = ("no_figure", "not_known")

@@ -69,7 +69,7 @@ class GroupBy(StrEnum):
 
 #: The columns of each grouping's key (besides the ones every group shares).
 _GROUP_KEYS: dict[GroupBy, tuple[str, ...]] = {
-    GroupBy.CONFIG: ("provider_label", "offer_id", "gpus_label", "term", "usd_per_hour"),
+    GroupBy.CONFIG: ("provider_label", "_offer", "gpus_label", "term", "usd_per_hour"),
     GroupBy.GPU: ("gpu_model",),
     GroupBy.PROVIDER: ("provider_label",),
     GroupBy.REGION: ("region",),
@@ -205,6 +205,15 @@ def _key_columns(group_by: Sequence[GroupBy]) -> list[str]:
     return list(keys)
 
 
+#: The offer as one configuration in every region: its id without the region where the
+#: id names it first (JarvisLabs' ``europe-01:H100:1x``), so that the same machine in two
+#: regions folds into one row, as another provider's instance type does.
+_OFFER = pl.coalesce(
+    pl.col("offer_id").str.strip_prefix(pl.concat_str([pl.col("region"), pl.lit(":")])),
+    pl.col("offer_id"),
+).alias("_offer")
+
+
 def fold(frame: pl.DataFrame, group_by: Sequence[GroupBy], limit: int) -> pl.DataFrame:
     """One row per group of ``frame`` (ranked, labelled), best rank first, at most ``limit``.
 
@@ -214,6 +223,7 @@ def fold(frame: pl.DataFrame, group_by: Sequence[GroupBy], limit: int) -> pl.Dat
     """
     keys = _key_columns(group_by)
     region = pl.col("region").fill_null("-")
+    frame = frame.with_columns(_OFFER)
     agg = frame.group_by(keys, maintain_order=True).agg(
         pl.col("rank").min().alias("_best"),
         region.unique(maintain_order=True).str.join(", ").alias("regions"),
@@ -222,13 +232,14 @@ def fold(frame: pl.DataFrame, group_by: Sequence[GroupBy], limit: int) -> pl.Dat
         pl.col("job_usd_per_hour").max().alias("_high"),
     )
     best = frame.join(agg, left_on="rank", right_on="_best", how="inner", suffix="_g")
-    best = best.drop([f"{k}_g" for k in keys if f"{k}_g" in best.columns])
+    best = best.drop([f"{k}_g" for k in keys if f"{k}_g" in best.columns], "_offer")
     return best.sort("rank").head(limit)
 
 
 def group_count(frame: pl.DataFrame, group_by: Sequence[GroupBy]) -> int:
     """The rows :func:`fold` gives without a limit: the groups of ``frame``."""
-    return frame.select(_key_columns(group_by)).n_unique() if frame.height else 0
+    keys = _key_columns(group_by)
+    return frame.with_columns(_OFFER).select(keys).n_unique() if frame.height else 0
 
 
 def price_range(low: float | None, high: float | None) -> str:

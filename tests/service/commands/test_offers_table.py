@@ -52,7 +52,8 @@ def test_fits_the_width_and_no_figure_is_split(h100: pl.DataFrame, width: int) -
     lines = render(h100, width)
     assert max(len(line) for line in lines) <= width
     rows = body(lines)
-    folded = h100.height - 5  # lambda's 8x (3 regions), 4x, 2x and 1x SXM5 (2 each) fold
+    # lambda's 8x (3 regions), 4x, 2x and 1x SXM5 (2 each) and jarvislabs' 1x (2) fold
+    folded = h100.height - 6
     assert len(rows) == min(20, folded)
     # one line per row: each starts with its rank, and every figure is whole on it
     ranks = [int(r.split()[0]) for r in rows]
@@ -79,6 +80,24 @@ def test_regions_fold_into_one_row(h100: pl.DataFrame) -> None:
     assert len(lambda_8x) == 1
     assert "us-south-2, us-south-3 +1" in lambda_8x[0]
     assert re.search(r"\s3\s", lambda_8x[0])  # n: three offers folded
+
+
+def test_an_offer_id_naming_its_region_folds_with_the_same_offer_elsewhere(
+    h100: pl.DataFrame,
+) -> None:
+    """JarvisLabs names the region in its offer ids (``europe-01:H100:1x``): its 1x H100 in
+    two regions is one row of the table, not two rows that read the same; an id that only
+    contains a region's name elsewhere, or a row without a region, is not changed."""
+    jarvis = h100.filter(pl.col("provider") == "jarvislabs")
+    assert jarvis.height == 2 and jarvis.get_column("region").n_unique() == 2
+    rows = [r for r in body(render(h100, 200)) if "jarvislabs" in r]
+    assert len(rows) == 1
+    assert re.search(r"\s2\s", rows[0])  # n: two offers folded
+    assert sum("jarvislabs" in r for r in body(render(h100, 200, group_by=[GroupBy.NONE]))) == 2
+    odd = jarvis.with_columns(
+        offer_id=pl.Series(["H100:europe-01:1x", "x"]), region=pl.Series(["europe-01", None])
+    )
+    assert len(body(render(odd, 200))) == 2
 
 
 def test_group_by_region_keeps_one_row_per_region(h100: pl.DataFrame) -> None:
@@ -184,7 +203,7 @@ def test_the_caveat_mark_is_explained_when_a_marked_row_is_shown(h100: pl.DataFr
 
 
 def test_a_cut_table_says_how_many_rows_the_limit_left_out(h100: pl.DataFrame) -> None:
-    rows = h100.height - 5  # lambda's regions fold (test_fits_the_width...)
+    rows = h100.height - 6  # lambda's and jarvislabs' regions fold (test_fits_the_width...)
     said = notes(render(h100, 120, limit=3))
     assert (
         f"3 of {rows} rows shown ({h100.height} configurations, regions folded);"

@@ -216,6 +216,22 @@ def test_a_kept_frame_keeps_its_enum_columns(tmp_path: Path) -> None:
         assert isinstance(kept.schema[name], pl.Enum) and kept.schema[name] == OFFER_SCHEMA[name]
 
 
+def test_the_kept_file_is_compressed_and_an_uncompressed_one_still_reads(tmp_path: Path) -> None:
+    """The file is zstd-compressed Arrow IPC (a snapshot's frame is mostly empty or
+    repeated columns: 100k offers ~4 MB against ~75); one an earlier version wrote
+    uncompressed, under the same key, is read all the same."""
+    frame = offers_to_frame([make_offer(offer_id=str(i)) for i in range(500)])
+    store = service.frame_cache.FileFrameStore(tmp_path)
+    store.put("key", frame)
+    plain = tmp_path / "plain.arrow"
+    frame.write_ipc(plain, compression="uncompressed")
+    assert store.path("key").stat().st_size * 5 < plain.stat().st_size
+    frame.write_ipc(store.path("key"), compression="uncompressed")
+    kept = store.get("key", frame.height)
+    assert kept is not None
+    assert_frame_equal(kept, frame, check_exact=True)
+
+
 def test_a_kept_frame_with_text_where_an_enum_belongs_is_framed_again(tmp_path: Path) -> None:
     """A file of a version that held the fabric as text is another schema: not read."""
     frame = offers_to_frame([make_offer(fabric=Fabric.ROCE)])

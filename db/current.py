@@ -209,14 +209,45 @@ def _read_frame(
     statement = f"SELECT provider, record, fetched_at FROM {_current.name}"
     if providers is not None:
         statement += f" WHERE provider IN ({placeholders(connection, len(providers))})"
-    rows = (
-        driver_rows(connection, statement + " ORDER BY offer_key", tuple(providers or ()))
-        if providers is None or providers
-        else []
-    )
-    names, records, times = list(zip(*rows, strict=True)) or [(), (), ()]
+    statement += " ORDER BY offer_key"
+    params = tuple(providers or ())
+    names: Sequence[str]
+    times: Sequence[object]
+    records: Sequence[str] | bytes
+    if providers is not None and not providers:
+        names, records, times = (), (), ()
+    elif connection.dialect.name == "sqlite":
+        names, records, times = _sqlite_records(connection, statement, params)
+    else:
+        rows = driver_rows(connection, statement, params)
+        names, records, times = list(zip(*rows, strict=True)) or [(), (), ()]
     frame = records_to_frame(records, _fetched_at(names, times, states, connection), fx)
     return in_model_runs(frame)
+
+
+def _sqlite_records(
+    connection: Connection, statement: str, params: tuple[str, ...]
+) -> tuple[list[str], bytes, list[object]]:
+    """The providers, records and fetch times ``statement`` selects, in its order, read in
+    one step (see :func:`db.engine.driver_rows` for why one): the records as the
+    newline-delimited JSON :func:`pricing.frame.records_to_frame` parses (a record is one
+    line: JSON escapes the newlines in its strings), joined by SQLite (0.16 s for 100k
+    against 0.19 s fetching them and 0.05 s joining them here)."""
+    import orjson
+
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        cursor.execute(
+            "SELECT CAST(coalesce(group_concat(record, char(10)), '') AS BLOB),"
+            f" json_group_array(provider), json_group_array(fetched_at) FROM ({statement})",
+            params,
+        )
+        lines, names, times = cursor.fetchone()
+    finally:
+        cursor.close()
+    return orjson.loads(names), bytes(lines), orjson.loads(times)
 
 
 def stored_coverage(

@@ -298,22 +298,23 @@ def offers_to_frame(offers: Iterable[Offer], fx: FxTable | None = None) -> pl.Da
 
 
 def records_to_frame(
-    records: Sequence[str], fetched_at: pl.Series | Sequence[datetime], fx: FxTable
+    records: Sequence[str] | bytes, fetched_at: pl.Series | Sequence[datetime], fx: FxTable
 ) -> pl.DataFrame:
     """The frame of stored offers: the same as :func:`offers_to_frame` of those offers.
 
     Each of ``records`` is the JSON text of an offer's fields, as
     :func:`db.records.record_json` writes them (enums by value, the price as decimal text,
-    ``None`` fields left out; fields the frame does not hold are ignored), and
-    ``fetched_at`` the offers' fetch times, in the same order. Polars parses them all at
-    once as newline-delimited JSON with the known types: no ``Offer`` per row.
+    ``None`` fields left out; fields the frame does not hold are ignored), or ``records``
+    is all of them as newline-delimited JSON bytes, and ``fetched_at`` the offers' fetch
+    times, in the same order. Polars parses them all at once as newline-delimited JSON
+    with the known types: no ``Offer`` per row.
     """
     times = pl.Series("fetched_at", fetched_at, dtype=_FIELDS["fetched_at"])
     if not records:
         fields = pl.DataFrame(schema=_FIELDS)
     else:
         # a record is one line: JSON escapes the newlines inside its strings
-        lines = "\n".join(records).encode()
+        lines = records if isinstance(records, bytes) else "\n".join(records).encode()
         fields = (
             pl.read_ndjson(io.BytesIO(lines), schema=_RECORD_SCHEMA)
             .with_columns(times)

@@ -231,8 +231,8 @@ def _sqlite_records(
     """The providers, records and fetch times ``statement`` selects, in its order, read in
     one step (see :func:`db.engine.driver_rows` for why one): the records as the
     newline-delimited JSON :func:`pricing.frame.records_to_frame` parses (a record is one
-    line: JSON escapes the newlines in its strings), joined by SQLite (0.16 s for 100k
-    against 0.19 s fetching them and 0.05 s joining them here)."""
+    line: JSON escapes the newlines in its strings), joined by SQLite: 0.11 s for 100k
+    alone, 0.13 s beside a busy thread (``benchmarks/bulk_read.py``)."""
     import orjson
 
     driver = connection.connection.driver_connection

@@ -148,11 +148,12 @@ def driver_rows(connection: Connection, statement: str, params: tuple[Any, ...])
     On SQLite the rows come as one JSON array made by SQLite (:func:`_sqlite_rows`): the
     sqlite3 module lets go of the GIL around every row it steps to and takes it back after,
     and beside a thread running Python each taking waits up to the interpreter's switch
-    interval (5 ms): 100k current offers read in 0.19 s alone took 111 s beside a busy
-    thread, as the API's imports at a start with nothing kept, or its requests while the
-    scheduler in the same process takes a snapshot, are; one step reads them in 0.42 s
-    either way. Its columns must be text, integers or null there (every caller's are):
-    SQLite's JSON writes a real with 15 digits and refuses a blob."""
+    interval (5 ms): the driver's ``fetchall`` of 100k current offers, 0.16 s alone, took
+    ~109 s beside a busy thread (``benchmarks/bulk_read.py``), as the API's imports at a
+    start with nothing kept, or its requests while the scheduler in the same process takes
+    a snapshot, are busy; one step reads them in 0.49 s either way. Its columns must be
+    text, integers or null there (every caller's are): SQLite's JSON writes a real with 15
+    digits and refuses a blob."""
     if connection.dialect.paramstyle != "qmark":
         statement = statement.replace("?", "%s")
     driver = connection.connection.driver_connection

@@ -53,7 +53,7 @@ from adapters.schema import FxTable
 from pricing.frame import records_to_frame
 from pricing.model_rows import in_model_runs
 
-from .engine import driver_rows, placeholders
+from .engine import driver_cursor, driver_rows, placeholders
 from .models import CurrentOffer, ProviderStatus, Snapshot
 from .state import (
     CurrentState,
@@ -235,18 +235,13 @@ def _sqlite_records(
     alone, 0.13 s beside a busy thread (``benchmarks/bulk_read.py``)."""
     import orjson
 
-    driver = connection.connection.driver_connection
-    assert driver is not None
-    cursor = driver.cursor()
-    try:
+    with driver_cursor(connection) as cursor:
         cursor.execute(
             "SELECT CAST(coalesce(group_concat(record, char(10)), '') AS BLOB),"
             f" json_group_array(provider), json_group_array(fetched_at) FROM ({statement})",
             params,
         )
         lines, names, times = cursor.fetchone()
-    finally:
-        cursor.close()
     return orjson.loads(names), bytes(lines), orjson.loads(times)
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "SQLITE_BUSY_TIMEOUT_S",
     "SUPPORTED_BACKENDS",
     "Target",
+    "driver_cursor",
     "driver_rows",
     "make_engine",
     "placeholders",
@@ -156,14 +157,21 @@ def driver_rows(connection: Connection, statement: str, params: tuple[Any, ...])
     digits and refuses a blob."""
     if connection.dialect.paramstyle != "qmark":
         statement = statement.replace("?", "%s")
-    driver = connection.connection.driver_connection
-    assert driver is not None
-    cursor = driver.cursor()
-    try:
+    with driver_cursor(connection) as cursor:
         if connection.dialect.name == "sqlite":
             return _sqlite_rows(cursor, statement, params)
         cursor.execute(statement, params)
         return cursor.fetchall()
+
+
+@contextmanager
+def driver_cursor(connection: Connection) -> Iterator[Any]:
+    """A cursor of the driver's own under ``connection`` (its transaction), closed after."""
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        yield cursor
     finally:
         cursor.close()
 

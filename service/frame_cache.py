@@ -51,7 +51,7 @@ import polars as pl
 from adapters.schema import FxTable
 from db.head import VERSION_TABLE, read_sqlite
 from db.state import CurrentState, stored_state
-from pricing.frame import OFFER_SCHEMA
+from pricing.frame import OFFER_SCHEMA, held_lightly
 from pricing.offer_facts import FACT_COLUMNS
 
 if TYPE_CHECKING:
@@ -124,13 +124,15 @@ def _digest(*parts: str) -> str:
 
 def _decoded(data: bytes, rows: int) -> tuple[pl.DataFrame | None, str | None]:
     """The frame in Arrow IPC ``data`` if it is whole (``rows`` rows, every column of
-    ``OFFER_SCHEMA``), else why not."""
+    ``OFFER_SCHEMA``), else why not; its empty columns held lightly, as a frame just made
+    holds them (:func:`pricing.frame.held_lightly`: IPC brings each back with full
+    buffers)."""
     try:
         frame = pl.read_ipc(data)
         problem = _problem(frame, rows)
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
         return None, f"unreadable: {exc}"
-    return (frame, None) if problem is None else (None, problem)
+    return (held_lightly(frame), None) if problem is None else (None, problem)
 
 
 class DatabaseFrameStore:

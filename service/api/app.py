@@ -105,9 +105,9 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # the first load is let go once taken: its offers as loaded are not the state's
-        # (build_state holds their empty columns lightly), and holding them for the life of
-        # the app kept a second frame, ~30 MB for 100k offers
+        # the first load is let go once taken: its offers as loaded need not be the
+        # state's (build_state sorts a frame not in runs), and holding them for the life
+        # of the app kept a second frame
         nonlocal first_load
         begun, first_load = first_load, None
         try:

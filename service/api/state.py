@@ -30,7 +30,6 @@ from adapters import provider_names
 from adapters.sample import SAMPLE_NOTE
 from db.state import CurrentState
 from pricing.coverage import Unrankable
-from pricing.frame import held_lightly
 from pricing.model_rows import ByModel
 from pricing.names import known_providers
 from pricing.offer_checklist import counts_frame
@@ -168,8 +167,8 @@ def build_state(
     """The API's state of ``current``, whose frame it holds in runs of one GPU model: the
     database's come so (:func:`db.current.load_current_offers`); another, the sample's, is
     sorted here, and the frame as loaded let go."""
-    by_model = ByModel.of(held_lightly(current.frame))
-    if by_model.frame is not current.frame:  # emptied or sorted here: hold that one
+    by_model = ByModel.of(current.frame)
+    if by_model.frame is not current.frame:  # sorted here (the sample's): hold that one
         current = dataclasses.replace(current, frame=by_model.frame)
     return ApiState(
         current=current,

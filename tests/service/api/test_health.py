@@ -96,9 +96,9 @@ async def test_a_load_begun_before_the_app_is_built_is_the_one_the_start_waits_f
 async def test_the_early_load_is_let_go_once_the_state_holds_it(
     settings: Settings, source: FakeSource
 ) -> None:
-    """What the early load read is not held once the start-up has swapped it in: the
-    state holds its frame with the empty columns light (:func:`pricing.frame.held_lightly`),
-    so the frame as loaded would be a second copy for the life of the app."""
+    """What the early load read is not held once the start-up has swapped it in: where
+    the state holds another frame (sorted into runs of one GPU model), the frame as loaded
+    would be a second copy for the life of the app."""
     loaded: list[weakref.ref[pl.DataFrame]] = []
 
     def load() -> CurrentState:  # a copy of the source's frame, held by nothing else

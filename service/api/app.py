@@ -12,7 +12,7 @@ import concurrent.futures
 import contextlib
 import importlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response, status
@@ -67,6 +67,7 @@ def create_app(
     snapshot_marker: SnapshotMarker | None = None,
     history: Any = None,
     first_load: concurrent.futures.Future[Loaded] | None = None,
+    after_start: Callable[[], None] | None = None,
 ) -> FastAPI:
     """Build one API app.
 
@@ -80,6 +81,8 @@ def create_app(
     is even imported): the start-up takes its offers as the first state, and reading and
     framing them (mostly SQLite and polars, outside the GIL) overlaps building the routes and
     starting the server. Without it the start-up loads them (tests: after their set-up).
+    ``after_start``: called once the start-up has its first state, loaded or not (``gpuscout
+    serve``: :func:`service.api.serving.collect_again`).
     """
     settings = settings or get_settings()
     hooks: dict[str, Any] = {}
@@ -114,6 +117,9 @@ def create_app(
             await run_in_threadpool(context.refresh_state, begun)
         except Exception:
             log.exception("could not load the current offers; /readyz will say so")
+        finally:
+            if after_start is not None:
+                after_start()
         del begun
         poller = asyncio.get_running_loop().create_task(_poll(context))
         try:

@@ -158,3 +158,104 @@ print("load begun before the app was imported:", seen)
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "load begun before the app was imported: [True]" in done.stdout, done.stdout
+
+
+
+def _run(code: str, tmp_path: Path) -> str:
+    """``code`` in a process of its own (the collector's state is the process's), on the
+    offline sample under ``tmp_path``, with ``started(app)``, an async context giving a
+    client of the app once its start-up ran; what it printed."""
+    preamble = """
+import contextlib, httpx
+
+@contextlib.asynccontextmanager
+async def started(app):
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            yield client
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("GPUSCOUT_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", preamble + code, str(tmp_path)], capture_output=True,
+        text=True, env=env, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_collector_is_paused_through_the_start_and_resumed_on_what_it_made(
+    tmp_path: Path,
+) -> None:
+    """``serving`` pauses the collector until the start-up has its first state, then freezes
+    what the start made and resumes it; a replaced state's frame is still freed when the
+    holder lets it go, with no collection (the frozen objects are not in a cycle)."""
+    code = """
+import asyncio, gc, sys, weakref
+from service.api.serving import serving
+from service.settings import Settings
+
+app = serving(Settings(_env_file=None, data_dir=sys.argv[1]))
+print("built:", gc.isenabled(), gc.get_freeze_count() == 0)
+
+async def main():
+    async with started(app) as client:
+        print("started:", gc.isenabled(), gc.get_freeze_count() > 100_000)
+        assert (await client.get("/v1/offers?gpus=H100")).status_code == 200
+        holder = app.state.context.holder
+        frame = weakref.ref(holder.state.frame)
+        gc.disable()
+        holder.refresh()
+        print("replaced frame freed:", frame() is None)
+
+asyncio.run(main())
+"""
+    out = _run(code, tmp_path)
+    assert "built: False True" in out, out
+    assert "started: True True" in out, out
+    assert "replaced frame freed: True" in out, out
+
+
+def test_the_collector_runs_again_after_a_failed_first_load(tmp_path: Path) -> None:
+    code = """
+import asyncio, gc, sys
+import service.api.hooks as hooks
+from service.api.serving import serving
+from service.settings import Settings
+
+wired = hooks.default_hooks
+
+def broken(settings):
+    out = wired(settings)
+
+    def loader():
+        raise RuntimeError("no such table: current_offer")
+
+    out["offers_loader"] = loader
+    return out
+
+hooks.default_hooks = broken
+app = serving(Settings(_env_file=None, data_dir=sys.argv[1]))
+
+async def main():
+    async with started(app):
+        print("started:", gc.isenabled(), app.state.context.holder.state is None)
+
+asyncio.run(main())
+"""
+    assert "started: True True" in _run(code, tmp_path)
+
+
+async def test_an_app_built_elsewhere_leaves_the_collector_alone(
+    settings: Settings, source: FakeSource
+) -> None:
+    """Only ``serving`` pauses it: an app a test (or ``serve --get``) builds does not
+    freeze the objects of the process it runs in."""
+    import gc
+
+    frozen = gc.get_freeze_count()
+    app = create_app(settings, offers_loader=source, first_load=begin_load(source, None))
+    async with started(app) as client:
+        assert (await client.get("/readyz")).status_code == 200
+        assert gc.isenabled() and gc.get_freeze_count() == frozen

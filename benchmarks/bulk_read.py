@@ -10,7 +10,12 @@ the driver's own ``fetchall`` of the current offers' provider, record and fetch 
 the busy thread on the first 2,000 rows only, and scaled: the whole read takes minutes);
 :func:`db.engine.driver_rows`, which reads them as one JSON array SQLite makes (one step);
 and the frame's own read, :func:`db.current._sqlite_records` (the records joined by SQLite
-into the newline-delimited JSON polars parses). Each is the median of three.
+into the newline-delimited JSON polars parses). Then the reads of the price history the API
+serves (SQLAlchemy queries with typed columns, reals among them): the rows of the daily
+price index of H100 on-demand (``/v1/history/index``, the ``/index`` page) read by
+SQLAlchemy row by row, and by :func:`db.engine.select_rows` (one step), and
+:func:`db.history.daily_index` over 30 days, as the API calls it. Each is the median of
+three.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +71,14 @@ def main() -> None:
     parser.add_argument("--offers", type=int, default=100_000)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    import sqlalchemy as sa
+
+    from adapters.schema import RentalTerm
     from benchmarks.api import store_offers
     from db.current import _sqlite_records
-    from db.engine import driver_rows, make_engine
+    from db.engine import driver_rows, make_engine, select_rows
+    from db.history import daily_index, gpu_filter
+    from db.models import PriceHistory
 
     with tempfile.TemporaryDirectory(prefix="gpuscout-bulk-read-") as tmp:
         engine = make_engine(store_offers(args.offers, Path(tmp)))
@@ -94,6 +105,25 @@ def main() -> None:
                     1.0,
                 ),
             }
+            h = PriceHistory.__table__.c
+            index = sa.select(
+                h.offer_key, h.provider, h.usd_per_gpu_hour, h.valid_from, h.valid_to, h.origin
+            ).where(gpu_filter("H100"), h.term == RentalTerm.ON_DEMAND.value)
+            today = datetime.now(UTC).date()
+
+            def month() -> Any:
+                return daily_index(
+                    connection, gpu="H100", start=today - timedelta(days=29), end=today
+                )
+
+            history = {
+                "the index's rows, SQLAlchemy row by row": lambda: connection.execute(index).all(),
+                "the index's rows, select_rows (one JSON array)": lambda: select_rows(
+                    connection, index
+                ),
+                "daily_index, 30 days (the API's)": month,
+            }
+            index_rows = len(connection.execute(index).all())
             for name, (alone, beside, scale) in reads.items():
                 alone_s = _median_s(alone)
                 with Busy():
@@ -102,6 +132,15 @@ def main() -> None:
                 print(
                     f"{name}: {rows} rows alone {alone_s:.2f} s, beside a busy thread "
                     f"{beside_s:.2f} s{scaled}",
+                    flush=True,
+                )
+            for name, read in history.items():
+                alone_s = _median_s(read)
+                with Busy():
+                    beside_s = _median_s(read)
+                print(
+                    f"{name}: {index_rows} rows alone {alone_s:.3f} s, beside a busy thread "
+                    f"{beside_s:.3f} s",
                     flush=True,
                 )
         engine.dispose()

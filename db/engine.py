@@ -11,7 +11,7 @@ with "database is locked" instead of waiting).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ __all__ = [
     "driver_rows",
     "make_engine",
     "placeholders",
+    "select_rows",
     "sqlite_url",
     "transaction",
     "write_connection",
@@ -162,6 +163,103 @@ def driver_rows(connection: Connection, statement: str, params: tuple[Any, ...])
             return _sqlite_rows(cursor, statement, params)
         cursor.execute(statement, params)
         return cursor.fetchall()
+
+
+def select_rows(
+    connection: Connection,
+    query: sa.Select[*tuple[Any, ...]],
+    params: Mapping[str, Any] | None = None,
+) -> list[tuple[Any, ...]]:
+    """The rows of ``query`` as tuples, each value converted by its column's type as
+    ``connection.execute(query, params).all()`` converts it (a stored time as an aware
+    datetime, exact decimal text as a ``Decimal``).
+
+    On SQLite they are read in one step, for the reason :func:`driver_rows` gives: SQLite
+    makes them one JSON array (``json_group_array`` over the query as a subquery, in its
+    order), parsed once; an offer's price history (``/v1/history/offers/{key}``) or the
+    daily price index (``/v1/history/index``, the ``/index`` page), read row by row beside a
+    thread running Python, took up to ~50 times as long (``benchmarks/bulk_read.py``). A
+    real is carried exactly, not as the 15 digits SQLite's JSON writes: a column of a
+    numeric type sends each real as three integers (:func:`_real_parts`)."""
+    if connection.dialect.name != "sqlite":
+        return [tuple(row) for row in connection.execute(query, params)]
+    import orjson
+
+    dialect = connection.dialect
+    inner = query.subquery()
+    slots: list[sa.ColumnElement[Any]] = []
+    reals: list[bool] = []
+    for column in inner.c:
+        real = _numeric(column.type, dialect)
+        reals.append(real)
+        slots += _real_parts(column) if real else [column]
+    together = sa.select(sa.func.json_group_array(sa.func.json_array(*slots)))
+    rows = orjson.loads(connection.execute(together, params).scalar_one())
+    processors = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in inner.c]
+    out = []
+    for row in rows:
+        values, at = [], 0
+        for column, real, process in zip(inner.c, reals, processors, strict=True):
+            if real:
+                value = _real_value(row[at : at + _PARTS], column.name)
+                at += _PARTS
+            else:
+                value = row[at]
+                at += 1
+            values.append(value if process is None or value is None else process(value))
+        out.append(tuple(values))
+    return out
+
+
+#: 2**62: a real's fraction goes to SQLite's 64-bit integers in two steps of 62 bits.
+_SCALE = 1 << 62
+#: Slots a numeric column takes in a row read by :func:`select_rows`.
+_PARTS = 5
+
+
+def _numeric(type_: sa.types.TypeEngine[Any], dialect: sa.Dialect) -> bool:
+    """Whether SQLite stores the values of ``type_`` as reals (its own or, for a decorated
+    type, what it stores on this dialect: exact decimals are text there)."""
+    impl = type_.dialect_impl(dialect)
+    if isinstance(impl, sa.TypeDecorator):
+        impl = impl.load_dialect_impl(dialect)
+    return isinstance(impl, (sa.Float, sa.Numeric))
+
+
+def _real_parts(x: sa.ColumnElement[Any]) -> list[sa.ColumnElement[Any]]:
+    """``x`` when it is not a real, else null, then its whole part ``i`` and two 62-bit
+    parts ``j``, ``k`` of its fraction (null when not a real), and whether they are all of
+    it: ``x == i + j / 2**62 + k / 2**124`` exactly. SQLite's arithmetic on reals is
+    IEEE's: taking the whole part off a real, and scaling by a power of two, are exact,
+    and ``CAST(... AS INTEGER)`` cuts toward zero, so the parts hold every bit of any real
+    of magnitude under 2**63 whose lowest bit is not under 2**-124 (a price of any size
+    or precision; anything else is refused by :func:`_real_value`, not rounded)."""
+    real = sa.func.typeof(x) == "real"
+    scale: sa.ColumnElement[int] = sa.literal_column(str(_SCALE))  # a power of two: exact
+    whole = sa.cast(x, sa.Integer)
+    first = (x - whole) * scale
+    high = sa.cast(first, sa.Integer)
+    second = (first - high) * scale
+    low = sa.cast(second, sa.Integer)
+    return [
+        sa.case((real, sa.null()), else_=x),
+        sa.case((real, whole)),
+        sa.case((real, high)),
+        sa.case((real, low)),
+        sa.case((real, second - low == 0)),
+    ]
+
+
+def _real_value(parts: list[Any], column: str) -> Any:
+    """A value of a numeric column from its :func:`_real_parts`: the real they add up to
+    (one correctly rounded division of integers, so the very real stored), else the value
+    as it came (null, or an integer SQLite holds as such)."""
+    value, whole, high, low, exact = parts
+    if whole is None:
+        return value
+    if not exact:
+        raise TypeError(f"a real in column {column!r} cannot be read exactly in parts")
+    return (whole * _SCALE * _SCALE + high * _SCALE + low) / (_SCALE * _SCALE)
 
 
 @contextmanager

@@ -32,6 +32,7 @@ from adapters.run import Origin
 from adapters.sample import sample_entries, sample_note
 from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
 
+from .engine import select_rows
 from .models import CurrentOffer, PriceHistory, ProviderStatus
 from .records import decode_offers
 
@@ -115,24 +116,35 @@ def offer_price_history(engine: Engine | Connection, offer_key: str) -> list[Pri
     )
     connection = _connect(engine)
     try:
-        rows = connection.execute(query).all()
+        rows = select_rows(connection, query)
     finally:
         if connection is not engine:
             connection.close()
     return [
         PricePoint(
-            valid_from=r.valid_from,
-            valid_to=r.valid_to,
-            price_amount=r.price_amount,
-            price_currency=r.price_currency,
-            price_unit=PriceUnit(r.price_unit),
-            price_basis=PriceBasis(r.price_basis),
-            term=RentalTerm(r.term),
-            usd_per_hour=r.usd_per_hour,
-            usd_per_gpu_hour=r.usd_per_gpu_hour,
-            origin=Origin(r.origin),
+            valid_from=valid_from,
+            valid_to=valid_to,
+            price_amount=amount,
+            price_currency=currency,
+            price_unit=PriceUnit(unit),
+            price_basis=PriceBasis(basis),
+            term=RentalTerm(term),
+            usd_per_hour=usd_per_hour,
+            usd_per_gpu_hour=usd_per_gpu_hour,
+            origin=Origin(origin),
         )
-        for r in rows
+        for (
+            valid_from,
+            valid_to,
+            amount,
+            currency,
+            unit,
+            basis,
+            term,
+            usd_per_hour,
+            usd_per_gpu_hour,
+            origin,
+        ) in rows
     ]
 
 
@@ -181,7 +193,7 @@ def _index_rows(
     )
     connection = _connect(engine)
     try:
-        return [tuple(row) for row in connection.execute(query)]
+        return select_rows(connection, query)
     finally:
         if connection is not engine:
             connection.close()
@@ -400,7 +412,7 @@ def _valid_at(connection: Connection, at: datetime) -> dict[str, Decimal]:
     query = sa.select(h.offer_key, h.usd_per_hour).where(
         h.valid_from <= at, sa.or_(h.valid_to.is_(None), h.valid_to > at)
     )
-    return {key: usd for key, usd in connection.execute(query)}
+    return dict(select_rows(connection, query))
 
 
 def _last_seen(connection: Connection, keys: Collection[str]) -> dict[str, Offer]:
@@ -413,7 +425,7 @@ def _last_seen(connection: Connection, keys: Collection[str]) -> dict[str, Offer
     current = sa.select(
         c.offer_key, c.record, sa.func.coalesce(c.fetched_at, s.offers_fetched_at)
     ).join_from(_current, _status, c.provider == s.provider)
-    for key, record, fetched_at in connection.execute(current):
+    for key, record, fetched_at in select_rows(connection, current):
         if key in wanted:
             rows[key] = (record, fetched_at)
     missing = sorted(wanted - rows.keys())
@@ -424,7 +436,7 @@ def _last_seen(connection: Connection, keys: Collection[str]) -> dict[str, Offer
     )
     for start in range(0, len(missing), 5000):
         chunk = missing[start : start + 5000]
-        for key, record, valid_from in connection.execute(gone, {"keys": chunk}):
+        for key, record, valid_from in select_rows(connection, gone, {"keys": chunk}):
             rows[key] = (record, valid_from)  # the latest closed row wins
     ordered = sorted(rows)
     return dict(zip(ordered, decode_offers(rows[k] for k in ordered), strict=True))

@@ -160,7 +160,6 @@ print("load begun before the app was imported:", seen)
     assert "load begun before the app was imported: [True]" in done.stdout, done.stdout
 
 
-
 def _run(code: str, tmp_path: Path) -> str:
     """``code`` in a process of its own (the collector's state is the process's), on the
     offline sample under ``tmp_path``, with ``started(app)``, an async context giving a

@@ -180,7 +180,8 @@ def select_rows(
     daily price index (``/v1/history/index``, the ``/index`` page), read row by row beside a
     thread running Python, took up to ~50 times as long (``benchmarks/bulk_read.py``). A
     real is carried exactly, not as the 15 digits SQLite's JSON writes: a column of a
-    numeric type sends each real as three integers (:func:`_real_parts`)."""
+    numeric type sends each real as three integers (:func:`_real_parts`); a blob is
+    SQLite's error (JSON holds none; no query here reads one)."""
     if connection.dialect.name != "sqlite":
         return [tuple(row) for row in connection.execute(query, params)]
     import orjson

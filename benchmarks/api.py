@@ -30,6 +30,12 @@ HTTP/1.1 keep-alive client, loopback only, its own process) drives the restarted
   out, so a server that falls behind shows as latency growing, not as a lower rate (the
   requests that went out more than 1 ms late are counted): targets p50 <= 15 ms,
   p99 <= 50 ms at 100 req/s;
+* **cold through a snapshot**: the same open loop, a snapshot taken a quarter into it by a
+  process of its own, as the scheduler's on this machine (one provider's prices up a
+  tenth, stored, then the frame kept: :func:`reprice_as_a_snapshot_does`); the server,
+  polling every second here, refreshes from the database meanwhile. Printed: the latency
+  of the requests due from the snapshot's start until 2 s after the last worker first
+  answered from it, against the rest of the phase (the refresh must not show as a spike);
 * **cached**: the 40 queries again, over and over, asking for gzip (the stored compressed
   bytes) and then identity: target >= 4,000 req/s with gzip;
 * **explorer**: the first page of new queries at ``/`` (``--mode web`` of the earlier
@@ -227,6 +233,9 @@ def _server_env(url: str, directory: Path) -> dict[str, str]:
         "GPUSCOUT_DATABASE_URL": url,
         "GPUSCOUT_DATA_DIR": str(directory),
         "GPUSCOUT_API_CACHE_ENTRIES": "4096",
+        # poll for a new snapshot every second (30 s unless told): the phase through a
+        # snapshot sees the refresh within its 15 s
+        "GPUSCOUT_API_REFRESH_S": "1",
     }
     return env
 
@@ -305,19 +314,23 @@ async def _request(
     writer: asyncio.StreamWriter,
     path: str,
     encoding: str = "identity",
-) -> tuple[int, int]:
+) -> tuple[int, int, str]:
+    """One request on a keep-alive connection: its status, body size and ETag (or "")."""
     writer.write(
         f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: {encoding}\r\n\r\n".encode()
     )
     head = await reader.readuntil(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     status = int(lines[0].split(" ", 2)[1])
-    length = 0
+    length, etag = 0, ""
     for line in lines[1:]:
-        if line.lower().startswith("content-length:"):
-            length = int(line.split(":", 1)[1])
+        name, _, value = line.partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+        elif name.lower() == "etag":
+            etag = value.strip()
     body = await reader.readexactly(length) if length else b""
-    return status, len(body)
+    return status, len(body), etag
 
 
 #: Where each mode sends the queries: the API, or the explorer's pages.
@@ -342,6 +355,11 @@ class Phase:
         self.elapsed = 0.0
         #: Open loop only: the requests that went out more than 1 ms after they were due.
         self.late: int | None = None
+        #: Open loop only: when the phase began (``perf_counter``), and per answer when it
+        #: was due, its latency and the snapshot tag of its ETag (what the answer was
+        #: ranked from), in the order they were answered.
+        self.started = 0.0
+        self.answers: list[tuple[float, float, str]] = []
 
     def record(self, latency_s: float, status: int, size: int) -> None:
         """One answered request."""
@@ -361,7 +379,7 @@ async def _worker(
             budget[0] -= 1
             path = path_of(rng.choice(queries))
             t0 = time.perf_counter()
-            status, size = await _request(reader, writer, path, encoding)
+            status, size, _ = await _request(reader, writer, path, encoding)
             phase.record(time.perf_counter() - t0, status, size)
     finally:
         writer.close()
@@ -411,11 +429,13 @@ async def drive_open(
         nonlocal late
         conn = await free.get()
         late += time.perf_counter() - due > LATE_S
-        status, size = await _request(*conn, path)
-        phase.record(time.perf_counter() - due, status, size)
+        status, size, etag = await _request(*conn, path)
+        latency = time.perf_counter() - due
+        phase.record(latency, status, size)
+        phase.answers.append((due, latency, etag.rpartition("-")[0]))
         free.put_nowait(conn)
 
-    started = time.perf_counter()
+    started = phase.started = time.perf_counter()
     sent = []
     for i in range(min(max_requests, math.ceil(seconds * rate))):  # all due in the phase
         due = started + i / rate
@@ -428,6 +448,74 @@ async def drive_open(
     for _reader, writer in conns:
         writer.close()
     return phase
+
+
+#: When, into the phase through a snapshot, the snapshot begins (a share of the phase).
+SNAPSHOT_AT = 0.25
+#: How long after a worker first answers from the new snapshot its window still runs:
+#: the other workers' refreshes, and the new state's first answers (an empty cache).
+AFTER_SWITCH_S = 2.0
+
+
+async def drive_through_snapshot(
+    port: int, seconds: float, connections: int, rate: float, max_requests: int,
+    path_of: Callable[[str], str], snapshot: list[str],
+) -> tuple[Phase, float, float]:  # fmt: skip
+    """The open loop of :func:`drive_open`, with ``snapshot`` (a command) run as a process
+    of its own a quarter into the phase: what a scheduler does on this machine, the API
+    refreshing from the database meanwhile. Returns the phase and when the snapshot process
+    began and ended (``perf_counter``)."""
+    times: list[float] = []
+
+    async def take() -> None:
+        await asyncio.sleep(seconds * SNAPSHOT_AT)
+        times.append(time.perf_counter())
+        process = await asyncio.create_subprocess_exec(
+            *snapshot, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+        )
+        _, err = await process.communicate()
+        times.append(time.perf_counter())
+        if process.returncode:
+            raise SystemExit(f"the snapshot failed: {err.decode(errors='replace')[-2000:]}")
+
+    phase, _ = await asyncio.gather(
+        drive_open(port, seconds, connections, rate, max_requests, path_of), take()
+    )
+    return phase, times[0], times[1]
+
+
+def report_snapshot_window(phase: Phase, began: float, ended: float) -> str:
+    """Print the latency of the requests due from the snapshot's start until
+    :data:`AFTER_SWITCH_S` after the last first answer from the new snapshot (each worker
+    switches on its own), against the rest of the phase; returns the window's figures."""
+    first_tag = phase.answers[0][2]
+    switched = [due for due, _, tag in phase.answers if tag and tag != first_tag]
+    switch = min(switched) if switched else None
+    end = (max(switched) if switched else ended) + AFTER_SWITCH_S
+    inside = sorted(lat * 1000 for due, lat, _ in phase.answers if began <= due <= end)
+    outside = sorted(lat * 1000 for due, lat, _ in phase.answers if not began <= due <= end)
+
+    def figures(ms: list[float]) -> str:
+        if not ms:
+            return "no requests"
+        return (
+            f"{len(ms)} requests, p50 {_pct(ms, 50):.1f} ms, p99 {_pct(ms, 99):.1f} ms, max "
+            f"{ms[-1]:.1f} ms"
+        )
+
+    took = ended - began
+    new = (
+        f"first answer from the new snapshot {switch - began:.2f} s after it began"
+        if switch is not None
+        else "NO answer from the new snapshot"
+    )
+    print(
+        f"  through the snapshot: it took {took:.2f} s (stored, then the frame kept); {new}; "
+        f"window to {AFTER_SWITCH_S:g} s after the last worker's switch: {figures(inside)}; "
+        f"the rest of the phase: {figures(outside)}",
+        flush=True,
+    )
+    return figures(inside)
 
 
 def _pct(sorted_values: list[float], p: float) -> float:
@@ -452,17 +540,18 @@ def report(title: str, phase: Phase, cpu: str = "") -> tuple[float, float, float
 
 def client(
     port: int, seconds: float, connections: int, max_requests: int, server_pid: int | None,
-    rate: float = 0.0,
+    rate: float = 0.0, snapshot: list[str] | None = None,
 ) -> None:  # fmt: skip
     """Warm each query once, then the cold (closed loop, then open loop at ``rate`` unless
-    0), cached (gzip, identity) and explorer phases."""
+    0, then the same through ``snapshot`` if given), cached (gzip, identity) and explorer
+    phases."""
     warm = Phase()
 
     async def warm_up() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         for q in QUERIES:
             t0 = time.perf_counter()
-            status, size = await _request(reader, writer, PREFIXES["api"] + q)
+            status, size, _ = await _request(reader, writer, PREFIXES["api"] + q)
             warm.record(time.perf_counter() - t0, status, size)
         writer.close()
 
@@ -484,6 +573,13 @@ def client(
             if rate
             else drive(port, seconds, conns, max_requests, path_of, encoding, queries=queries)
         )
+        return phase, measured(title, phase, server_cpu, own_cpu, rate, conns)
+
+    def measured(
+        title: str, phase: Phase, server_cpu: dict[int, float], own_cpu: float, rate: float,
+        conns: int,
+    ) -> str:  # fmt: skip
+        """Print a phase's figures with the CPU it took; its summary."""
         own = time.process_time() - own_cpu
         cpu = f"; CPU: client {own:.1f} s"
         if server_pid:
@@ -501,9 +597,7 @@ def client(
         closed = f"({conns} connection{'s' if conns != 1 else ''})"
         figures = report(f"{title} {how or closed}", phase, cpu)
         late = "" if phase.late is None else f", {phase.late} went out > 1 ms late"
-        return phase, (
-            f"{figures[0]:.0f} req/s, p50 {figures[1]:.1f} ms, p99 {figures[2]:.1f} ms{late}"
-        )
+        return f"{figures[0]:.0f} req/s, p50 {figures[1]:.1f} ms, p99 {figures[2]:.1f} ms{late}"
 
     api, web = PREFIXES["api"], PREFIXES["web"]
     # every worker process has its own cache: fill each before the cached phases
@@ -516,6 +610,20 @@ def client(
             f"; cold at {rate:g} req/s offered (open loop, {connections} connections, latency "
             f"from when each was due) {figures} (target p50 <= 15, p99 <= 50 ms at 100 req/s)"
         )
+    if rate and snapshot:
+        server_cpu = cpu_by_process(server_pid) if server_pid else {}
+        own_cpu = time.process_time()
+        phase, began, ended = asyncio.run(
+            drive_through_snapshot(
+                port, seconds, connections, rate, max_requests, lambda q: api + unique(q),
+                snapshot,
+            )
+        )  # fmt: skip
+        title = "cold queries through a snapshot (server CPU includes no snapshot's)"
+        measured(title, phase, server_cpu, own_cpu, rate, connections)
+        window = report_snapshot_window(phase, began, ended)
+        at_rate += f"; through a snapshot, from its start to {AFTER_SWITCH_S:g} s after the "
+        at_rate += f"switch: {window}"
     _, gz = run("cached mix, gzip (the stored compressed bytes)", lambda q: api + q, "gzip")
     ident, plain = run("steady mix (api, cached, identity)", lambda q: api + q, "identity")
 
@@ -551,7 +659,7 @@ async def _heaviest_page(port: int) -> int:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     sizes = []
     for q in QUERIES:
-        _status, size = await _request(reader, writer, PREFIXES["web"] + q)
+        _status, size, _ = await _request(reader, writer, PREFIXES["web"] + q)
         sizes.append(size)
     writer.close()
     return max(sizes)
@@ -634,6 +742,51 @@ def keep_as_a_snapshot_does(url: str, directory: Path) -> float:
     return float(done.stdout.split()[-1])
 
 
+def reprice_as_a_snapshot_does(url: str, directory: Path) -> None:
+    """A snapshot in which one provider (the one with the most offers) raised every price
+    by a tenth, stored and its frame kept as the scheduler's snapshot does
+    (:func:`service.current.keep_stored`), in this process: the API's replicas notice the
+    new snapshot at their next poll and refresh from the frame kept."""
+    os.environ.update(GPUSCOUT_DATABASE_URL=url, GPUSCOUT_DATA_DIR=str(directory))
+    from decimal import Decimal
+
+    import sqlalchemy as sa
+
+    from adapters.collect import ProviderRun, RunStatus
+    from db.engine import make_engine
+    from db.records import decode_offers
+    from db.snapshots import store_snapshot
+    from service.current import keep_stored
+    from service.fx import fx_table
+    from service.settings import get_settings
+
+    settings = get_settings()
+    fx = fx_table(settings)
+    engine = make_engine(url)
+    at = datetime.now(UTC)
+    try:
+        with engine.connect() as connection:
+            provider = connection.execute(
+                sa.text(
+                    "SELECT provider FROM current_offer GROUP BY provider "
+                    "ORDER BY count(*) DESC, provider LIMIT 1"
+                )
+            ).scalar_one()
+            records = connection.execute(
+                sa.text("SELECT record FROM current_offer WHERE provider = :p ORDER BY offer_key"),
+                {"p": provider},
+            ).scalars()
+            offers = decode_offers(((r, at) for r in records), fx)
+        dearer = [
+            o.model_copy(update={"price_amount": o.price_amount * Decimal("1.1")}) for o in offers
+        ]
+        run = ProviderRun(provider, RunStatus.OK, at, 1.0, offers=dearer)
+        store_snapshot(engine, [run], started_at=at, finished_at=datetime.now(UTC), fx=fx)
+        keep_stored(settings, fx, engine)
+    finally:
+        engine.dispose()
+
+
 def forget_kept(url: str, directory: Path) -> None:
     """Remove every kept frame: the data dir's and the database's (``kept_frame``)."""
     import shutil
@@ -690,7 +843,7 @@ def bench_workers(url: str, directory: Path, workers: int, args: argparse.Namesp
             [sys.executable, __file__, "--role", "client", "--port", str(port),
              "--seconds", str(args.seconds), "--connections", str(args.connections),
              "--max-requests", str(args.max_requests), "--server-pid", str(server.pid),
-             "--rate", str(args.rate)],
+             "--rate", str(args.rate), "--url", url, "--data-dir", str(directory)],
             env=env, check=True,
         )  # fmt: skip
         rss, pss = tree_memory_mb(server.pid)
@@ -725,9 +878,11 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--max-requests", type=int, default=200_000)
     parser.add_argument("--workers", default="1,2", help="worker counts to serve with, in turn")
-    parser.add_argument("--role", choices=["all", "client"], default="all")
+    parser.add_argument("--role", choices=["all", "client", "snapshot"], default="all")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--server-pid", type=int, help="client role: the server to watch")
+    parser.add_argument("--url", help="client and snapshot roles: the server's database")
+    parser.add_argument("--data-dir", type=Path, help="client and snapshot roles: its data dir")
     parser.add_argument(
         "--no-bytecode", action="store_true",
         help="keep PYTHONDONTWRITEBYTECODE if set: every server process compiles its imports",
@@ -735,10 +890,17 @@ def main() -> None:
     args = parser.parse_args()
     if not args.no_bytecode:  # the servers run as installed: their imports read .pyc files
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    if args.role == "snapshot":
+        reprice_as_a_snapshot_does(args.url, args.data_dir)
+        return
     if args.role == "client":
+        snapshot = None
+        if args.url and args.data_dir:
+            snapshot = [sys.executable, __file__, "--role", "snapshot", "--url", args.url]
+            snapshot += ["--data-dir", str(args.data_dir)]
         client(
             args.port, args.seconds, args.connections, args.max_requests, args.server_pid,
-            args.rate,
+            args.rate, snapshot,
         )  # fmt: skip
         return
     with tempfile.TemporaryDirectory(prefix="gpuscout-api-bench-") as tmp:

@@ -110,9 +110,9 @@ def test_api_benchmark_serves_and_drives_every_phase() -> None:
         assert phase in out
     assert re.search(r"open loop, 2 connections\): .*; went out > 1 ms late: \d+$", out, re.M)
     # a snapshot stored (one provider's prices up a tenth) and kept while the queries go on
-    assert re.search(r"^  through the snapshot: it took [\d.]+ s \(stored, then the", out, re.M)
+    assert re.search(r"^  through the snapshot: it ran [\d.]+ s \(stored, then the", out, re.M)
     assert "summary: cold, closed loop (2 connections)" in out
-    assert "; through a snapshot, from its start to 2 s after the switch:" in out
+    assert "; through a snapshot: while it ran " in out
     assert "; cold at 100 req/s offered (open loop, 2 connections, latency from when" in out
     summary = (
         r"explorer first page, 2 connections .*; one visitor at a time: filtered [\d.]+ "

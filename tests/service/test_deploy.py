@@ -30,6 +30,14 @@ def test_services_and_order() -> None:
     assert "upgrade" in " ".join(services["migrate"]["command"])
 
 
+def test_the_scheduler_yields_the_cores_to_the_api() -> None:
+    """A snapshot frames every offer on every core: under contention the scheduler gets a
+    quarter of the API's CPU weight (compose's default weight is 1024)."""
+    services = _compose()["services"]
+    assert services["scheduler"]["cpu_shares"] == 256
+    assert "cpu_shares" not in services["api"]
+
+
 def test_api_reads_the_fx_table_the_scheduler_writes() -> None:
     compose = _compose()
     services = compose["services"]

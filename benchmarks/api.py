@@ -565,21 +565,6 @@ def client(
     warm.elapsed = time.perf_counter() - t0
     report("cold (first request of each query: ranks every current offer, one connection)", warm)
 
-    def run(
-        title: str, path_of: Callable[[str], str], encoding: str, rate: float = 0.0,
-        conns: int = connections, queries: Sequence[str] = QUERIES,
-    ) -> tuple[Phase, str]:  # fmt: skip
-        """A closed-loop phase on ``conns`` connections over ``queries``, or an open-loop
-        one at ``rate`` requests a second."""
-        server_cpu = cpu_by_process(server_pid) if server_pid else {}
-        own_cpu = time.process_time()
-        phase = asyncio.run(
-            drive_open(port, seconds, conns, rate, max_requests, path_of)
-            if rate
-            else drive(port, seconds, conns, max_requests, path_of, encoding, queries=queries)
-        )
-        return phase, measured(title, phase, server_cpu, own_cpu, rate, conns)
-
     def measured(
         title: str, phase: Phase, server_cpu: dict[int, float], own_cpu: float, rate: float,
         conns: int,
@@ -603,6 +588,21 @@ def client(
         figures = report(f"{title} {how or closed}", phase, cpu)
         late = "" if phase.late is None else f", {phase.late} went out > 1 ms late"
         return f"{figures[0]:.0f} req/s, p50 {figures[1]:.1f} ms, p99 {figures[2]:.1f} ms{late}"
+
+    def run(
+        title: str, path_of: Callable[[str], str], encoding: str, rate: float = 0.0,
+        conns: int = connections, queries: Sequence[str] = QUERIES,
+    ) -> tuple[Phase, str]:  # fmt: skip
+        """A closed-loop phase on ``conns`` connections over ``queries``, or an open-loop
+        one at ``rate`` requests a second."""
+        server_cpu = cpu_by_process(server_pid) if server_pid else {}
+        own_cpu = time.process_time()
+        phase = asyncio.run(
+            drive_open(port, seconds, conns, rate, max_requests, path_of)
+            if rate
+            else drive(port, seconds, conns, max_requests, path_of, encoding, queries=queries)
+        )
+        return phase, measured(title, phase, server_cpu, own_cpu, rate, conns)
 
     api, web = PREFIXES["api"], PREFIXES["web"]
     # every worker process has its own cache: fill each before the cached phases

@@ -187,26 +187,21 @@ def select_rows(
     import orjson
 
     dialect = connection.dialect
-    inner = query.subquery()
     slots: list[sa.ColumnElement[Any]] = []
-    reals: list[bool] = []
-    for column in inner.c:
+    #: per column: where its slots begin, whether it sends reals in parts, its name and
+    #: the conversion its type makes of the driver's value (once, not per row)
+    columns: list[tuple[int, bool, str, Any]] = []
+    for column in query.subquery().c:
         real = _numeric(column.type, dialect)
-        reals.append(real)
+        process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+        columns.append((len(slots), real, column.name, process))
         slots += _real_parts(column) if real else [column]
     together = sa.select(sa.func.json_group_array(sa.func.json_array(*slots)))
-    rows = orjson.loads(connection.execute(together, params).scalar_one())
-    processors = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in inner.c]
     out = []
-    for row in rows:
-        values, at = [], 0
-        for column, real, process in zip(inner.c, reals, processors, strict=True):
-            if real:
-                value = _real_value(row[at : at + _PARTS], column.name)
-                at += _PARTS
-            else:
-                value = row[at]
-                at += 1
+    for row in orjson.loads(connection.execute(together, params).scalar_one()):
+        values = []
+        for at, real, name, process in columns:
+            value = _real_value(row[at : at + _PARTS], name) if real else row[at]
             values.append(value if process is None or value is None else process(value))
         out.append(tuple(values))
     return out

@@ -51,8 +51,8 @@ import threading
 from dataclasses import dataclass
 from enum import StrEnum
 
-from adapters.schema import GpuFormFactor, OfferFields, Vendor
-from adapters.tables import package_text, typed_row
+from gpuscout.adapters.schema import GpuFormFactor, OfferFields, Vendor
+from gpuscout.adapters.tables import package_text, typed_row
 
 __all__ = [
     "ALIAS_PATTERNS",

@@ -37,7 +37,7 @@ NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
 
 def _jobs(count: int) -> list[object]:
     """``count`` distinct jobs, the first the one-hour default most searches use."""
-    from pricing import Job
+    from gpuscout.pricing import Job
 
     shapes = [
         Job.for_hours(1),
@@ -50,8 +50,8 @@ def _jobs(count: int) -> list[object]:
 
 
 def _searches(count: int, jobs: int, seed: int = 11) -> list[tuple[str, str]]:
-    from pricing import Requirement
-    from service.digest.saved_search import dump_search
+    from gpuscout.pricing import Requirement
+    from gpuscout.service.digest.saved_search import dump_search
 
     rng = random.Random(seed)
     gpus = ["H100", "A100", "L40S", "H200", "RTX 4090", "A10", "L4", "MI300X", "B200", "nvidia"]
@@ -79,9 +79,9 @@ def _searches(count: int, jobs: int, seed: int = 11) -> list[tuple[str, str]]:
 def _store_alerts(engine: object, alerts: int, searches: list[tuple[str, str]]) -> None:
     import sqlalchemy as sa
 
-    from db.alerts import Alert
-    from db.subscriptions import Subscription
-    from service.alerts.condition import search_key
+    from gpuscout.db.alerts import Alert
+    from gpuscout.db.subscriptions import Subscription
+    from gpuscout.service.alerts.condition import search_key
 
     rng = random.Random(5)
     subscriptions, rows = [], []
@@ -127,10 +127,10 @@ def _store_alerts(engine: object, alerts: int, searches: list[tuple[str, str]]) 
 
 def _run_count(args: argparse.Namespace, count: int, current: object, tmp: Path) -> float:
     """Store the alerts over ``count`` searches, evaluate twice; the worst wall-clock time."""
-    from db.engine import make_engine, sqlite_url
-    from db.migrate import upgrade
-    from service.alerts.evaluate import evaluate_alerts
-    from service.settings import Settings
+    from gpuscout.db.engine import make_engine, sqlite_url
+    from gpuscout.db.migrate import upgrade
+    from gpuscout.service.alerts.evaluate import evaluate_alerts
+    from gpuscout.service.settings import Settings
 
     url = sqlite_url(tmp / f"alerts-{count}.db")
     upgrade(url)
@@ -168,10 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.searches.split(",")]
 
-    from adapters.schema import FxTable
     from benchmarks.synthetic import synthetic_offers
-    from db.current import CurrentState
-    from pricing import offers_to_frame
+    from gpuscout.adapters.schema import FxTable
+    from gpuscout.db.current import CurrentState
+    from gpuscout.pricing import offers_to_frame
 
     fx = FxTable(as_of="2026-12-01", source="benchmark", units_per_usd={"USD": Decimal(1)})
     frame = offers_to_frame(synthetic_offers(args.offers, now=NOW), fx)

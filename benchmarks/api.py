@@ -139,7 +139,7 @@ def _filtered(queries: Sequence[str]) -> tuple[str, ...]:
     """The queries that filter the offers: a requirement parameter or a preset. The others
     (a job, a sort, a limit) rank every offer, as the explorer's unfiltered page does."""
     sys.path.insert(0, str(ROOT))
-    from service.api.offers_query import REQUIREMENT_PARAMS
+    from gpuscout.service.api.offers_query import REQUIREMENT_PARAMS
 
     names = {*REQUIREMENT_PARAMS, "preset"}
     return tuple(q for q in queries if any(k in names for k, _ in parse_qsl(q)))
@@ -159,11 +159,11 @@ def _free_port() -> int:
 def store_offers(offers: int, directory: Path) -> str:
     """A SQLite database in ``directory`` holding ``offers`` synthetic offers; its URL."""
     sys.path.insert(0, str(ROOT))
-    from adapters.collect import ProviderRun, RunStatus
     from benchmarks.synthetic import synthetic_offers
-    from db.engine import make_engine, sqlite_url
-    from db.migrate import upgrade
-    from db.snapshots import store_snapshot
+    from gpuscout.adapters.collect import ProviderRun, RunStatus
+    from gpuscout.db.engine import make_engine, sqlite_url
+    from gpuscout.db.migrate import upgrade
+    from gpuscout.db.snapshots import store_snapshot
 
     url = sqlite_url(directory / "api-bench.db")
     upgrade(url)
@@ -185,7 +185,7 @@ def store_offers(offers: int, directory: Path) -> str:
 
 
 def _settings(url: str, directory: Path) -> object:
-    from service.settings import Settings
+    from gpuscout.service.settings import Settings
 
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
@@ -199,8 +199,8 @@ def measure_load(url: str, directory: Path, loads: int) -> float:
     """Load the stored offers into the API state ``loads`` times: the first frames the
     stored records (no kept frame yet), the others read the kept frame. Returns the median
     seconds of those."""
-    from service.api.state import StateHolder
-    from service.current import load_current
+    from gpuscout.service.api.state import StateHolder
+    from gpuscout.service.current import load_current
 
     forget_kept(url, directory)
     settings = _settings(url, directory)
@@ -245,7 +245,9 @@ def _server_env(url: str, directory: Path) -> dict[str, str]:
 def write_bytecode(url: str, directory: Path) -> None:
     """Import what a server imports once, untimed, so that every timed start reads the
     bytecode as an installed one does (the Docker image compiles it at build)."""
-    code = "import service.cli, service.api.app, service.current, uvicorn"
+    code = (
+        "import gpuscout.service.cli, gpuscout.service.api.app, gpuscout.service.current, uvicorn"
+    )
     subprocess.run([sys.executable, "-c", code], env=_server_env(url, directory), check=True)
 
 
@@ -253,7 +255,7 @@ def start_server(
     url: str, directory: Path, port: int, workers: int, log: Path
 ) -> subprocess.Popen[bytes]:
     """``gpuscout serve --no-scheduler --workers N`` on the database at ``url``."""
-    cmd = [sys.executable, "-c", "from service.cli import main; main()", "serve"]
+    cmd = [sys.executable, "-c", "from gpuscout.service.cli import main; main()", "serve"]
     cmd += ["--no-scheduler", "--port", str(port), "--workers", str(workers)]
     with log.open("ab") as out:
         return subprocess.Popen(
@@ -731,10 +733,10 @@ def keep_as_a_snapshot_does(url: str, directory: Path) -> float:
     its own as the scheduler's: frame the stored offers, keep the frame. Its seconds."""
     code = (
         "import time; t = time.perf_counter()\n"
-        "from service.current import keep_stored\n"
-        "from service.fx import fx_table\n"
-        "from service.settings import get_settings\n"
-        "from db.engine import make_engine\n"
+        "from gpuscout.service.current import keep_stored\n"
+        "from gpuscout.service.fx import fx_table\n"
+        "from gpuscout.service.settings import get_settings\n"
+        "from gpuscout.db.engine import make_engine\n"
         "s = get_settings(); e = make_engine(s.database_url)\n"
         "keep_stored(s, fx_table(s), e); e.dispose()\n"
         "print(time.perf_counter() - t)"
@@ -756,13 +758,13 @@ def reprice_as_a_snapshot_does(url: str, directory: Path) -> None:
 
     import sqlalchemy as sa
 
-    from adapters.collect import ProviderRun, RunStatus
-    from db.engine import make_engine
-    from db.records import decode_offers
-    from db.snapshots import store_snapshot
-    from service.current import keep_stored
-    from service.fx import fx_table
-    from service.settings import get_settings
+    from gpuscout.adapters.collect import ProviderRun, RunStatus
+    from gpuscout.db.engine import make_engine
+    from gpuscout.db.records import decode_offers
+    from gpuscout.db.snapshots import store_snapshot
+    from gpuscout.service.current import keep_stored
+    from gpuscout.service.fx import fx_table
+    from gpuscout.service.settings import get_settings
 
     settings = get_settings()
     fx = fx_table(settings)
@@ -797,7 +799,7 @@ def forget_kept(url: str, directory: Path) -> None:
 
     import sqlalchemy as sa
 
-    from db.engine import make_engine
+    from gpuscout.db.engine import make_engine
 
     shutil.rmtree(directory / "cache", ignore_errors=True)
     engine = make_engine(url)

@@ -73,12 +73,12 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     import sqlalchemy as sa
 
-    from adapters.schema import RentalTerm
     from benchmarks.api import store_offers
-    from db.current import _sqlite_records
-    from db.engine import driver_rows, make_engine, select_rows
-    from db.history import daily_index, gpu_filter
-    from db.models import PriceHistory
+    from gpuscout.adapters.schema import RentalTerm
+    from gpuscout.db.current import _sqlite_records
+    from gpuscout.db.engine import driver_rows, make_engine, select_rows
+    from gpuscout.db.history import daily_index, gpu_filter
+    from gpuscout.db.models import PriceHistory
 
     with tempfile.TemporaryDirectory(prefix="gpuscout-bulk-read-") as tmp:
         engine = make_engine(store_offers(args.offers, Path(tmp)))

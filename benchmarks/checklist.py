@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 
 from benchmarks.rank import NOW, synthetic_offers
-from pricing.offer_checklist import counts_frame, summaries
-from pricing.rank import RankOptions, rank, rank_page
+from gpuscout.pricing.offer_checklist import counts_frame, summaries
+from gpuscout.pricing.rank import RankOptions, rank, rank_page
 
 
 def cpu_ms(work: Callable[[], object], repeat: int) -> float:

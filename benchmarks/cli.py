@@ -41,7 +41,7 @@ def _script() -> list[str]:
     found = Path(sys.executable).with_name("gpuscout")
     if found.exists():
         return [str(found)]
-    return [sys.executable, "-c", "from service.cli import main; main()"]
+    return [sys.executable, "-c", "from gpuscout.service.cli import main; main()"]
 
 
 #: Whether the children may write bytecode (``--no-bytecode`` keeps PYTHONDONTWRITEBYTECODE).

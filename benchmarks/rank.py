@@ -38,13 +38,13 @@ import numpy.ma  # before polars reads arrays in threads (see synthetic_offers)
 import polars as pl
 import psutil
 
-from adapters.gpus import Precision, catalog
-from adapters.schema import RentalTerm
-from pricing import Job, RankOptions, Requirement, rank
-from pricing.expressions import qualifies
-from pricing.frame import OFFER_SCHEMA, catalog_frame
-from pricing.offer_facts import with_offer_facts
-from pricing.rank import engine_for, rank_plan
+from gpuscout.adapters.gpus import Precision, catalog
+from gpuscout.adapters.schema import RentalTerm
+from gpuscout.pricing import Job, RankOptions, Requirement, rank
+from gpuscout.pricing.expressions import qualifies
+from gpuscout.pricing.frame import OFFER_SCHEMA, catalog_frame
+from gpuscout.pricing.offer_facts import with_offer_facts
+from gpuscout.pricing.rank import engine_for, rank_plan
 
 if TYPE_CHECKING:
     from polars._typing import EngineType

@@ -52,7 +52,7 @@ def child(size: int, requirement: str, calls: int) -> None:
     callgrind by :func:`count`)."""
     sys.path.insert(0, str(ROOT))
     from benchmarks.rank import NOW, REQUIREMENTS, synthetic_offers
-    from pricing import Job, RankOptions, rank
+    from gpuscout.pricing import Job, RankOptions, rank
 
     frame = synthetic_offers(size)
     req = REQUIREMENTS[requirement]

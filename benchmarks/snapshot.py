@@ -33,12 +33,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
-from adapters.collect import ProviderRun, RunStatus
-from adapters.schema import Offer, default_fx
-from db.current import load_current_offers
-from db.engine import make_engine, sqlite_url
-from db.migrate import upgrade
-from db.snapshots import store_snapshot
+from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.adapters.schema import Offer, default_fx
+from gpuscout.db.current import load_current_offers
+from gpuscout.db.engine import make_engine, sqlite_url
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.snapshots import store_snapshot
 
 PROVIDERS = 20
 GPUS = ["H100-SXM5-80GB", "A100-SXM4-80GB", "L40S", "RTX-4090", "H200-SXM-141GB"]

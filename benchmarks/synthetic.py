@@ -11,7 +11,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from adapters.schema import (
+from gpuscout.adapters.schema import (
     Fabric,
     GpuFormFactor,
     GpuInterconnect,

@@ -47,11 +47,11 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from adapters.field_coverage import ProviderCoverage, count_records
-from adapters.run import Origin, RunStatus
-from adapters.schema import FxTable
-from pricing.frame import records_to_frame
-from pricing.model_rows import in_model_runs
+from gpuscout.adapters.field_coverage import ProviderCoverage, count_records
+from gpuscout.adapters.run import Origin, RunStatus
+from gpuscout.adapters.schema import FxTable
+from gpuscout.pricing.frame import records_to_frame
+from gpuscout.pricing.model_rows import in_model_runs
 
 from .engine import driver_cursor, driver_rows, placeholders
 from .models import CurrentOffer, ProviderStatus, Snapshot

@@ -24,7 +24,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 
-from adapters.base import SkippedRecord
+from gpuscout.adapters.base import SkippedRecord
 
 __all__ = ["SUSPECT_PREFIX", "OfferGuard"]
 

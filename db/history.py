@@ -27,10 +27,10 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from adapters.gpus import gpus_named
-from adapters.run import Origin
-from adapters.sample import sample_entries, sample_note
-from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
+from gpuscout.adapters.gpus import gpus_named
+from gpuscout.adapters.run import Origin
+from gpuscout.adapters.sample import sample_entries, sample_note
+from gpuscout.adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
 
 from .engine import select_rows
 from .models import CurrentOffer, PriceHistory, ProviderStatus

@@ -47,7 +47,11 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 #: Every module that defines tables on ``db.models.Base``: a new one is added here, so that
 #: autogenerate (and the test comparing models with migrations) sees all tables.
-MODEL_MODULES: tuple[str, ...] = ("db.models", "db.subscriptions", "db.alerts")
+MODEL_MODULES: tuple[str, ...] = (
+    "gpuscout.db.models",
+    "gpuscout.db.subscriptions",
+    "gpuscout.db.alerts",
+)
 
 
 def target_metadata() -> MetaData:

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
-from adapters.schema import FxTable, Offer, fx_context
+from gpuscout.adapters.schema import FxTable, Offer, fx_context
 
 __all__ = [
     "decode_offers",

@@ -39,8 +39,8 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from adapters.run import Origin, ProviderRun, RunStatus
-from adapters.schema import (
+from gpuscout.adapters.run import Origin, ProviderRun, RunStatus
+from gpuscout.adapters.schema import (
     USD_QUANTUM,
     FxTable,
     Offer,

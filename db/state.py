@@ -27,11 +27,11 @@ from typing import Literal
 
 import polars as pl
 
-from adapters.field_coverage import ProviderCoverage, count_offers
-from adapters.run import FRESH_WITHIN_HOURS, Origin, ProviderRun, RunStatus
-from adapters.sample import sample_note
-from adapters.schema import FxTable, Offer
-from pricing.frame import offers_to_frame
+from gpuscout.adapters.field_coverage import ProviderCoverage, count_offers
+from gpuscout.adapters.run import FRESH_WITHIN_HOURS, Origin, ProviderRun, RunStatus
+from gpuscout.adapters.sample import sample_note
+from gpuscout.adapters.schema import FxTable, Offer
+from gpuscout.pricing.frame import offers_to_frame
 
 __all__ = [
     "CurrentState",

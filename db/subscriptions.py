@@ -65,7 +65,7 @@ __all__ = [
 
 class SubscriptionKind(StrEnum):
     DIGEST = "digest"  # the weekly digest
-    ALERT = "alert"  # a price alert (db.alerts holds its condition)
+    ALERT = "alert"  # a price alert (gpuscout.db.alerts holds its condition)
 
 
 class SubscriptionStatus(StrEnum):

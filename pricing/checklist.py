@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from adapters.schema import Cooling, Fabric, StorageType
+from gpuscout.adapters.schema import Cooling, Fabric, StorageType
 
 __all__ = ["CHECKLIST", "SEED_SERVER", "ChecklistItem", "checklist_requirement"]
 

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-from adapters.gpus import Precision
+from gpuscout.adapters.gpus import Precision
 
 from .display import figure_text
 from .expressions import (

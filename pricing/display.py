@@ -40,7 +40,7 @@ DECIMALS: dict[str, int] = {
     "usd_per_hour": 6, "usd_per_gpu_hour": 6, "on_demand_usd_per_hour": 6,
     "mfu": 6, "scaling_intra_node": 6, "scaling_inter_node": 6, "scaling": 6,
     "usd_per_effective_tflop_hour": 9,
-    # the daily price index (db.history.daily_index)
+    # the daily price index (gpuscout.db.history.daily_index)
     "median_usd_per_gpu_hour": 6, "p10_usd_per_gpu_hour": 6, "p90_usd_per_gpu_hour": 6,
     "min_usd_per_gpu_hour": 6,
 }  # fmt: skip

@@ -29,8 +29,8 @@ from enum import StrEnum
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.gpus import Precision
-from adapters.schema import Fabric, Offer, RentalTerm
+from gpuscout.adapters.gpus import Precision
+from gpuscout.adapters.schema import Fabric, Offer, RentalTerm
 
 from .coverage import Unrankable, left_out_note
 from .efficiency import Efficiency, default_efficiency

@@ -38,8 +38,8 @@ from typing import Any, Final, cast
 
 import polars as pl
 
-from adapters.gpus import Precision
-from adapters.schema import (
+from gpuscout.adapters.gpus import Precision
+from gpuscout.adapters.schema import (
     HOURS_PER_MONTH,
     Fabric,
     GpuFormFactor,

@@ -29,8 +29,8 @@ from decimal import Decimal
 
 import polars as pl
 
-from adapters.gpus import GpuSpec, Precision, catalog
-from adapters.schema import (
+from gpuscout.adapters.gpus import GpuSpec, Precision, catalog
+from gpuscout.adapters.schema import (
     HOURS_PER_MONTH,
     USD_QUANTUM,
     Fabric,

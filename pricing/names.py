@@ -21,7 +21,7 @@ import difflib
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from adapters.gpus import GpuSpec, find_gpus, get_gpu, gpus_named, similar_gpu_names
+from gpuscout.adapters.gpus import GpuSpec, find_gpus, get_gpu, gpus_named, similar_gpu_names
 
 if TYPE_CHECKING:
     import polars as pl

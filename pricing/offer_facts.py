@@ -27,7 +27,7 @@ from typing import Final
 
 import polars as pl
 
-from adapters.schema import RentalTerm
+from gpuscout.adapters.schema import RentalTerm
 
 from . import expressions as ex
 

@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, Final, Literal, get_args
 
 import polars as pl
 
-from adapters.gpus import Precision
-from adapters.schema import Offer
+from gpuscout.adapters.gpus import Precision
+from gpuscout.adapters.schema import Offer
 
 from . import expressions as ex
 from .display import display_expressions

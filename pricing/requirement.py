@@ -23,8 +23,8 @@ from pydantic import (
     model_validator,
 )
 
-from adapters.gpus import gpus_named
-from adapters.schema import Cooling, Fabric, GpuFormFactor, RentalTerm, StorageType
+from gpuscout.adapters.gpus import gpus_named
+from gpuscout.adapters.schema import Cooling, Fabric, GpuFormFactor, RentalTerm, StorageType
 
 from .checklist import SEED_SERVER, checklist_requirement
 from .names import refused_gpus

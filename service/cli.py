@@ -9,16 +9,11 @@ test checks the map against what each module registers.
 Every command runs through :class:`RootGroup`: an invalid setting, a broken database URL
 or database, an unwritable path or an out-of-range number is one ``error:`` line and a
 non-zero exit, never a traceback (the mapping is :mod:`service.commands.errors`).
-
-The ``gpuscout`` process keeps Python's cyclic garbage collector off while it imports (see
-:func:`main`): a warm ``gpuscout offers`` otherwise spends about a third of its CPU time
-in collections that find nothing to free.
 """
 
 from __future__ import annotations
 
 import errno
-import gc
 import importlib
 from typing import Any
 
@@ -28,21 +23,6 @@ from typer.core import TyperGroup
 from .commands.errors import TYPED_ARGS, one_line, refuse_non_finite
 
 __all__ = ["COMMANDS", "COMMAND_MODULES", "RootGroup", "app", "command_from", "main"]
-
-#: Whether :func:`main` turned the collector off for the start-up (the command turns it on
-#: again); a CLI invoked otherwise (tests, ``CliRunner``) leaves the collector alone.
-_START_UP = {"collector_off": False}
-
-
-def _start_up_done() -> None:
-    """The command is imported: what exists now lives until the process ends, so it is
-    frozen out of every later collection and the collector runs again for the command (a
-    server or the scheduler runs for days)."""
-    if _START_UP["collector_off"]:
-        _START_UP["collector_off"] = False
-        gc.freeze()
-        gc.enable()
-
 
 #: Top-level command -> the module under ``service.commands`` that registers it (each
 #: module exposes ``register(app)``), in the order ``--help`` lists them.
@@ -71,7 +51,7 @@ COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
 def command_from(module: str, name: str) -> Any:
     """The click command ``name`` as the module ``service.commands.<module>`` registers it."""
     sub = typer.Typer(add_completion=False)
-    importlib.import_module(f"service.commands.{module}").register(sub)
+    importlib.import_module(f"gpuscout.service.commands.{module}").register(sub)
     group = typer.main.get_group(sub)
     return group.commands.get(name)
 
@@ -96,9 +76,7 @@ class RootGroup(TyperGroup):
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         TYPED_ARGS.set(tuple(args))  # errors name an option as typed (errors.typed_spelling)
-        found = super().resolve_command(ctx, args)
-        _start_up_done()
-        return found
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -126,24 +104,23 @@ app = typer.Typer(
 )
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        from gpuscout import __version__
+
+        typer.echo(f"gpuscout {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def root() -> None:
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Where to rent GPU compute for the least money per unit of real work."""
 
 
 def main() -> None:
-    """Run the CLI (the ``gpuscout`` entry point).
-
-    Importing a command creates a few hundred thousand objects, none of them garbage;
-    Python's collector runs every 700 allocations and now and then walks them all: off
-    until the command is imported (:func:`_start_up_done`). At the end everything is frozen, so
-    the interpreter's last collection on the way out has nothing to walk (about 0.1 s of
-    CPU after a warm ``offers``); memory is still freed as the objects are.
-    """
-    gc.disable()
-    _START_UP["collector_off"] = True
-    try:
-        app()
-    finally:
-        _start_up_done()
-        gc.freeze()
+    """Run the CLI (the ``gpuscout`` entry point)."""
+    app()

@@ -23,11 +23,11 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from adapters.field_coverage import ProviderCoverage
-from adapters.sample import manifest_bytes, replay_sample, sample_note
-from adapters.schema import FxTable
-from db.head import sqlite_file
-from db.state import CurrentState, sample_after_attempts, state_from_runs
+from gpuscout.adapters.field_coverage import ProviderCoverage
+from gpuscout.adapters.sample import manifest_bytes, replay_sample, sample_note
+from gpuscout.adapters.schema import FxTable
+from gpuscout.db.head import sqlite_file
+from gpuscout.db.state import CurrentState, sample_after_attempts, state_from_runs
 
 from .fx import fx_table
 from .settings import Settings
@@ -140,9 +140,9 @@ def _frame_stored(
     ``keep``: the snapshot's load, which also keeps the frame in the database."""
     import sqlalchemy as sa
 
-    from db.current import load_current_offers
-    from db.engine import make_engine
-    from db.migrate import HEAD_REVISION, stored_revisions
+    from gpuscout.db.current import load_current_offers
+    from gpuscout.db.engine import make_engine
+    from gpuscout.db.migrate import HEAD_REVISION, stored_revisions
 
     from .frame_cache import DatabaseFrameStore
 
@@ -179,8 +179,8 @@ def _coverage_reader(settings: Settings) -> Callable[[], Mapping[str, ProviderCo
     kept state holds the frame, not the records the count needs)."""
 
     def count() -> Mapping[str, ProviderCoverage]:
-        from db.current import stored_coverage
-        from db.engine import make_engine
+        from gpuscout.db.current import stored_coverage
+        from gpuscout.db.engine import make_engine
 
         engine = make_engine(settings.database_url)
         try:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.field_coverage import coverage_json, total_coverage
-from db.state import CurrentState
+from gpuscout.adapters.field_coverage import coverage_json, total_coverage
+from gpuscout.db.state import CurrentState
 
 __all__ = ["coverage_answer", "sample_table"]
 
@@ -35,13 +35,13 @@ def coverage_answer(current: CurrentState, provider: str | None = None) -> dict[
 
 def sample_table() -> str:
     """The README's coverage table: the offline sample's offers, as the code counts them."""
-    from adapters.field_coverage import coverage_markdown
-    from adapters.schema import default_fx
+    from gpuscout.adapters.field_coverage import coverage_markdown
+    from gpuscout.adapters.schema import default_fx
 
     from .current import load_sample
 
     return coverage_markdown(load_sample(default_fx()).field_coverage or {})
 
 
-if __name__ == "__main__":  # uv run python -m service.field_coverage: the README's table
+if __name__ == "__main__":  # uv run python -m gpuscout.service.field_coverage: the README's table
     print(sample_table(), end="")

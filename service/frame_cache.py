@@ -48,11 +48,11 @@ from typing import IO, TYPE_CHECKING
 
 import polars as pl
 
-from adapters.schema import FxTable
-from db.head import VERSION_TABLE, read_sqlite
-from db.state import CurrentState, stored_state
-from pricing.frame import OFFER_SCHEMA, held_lightly
-from pricing.offer_facts import FACT_COLUMNS
+from gpuscout.adapters.schema import FxTable
+from gpuscout.db.head import VERSION_TABLE, read_sqlite
+from gpuscout.db.state import CurrentState, stored_state
+from gpuscout.pricing.frame import OFFER_SCHEMA, held_lightly
+from gpuscout.pricing.offer_facts import FACT_COLUMNS
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -146,7 +146,7 @@ class DatabaseFrameStore:
         self.keep = keep
 
     def get(self, key: str, rows: int) -> pl.DataFrame | None:
-        from db.kept_frames import kept_frame
+        from gpuscout.db.kept_frames import kept_frame
 
         data = kept_frame(self.connection, _digest(key))
         if data is None:
@@ -164,8 +164,8 @@ class DatabaseFrameStore:
             return
         from sqlalchemy.exc import SQLAlchemyError
 
-        from db.current import latest_snapshot
-        from db.kept_frames import keep_frame
+        from gpuscout.db.current import latest_snapshot
+        from gpuscout.db.kept_frames import keep_frame
 
         latest = latest_snapshot(self.connection)
         if latest is None:

@@ -23,7 +23,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adapters.schema import FxTable, default_fx, load_fx
+from gpuscout.adapters.schema import FxTable, default_fx, load_fx
 
 from .settings import Settings
 

@@ -17,11 +17,11 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from adapters.schema import FIELD_GROUPS, Offer
-from pricing import expressions as ex
-from pricing.display import for_display
-from pricing.frame import CONFIG_KEYS
-from pricing.offer_checklist import Checklist, checklists
+from gpuscout.adapters.schema import FIELD_GROUPS, Offer
+from gpuscout.pricing import expressions as ex
+from gpuscout.pricing.display import for_display
+from gpuscout.pricing.frame import CONFIG_KEYS
+from gpuscout.pricing.offer_checklist import Checklist, checklists
 
 __all__ = [
     "RecordSource",
@@ -57,7 +57,7 @@ def frame_key() -> pl.Expr:
 
 @functools.lru_cache(maxsize=1)
 def _sample_records() -> dict[str, dict[str, Any]]:
-    from adapters.sample import replay_sample
+    from gpuscout.adapters.sample import replay_sample
 
     return {
         o.key: o.model_dump(mode="json", exclude_none=True)
@@ -71,7 +71,7 @@ def published_record(
 ) -> tuple[dict[str, Any], RecordSource]:
     """The fields published for the offer ``key`` (its frame ``row`` as the last resort)."""
     if source == "database" and isinstance(engine, Engine):
-        from db.models import CurrentOffer
+        from gpuscout.db.models import CurrentOffer
 
         table = CurrentOffer.__table__
         with engine.connect() as connection:
@@ -137,7 +137,7 @@ def terms_of(frame: pl.DataFrame, key: str) -> tuple[dict[str, Any] | None, list
 def _with_effective_tflops(terms: pl.DataFrame) -> pl.DataFrame:
     """``terms`` with ``effective_tflops`` (one instance, BF16) and ``usd_per_effective_
     tflop_hour`` at each term's hourly rate (see :func:`terms_of`)."""
-    from pricing.rank import costed_plan  # the ranking's own costing, for these rows only
+    from gpuscout.pricing.rank import costed_plan  # the ranking's own costing, for these rows only
 
     # one costed row per term row (an offer key is its configuration, term and variant)
     credited = (

@@ -33,9 +33,9 @@ from typing import Any
 
 import polars as pl
 
-from adapters.run import Origin, RunStatus
-from adapters.schema import FxTable
-from db.state import CurrentState, ProviderState
+from gpuscout.adapters.run import Origin, RunStatus
+from gpuscout.adapters.schema import FxTable
+from gpuscout.db.state import CurrentState, ProviderState
 
 __all__ = [
     "CACHE_DIR",

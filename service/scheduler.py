@@ -26,8 +26,8 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
-from adapters.run import RunStatus
-from db.engine import make_engine
+from gpuscout.adapters.run import RunStatus
+from gpuscout.db.engine import make_engine
 
 from .settings import Settings
 from .snapshots import Fetch, SnapshotResult, SnapshotSkipped, take_snapshot

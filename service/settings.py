@@ -375,7 +375,7 @@ class Settings(BaseSettings):
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
-        from db.engine import SUPPORTED_BACKENDS
+        from gpuscout.db.engine import SUPPORTED_BACKENDS
 
         try:
             backend = make_url(value).get_backend_name()
@@ -407,13 +407,13 @@ class Settings(BaseSettings):
     @classmethod
     def _registered_providers(cls, value: list[str]) -> list[str]:
         """Each a registered provider's name, so a typo does not leave a provider fetched."""
-        from adapters import provider_names  # the names only: no adapter is imported
+        from gpuscout.adapters import provider_names  # the names only: no adapter is imported
 
         known = provider_names()
         names = [name.strip() for name in value]
         unknown = [name for name in names if name not in known]
         if unknown:  # the wording's helpers only now: pricing imports polars
-            from pricing.names import did_you_mean, similar_names
+            from gpuscout.pricing.names import did_you_mean, similar_names
 
             hint = did_you_mean(similar_names(unknown[0], known, limit=1))
             raise ValueError(

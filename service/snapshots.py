@@ -35,18 +35,18 @@ from typing import Any
 import httpx
 from sqlalchemy.engine import Engine
 
-from adapters import registry
-from adapters.base import Adapter, RetryPolicy
-from adapters.collect import ProviderRun, RunStatus, collect
-from adapters.schema import FxTable
-from db.current import latest_snapshot
-from db.engine import make_engine
-from db.guard import OfferGuard
-from db.locks import job_lock, periodic
-from db.migrate import upgrade
-from db.retention import PruneResult, prune
-from db.runs import RunRecord, abort_left_running, beat, finish_run, run_holder, start_run
-from db.snapshots import SnapshotSummary, store_snapshot
+from gpuscout.adapters import registry
+from gpuscout.adapters.base import Adapter, RetryPolicy
+from gpuscout.adapters.collect import ProviderRun, RunStatus, collect
+from gpuscout.adapters.schema import FxTable
+from gpuscout.db.current import latest_snapshot
+from gpuscout.db.engine import make_engine
+from gpuscout.db.guard import OfferGuard
+from gpuscout.db.locks import job_lock, periodic
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.retention import PruneResult, prune
+from gpuscout.db.runs import RunRecord, abort_left_running, beat, finish_run, run_holder, start_run
+from gpuscout.db.snapshots import SnapshotSummary, store_snapshot
 
 from .fx import fx_table
 from .settings import Settings

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
-from db.engine import make_engine, sqlite_url
-from db.migrate import upgrade
+from gpuscout.db.engine import make_engine, sqlite_url
+from gpuscout.db.migrate import upgrade
 
 POSTGRES_URL_ENV = "GPUSCOUT_TEST_POSTGRES_URL"
 POSTGRES_SKIP = (

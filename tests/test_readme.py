@@ -10,7 +10,7 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from service.cli import app
+from gpuscout.service.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text("utf-8")
@@ -47,7 +47,7 @@ def _invoke(
 ) -> Result:
     monkeypatch.setenv("GPUSCOUT_DATA_DIR", str(data_dir))
     monkeypatch.chdir(ROOT)
-    from service.settings import get_settings
+    from gpuscout.service.settings import get_settings
 
     get_settings.cache_clear()
     args = shlex.split(command)[1:]
@@ -84,7 +84,7 @@ def test_readme_example_runs(
 def test_readme_coverage_table_is_the_generated_one() -> None:
     """The README's field-coverage table is what the code counts on the offline sample
     (regenerate: ``uv run python -m service.field_coverage``)."""
-    from service.field_coverage import sample_table
+    from gpuscout.service.field_coverage import sample_table
 
     shown = re.search(r"<!-- coverage:start -->\n(.*?)<!-- coverage:end -->", README, re.S)
     assert shown is not None, "README lacks the coverage table markers"

@@ -10,10 +10,10 @@ from alembic import context
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from db import alerts as _alerts  # noqa: F401  (registers its tables on Base)
-from db import subscriptions as _subscriptions  # noqa: F401  (registers its tables on Base)
-from db.engine import make_engine
-from db.migrate import target_metadata as all_tables
+from gpuscout.db import alerts as _alerts  # noqa: F401  (registers its tables on Base)
+from gpuscout.db import subscriptions as _subscriptions  # noqa: F401  (registers its tables on Base)
+from gpuscout.db.engine import make_engine
+from gpuscout.db.migrate import target_metadata as all_tables
 
 config = context.config
 target_metadata = all_tables()
@@ -26,7 +26,7 @@ def _url() -> object:
     url = config.attributes.get("url") or config.get_main_option("sqlalchemy.url")
     if url:
         return url
-    from service.settings import get_settings  # only when no caller gave a database
+    from gpuscout.service.settings import get_settings  # only when no caller gave a database
 
     return get_settings().database_url
 

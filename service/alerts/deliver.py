@@ -29,7 +29,7 @@ from email.message import EmailMessage
 import httpx
 from sqlalchemy.engine import Engine
 
-from db.alerts import (
+from gpuscout.db.alerts import (
     AlertRow,
     FiringRow,
     WebhookRow,
@@ -39,7 +39,7 @@ from db.alerts import (
     unsettled_firings,
     webhooks_of,
 )
-from db.subscriptions import SubscriptionRecord, SubscriptionStatus, get_subscription
+from gpuscout.db.subscriptions import SubscriptionRecord, SubscriptionStatus, get_subscription
 
 from ..digest.compose import signed_link, unsubscribe_url
 from ..digest.delivery import (

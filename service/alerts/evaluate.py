@@ -27,8 +27,8 @@ from decimal import Decimal
 import polars as pl
 from sqlalchemy.engine import Engine
 
-from adapters.run import RunStatus
-from db.alerts import (
+from gpuscout.adapters.run import RunStatus
+from gpuscout.db.alerts import (
     AlertRow,
     Firing,
     FiringRow,
@@ -38,9 +38,9 @@ from db.alerts import (
     median_best,
     rearm_alerts,
 )
-from db.current import CurrentState
-from db.subscriptions import mark_subscription_invalid
-from pricing import Job, Requirement
+from gpuscout.db.current import CurrentState
+from gpuscout.db.subscriptions import mark_subscription_invalid
+from gpuscout.pricing import Job, Requirement
 
 from ..digest.saved_search import CorruptSubscription, load_search_json
 from ..settings import Settings

@@ -21,8 +21,8 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from sqlalchemy.engine import Connection
 
-from db.alerts import count_alerts_for_address, insert_alert
-from db.subscriptions import SubscriptionKind, SubscriptionRecord
+from gpuscout.db.alerts import count_alerts_for_address, insert_alert
+from gpuscout.db.subscriptions import SubscriptionKind, SubscriptionRecord
 
 from ..digest.saved_search import dump_search
 from ..digest.subscriptions import SubscriptionManager, SubscriptionRequest

@@ -16,7 +16,7 @@ from datetime import datetime
 from email.message import EmailMessage
 from typing import Any
 
-from db.alerts import AlertRow, FiringRow
+from gpuscout.db.alerts import AlertRow, FiringRow
 
 from ..digest.mail import build_list_message, parse_sender
 from ..settings import Settings

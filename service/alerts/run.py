@@ -17,7 +17,7 @@ from email.message import EmailMessage
 import httpx
 from sqlalchemy.engine import Engine
 
-from db.current import CurrentState, load_current_offers
+from gpuscout.db.current import CurrentState, load_current_offers
 
 from ..fx import fx_table
 from ..settings import Settings

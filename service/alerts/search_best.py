@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pricing import Job, RankOptions, Requirement
-from pricing.expressions import ALWAYS, qualifies, usd_per_gpu_hour
-from pricing.rank import AFTER, KEY, costed_plan
+from gpuscout.pricing import Job, RankOptions, Requirement
+from gpuscout.pricing.expressions import ALWAYS, qualifies, usd_per_gpu_hour
+from gpuscout.pricing.rank import AFTER, KEY, costed_plan
 
 from .condition import METRICS
 

@@ -23,8 +23,8 @@ from urllib.parse import urlencode
 import orjson
 import polars as pl
 
-from pricing.coverage import left_out_plan, misfits, note_of
-from pricing.rank import RankedPage, RankOptions, SortKey, rank_page
+from gpuscout.pricing.coverage import left_out_plan, misfits, note_of
+from gpuscout.pricing.rank import RankedPage, RankOptions, SortKey, rank_page
 
 from .answer_schema import GROUPS, TOP_LEVEL
 from .offer_ids import (

@@ -137,7 +137,7 @@ def create_app(
         summary="GPU rental offers ranked by cost per effective TFLOP-hour.",
         lifespan=lifespan,
         dependencies=[Depends(limit_body_lists)],
-        docs_url=None,  # served with local assets by service.web (no CDN)
+        docs_url=None,  # served with local assets by gpuscout.service.web (no CDN)
         redoc_url=None,
         generate_unique_id_function=operation_id,
     )

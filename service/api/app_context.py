@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import anyio.to_thread
 
-from adapters.run import ProviderRun
+from gpuscout.adapters.run import ProviderRun
 
 from ..settings import Settings
 from .metrics import ApiMetrics
@@ -52,7 +52,7 @@ class ApiContext:
     snapshot_runner: SnapshotRunner | None = None
     ready_check: ReadyCheck | None = None
     snapshot_marker: SnapshotMarker | None = None
-    history: Any = None  # db.history reader bound to an engine, when there is a database
+    history: Any = None  # gpuscout.db.history reader bound to an engine, when there is a database
     load_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
     snapshot_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
     last_marker: Any = None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from starlette.concurrency import run_in_threadpool
 
-from adapters.run import ProviderRun
+from gpuscout.adapters.run import ProviderRun
 
 from ..current import load_current
 from ..settings import Settings
@@ -32,8 +32,8 @@ def default_hooks(settings: Settings, *, fetch: Fetch | None = None) -> dict[str
     The snapshot runner is :func:`service.snapshots.take_snapshot` (job lock, migrations,
     retention) in a worker thread; ``fetch`` replaces its live fetch (tests).
     """
-    from db.current import latest_snapshot
-    from db.engine import make_engine
+    from gpuscout.db.current import latest_snapshot
+    from gpuscout.db.engine import make_engine
 
     engine = make_engine(settings.database_url)
 

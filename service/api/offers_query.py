@@ -23,10 +23,10 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
-from adapters.gpus import Precision
-from pricing.job import Job
-from pricing.names import UnknownName, check_providers
-from pricing.requirement import PRESETS, Requirement
+from gpuscout.adapters.gpus import Precision
+from gpuscout.pricing.job import Job
+from gpuscout.pricing.names import UnknownName, check_providers
+from gpuscout.pricing.requirement import PRESETS, Requirement
 
 from .input_limits import too_many_items
 

@@ -24,7 +24,7 @@ from ..settings import Settings, get_settings
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from db.state import CurrentState
+    from gpuscout.db.state import CurrentState
 
 __all__ = [
     "Loaded",

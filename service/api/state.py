@@ -26,14 +26,14 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-from adapters import provider_names
-from adapters.sample import SAMPLE_NOTE
-from db.state import CurrentState
-from pricing.coverage import Unrankable
-from pricing.model_rows import ByModel
-from pricing.names import known_providers
-from pricing.offer_checklist import counts_frame
-from pricing.rank import hold_catalog
+from gpuscout.adapters import provider_names
+from gpuscout.adapters.sample import SAMPLE_NOTE
+from gpuscout.db.state import CurrentState
+from gpuscout.pricing.coverage import Unrankable
+from gpuscout.pricing.model_rows import ByModel
+from gpuscout.pricing.names import known_providers
+from gpuscout.pricing.offer_checklist import counts_frame
+from gpuscout.pricing.rank import hold_catalog
 
 from ..memory import release_memory
 from .offers_cache import ResultCache, time_bucket

@@ -189,7 +189,7 @@ _DOC_HEAD = """\
 One name per concept on every route of the API, one unit per concept, one time format.
 This page is written from `service.api.vocabulary`; a test checks it is current and walks
 every route's parameters and body fields in the OpenAPI document against the same table.
-To rewrite it: `uv run python -m service.api.vocabulary > docs/api-vocabulary.md`.
+To rewrite it: `uv run python -m gpuscout.service.api.vocabulary > docs/api-vocabulary.md`.
 
 ## Rules
 

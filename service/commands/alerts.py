@@ -79,12 +79,12 @@ def create_command(
     **search: Any,
 ) -> None:
     """Create a price alert; a confirmation link is mailed to the address."""
-    from pricing.names import UnknownName
-    from service.alerts.manager import AlertLimitExceeded, AlertRequest, create_alert
-    from service.digest.limits import SubscribeRateLimited
-    from service.digest.mail import SmtpSendError
-    from service.digest.schedule import smtp_transport
-    from service.digest.subscriptions import SubscriptionManager
+    from gpuscout.pricing.names import UnknownName
+    from gpuscout.service.alerts.manager import AlertLimitExceeded, AlertRequest, create_alert
+    from gpuscout.service.digest.limits import SubscribeRateLimited
+    from gpuscout.service.digest.mail import SmtpSendError
+    from gpuscout.service.digest.schedule import smtp_transport
+    from gpuscout.service.digest.subscriptions import SubscriptionManager
 
     settings = get_settings()
     condition = _condition(below, metric, in_stock, drop_pct)
@@ -129,10 +129,10 @@ def list_command(
     email: Annotated[str, typer.Option(help="the address whose alerts to list")],
 ) -> None:
     """The alerts of an address: id, status, armed, firings, condition, name."""
-    from db.alerts import alerts_for_address
-    from service.alerts.evaluate import condition_of
-    from service.alerts.message import describe_condition
-    from service.digest.mail import InvalidAddressError, normalize_address
+    from gpuscout.db.alerts import alerts_for_address
+    from gpuscout.service.alerts.evaluate import condition_of
+    from gpuscout.service.alerts.message import describe_condition
+    from gpuscout.service.digest.mail import InvalidAddressError, normalize_address
 
     try:
         address = normalize_address(email)
@@ -153,7 +153,7 @@ def firings_command(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object per firing")] = False,
 ) -> None:
     """The firings of one alert, newest first."""
-    from db.alerts import firings, get_alert
+    from gpuscout.db.alerts import firings, get_alert
 
     engine = engine_for(get_settings())
     if get_alert(engine, alert_id) is None:
@@ -186,7 +186,7 @@ def firings_command(
 def run_command() -> None:
     """Evaluate every alert against the stored current offers and deliver (as the scheduler
     does after each snapshot)."""
-    from service.alerts.run import run_alerts
+    from gpuscout.service.alerts.run import run_alerts
 
     settings = get_settings()
     report = run_alerts(settings, engine_for(settings))

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from adapters.schema import RentalTerm
+from gpuscout.adapters.schema import RentalTerm
 
 from ..settings import get_settings
 from .deprecated import deprecated_option, refuse, resolve_deprecated
@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Apply the database migrations (creates the schema on an empty database)."""
-        from db.migrate import current_revision, upgrade
+        from gpuscout.db.migrate import current_revision, upgrade
 
         target = url or get_settings().database_url
         upgrade(target)
@@ -108,16 +108,16 @@ def register(app: typer.Typer) -> None:
         gpu = resolve_deprecated(gpus, old_gpu, "--gpu", "--gpus")
         if gpu is None:
             refuse("--gpus: required (a GPU model or family, e.g. H100)")
-        from pricing.names import refused_gpus
+        from gpuscout.pricing.names import refused_gpus
 
         unknown = refused_gpus([gpu])
         if unknown:
             refuse(f"--gpus: {unknown}")  # as `offers` refuses it
         if plot is not None and not plot.parent.is_dir():  # told before the query, not after
             refuse(f"--plot: {plot.parent} is not a directory")
-        from db.engine import make_engine
-        from db.history import daily_index, index_label
-        from db.migrate import upgrade
+        from gpuscout.db.engine import make_engine
+        from gpuscout.db.history import daily_index, index_label
+        from gpuscout.db.migrate import upgrade
 
         settings = get_settings()
         end = datetime.now(UTC).date()
@@ -175,7 +175,7 @@ def register(app: typer.Typer) -> None:
         """Run the snapshot scheduler alone, in the foreground (Ctrl-C stops it)."""
         from apscheduler.schedulers.blocking import BlockingScheduler
 
-        from db.migrate import upgrade
+        from gpuscout.db.migrate import upgrade
 
         from ..fx import fx_table
         from ..log_output import service_log
@@ -196,7 +196,7 @@ def register(app: typer.Typer) -> None:
 def stored_table(stored: SnapshotResult) -> Table:
     """What a stored snapshot changed, per provider (printed by ``gpuscout snapshot``); a
     run the plausibility guard stored as failed is ``suspect``, with the guard's verdict."""
-    from db.guard import SUSPECT_PREFIX
+    from gpuscout.db.guard import SUSPECT_PREFIX
 
     summary = stored.summary
     sample = summary.origin != "live"

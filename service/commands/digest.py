@@ -22,7 +22,7 @@ from .search_options import search_from_options, spelled_search_providers, with_
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from service.digest.build import Digest
+    from gpuscout.service.digest.build import Digest
 
 __all__ = ["engine_for", "fail", "inline_chart", "register"]
 
@@ -35,8 +35,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def engine_for(settings: Settings) -> Engine:
-    from db.engine import make_engine
-    from db.migrate import upgrade
+    from gpuscout.db.engine import make_engine
+    from gpuscout.db.migrate import upgrade
 
     upgrade(settings.database_url)
     return make_engine(settings.database_url)
@@ -70,10 +70,10 @@ def subscribe_command(
     **search: Any,
 ) -> None:
     """Subscribe an address to a weekly digest; a confirmation link is mailed to it."""
-    from pricing.names import UnknownName
-    from service.digest.mail import SmtpSendError
-    from service.digest.schedule import smtp_transport
-    from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
+    from gpuscout.pricing.names import UnknownName
+    from gpuscout.service.digest.mail import SmtpSendError
+    from gpuscout.service.digest.schedule import smtp_transport
+    from gpuscout.service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
 
     settings = get_settings()
     try:
@@ -103,8 +103,8 @@ def confirm_command(
     link: Annotated[str, typer.Argument(help="the confirmation link (or its token)")],
 ) -> None:
     """Confirm a subscription with the link from its confirmation mail."""
-    from service.digest.subscriptions import SubscriptionManager
-    from service.digest.tokens import TokenError
+    from gpuscout.service.digest.subscriptions import SubscriptionManager
+    from gpuscout.service.digest.tokens import TokenError
 
     settings = get_settings()
     manager = SubscriptionManager(settings, engine_for(settings), lambda _m: 0)
@@ -120,8 +120,8 @@ def unsubscribe_command(
     link: Annotated[str, typer.Argument(help="the unsubscribe link (or its token)")],
 ) -> None:
     """Unsubscribe with the link from a digest."""
-    from service.digest.subscriptions import SubscriptionManager
-    from service.digest.tokens import TokenError
+    from gpuscout.service.digest.subscriptions import SubscriptionManager
+    from gpuscout.service.digest.tokens import TokenError
 
     settings = get_settings()
     manager = SubscriptionManager(settings, engine_for(settings), lambda _m: 0)
@@ -147,12 +147,12 @@ def preview_command(
     text: Annotated[Path | None, typer.Option(help="also write the text part here")] = None,
 ) -> None:
     """Write one digest to an HTML file, the chart inlined as a data: URI."""
-    from db.subscriptions import get_subscription
-    from pricing import Job
-    from pricing.requirement import preset as get_preset
-    from service.current import load_current
-    from service.digest.build import SubscriptionView
-    from service.digest.compose import DigestComposer, subscription_view
+    from gpuscout.db.subscriptions import get_subscription
+    from gpuscout.pricing import Job
+    from gpuscout.pricing.requirement import preset as get_preset
+    from gpuscout.service.current import load_current
+    from gpuscout.service.digest.build import SubscriptionView
+    from gpuscout.service.digest.compose import DigestComposer, subscription_view
 
     if (subscription is None) == (preset is None):
         fail("give exactly one of --subscription ID or --preset NAME")
@@ -192,7 +192,7 @@ def send_command(
     dry_run: Annotated[bool, typer.Option(help="build the due digests, send nothing")] = False,
 ) -> None:
     """Send every digest that is due now and not sent yet (exactly once per week)."""
-    from service.digest.schedule import run_digests
+    from gpuscout.service.digest.schedule import run_digests
 
     settings = get_settings()
     report = run_digests(settings, engine_for(settings), dry_run=dry_run)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from adapters.schema import default_fx
+from gpuscout.adapters.schema import default_fx
 
 from ..settings import get_settings
 

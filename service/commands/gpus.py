@@ -18,9 +18,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from adapters.gpus import GpuSpec, catalog, gpus_named, resolve_gpu_name, similar_gpu_names
-from adapters.schema import GpuFormFactor, Vendor
-from pricing.names import did_you_mean
+from gpuscout.adapters.gpus import GpuSpec, catalog, gpus_named, resolve_gpu_name, similar_gpu_names
+from gpuscout.adapters.schema import GpuFormFactor, Vendor
+from gpuscout.pricing.names import did_you_mean
 
 __all__ = ["OutputFormat", "register"]
 

@@ -50,12 +50,12 @@ def offer_key_of(text: str) -> str | None:
 def _published(current: Any, key: str, row: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """The stored record (a database's current offer, the sample's), as the web page reads
     it; the database engine is opened for this one read."""
-    from service.offer_record import published_record
+    from gpuscout.service.offer_record import published_record
 
     if current.source != "database":
         return published_record(key, row, source=current.source, engine=None)
-    from db.engine import make_engine
-    from service.settings import get_settings
+    from gpuscout.db.engine import make_engine
+    from gpuscout.service.settings import get_settings
 
     engine = make_engine(get_settings().database_url)
     try:
@@ -117,7 +117,7 @@ def offer_command(
     ] = DetailFormat.TABLE,
 ) -> None:
     """Show one current offer: every field its provider publishes, and the seed's checklist."""
-    from service.offer_record import checklist_of, detail_parts, frame_key
+    from gpuscout.service.offer_record import checklist_of, detail_parts, frame_key
 
     from ..api.offer_ids import history_link, offer_id
 

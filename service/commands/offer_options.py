@@ -26,9 +26,9 @@ import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from pricing.job import Job
-from pricing.names import UnknownName
-from pricing.requirement import Requirement
+from gpuscout.pricing.job import Job
+from gpuscout.pricing.names import UnknownName
+from gpuscout.pricing.requirement import Requirement
 
 from .errors import typed_spelling
 
@@ -87,8 +87,8 @@ def spelled_providers(requirement: Requirement, frame: Callable[[], pl.DataFrame
     provider 'lamda' (did you mean 'lambda'?); known: ...``, as ``/v1/offers`` words it."""
     if not (requirement.providers or requirement.exclude_providers):
         return requirement
-    from adapters import provider_names
-    from pricing.names import check_providers, known_providers
+    from gpuscout.adapters import provider_names
+    from gpuscout.pricing.names import check_providers, known_providers
 
     try:
         return check_providers(requirement, known_providers(frame(), provider_names()))

@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from pricing.display import age_text, figure_text, provider_label_expr
+from gpuscout.pricing.display import age_text, figure_text, provider_label_expr
 
 __all__ = [
     "COLUMNS",

@@ -30,11 +30,11 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from adapters.gpus import Precision
-from adapters.schema import Fabric
-from pricing.display import figure_text
-from pricing.job import Job
-from pricing.requirement import PRESETS, Requirement, preset
+from gpuscout.adapters.gpus import Precision
+from gpuscout.adapters.schema import Fabric
+from gpuscout.pricing.display import figure_text
+from gpuscout.pricing.job import Job
+from gpuscout.pricing.requirement import PRESETS, Requirement, preset
 
 from ..current import load_current
 from .console import wide_console
@@ -63,7 +63,7 @@ from .offers_table import (
 if TYPE_CHECKING:
     import polars as pl
 
-    from db.state import CurrentState
+    from gpuscout.db.state import CurrentState
 
 __all__ = ["EXTRA_OPTIONS", "OutputFormat", "SortKey", "offers_command", "register"]
 
@@ -452,7 +452,7 @@ def _with_checklist(frame: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
     API ``id`` (what ``gpuscout offer`` takes): the table's ``--wide`` columns."""
     import polars as pl
 
-    from pricing.offer_checklist import OFFER_KEY_COLUMNS, summaries
+    from gpuscout.pricing.offer_checklist import OFFER_KEY_COLUMNS, summaries
 
     from ..api.offer_ids import offer_id, offer_key
 
@@ -465,7 +465,7 @@ def _check_providers(requirement: Requirement, current: CurrentState) -> Require
     """``requirement`` with its providers spelled as known; refuse a
     ``--providers``/``--exclude-providers`` name neither an adapter nor the offers being
     ranked have (:func:`.offer_options.spelled_providers`)."""
-    from pricing.names import UnknownName
+    from gpuscout.pricing.names import UnknownName
 
     try:
         return spelled_providers(requirement, lambda: current.frame)
@@ -479,8 +479,8 @@ def offers_command(**options: Any) -> None:
     Every filter of GET /v1/offers is an option of the same name (:data:`OFFERS_HELP`).
     """
     requirement, job, query = _models(options)
-    from pricing.coverage import binding_note, left_out_note
-    from pricing.rank import RankOptions, rank_page
+    from gpuscout.pricing.coverage import binding_note, left_out_note
+    from gpuscout.pricing.rank import RankOptions, rank_page
 
     current = _load(bool(options["sample"]))
     requirement = _check_providers(requirement, current)
@@ -664,7 +664,7 @@ def estimate_command(
 ) -> None:
     """GPU-hours, wall clock, memory and cost of a training run (FLOPs = 6 x params x tokens,
     plus 12 x layers x hidden x context per token when the model shape is given)."""
-    from pricing.estimate import EstimateInputError, estimate
+    from gpuscout.pricing.estimate import EstimateInputError, estimate
 
     gpu = resolve_deprecated(gpu_model, old_gpu, "--gpu", "--gpu-model")
     count = resolve_deprecated(job_gpus, old_count, "--count", "--job-gpus")
@@ -674,7 +674,7 @@ def estimate_command(
         _fail(f"{', '.join(missing)}: required")
     if params <= 0 or tokens <= 0:
         _fail("--model-params and --tokens must be > 0")
-    from pricing.names import one_gpu_model
+    from gpuscout.pricing.names import one_gpu_model
 
     try:  # before the offers load: the name alone decides
         gpu = one_gpu_model(gpu).name

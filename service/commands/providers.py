@@ -16,14 +16,19 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from adapters import get_adapter, registry
-from adapters.base import Adapter, AdapterError
-from adapters.collect import ProviderRun, RunStatus
-from adapters.field_coverage import GROUP_LABELS, ProviderCoverage, percent_text, total_coverage
-from adapters.gpus import unknown_gpu_names
-from adapters.sample import replay_sample
-from adapters.schema import FIELD_GROUPS, Offer
-from pricing.display import decimal_text, figure_text
+from gpuscout.adapters import get_adapter, registry
+from gpuscout.adapters.base import Adapter, AdapterError
+from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.adapters.field_coverage import (
+    GROUP_LABELS,
+    ProviderCoverage,
+    percent_text,
+    total_coverage,
+)
+from gpuscout.adapters.gpus import unknown_gpu_names
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.adapters.schema import FIELD_GROUPS, Offer
+from gpuscout.pricing.display import decimal_text, figure_text
 
 from ..current import sample_note
 from ..settings import Settings, get_settings
@@ -194,9 +199,9 @@ def _stored_state(settings: Settings) -> tuple[dict[str, Any], list[Any]] | None
     database exists (nothing is created or migrated here); ``None`` if there is none."""
     import sqlalchemy as sa
 
-    from db.engine import make_engine
-    from db.models import ProviderStatus
-    from db.runs import recent_runs
+    from gpuscout.db.engine import make_engine
+    from gpuscout.db.models import ProviderStatus
+    from gpuscout.db.runs import recent_runs
 
     url = sa.engine.make_url(settings.database_url)
     if url.get_backend_name() == "sqlite" and not (url.database and Path(url.database).exists()):

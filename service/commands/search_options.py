@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from pricing import Job, Requirement
-from pricing.requirement import preset as get_preset
+from gpuscout.pricing import Job, Requirement
+from gpuscout.pricing.requirement import preset as get_preset
 
 from .deprecated import note_deprecated
 from .offer_options import (

@@ -32,14 +32,14 @@ def migrate(settings: Settings) -> str | None:
     ``/readyz`` and the log say so). A database already at head is one query, no Alembic
     (a restart); an SQLite file at head is read with the standard library, no SQLAlchemy
     (:func:`db.head.sqlite_at_head`: the parent of several workers imports none)."""
-    from db.head import sqlite_at_head, sqlite_file
+    from gpuscout.db.head import sqlite_at_head, sqlite_file
 
     file = sqlite_file(settings.database_url)
     if file is not None and sqlite_at_head(file):
         return None
     from sqlalchemy.exc import SQLAlchemyError
 
-    from db.migrate import upgrade_if_behind
+    from gpuscout.db.migrate import upgrade_if_behind
 
     try:
         upgrade_if_behind(settings.database_url)
@@ -106,7 +106,7 @@ def _is_loopback(host: str) -> bool:
 
 
 #: The app factory each of several workers imports and calls (uvicorn's ``factory``).
-WORKER_APP = "service.api.serving:serving_app"
+WORKER_APP = "gpuscout.service.api.serving:serving_app"
 
 
 def _app(settings: Settings) -> FastAPI:
@@ -215,7 +215,7 @@ def register(app: typer.Typer) -> None:
             # factory in every process): this one, which only starts and watches them, imports
             # no app (a second of imports before the first worker even starts); one worker
             # serves the app built here. Either way the first load begins before the app's
-            # imports (service.api.serving).
+            # imports (gpuscout.service.api.serving).
             api: str | FastAPI = WORKER_APP if processes > 1 else _app(settings)
             _pin_worker_threads(settings, processes, scheduler=not no_scheduler)
             scheduler = None if no_scheduler else _start_scheduler(settings)

@@ -24,12 +24,12 @@ from zoneinfo import ZoneInfo
 import jinja2
 import polars as pl
 
-from adapters.schema import Offer
-from db.history import HistoryLabel, PriceChange, WeekOverWeek
-from pricing import Job, RankOptions, Requirement, rank
-from pricing.display import provider_label
-from pricing.frame import offers_to_frame
-from pricing.offer_checklist import summaries
+from gpuscout.adapters.schema import Offer
+from gpuscout.db.history import HistoryLabel, PriceChange, WeekOverWeek
+from gpuscout.pricing import Job, RankOptions, Requirement, rank
+from gpuscout.pricing.display import provider_label
+from gpuscout.pricing.frame import offers_to_frame
+from gpuscout.pricing.offer_checklist import summaries
 
 from .chart import IndexPoint, render_price_chart
 
@@ -107,7 +107,7 @@ class Confirmation:
 @functools.cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("service.digest", "templates"),
+        loader=jinja2.PackageLoader("gpuscout.service.digest", "templates"),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default=False),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -18,10 +18,10 @@ from urllib.parse import quote
 import polars as pl
 from sqlalchemy.engine import Engine
 
-from adapters.run import RunStatus
-from adapters.schema import FxTable
-from db.current import CurrentState
-from db.history import (
+from gpuscout.adapters.run import RunStatus
+from gpuscout.adapters.schema import FxTable
+from gpuscout.db.current import CurrentState
+from gpuscout.db.history import (
     HistoryLabel,
     PriceChange,
     WeekOverWeek,
@@ -29,9 +29,9 @@ from db.history import (
     index_label,
     week_over_week,
 )
-from db.subscriptions import SubscriptionRecord
-from pricing import RankOptions, offers_to_frame, rank
-from pricing.offer_facts import with_offer_facts
+from gpuscout.db.subscriptions import SubscriptionRecord
+from gpuscout.pricing import RankOptions, offers_to_frame, rank
+from gpuscout.pricing.offer_facts import with_offer_facts
 
 from ..settings import Settings
 from .build import Digest, DigestLinks, StaleProvider, SubscriptionView, build_digest

@@ -69,8 +69,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
-from db.engine import write_connection
-from db.subscriptions import (
+from gpuscout.db.engine import write_connection
+from gpuscout.db.subscriptions import (
     DeliveryStatus,
     DigestDelivery,
     Subscription,

@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Sequence
 from datetime import timedelta
 
-from db.subscriptions import Quota
+from gpuscout.db.subscriptions import Quota
 
 from ..settings import Settings
 

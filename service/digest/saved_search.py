@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from db.subscriptions import SubscriptionRecord
-from pricing import Job, Requirement
+from gpuscout.db.subscriptions import SubscriptionRecord
+from gpuscout.pricing import Job, Requirement
 
 __all__ = ["CorruptSubscription", "dump_search", "load_search", "load_search_json", "storable"]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from db.current import CurrentState
-from db.subscriptions import active_subscriptions
+from gpuscout.db.current import CurrentState
+from gpuscout.db.subscriptions import active_subscriptions
 
 from ..current import load_current
 from ..settings import Settings

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from sqlalchemy.engine import Connection, Engine
 
-from db.subscriptions import (
+from gpuscout.db.subscriptions import (
     QuotaExceeded,
     SubscriptionKind,
     SubscriptionRecord,
@@ -29,7 +29,7 @@ from db.subscriptions import (
     end_subscription,
     get_subscription,
 )
-from pricing import Job, Requirement
+from gpuscout.pricing import Job, Requirement
 
 from ..settings import Settings
 from .limits import SubscribeRateLimited, subscribe_quotas

@@ -18,12 +18,12 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 
-from service.alerts.condition import METRICS
-from service.alerts.manager import AlertRequest
-from service.api.deps import SavedSearchProvidersDep, SettingsDep
-from service.api.routers.alerts import AlertAccepted, create
-from service.api.routers.subscriptions import ManagerDep
-from service.validation_text import error_message
+from gpuscout.service.alerts.condition import METRICS
+from gpuscout.service.alerts.manager import AlertRequest
+from gpuscout.service.api.deps import SavedSearchProvidersDep, SettingsDep
+from gpuscout.service.api.routers.alerts import AlertAccepted, create
+from gpuscout.service.api.routers.subscriptions import ManagerDep
+from gpuscout.service.validation_text import error_message
 
 from .subscribe_page import render_form, search_form, search_from_query
 

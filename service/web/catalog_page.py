@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from adapters.gpus import Precision, catalog, find_gpus
+from gpuscout.adapters.gpus import Precision, catalog, find_gpus
 
 from .templating import templates
 

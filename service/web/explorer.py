@@ -11,9 +11,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from service.api.answers import warnings_for
-from service.api.deps import ContextDep, StateDep
-from service.api.offers_query import MAX_LIMIT, OffersQuery
+from gpuscout.service.api.answers import warnings_for
+from gpuscout.service.api.deps import ContextDep, StateDep
+from gpuscout.service.api.offers_query import MAX_LIMIT, OffersQuery
 
 from .form import clean_query, form_groups, presentation
 from .offers_data import QueryError, offer_key, offer_path, offers_answer

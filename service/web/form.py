@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from starlette.datastructures import QueryParams
 
-from service.api.offers_query import LIST_PARAMS, OffersQuery
+from gpuscout.service.api.offers_query import LIST_PARAMS, OffersQuery
 
 __all__ = ["GROUPS", "NOT_A_SEARCH", "Control", "Group", "clean_query", "form_groups"]
 

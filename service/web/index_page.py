@@ -20,13 +20,13 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from adapters.schema import RentalTerm
-from pricing import expressions as ex
-from pricing.display import for_display
-from pricing.requirement import Requirement
-from service.api.deps import ContextDep, StateDep
-from service.api.routers.history import IndexQuery, get_price_index
-from service.validation_text import error_message
+from gpuscout.adapters.schema import RentalTerm
+from gpuscout.pricing import expressions as ex
+from gpuscout.pricing.display import for_display
+from gpuscout.pricing.requirement import Requirement
+from gpuscout.service.api.deps import ContextDep, StateDep
+from gpuscout.service.api.routers.history import IndexQuery, get_price_index
+from gpuscout.service.validation_text import error_message
 
 from .charts import Series, line_chart
 from .templating import templates

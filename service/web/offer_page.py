@@ -20,9 +20,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from markupsafe import escape
 from starlette.concurrency import run_in_threadpool
 
-from service.api.deps import ContextDep, StateDep
-from service.api.offer_ids import decode_offer_id
-from service.offer_record import checklist_of, grouped_fields, published_record, terms_of
+from gpuscout.service.api.deps import ContextDep, StateDep
+from gpuscout.service.api.offer_ids import decode_offer_id
+from gpuscout.service.offer_record import checklist_of, grouped_fields, published_record, terms_of
 
 from .charts import Series, line_chart
 from .layout import message_page
@@ -43,7 +43,7 @@ OptionalId = Annotated[
 def _history(engine: Any, key: str) -> list[Any]:
     if engine is None:
         return []
-    from db.history import offer_price_history
+    from gpuscout.db.history import offer_price_history
 
     return offer_price_history(engine, key)
 

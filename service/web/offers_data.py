@@ -14,11 +14,11 @@ from urllib.parse import quote
 from fastapi.exceptions import RequestValidationError
 from starlette.datastructures import QueryParams
 
-from service.api.answers import ranked_page
-from service.api.app_context import ApiContext
-from service.api.offers_query import canonical_key, parse_offers_query, validate_query
-from service.api.state import ApiState
-from service.validation_text import error_message
+from gpuscout.service.api.answers import ranked_page
+from gpuscout.service.api.app_context import ApiContext
+from gpuscout.service.api.offers_query import canonical_key, parse_offers_query, validate_query
+from gpuscout.service.api.state import ApiState
+from gpuscout.service.validation_text import error_message
 
 __all__ = ["QueryError", "offer_key", "offer_path", "offers_answer"]
 

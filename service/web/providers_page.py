@@ -9,8 +9,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from service.api.deps import SettingsDep, StateDep
-from service.api.routers.providers import list_providers
+from gpuscout.service.api.deps import SettingsDep, StateDep
+from gpuscout.service.api.routers.providers import list_providers
 
 from .templating import templates
 

@@ -18,12 +18,12 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 
-from pricing.job import Job
-from service.api.deps import SavedSearchProvidersDep, SettingsDep
-from service.api.offers_query import parse_offers_query, validate_query
-from service.api.routers.subscriptions import ManagerDep, SubscriptionAccepted, subscribe
-from service.digest.subscriptions import SubscriptionRequest
-from service.validation_text import error_message
+from gpuscout.pricing.job import Job
+from gpuscout.service.api.deps import SavedSearchProvidersDep, SettingsDep
+from gpuscout.service.api.offers_query import parse_offers_query, validate_query
+from gpuscout.service.api.routers.subscriptions import ManagerDep, SubscriptionAccepted, subscribe
+from gpuscout.service.digest.subscriptions import SubscriptionRequest
+from gpuscout.service.validation_text import error_message
 
 from .form import clean_query
 from .templating import templates

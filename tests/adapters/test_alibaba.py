@@ -14,7 +14,7 @@ import httpx
 import pytest
 import respx
 
-from adapters.alibaba import (
+from gpuscout.adapters.alibaba import (
     QUERY_KEY,
     REGIONS,
     AlibabaAdapter,
@@ -25,7 +25,7 @@ from adapters.alibaba import (
     region_countries,
     sign_acs3,
 )
-from adapters.base import (
+from gpuscout.adapters.base import (
     ACCOUNT_PRICE_VARIANT,
     DUPLICATE_REASON,
     FAILED_CALLS_KEY,
@@ -36,8 +36,8 @@ from adapters.base import (
     RetryPolicy,
     failed_calls_payload,
 )
-from adapters.gpus import get_gpu, resolve_gpu_name
-from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.gpus import get_gpu, resolve_gpu_name
+from gpuscout.adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alibaba"
 NOW = datetime(2025, 9, 15, 12, tzinfo=UTC)

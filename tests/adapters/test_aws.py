@@ -17,7 +17,7 @@ import httpx
 import pytest
 import respx
 
-from adapters.aws import (
+from gpuscout.adapters.aws import (
     MAX_EC2_PAGES,
     PRICING_BASE,
     REGION_INDEX_URL,
@@ -27,7 +27,7 @@ from adapters.aws import (
     _xml_host,
     gpu_families,
 )
-from adapters.base import (
+from gpuscout.adapters.base import (
     FAILED_CALLS_KEY,
     FailedCall,
     ProviderError,
@@ -35,8 +35,8 @@ from adapters.base import (
     RetryPolicy,
     failed_calls_payload,
 )
-from adapters.collect import ProviderRun, RunStatus, run_provider
-from adapters.schema import (
+from gpuscout.adapters.collect import ProviderRun, RunStatus, run_provider
+from gpuscout.adapters.schema import (
     Fabric,
     GpuFormFactor,
     PriceBasis,

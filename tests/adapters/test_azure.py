@@ -15,9 +15,9 @@ import httpx
 import pytest
 import respx
 
-from adapters.azure import API_URL, AzureAdapter, azure_gpu_size, gpu_sizes
-from adapters.base import DUPLICATE_REASON, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.schema import (
+from gpuscout.adapters.azure import API_URL, AzureAdapter, azure_gpu_size, gpu_sizes
+from gpuscout.adapters.base import DUPLICATE_REASON, ProviderError, ResponseFormatError, RetryPolicy
+from gpuscout.adapters.schema import (
     GpuFormFactor,
     PriceBasis,
     PriceUnit,

@@ -13,8 +13,8 @@ import httpx
 import pytest
 import respx
 
-from adapters import base
-from adapters.base import (
+from gpuscout.adapters import base
+from gpuscout.adapters.base import (
     FAILED_CALLS_KEY,
     FailedCall,
     ParseResult,
@@ -25,7 +25,7 @@ from adapters.base import (
     failed_calls_payload,
     read_failed_calls,
 )
-from adapters.schema import Fabric, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm
+from gpuscout.adapters.schema import Fabric, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm
 
 URL = "https://api.example.test/v1/prices"
 FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)

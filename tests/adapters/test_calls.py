@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from adapters import calls, tables
-from adapters.base import (
+from gpuscout.adapters import calls, tables
+from gpuscout.adapters.base import (
     FailedCall,
     ProviderError,
     ResponseFormatError,
     RetryPolicy,
     read_failed_calls,
 )
-from adapters.calls import (
+from gpuscout.adapters.calls import (
     CallFailure,
     failure_cause,
     fresh_retries,
@@ -27,8 +27,8 @@ from adapters.calls import (
     query_payload,
     read_query_payload,
 )
-from adapters.tables import sourced_rows
-from adapters.units import positive_decimal
+from gpuscout.adapters.tables import sourced_rows
+from gpuscout.adapters.units import positive_decimal
 
 FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
 

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.base import Adapter, MissingCredentials, ParseResult, ProviderError
-from adapters.collect import RunStatus, collect, deadline_error
+from gpuscout.adapters.base import Adapter, MissingCredentials, ParseResult, ProviderError
+from gpuscout.adapters.collect import RunStatus, collect, deadline_error
 
 
 class Fake(Adapter):

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from adapters import ADAPTER_MODULES, provider_names, registry
-from adapters.base import Adapter, AdapterError
-from adapters.collect import RunStatus
-from adapters.sample import replay_sample, sample_entries
-from service.settings import Settings
+from gpuscout.adapters import ADAPTER_MODULES, provider_names, registry
+from gpuscout.adapters.base import Adapter, AdapterError
+from gpuscout.adapters.collect import RunStatus
+from gpuscout.adapters.sample import replay_sample, sample_entries
+from gpuscout.service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = list(registry())
@@ -86,7 +86,7 @@ def test_sample_replays_through_parse(sample_runs: list[Any]) -> None:
 
 
 def test_offer_invariants_on_recorded_data(sample_runs: list[Any]) -> None:
-    from adapters.gpus import get_gpu
+    from gpuscout.adapters.gpus import get_gpu
 
     dates = {e.provider: e.fetched_at for e in sample_entries()}
     for run in sample_runs:

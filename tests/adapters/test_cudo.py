@@ -14,9 +14,9 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
-from adapters.cudo import API_BASE, CudoAdapter
-from adapters.schema import Fabric, PriceBasis, PriceUnit, RentalTerm
+from gpuscout.adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from gpuscout.adapters.cudo import API_BASE, CudoAdapter
+from gpuscout.adapters.schema import Fabric, PriceBasis, PriceUnit, RentalTerm
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "cudo"
 NOW = datetime(2024, 6, 1, tzinfo=UTC)

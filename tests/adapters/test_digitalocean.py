@@ -14,9 +14,14 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.digitalocean import SIZES_URL, DigitalOceanAdapter
-from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.base import (
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+)
+from gpuscout.adapters.digitalocean import SIZES_URL, DigitalOceanAdapter
+from gpuscout.adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "digitalocean"
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters import fabrics, get_adapter, registry
-from adapters.fabrics import fabric_fields, fabric_rows, load_fabric_rows
-from adapters.sample import replay_sample
-from adapters.schema import Fabric, Offer
+from gpuscout.adapters import fabrics, get_adapter, registry
+from gpuscout.adapters.fabrics import fabric_fields, fabric_rows, load_fabric_rows
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.adapters.schema import Fabric, Offer
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from adapters.field_coverage import (
+from gpuscout.adapters.field_coverage import (
     ALL_PROVIDERS,
     GROUP_LABELS,
     count_offers,
@@ -19,9 +19,9 @@ from adapters.field_coverage import (
     percent_text,
     total_coverage,
 )
-from adapters.sample import replay_sample
-from adapters.schema import FIELD_GROUPS, Offer
-from db.records import record_json
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.adapters.schema import FIELD_GROUPS, Offer
+from gpuscout.db.records import record_json
 
 T0 = datetime(2025, 3, 3, tzinfo=UTC)
 
@@ -108,6 +108,6 @@ def test_markdown_has_a_row_per_provider_and_all() -> None:
 def test_doctests() -> None:
     import doctest
 
-    from adapters import field_coverage
+    from gpuscout.adapters import field_coverage
 
     assert doctest.testmod(field_coverage).failed == 0

@@ -14,9 +14,14 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.fluidstack import CONFIGURATIONS_URL, FluidStackAdapter
-from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.base import (
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+)
+from gpuscout.adapters.fluidstack import CONFIGURATIONS_URL, FluidStackAdapter
+from gpuscout.adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "fluidstack"
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

@@ -14,9 +14,20 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.gcp import SKUS_URL, GcpAdapter, accelerators, machine_shapes, sku_label
-from adapters.schema import GpuFormFactor, GpuInterconnect, PriceBasis, PriceUnit, RentalTerm
+from gpuscout.adapters.base import (
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+)
+from gpuscout.adapters.gcp import SKUS_URL, GcpAdapter, accelerators, machine_shapes, sku_label
+from gpuscout.adapters.schema import (
+    GpuFormFactor,
+    GpuInterconnect,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gcp"
 NOW = datetime(2026, 1, 2, tzinfo=UTC)
@@ -360,7 +371,7 @@ def test_fetch_follows_page_tokens_with_the_key() -> None:
 
 @respx.mock
 def test_fetch_retries_429_and_5xx(monkeypatch: pytest.MonkeyPatch) -> None:
-    from adapters import base
+    from gpuscout.adapters import base
 
     waits: list[float] = []
 

@@ -7,13 +7,13 @@ from importlib import resources
 
 import pytest
 
-from adapters import gpus
+from gpuscout.adapters import gpus
 
 HEADER = "table,match,becomes,source"
 
 
 def _rows() -> list[dict[str, str]]:
-    text = resources.files("adapters").joinpath("gpu_aliases.csv").read_text("utf-8")
+    text = resources.files("gpuscout.adapters").joinpath("gpu_aliases.csv").read_text("utf-8")
     return list(csv.DictReader(text.splitlines()))
 
 

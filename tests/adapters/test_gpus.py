@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import adapters.gpus as gpus
-from adapters.gpus import (
+import gpuscout.adapters.gpus as gpus
+from gpuscout.adapters.gpus import (
     GpuSpec,
     Precision,
     catalog,
@@ -20,7 +20,7 @@ from adapters.gpus import (
     sold_memory_gb,
     unknown_gpu_names,
 )
-from adapters.schema import GpuFormFactor, Vendor
+from gpuscout.adapters.schema import GpuFormFactor, Vendor
 
 RAW_NAMES = Path(__file__).with_name("gpu_raw_names.csv")
 HOPPER_FAMILIES = {"H100", "H200", "H800", "GH200"}
@@ -83,7 +83,7 @@ def test_sold_memory_is_the_nominal_size_of_the_usable_one(
 
 
 def test_spec_fields_prefer_the_stated_form_factor_and_the_catalog_vendor() -> None:
-    from adapters.schema import GpuFormFactor, Vendor
+    from gpuscout.adapters.schema import GpuFormFactor, Vendor
 
     h100 = gpus.resolve_gpu_name("H100 SXM5 80GB")
     assert gpus.spec_fields(h100) == {

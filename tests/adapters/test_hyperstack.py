@@ -14,7 +14,7 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import (
+from gpuscout.adapters.base import (
     ACCOUNT_PRICE_VARIANT,
     DUPLICATE_REASON,
     MissingCredentials,
@@ -22,8 +22,8 @@ from adapters.base import (
     ResponseFormatError,
     RetryPolicy,
 )
-from adapters.hyperstack import FLAVORS_URL, PRICEBOOK_URL, HyperstackAdapter
-from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.hyperstack import FLAVORS_URL, PRICEBOOK_URL, HyperstackAdapter
+from gpuscout.adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "hyperstack"
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

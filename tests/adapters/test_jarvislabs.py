@@ -14,15 +14,15 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import (
+from gpuscout.adapters.base import (
     DUPLICATE_REASON,
     MissingCredentials,
     ProviderError,
     ResponseFormatError,
     RetryPolicy,
 )
-from adapters.jarvislabs import SERVER_META_URL, JarvisLabsAdapter, instance_gpu_counts
-from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.jarvislabs import SERVER_META_URL, JarvisLabsAdapter, instance_gpu_counts
+from gpuscout.adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "jarvislabs"
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)

@@ -13,9 +13,14 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.lambdalabs import API_URL, IMAGES_URL, LambdaAdapter
-from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.base import (
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+)
+from gpuscout.adapters.lambdalabs import API_URL, IMAGES_URL, LambdaAdapter
+from gpuscout.adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "lambda"
 NOW = datetime(2025, 12, 1, tzinfo=UTC)

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import (
+from gpuscout.adapters.base import (
     DUPLICATE_REASON,
     FAILED_CALLS_KEY,
     AdapterError,
@@ -26,7 +26,7 @@ from adapters.base import (
     RetryPolicy,
     failed_calls_payload,
 )
-from adapters.mithril import (
+from gpuscout.adapters.mithril import (
     INSTANCE_TYPES_URL,
     PRICING_URL,
     QUERY_KEY,
@@ -34,7 +34,14 @@ from adapters.mithril import (
     SPOT_AVAILABILITY_URL,
     MithrilAdapter,
 )
-from adapters.schema import Fabric, GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.schema import (
+    Fabric,
+    GpuFormFactor,
+    PriceBasis,
+    PriceUnit,
+    RentalTerm,
+    Vendor,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mithril"
 NOW = datetime(2026, 10, 1, tzinfo=UTC)

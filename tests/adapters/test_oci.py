@@ -14,9 +14,9 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
-from adapters.oci import PRODUCTS_URL, SHAPES_URL, OciAdapter
-from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm
+from gpuscout.adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from gpuscout.adapters.oci import PRODUCTS_URL, SHAPES_URL, OciAdapter
+from gpuscout.adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "oci"
 NOW = datetime(2026, 1, 2, tzinfo=UTC)

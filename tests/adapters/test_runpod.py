@@ -14,9 +14,9 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
-from adapters.calls import query_payload
-from adapters.runpod import (
+from gpuscout.adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from gpuscout.adapters.calls import query_payload
+from gpuscout.adapters.runpod import (
     BID_VARIANT,
     CATALOG_URL,
     GPU_TYPES_QUERY,
@@ -24,8 +24,8 @@ from adapters.runpod import (
     RunPodAdapter,
     datacenter_country,
 )
-from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
-from adapters.units import power_of_two_counts
+from gpuscout.adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.units import power_of_two_counts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runpod"
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)

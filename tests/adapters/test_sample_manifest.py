@@ -9,8 +9,8 @@ from importlib import resources
 
 import pytest
 
-from adapters.collect import Origin, RunStatus
-from adapters.sample import (
+from gpuscout.adapters.collect import Origin, RunStatus
+from gpuscout.adapters.sample import (
     SAMPLE_NOTE,
     UNKNOWN,
     SampleEntry,
@@ -35,7 +35,9 @@ UNKNOWN_CAPTURE = {
 
 
 def _raw_entries() -> list[dict[str, object]]:
-    text = resources.files("adapters").joinpath("samples", "manifest.toml").read_text("utf-8")
+    text = (
+        resources.files("gpuscout.adapters").joinpath("samples", "manifest.toml").read_text("utf-8")
+    )
     return list(tomllib.loads(text)["sample"])
 
 

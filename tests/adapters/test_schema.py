@@ -9,8 +9,8 @@ from typing import Any
 import pydantic
 import pytest
 
-from adapters import schema
-from adapters.schema import (
+from gpuscout.adapters import schema
+from gpuscout.adapters.schema import (
     FxTable,
     Offer,
     PriceBasis,

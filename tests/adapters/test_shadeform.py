@@ -14,8 +14,13 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.schema import (
+from gpuscout.adapters.base import (
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+)
+from gpuscout.adapters.schema import (
     GpuFormFactor,
     GpuInterconnect,
     PriceBasis,
@@ -23,7 +28,7 @@ from adapters.schema import (
     RentalTerm,
     Vendor,
 )
-from adapters.shadeform import TYPES_URL, ShadeformAdapter
+from gpuscout.adapters.shadeform import TYPES_URL, ShadeformAdapter
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "shadeform"
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

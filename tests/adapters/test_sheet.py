@@ -12,13 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.base import (
+from gpuscout.adapters.base import (
     DUPLICATE_REASON,
     MissingCredentials,
     ProviderError,
     ResponseFormatError,
 )
-from adapters.schema import (
+from gpuscout.adapters.schema import (
     Cooling,
     Fabric,
     GpuFormFactor,
@@ -28,8 +28,8 @@ from adapters.schema import (
     RentalTerm,
     StorageType,
 )
-from adapters.sheet import ILLUSTRATIVE_REASON, SHEET_KEYS, SheetAdapter
-from pricing import Job, rank
+from gpuscout.adapters.sheet import ILLUSTRATIVE_REASON, SHEET_KEYS, SheetAdapter
+from gpuscout.pricing import Job, rank
 
 EXAMPLE = Path(__file__).parents[2] / "adapters" / "samples" / "sheets" / "example_sheet.yaml"
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
@@ -388,7 +388,7 @@ def test_example_autodl_entry_carries_its_stated_data_disk() -> None:
 def test_sheet_quantity_doctests() -> None:
     import doctest
 
-    from adapters import sheet
+    from gpuscout.adapters import sheet
 
     result = doctest.testmod(sheet)
     assert result.attempted >= 2 and result.failed == 0

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters import tables
-from adapters.base import (
+from gpuscout.adapters import tables
+from gpuscout.adapters.base import (
     MissingCredentials,
     ParseResult,
     ResponseFormatError,
@@ -18,11 +18,11 @@ from adapters.base import (
     key_headers,
     payload_list,
 )
-from adapters.digitalocean import DigitalOceanAdapter
-from adapters.schema import OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
-from adapters.shadeform import ShadeformAdapter
-from adapters.tables import data_rows, read_table, region_countries
-from adapters.units import gpu_vendor, lenient_decimal, non_negative, text
+from gpuscout.adapters.digitalocean import DigitalOceanAdapter
+from gpuscout.adapters.schema import OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.shadeform import ShadeformAdapter
+from gpuscout.adapters.tables import data_rows, read_table, region_countries
+from gpuscout.adapters.units import gpu_vendor, lenient_decimal, non_negative, text
 
 
 def test_text() -> None:
@@ -126,9 +126,9 @@ def test_every_data_file_loads_with_a_source_per_row(name: str) -> None:
 
 
 def test_typed_row_reads_each_cell_as_its_field_says() -> None:
-    from adapters.azure import AzureGpuSize
-    from adapters.gcp import Accelerator, MachineShape
-    from adapters.schema import GpuFormFactor, StorageType
+    from gpuscout.adapters.azure import AzureGpuSize
+    from gpuscout.adapters.gcp import Accelerator, MachineShape
+    from gpuscout.adapters.schema import GpuFormFactor, StorageType
 
     row = dict.fromkeys(("cpu_model", "cpu_vendor", "cpu_arch", "cpu_source"), "")
     row |= {"vcpus": "36", "ram": "440", "ram_unit": "GiB", "temp_disk_gib": "720"}

@@ -16,7 +16,7 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import (
+from gpuscout.adapters.base import (
     ACCOUNT_PRICE_VARIANT,
     DUPLICATE_REASON,
     FAILED_CALLS_KEY,
@@ -27,9 +27,9 @@ from adapters.base import (
     RetryPolicy,
     failed_calls_payload,
 )
-from adapters.gpus import get_gpu, resolve_gpu_name
-from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
-from adapters.tencent import (
+from gpuscout.adapters.gpus import get_gpu, resolve_gpu_name
+from gpuscout.adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.tencent import (
     API_HOST,
     GPU_REGIONS,
     GpuFamily,
@@ -213,7 +213,7 @@ def test_an_international_account_prices_in_usd() -> None:
 
 
 def test_the_currency_setting_reaches_the_adapter() -> None:
-    from service.settings import Settings
+    from gpuscout.service.settings import Settings
 
     settings = Settings(_env_file=None, tencent_currency="USD")  # type: ignore[call-arg]
     assert settings.provider_credentials()["tencent_currency"] == "USD"

@@ -14,11 +14,16 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
-from adapters.tables import country_code, data_rows
-from adapters.tensordock import API_URL, TensorDockAdapter, iso_country
-from adapters.units import power_of_two_counts
+from gpuscout.adapters.base import (
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+)
+from gpuscout.adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.tables import country_code, data_rows
+from gpuscout.adapters.tensordock import API_URL, TensorDockAdapter, iso_country
+from gpuscout.adapters.units import power_of_two_counts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tensordock"
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from adapters import units
-from adapters.units import gpu_share, price_or_reason, size_text_to_gb
+from gpuscout.adapters import units
+from gpuscout.adapters.units import gpu_share, price_or_reason, size_text_to_gb
 
 
 def test_docstring_examples_hold() -> None:

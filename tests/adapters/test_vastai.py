@@ -15,9 +15,9 @@ import httpx
 import pytest
 import respx
 
-from adapters.base import DUPLICATE_REASON, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
-from adapters.vastai import BUNDLES_URL, SEARCH_LIMIT, VastAiAdapter
+from gpuscout.adapters.base import DUPLICATE_REASON, ProviderError, ResponseFormatError, RetryPolicy
+from gpuscout.adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm, Vendor
+from gpuscout.adapters.vastai import BUNDLES_URL, SEARCH_LIMIT, VastAiAdapter
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vastai"
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
@@ -166,7 +166,7 @@ def test_same_machine_twice_is_one_offer() -> None:
 
 def test_the_shipped_sample_is_the_capture_in_the_live_envelope() -> None:
     # adapters/samples replays through parse: it must be what fetch returns, not the CLI list
-    sample = resources.files("adapters").joinpath(
+    sample = resources.files("gpuscout.adapters").joinpath(
         "samples", "vastai", "bundles_rtx4090_2024.cli_raw_in_envelope.json"
     )
     assert json.loads(sample.read_text("utf-8")) == cli_capture()
@@ -328,6 +328,6 @@ def test_invalid_key_404_is_a_provider_error() -> None:
 def test_doctests() -> None:
     import doctest
 
-    from adapters import vastai
+    from gpuscout.adapters import vastai
 
     assert doctest.testmod(vastai).failed == 0

@@ -13,11 +13,16 @@ import httpx
 import pytest
 import respx
 
-import adapters
-from adapters.base import MissingCredentials, ProviderError, ResponseFormatError, RetryPolicy
-from adapters.sample import sample_entries
-from adapters.schema import PriceBasis, PriceUnit, RentalTerm, StorageType
-from adapters.verda import API_BASE, VerdaAdapter
+import gpuscout.adapters
+from gpuscout.adapters.base import (
+    MissingCredentials,
+    ProviderError,
+    ResponseFormatError,
+    RetryPolicy,
+)
+from gpuscout.adapters.sample import sample_entries
+from gpuscout.adapters.schema import PriceBasis, PriceUnit, RentalTerm, StorageType
+from gpuscout.adapters.verda import API_BASE, VerdaAdapter
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "verda"
 NOW = datetime(2025, 10, 1, tzinfo=UTC)
@@ -217,7 +222,7 @@ def test_the_offline_sample_is_what_fetch_returns() -> None:
     """The sample's files decode to the payloads fetch returns; only the on-demand
     availability is not recorded (its offers stay unplaced, ``available_now=None``)."""
     [entry] = [e for e in sample_entries() if e.provider == "verda"]
-    samples = Path(adapters.__file__).parent / "samples"
+    samples = Path(gpuscout.adapters.__file__).parent / "samples"
     types, locations, spot = [adapter().decode((samples / f).read_bytes(), f) for f in entry.files]
     respx.get(f"{API_BASE}/instance-availability", params={"isSpot": "true"}).mock(
         return_value=httpx.Response(200, json=spot["availabilities"])

@@ -14,12 +14,12 @@ import httpx
 import pytest
 import respx
 
-import adapters
-from adapters.base import ProviderError, ResponseFormatError, RetryPolicy
-from adapters.sample import sample_entries
-from adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType
-from adapters.tables import data_rows
-from adapters.vultr import METAL_URL, PLANS_URL, VultrAdapter, card_memory_gb
+import gpuscout.adapters
+from gpuscout.adapters.base import ProviderError, ResponseFormatError, RetryPolicy
+from gpuscout.adapters.sample import sample_entries
+from gpuscout.adapters.schema import GpuFormFactor, PriceBasis, PriceUnit, RentalTerm, StorageType
+from gpuscout.adapters.tables import data_rows
+from gpuscout.adapters.vultr import METAL_URL, PLANS_URL, VultrAdapter, card_memory_gb
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vultr"
 NOW = datetime(2026, 1, 2, tzinfo=UTC)
@@ -204,7 +204,7 @@ def fetch(adapter: VultrAdapter) -> list[Any]:
 def test_the_offline_sample_is_what_fetch_returns() -> None:
     """The sample replays the live path: fetch hands parse exactly the sample's payloads."""
     [entry] = [e for e in sample_entries() if e.provider == "vultr"]
-    samples = Path(adapters.__file__).parent / "samples"
+    samples = Path(gpuscout.adapters.__file__).parent / "samples"
     recorded = [json.loads((samples / f).read_text()) for f in entry.files]
     respx.get(PLANS_URL).mock(return_value=httpx.Response(200, json=recorded[0]))
     respx.get(METAL_URL).mock(return_value=httpx.Response(200, json=recorded[1]))
@@ -232,7 +232,7 @@ def test_fetch_follows_cursors_and_sends_an_optional_key() -> None:
 
 @respx.mock
 def test_fetch_without_key_and_with_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    from adapters import base
+    from gpuscout.adapters import base
 
     waits: list[float] = []
 
@@ -322,9 +322,9 @@ def test_no_deployable_term_or_bad_location_cost_is_a_skip() -> None:
 def test_bare_metal_month_is_capped_at_672_hours() -> None:
     """The issue's 8x H100 bare-metal plan (gpuhunt's verbatim capture): $23.92/h, billed at
     most $16,074.24 = 672 h a month; ranked, a 730 h job costs the monthly price."""
-    from pricing.job import Job
-    from pricing.rank import RankOptions, rank
-    from pricing.requirement import Requirement
+    from gpuscout.pricing.job import Job
+    from gpuscout.pricing.rank import RankOptions, rank
+    from gpuscout.pricing.requirement import Requirement
 
     result = parse(load("plans_metal.gpuhunt_fixture.verbatim.json"))
     h100 = by_key(result)[("vbm-112c-2048gb-8-h100-gpu", "sea", RentalTerm.ON_DEMAND)]

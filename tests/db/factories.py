@@ -9,10 +9,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from adapters.collect import ProviderRun, RunStatus
-from adapters.schema import Offer, default_fx
-from db.current import CurrentState, load_current_offers
-from db.models import PriceHistory, Snapshot, SnapshotProvider
+from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.adapters.schema import Offer, default_fx
+from gpuscout.db.current import CurrentState, load_current_offers
+from gpuscout.db.models import PriceHistory, Snapshot, SnapshotProvider
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)  # a Monday noon
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from adapters.sample import replay_sample
-from db.engine import make_engine
-from db.locks import job_lock
-from db.migrate import upgrade
-from service.cli import app
-from service.commands import providers as providers_command
-from service.settings import get_settings
-from service.snapshots import SNAPSHOT_LOCK
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.db.engine import make_engine
+from gpuscout.db.locks import job_lock
+from gpuscout.db.migrate import upgrade
+from gpuscout.service.cli import app
+from gpuscout.service.commands import providers as providers_command
+from gpuscout.service.settings import get_settings
+from gpuscout.service.snapshots import SNAPSHOT_LOCK
 
 from .factories import current
 
@@ -121,8 +121,8 @@ def test_history_of_the_sample_starts_when_stored_and_says_sample(
     database's history of today only, and the table's note and the chart say "sample"."""
     from datetime import UTC, datetime
 
-    from db.history import SAMPLE_DAYS_NOTE
-    from service.commands import db as db_commands
+    from gpuscout.db.history import SAMPLE_DAYS_NOTE
+    from gpuscout.service.commands import db as db_commands
 
     assert runner.invoke(app, ["snapshot", "--sample"]).exit_code == 0
     titles: list[str] = []
@@ -181,7 +181,7 @@ def test_db_upgrade_runs_from_any_directory(fresh_env: str, tmp_path: Path) -> N
     env.pop("GPUSCOUT_DATABASE_URL", None)
     command = ["db", "upgrade", "--url", fresh_env]
     done = subprocess.run(
-        [sys.executable, "-c", "from service.cli import main; main()", *command],
+        [sys.executable, "-c", "from gpuscout.service.cli import main; main()", *command],
         cwd=tmp_path,
         env=env,
         capture_output=True,

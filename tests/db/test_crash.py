@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from polars.testing import assert_frame_equal
 from sqlalchemy.engine import Engine
 
-from db.models import Snapshot
-from db.snapshots import store_snapshot
+from gpuscout.db.models import Snapshot
+from gpuscout.db.snapshots import store_snapshot
 
 from .factories import T0, at, current, offer, ok
 
@@ -25,8 +25,8 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from db import snapshots
-    from db.engine import make_engine
+    from gpuscout.db import snapshots
+    from gpuscout.db.engine import make_engine
     from tests.db.factories import at, offer, ok
 
     url, marker = sys.argv[1], Path(sys.argv[2])

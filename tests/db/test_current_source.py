@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from db.snapshots import store_snapshot
-from service.current import load_current
-from service.settings import Settings
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.service.current import load_current
+from gpuscout.service.settings import Settings
 
 from .factories import T0, at, failed, offer, ok
 
@@ -41,7 +41,7 @@ def test_a_database_behind_the_migrations_says_to_upgrade(db_url: str, tmp_path:
     """Read before ``db upgrade``, a database of an older revision is one clear error."""
     from alembic.util.exc import CommandError
 
-    from db.migrate import upgrade
+    from gpuscout.db.migrate import upgrade
 
     upgrade(db_url, "0004")
     settings = Settings(data_dir=tmp_path, database_url=db_url)
@@ -53,7 +53,7 @@ def test_field_coverage_of_stored_offers_is_that_of_the_offers(
     engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     """Counted from the stored records (``None`` fields left out), when first asked."""
-    from adapters.field_coverage import count_offers
+    from gpuscout.adapters.field_coverage import count_offers
 
     offers = [
         offer("alpha", "o1", cuda_version="12.4", os_images=("Ubuntu 22.04",)),
@@ -78,8 +78,8 @@ def test_the_sample_shown_for_a_database_without_offers_tells_its_failed_attempt
 ) -> None:
     """Every live fetch failed or was skipped (no network): the sample is shown, but each
     attempted provider's outcome is its latest attempt's, never the sample's own "ok"."""
-    from adapters.run import Origin
-    from db.state import Outcome
+    from gpuscout.adapters.run import Origin
+    from gpuscout.db.state import Outcome
 
     from .factories import skipped
 
@@ -114,7 +114,7 @@ def test_the_sample_shown_for_a_database_without_offers_tells_its_failed_attempt
 def test_a_live_answer_of_no_offers_leaves_out_that_providers_sample(
     engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
-    from db.state import Outcome
+    from gpuscout.db.state import Outcome
 
     store_snapshot(engine, [ok("vultr", []), failed("aws")], started_at=T0, finished_at=T0)
     settings = Settings(data_dir=tmp_path, database_url=db_url)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from db.engine import driver_rows, make_engine, select_rows, sqlite_url
-from db.types import ExactDecimal, UtcDateTime
+from gpuscout.db.engine import driver_rows, make_engine, select_rows, sqlite_url
+from gpuscout.db.types import ExactDecimal, UtcDateTime
 
 _ROWS = [
     (3, "c", '{"name":"line\\nbreak, \\"quoted\\", ümlaut"}', None),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from db.head import HEAD_REVISION, sqlite_at_head, sqlite_file
-from db.migrate import upgrade
+from gpuscout.db.head import HEAD_REVISION, sqlite_at_head, sqlite_file
+from gpuscout.db.migrate import upgrade
 
 
 def test_a_migrated_file_is_at_head_and_anything_else_is_not(tmp_path: Path) -> None:

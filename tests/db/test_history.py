@@ -8,8 +8,8 @@ import pytest
 from polars.testing import assert_frame_equal
 from sqlalchemy.engine import Engine
 
-from db.history import INDEX_SCHEMA, daily_index, week_over_week
-from db.snapshots import store_snapshot
+from gpuscout.db.history import INDEX_SCHEMA, daily_index, week_over_week
+from gpuscout.db.snapshots import store_snapshot
 
 from .factories import at, offer, ok
 

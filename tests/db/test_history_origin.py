@@ -10,20 +10,20 @@ from datetime import UTC, date, datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from adapters.collect import Origin, ProviderRun
-from adapters.sample import SAMPLE_NOTE
-from db.engine import make_engine
-from db.history import (
+from gpuscout.adapters.collect import Origin, ProviderRun
+from gpuscout.adapters.sample import SAMPLE_NOTE
+from gpuscout.db.engine import make_engine
+from gpuscout.db.history import (
     SAMPLE_DAYS_NOTE,
     daily_index,
     index_label,
     offer_price_history,
     points_label,
 )
-from db.migrate import upgrade
-from db.models import PriceHistory
-from db.snapshots import store_snapshot
-from db.types import UtcDateTime
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.models import PriceHistory
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.db.types import UtcDateTime
 
 from .factories import T0, at, offer, ok
 

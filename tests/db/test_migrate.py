@@ -12,9 +12,9 @@ from alembic.runtime.migration import MigrationContext
 from alembic.util.exc import CommandError
 from sqlalchemy.exc import OperationalError
 
-from db import migrate
-from db.engine import make_engine, sqlite_url
-from db.migrate import (
+from gpuscout.db import migrate
+from gpuscout.db.engine import make_engine, sqlite_url
+from gpuscout.db.migrate import (
     HEAD_REVISION,
     at_head,
     current_revision,
@@ -149,7 +149,7 @@ def test_a_start_at_head_imports_no_alembic(tmp_path: Path) -> None:
     url = sqlite_url(tmp_path / "gpuscout.db")
     upgrade(url)
     code = (
-        "import sys\nfrom db.migrate import upgrade_if_behind\n"
+        "import sys\nfrom gpuscout.db.migrate import upgrade_if_behind\n"
         f"assert upgrade_if_behind({url!r}) is False\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))"
     )

@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from adapters.collect import Origin, ProviderRun
-from adapters.sample import SAMPLE_NOTE
-from db.engine import make_engine
-from db.migrate import upgrade
-from db.models import Snapshot, SnapshotProvider
-from db.snapshots import store_snapshot
-from db.types import UtcDateTime
+from gpuscout.adapters.collect import Origin, ProviderRun
+from gpuscout.adapters.sample import SAMPLE_NOTE
+from gpuscout.db.engine import make_engine
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.models import Snapshot, SnapshotProvider
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.db.types import UtcDateTime
 
 from .factories import T0, at, current, failed, offer, ok
 

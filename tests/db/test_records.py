@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from adapters.collect import RunStatus
-from adapters.sample import replay_sample
-from adapters.schema import Offer
-from db.records import hash64, hash64s, record_json, record_jsons
+from gpuscout.adapters.collect import RunStatus
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.adapters.schema import Offer
+from gpuscout.db.records import hash64, hash64s, record_json, record_jsons
 
 from .factories import offer
 
@@ -109,7 +109,7 @@ def _every_field_set() -> Offer:
 
 
 def test_records_of_every_field_and_the_sample_equal_the_models_serialiser() -> None:
-    """The batch serialises field dicts with enums typed as text (db.records._RecordDict):
+    """The batch serialises field dicts with enums typed as text (gpuscout.db.records._RecordDict):
     every field and enum is written as the model's own serialiser writes it."""
     full = _every_field_set()
     assert all(value is not None for value in full.__dict__.values())

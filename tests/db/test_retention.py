@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from db.history import offer_price_history
-from db.retention import prune
-from db.snapshots import store_snapshot
+from gpuscout.db.history import offer_price_history
+from gpuscout.db.retention import prune
+from gpuscout.db.snapshots import store_snapshot
 
 from .factories import at, counts, offer, ok
 

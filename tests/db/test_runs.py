@@ -11,8 +11,15 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.engine import Engine
 
-from db.locks import job_lock, periodic
-from db.runs import abort_left_running, beat, finish_run, recent_runs, run_holder, start_run
+from gpuscout.db.locks import job_lock, periodic
+from gpuscout.db.runs import (
+    abort_left_running,
+    beat,
+    finish_run,
+    recent_runs,
+    run_holder,
+    start_run,
+)
 
 from .factories import at
 

@@ -11,11 +11,11 @@ import pytest
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
-from db.locks import job_lock
-from service.digest.schedule import DIGEST_JOB_ID
-from service.scheduler import SNAPSHOT_JOB_ID, build_scheduler, run_snapshot_job
-from service.settings import Settings
-from service.snapshots import SNAPSHOT_LOCK
+from gpuscout.db.locks import job_lock
+from gpuscout.service.digest.schedule import DIGEST_JOB_ID
+from gpuscout.service.scheduler import SNAPSHOT_JOB_ID, build_scheduler, run_snapshot_job
+from gpuscout.service.settings import Settings
+from gpuscout.service.snapshots import SNAPSHOT_LOCK
 
 from .factories import current, offer, ok
 

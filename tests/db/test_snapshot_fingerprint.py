@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.engine import Engine
 
-from db import snapshots
-from db.snapshots import _Encoded, _Fingerprint, store_snapshot
+from gpuscout.db import snapshots
+from gpuscout.db.snapshots import _Encoded, _Fingerprint, store_snapshot
 
 from .factories import T0, at, current, offer, ok
 

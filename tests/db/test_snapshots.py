@@ -8,17 +8,17 @@ import sqlalchemy as sa
 from polars.testing import assert_frame_equal
 from sqlalchemy.engine import Engine
 
-from adapters.base import SkippedRecord
-from adapters.collect import RunStatus
-from adapters.schema import FxTable
-from db import snapshots
-from db.current import Outcome
-from db.guard import SUSPECT_PREFIX, OfferGuard
-from db.history import offer_price_history
-from db.models import PriceHistory, Snapshot, SnapshotProvider
-from db.snapshots import store_snapshot
-from pricing.frame import offers_to_frame
-from pricing.model_rows import ByModel
+from gpuscout.adapters.base import SkippedRecord
+from gpuscout.adapters.collect import RunStatus
+from gpuscout.adapters.schema import FxTable
+from gpuscout.db import snapshots
+from gpuscout.db.current import Outcome
+from gpuscout.db.guard import SUSPECT_PREFIX, OfferGuard
+from gpuscout.db.history import offer_price_history
+from gpuscout.db.models import PriceHistory, Snapshot, SnapshotProvider
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.pricing.frame import offers_to_frame
+from gpuscout.pricing.model_rows import ByModel
 
 from .factories import T0, at, current, failed, offer, ok, skipped
 

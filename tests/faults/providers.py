@@ -26,7 +26,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from adapters.base import Adapter
+from gpuscout.adapters.base import Adapter
 
 from .server import Fault, Request
 

@@ -17,12 +17,12 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from db.engine import make_engine
-from db.migrate import upgrade
-from db.models import SnapshotRun
-from service.cli import app
-from service.settings import Settings, get_settings
-from service.snapshots import SnapshotLocked, SnapshotResult, take_snapshot
+from gpuscout.db.engine import make_engine
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.models import SnapshotRun
+from gpuscout.service.cli import app
+from gpuscout.service.settings import Settings, get_settings
+from gpuscout.service.snapshots import SnapshotLocked, SnapshotResult, take_snapshot
 
 from .providers import PROVIDERS
 from .server import FakeServer, Fault, running_server
@@ -67,7 +67,14 @@ def test_a_killed_snapshot_blocks_the_next_one_briefly_and_is_reported_aborted(
         "GPUSCOUT_PROVIDER_DEADLINE_S": "300",
     }
     child = subprocess.Popen(
-        [sys.executable, "-c", "from service.cli import main; main()", "snapshot", "-p", "lambda"],
+        [
+            sys.executable,
+            "-c",
+            "from gpuscout.service.cli import main; main()",
+            "snapshot",
+            "-p",
+            "lambda",
+        ],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from adapters import registry
-from adapters.collect import ProviderRun, RunStatus
-from db.engine import make_engine, sqlite_url
-from db.models import SnapshotProvider
-from service.settings import Settings
-from service.snapshots import SnapshotResult, build_adapters, fetch_adapters, take_snapshot
+from gpuscout.adapters import registry
+from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.db.engine import make_engine, sqlite_url
+from gpuscout.db.models import SnapshotProvider
+from gpuscout.service.settings import Settings
+from gpuscout.service.snapshots import SnapshotResult, build_adapters, fetch_adapters, take_snapshot
 from tests.db.factories import current
 
 from .providers import PROVIDERS

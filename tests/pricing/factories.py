@@ -9,9 +9,9 @@ from typing import Any
 
 import polars as pl
 
-from adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
-from pricing.frame import offers_to_frame
-from pricing.rank import RankOptions
+from gpuscout.adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
+from gpuscout.pricing.frame import offers_to_frame
+from gpuscout.pricing.rank import RankOptions
 
 #: The instant every test ranks at.
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)

@@ -12,14 +12,14 @@ from typing import Any
 import polars as pl
 import pytest
 
-from adapters.cudo import CudoAdapter
-from adapters.runpod import RunPodAdapter
-from adapters.sample import replay_sample
-from adapters.schema import Offer, RentalTerm
-from adapters.tensordock import TensorDockAdapter
-from adapters.vastai import VastAiAdapter
-from pricing import Job, RankOptions, Requirement, rank
-from pricing.rank import costed_plan
+from gpuscout.adapters.cudo import CudoAdapter
+from gpuscout.adapters.runpod import RunPodAdapter
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.adapters.schema import Offer, RentalTerm
+from gpuscout.adapters.tensordock import TensorDockAdapter
+from gpuscout.adapters.vastai import VastAiAdapter
+from gpuscout.pricing import Job, RankOptions, Requirement, rank
+from gpuscout.pricing.rank import costed_plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NOW = datetime(2026, 7, 1, tzinfo=UTC)

@@ -7,11 +7,11 @@ from decimal import Decimal
 
 import polars as pl
 
-from adapters.collect import RunStatus
-from adapters.gpus import Precision
-from adapters.sample import replay_sample
-from pricing import RankOptions, Requirement, offers_to_frame, rank
-from pricing.coverage import (
+from gpuscout.adapters.collect import RunStatus
+from gpuscout.adapters.gpus import Precision
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.pricing import RankOptions, Requirement, offers_to_frame, rank
+from gpuscout.pricing.coverage import (
     NO_FIGURE,
     NOT_IN_CATALOG,
     UNIDENTIFIED,
@@ -20,8 +20,8 @@ from pricing.coverage import (
     left_out_note,
     left_out_plan,
 )
-from pricing.expressions import peak_tflops
-from pricing.frame import catalog_frame
+from gpuscout.pricing.expressions import peak_tflops
+from gpuscout.pricing.frame import catalog_frame
 
 from .factories import NOW, make_offer
 

@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from adapters.schema import RentalTerm
-from pricing import Job, rank
-from pricing.display import (
+from gpuscout.adapters.schema import RentalTerm
+from gpuscout.pricing import Job, rank
+from gpuscout.pricing.display import (
     DECIMALS,
     INTERNAL_COLUMNS,
     age_text,
@@ -19,8 +19,8 @@ from pricing.display import (
     figure_text,
     for_display,
 )
-from pricing.frame import offers_to_frame
-from pricing.rank import rank_page
+from gpuscout.pricing.frame import offers_to_frame
+from gpuscout.pricing.rank import rank_page
 
 from .factories import AT_NOW, make_offer
 

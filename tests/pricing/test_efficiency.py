@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pricing import catalog_frame, default_efficiency
-from pricing.efficiency import Scaling
+from gpuscout.pricing import catalog_frame, default_efficiency
+from gpuscout.pricing.efficiency import Scaling
 
 
 def test_defaults_load_with_sources() -> None:

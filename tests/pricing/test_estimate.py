@@ -7,11 +7,11 @@ from typing import NamedTuple
 
 import pytest
 
-from adapters.schema import Fabric, RentalTerm
-from pricing import estimate
-from pricing.coverage import Unrankable
-from pricing.estimate import EstimateInputError
-from pricing.frame import offers_to_frame
+from gpuscout.adapters.schema import Fabric, RentalTerm
+from gpuscout.pricing import estimate
+from gpuscout.pricing.coverage import Unrankable
+from gpuscout.pricing.estimate import EstimateInputError
+from gpuscout.pricing.frame import offers_to_frame
 
 from .factories import NOW, make_offer
 
@@ -306,7 +306,7 @@ def test_one_node_crosses_no_fabric() -> None:
 
 
 def test_no_peak_is_said_only_when_true() -> None:
-    from adapters.gpus import Precision, catalog
+    from gpuscout.adapters.gpus import Precision, catalog
 
     spec, precision = next((s, p) for s in catalog() for p in Precision if s.figure(p) is None)
     with pytest.raises(EstimateInputError, match="no published peak") as info:

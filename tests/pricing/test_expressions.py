@@ -9,12 +9,12 @@ import polars as pl
 import pytest
 from polars.testing import assert_series_equal
 
-from adapters.gpus import Precision
-from pricing import expressions as ex
-from pricing.efficiency import default_efficiency
-from pricing.frame import FABRIC_DTYPE, FORM_FACTOR_DTYPE, INTERCONNECT_DTYPE, TERM_DTYPE
-from pricing.job import Job
-from pricing.requirement import Requirement
+from gpuscout.adapters.gpus import Precision
+from gpuscout.pricing import expressions as ex
+from gpuscout.pricing.efficiency import default_efficiency
+from gpuscout.pricing.frame import FABRIC_DTYPE, FORM_FACTOR_DTYPE, INTERCONNECT_DTYPE, TERM_DTYPE
+from gpuscout.pricing.job import Job
+from gpuscout.pricing.requirement import Requirement
 
 
 def _eval(frame: dict[str, list[object]], expr: pl.Expr, schema=None) -> list[object]:

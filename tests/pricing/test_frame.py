@@ -14,10 +14,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from adapters.collect import RunStatus
-from adapters.gpus import catalog
-from adapters.sample import replay_sample
-from adapters.schema import (
+from gpuscout.adapters.collect import RunStatus
+from gpuscout.adapters.gpus import catalog
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.adapters.schema import (
     Cooling,
     Fabric,
     FxTable,
@@ -32,9 +32,9 @@ from adapters.schema import (
     default_fx,
     fx_context,
 )
-from db.records import record_jsons
-from pricing.efficiency import default_efficiency
-from pricing.frame import (
+from gpuscout.db.records import record_jsons
+from gpuscout.pricing.efficiency import default_efficiency
+from gpuscout.pricing.frame import (
     ENUM_COLUMNS,
     FABRIC_DTYPE,
     FORM_FACTOR_DTYPE,
@@ -46,11 +46,11 @@ from pricing.frame import (
     offers_to_frame,
     records_to_frame,
 )
-from pricing.offer_facts import FACT_COLUMNS
+from gpuscout.pricing.offer_facts import FACT_COLUMNS
 
 from .factories import make_offer
 
-frame_module = importlib.import_module("pricing.frame")
+frame_module = importlib.import_module("gpuscout.pricing.frame")
 
 
 def test_one_row_per_offer_exact_price_and_config_id() -> None:
@@ -333,7 +333,7 @@ def test_held_lightly_keeps_every_value_and_dtype_and_leaves_a_full_frame_as_it_
 _LIGHT_CODE = """
 import io
 import polars as pl
-from pricing.frame import held_lightly
+from gpuscout.pricing.frame import held_lightly
 
 def anonymous_mb():
     with open("/proc/self/smaps_rollup") as rollup:

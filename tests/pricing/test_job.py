@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pricing import Job, JobKind
+from gpuscout.pricing import Job, JobKind
 
 
 def test_kinds() -> None:

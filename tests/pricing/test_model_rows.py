@@ -8,12 +8,12 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from adapters.gpus import Precision
-from adapters.schema import RentalTerm
-from pricing import Job, RankOptions, Requirement, rank
-from pricing.frame import OFFER_ROW, most_rows_per_configuration, offers_to_frame
-from pricing.model_rows import LAYOUT, ByModel, in_model_runs
-from pricing.rank import rank_page, rank_plan
+from gpuscout.adapters.gpus import Precision
+from gpuscout.adapters.schema import RentalTerm
+from gpuscout.pricing import Job, RankOptions, Requirement, rank
+from gpuscout.pricing.frame import OFFER_ROW, most_rows_per_configuration, offers_to_frame
+from gpuscout.pricing.model_rows import LAYOUT, ByModel, in_model_runs
+from gpuscout.pricing.rank import rank_page, rank_plan
 
 from .factories import NOW, make_offer, mixed_frame
 

@@ -6,10 +6,10 @@ from decimal import Decimal
 
 import pytest
 
-from adapters import provider_names
-from pricing import Requirement
-from pricing.frame import offers_to_frame
-from pricing.names import (
+from gpuscout.adapters import provider_names
+from gpuscout.pricing import Requirement
+from gpuscout.pricing.frame import offers_to_frame
+from gpuscout.pricing.names import (
     UnknownName,
     check_providers,
     did_you_mean,

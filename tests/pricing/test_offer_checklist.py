@@ -6,13 +6,13 @@ from decimal import Decimal
 
 import polars as pl
 
-from adapters.schema import FIELD_GROUPS, Cooling, Fabric, StorageType
-from pricing.checklist import CHECKLIST, SEED_SERVER, checklist_requirement
-from pricing.expressions import qualifies
-from pricing.frame import OFFER_SCHEMA, offers_to_frame
-from pricing.offer_checklist import Checklist, Status, checklists, counts_frame, summaries
-from pricing.rank import rank_page
-from pricing.requirement import PRESETS, Requirement, preset
+from gpuscout.adapters.schema import FIELD_GROUPS, Cooling, Fabric, StorageType
+from gpuscout.pricing.checklist import CHECKLIST, SEED_SERVER, checklist_requirement
+from gpuscout.pricing.expressions import qualifies
+from gpuscout.pricing.frame import OFFER_SCHEMA, offers_to_frame
+from gpuscout.pricing.offer_checklist import Checklist, Status, checklists, counts_frame, summaries
+from gpuscout.pricing.rank import rank_page
+from gpuscout.pricing.requirement import PRESETS, Requirement, preset
 
 from .factories import AT_NOW, NOW, make_offer
 
@@ -169,7 +169,7 @@ def test_summaries_of_ranked_rows_match_the_checklists() -> None:
 
 
 def test_the_binding_note_names_the_checklist_items_the_closest_offers_miss() -> None:
-    from pricing.coverage import binding_note
+    from gpuscout.pricing.coverage import binding_note
 
     near = make_offer(
         **{**SEED_FIELDS, "chassis_form_factor": "2U", "backup_service": False, "offer_id": "near"}

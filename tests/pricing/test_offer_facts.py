@@ -7,11 +7,11 @@ from decimal import Decimal
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from adapters.schema import RentalTerm
-from pricing import Job, RankOptions, Requirement, offers_to_frame, rank
-from pricing.expressions import TERM_WORDS
-from pricing.offer_facts import FACT_COLUMNS, has_offer_facts, with_offer_facts
-from pricing.rank import rank_page
+from gpuscout.adapters.schema import RentalTerm
+from gpuscout.pricing import Job, RankOptions, Requirement, offers_to_frame, rank
+from gpuscout.pricing.expressions import TERM_WORDS
+from gpuscout.pricing.offer_facts import FACT_COLUMNS, has_offer_facts, with_offer_facts
+from gpuscout.pricing.rank import rank_page
 
 from .factories import NOW, make_offer
 

@@ -10,11 +10,11 @@ from decimal import Decimal
 import polars as pl
 import pytest
 
-from adapters.schema import Fabric, GpuFormFactor, GpuInterconnect, Offer, RentalTerm
-from pricing import Job, Requirement, offers_to_frame, rank
-from pricing import expressions as ex
-from pricing.coverage import UNIDENTIFIED, left_out, left_out_note, misfits
-from pricing.rank import placement_plan
+from gpuscout.adapters.schema import Fabric, GpuFormFactor, GpuInterconnect, Offer, RentalTerm
+from gpuscout.pricing import Job, Requirement, offers_to_frame, rank
+from gpuscout.pricing import expressions as ex
+from gpuscout.pricing.coverage import UNIDENTIFIED, left_out, left_out_note, misfits
+from gpuscout.pricing.rank import placement_plan
 
 from .factories import AT_NOW, NOW, make_offer
 

@@ -11,20 +11,20 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from adapters.gpus import Precision
-from adapters.sample import replay_sample
-from adapters.schema import Fabric, Offer, PriceBasis, PriceUnit, RentalTerm
-from pricing import RESULT_COLUMNS, Job, RankOptions, Requirement, offers_to_frame, rank
-from pricing import expressions as ex
-from pricing.efficiency import default_efficiency
-from pricing.offer_facts import with_offer_facts
-from pricing.rank import KEY, costed_plan, placement_plan, rank_page
-from pricing.unplaced import unplaced_configurations
+from gpuscout.adapters.gpus import Precision
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.adapters.schema import Fabric, Offer, PriceBasis, PriceUnit, RentalTerm
+from gpuscout.pricing import RESULT_COLUMNS, Job, RankOptions, Requirement, offers_to_frame, rank
+from gpuscout.pricing import expressions as ex
+from gpuscout.pricing.efficiency import default_efficiency
+from gpuscout.pricing.offer_facts import with_offer_facts
+from gpuscout.pricing.rank import KEY, costed_plan, placement_plan, rank_page
+from gpuscout.pricing.unplaced import unplaced_configurations
 
 from .factories import AT_NOW, NOW, make_offer
 
 #: The module itself: the package attribute ``pricing.rank`` is the function.
-rank_module = importlib.import_module("pricing.rank")
+rank_module = importlib.import_module("gpuscout.pricing.rank")
 
 ON_DEMAND = make_offer(price_amount=Decimal("2"), gpu_count=1, offer_id="1x")
 MONTHLY = make_offer(

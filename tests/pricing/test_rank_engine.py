@@ -1,5 +1,5 @@
-"""The engine rank collects with and the optimisations it plans with (pricing.rank.engine_for
-and optimizations_for, chosen by measurement) answer exactly as the others do, at every
+"""The engine rank collects with and the optimisations it plans with (pricing.rank.engine_for and
+optimizations_for, chosen by measurement) answer exactly as the others do, at every
 frame size, on both shapes of the chain."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from pricing import Job, RankOptions, Requirement, offers_to_frame, rank
-from pricing import expressions as ex
-from pricing.model_rows import ByModel
-from pricing.rank import (
+from gpuscout.pricing import Job, RankOptions, Requirement, offers_to_frame, rank
+from gpuscout.pricing import expressions as ex
+from gpuscout.pricing.model_rows import ByModel
+from gpuscout.pricing.rank import (
     STREAMING_MIN_ROWS,
     SUBEXPRESSIONS_MIN_ROWS,
     engine_for,
@@ -27,7 +27,7 @@ from pricing.rank import (
 from .factories import NOW, make_offer
 from .test_rank import _random_frame
 
-rank_module = importlib.import_module("pricing.rank")
+rank_module = importlib.import_module("gpuscout.pricing.rank")
 
 
 def test_the_engine_follows_the_measured_rule() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import polars as pl
 import pytest
 
-from pricing import readings
+from gpuscout.pricing import readings
 
 
 def _read(reading: Callable[[pl.Expr], pl.Expr], values: list[str | None]) -> list[object]:

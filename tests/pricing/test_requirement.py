@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from adapters.schema import RentalTerm
-from pricing import PRESETS, Requirement, preset
+from gpuscout.adapters.schema import RentalTerm
+from gpuscout.pricing import PRESETS, Requirement, preset
 
 
 def test_every_preset_validates() -> None:

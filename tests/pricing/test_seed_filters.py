@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 
-from adapters.schema import Offer
-from pricing.expressions import qualifies
-from pricing.frame import offers_to_frame
-from pricing.requirement import Requirement
+from gpuscout.adapters.schema import Offer
+from gpuscout.pricing.expressions import qualifies
+from gpuscout.pricing.frame import offers_to_frame
+from gpuscout.pricing.requirement import Requirement
 
 from .factories import NOW, make_offer
 

@@ -11,12 +11,12 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from pricing import Job, RankOptions, Requirement
-from pricing import expressions as ex
-from pricing.efficiency import default_efficiency
-from pricing.frame import OFFER_ROW, OFFER_SCHEMA, offers_to_frame
-from pricing.rank import _Chain, placement_plan, rank_page
-from pricing.unplaced import UNPLACED_COLUMNS, UNPLACED_SCHEMA, unplaced_configurations
+from gpuscout.pricing import Job, RankOptions, Requirement
+from gpuscout.pricing import expressions as ex
+from gpuscout.pricing.efficiency import default_efficiency
+from gpuscout.pricing.frame import OFFER_ROW, OFFER_SCHEMA, offers_to_frame
+from gpuscout.pricing.rank import _Chain, placement_plan, rank_page
+from gpuscout.pricing.unplaced import UNPLACED_COLUMNS, UNPLACED_SCHEMA, unplaced_configurations
 
 from .factories import NOW, make_offer, mixed_frame
 

@@ -7,21 +7,21 @@ from collections.abc import Callable, Iterator
 import polars as pl
 import pytest
 
-import db.current
-from service import sample_cache
+import gpuscout.db.current
+from gpuscout.service import sample_cache
 
 
 @pytest.fixture
 def framings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry per frame built from the stored records (a cache miss)."""
     built: list[int] = []
-    real = db.current._read_frame
+    real = gpuscout.db.current._read_frame
 
     def counting(*args: object, **kwargs: object) -> pl.DataFrame:
         built.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(db.current, "_read_frame", counting)
+    monkeypatch.setattr(gpuscout.db.current, "_read_frame", counting)
     return built
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from service.settings import Settings
+from gpuscout.service.settings import Settings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

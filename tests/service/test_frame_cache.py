@@ -18,15 +18,15 @@ import pytest
 from polars.testing import assert_frame_equal
 from sqlalchemy.engine import Engine
 
-import db.current
-import service.current
-import service.frame_cache
-from adapters.schema import Fabric, GpuFormFactor, GpuInterconnect, RentalTerm, default_fx
-from db.snapshots import store_snapshot
-from pricing.frame import ENUM_COLUMNS, OFFER_SCHEMA, offers_to_frame
-from service import sample_cache
-from service.current import load_current
-from service.settings import Settings
+import gpuscout.db.current
+import gpuscout.service.current
+import gpuscout.service.frame_cache
+from gpuscout.adapters.schema import Fabric, GpuFormFactor, GpuInterconnect, RentalTerm, default_fx
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.pricing.frame import ENUM_COLUMNS, OFFER_SCHEMA, offers_to_frame
+from gpuscout.service import sample_cache
+from gpuscout.service.current import load_current
+from gpuscout.service.settings import Settings
 from tests.db.factories import T0, at, failed, offer, ok
 from tests.pricing.factories import make_offer
 
@@ -114,7 +114,7 @@ def test_another_package_version_or_fx_table_is_another_file(
     load_current(settings=settings)
     assert framings == [1, 1]
     other = default_fx().model_copy(update={"as_of": "1999-01-01"})
-    monkeypatch.setattr(service.current, "fx_table", lambda settings: other)
+    monkeypatch.setattr(gpuscout.service.current, "fx_table", lambda settings: other)
     assert load_current(settings=settings).fx.as_of == "1999-01-01"
     assert framings == [1, 1, 1]
     assert len(_files(tmp_path)) == 1
@@ -140,8 +140,8 @@ def test_a_warm_load_of_an_sqlite_file_reads_no_sqlalchemy(engine: Engine, db_ur
     store_snapshot(engine, [ok("alpha", [offer("alpha")])], started_at=T0, finished_at=T0)
     load_current(settings=_settings(db_url, tmp_path))  # keeps the frame and the state
     code = (
-        "import sys; from pathlib import Path; from service.current import load_current;"
-        "from service.settings import Settings;"
+        "import sys; from pathlib import Path; from gpuscout.service.current import load_current;"
+        "from gpuscout.service.settings import Settings;"
         f"s = Settings(_env_file=None, data_dir=Path({str(tmp_path)!r}), database_url={db_url!r});"
         "c = load_current(settings=s);"
         "print(c.source, c.frame.height, c.snapshot_at.isoformat(), 'sqlalchemy' in sys.modules)"
@@ -165,7 +165,7 @@ def test_loads_started_together_frame_the_records_once(
     # a framing load waits until the other load frames too, or waits for the lock
     both_there = threading.Event()
     framed: list[str] = []
-    real_read, real_time = db.current._read_frame, service.frame_cache.time
+    real_read, real_time = gpuscout.db.current._read_frame, gpuscout.service.frame_cache.time
 
     def read_frame(*args: object, **kwargs: object) -> pl.DataFrame:
         framed.append(threading.current_thread().name)
@@ -178,9 +178,9 @@ def test_loads_started_together_frame_the_records_once(
         both_there.set()
         real_time.sleep(seconds)
 
-    monkeypatch.setattr(db.current, "_read_frame", read_frame)
+    monkeypatch.setattr(gpuscout.db.current, "_read_frame", read_frame)
     clock = types.SimpleNamespace(monotonic=real_time.monotonic, sleep=sleep)
-    monkeypatch.setattr(service.frame_cache, "time", clock)
+    monkeypatch.setattr(gpuscout.service.frame_cache, "time", clock)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         states = list(pool.map(lambda _: load_current(settings=settings), range(2)))
     assert len(framed) == 1 and both_there.is_set()
@@ -189,7 +189,7 @@ def test_loads_started_together_frame_the_records_once(
 
 
 def test_a_framing_lock_held_elsewhere_is_waited_for_then_done_without(tmp_path: Path) -> None:
-    store = service.frame_cache.FileFrameStore(tmp_path)
+    store = gpuscout.service.frame_cache.FileFrameStore(tmp_path)
     with store.framing() as held:
         assert held
         with store.framing(wait_s=0.05) as second:  # another open file: as another process
@@ -207,7 +207,7 @@ def test_a_kept_frame_keeps_its_enum_columns(tmp_path: Path) -> None:
         make_offer(offer_id="b", gpu_form_factor=GpuFormFactor.OAM, term=RentalTerm.COMMIT_1Y),
     ]
     frame = offers_to_frame(offers)
-    store = service.frame_cache.FileFrameStore(tmp_path)
+    store = gpuscout.service.frame_cache.FileFrameStore(tmp_path)
     store.put("key", frame)
     kept = store.get("key", frame.height)
     assert kept is not None
@@ -221,7 +221,7 @@ def test_the_kept_file_is_compressed_and_an_uncompressed_one_still_reads(tmp_pat
     repeated columns: 100k offers ~4 MB against ~75); one an earlier version wrote
     uncompressed, under the same key, is read all the same."""
     frame = offers_to_frame([make_offer(offer_id=str(i)) for i in range(500)])
-    store = service.frame_cache.FileFrameStore(tmp_path)
+    store = gpuscout.service.frame_cache.FileFrameStore(tmp_path)
     store.put("key", frame)
     plain = tmp_path / "plain.arrow"
     frame.write_ipc(plain, compression="uncompressed")
@@ -235,7 +235,7 @@ def test_the_kept_file_is_compressed_and_an_uncompressed_one_still_reads(tmp_pat
 def test_a_kept_frame_with_text_where_an_enum_belongs_is_framed_again(tmp_path: Path) -> None:
     """A file of a version that held the fabric as text is another schema: not read."""
     frame = offers_to_frame([make_offer(fabric=Fabric.ROCE)])
-    store = service.frame_cache.FileFrameStore(tmp_path)
+    store = gpuscout.service.frame_cache.FileFrameStore(tmp_path)
     store.put("key", frame.with_columns(pl.col("fabric").cast(pl.String)))
     assert store.get("key", frame.height) is None
     assert not store.path("key").exists()
@@ -247,7 +247,7 @@ def test_a_read_only_data_dir_waits_for_the_framing_lock_all_the_same(
     """The API's data dir is the scheduler's, mounted read-only: its load cannot create or
     append to the lock file, but it takes the lock through a read handle, so it waits for
     the snapshot that frames into the dir and reads what that kept."""
-    writer = service.frame_cache.FileFrameStore(tmp_path)
+    writer = gpuscout.service.frame_cache.FileFrameStore(tmp_path)
     with writer.framing():
         pass  # the lock file exists, made by the writer
     real_open = Path.open
@@ -257,7 +257,7 @@ def test_a_read_only_data_dir_waits_for_the_framing_lock_all_the_same(
             raise PermissionError(30, "Read-only file system", str(self))
         return real_open(self, mode, *args, **kwargs)  # type: ignore[call-overload]
 
-    reader = service.frame_cache.FileFrameStore(tmp_path)
+    reader = gpuscout.service.frame_cache.FileFrameStore(tmp_path)
     with writer.framing() as written:
         monkeypatch.setattr(Path, "open", read_only)
         with reader.framing(wait_s=0.05) as waited:  # the writer holds it: waited, not taken

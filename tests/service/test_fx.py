@@ -12,14 +12,21 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-from adapters.schema import Offer, default_fx, fx_context, load_fx
-from pricing.frame import offers_to_frame
-from service import cli
-from service import settings as settings_module
-from service.cli import app
-from service.current import load_current
-from service.fx import ECB_DAILY_URL, FxError, ecb_toml, fx_table, run_fx_job, update_fx_file
-from service.settings import Settings
+from gpuscout.adapters.schema import Offer, default_fx, fx_context, load_fx
+from gpuscout.pricing.frame import offers_to_frame
+from gpuscout.service import cli
+from gpuscout.service import settings as settings_module
+from gpuscout.service.cli import app
+from gpuscout.service.current import load_current
+from gpuscout.service.fx import (
+    ECB_DAILY_URL,
+    FxError,
+    ecb_toml,
+    fx_table,
+    run_fx_job,
+    update_fx_file,
+)
+from gpuscout.service.settings import Settings
 from tests.pricing.factories import make_offer
 
 ECB = Path(__file__).parents[1] / "fixtures" / "fx" / "eurofxref-daily.2026-07-09.verbatim.xml"
@@ -175,7 +182,7 @@ def test_scheduled_job_updates_and_applies_and_survives_a_failure(
 
 
 def test_scheduler_runs_the_fx_job_unless_disabled(tmp_path: Path) -> None:
-    from service.scheduler import FX_JOB_ID, build_scheduler
+    from gpuscout.service.scheduler import FX_JOB_ID, build_scheduler
 
     scheduler = build_scheduler(
         _settings(tmp_path, fx_update_hours=12), job=lambda: None, digests=False

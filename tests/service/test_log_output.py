@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.log_output import SERVICE_LOGGER, service_log, show_service_log
+from gpuscout.service.log_output import SERVICE_LOGGER, service_log, show_service_log
 
 
 @pytest.fixture

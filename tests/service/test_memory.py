@@ -6,7 +6,7 @@ import platform
 
 import pytest
 
-from service import memory
+from gpuscout.service import memory
 
 
 def test_gives_the_free_heap_back_on_glibc() -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from adapters.schema import RentalTerm
-from pricing import Job, RankOptions, Requirement, rank
-from pricing.frame import offers_to_frame
-from service.current import load_current
-from service.offer_record import frame_key, published_record, terms_of
-from service.settings import Settings
+from gpuscout.adapters.schema import RentalTerm
+from gpuscout.pricing import Job, RankOptions, Requirement, rank
+from gpuscout.pricing.frame import offers_to_frame
+from gpuscout.service.current import load_current
+from gpuscout.service.offer_record import frame_key, published_record, terms_of
+from gpuscout.service.settings import Settings
 from tests.pricing.factories import NOW, make_offer
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from polars.testing import assert_frame_equal
 
-from adapters.sample import manifest_bytes
-from adapters.schema import FxTable, default_fx
-from db.state import CurrentState
-from service import current as current_module
-from service import sample_cache
-from service.current import load_sample, sample_note
-from service.settings import Settings
+from gpuscout.adapters.sample import manifest_bytes
+from gpuscout.adapters.schema import FxTable, default_fx
+from gpuscout.db.state import CurrentState
+from gpuscout.service import current as current_module
+from gpuscout.service import sample_cache
+from gpuscout.service.current import load_sample, sample_note
+from gpuscout.service.settings import Settings
 
 
 def cached(data_dir: Path, fx: FxTable, calls: list[int]) -> CurrentState:

@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 from pydantic_settings import NoDecode
 
-from service.commands.errors import one_line
-from service.settings import LIST_FORM, Settings
+from gpuscout.service.commands.errors import one_line
+from gpuscout.service.settings import LIST_FORM, Settings
 
 
 def test_provider_credentials_exclude_service_secrets(tmp_path: Path) -> None:
@@ -32,7 +32,7 @@ def test_provider_credentials_exclude_service_secrets(tmp_path: Path) -> None:
 
 
 def test_every_adapter_credential_is_a_setting() -> None:
-    from adapters import registry
+    from gpuscout.adapters import registry
 
     creds = Settings(_env_file=None).provider_credentials()  # type: ignore[call-arg]
     for cls in registry().values():

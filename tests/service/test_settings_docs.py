@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters import registry
-from service.settings import Settings
+from gpuscout.adapters import registry
+from gpuscout.service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,7 +87,7 @@ def test_env_example_reads_as_it_stands(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_env_example_says_how_lists_are_written() -> None:
-    from service.settings import LIST_FORM
+    from gpuscout.service.settings import LIST_FORM
 
     header = _env_example().split("\n\n", 1)[0]
     assert "comma-separated (a,b) or a JSON list" in header

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from adapters.collect import ProviderRun, RunStatus
-from db.engine import make_engine
-from db.locks import job_lock
-from db.runs import recent_runs
-from db.snapshots import store_snapshot
-from service.settings import Settings
-from service.snapshots import (
+from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.db.engine import make_engine
+from gpuscout.db.locks import job_lock
+from gpuscout.db.runs import recent_runs
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.service.settings import Settings
+from gpuscout.service.snapshots import (
     SNAPSHOT_LOCK,
     SnapshotLocked,
     SnapshotRecent,
@@ -199,8 +199,8 @@ def test_a_disabled_provider_is_recorded_as_skipped_and_its_held_offers_go_stale
 ) -> None:
     """Disabling a provider stopped its fetches, but its stored offers went on ranking as
     current, and nothing said it was disabled."""
-    from service import snapshots
-    from service.current import load_current
+    from gpuscout.service import snapshots
+    from gpuscout.service.current import load_current
 
     before = at(days=1)
     take_snapshot(
@@ -232,9 +232,9 @@ def test_the_snapshot_keeps_the_frame_every_reader_then_loads(
     same frame a load that framed the records itself builds."""
     from polars.testing import assert_frame_equal
 
-    from db.current import load_current_offers
-    from service.current import load_current
-    from service.fx import fx_table
+    from gpuscout.db.current import load_current_offers
+    from gpuscout.service.current import load_current
+    from gpuscout.service.fx import fx_table
 
     settings = settings_for(db_url, tmp_path)
     runs = [ok("alpha", [offer(), offer(offer_id="o2", price="3")]), ok("beta", [offer("beta")])]
@@ -257,18 +257,18 @@ def test_the_snapshot_keeps_the_frame_every_reader_then_loads(
 def test_a_frame_not_kept_costs_the_next_load_the_time_not_the_snapshot(
     db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import service.current
+    import gpuscout.service.current
 
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(service.current, "keep_stored", broken)
+    monkeypatch.setattr(gpuscout.service.current, "keep_stored", broken)
     settings = settings_for(db_url, tmp_path)
     result = take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
     assert result.summary.offer_count == 1
     assert "snapshot stored; its frame not kept" in caplog.text and "disk full" in caplog.text
     monkeypatch.undo()
-    assert service.current.load_current(settings=settings).frame.height == 1
+    assert gpuscout.service.current.load_current(settings=settings).frame.height == 1
 
 
 def _kept_rows(db_url: str) -> list[tuple[str, int, int]]:
@@ -291,7 +291,7 @@ def test_a_reader_on_another_host_reads_the_frame_the_snapshot_kept_in_the_datab
     stored records, and keeps it in its own data dir for its next load."""
     from polars.testing import assert_frame_equal
 
-    from service.current import load_current
+    from gpuscout.service.current import load_current
 
     settings = settings_for(db_url, tmp_path / "scheduler")
     runs = [ok("alpha", [offer(), offer(offer_id="o2", price="3")]), ok("beta", [offer("beta")])]
@@ -319,8 +319,8 @@ def test_a_kept_frame_of_other_code_or_broken_bytes_is_framed_again_and_never_wr
 ) -> None:
     import sqlalchemy as sa
 
-    import service.frame_cache
-    from service.current import load_current
+    import gpuscout.service.frame_cache
+    from gpuscout.service.current import load_current
 
     settings = settings_for(db_url, tmp_path / "scheduler")
     take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
@@ -347,12 +347,12 @@ def test_a_kept_frame_of_other_code_or_broken_bytes_is_framed_again_and_never_wr
     framings.clear()
     assert load_current(settings=settings_for(db_url, tmp_path / "replica-1")).frame.height == 2
     assert framings == []  # this code reads the new snapshot's frame
-    real = service.frame_cache.code_digest
-    service.frame_cache.code_digest = lambda: real() + "-other"  # type: ignore[assignment]
+    real = gpuscout.service.frame_cache.code_digest
+    gpuscout.service.frame_cache.code_digest = lambda: real() + "-other"  # type: ignore[assignment]
     try:
         load_current(settings=settings_for(db_url, tmp_path / "replica-2"))
     finally:
-        service.frame_cache.code_digest = real
+        gpuscout.service.frame_cache.code_digest = real
     assert framings == [1]
 
 
@@ -362,13 +362,13 @@ def test_a_frame_the_database_refuses_is_still_kept_beside_the_data_dir(
 ) -> None:  # fmt: skip
     import sqlalchemy as sa
 
-    import db.kept_frames
-    from service.current import load_current
+    import gpuscout.db.kept_frames
+    from gpuscout.service.current import load_current
 
     def busy(connection: object, *args: object) -> None:
         connection.execute(sa.text("SELECT * FROM no_such_table"))  # type: ignore[attr-defined]
 
-    monkeypatch.setattr(db.kept_frames, "keep_frame", busy)
+    monkeypatch.setattr(gpuscout.db.kept_frames, "keep_frame", busy)
     settings = settings_for(db_url, tmp_path)
     take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
     assert "frame not kept in the database" in caplog.text

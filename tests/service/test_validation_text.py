@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from service.validation_text import error_message
+from gpuscout.service.validation_text import error_message
 
 
 def test_a_validators_message_loses_pydantics_prefix_and_nothing_else() -> None:

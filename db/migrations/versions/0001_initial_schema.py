@@ -5,7 +5,7 @@ Revises:
 Create Date: 2026-11-30
 
 The whole schema of db/models.py. Column types are spelled out here (not imported from
-db.types) so this file keeps describing the schema it created even if the models change:
+gpuscout.db.types) so this file keeps describing the schema it created even if the models change:
 * UTC_DATETIME is what db.types.UtcDateTime stores (timestamptz; naive UTC text on SQLite);
 * EXACT_DECIMAL is what db.types.ExactDecimal stores (unbounded NUMERIC; text on SQLite).
 

@@ -6,7 +6,7 @@ Create Date: 2026-12-04
 
 ``kept_frame`` holds one row: the polars frame of the current offers as the snapshot that
 stored them framed it (Arrow IPC, zstd: ~3 MB for 100k offers), under a digest of what it
-was framed from (db.current.frame_key without the URL, the frame's schema and the code's
+was framed from (gpuscout.db.current.frame_key without the URL, the frame's schema and the code's
 digest). An API replica on a host without the snapshot's data dir reads it instead of
 framing the stored records (seconds of CPU for 100k offers). Column types are spelled out
 as in 0001.

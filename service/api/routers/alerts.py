@@ -22,7 +22,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from service.alerts.manager import AlertRequest
+from gpuscout.service.alerts.manager import AlertRequest
 
 from ..deps import SavedSearchProvidersDep, SettingsDep, reject_unknown
 from ..problems import problem_response
@@ -85,9 +85,9 @@ def create(
     A provider (or seller) name no offer has is refused (422) as `/v1/offers` refuses it;
     one differing only in case is stored as the offers spell it.
     """
-    from service.alerts.manager import AlertLimitExceeded, create_alert
-    from service.digest.limits import SubscribeRateLimited
-    from service.digest.mail import SmtpSendError
+    from gpuscout.service.alerts.manager import AlertLimitExceeded, create_alert
+    from gpuscout.service.digest.limits import SubscribeRateLimited
+    from gpuscout.service.digest.mail import SmtpSendError
 
     body = checked_search(body, providers)
     try:
@@ -130,9 +130,9 @@ async def firing_history(
 
 
 def _history(manager: Any, alert_id: int, token: str) -> FiringHistory:
-    from db.alerts import firings, get_alert
-    from service.alerts.evaluate import condition_of
-    from service.digest.tokens import Purpose, TokenError, read_token
+    from gpuscout.db.alerts import firings, get_alert
+    from gpuscout.service.alerts.evaluate import condition_of
+    from gpuscout.service.digest.tokens import Purpose, TokenError, read_token
 
     try:  # a forged or expired token is refused before the database is asked
         claims = read_token(

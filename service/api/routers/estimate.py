@@ -16,12 +16,12 @@ from fastapi import APIRouter, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from adapters.gpus import Precision
-from adapters.schema import Fabric
-from pricing.estimate import Estimate, EstimateInputError, estimate
-from pricing.job import Job
-from pricing.names import one_gpu_model
-from pricing.requirement import Requirement
+from gpuscout.adapters.gpus import Precision
+from gpuscout.adapters.schema import Fabric
+from gpuscout.pricing.estimate import Estimate, EstimateInputError, estimate
+from gpuscout.pricing.job import Job
+from gpuscout.pricing.names import one_gpu_model
+from gpuscout.pricing.requirement import Requirement
 
 from ..answer_schema import Provenance, RankedOffer
 from ..answers import page_header, ranked_offers

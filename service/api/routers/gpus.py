@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.gpus import GpuSpec, Precision, catalog, find_gpus
-from adapters.gpus import get_gpu as lookup_gpu
+from gpuscout.adapters.gpus import GpuSpec, Precision, catalog, find_gpus
+from gpuscout.adapters.gpus import get_gpu as lookup_gpu
 
 from ..deps import NoQueryDep
 

@@ -11,9 +11,9 @@ from fastapi import APIRouter, HTTPException, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
 
-from adapters.schema import RentalTerm
-from pricing.display import DECIMALS, for_display
-from pricing.names import refused_gpus
+from gpuscout.adapters.schema import RentalTerm
+from gpuscout.pricing.display import DECIMALS, for_display
+from gpuscout.pricing.names import refused_gpus
 
 from ..deps import ContextDep, NoQueryDep
 from ..offer_ids import offer_id
@@ -21,7 +21,7 @@ from ..problems import problem_responses
 from ..vocabulary import UtcTime, deprecation_headers
 
 if TYPE_CHECKING:
-    from db.history import HistoryLabel
+    from gpuscout.db.history import HistoryLabel
 
 __all__ = ["router"]
 
@@ -164,7 +164,7 @@ async def get_price_index(
     from when the sample was stored (not from their capture dates), and the answer says
     `sample` with a `note` naming their capture dates.
     """
-    from db.history import daily_index, index_label
+    from gpuscout.db.history import daily_index, index_label
 
     engine = _engine(context)
     if query.gpu is not None:
@@ -205,7 +205,7 @@ async def get_offer_history(key: str, context: ContextDep) -> OfferHistory:
 
 async def offer_history_of(key: str, context: Any) -> OfferHistory:
     """The stored prices of the offer ``key``; 404 if there are none, 503 without database."""
-    from db.history import offer_price_history, points_label
+    from gpuscout.db.history import offer_price_history, points_label
 
     engine = _engine(context)
     points = await run_in_threadpool(offer_price_history, engine, key)

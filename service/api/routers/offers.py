@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from service.offer_record import checklist_of, detail_parts, frame_key, published_record
+from gpuscout.service.offer_record import checklist_of, detail_parts, frame_key, published_record
 
 from ..answer_schema import OfferDetail, OffersPage, Provenance
 from ..answers import page_header, ranked_page

@@ -15,8 +15,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from adapters import registry
-from adapters.run import FRESH_WITHIN_HOURS
+from gpuscout.adapters import registry
+from gpuscout.adapters.run import FRESH_WITHIN_HOURS
 
 from ...field_coverage import coverage_answer
 from ..deps import NoQueryDep, SettingsDep, StateDep

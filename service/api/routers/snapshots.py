@@ -19,7 +19,7 @@ from fastapi import APIRouter, HTTPException, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from adapters.run import ProviderRun
+from gpuscout.adapters.run import ProviderRun
 
 from ..app_context import ApiContext
 from ..deps import AdminDep, ContextDep

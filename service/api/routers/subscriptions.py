@@ -25,7 +25,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from service.digest.subscriptions import SubscriptionRequest
+from gpuscout.service.digest.subscriptions import SubscriptionRequest
 
 from ..deps import SavedSearchProvidersDep, SettingsDep, reject_unknown
 from ..offers_query import checked_providers
@@ -64,9 +64,9 @@ def get_manager(request: Request, settings: SettingsDep) -> Any:
 
         from sqlalchemy.engine import Engine
 
-        from db.engine import make_engine
-        from service.digest.mail import SmtpConfig, send_message
-        from service.digest.subscriptions import SubscriptionManager
+        from gpuscout.db.engine import make_engine
+        from gpuscout.service.digest.mail import SmtpConfig, send_message
+        from gpuscout.service.digest.subscriptions import SubscriptionManager
 
         history = request.app.state.context.history
         engine = history if isinstance(history, Engine) else make_engine(settings.database_url)
@@ -107,7 +107,7 @@ def checked_search(body: Search, providers: Collection[str] | None) -> Search:
 def request_client(request: Request, settings: Any) -> str:
     """The client a request comes from, for the per-client quota (see
     :func:`service.digest.limits.client_address`)."""
-    from service.digest.limits import client_address
+    from gpuscout.service.digest.limits import client_address
 
     return client_address(
         request.client.host if request.client else None,
@@ -130,7 +130,7 @@ def rate_limited(exc: Any, request: Request) -> Response:
 
 def _page(title: str, body: str, code: int = 200) -> HTMLResponse:
     """A page in the web pages' look (:mod:`service.web`); ``body`` is trusted markup."""
-    from service.web.layout import message_page
+    from gpuscout.service.web.layout import message_page
 
     return HTMLResponse(
         message_page(title, body),
@@ -140,7 +140,7 @@ def _page(title: str, body: str, code: int = 200) -> HTMLResponse:
 
 
 def _token_error(exc: Exception) -> HTMLResponse:
-    from service.digest.tokens import ExpiredToken
+    from gpuscout.service.digest.tokens import ExpiredToken
 
     if isinstance(exc, ExpiredToken):
         return _page("This link has expired", "<p>Nothing was changed.</p>", 400)
@@ -176,8 +176,8 @@ def subscribe(
     A provider (or seller) name no offer has is refused (422) as `/v1/offers` refuses it;
     one differing only in case is stored as the offers spell it.
     """
-    from service.digest.limits import SubscribeRateLimited
-    from service.digest.mail import SmtpSendError
+    from gpuscout.service.digest.limits import SubscribeRateLimited
+    from gpuscout.service.digest.mail import SmtpSendError
 
     body = checked_search(body, providers)
     try:
@@ -213,7 +213,7 @@ async def confirm(request: Request, token: TokenQuery, manager: ManagerDep) -> H
 
 
 async def _confirm(request: Request, token: str, manager: Any, *, act: bool) -> HTMLResponse:
-    from service.digest.tokens import TokenError
+    from gpuscout.service.digest.tokens import TokenError
 
     reject_unknown(request, _TOKEN_ONLY)
     try:
@@ -286,7 +286,7 @@ async def link_other_methods() -> Response:
 
 
 async def _unsubscribe(request: Request, token: str, manager: Any, *, act: bool) -> HTMLResponse:
-    from service.digest.tokens import TokenError
+    from gpuscout.service.digest.tokens import TokenError
 
     reject_unknown(request, _TOKEN_ONLY)
     try:

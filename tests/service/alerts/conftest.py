@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from adapters.schema import Offer, default_fx
-from db.current import CurrentState
-from pricing import offers_to_frame
+from gpuscout.adapters.schema import Offer, default_fx
+from gpuscout.db.current import CurrentState
+from gpuscout.pricing import offers_to_frame
 from tests.db.factories import T0, offer
 from tests.service.digest.conftest import RecordingHandler, settings, smtp_server  # noqa: F401
 

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from pydantic import ValidationError
 
-from service.alerts.condition import AlertCondition, State, judge, search_key
+from gpuscout.service.alerts.condition import AlertCondition, State, judge, search_key
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 BELOW = AlertCondition(kind="below", threshold=Decimal("2.20"))

@@ -17,18 +17,18 @@ import httpx
 import pytest
 from sqlalchemy.engine import Engine
 
-from db.alerts import firings, get_alert, webhooks_of
-from pricing import Requirement
-from service.alerts.condition import AlertCondition
-from service.alerts.deliver import deliver_firings, hook_label, mail_label
-from service.alerts.evaluate import evaluate_alerts
-from service.alerts.manager import AlertLimitExceeded, AlertRequest, create_alert
-from service.alerts.run import AlertRunReport, run_alerts
-from service.alerts.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER
-from service.digest.delivery import claim_delivery, delivery_row, mark_sending
-from service.digest.schedule import smtp_transport
-from service.digest.subscriptions import SubscriptionManager
-from service.settings import Settings
+from gpuscout.db.alerts import firings, get_alert, webhooks_of
+from gpuscout.pricing import Requirement
+from gpuscout.service.alerts.condition import AlertCondition
+from gpuscout.service.alerts.deliver import deliver_firings, hook_label, mail_label
+from gpuscout.service.alerts.evaluate import evaluate_alerts
+from gpuscout.service.alerts.manager import AlertLimitExceeded, AlertRequest, create_alert
+from gpuscout.service.alerts.run import AlertRunReport, run_alerts
+from gpuscout.service.alerts.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER
+from gpuscout.service.digest.delivery import claim_delivery, delivery_row, mark_sending
+from gpuscout.service.digest.schedule import smtp_transport
+from gpuscout.service.digest.subscriptions import SubscriptionManager
+from gpuscout.service.settings import Settings
 from tests.db.factories import T0
 
 from .conftest import RecordingHandler, WebhookServer, state

@@ -10,9 +10,9 @@ from decimal import Decimal
 import pytest
 from sqlalchemy.engine import Engine
 
-from db.alerts import active_alerts, firings
-from service.scheduler import run_snapshot_job
-from service.settings import Settings
+from gpuscout.db.alerts import active_alerts, firings
+from gpuscout.service.scheduler import run_snapshot_job
+from gpuscout.service.settings import Settings
 from tests.db.factories import offer, ok
 
 from .conftest import RecordingHandler
@@ -48,7 +48,7 @@ def test_a_failing_alerts_run_does_not_fail_the_snapshot(
     def broken(*_args: object, **_kw: object) -> None:
         raise RuntimeError("evaluation blew up")
 
-    monkeypatch.setattr("service.alerts.run.evaluate_alerts", broken)
+    monkeypatch.setattr("gpuscout.service.alerts.run.evaluate_alerts", broken)
     now = datetime.now(UTC)
     runs = [ok("alpha", [offer("alpha", "o1", "16.8", gpu_count=8, fetched_at=now)], now)]
     with caplog.at_level(logging.ERROR, logger="gpuscout.scheduler"):

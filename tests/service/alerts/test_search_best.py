@@ -15,11 +15,11 @@ from typing import Any
 import polars as pl
 import pytest
 
-from adapters.schema import Fabric, RentalTerm, default_fx
-from pricing import Job, RankOptions, Requirement, rank
-from service.alerts.condition import METRICS
-from service.alerts.search_best import best_per_search
-from service.current import load_sample
+from gpuscout.adapters.schema import Fabric, RentalTerm, default_fx
+from gpuscout.pricing import Job, RankOptions, Requirement, rank
+from gpuscout.service.alerts.condition import METRICS
+from gpuscout.service.alerts.search_best import best_per_search
+from gpuscout.service.current import load_sample
 
 IDENTITY = ("provider", "offer_id", "region", "term")
 

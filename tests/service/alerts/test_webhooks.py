@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from service.alerts.webhooks import (
+from gpuscout.service.alerts.webhooks import (
     WebhookError,
     WebhookUrlRefused,
     check_webhook_url,

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from adapters.collect import RunStatus
-from adapters.schema import (
+from gpuscout.adapters.collect import RunStatus
+from gpuscout.adapters.schema import (
     Fabric,
     GpuFormFactor,
     Offer,
@@ -24,9 +24,9 @@ from adapters.schema import (
     RentalTerm,
     default_fx,
 )
-from db.current import CurrentState, ProviderState, state_from_offers
-from service.api import create_app
-from service.settings import Settings
+from gpuscout.db.current import CurrentState, ProviderState, state_from_offers
+from gpuscout.service.api import create_app
+from gpuscout.service.settings import Settings
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
 FETCHED_AT = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
@@ -176,8 +176,8 @@ async def mail_app(
 ) -> AsyncIterator[tuple[httpx.AsyncClient, Settings]]:
     """The app on a fresh SQLite file, mailing through the SMTP server on ``smtp_port``;
     requests come from ``peer``."""
-    from db.engine import make_engine, sqlite_url
-    from db.migrate import upgrade
+    from gpuscout.db.engine import make_engine, sqlite_url
+    from gpuscout.db.migrate import upgrade
 
     url = sqlite_url(tmp_path / "api.db")
     upgrade(url)
@@ -210,9 +210,9 @@ def store_sample_then_live(engine: Any, live: tuple[str, ...] = ("lambda",)) -> 
     later live fetch of ``live`` only: aws's held offers the sample's, ``live``'s fetched
     (the same offers, as a live fetch would give them, a cent dearer: a changed price opens
     a live history row). ``live=()``: the sample alone."""
-    from adapters.collect import Origin
-    from adapters.sample import replay_sample
-    from db.snapshots import store_snapshot
+    from gpuscout.adapters.collect import Origin
+    from gpuscout.adapters.sample import replay_sample
+    from gpuscout.db.snapshots import store_snapshot
 
     at = datetime.now(UTC) - timedelta(minutes=2)
     store_snapshot(engine, replay_sample(["aws", "lambda"]), started_at=at, finished_at=at)

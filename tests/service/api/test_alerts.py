@@ -14,11 +14,11 @@ from urllib.parse import unquote, urlsplit
 import httpx
 import pytest
 
-from db.engine import make_engine
-from db.subscriptions import get_subscription
-from service.alerts.run import run_alerts
-from service.digest.schedule import smtp_transport
-from service.settings import Settings
+from gpuscout.db.engine import make_engine
+from gpuscout.db.subscriptions import get_subscription
+from gpuscout.service.alerts.run import run_alerts
+from gpuscout.service.digest.schedule import smtp_transport
+from gpuscout.service.settings import Settings
 from tests.service.alerts.conftest import state
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
 

@@ -10,11 +10,11 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from pricing.display import for_display
-from pricing.rank import RankOptions, rank
-from pricing.requirement import Requirement
-from service.api.answer_schema import GROUPS, TOP_LEVEL, OffersPage, RankedOffer
-from service.api.routers.estimate import EstimateAnswer
+from gpuscout.pricing.display import for_display
+from gpuscout.pricing.rank import RankOptions, rank
+from gpuscout.pricing.requirement import Requirement
+from gpuscout.service.api.answer_schema import GROUPS, TOP_LEVEL, OffersPage, RankedOffer
+from gpuscout.service.api.routers.estimate import EstimateAnswer
 
 pytestmark = pytest.mark.anyio
 

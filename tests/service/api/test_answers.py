@@ -11,13 +11,13 @@ from typing import Any
 import orjson
 import polars as pl
 
-from adapters.schema import RentalTerm
-from pricing.frame import offers_to_frame
-from pricing.rank import RankOptions, rank_page
-from service.api.answer_schema import GROUPS, TOP_LEVEL
-from service.api.answers import _shaped
-from service.api.offer_ids import history_link, offer_id, offer_key
-from service.api.vocabulary import rfc3339
+from gpuscout.adapters.schema import RentalTerm
+from gpuscout.pricing.frame import offers_to_frame
+from gpuscout.pricing.rank import RankOptions, rank_page
+from gpuscout.service.api.answer_schema import GROUPS, TOP_LEVEL
+from gpuscout.service.api.answers import _shaped
+from gpuscout.service.api.offer_ids import history_link, offer_id, offer_key
+from gpuscout.service.api.vocabulary import rfc3339
 from tests.pricing.factories import NOW, make_offer
 
 

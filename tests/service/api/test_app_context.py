@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from service.api.app_context import ApiContext
-from service.api.metrics import ApiMetrics
-from service.api.state import StateHolder
-from service.settings import Settings
+from gpuscout.service.api.app_context import ApiContext
+from gpuscout.service.api.metrics import ApiMetrics
+from gpuscout.service.api.state import StateHolder
+from gpuscout.service.settings import Settings
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.api import create_app
-from service.settings import Settings
+from gpuscout.service.api import create_app
+from gpuscout.service.settings import Settings
 
 from .conftest import ADMIN_TOKEN
 

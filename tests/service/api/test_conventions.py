@@ -12,9 +12,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from service.api.offer_ids import decode_offer_id, offer_id
-from service.api.problems import PROBLEM_MEDIA_TYPE, did_you_mean
-from service.api.vocabulary import ALIASES, PARAMETERS, UNDECLARED_ALIASES, document
+from gpuscout.service.api.offer_ids import decode_offer_id, offer_id
+from gpuscout.service.api.problems import PROBLEM_MEDIA_TYPE, did_you_mean
+from gpuscout.service.api.vocabulary import ALIASES, PARAMETERS, UNDECLARED_ALIASES, document
 
 from .conftest import FakeSource, database_state, sample_offers
 
@@ -334,7 +334,9 @@ def test_every_request_name_is_in_the_vocabulary(app: FastAPI) -> None:
 
 def test_the_vocabulary_doc_lists_every_name_and_alias() -> None:
     doc = (ROOT / "docs" / "api-vocabulary.md").read_text("utf-8")
-    assert doc == document(), "uv run python -m service.api.vocabulary > docs/api-vocabulary.md"
+    assert doc == document(), (
+        "uv run python -m gpuscout.service.api.vocabulary > docs/api-vocabulary.md"
+    )
     missing = [n for n in PARAMETERS if f"`{n}`" not in doc]
     assert not missing, missing
     for path, aliases in ALIASES.items():

@@ -3,7 +3,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from service.settings import Settings
+from gpuscout.service.settings import Settings
 
 from .conftest import FakeSource, database_state, error_locs, offer
 
@@ -64,7 +64,7 @@ async def test_every_gpu_and_precision_is_an_answer_never_a_500(
 ) -> None:
     """All 539 catalog GPU x precision pairs: 200, or a 422 naming the pair (212 of them
     have no published peak at that precision and answered 500)."""
-    from adapters.gpus import Precision, catalog
+    from gpuscout.adapters.gpus import Precision, catalog
 
     answered: dict[int, int] = {}
     for spec in catalog():
@@ -113,7 +113,7 @@ _H100_512 = {"model_params": 70e9, "tokens": 2e12, "gpu_model": "H100-SXM5-80GB"
 async def test_fabric_in_the_body_wins_over_the_offers(settings: Settings) -> None:
     """An H100 node stating 400 Gbps/GPU InfiniBand and multi-node use: the body's fabric
     was ignored whenever an offer could run the job."""
-    from service.api import create_app
+    from gpuscout.service.api import create_app
 
     clustered = offer(multi_node=True)  # infiniband, 3200 Gbps per 8 GPUs
     app = create_app(settings, offers_loader=FakeSource(database_state([clustered])))

@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters.collect import ProviderRun, RunStatus
-from service.api import create_app
-from service.api.app_context import ApiContext
-from service.api.hooks import default_hooks
-from service.settings import Settings
-from service.snapshots import take_snapshot
+from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.service.api import create_app
+from gpuscout.service.api.app_context import ApiContext
+from gpuscout.service.api.hooks import default_hooks
+from gpuscout.service.settings import Settings
+from gpuscout.service.snapshots import take_snapshot
 
 from .conftest import ADMIN_TOKEN
 

@@ -26,8 +26,8 @@ OPTIONS = ("--meta", "none", "--config")
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    from service.api import create_app
-    from service.settings import Settings
+    from gpuscout.service.api import create_app
+    from gpuscout.service.settings import Settings
 
     from .conftest import FakeSource, database_state, sample_offers
 

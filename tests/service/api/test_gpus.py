@@ -3,7 +3,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from adapters.gpus import catalog
+from gpuscout.adapters.gpus import catalog
 
 from .conftest import error_locs
 

@@ -13,10 +13,10 @@ import httpx
 import polars as pl
 import pytest
 
-from db.current import CurrentState
-from service.api import create_app
-from service.api.serving import begin_load
-from service.settings import Settings
+from gpuscout.db.current import CurrentState
+from gpuscout.service.api import create_app
+from gpuscout.service.api.serving import begin_load
+from gpuscout.service.settings import Settings
 
 from .conftest import FakeSource, started
 
@@ -134,11 +134,11 @@ def test_building_the_app_loads_no_snapshot_or_http_client_code(tmp_path: Path) 
     (Jinja2) and numpy load when first used, not then."""
     code = (
         "import sys\n"
-        "from service.api import create_app\n"
-        "from service.settings import Settings\n"
+        "from gpuscout.service.api import create_app\n"
+        "from gpuscout.service.settings import Settings\n"
         f"create_app(Settings(_env_file=None, data_dir={str(tmp_path)!r}))\n"
-        "heavy = ('httpx', 'alembic', 'service.snapshots', 'adapters.base', 'adapters.collect',"
-        " 'jinja2', 'numpy')\n"
+        "heavy = ('httpx', 'alembic', 'gpuscout.service.snapshots', 'gpuscout.adapters.base',"
+        " 'gpuscout.adapters.collect', 'jinja2', 'numpy')\n"
         "print([m for m in heavy if m in sys.modules])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}

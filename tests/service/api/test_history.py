@@ -8,14 +8,14 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from adapters.collect import ProviderRun, RunStatus
-from adapters.schema import default_fx
-from db.current import state_from_offers
-from db.engine import make_engine, sqlite_url
-from db.migrate import upgrade
-from db.snapshots import store_snapshot
-from service.api import create_app
-from service.settings import Settings
+from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.adapters.schema import default_fx
+from gpuscout.db.current import state_from_offers
+from gpuscout.db.engine import make_engine, sqlite_url
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.service.api import create_app
+from gpuscout.service.settings import Settings
 
 from .conftest import FakeSource, error_locs, offer, sample_offers
 
@@ -115,7 +115,7 @@ async def test_deprecated_history_gpu(db_client: httpx.AsyncClient) -> None:
 @pytest.fixture
 def sample_engine(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A database filled as ``gpuscout snapshot --sample`` fills it, a minute ago."""
-    from adapters.sample import replay_sample
+    from gpuscout.adapters.sample import replay_sample
 
     url = sqlite_url(tmp_path / "sample.db")
     upgrade(url)
@@ -151,7 +151,7 @@ async def test_sample_history_starts_when_stored_and_says_sample(
 ) -> None:
     """The sample's prices were captured in 2023-2025: the index counts them from the day
     they were stored, and says they are the sample's, with their dates."""
-    from db.history import SAMPLE_DAYS_NOTE
+    from gpuscout.db.history import SAMPLE_DAYS_NOTE
 
     body = (await sample_client.get("/v1/history/index", params={"gpus": "H100"})).json()
     priced = [d for d in body["days"] if d["offers"]]

@@ -13,9 +13,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.api import create_app
-from service.api.input_limits import MAX_ERROR_CHARS, MAX_MESSAGE_CHARS, json_safe, safe_errors
-from service.settings import Settings
+from gpuscout.service.api import create_app
+from gpuscout.service.api.input_limits import (
+    MAX_ERROR_CHARS,
+    MAX_MESSAGE_CHARS,
+    json_safe,
+    safe_errors,
+)
+from gpuscout.service.settings import Settings
 
 from .conftest import ADMIN_TOKEN, FakeSource
 
@@ -60,8 +65,8 @@ async def test_non_finite_nested_number_is_422(
 def test_requirement_and_job_refuse_non_finite_numbers() -> None:
     from pydantic import ValidationError
 
-    from pricing.job import Job
-    from pricing.requirement import Requirement
+    from gpuscout.pricing.job import Job
+    from gpuscout.pricing.requirement import Requirement
 
     for value in (float("nan"), float("inf")):
         with pytest.raises(ValidationError, match="finite"):
@@ -145,11 +150,13 @@ async def test_body_at_the_limit_is_read(client: httpx.AsyncClient) -> None:
 async def test_long_body_list_is_422_before_any_name_is_looked_up(
     big_body_client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pricing.requirement
+    import gpuscout.pricing.requirement
 
     looked_up = []
-    real = pricing.requirement.gpus_named
-    monkeypatch.setattr(pricing.requirement, "gpus_named", lambda q: looked_up.append(q) or real(q))
+    real = gpuscout.pricing.requirement.gpus_named
+    monkeypatch.setattr(
+        gpuscout.pricing.requirement, "gpus_named", lambda q: looked_up.append(q) or real(q)
+    )
     body = {"model_params": 1e9, "tokens": 1e10, "requirement": {"gpus": ["H100"] * 10_000}}
     r = await big_body_client.post("/v1/estimate", json=body)
     assert r.status_code == 422, r.text

@@ -22,7 +22,7 @@ async def test_prometheus_text(client: httpx.AsyncClient) -> None:
 
 
 async def test_registries_are_per_app(client: httpx.AsyncClient, settings, source) -> None:  # type: ignore[no-untyped-def]
-    from service.api import create_app
+    from gpuscout.service.api import create_app
 
     await client.get("/healthz")
     other = create_app(settings, offers_loader=source)

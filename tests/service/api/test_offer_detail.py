@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.schema import FIELD_GROUPS, Cooling
-from pricing.checklist import CHECKLIST
-from service.api.answer_schema import OfferDetail, RankedOffer
-from service.api.offer_ids import offer_id
+from gpuscout.adapters.schema import FIELD_GROUPS, Cooling
+from gpuscout.pricing.checklist import CHECKLIST
+from gpuscout.service.api.answer_schema import OfferDetail, RankedOffer
+from gpuscout.service.api.offer_ids import offer_id
 
 from .conftest import FakeSource, database_state, error_locs, offer, sample_offers
 

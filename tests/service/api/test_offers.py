@@ -5,10 +5,10 @@ import json
 import httpx
 import pytest
 
-from adapters.schema import default_fx
-from db.current import state_from_offers
-from pricing.requirement import Requirement
-from service.api.offers_query import JOB_PARAMS, OffersQuery
+from gpuscout.adapters.schema import default_fx
+from gpuscout.db.current import state_from_offers
+from gpuscout.pricing.requirement import Requirement
+from gpuscout.service.api.offers_query import JOB_PARAMS, OffersQuery
 
 from .conftest import FakeSource, database_state, error_locs, offer
 

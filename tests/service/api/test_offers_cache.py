@@ -7,8 +7,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from service.api import create_app
-from service.api.offers_cache import (
+from gpuscout.service.api import create_app
+from gpuscout.service.api.offers_cache import (
     CachedPage,
     ResultCache,
     accepts_gzip,
@@ -17,7 +17,7 @@ from service.api.offers_cache import (
     raw_key,
     time_bucket,
 )
-from service.settings import Settings
+from gpuscout.service.settings import Settings
 
 from .conftest import FakeSource, database_state, sample_offers
 
@@ -150,17 +150,18 @@ async def test_what_every_query_shares_is_found_once_per_snapshot(
 ) -> None:
     """The offers no ranking can rank and the data's warnings are the state's, not each
     query's: new queries reuse them; a new snapshot finds them again, before serving."""
-    import pricing.coverage
+
+    import gpuscout.pricing.coverage
 
     found: list[int] = []
-    real = pricing.coverage.Unrankable.__init__
+    real = gpuscout.pricing.coverage.Unrankable.__init__
 
-    def counting(self: pricing.coverage.Unrankable, frame: object) -> None:
+    def counting(self: gpuscout.pricing.coverage.Unrankable, frame: object) -> None:
         found.append(1)
         real(self, frame)  # type: ignore[arg-type]
 
     await client.get("/v1/offers?limit=1")  # the app loads its first state
-    monkeypatch.setattr(pricing.coverage.Unrankable, "__init__", counting)
+    monkeypatch.setattr(gpuscout.pricing.coverage.Unrankable, "__init__", counting)
     state = app.state.context.holder.state
     assert state is not None
     queries = ("gpus=H100", "gpus=A100", "min_gpus=8&hours=10", "gpus=h-100&job_gpus=16&hours=5")

@@ -5,11 +5,11 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from adapters import registry
-from adapters.base import FRESH_WITHIN_HOURS
-from adapters.collect import Origin, RunStatus
-from adapters.schema import default_fx
-from db.current import ProviderState
+from gpuscout.adapters import registry
+from gpuscout.adapters.base import FRESH_WITHIN_HOURS
+from gpuscout.adapters.collect import Origin, RunStatus
+from gpuscout.adapters.schema import default_fx
+from gpuscout.db.current import ProviderState
 
 from .conftest import FakeSource, database_state, error_locs, offer
 
@@ -108,7 +108,7 @@ async def test_coverage_says_which_fields_each_provider_fills(
 
 
 async def test_coverage_of_the_sample(client: httpx.AsyncClient, source: FakeSource) -> None:
-    from service.current import load_sample
+    from gpuscout.service.current import load_sample
 
     source.current = load_sample(default_fx())
     body = (await client.get("/v1/providers/coverage")).json()

@@ -11,11 +11,11 @@ import httpx
 import pytest
 from sqlalchemy.engine import Engine
 
-from adapters.sample import SAMPLE_NOTE, replay_sample
-from service.api import create_app
-from service.api.hooks import default_hooks
-from service.api.offer_ids import offer_id
-from service.settings import Settings
+from gpuscout.adapters.sample import SAMPLE_NOTE, replay_sample
+from gpuscout.service.api import create_app
+from gpuscout.service.api.hooks import default_hooks
+from gpuscout.service.api.offer_ids import offer_id
+from gpuscout.service.settings import Settings
 
 from .conftest import ADMIN_TOKEN, database_client, store_sample_then_live
 

@@ -24,10 +24,10 @@ with warnings.catch_warnings():
     from hypothesis import HealthCheck, settings
     from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from db.engine import make_engine, sqlite_url
-from db.migrate import upgrade
-from service.api import create_app
-from service.settings import Settings
+from gpuscout.db.engine import make_engine, sqlite_url
+from gpuscout.db.migrate import upgrade
+from gpuscout.service.api import create_app
+from gpuscout.service.settings import Settings
 
 from .conftest import ADMIN_TOKEN, FakeSource, database_state, sample_offers, stale
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from db.current import CurrentState
-from service.api import create_app
-from service.api.serving import Loaded, begin_load, marker_or_none
-from service.settings import Settings
+from gpuscout.db.current import CurrentState
+from gpuscout.service.api import create_app
+from gpuscout.service.api.serving import Loaded, begin_load, marker_or_none
+from gpuscout.service.settings import Settings
 
 from .conftest import FakeSource, started
 
@@ -103,8 +103,8 @@ async def test_a_failed_first_load_is_counted_and_logged(
 def test_the_serving_module_imports_neither_fastapi_nor_the_app() -> None:
     """What begins the load must not wait for the imports it is meant to overlap."""
     code = (
-        "import sys, service.api.serving, service.api.hooks\n"
-        "print([m for m in ('fastapi', 'service.api.app') if m in sys.modules])\n"
+        "import sys, gpuscout.service.api.serving, gpuscout.service.api.hooks\n"
+        "print([m for m in ('fastapi', 'gpuscout.service.api.app') if m in sys.modules])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -118,16 +118,16 @@ def test_serving_begins_the_load_before_the_app_module_is_imported(tmp_path: Pat
     would, were the load begun by the app), then the load is the app's first state."""
     code = """
 import importlib.abc, sys, threading
-import service.api.hooks as hooks
-from service.api.serving import serving
-from service.settings import Settings
+import gpuscout.service.api.hooks as hooks
+from gpuscout.service.api.serving import serving
+from gpuscout.service.settings import Settings
 
 began = threading.Event()
 seen = []
 
 class Watch(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "service.api.app" and not seen:
+        if name == "gpuscout.service.api.app" and not seen:
             seen.append(began.wait(5))
         return None
 
@@ -192,8 +192,8 @@ def test_the_collector_is_paused_through_the_start_and_resumed_on_what_it_made(
     holder lets it go, with no collection (the frozen objects are not in a cycle)."""
     code = """
 import asyncio, gc, sys, weakref
-from service.api.serving import serving
-from service.settings import Settings
+from gpuscout.service.api.serving import serving
+from gpuscout.service.settings import Settings
 
 app = serving(Settings(_env_file=None, data_dir=sys.argv[1]))
 print("built:", gc.isenabled(), gc.get_freeze_count() == 0)
@@ -219,9 +219,9 @@ asyncio.run(main())
 def test_the_collector_runs_again_after_a_failed_first_load(tmp_path: Path) -> None:
     code = """
 import asyncio, gc, sys
-import service.api.hooks as hooks
-from service.api.serving import serving
-from service.settings import Settings
+import gpuscout.service.api.hooks as hooks
+from gpuscout.service.api.serving import serving
+from gpuscout.service.settings import Settings
 
 wired = hooks.default_hooks
 

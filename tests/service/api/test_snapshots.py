@@ -10,16 +10,16 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from adapters.collect import ProviderRun, RunStatus
-from db.engine import make_engine
-from db.locks import job_lock
-from db.migrate import upgrade
-from db.models import PriceHistory, Snapshot
-from db.snapshots import store_snapshot
-from service.api import create_app
-from service.api.hooks import default_hooks
-from service.settings import Settings
-from service.snapshots import SNAPSHOT_LOCK
+from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.db.engine import make_engine
+from gpuscout.db.locks import job_lock
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.models import PriceHistory, Snapshot
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.service.api import create_app
+from gpuscout.service.api.hooks import default_hooks
+from gpuscout.service.settings import Settings
+from gpuscout.service.snapshots import SNAPSHOT_LOCK
 
 from .conftest import ADMIN_TOKEN, FakeSource, database_state, failed, offer
 

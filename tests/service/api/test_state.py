@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from adapters.schema import default_fx
-from db.current import state_from_offers
-from service.api.state import COUNT_COLUMNS, ApiState, build_state
+from gpuscout.adapters.schema import default_fx
+from gpuscout.db.current import state_from_offers
+from gpuscout.service.api.state import COUNT_COLUMNS, ApiState, build_state
 
 from .conftest import sample_offers
 

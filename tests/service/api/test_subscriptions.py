@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from db.subscriptions import get_subscription
+from gpuscout.db.subscriptions import get_subscription
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
 
 from .conftest import mail_app
@@ -85,7 +85,7 @@ async def test_double_opt_in_and_one_click_unsubscribe(
     assert stored is not None and stored.status.value == "active"
 
     # unsubscribe: GET shows a button and changes nothing; POST (RFC 8058) unsubscribes
-    from service.digest.compose import unsubscribe_url
+    from gpuscout.service.digest.compose import unsubscribe_url
 
     settings = client._transport.app.state.context.settings  # type: ignore[attr-defined]
     link = _path(unsubscribe_url(settings, subscription_id, "ada@example.com"))

@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from db.engine import make_engine
+from gpuscout.db.engine import make_engine
 
 
 def stored_requirements(url: str) -> list[dict[str, Any]]:

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from db.engine import make_engine, sqlite_url
-from db.migrate import upgrade
-from db.snapshots import store_snapshot
-from service.cli import app
-from service.settings import get_settings
+from gpuscout.db.engine import make_engine, sqlite_url
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.service.cli import app
+from gpuscout.service.settings import get_settings
 from tests.db.factories import offer, ok
 from tests.service.commands.saved_searches import stored_requirements
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401

@@ -17,11 +17,11 @@ import respx
 from typer.main import get_command
 from typer.testing import CliRunner, Result
 
-from db.migrate import upgrade
-from service.cli import app
-from service.commands.errors import one_line
-from service.fx import ECB_DAILY_URL
-from service.settings import get_settings
+from gpuscout.db.migrate import upgrade
+from gpuscout.service.cli import app
+from gpuscout.service.commands.errors import one_line
+from gpuscout.service.fx import ECB_DAILY_URL
+from gpuscout.service.settings import get_settings
 
 ROOT = Path(__file__).resolve().parents[3]
 ECB = ROOT / "tests/fixtures/fx/eurofxref-daily.2026-07-09.verbatim.xml"

@@ -3,7 +3,6 @@ and a warm ``gpuscout offers`` loads only what it runs (#15: under a second)."""
 
 from __future__ import annotations
 
-import gc
 import importlib
 import os
 import shutil
@@ -14,11 +13,10 @@ from pathlib import Path
 import pytest
 import typer
 from typer.main import get_group
-from typer.testing import CliRunner
 
-from adapters import ADAPTER_MODULES
-from service.cli import COMMAND_MODULES, COMMANDS, app
-from service.sample_cache import CACHE_DIR
+from gpuscout.adapters import ADAPTER_MODULES
+from gpuscout.service.cli import COMMAND_MODULES, COMMANDS
+from gpuscout.service.sample_cache import CACHE_DIR
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -27,7 +25,7 @@ def test_the_map_is_what_each_module_registers() -> None:
     registered: dict[str, str] = {}
     for module in COMMAND_MODULES:
         sub = typer.Typer()
-        importlib.import_module(f"service.commands.{module}").register(sub)
+        importlib.import_module(f"gpuscout.service.commands.{module}").register(sub)
         registered.update(dict.fromkeys(get_group(sub).commands, module))
     assert registered == COMMANDS
 
@@ -37,7 +35,7 @@ def _run_main(args: list[str], tmp_path: Path, report: str, prelude: str = "") -
     process through :func:`service.cli.main`, as the ``gpuscout`` script runs it."""
     code = (
         "import gc, sys\n"
-        "from service.cli import main\n"
+        "from gpuscout.service.cli import main\n"
         f"{prelude}\n"
         f"sys.argv = ['gpuscout', *{args!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
@@ -70,16 +68,16 @@ WARM_NEVER = {
     "httpx",
     "jinja2",
     "matplotlib",
-    "service.api",
-    "service.web",
-    "service.digest",
-    "service.alerts",
-    "service.scheduler",
-    "service.snapshots",
-    "service.commands.db",
-    "adapters.base",
+    "gpuscout.service.api",
+    "gpuscout.service.web",
+    "gpuscout.service.digest",
+    "gpuscout.service.alerts",
+    "gpuscout.service.scheduler",
+    "gpuscout.service.snapshots",
+    "gpuscout.service.commands.db",
+    "gpuscout.adapters.base",
     "xml.etree",
-    *(f"adapters.{m}" for m in ADAPTER_MODULES),
+    *(f"gpuscout.adapters.{m}" for m in ADAPTER_MODULES),
 }
 
 
@@ -94,30 +92,9 @@ def test_a_warm_offers_imports_only_what_it_runs(tmp_path: Path, stored: bool) -
         shutil.rmtree(tmp_path / CACHE_DIR)  # the frame gone, the next table frames it
     cold = _modules_after(args, tmp_path)  # the sample parsed, or the stored frame kept
     warm = _modules_after(args, tmp_path)
-    assert "service.commands.pricing" in warm
-    assert (stored and "service.frame_cache" in warm) or "service.sample_cache" in warm
+    assert "gpuscout.service.commands.pricing" in warm
+    assert (
+        stored and "gpuscout.service.frame_cache" in warm
+    ) or "gpuscout.service.sample_cache" in warm
     assert cold & WARM_NEVER, "the cold run should load some of them: the check would see them"
     assert not WARM_NEVER & warm, sorted(WARM_NEVER & warm)
-
-
-def test_main_runs_the_command_with_the_collector_on(tmp_path: Path) -> None:
-    """The collector is off only while :func:`service.cli.main` imports the command: the
-    command itself (a server, the scheduler) runs with it on, the imports frozen."""
-    probe = (
-        "from service.cli import app\n"
-        "@app.command('probe')\n"
-        "def probe() -> None:\n"
-        "    print('GC', gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)\n"
-    )
-    said = _run_main(["probe"], tmp_path, "", prelude=probe)
-    assert "GC True True" in said, said
-
-
-def test_a_cli_run_in_process_leaves_the_collector_alone(tmp_path: Path) -> None:
-    """Only :func:`service.cli.main` (the process's entry point) turns the collector off
-    and freezes; a CLI invoked by a test or another program changes nothing."""
-    frozen = gc.get_freeze_count()
-    result = CliRunner().invoke(app, ["gpus", "--help"])
-    assert result.exit_code == 0, result.output
-    assert gc.isenabled()
-    assert gc.get_freeze_count() == frozen

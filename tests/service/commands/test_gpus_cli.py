@@ -9,8 +9,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from adapters.gpus import catalog
-from service.cli import app
+from gpuscout.adapters.gpus import catalog
+from gpuscout.service.cli import app
 
 runner = CliRunner()
 

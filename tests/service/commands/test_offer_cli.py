@@ -8,13 +8,13 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from adapters.schema import Cooling, default_fx
-from db.current import CurrentState, state_from_offers
-from pricing.checklist import CHECKLIST
-from service.api.offer_ids import offer_id
-from service.cli import app
-from service.commands import offer as offer_cli
-from service.commands import pricing as pricing_cli
+from gpuscout.adapters.schema import Cooling, default_fx
+from gpuscout.db.current import CurrentState, state_from_offers
+from gpuscout.pricing.checklist import CHECKLIST
+from gpuscout.service.api.offer_ids import offer_id
+from gpuscout.service.cli import app
+from gpuscout.service.commands import offer as offer_cli
+from gpuscout.service.commands import pricing as pricing_cli
 from tests.pricing.factories import make_offer
 
 runner = CliRunner()

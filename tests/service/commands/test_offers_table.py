@@ -10,12 +10,12 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from adapters.schema import default_fx
-from pricing import Job, RankOptions, Requirement, rank
-from pricing.display import figure_text
-from service.commands.offers_table import COLUMNS, GroupBy
-from service.commands.pricing import _cost_parts, print_table
-from service.current import load_sample
+from gpuscout.adapters.schema import default_fx
+from gpuscout.pricing import Job, RankOptions, Requirement, rank
+from gpuscout.pricing.display import figure_text
+from gpuscout.service.commands.offers_table import COLUMNS, GroupBy
+from gpuscout.service.commands.pricing import _cost_parts, print_table
+from gpuscout.service.current import load_sample
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 

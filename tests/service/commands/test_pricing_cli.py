@@ -11,12 +11,12 @@ from decimal import Decimal
 import pytest
 from typer.testing import CliRunner
 
-from adapters.schema import Fabric, PriceUnit, RentalTerm, default_fx
-from db.current import CurrentState, state_from_offers
-from service.cli import app
-from service.commands import pricing as pricing_cli
-from service.commands.pricing import flat_offer
-from service.current import load_current
+from gpuscout.adapters.schema import Fabric, PriceUnit, RentalTerm, default_fx
+from gpuscout.db.current import CurrentState, state_from_offers
+from gpuscout.service.cli import app
+from gpuscout.service.commands import pricing as pricing_cli
+from gpuscout.service.commands.pricing import flat_offer
+from gpuscout.service.current import load_current
 from tests.pricing.factories import make_offer
 
 from ...pricing.test_estimate import LLAMA2_7B_GPU_HOURS
@@ -76,7 +76,7 @@ def test_offers_json_ranks_and_notes_on_stderr() -> None:
 
 def test_offers_json_is_the_api_answer() -> None:
     """The CLI's json is the body GET /v1/offers sends for the same query (one shape)."""
-    from service.api.answer_schema import OffersPage
+    from gpuscout.service.api.answer_schema import OffersPage
 
     result = runner.invoke(app, ["offers", "--format", "json", "--gpus", "H100,A100"])
     assert result.exit_code == 0, result.output
@@ -289,7 +289,7 @@ def test_estimate_ethernet_is_an_answer_not_a_false_peak_error() -> None:
 
 
 def test_estimate_names_the_option_that_is_wrong() -> None:
-    from adapters.gpus import Precision, catalog
+    from gpuscout.adapters.gpus import Precision, catalog
 
     spec, precision = next((s, p) for s in catalog() for p in Precision if s.figure(p) is None)
     args = ["--job-gpus", "8", "--params", "1e9", "--tokens", "1e9"]

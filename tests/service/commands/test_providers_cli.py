@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from service.cli import app
+from gpuscout.service.cli import app
 
 FIXTURE = (
     Path(__file__).resolve().parents[2] / "fixtures/vastai/bundles_response.reconstructed.json"

@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from service.cli import app, command_from
+from gpuscout.service.cli import app, command_from
 from tests.service.commands.test_alerts_cli import database  # noqa: F401
 from tests.service.digest.conftest import RecordingHandler, smtp_server  # noqa: F401
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from service.cli import COMMAND_MODULES, app
-from service.settings import get_settings
+from gpuscout.service.cli import COMMAND_MODULES, app
+from gpuscout.service.settings import get_settings
 
 
 def _free_port() -> int:
@@ -129,7 +129,7 @@ def test_several_workers_serve_the_app_factory_and_the_access_log_follows_its_se
     result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--workers", "2"])
     assert result.exit_code == 0, result.output
     target, kw = seen[0]
-    assert target == "service.api.serving:serving_app"
+    assert target == "gpuscout.service.api.serving:serving_app"
     assert (kw["workers"], kw["factory"], kw["access_log"]) == (2, True, True)
     result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
     target, kw = seen[1]
@@ -142,11 +142,12 @@ def test_the_parent_of_several_workers_builds_no_app(tmp_path: Path) -> None:
     script = tmp_path / "parent.py"
     script.write_text(
         "import sys, uvicorn\n"
-        "from service.cli import main\n"
+        "from gpuscout.service.cli import main\n"
         "uvicorn.run = lambda app, **kw: print('served', app, kw['workers'])\n"
         "sys.argv = ['gpuscout', 'serve', '--no-scheduler', '--workers', '2']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('imported', [m for m in ('service.api.app', 'polars') if m in sys.modules])\n"
+        "print('imported',"
+        " [m for m in ('gpuscout.service.api.app', 'polars') if m in sys.modules])\n"
     )
     root = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONPATH": str(root), "GPUSCOUT_DATA_DIR": str(tmp_path)}
@@ -155,7 +156,7 @@ def test_the_parent_of_several_workers_builds_no_app(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env
     )
-    assert "served service.api.serving:serving_app 2" in done.stdout, done.stderr
+    assert "served gpuscout.service.api.serving:serving_app 2" in done.stdout, done.stderr
     assert "imported []" in done.stdout, done.stdout
     assert (tmp_path / "gpuscout.db").exists()  # migrated before the workers start
 
@@ -178,7 +179,7 @@ def test_several_workers_start_with_their_share_of_polars_threads(
     script = tmp_path / "parent.py"
     script.write_text(
         "import os, sys, uvicorn\n"
-        "from service.cli import main\n"
+        "from gpuscout.service.cli import main\n"
         "uvicorn.run = lambda app, **kw: print('threads', os.environ.get('POLARS_MAX_THREADS'))\n"
         f"sys.argv = ['gpuscout', 'serve', '--no-scheduler', '--workers', '{workers}']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
@@ -252,8 +253,8 @@ def test_a_port_in_use_is_one_line_naming_it(
 def test_a_restart_on_a_database_at_head_runs_no_migration(
     no_server: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from db import migrate
-    from db.migrate import HEAD_REVISION, current_revision
+    from gpuscout.db import migrate
+    from gpuscout.db.migrate import HEAD_REVISION, current_revision
 
     ran: list[object] = []
     upgrade = migrate.upgrade
@@ -271,12 +272,12 @@ def test_a_restart_on_an_sqlite_file_at_head_imports_no_sqlalchemy_before_servin
     """The parent of several workers only starts and watches them: on an SQLite file at
     head its migration check is the standard library's, and SQLAlchemy is never imported
     there (each worker imports its own)."""
-    from db.migrate import upgrade
+    from gpuscout.db.migrate import upgrade
 
     upgrade(f"sqlite:///{tmp_path / 'gpuscout.db'}")
     code = (
-        "import sys; from service.commands.serve import migrate;"
-        "from service.settings import Settings;"
+        "import sys; from gpuscout.service.commands.serve import migrate;"
+        "from gpuscout.service.settings import Settings;"
         f"s = Settings(_env_file=None, data_dir={str(tmp_path)!r});"
         "print(migrate(s), 'sqlalchemy' in sys.modules)"
     )

@@ -9,10 +9,10 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from service.api.offers_query import JOB_PARAMS, OffersQuery
-from service.cli import app
-from service.commands import offer_options
-from service.commands.offer_options import ALIASES, option_name
+from gpuscout.service.api.offers_query import JOB_PARAMS, OffersQuery
+from gpuscout.service.cli import app
+from gpuscout.service.commands import offer_options
+from gpuscout.service.commands.offer_options import ALIASES, option_name
 
 #: Options of ``offers`` that are the CLI's own (no API parameter): where the data comes
 #: from, the output form and the table's layout.
@@ -130,10 +130,10 @@ def test_notes_name_cli_options_not_api_fields() -> None:
 
 def test_caveats_name_no_surface_s_spelling() -> None:
     """Caveats travel to the API, the CLI and the pages alike: they name no parameter."""
-    from adapters.schema import RentalTerm, default_fx
-    from pricing import Requirement, rank
-    from pricing import expressions as ex
-    from service.current import load_sample
+    from gpuscout.adapters.schema import RentalTerm, default_fx
+    from gpuscout.pricing import Requirement, rank
+    from gpuscout.pricing import expressions as ex
+    from gpuscout.service.current import load_sample
 
     assert "allow_ethernet" not in ex.ETHERNET_ONLY
     frame = load_sample(default_fx()).frame

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from service.settings import Settings
+from gpuscout.service.settings import Settings
 
 TOKEN_SECRET = "test-token-secret-0123456789abcdef"
 

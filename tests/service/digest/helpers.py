@@ -12,12 +12,12 @@ from urllib.parse import parse_qs, urlsplit
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from adapters.collect import ProviderRun, RunStatus
-from adapters.schema import Offer, default_fx
-from db.current import CurrentState, load_current_offers
-from db.snapshots import store_snapshot
-from db.subscriptions import Subscription, SubscriptionStatus
-from pricing import Job, Requirement
+from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.adapters.schema import Offer, default_fx
+from gpuscout.db.current import CurrentState, load_current_offers
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.db.subscriptions import Subscription, SubscriptionStatus
+from gpuscout.pricing import Job, Requirement
 
 #: A Monday, 09:00 UTC: digests for UTC subscribers (Monday 08:00) are due.
 NOW = datetime(2025, 3, 10, 9, 0, tzinfo=UTC)

@@ -9,24 +9,24 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from db.history import PriceChange, WeekOverWeek
-from pricing.frame import offers_to_frame
-from pricing.offer_checklist import checklists
-from service.digest.build import (
+from gpuscout.db.history import PriceChange, WeekOverWeek
+from gpuscout.pricing.frame import offers_to_frame
+from gpuscout.pricing.offer_checklist import checklists
+from gpuscout.service.digest.build import (
     Digest,
     DigestLinks,
     StaleProvider,
     SubscriptionView,
     build_digest,
 )
-from service.digest.chart import IndexPoint
-from service.digest.mail import (
+from gpuscout.service.digest.chart import IndexPoint
+from gpuscout.service.digest.mail import (
     HeaderInjectionError,
     InvalidAddressError,
     build_digest_message,
     parse_sender,
 )
-from service.digest.subscriptions import SubscriptionRequest
+from gpuscout.service.digest.subscriptions import SubscriptionRequest
 
 from .helpers import JOB, NOW, REQUIREMENT, WEEK_AGO, offer
 

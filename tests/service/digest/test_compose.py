@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from pricing import Requirement
-from service.digest import compose
-from service.digest.build import SubscriptionView
-from service.digest.compose import DigestComposer, stale_providers
-from service.settings import Settings
+from gpuscout.pricing import Requirement
+from gpuscout.service.digest import compose
+from gpuscout.service.digest.build import SubscriptionView
+from gpuscout.service.digest.compose import DigestComposer, stale_providers
+from gpuscout.service.settings import Settings
 
 from .helpers import JOB, NOW, REQUIREMENT, current_from_db, seed_history
 

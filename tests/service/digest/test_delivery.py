@@ -12,8 +12,8 @@ from email.message import EmailMessage
 import pytest
 from sqlalchemy.engine import Engine
 
-from db.current import CurrentState
-from service.digest.delivery import (
+from gpuscout.db.current import CurrentState
+from gpuscout.service.digest.delivery import (
     Claim,
     SendReport,
     claim_delivery,
@@ -24,10 +24,10 @@ from service.digest.delivery import (
     mark_sent,
     renew_lease,
 )
-from service.digest.mail import SmtpConfig, new_message_id, parse_sender, send_message
-from service.digest.schedule import run_digests
-from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
-from service.settings import Settings
+from gpuscout.service.digest.mail import SmtpConfig, new_message_id, parse_sender, send_message
+from gpuscout.service.digest.schedule import run_digests
+from gpuscout.service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
+from gpuscout.service.settings import Settings
 
 from .conftest import RecordingHandler
 from .helpers import JOB, NOW, REQUIREMENT, current_from_db, link_in, seed_history, token_of

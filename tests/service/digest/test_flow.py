@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.engine import Engine
 
-from service.digest.limits import SubscribeRateLimited
-from service.digest.schedule import run_digests, smtp_transport
-from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
-from service.settings import Settings
+from gpuscout.service.digest.limits import SubscribeRateLimited
+from gpuscout.service.digest.schedule import run_digests, smtp_transport
+from gpuscout.service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
+from gpuscout.service.settings import Settings
 
 from .conftest import RecordingHandler
 from .helpers import JOB, NOW, REQUIREMENT, current_from_db, link_in, seed_history, token_of

@@ -18,13 +18,13 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
-from service.digest.build import (
+from gpuscout.service.digest.build import (
     DigestLinks,
     SubscriptionView,
     build_confirmation,
     build_digest,
 )
-from service.digest.mail import (
+from gpuscout.service.digest.mail import (
     HeaderInjectionError,
     InvalidAddressError,
     build_confirmation_message,
@@ -34,9 +34,9 @@ from service.digest.mail import (
     parse_sender,
     verified,
 )
-from service.digest.schedule import run_digests, smtp_transport
-from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
-from service.settings import Settings
+from gpuscout.service.digest.schedule import run_digests, smtp_transport
+from gpuscout.service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
+from gpuscout.service.settings import Settings
 
 from .conftest import RecordingHandler
 from .helpers import JOB, NOW, REQUIREMENT, current_from_db, link_in, offer, token_of

@@ -10,18 +10,18 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from db.engine import make_engine
-from db.migrate import upgrade
-from db.subscriptions import QUOTA_MAX_WINDOW, MailQuota, MailQuotaUse
-from service.digest.limits import (
+from gpuscout.db.engine import make_engine
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.subscriptions import QUOTA_MAX_WINDOW, MailQuota, MailQuotaUse
+from gpuscout.service.digest.limits import (
     SubscribeRateLimited,
     address_limit_key,
     client_address,
     subscribe_quotas,
 )
-from service.digest.schedule import smtp_transport
-from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
-from service.settings import Settings
+from gpuscout.service.digest.schedule import smtp_transport
+from gpuscout.service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
+from gpuscout.service.settings import Settings
 
 from .conftest import RecordingHandler
 from .helpers import NOW

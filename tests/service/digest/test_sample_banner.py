@@ -10,15 +10,15 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from adapters.collect import Origin
-from adapters.sample import SAMPLE_NOTE, replay_sample
-from db.history import SAMPLE_DAYS_NOTE
-from pricing import Job, Requirement
-from service.current import load_current
-from service.digest.build import SAMPLE_SUBJECT_MARK, Digest, SubscriptionView
-from service.digest.compose import DigestComposer
-from service.settings import Settings
-from service.snapshots import take_snapshot
+from gpuscout.adapters.collect import Origin
+from gpuscout.adapters.sample import SAMPLE_NOTE, replay_sample
+from gpuscout.db.history import SAMPLE_DAYS_NOTE
+from gpuscout.pricing import Job, Requirement
+from gpuscout.service.current import load_current
+from gpuscout.service.digest.build import SAMPLE_SUBJECT_MARK, Digest, SubscriptionView
+from gpuscout.service.digest.compose import DigestComposer
+from gpuscout.service.settings import Settings
+from gpuscout.service.snapshots import take_snapshot
 from tests.service.api.conftest import store_sample_then_live
 
 VIEW = SubscriptionView(1, "any GPU", "s1@example.com", Requirement(min_gpus=1), Job.for_hours(100))

@@ -10,11 +10,11 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
-from db.subscriptions import SubscriptionStatus, get_subscription
-from service.digest.saved_search import CorruptSubscription, dump_search, load_search
-from service.digest.schedule import run_digests, smtp_transport
-from service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
-from service.settings import Settings
+from gpuscout.db.subscriptions import SubscriptionStatus, get_subscription
+from gpuscout.service.digest.saved_search import CorruptSubscription, dump_search, load_search
+from gpuscout.service.digest.schedule import run_digests, smtp_transport
+from gpuscout.service.digest.subscriptions import SubscriptionManager, SubscriptionRequest
+from gpuscout.service.settings import Settings
 
 from .conftest import RecordingHandler
 from .helpers import (

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import trustme
 
-from service.digest.mail import SmtpConfig, SmtpSendError, send_message
-from service.settings import Settings
+from gpuscout.service.digest.mail import SmtpConfig, SmtpSendError, send_message
+from gpuscout.service.settings import Settings
 
 from .conftest import RecordingHandler
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from service.digest.tokens import (
+from gpuscout.service.digest.tokens import (
     ExpiredToken,
     InvalidToken,
     Purpose,

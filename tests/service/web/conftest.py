@@ -16,12 +16,12 @@ import httpx
 import pytest
 import uvicorn
 
-from adapters.collect import ProviderRun, RunStatus
-from db.engine import make_engine, sqlite_url
-from db.migrate import upgrade
-from db.snapshots import store_snapshot
-from service.api import create_app
-from service.settings import Settings
+from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.db.engine import make_engine, sqlite_url
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.service.api import create_app
+from gpuscout.service.settings import Settings
 from tests.service.api.conftest import (
     FakeSource,
     database_state,

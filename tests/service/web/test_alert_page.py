@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from db.subscriptions import get_subscription
+from gpuscout.db.subscriptions import get_subscription
 from tests.service.api.conftest import mail_app
 from tests.service.digest.conftest import RecordingHandler
 

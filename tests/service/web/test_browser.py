@@ -189,8 +189,8 @@ def test_create_an_alert_by_keyboard_without_javascript_and_confirm_it(
     """From the explorer's search to a confirmed alert on it: the form is reached by its
     link, filled with the keyboard only (Tab, arrow keys, Enter), posts without JavaScript,
     and the mailed link confirms it on the digest's page in the site's look."""
-    from db.alerts import active_alerts
-    from db.engine import make_engine
+    from gpuscout.db.alerts import active_alerts
+    from gpuscout.db.engine import make_engine
 
     outside: list[str] = []
     page = _guarded_page(browser, live_server, outside, java_script_enabled=False)

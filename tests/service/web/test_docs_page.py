@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from service.web.docs_page import SWAGGER_UI_DIR, _package_dir
+from gpuscout.service.web.docs_page import SWAGGER_UI_DIR, _package_dir
 
 
 def test_the_assets_are_those_the_swagger_ui_package_ships() -> None:

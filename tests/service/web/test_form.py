@@ -6,8 +6,8 @@ import re
 
 from starlette.datastructures import QueryParams
 
-from service.web.form import form_groups, presentation
-from service.web.templating import OPTION_LABELS, templates
+from gpuscout.service.web.form import form_groups, presentation
+from gpuscout.service.web.templating import OPTION_LABELS, templates
 
 #: Acronyms and units, as a label generated from a field name would spell them.
 _LOWERCASE_ACRONYMS = re.compile(

@@ -12,13 +12,13 @@ import httpx
 import pytest
 from sqlalchemy.engine import Engine
 
-from adapters.sample import replay_sample
-from db.engine import make_engine, sqlite_url
-from db.history import SAMPLE_DAYS_NOTE
-from db.migrate import upgrade
-from db.snapshots import store_snapshot
-from service.api import create_app
-from service.settings import Settings
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.db.engine import make_engine, sqlite_url
+from gpuscout.db.history import SAMPLE_DAYS_NOTE
+from gpuscout.db.migrate import upgrade
+from gpuscout.db.snapshots import store_snapshot
+from gpuscout.service.api import create_app
+from gpuscout.service.settings import Settings
 from tests.service.api.conftest import FakeSource, database_state, sample_offers
 
 pytestmark = pytest.mark.anyio

@@ -12,11 +12,11 @@ import httpx
 import pytest
 from sqlalchemy.engine import Engine
 
-from adapters.sample import SAMPLE_NOTE, replay_sample
-from adapters.schema import default_fx
-from db.state import state_from_runs
-from service.api import create_app
-from service.settings import Settings
+from gpuscout.adapters.sample import SAMPLE_NOTE, replay_sample
+from gpuscout.adapters.schema import default_fx
+from gpuscout.db.state import state_from_runs
+from gpuscout.service.api import create_app
+from gpuscout.service.settings import Settings
 from tests.service.api.conftest import FakeSource, database_client, store_sample_then_live
 
 pytestmark = pytest.mark.anyio

@@ -12,13 +12,13 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from adapters.schema import FIELD_GROUPS, Offer
-from service.api import create_app
-from service.api.offer_ids import offer_id
-from service.api.offers_query import OffersQuery
-from service.settings import Settings
-from service.web.form import NOT_A_SEARCH
-from service.web.templating import OPTION_LABELS
+from gpuscout.adapters.schema import FIELD_GROUPS, Offer
+from gpuscout.service.api import create_app
+from gpuscout.service.api.offer_ids import offer_id
+from gpuscout.service.api.offers_query import OffersQuery
+from gpuscout.service.settings import Settings
+from gpuscout.service.web.form import NOT_A_SEARCH
+from gpuscout.service.web.templating import OPTION_LABELS
 from tests.service.api.conftest import FakeSource, database_state, offer
 
 pytestmark = pytest.mark.anyio
@@ -219,8 +219,8 @@ async def test_offer_page_has_the_checklist(client: httpx.AsyncClient) -> None:
 
 
 async def test_alert_form_carries_the_explorers_search(client: httpx.AsyncClient) -> None:
-    from service.alerts.condition import METRICS
-    from service.web.alert_page import METRIC_LABELS
+    from gpuscout.service.alerts.condition import METRICS
+    from gpuscout.service.web.alert_page import METRIC_LABELS
 
     assert tuple(METRIC_LABELS) == METRICS  # the form offers every metric an alert takes
     page = await client.get("/?gpus=H100&hours=10")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.web.templating import break_even, hours, money
+from gpuscout.service.web.templating import break_even, hours, money
 
 
 def test_break_even_applies_to_commitments_only() -> None:

@@ -74,6 +74,7 @@ __all__ = [
     "conservative_variant",
     "find_gpus",
     "get_gpu",
+    "gpu_named",
     "gpus_named",
     "resolve_gpu_name",
     "similar_gpu_names",
@@ -719,6 +720,27 @@ def _resolved(raw: str) -> tuple[GpuSpec, ...]:
     if not known:
         return ()
     return _hinted(known[0], (_memory_from_name(text),), (_form_factor_from_name(text),))
+
+
+def gpu_named(query: str) -> GpuSpec | None:
+    """The one model a renter's GPU name means where one is needed (an estimate's GPU): a
+    canonical name; a family or vendor of one model; else a name as providers write it whose
+    memory and form-factor words, or its alias's starred candidate, leave one model (``"4090"``
+    is ``RTX-4090``, the 24 GB card; ``"4090 48G"`` the rework). ``None`` when the name means
+    none or several (``"H100"``, ``"A800 80G"``): no variant is assumed for a renter."""
+    found = find_gpus(query)
+    if found:
+        return found[0] if len(found) == 1 else None
+    raw = query.strip().lower()
+    text = _normalise(raw)
+    known = _candidates(raw, text) if text else None
+    if not known:
+        return None
+    memory_gbs = (_memory_from_name(text),)
+    left = _hinted(
+        _of_unstated_memory(*known, memory_gbs), memory_gbs, (_form_factor_from_name(text),)
+    )
+    return left[0] if len(left) == 1 else None
 
 
 def _spelling(text: str) -> str:

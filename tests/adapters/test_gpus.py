@@ -55,6 +55,7 @@ def test_public_names() -> None:
         "conservative_variant",
         "find_gpus",
         "get_gpu",
+        "gpu_named",
         "gpus_named",
         "resolve_gpu_name",
         "similar_gpu_names",
@@ -732,6 +733,25 @@ def test_gpus_named_reads_a_raw_name_as_the_resolver(query: str, models: set[str
 @pytest.mark.parametrize("query", ["H100", "A100", "amd", "RTX-4090", "rtx 4090", "MI300X"])
 def test_gpus_named_keeps_model_family_and_vendor_semantics(query: str) -> None:
     assert gpus.gpus_named(query) == find_gpus(query) != ()
+
+
+@pytest.mark.parametrize(
+    ("query", "model"),
+    [
+        ("4090", "RTX-4090"),  # the starred candidate: memory unstated
+        ("RTX 4090 48G", "RTX-4090-48GB"),
+        ("4090D", "RTX-4090D"),
+        ("H20", None),  # a family of two
+        ("H20 141G", "H20-141GB"),
+        ("A800 80G", None),  # SXM4 or PCIe: no variant is assumed for a renter
+        ("昇腾910B4", "ASCEND-910B4"),
+        ("GH200", "GH200-96GB"),
+        ("no such gpu", None),
+    ],
+)
+def test_gpu_named_is_one_model_or_none(query: str, model: str | None) -> None:
+    found = gpus.gpu_named(query)
+    assert (found.name if found else None) == model
 
 
 def test_gpus_named_does_not_count_a_renter_name_as_a_provider_one() -> None:

@@ -401,7 +401,7 @@ _ALIAS_FILE = "gpu_aliases.csv"
 class _Alias:
     pattern: re.Pattern[str]
     candidates: tuple[str, ...]  # empty: a known part that has no catalog row
-    unstated_memory: str | None = None  # the starred candidate: memory left unstated means its
+    unstated_memory: str | None = None  # starred: a name stating no memory means its size
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from gpuscout.adapters.gpus import GpuSpec, catalog, gpus_named, resolve_gpu_name, similar_gpu_names
+from gpuscout.adapters.gpus import (
+    FigureBasis,
+    GpuSpec,
+    Precision,
+    catalog,
+    gpus_named,
+    resolve_gpu_name,
+    similar_gpu_names,
+)
 from gpuscout.adapters.schema import GpuFormFactor, Vendor
 from gpuscout.pricing.names import did_you_mean
 from gpuscout.pricing.requirement import GpuChoice, gpu_choice
@@ -83,14 +91,39 @@ def _as_csv(specs: tuple[GpuSpec, ...]) -> str:
     return buffer.getvalue()
 
 
+#: What marks a figure derived by a rule in the table (JSON and CSV keep the datasheet cells).
+_DERIVED_MARK = "*"
+
+
+def _figure_cell(spec: GpuSpec, field: str) -> tuple[str, bool]:
+    """A TFLOPS cell: the datasheet figure, else one a rule derives, marked; and whether
+    it is derived."""
+    precision = Precision(field.removeprefix("tflops_"))
+    figure = spec.derived_figure(precision)
+    if figure is None or figure.basis is FigureBasis.DATASHEET:
+        return _cell(spec.peak_tflops(precision)), False
+    return f"{figure.tflops:g}{_DERIVED_MARK}", True
+
+
 def _as_table(specs: tuple[GpuSpec, ...], title: str | None = None) -> Table:
     table = Table(title=title)
     for field, header in _TABLE_COLUMNS:
         numeric = field.startswith(("tflops_", "memory_gb", "mem_", "tdp_"))
         table.add_column(header, justify="right" if numeric else "left", no_wrap=field == "name")
+    derived = False
     for spec in specs:
         record = _record(spec)
-        table.add_row(*(_cell(record[field]) for field, _ in _TABLE_COLUMNS))
+        cells = []
+        for field, _ in _TABLE_COLUMNS:
+            if field.startswith("tflops_"):
+                cell, by_rule = _figure_cell(spec, field)
+                derived = derived or by_rule
+                cells.append(cell)
+            else:
+                cells.append(_cell(record[field]))
+        table.add_row(*cells)
+    if derived:
+        table.caption = f"{_DERIVED_MARK} derived by a sourced rule (gpu_figure_rules.csv)"
     return table
 
 

@@ -176,3 +176,12 @@ def test_the_table_shows_fp16_for_parts_without_bf16() -> None:
     assert "313" in result.stdout  # the 910B3's FP16 figure, which it ranks at
     # the note names the variants of its memory size, not the 32 GB 910B4
     assert "ASCEND-910B1" in result.stderr and "ASCEND-910B4" not in result.stderr
+
+
+def test_the_table_shows_a_figure_a_rule_derives_marked() -> None:
+    result = runner.invoke(app, ["gpus", "--resolve", "RTX 3080 Ti"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "68.2*" in result.stdout  # 2 x FP32 by the GeForce rate, not a datasheet cell
+    assert "* derived by a sourced rule (gpu_figure_rules.csv)" in result.stdout
+    as_json = runner.invoke(app, ["gpus", "--resolve", "RTX 3080 Ti", "--format", "json"])
+    assert json.loads(as_json.stdout)["tflops_bf16"] is None  # the datasheet's cell, empty

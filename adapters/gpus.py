@@ -21,15 +21,21 @@ form factor and memory only where the model exists in several of them (``H100-SX
 ``A100``, ``V100``); single-SKU models are their own family.
 
 All TFLOPS figures are DENSE (NVIDIA's sparse tensor figures halved) peak rates per GPU; INT8 is
-in TOPS. GeForce BF16/FP16 figures are the FP32-accumulate tensor rate. An empty cell means the
-part lacks the precision or no source was found: it is never filled in by inference.
+in TOPS. BF16/FP16 figures are the tensor rate with FP32 accumulate (what mixed-precision
+training runs at): GeForce cards run it at half the rate of the professional cards of the same
+die. An empty cell means the part lacks the precision or no source was found: it is never
+filled in by inference.
 
 The ranking needs a figure at the precision a job runs at even where a datasheet lacks one.
 :meth:`GpuSpec.figure` answers with a :class:`Figure` that says how it was had: from the
 datasheet; ``derived`` by a rule of ``gpu_figure_rules.csv`` beside this module (each rule with
-its text and its sources, e.g. "Ampere and later run BF16 at the FP16 rate"); or, where no rule
-applies, a visible ``fallback`` to the nearest wider precision that has a figure
-(:data:`FALLBACK_PRECISIONS`: a V100 asked for BF16 is ranked at its FP16 tensor rate).
+its text and its sources, e.g. "Ampere and later run BF16 at the FP16 rate"; a rule may name
+the models it holds for, such as the GeForce rate); or, where no rule applies, a visible
+``fallback`` to the nearest wider precision that has a figure (:data:`FALLBACK_PRECISIONS`: a
+V100 asked for BF16 is ranked at its FP16 tensor rate). Every catalog row has a BF16 or FP16
+tensor figure (datasheet or rule), or says in ``no_tensor_figure`` why it has none (a Pascal
+card without tensor cores, a part whose published figures contradict each other): a card
+never falls back to FP32 unexplained, which would rank it several times too low.
 
 A family name whose variant the provider does not state (``"H100"`` with 80 GB, SXM or PCIe)
 resolves to the family's slower variant, by the catalog's own figures
@@ -68,6 +74,7 @@ __all__ = [
     "conservative_variant",
     "find_gpus",
     "get_gpu",
+    "gpu_named",
     "gpus_named",
     "resolve_gpu_name",
     "similar_gpu_names",
@@ -123,16 +130,24 @@ FALLBACK_PRECISIONS: dict[Precision, tuple[Precision, ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class FigureRule:
-    """One row of ``gpu_figure_rules.csv``: ``precision = factor x from_precision`` on the
-    listed architectures, with its text and its sources."""
+    """One row of ``gpu_figure_rules.csv``: each of ``precisions`` = ``factor x
+    from_precision`` on the listed architectures, with its text and its sources. A rule that
+    names ``models`` holds for those alone (a rate that depends on the product line, such as
+    the GeForce tensor rate, not on the architecture)."""
 
     rule: str
-    precision: Precision
+    precisions: frozenset[Precision]
     from_precision: Precision
     factor: float
     architectures: frozenset[str]
+    models: frozenset[str]
     text: str
     source: str
+
+    def applies_to(self, spec: GpuSpec) -> bool:
+        """Whether this rule may derive ``spec``'s figures."""
+        named = not self.models or spec.name in self.models
+        return named and spec.architecture in self.architectures
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +201,9 @@ class GpuSpec:
     tdp_w: float | None
     nvlink_gbs: float | None
     release_year: int | None
+    #: Why the part has no BF16 or FP16 tensor figure, from its datasheet or a rule; ``None``
+    #: when it has one (the loader refuses a row with neither, or with both).
+    no_tensor_figure: str | None
     source: str
     #: True when a raw name left the variant unstated and this is the family's slower one
     #: (:func:`conservative_variant`); never read from the CSV.
@@ -205,9 +223,14 @@ class GpuSpec:
             return Figure(sourced, precision, FigureBasis.DATASHEET)
         for rule in FIGURE_RULES:
             base = self.peak_tflops(rule.from_precision)
-            if rule.precision is precision and base and self.architecture in rule.architectures:
+            if precision in rule.precisions and base and rule.applies_to(self):
                 return Figure(round(base * rule.factor, 4), precision, FigureBasis.DERIVED, rule)
         return None
+
+    def tensor_figure(self) -> Figure | None:
+        """The dense BF16 figure (datasheet or derived), else the FP16 one: what a training
+        job ranks this part by; ``None`` for a part without tensor figures."""
+        return self.derived_figure(Precision.BF16) or self.derived_figure(Precision.FP16)
 
     def figure(self, precision: Precision) -> Figure | None:
         """The figure to rank this part at for a job at ``precision``, and how it was had:
@@ -235,6 +258,18 @@ def _parse_row(row: dict[str, str], line: int) -> GpuSpec:
     if not spec.name or not spec.family or not spec.source or not spec.architecture:
         raise ValueError(
             f"{_DATA_FILE} line {line}: name, family, architecture and source are required"
+        )
+    has_figure = spec.tensor_figure() is not None
+    if not has_figure and not spec.no_tensor_figure:
+        raise ValueError(
+            f"{_DATA_FILE} line {line}: {spec.name} has no BF16 or FP16 tensor figure"
+            " (datasheet or a rule of gpu_figure_rules.csv): give one, or say why not in"
+            " no_tensor_figure"
+        )
+    if has_figure and spec.no_tensor_figure:
+        raise ValueError(
+            f"{_DATA_FILE} line {line}: {spec.name} has a tensor figure, yet no_tensor_figure"
+            " says why it has none"
         )
     return spec
 
@@ -265,13 +300,16 @@ def _load_rules(text: str) -> tuple[FigureRule, ...]:
     rules: list[FigureRule] = []
     for line, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
         try:
-            rule = typed_row(FigureRule, row)
+            read = typed_row(FigureRule, row)
+            rule = dataclasses.replace(
+                read, precisions=frozenset(Precision(p) for p in read.precisions)
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{_RULES_FILE} line {line}: {exc}") from None
         if not (rule.rule and rule.text and rule.source and rule.architectures):
             raise ValueError(f"{_RULES_FILE} line {line}: rule, text, source and architectures")
-        if rule.factor <= 0 or rule.precision is rule.from_precision:
-            raise ValueError(f"{_RULES_FILE} line {line}: a rule maps one precision to another")
+        if not rule.precisions or rule.factor <= 0 or rule.from_precision in rule.precisions:
+            raise ValueError(f"{_RULES_FILE} line {line}: a rule maps one precision to others")
         rules.append(rule)
     return tuple(rules)
 
@@ -348,7 +386,10 @@ def _find(key: str) -> tuple[GpuSpec, ...]:
 # * ``pattern``: a regular expression over the rewritten name, tried in file order (specific
 #   names before the generic ones they contain); ``becomes`` lists the candidate models,
 #   which memory and form-factor hints must narrow to one, or is empty for a known part
-#   without a catalog row (answered "unknown" rather than matched to a sibling).
+#   without a catalog row (answered "unknown" rather than matched to a sibling). One candidate
+#   may be starred (``RTX-4090* RTX-4090-48GB``): a name that states no memory means a model
+#   of the starred one's memory size (a plain "RTX 4090" is NVIDIA's 24 GB card; the 48 GB
+#   rework is always sold by its memory). Without a star, memory left unstated is not guessed.
 #
 # The tables are module constants (:data:`EXACT_ALIASES`, :data:`ALIAS_PATTERNS`), read and
 # compiled once when the module is imported, as the patterns were compiled before.
@@ -360,6 +401,7 @@ _ALIAS_FILE = "gpu_aliases.csv"
 class _Alias:
     pattern: re.Pattern[str]
     candidates: tuple[str, ...]  # empty: a known part that has no catalog row
+    unstated_memory: str | None = None  # starred: a name stating no memory means its size
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +428,13 @@ def _load_aliases(text: str) -> _AliasTables:
             elif table == "rewrite":
                 rewrites.append((re.compile(match), becomes or " "))
             elif table == "pattern":
-                patterns.append(_Alias(re.compile(match), tuple(becomes.split())))
+                names = becomes.split()
+                starred = [n.removesuffix("*") for n in names if n.endswith("*")]
+                if len(starred) > 1:
+                    raise ValueError("at most one starred candidate")
+                default = starred[0] if starred else None
+                candidates = tuple(n.removesuffix("*") for n in names)
+                patterns.append(_Alias(re.compile(match), candidates, default))
             else:
                 raise ValueError(f"unknown table {table!r}")
         except (KeyError, TypeError, ValueError, re.error) as exc:
@@ -516,8 +564,8 @@ def _narrow(
     memory_gbs: tuple[float | None, ...],
     form_factors: tuple[GpuFormFactor | None, ...],
 ) -> GpuSpec | None:
-    """The one candidate the hints leave; with several left that differ only in their
-    (unstated) form factor, the slower one marked assumed; else ``None``."""
+    """The one candidate the hints leave; with several left of one memory size whose variant
+    nothing states, the slower one marked assumed; else ``None``."""
     candidates = _hinted(candidates, memory_gbs, form_factors)
     stated = [form for form in form_factors if form is not None]
     if len(candidates) == 1:
@@ -535,16 +583,16 @@ def _comparable_tflops(candidates: tuple[GpuSpec, ...]) -> tuple[float, ...] | N
 
 
 def conservative_variant(candidates: tuple[GpuSpec, ...]) -> GpuSpec | None:
-    """Of variants that differ only in form factor (one memory size), the slower one, marked
-    ``variant_assumed``: the one no faster than every other in dense BF16 (else FP16) TFLOPs,
-    in memory bandwidth and in NVLink bandwidth (none counts as 0), by the catalog's figures.
-    ``None`` when the memory sizes differ, a figure is missing, or no variant is the slower
-    on every count.
+    """Of variants of one memory size (that differ in form factor, as H100 SXM and PCIe, or in
+    clock, as Ascend 910B1-B3), the slower one, marked ``variant_assumed``: the one no faster
+    than every other in dense BF16 (else FP16) TFLOPs, in memory bandwidth and in NVLink
+    bandwidth (none counts as 0), by the catalog's figures. ``None`` when the memory sizes
+    differ, a figure is missing, or no variant is the slower on every count.
 
     >>> conservative_variant(find_gpus("H100")[:2]).name
     'H100-PCIE-80GB'
     """
-    if len(candidates) < 2 or len({c.form_factor for c in candidates}) < 2:
+    if len(candidates) < 2:
         return None
     first = candidates[0]
     if first.memory_gb is None or not all(_same_memory(c, first.memory_gb) for c in candidates):
@@ -562,19 +610,31 @@ def conservative_variant(candidates: tuple[GpuSpec, ...]) -> GpuSpec | None:
     return None
 
 
-def _candidates(raw: str, text: str) -> tuple[GpuSpec, ...] | None:
-    """Catalog models the name may mean; ``None`` when no table knows it."""
+def _candidates(raw: str, text: str) -> tuple[tuple[GpuSpec, ...], GpuSpec | None] | None:
+    """Catalog models the name may mean, and the one whose memory size a name that states
+    none means (a starred candidate of ``gpu_aliases.csv``); ``None`` when no table knows it."""
     lowered = raw.strip().lower()
     gcp = _GCP_DESCRIPTION.match(lowered)
     exact = EXACT_ALIASES.get(
         lowered if gcp is None else "nvidia-" + "-".join(gcp["model"].split())
     )
     if exact is not None:
-        return (_by_name()[exact],)
+        return (_by_name()[exact],), None
     for alias in ALIAS_PATTERNS:
         if alias.pattern.search(text):
-            return tuple(_by_name()[name] for name in alias.candidates)
+            found = tuple(_by_name()[name] for name in alias.candidates)
+            default = _by_name()[alias.unstated_memory] if alias.unstated_memory else None
+            return found, default
     return None
+
+
+def _of_unstated_memory(
+    candidates: tuple[GpuSpec, ...], default: GpuSpec | None, memory_gbs: tuple[float | None, ...]
+) -> tuple[GpuSpec, ...]:
+    """``candidates`` of the starred candidate's memory size when no memory is stated."""
+    if default is None or default.memory_gb is None or any(m is not None for m in memory_gbs):
+        return candidates
+    return tuple(c for c in candidates if c.memory_gb == default.memory_gb)
 
 
 def spec_fields(
@@ -619,12 +679,13 @@ def resolve_gpu_name(
         return spec
     form_hint = _form_factor_hint(form_factor)
     text = _normalise(raw)
-    candidates = _candidates(raw, text) if text else None
+    known = _candidates(raw, text) if text else None
     found = None
-    if candidates:
+    if known and known[0]:
+        memory_gbs = (_memory_from_name(text), _gb(memory_gb))
         found = _narrow(
-            candidates,
-            (_memory_from_name(text), _gb(memory_gb)),
+            _of_unstated_memory(*known, memory_gbs),
+            memory_gbs,
             (_form_factor_from_name(text), form_hint),
         )
     if found is None:
@@ -655,10 +716,31 @@ def _resolved(raw: str) -> tuple[GpuSpec, ...]:
     """:func:`gpus_named` of a name no catalog name, family or vendor is, kept (a
     requirement validates its GPUs on every parse)."""
     text = _normalise(raw)
-    candidates = _candidates(raw, text) if text else None
-    if not candidates:
+    known = _candidates(raw, text) if text else None
+    if not known:
         return ()
-    return _hinted(candidates, (_memory_from_name(text),), (_form_factor_from_name(text),))
+    return _hinted(known[0], (_memory_from_name(text),), (_form_factor_from_name(text),))
+
+
+def gpu_named(query: str) -> GpuSpec | None:
+    """The one model a renter's GPU name means where one is needed (an estimate's GPU): a
+    canonical name; a family or vendor of one model; else a name as providers write it whose
+    memory and form-factor words, or its alias's starred candidate, leave one model (``"4090"``
+    is ``RTX-4090``, the 24 GB card; ``"4090 48G"`` the rework). ``None`` when the name means
+    none or several (``"H100"``, ``"A800 80G"``): no variant is assumed for a renter."""
+    found = find_gpus(query)
+    if found:
+        return found[0] if len(found) == 1 else None
+    raw = query.strip().lower()
+    text = _normalise(raw)
+    known = _candidates(raw, text) if text else None
+    if not known:
+        return None
+    memory_gbs = (_memory_from_name(text),)
+    left = _hinted(
+        _of_unstated_memory(*known, memory_gbs), memory_gbs, (_form_factor_from_name(text),)
+    )
+    return left[0] if len(left) == 1 else None
 
 
 def _spelling(text: str) -> str:

@@ -74,6 +74,7 @@ class Vendor(StrEnum):
     NVIDIA = "nvidia"
     AMD = "amd"
     INTEL = "intel"
+    HUAWEI = "huawei"  # Ascend NPUs, rented on Chinese platforms
     OTHER = "other"
 
 

@@ -80,7 +80,7 @@ def _squash(text: str) -> str:
 def _loosely_named(req: Requirement) -> pl.Expr:
     """The raw name (or, failing that, the stored model name) contains a wanted GPU name;
     reads the ``squashed_name`` column :class:`Unrankable` adds."""
-    wanted = [w for w in (_squash(g) for g in req.gpus) if w]
+    wanted = [w for w in (_squash(g) for g in req.gpu_names()) if w]
     if not wanted:
         return ALWAYS
     squashed = pl.col(_SQUASHED)

@@ -931,6 +931,24 @@ def _seed_conditions(req: Requirement) -> list[pl.Expr]:
     return conds
 
 
+def _gpu_conditions(req: Requirement, models_read: bool) -> list[pl.Expr]:
+    """The GPU models ``req.gpus`` names and, where a name carries a count (``H100:8``,
+    ``A100:2..8``), how many GPUs an offer of that name's models has: one condition per name,
+    any of them met. Without counts, none when the rows are the named models' already."""
+    choices = req.gpu_choices()
+    if not any(choice.counted for choice in choices):
+        return [] if models_read else [_in("gpu_model", req.gpu_models())]
+    per_name = []
+    for choice in choices:
+        cond = _in("gpu_model", [spec.name for spec in choice.models()])
+        if choice.min_gpus is not None:
+            cond = cond & (pl.col("gpus") >= choice.min_gpus)
+        if choice.max_gpus is not None:
+            cond = cond & (pl.col("gpus") <= choice.max_gpus)
+        per_name.append(cond)
+    return [pl.any_horizontal(per_name)]
+
+
 def qualifies(req: Requirement, now: datetime, *, models_read: bool = False) -> pl.Expr:
     """True for rows that meet every constraint of ``req`` at ``now``.
 
@@ -945,8 +963,8 @@ def qualifies(req: Requirement, now: datetime, *, models_read: bool = False) -> 
     terms = req.allowed_terms()
     # every row has one of the terms: a condition only when some are left out
     conds: list[pl.Expr] = [] if len(terms) == len(RentalTerm) else [_in("term", terms)]
-    if req.gpus and not models_read:
-        conds.append(_in("gpu_model", req.gpu_models()))
+    if req.gpus:
+        conds += _gpu_conditions(req, models_read)
     if req.min_gpus is not None:
         conds.append(pl.col("gpus") >= req.min_gpus)
     if req.max_gpus is not None:

@@ -21,7 +21,13 @@ import difflib
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from gpuscout.adapters.gpus import GpuSpec, find_gpus, get_gpu, gpus_named, similar_gpu_names
+from gpuscout.adapters.gpus import (
+    GpuSpec,
+    find_gpus,
+    gpu_named,
+    gpus_named,
+    similar_gpu_names,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -89,15 +95,14 @@ def refused_gpus(queries: Iterable[str]) -> str | None:
 
 def one_gpu_model(name: str) -> GpuSpec:
     """The one catalog model ``name`` means, for what needs a single model (an estimate):
-    a canonical name, else the one model a family or a raw name resolves to (``"4090"`` is
-    ``RTX-4090``). A ValueError otherwise: a family, vendor or name meaning several models
-    lists them (a family is not one GPU's figures), an unknown one gets a "did you mean"."""
-    exact = get_gpu(name)
-    if exact is not None:
-        return exact
+    a canonical name, else the one model a family or a raw name resolves to
+    (:func:`adapters.gpus.gpu_named`: ``"4090"`` is ``RTX-4090``). A ValueError otherwise:
+    a family, vendor or name meaning several models lists them (a family is not one GPU's
+    figures), an unknown one gets a "did you mean"."""
+    one = gpu_named(name)
+    if one is not None:
+        return one
     models = gpus_named(name)
-    if len(models) == 1:
-        return models[0]
     listed = ", ".join(m.name for m in models)
     if not models:
         message = f"unknown GPU model {name!r}{did_you_mean(similar_gpu_names(name))}"

@@ -5,12 +5,17 @@ field the offer does not publish (``None``) excludes the offer unless ``allow_un
 set: a renter who asks for InfiniBand should not get an offer that merely fails to say.
 The one exception is documented on ``min_cpu_cores``.
 
+A GPU in ``gpus`` may carry how many of it an offer has, as dstack spells a GPU requirement
+(:class:`GpuChoice`: ``H100:8``, ``A100:2..8``, ``A100:80GB:8``): the API's ``gpus`` and the
+CLI's ``--gpus`` are generated from this model, so both read it.
+
 The filter itself is the polars expression :func:`pricing.expressions.qualifies`.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import (
@@ -23,14 +28,14 @@ from pydantic import (
     model_validator,
 )
 
-from gpuscout.adapters.gpus import gpus_named
+from gpuscout.adapters.gpus import GpuSpec, gpus_named
 from gpuscout.adapters.schema import Cooling, Fabric, GpuFormFactor, RentalTerm, StorageType
 
 from .checklist import SEED_SERVER, checklist_requirement
 from .names import refused_gpus
 from .readings import VERSION_PATTERN
 
-__all__ = ["PRESETS", "Requirement", "preset", "preset_names"]
+__all__ = ["PRESETS", "GpuChoice", "Requirement", "gpu_choice", "preset", "preset_names"]
 
 
 def _version(value: str) -> str:
@@ -41,6 +46,74 @@ def _version(value: str) -> str:
             " (each part at most 4 digits)"
         )
     return value.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class GpuChoice:
+    """One entry of a requirement's ``gpus``: a GPU name and, where given, how many GPUs of
+    it an offer has, at least ``min_gpus`` and at most ``max_gpus`` (``None``: no bound)."""
+
+    name: str
+    min_gpus: int | None = None
+    max_gpus: int | None = None
+
+    @property
+    def counted(self) -> bool:
+        """Whether the entry says how many GPUs an offer has."""
+        return self.min_gpus is not None or self.max_gpus is not None
+
+    def models(self) -> tuple[GpuSpec, ...]:
+        """The catalog models the name means (:func:`adapters.gpus.gpus_named`)."""
+        return gpus_named(self.name)
+
+
+_COUNT = re.compile(r"(?P<low>\d+)?(?P<range>\.\.)?(?P<high>\d+)?")
+_MEMORY_PART = re.compile(r"\d+(?:\.\d+)? ?(?:gb|g)", re.IGNORECASE)
+_COUNT_FORMS = "a count (8) or a range (2..8, 2.., ..8)"
+
+
+def _count(part: str, text: str) -> tuple[int | None, int | None]:
+    """The bounds of a count part: ``8``, ``2..8``, ``2..`` or ``..8``."""
+    found = _COUNT.fullmatch(part)
+    if not found or not (found["low"] or found["high"]):
+        raise ValueError(f"bad GPU count {part!r} in {text!r}: give {_COUNT_FORMS}")
+    low = int(found["low"]) if found["low"] else None
+    high = int(found["high"]) if found["high"] else None
+    if not found["range"]:
+        low = high = int(part)
+    if (low is not None and low < 1) or (high is not None and high < 1):
+        raise ValueError(f"GPU count {part!r} in {text!r}: an offer has at least 1 GPU")
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"GPU count {part!r} in {text!r}: the range is empty ({low} > {high})")
+    return low, high
+
+
+def gpu_choice(text: str) -> GpuChoice:
+    """A ``gpus`` entry read as dstack spells a GPU requirement: ``NAME``, ``NAME:COUNT``
+    with a count or a range of GPUs per offer (``H100:8``, ``A100:2..8``, ``L4:..4``), and
+    optionally a memory part (``A100:80GB:8`` is ``A100 80GB``, 8 per offer). A ValueError
+    names what was wrong.
+
+    >>> gpu_choice("A100:2..8")
+    GpuChoice(name='A100', min_gpus=2, max_gpus=8)
+    >>> gpu_choice("A100:80GB:8")
+    GpuChoice(name='A100 80GB', min_gpus=8, max_gpus=8)
+    """
+    name, *parts = (part.strip() for part in text.split(":"))
+    if not name:
+        raise ValueError(f"no GPU name before ':' in {text!r}: give NAME:COUNT, e.g. H100:8")
+    bounds: tuple[int | None, int | None] | None = None
+    for part in parts:
+        if _MEMORY_PART.fullmatch(part):
+            name = f"{name} {part}"
+        elif not part:
+            raise ValueError(f"no GPU count after ':' in {text!r}: give {_COUNT_FORMS}")
+        elif bounds is None:
+            bounds = _count(part, text)
+        else:
+            raise ValueError(f"two GPU counts in {text!r}: give one, {_COUNT_FORMS}")
+    low, high = bounds or (None, None)
+    return GpuChoice(name, low, high)
 
 
 #: ``major[.minor[.patch]]`` (:data:`pricing.readings.VERSION_PATTERN`).
@@ -59,7 +132,9 @@ class Requirement(BaseModel):
     gpus: tuple[str, ...] = Field(
         default=(),
         description="GPU models: canonical name, family (H100) or vendor (amd), or a name"
-        ' as providers write it ("H100 SXM", "A100 80GB", "4090")',
+        ' as providers write it ("H100 SXM", "A100 80GB", "4090D", "昇腾910B"); NAME:COUNT'
+        " also asks how many GPUs of it an offer has, as dstack spells it: a count or a"
+        ' range ("H100:8", "A100:2..8", "A100:80GB:8")',
     )
     min_gpus: NonNegative | None = Field(
         default=None, description="GPUs per offer (instance), at least"
@@ -225,7 +300,7 @@ class Requirement(BaseModel):
     @field_validator("gpus")
     @classmethod
     def _known_gpus(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        message = refused_gpus(value)
+        message = refused_gpus([gpu_choice(text).name for text in value])
         if message:
             raise ValueError(message)
         return value
@@ -259,13 +334,22 @@ class Requirement(BaseModel):
             raise ValueError(f"exclude_providers: {', '.join(sorted(both))} also included")
         return self
 
+    def gpu_choices(self) -> tuple[GpuChoice, ...]:
+        """The ``gpus`` entries read (:func:`gpu_choice`): each name and its count."""
+        return tuple(gpu_choice(text) for text in self.gpus)
+
+    def gpu_names(self) -> tuple[str, ...]:
+        """The GPU names of ``gpus`` without their counts (``H100:8`` is ``H100``)."""
+        return tuple(choice.name for choice in self.gpu_choices())
+
     def gpu_models(self) -> tuple[str, ...]:
         """Canonical catalog names the ``gpus`` queries resolve to (empty: any GPU): a
         model, family or vendor as named, else what the raw-name resolver reads in the name
-        (:func:`adapters.gpus.gpus_named`: ``"H100 SXM"`` is ``H100-SXM5-80GB``)."""
+        (:func:`adapters.gpus.gpus_named`: ``"H100 SXM"`` is ``H100-SXM5-80GB``); a count
+        (``H100:8``) does not change which."""
         names: dict[str, None] = {}
-        for query in self.gpus:
-            for spec in gpus_named(query):
+        for choice in self.gpu_choices():
+            for spec in choice.models():
                 names[spec.name] = None
         return tuple(names)
 

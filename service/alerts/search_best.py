@@ -16,7 +16,7 @@ slow. The ranking is taken apart instead, in the steps it is made of:
    ``allow_unknown``) is evaluated once over the costed rows, in one polars ``select``;
    a search's rows are the AND of its fields' masks (numpy), within the row slices of its
    GPU models (the costed rows are sorted by model), so a search naming one GPU touches
-   that model's rows only.
+   that model's rows only; a GPU named with a count (``H100:8``) is a mask of its own.
 3. **Choosing**: the ranking represents each configuration by its cheapest qualifying term
    (ranked-after, then key, then term, then frame row) and orders those by
    (ranked-after, metric, key, configuration). The costed rows are sorted by (model,
@@ -111,7 +111,10 @@ def _atoms(requirement: Requirement, known: dict[Any, Requirement]) -> list[Any]
     if keys[0] not in known:
         terms = {f: getattr(requirement, f) for f in _TERM_FIELDS}
         known[keys[0]] = Requirement(**terms, allow_unknown=unknown)
-    for name in requirement.model_fields_set - _NOT_FILTERS:
+    fields = requirement.model_fields_set - _NOT_FILTERS
+    if any(choice.counted for choice in requirement.gpu_choices()):
+        fields |= {"gpus"}  # H100:8: a count per name, which the model slices do not hold
+    for name in fields:
         value = getattr(requirement, name)
         if value == getattr(_DEFAULTS, name):
             continue

@@ -52,6 +52,7 @@ def test_an_empty_rewrite_becomes_a_word_break() -> None:
         ("exact,nvidia-l4,,src", "unmapped"),
         ("alias,\\bh100\\b,H100-SXM5-80GB,src", "unknown table 'alias'"),
         ("pattern,\\bh100\\b", "required"),
+        ("pattern,\\bh20\\b,H20-96GB* H20-141GB*,src", "at most one starred"),
     ],
 )
 def test_a_bad_row_is_refused_with_its_line(row: str, message: str) -> None:
@@ -63,3 +64,10 @@ def test_a_bad_row_is_refused_with_its_line(row: str, message: str) -> None:
 def test_a_repeated_exact_name_is_refused() -> None:
     with pytest.raises(ValueError, match="line 3: .*repeated"):
         gpus._load_aliases(f"{HEADER}\nexact,nvidia-l4,L4,src\nexact,nvidia-l4,T4,src\n")
+
+
+def test_a_starred_candidate_is_read_apart() -> None:
+    tables = gpus._load_aliases(f"{HEADER}\npattern,\\bh20\\b,H20-96GB* H20-141GB,src\n")
+    [alias] = tables.patterns
+    assert alias.candidates == ("H20-96GB", "H20-141GB")
+    assert alias.unstated_memory == "H20-96GB"

@@ -55,6 +55,7 @@ def test_public_names() -> None:
         "conservative_variant",
         "find_gpus",
         "get_gpu",
+        "gpu_named",
         "gpus_named",
         "resolve_gpu_name",
         "similar_gpu_names",
@@ -220,15 +221,39 @@ def test_find_gpus() -> None:
     assert find_gpus("  ") == ()
 
 
+_HEADER = ",".join(f.name for f in dataclasses.fields(GpuSpec) if f.name != "variant_assumed")
+#: name ... fp32, tf32, bf16, fp16, fp8, int8, tdp, nvlink, year, no_tensor_figure, source
+_ROW = "X,X,nvidia,sxm,hopper,80,HBM3,1,1,1,1,1,1,1,1,1,,2020,,src"
+
+
 def test_loader_rejects_bad_rows() -> None:
-    header = ",".join(f.name for f in dataclasses.fields(GpuSpec) if f.name != "variant_assumed")
-    row = "X,X,nvidia,sxm,hopper,80,HBM3,1,1,1,1,1,1,1,1,1,,2020,src"
+    header, row = _HEADER, _ROW
     with pytest.raises(ValueError, match="duplicate"):
         gpus._load(f"{header}\n{row}\n{row}\n")
     with pytest.raises(ValueError, match="line 2"):
         gpus._load(f"{header}\n{row.replace('nvidia', 'acme')}\n")
     with pytest.raises(ValueError, match="required"):
         gpus._load(f"{header}\n{row.removesuffix('src')}\n")
+
+
+def test_a_row_that_would_rank_at_fp32_unexplained_is_refused() -> None:
+    # FP32 alone: the ranking would fall back to it, several times below the tensor rate
+    fp32_only = "X,X,nvidia,pcie,ada,24,GDDR6,1,,40,,,,,,1,,2020,,src"
+    with pytest.raises(ValueError, match="line 2: X has no BF16 or FP16 tensor figure"):
+        gpus._load(f"{_HEADER}\n{fp32_only}\n")
+    stated = fp32_only.replace(",,src", ",no tensor cores,src")
+    (spec,) = gpus._load(f"{_HEADER}\n{stated}\n")
+    assert spec.no_tensor_figure == "no tensor cores"
+    assert spec.figure(Precision.BF16) == gpus.Figure(
+        40.0, Precision.FP32, gpus.FigureBasis.FALLBACK
+    )
+    # a reason beside a figure is refused too: one of the two is wrong
+    with pytest.raises(ValueError, match="has a tensor figure, yet no_tensor_figure"):
+        gpus._load(f"{_HEADER}\n{_ROW.replace(',,src', ',no tensor cores,src')}\n")
+    # a rule that derives a tensor figure counts (the part is one the rule names)
+    geforce = fp32_only.replace("X,X,", "RTX-3080-TI,X,").replace(",ada,", ",ampere,")
+    (derived,) = gpus._load(f"{_HEADER}\n{geforce}\n")
+    assert derived.tensor_figure() is not None
 
 
 # --- raw-name resolution ----------------------------------------------------------------
@@ -344,21 +369,67 @@ def test_the_slower_variant_comes_from_the_catalog_figures() -> None:
 
 def test_memory_left_unstated_is_not_guessed() -> None:
     assert resolve_gpu_name("A100") is None  # 40 or 80 GB
-    assert resolve_gpu_name("H800", memory_gb=80) is None  # no figures for the PCIe part
+    assert resolve_gpu_name("Tesla V100") is None  # 16 or 32 GB
+    assert resolve_gpu_name("RTX PRO 5000") is None  # 48 or 72 GB
+
+
+@pytest.mark.parametrize(
+    ("raw", "memory_gb", "expected"),
+    [
+        # a starred alias: a name that states no memory means the maker's own card
+        ("RTX 4090", None, "RTX-4090"),
+        ("RTX 4090", 48, "RTX-4090-48GB"),  # the third-party rework, by its memory
+        ("H20", None, "H20-96GB"),
+        ("H20", 141, "H20-141GB"),
+        ("RTX 5090 D", None, "RTX-5090D"),
+        ("RTX 5090 D", 24, "RTX-5090D-V2"),
+        ("4090D", 48, "RTX-4090D-48GB"),
+        ("RTX 4090", 32, None),  # a stated memory no variant has is not rounded to one
+    ],
+)
+def test_a_starred_variant_is_what_an_unstated_memory_means(
+    raw: str, memory_gb: float | None, expected: str | None
+) -> None:
+    spec = resolve_gpu_name(raw, memory_gb=memory_gb)
+    assert (spec.name if spec else None) == expected
+    assert spec is None or not spec.variant_assumed
+
+
+def test_the_slower_of_variants_that_differ_in_clock_is_assumed() -> None:
+    # Ascend 910B1-B3 share 64 GB and a module; the name alone does not say which
+    spec = resolve_gpu_name("Ascend 910B")
+    assert spec is not None and spec.name == "ASCEND-910B3" and spec.variant_assumed
+    assert resolve_gpu_name("Ascend 910B", memory_gb=32) == get_gpu("ASCEND-910B4")
+    assert resolve_gpu_name("Ascend 910B2") == get_gpu("ASCEND-910B2")
 
 
 # --- figures: datasheet, derived by a rule, or a visible fallback -------------------------
 
 
-def test_every_rule_has_text_sources_and_maps_one_precision_to_another() -> None:
+def test_every_rule_has_text_sources_and_maps_one_precision_to_others() -> None:
     assert {r.rule for r in gpus.FIGURE_RULES} == {
         "bf16-at-fp16-rate",
         "fp8-twice-bf16",
         "bf16-half-fp8",
+        "geforce-tensor-rate",
+        "pro-tensor-rate",
+        "turing-tensor-rate",
+        "turing-geforce-tensor-rate",
+        "volta-tensor-rate",
     }
     for rule in gpus.FIGURE_RULES:
-        assert rule.text and rule.source and rule.architectures
-        assert rule.precision is not rule.from_precision
+        assert rule.text and rule.source and rule.architectures and rule.precisions
+        assert rule.from_precision not in rule.precisions
+
+
+def test_a_rule_that_names_models_names_catalog_parts_of_its_architectures() -> None:
+    for rule in gpus.FIGURE_RULES:
+        for name in rule.models:
+            spec = get_gpu(name)
+            assert spec is not None, (rule.rule, name)
+            assert spec.architecture in rule.architectures, (rule.rule, name)
+            # the rule fills a gap: the datasheet gives none of its precisions
+            assert all(spec.peak_tflops(p) is None for p in rule.precisions), (rule.rule, name)
 
 
 @pytest.mark.parametrize(
@@ -374,14 +445,50 @@ def test_each_rule_holds_where_the_datasheet_gives_both_figures(
     rule: str, holds_on: tuple[str, ...]
 ) -> None:
     (found,) = [r for r in gpus.FIGURE_RULES if r.rule == rule]
+    assert not found.models
     checked = set()
     for spec in catalog():
-        target, base = spec.peak_tflops(found.precision), spec.peak_tflops(found.from_precision)
-        if spec.architecture in found.architectures and target and base:
-            # within 3%: datasheets round (L40S: FP8 733 against BF16 362.05)
-            assert target == pytest.approx(found.factor * base, rel=0.03), spec.name
-            checked.add(spec.name)
+        for precision in found.precisions:
+            target, base = spec.peak_tflops(precision), spec.peak_tflops(found.from_precision)
+            if spec.architecture in found.architectures and target and base:
+                # within 3%: datasheets round (L40S: FP8 733 against BF16 362.05)
+                assert target == pytest.approx(found.factor * base, rel=0.03), spec.name
+                checked.add(spec.name)
     assert checked >= set(holds_on)
+
+
+@pytest.mark.parametrize(
+    ("rule", "read_from"),
+    [
+        # a rule for named models: the parts its source reads the ratio from bear it out
+        (
+            "geforce-tensor-rate",
+            ("RTX-3090", "RTX-3090-TI", "RTX-3080", "RTX-3070", "RTX-3060", "RTX-4090",
+             "RTX-4080", "RTX-4070-TI", "RTX-4070", "RTX-5090", "RTX-5080", "RTX-5070-TI",
+             "RTX-4090D"),
+        ),
+        (
+            "pro-tensor-rate",
+            ("RTX-A6000", "RTX-A5000", "RTX-A4500", "A40", "A10", "L40S", "L4",
+             "RTX-4000-ADA", "RTX-PRO-6000", "RTX-PRO-5000-48GB", "RTX-PRO-4500"),
+        ),
+        ("turing-tensor-rate", ("T4", "QUADRO-RTX-5000", "QUADRO-RTX-6000")),
+        ("volta-tensor-rate", ("V100-SXM2-16GB", "V100-PCIE-16GB", "V100S-PCIE-32GB")),
+    ],
+)  # fmt: skip
+def test_a_named_models_rule_holds_on_the_parts_it_is_read_from(
+    rule: str, read_from: tuple[str, ...]
+) -> None:
+    (found,) = [r for r in gpus.FIGURE_RULES if r.rule == rule]
+    for name in read_from:
+        spec = get_gpu(name)
+        assert spec is not None and spec.architecture in found.architectures, name
+        base = spec.peak_tflops(found.from_precision)
+        for precision in found.precisions:
+            target = spec.peak_tflops(precision)
+            assert target and base, (name, precision)
+            # within 4%: tables round (RTX PRO 5000: 258 against 4 x 65)
+            assert target == pytest.approx(found.factor * base, rel=0.04), (name, precision)
 
 
 @pytest.mark.parametrize(
@@ -399,9 +506,20 @@ def test_each_rule_holds_where_the_datasheet_gives_both_figures(
         ("T4", Precision.BF16, 65, Precision.FP16, "fallback", None),
         # Ampere has no FP8: ranked at BF16
         ("A100-SXM4-80GB", Precision.FP8, 312, Precision.BF16, "fallback", None),
-        # no tensor figure sourced at all: ranked at FP32, visibly
-        ("A10G", Precision.BF16, 31.5, Precision.FP32, "fallback", None),
-        ("RTX-A5000", Precision.BF16, 27.8, Precision.FP32, "fallback", None),
+        # the GeForce and Turing rates, by rules that name their parts
+        ("A10G", Precision.BF16, 63.0, Precision.BF16, "derived", "geforce-tensor-rate"),
+        ("RTX-3080-TI", Precision.FP16, 68.2, Precision.FP16, "derived", "geforce-tensor-rate"),
+        (
+            "QUADRO-RTX-8000",
+            Precision.BF16,
+            130.4,
+            Precision.FP16,
+            "fallback",
+            "turing-tensor-rate",
+        ),
+        ("RTX-A5000", Precision.BF16, 111, Precision.BF16, "datasheet", None),
+        # no tensor cores (Pascal): ranked at FP32, visibly, and the row says why
+        ("P40", Precision.BF16, 11.76, Precision.FP32, "fallback", None),
         # a fallback's own figure may be derived (A16: no FP8, BF16 derived from FP16)
         ("A16", Precision.FP8, 17.9, Precision.BF16, "fallback", "bf16-at-fp16-rate"),
     ],
@@ -431,9 +549,83 @@ def test_figure_says_how_it_was_had(
         assert note is not None and rule is not None and rule in note
 
 
+def test_every_row_ranks_by_a_tensor_figure_or_says_why_not() -> None:
+    """A card without a BF16/FP16 tensor figure would rank at FP32, several times too low
+    (Quadro RTX 6000 ~8x, RTX A5000 ~4x, A10G ~2x): each row has one, or states why not."""
+    unexplained = []
+    for spec in catalog():
+        figure = spec.figure(Precision.BF16)
+        if spec.no_tensor_figure:
+            assert spec.tensor_figure() is None, spec.name
+            assert figure is None or figure.precision is Precision.FP32, spec.name
+        elif figure is None or figure.precision not in (Precision.BF16, Precision.FP16):
+            unexplained.append(spec.name)
+    assert unexplained == []
+    reasons = {s.name for s in catalog() if s.no_tensor_figure}
+    assert reasons == {"P40", "P4", "A100X"}
+
+
+@pytest.mark.parametrize(
+    ("name", "times_fp32"),
+    [
+        ("QUADRO-RTX-6000", 8),  # was ranked at FP32: ~8x too low
+        ("QUADRO-RTX-8000", 8),
+        ("RTX-A5000", 4),  # ~4x
+        ("RTX-A4500", 4),
+        ("A10G", 2),  # ~2x
+        ("RTX-2080-TI", 4),
+        ("RTX-4070", 2),
+        ("RTX-5080", 2),
+        ("TITAN-V", 8),
+    ],
+)
+def test_cards_that_ranked_at_fp32_rank_at_their_tensor_rate(name: str, times_fp32: float) -> None:
+    spec = get_gpu(name)
+    assert spec is not None and spec.tflops_fp32
+    figure = spec.figure(Precision.BF16)
+    assert figure is not None and figure.precision in (Precision.BF16, Precision.FP16)
+    assert figure.tflops == pytest.approx(times_fp32 * spec.tflops_fp32, rel=0.05)
+
+
+def test_the_rtx_pro_blackwell_rows_share_one_basis() -> None:
+    """The same die and product line: one accumulate rate for all three (the full rate,
+    4x FP32, as NVIDIA's FP4 figures and the RTX PRO 6000 table say), not the PRO 6000 at
+    the full rate beside the PRO 5000 and 4500 at the GeForce half rate."""
+    names = ("RTX-PRO-6000", "RTX-PRO-5000-48GB", "RTX-PRO-5000-72GB", "RTX-PRO-4500")
+    for name in names:
+        spec = get_gpu(name)
+        assert spec is not None and spec.tflops_bf16 and spec.tflops_fp32
+        assert spec.tflops_bf16 == spec.tflops_fp16
+        assert spec.tflops_bf16 / spec.tflops_fp32 == pytest.approx(4, rel=0.04), name
+        assert spec.tflops_fp8 == pytest.approx(2 * spec.tflops_bf16, rel=0.01), name
+        basis = "same for RTX PRO 6000, 5000 and 4500"
+        assert basis in spec.source or spec.source.startswith("As RTX-PRO-5000-48GB"), name
+
+
+def test_h800_pcie_has_the_h100_pcie_compute() -> None:
+    h800, h100 = get_gpu("H800-PCIE-80GB"), get_gpu("H100-PCIE-80GB")
+    assert h800 is not None and h100 is not None
+    for precision in (Precision.BF16, Precision.FP16, Precision.FP8, Precision.TF32):
+        assert h800.peak_tflops(precision) == h100.peak_tflops(precision)
+    assert h800.memory_gb == 80 and h800.tflops_fp64 is None  # FP64 cut for export: unsourced
+
+
+def test_china_d_cards_are_their_own_models() -> None:
+    d, full = get_gpu("RTX-4090D"), get_gpu("RTX-4090")
+    five_d, five = get_gpu("RTX-5090D"), get_gpu("RTX-5090")
+    assert d and full and five_d and five
+    assert d.tflops_bf16 and full.tflops_bf16 and d.tflops_bf16 < full.tflops_bf16
+    # the 5090 D keeps the 5090's FP32 but NVIDIA caps its tensor rate (2375 vs 3352 AI TOPS)
+    assert five_d.tflops_fp32 == five.tflops_fp32
+    assert five_d.tflops_bf16 == pytest.approx(five.tflops_bf16 * 2375 / 3352, rel=0.01)  # type: ignore[operator]
+    reworked = get_gpu("RTX-4090-48GB")
+    assert reworked and reworked.memory_gb == 48 and reworked.tflops_bf16 == full.tflops_bf16
+
+
 def test_no_figure_at_all_is_none_and_datasheet_cells_are_not_filled() -> None:
-    h800 = get_gpu("H800-PCIE-80GB")
-    assert h800 is not None and h800.figure(Precision.BF16) is None
+    a100x = get_gpu("A100X")
+    assert a100x is not None and a100x.figure(Precision.BF16) is None
+    assert a100x.no_tensor_figure
     a16 = get_gpu("A16")
     assert a16 is not None and a16.tflops_bf16 is None  # derived figures stay out of the row
     fp64 = get_gpu("A16")
@@ -441,13 +633,22 @@ def test_no_figure_at_all_is_none_and_datasheet_cells_are_not_filled() -> None:
 
 
 def test_rules_loader_rejects_bad_rows() -> None:
-    header = "rule,precision,from_precision,factor,architectures,text,source"
+    header = "rule,precisions,from_precision,factor,architectures,models,text,source"
     with pytest.raises(ValueError, match="line 2"):
-        gpus._load_rules(f"{header}\nr,bf16,fp99,1,ampere,t,s\n")
-    with pytest.raises(ValueError, match="one precision to another"):
-        gpus._load_rules(f"{header}\nr,bf16,bf16,1,ampere,t,s\n")
+        gpus._load_rules(f"{header}\nr,bf16,fp99,1,ampere,,t,s\n")
+    with pytest.raises(ValueError, match="line 2"):
+        gpus._load_rules(f"{header}\nr,bf16 fp99,fp32,1,ampere,,t,s\n")
+    with pytest.raises(ValueError, match="one precision to others"):
+        gpus._load_rules(f"{header}\nr,bf16 fp16,bf16,1,ampere,,t,s\n")
+    with pytest.raises(ValueError, match="one precision to others"):
+        gpus._load_rules(f"{header}\nr,,fp32,1,ampere,,t,s\n")
     with pytest.raises(ValueError, match="source"):
-        gpus._load_rules(f"{header}\nr,bf16,fp16,1,ampere,t,\n")
+        gpus._load_rules(f"{header}\nr,bf16,fp16,1,ampere,,t,\n")
+    (rule,) = gpus._load_rules(f"{header}\nr,bf16 fp16,fp32,2,ampere ada,RTX-3060,t,s\n")
+    assert rule.precisions == {Precision.BF16, Precision.FP16}
+    assert rule.models == {"RTX-3060"}
+    assert rule.applies_to(get_gpu("RTX-3060"))  # type: ignore[arg-type]
+    assert not rule.applies_to(get_gpu("RTX-3090"))  # type: ignore[arg-type]
 
 
 # --- the models #13 added ------------------------------------------------------------------
@@ -512,7 +713,13 @@ def test_empty_name_is_unknown() -> None:
         ("H100 SXM", {"H100-SXM5-80GB"}),
         ("H100-SXM", {"H100-SXM5-80GB"}),
         ("h100 pcie", {"H100-PCIE-80GB"}),
-        ("4090", {"RTX-4090"}),
+        ("4090", {"RTX-4090", "RTX-4090-48GB"}),  # a renter accepts either memory
+        ("4090 48G", {"RTX-4090-48GB"}),
+        ("4090D", {"RTX-4090D", "RTX-4090D-48GB"}),
+        ("A800 80G", {"A800-SXM4-80GB", "A800-PCIE-80GB"}),
+        ("H20 96G", {"H20-96GB"}),
+        ("昇腾910B", {"ASCEND-910B1", "ASCEND-910B2", "ASCEND-910B3", "ASCEND-910B4"}),
+        ("H800 80G", {"H800-SXM5-80GB", "H800-PCIE-80GB"}),
         # the name leaves the form factor open: either 80 GB part, not the resolver's pick
         ("A100-80GB", {"A100-SXM4-80GB", "A100-PCIE-80GB"}),
         ("nvidia-tesla-t4", {"T4"}),  # a provider's whole-name alias
@@ -528,6 +735,25 @@ def test_gpus_named_keeps_model_family_and_vendor_semantics(query: str) -> None:
     assert gpus.gpus_named(query) == find_gpus(query) != ()
 
 
+@pytest.mark.parametrize(
+    ("query", "model"),
+    [
+        ("4090", "RTX-4090"),  # the starred candidate: memory unstated
+        ("RTX 4090 48G", "RTX-4090-48GB"),
+        ("4090D", "RTX-4090D"),
+        ("H20", None),  # a family of two
+        ("H20 141G", "H20-141GB"),
+        ("A800 80G", None),  # SXM4 or PCIe: no variant is assumed for a renter
+        ("昇腾910B4", "ASCEND-910B4"),
+        ("GH200", "GH200-96GB"),
+        ("no such gpu", None),
+    ],
+)
+def test_gpu_named_is_one_model_or_none(query: str, model: str | None) -> None:
+    found = gpus.gpu_named(query)
+    assert (found.name if found else None) == model
+
+
 def test_gpus_named_does_not_count_a_renter_name_as_a_provider_one() -> None:
     raw = "Renter Typo 9000 SXM"
     before = unknown_gpu_names()[raw]
@@ -537,7 +763,7 @@ def test_gpus_named_does_not_count_a_renter_name_as_a_provider_one() -> None:
 
 @pytest.mark.parametrize(
     ("query", "close"),
-    [("H1000", "H100"), ("MI300", "MI300X"), ("RTX 4090D", "RTX-4090"), ("nvidai", "nvidia")],
+    [("H1000", "H100"), ("MI300", "MI300X"), ("RTX 4090X", "RTX-4090"), ("nvidai", "nvidia")],
 )
 def test_similar_gpu_names(query: str, close: str) -> None:
     found = gpus.similar_gpu_names(query)

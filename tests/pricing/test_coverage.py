@@ -67,12 +67,12 @@ def test_other_constraints_apply_as_in_the_ranking() -> None:
 def test_a_catalog_model_without_any_figure_is_named_with_its_reason() -> None:
     frame = offers_to_frame(
         [
-            make_offer(offer_id="h800", gpu_model="H800-PCIE-80GB", gpu_raw_name="H800 PCIe"),
+            make_offer(offer_id="a100x", gpu_model="A100X", gpu_raw_name="A100X"),
             make_offer(offer_id="old", gpu_model="K80", gpu_raw_name="Tesla K80"),
         ]
     )
     assert _reasons(frame) == [
-        ("acme", "H800 PCIe", NO_FIGURE, 1),
+        ("acme", "A100X", NO_FIGURE, 1),
         ("acme", "Tesla K80", NOT_IN_CATALOG, 1),
     ]
     assert rank(frame, options=RankOptions(now=NOW)).is_empty()  # the ranking leaves both out
@@ -85,7 +85,7 @@ def test_unrankable_picks_the_rows_a_join_of_every_row_would_and_shares_equal_pa
     precision leaving out the same rows as another holds the same frame, not a copy."""
     runs = replay_sample()
     extra = [
-        make_offer(offer_id="h800", gpu_model="H800-PCIE-80GB", gpu_raw_name="H800 PCIe"),
+        make_offer(offer_id="a100x", gpu_model="A100X", gpu_raw_name="A100X"),
         make_offer(offer_id="k80", gpu_model="K80", gpu_raw_name="Tesla K80"),
         make_offer(offer_id="raw", gpu_model=None, gpu_raw_name="nvidia_h100"),
         make_offer(offer_id="none", gpu_model=None, gpu_raw_name=None),
@@ -107,7 +107,7 @@ def test_unrankable_picks_the_rows_a_join_of_every_row_would_and_shares_equal_pa
         wanted = joined.filter(in_catalog & pl.col(precision.value).is_null())
         got = unrankable.no_figure[precision]
         assert got.select(ids).to_series().to_list() == wanted.get_column("offer_id").to_list()
-        assert "h800" in got.get_column("offer_id").to_list()
+        assert "a100x" in got.get_column("offer_id").to_list()
         for other in Precision:
             if got.equals(unrankable.no_figure[other]):
                 assert got is unrankable.no_figure[other]

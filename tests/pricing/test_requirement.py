@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import ValidationError
 
 from gpuscout.adapters.schema import RentalTerm
 from gpuscout.pricing import PRESETS, Requirement, preset
+from gpuscout.pricing.requirement import GpuChoice, gpu_choice
 
 
 def test_every_preset_validates() -> None:
@@ -66,7 +69,8 @@ def test_merged_overrides_preset() -> None:
         ("H100 SXM", ("H100-SXM5-80GB",)),
         ("H100-SXM", ("H100-SXM5-80GB",)),
         ("A100-80GB", ("A100-SXM4-80GB", "A100-PCIE-80GB")),
-        ("4090", ("RTX-4090",)),
+        ("4090", ("RTX-4090", "RTX-4090-48GB")),  # either memory: a renter did not say
+        ("4090 48G", ("RTX-4090-48GB",)),
     ],
 )
 def test_gpu_names_as_providers_write_them_resolve(query: str, models: tuple[str, ...]) -> None:
@@ -89,3 +93,75 @@ def test_an_unknown_gpu_name_gets_a_did_you_mean() -> None:
     (error,) = info.value.errors()
     assert error["loc"] == ("gpus",)
     assert "unknown GPU model, family or vendor: 'MI300' (did you mean 'MI300X'" in error["msg"]
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "low", "high"),
+    [
+        ("H100", "H100", None, None),
+        ("H100:8", "H100", 8, 8),
+        ("A100:2..8", "A100", 2, 8),
+        ("A100:2..", "A100", 2, None),
+        ("L4:..4", "L4", None, 4),
+        ("A100:80GB:8", "A100 80GB", 8, 8),  # dstack's name:memory:count
+        ("A100:8:80GB", "A100 80GB", 8, 8),
+        ("H100 SXM : 8", "H100 SXM", 8, 8),
+    ],
+)
+def test_a_gpu_entry_reads_as_dstack_spells_it(
+    text: str, name: str, low: int | None, high: int | None
+) -> None:
+    assert gpu_choice(text) == GpuChoice(name, low, high)
+    assert gpu_choice(text).counted is (low is not None or high is not None)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("H100:", "no GPU count after ':'"),
+        (":8", "no GPU name before ':'"),
+        ("H100:x", "bad GPU count 'x'"),
+        ("H100:..", "bad GPU count '..'"),
+        ("H100:8.5", "bad GPU count '8.5'"),
+        ("H100:0", "at least 1 GPU"),
+        ("H100:0..4", "at least 1 GPU"),
+        ("H100:8..2", "the range is empty (8 > 2)"),
+        ("H100:8:4", "two GPU counts"),
+    ],
+)
+def test_a_bad_gpu_entry_is_refused_by_name(text: str, said: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(said)):
+        gpu_choice(text)
+    with pytest.raises(ValidationError, match=re.escape(said)):
+        Requirement(gpus=(text,))
+
+
+def test_a_count_does_not_change_which_models_a_name_means() -> None:
+    counted = Requirement(gpus=("H100:8", "A100:2..8"))
+    assert counted.gpu_models() == Requirement(gpus=("H100", "A100")).gpu_models()
+    assert counted.gpu_names() == ("H100", "A100")
+    assert counted.gpus == ("H100:8", "A100:2..8")  # kept as typed
+    # not the raw-name resolver's reading of "h100 8": every H100 variant
+    assert "H100-NVL-94GB" in counted.gpu_models()
+
+
+def test_a_count_filters_only_its_own_names_offers() -> None:
+    from datetime import UTC, datetime
+
+    import polars as pl
+
+    from gpuscout.pricing.expressions import qualifies
+
+    rows = pl.DataFrame(
+        {
+            "gpu_model": ["H100-SXM5-80GB", "H100-PCIE-80GB", "H100-SXM5-80GB", "RTX-4090"],
+            "gpus": [8.0, 8.0, 1.0, 2.0],
+            "term": pl.Series(["on_demand"] * 4),
+        }
+    )
+    req = Requirement(gpus=("H100:8", "4090"), terms=tuple(RentalTerm))
+    kept = rows.filter(qualifies(req, datetime.now(UTC)))
+    assert kept["gpus"].to_list() == [8.0, 8.0, 2.0]
+    # on rows already narrowed to the named models the count still applies
+    read = rows.filter(qualifies(req, datetime.now(UTC), models_read=True))
+    assert read.height == 3

@@ -127,3 +127,28 @@ def test_a_search_without_a_filtering_field_alone_gets_its_first_row(
         offer = best.offers[metric]
         assert first is not None and offer is not None
         assert _identity(offer) == _identity(first) and best.values[metric] == first[metric]
+
+
+@pytest.mark.parametrize(
+    "gpus",
+    [("H100:8",), ("H100:1..2",), ("H100:8", "A100:1"), ("nvidia:..1",), ("H100:2..", "L40S")],
+)
+def test_a_gpu_named_with_a_count_gets_its_rankings_first_row(
+    frame: pl.DataFrame, gpus: tuple[str, ...]
+) -> None:
+    """A count rides on its name (``H100:8``): the model slices alone would admit every
+    H100 offer, so the count is a mask of its own."""
+    now = frame["fetched_at"].max() + timedelta(hours=6)  # type: ignore[operator]
+    requirement = Requirement(gpus=gpus)
+    job = Job.for_hours(10)
+    best = best_per_search(frame, {"k": (requirement, job)}, now)["k"]
+    for metric in METRICS:
+        first = _first(frame, requirement, job, now=now, sort=metric)
+        assert first is not None  # the sample holds such offers: the comparison is not vacuous
+        offer = best.offers[metric]
+        assert offer is not None and _identity(offer) == _identity(first), metric
+        assert any(
+            first["gpu_model"] in {m.name for m in choice.models()}
+            and (choice.min_gpus or 0) <= first["gpus"] <= (choice.max_gpus or first["gpus"])
+            for choice in requirement.gpu_choices()
+        ), (metric, first["gpu_model"], first["gpus"])

@@ -102,9 +102,9 @@ def test_resolve_with_memory_hint_as_json() -> None:
 
 
 def test_resolve_unknown_name() -> None:
-    result = runner.invoke(app, ["gpus", "--resolve", "RTX 4090D"])
+    result = runner.invoke(app, ["gpus", "--resolve", "RTX 4090X"])
     assert result.exit_code == 1
-    assert "unknown GPU name 'RTX 4090D'" in result.stderr
+    assert "unknown GPU name 'RTX 4090X'" in result.stderr
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
 
@@ -114,8 +114,8 @@ def test_resolve_unknown_name() -> None:
     [
         (["blah"], "error: unknown GPU name 'blah': no catalog model matches\n"),
         (
-            ["RTX 4090D"],
-            "error: unknown GPU name 'RTX 4090D': no catalog model matches"
+            ["RTX 4090X"],
+            "error: unknown GPU name 'RTX 4090X': no catalog model matches"
             " (did you mean 'RTX-4090', ",
         ),
         (["A100"], "error: unknown GPU name 'A100': it may be any of A100-SXM4-40GB, "),
@@ -138,3 +138,50 @@ def test_resolve_bad_form_factor() -> None:
     result = runner.invoke(app, ["gpus", "--resolve", "H100", "--form-factor", "socket"])
     assert result.exit_code == 2
     assert "socket" in result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [
+        # names as Chinese renters search and Chinese platforms write them
+        ("4090D", "RTX-4090D"),
+        ("RTX 4090D 48G", "RTX-4090D-48GB"),
+        ("RTX 4090 48G", "RTX-4090-48GB"),
+        ("A800 80G", "A800-PCIE-80GB"),  # SXM4 or PCIe unstated: the slower, assumed
+        ("H20 96G", "H20-96GB"),
+        ("H20 141G", "H20-141GB"),
+        ("H800 80G", "H800-PCIE-80GB"),
+        ("昇腾910B", "ASCEND-910B3"),
+        ("Ascend 910B", "ASCEND-910B3"),
+        ("昇腾910C", "ASCEND-910C"),
+        ("RTX 5090 D", "RTX-5090D"),
+        ("MI308X", "MI308X"),
+        ("L20", "L20"),
+        ("L2", "L2"),
+        ("RTX 3060", "RTX-3060"),
+        ("RTX 3080 Ti", "RTX-3080-TI"),
+        ("RTX 5060 Ti", "RTX-5060-TI"),
+        ("RTX 5070 Ti", "RTX-5070-TI"),
+    ],
+)
+def test_resolve_names_as_renters_search_them(name: str, model: str) -> None:
+    result = runner.invoke(app, ["gpus", "--resolve", name, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["name"] == model
+
+
+def test_the_table_shows_fp16_for_parts_without_bf16() -> None:
+    result = runner.invoke(app, ["gpus", "--resolve", "Ascend 910B"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "313" in result.stdout  # the 910B3's FP16 figure, which it ranks at
+    # the note names the variants of its memory size, not the 32 GB 910B4
+    assert "ASCEND-910B1" in result.stderr and "ASCEND-910B4" not in result.stderr
+
+
+def test_the_table_shows_a_figure_a_rule_derives_marked() -> None:
+    result = runner.invoke(app, ["gpus", "--resolve", "RTX 3080 Ti"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "68.2*" in result.stdout  # 2 x FP32 by the GeForce rate, not a datasheet cell
+    assert "* derived by a sourced rule (gpu_figure_rules.csv)" in result.stdout
+    as_json = runner.invoke(app, ["gpus", "--resolve", "RTX 3080 Ti", "--format", "json"])
+    assert json.loads(as_json.stdout)["tflops_bf16"] is None  # the datasheet's cell, empty

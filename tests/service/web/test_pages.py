@@ -202,6 +202,8 @@ async def test_pages_without_a_database(client: httpx.AsyncClient) -> None:
     assert "HTTP 503" in providers and "gcp" in providers
     gpus = await client.get("/gpus?q=H100")
     assert "H100-SXM5-80GB" in gpus.text and "datasheet" in gpus.text
+    pascal = (await client.get("/gpus?q=P40")).text  # a card without tensor cores says why
+    assert "No tensor figure: Pascal GP102: no tensor cores" in pascal
 
 
 async def test_offer_page_has_the_checklist(client: httpx.AsyncClient) -> None:

@@ -66,6 +66,7 @@ from .base import (
     ResponseFormatError,
     gpu_fields,
 )
+from .declarations import ProviderSetting
 from .schema import Offer, RentalTerm
 from .units import lenient_float, to_decimal, value_at
 
@@ -108,7 +109,15 @@ class SheetAdapter(Adapter):
     name: ClassVar[str] = "sheet"
     title: ClassVar[str] = "Price sheets"
     source_url: ClassVar[str] = "local: files in GPUSCOUT_PRICE_SHEET_PATHS (docs/price-sheets.md)"
-    credential_names: ClassVar[tuple[str, ...]] = ("price_sheet_paths",)
+    other_settings: ClassVar[tuple[ProviderSetting, ...]] = (
+        ProviderSetting(
+            name="price_sheet_paths",
+            description="price-sheet files read by the `sheet` adapter (comma-separated or a"
+            " JSON list)",
+            required=True,
+            paths=True,
+        ),
+    )
 
     def __init__(
         self,
@@ -126,7 +135,7 @@ class SheetAdapter(Adapter):
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         """Read and decode every configured sheet (``client`` is unused: no HTTP here)."""
         if not self.paths:
-            raise MissingCredentials(self.name, self.credential_names)
+            raise MissingCredentials(self.name, self.needed_settings())
         return [await asyncio.to_thread(self._read, path) for path in self.paths]
 
     def _read(self, path: Path) -> Any:

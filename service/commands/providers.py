@@ -185,7 +185,7 @@ async def fetch_all(adapters: list[Adapter], settings: Settings) -> list[Provide
 
 def _credential_state(cls: type[Adapter], creds: dict[str, str | None]) -> str:
     """ "set", "missing: ..." or "none needed", optional keys noted."""
-    need, optional = cls.credential_names, cls.optional_credential_names
+    need, optional = cls.needed_settings(), cls.optional_credential_names
     missing = [n for n in need if not creds.get(n)]
     state = ("missing: " + ", ".join(missing)) if missing else ("set" if need else "none needed")
     extra = [n for n in optional if creds.get(n)]

@@ -126,17 +126,17 @@ def _parse_node(result: ParseResult, node: Mapping[str, Any]) -> None:
     }
     for count in counts:
         share = count / gpu_count
-        result.add(
-            ref,
+        fields: OfferFields = {
             **shared,
-            offer_id=f"{node_id}/{count}",
-            instance_name=f"{count}x {raw_gpu}" if raw_gpu else None,
-            gpu_count=count,
-            vcpus=_part(node.get("cpu_count"), share),
-            ram_gb=_part(node.get("ram_gb"), share),
-            storage_gb=_part(node.get("disk_gb"), share),
-            available_count=free // count,
-        )
+            "offer_id": f"{node_id}/{count}",
+            "instance_name": f"{count}x {raw_gpu}" if raw_gpu else None,
+            "gpu_count": count,
+            "vcpus": _part(node.get("cpu_count"), share),
+            "ram_gb": _part(node.get("ram_gb"), share),
+            "storage_gb": _part(node.get("disk_gb"), share),
+            "available_count": free // count,
+        }
+        result.add(ref, **fields)
 
 
 def _part(value: Any, share: float) -> float | None:

@@ -438,6 +438,12 @@ PROVIDERS: dict[str, FakeProvider] = {
             {"primeintellect_api_key": "k"},
         ),
         FakeProvider(
+            "hyperbolic",
+            {("POST", "/marketplace"): "marketplace.reconstructed.json"},
+            _prices("amount"),
+            ("instances", "nodes"),
+        ),
+        FakeProvider(
             "alibaba",
             {("POST", "/"): _alibaba},
             _prices("OriginalPrice", "DiscountPrice", "TradePrice", "SpotPrice", "OriginPrice"),

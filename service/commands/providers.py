@@ -241,25 +241,27 @@ TERM_CODES = {
 }
 
 
-def providers_table(facts: list[ProviderFacts], status: Mapping[str, Any]) -> Table:
-    """One row per provider: account needed, its latest run, what its current offers cover
-    (offers, regions, GPU models, terms) and the day its format was checked; narrow columns,
-    so that it reads at 80 columns (the GPU models are listed beneath it)."""
+def providers_table(facts: list[ProviderFacts], status: Mapping[str, Any] | None = None) -> Table:
+    """One row per provider: account needed, its latest run (``status``: the stored outcomes;
+    ``None``, no database: no column), what its current offers cover (offers, regions, GPU
+    models, terms) and the day its format was checked; narrow columns, so that it reads at 80
+    columns (the GPU models are listed beneath it)."""
     table = Table(
         title="providers", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0)
     )
-    for col in ("name", "account", "last run"):
+    for col in ("name", "account", *(("last run",) if status is not None else ())):
         table.add_column(col, no_wrap=True)
     for col in ("offers", "regions", "GPUs"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("terms")
     table.add_column("checked", no_wrap=True)
     for f in facts:
-        last = status.get(f.name)
+        last = status.get(f.name) if status is not None else None
+        run = [last.last_status if last is not None else ""] if status is not None else []
         table.add_row(
             f.name,
             "yes" if f.account_needed else "no",
-            last.last_status if last is not None else "",
+            *run,
             str(f.offers),
             str(f.regions) if f.offers else "",
             str(len(f.gpu_models)) if f.offers else "",
@@ -287,7 +289,7 @@ def settings_table(creds: Mapping[str, str | None]) -> Table:
     return table
 
 
-def _print_providers(settings: Settings, status: Mapping[str, Any]) -> None:
+def _print_providers(settings: Settings, status: Mapping[str, Any] | None) -> None:
     """The providers table, where each one's prices come from, and every provider setting;
     what the offers cover is counted over the current offers (stored, else the sample)."""
     from ..current import load_current
@@ -306,7 +308,7 @@ def _print_providers(settings: Settings, status: Mapping[str, Any]) -> None:
     )
     out.print()
     for f in facts:
-        last = status.get(f.name)
+        last = (status or {}).get(f.name)
         out.print(f"[bold]{f.name}[/]: {f.source}", highlight=False, soft_wrap=True)
         if f.gpu_models:
             out.print(f"  GPUs: {', '.join(f.gpu_models)}", highlight=False)
@@ -361,7 +363,7 @@ def register(app: typer.Typer) -> None:
         except sqlalchemy.exc.SQLAlchemyError as exc:
             err.print(f"[yellow]database not read: {type(exc).__name__}[/]", highlight=False)
             stored = None
-        status, runs = stored or ({}, [])
+        status, runs = stored or (None, [])
         _print_providers(settings, status)
         _print_runs(runs)
 

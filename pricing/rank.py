@@ -29,9 +29,8 @@ cut to ``limit`` rows, for every ``limit``: stage two picks configurations, neve
 term variants of one configuration cannot crowd others out. ``limit=None`` skips stages
 one and two. Ties break by the earlier term, then the earlier frame row.
 
-The chain is collected with polars' defaults: the engine is polars' own setting
-(``POLARS_ENGINE_AFFINITY`` or :meth:`polars.Config.set_engine_affinity`), and every
-engine gives the same answer.
+It is collected with polars' default optimisations, on the engine the user sets
+(``POLARS_ENGINE_AFFINITY``), else in memory (:mod:`pricing.engine`).
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ from gpuscout.adapters.gpus import Precision
 
 from . import expressions as ex
 from .efficiency import Efficiency, default_efficiency
+from .engine import engine
 from .frame import OFFER_ROW, catalog_frame
 from .job import Job
 from .offer_facts import AFTER, CONFIGURATION_ROWS, FACT_COLUMNS
@@ -533,7 +533,7 @@ def rank(
     term; columns :data:`RESULT_COLUMNS`, in the order of :meth:`RankOptions.order`. The
     job defaults to one hour.
     """
-    return rank_plan(offers, requirement, job, options).collect()
+    return rank_plan(offers, requirement, job, options).collect(engine=engine())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -583,7 +583,7 @@ def rank_page(
             collected.append(grouped)
     if also is not None:
         collected.append(also(grouped if left is None else left))
-    results = pl.collect_all(collected)
+    results = pl.collect_all(collected, engine=engine())
     ranked = results[0]
     if grouped is not None:
         left = results[1]

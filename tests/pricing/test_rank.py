@@ -16,6 +16,7 @@ from gpuscout.adapters.schema import Fabric, Offer, PriceBasis, PriceUnit, Renta
 from gpuscout.pricing import RESULT_COLUMNS, Job, RankOptions, Requirement, offers_to_frame, rank
 from gpuscout.pricing import expressions as ex
 from gpuscout.pricing.efficiency import default_efficiency
+from gpuscout.pricing.engine import engine
 from gpuscout.pricing.offer_facts import with_offer_facts
 from gpuscout.pricing.rank import KEY, costed_plan, placement_plan, rank_page
 from gpuscout.pricing.unplaced import unplaced_configurations
@@ -524,6 +525,32 @@ def test_a_ranked_page_collects_what_also_plans_beside_the_ranking() -> None:
 
     no_job = rank_page(_random_frame(rng), options=RankOptions(now=NOW), also=no_unplaced)
     assert seen == [None] and no_job.also is not None and no_job.also.height == 1
+
+
+@pytest.mark.parametrize("affinity", ["streaming", "in-memory"])
+def test_the_engine_a_user_sets_ranks_alike(affinity: str) -> None:
+    """The chain collects on the engine ``POLARS_ENGINE_AFFINITY`` names (else in memory,
+    :func:`pricing.engine.engine`), and answers alike on each: ranks, totals, unplaced."""
+    rng = random.Random(41)
+    cases = []
+    for _ in range(15):
+        frame = _random_frame(rng)
+        job = rng.choice((Job.for_hours(100), Job.for_hours(10, gpus=16)))
+        sort = rng.choice((KEY, "job_cost_usd", "usd_per_gpu_hour"))
+        options = RankOptions(limit=rng.choice((None, 1, 3)), sort=sort, now=NOW)
+        cases.append(
+            (frame, job, options, rank_page(frame, job=job, options=options, unplaced=True))
+        )
+    with pl.Config(engine_affinity=affinity):
+        assert engine() == "auto"
+        for frame, job, options, expected in cases:
+            page = rank_page(frame, job=job, options=options, unplaced=True)
+            assert_frame_equal(page.rows, expected.rows, check_exact=True)
+            assert page.total == expected.total
+            assert page.offer_rows.to_list() == expected.offer_rows.to_list()
+            assert page.unplaced is not None and expected.unplaced is not None
+            assert_frame_equal(page.unplaced.sort("config_id"), expected.unplaced.sort("config_id"))
+    assert engine() == "in-memory"
 
 
 def test_a_term_filter_still_compares_with_the_on_demand_price() -> None:

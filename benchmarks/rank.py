@@ -1,6 +1,6 @@
 """Benchmark ``pricing.rank`` on synthetic offers against a bare polars baseline.
 
-    uv run python benchmarks/rank.py [--sizes 10000 100000 1000000] [--repeat 7] [--engines]
+    uv run python benchmarks/rank.py [--sizes 10000 100000 1000000] [--repeat 7]
 
 For each N it builds one frame of N realistic synthetic offers (~40 GPU models, 1-8 GPUs,
 40 providers, 60 regions, three terms per configuration: on-demand, interruptible and one
@@ -14,13 +14,11 @@ commitment), then times, for a few typical requirements:
   per configuration, the 50 cheapest configurations) and their cheapest rows.
 
 Both run on the same frame and requirement expression in this process, alternating run by
-run so that load from other processes hits both alike; the baseline collects in memory.
-``--engines`` also times ``rank``'s chain collected with each polars engine (the choice
-:func:`pricing.rank.engine_for` makes follows those figures). It prints the median time of
-each, their ratio, and the process's peak RSS (sampled with psutil) while each query runs,
-then per N the worst ratio and the peak RSS. Target (#17): ratio <= 2 at every N from 10k
-to 3M. The peak RSS is the whole process's, the frame and its making included (1.3-1.9 GB
-at 1M on 2026-12-06: more than the 1 GB this script once aimed at).
+run so that load from other processes hits both alike; both collect on polars' default
+engine (``POLARS_ENGINE_AFFINITY`` sets another). It prints the median time of each, their
+ratio, and the process's peak RSS (sampled with psutil) while each query runs, then per N
+the worst ratio and the peak RSS. Target: ratio <= 2 at every N from 10k to 3M. The peak
+RSS is the whole process's, the frame and its making included.
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.ma  # before polars reads arrays in threads (see synthetic_offers)
@@ -44,10 +41,6 @@ from gpuscout.pricing import Job, RankOptions, Requirement, rank
 from gpuscout.pricing.expressions import qualifies
 from gpuscout.pricing.frame import OFFER_SCHEMA, catalog_frame
 from gpuscout.pricing.offer_facts import with_offer_facts
-from gpuscout.pricing.rank import engine_for, rank_plan
-
-if TYPE_CHECKING:
-    from polars._typing import EngineType
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 COMMITMENTS = [
@@ -223,29 +216,10 @@ def median_ms(fns: list[Callable[[], object]], repeat: int) -> list[float]:
     return [statistics.median(t) for t in times]
 
 
-def print_engines(
-    frame: pl.DataFrame, req: Requirement, job: Job, options: RankOptions, repeat: int
-) -> None:
-    """rank's chain collected with each engine, and which one :func:`engine_for` picks."""
-    engines: tuple[EngineType, ...] = ("in-memory", "streaming")
-    times = median_ms(
-        [lambda e=e: rank_plan(frame, req, job, options).collect(engine=e) for e in engines],
-        repeat,
-    )
-    figures = ", ".join(f"{e} {t:.1f} ms" for e, t in zip(engines, times, strict=True))
-    print(
-        f"{'':>9} {'  engines:':<20} {figures}; in-memory/streaming "
-        f"{times[0] / times[1]:.2f}; rank uses {engine_for(frame, req)}"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument(
-        "--engines", action="store_true", help="also time rank's chain on each polars engine"
-    )
     args = parser.parse_args()
     peaks = gpu_peaks()
     job = Job.for_hours(100)
@@ -271,8 +245,6 @@ def main() -> None:
                     f"{frame.height:>9} {name:<20} {ours:>9.1f} {base:>9.1f} "
                     f"{ours / base:>6.2f} {rss.peak / 1e6:>12.0f}"
                 )
-                if args.engines:
-                    print_engines(frame, req, job, options, args.repeat)
         print(
             f"{frame.height:>9} {'(all, worst ratio)':<20} {'':>9} {'':>9} "
             f"{max(ratios):>6.2f} {all_rss.peak / 1e6:>12.0f}"

@@ -51,7 +51,6 @@ from gpuscout.adapters.field_coverage import ProviderCoverage, count_records
 from gpuscout.adapters.run import Origin, RunStatus
 from gpuscout.adapters.schema import FxTable
 from gpuscout.pricing.frame import records_to_frame
-from gpuscout.pricing.model_rows import in_model_runs
 
 from .engine import driver_cursor, driver_rows, placeholders
 from .models import CurrentOffer, ProviderStatus, Snapshot
@@ -201,11 +200,8 @@ def _read_frame(
     states: Mapping[str, ProviderState],
     fx: FxTable,
 ) -> pl.DataFrame:
-    """The current offers' frame from their stored records (of ``providers``: all), by GPU
-    model, configuration and term (:data:`pricing.model_rows.LAYOUT`): the runs a ranking
-    that names models reads (:class:`pricing.model_rows.ByModel`), made here once, so that
-    the frame kept from it is read in that order and an API start does not sort (a copy
-    of the frame)."""
+    """The current offers' frame from their stored records (of ``providers``: all), in
+    the order of their offer keys."""
     statement = f"SELECT provider, record, fetched_at FROM {_current.name}"
     if providers is not None:
         statement += f" WHERE provider IN ({placeholders(connection, len(providers))})"
@@ -221,8 +217,7 @@ def _read_frame(
     else:
         rows = driver_rows(connection, statement, params)
         names, records, times = list(zip(*rows, strict=True)) or [(), (), ()]
-    frame = records_to_frame(records, _fetched_at(names, times, states, connection), fx)
-    return in_model_runs(frame)
+    return records_to_frame(records, _fetched_at(names, times, states, connection), fx)
 
 
 def _sqlite_records(

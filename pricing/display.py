@@ -16,6 +16,8 @@ from decimal import Decimal
 
 import polars as pl
 
+from .engine import engine
+
 __all__ = [
     "DECIMALS",
     "INTERNAL_COLUMNS",
@@ -83,12 +85,11 @@ def display_expressions(schema: Mapping[str, pl.DataType]) -> list[pl.Expr]:
 def for_display(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` (any subset of the ranking's columns) rounded and trimmed for output.
 
-    Collected in memory, each expression in turn: the frames shown are small (a page, a
-    price history), where polars' streaming engine and its thread pool cost more than the
-    work (a page of 50 ranked offers: 0.37 ms against 0.75)."""
+    Each expression in turn: the frames shown are small (a page, a price history), where a
+    thread per expression costs more than the work."""
     exprs = display_expressions(frame.schema)
     plan = frame.lazy().with_columns_seq(exprs).drop(INTERNAL_COLUMNS, strict=False)
-    return plan.collect(engine="in-memory")
+    return plan.collect(engine=engine())
 
 
 def provider_label(provider: str, seller: str | None) -> str:

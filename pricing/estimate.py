@@ -22,7 +22,6 @@ model's shape or context is given (PaLM, Chowdhery et al. 2022, appendix B).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -30,7 +29,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuscout.adapters.gpus import Precision
-from gpuscout.adapters.schema import Fabric, Offer, RentalTerm
+from gpuscout.adapters.schema import Fabric, RentalTerm
 
 from .coverage import Unrankable, left_out_note
 from .efficiency import Efficiency, default_efficiency
@@ -38,7 +37,8 @@ from .expressions import ETHERNET_ONLY, NO_FABRIC
 from .frame import OFFER_SCHEMA, with_config_id
 from .job import Job
 from .names import one_gpu_model
-from .rank import RankOptions, _as_frame, costed_plan, placement_plan, rank
+from .offer_facts import with_offer_facts
+from .rank import RankOptions, costed_plan, placement_plan, rank
 from .requirement import Requirement
 
 __all__ = [
@@ -179,7 +179,7 @@ def _reference_frame(
         term=RentalTerm.ON_DEMAND.value,
         usd_per_hour=0.0,
     )
-    return with_config_id(pl.DataFrame([row], schema=OFFER_SCHEMA))
+    return with_offer_facts(with_config_id(pl.DataFrame([row], schema=OFFER_SCHEMA)))
 
 
 def _on_fabric(
@@ -233,7 +233,7 @@ def estimate(
     params: float,
     tokens: float,
     *,
-    offers: Iterable[Offer] | pl.DataFrame | None = None,
+    offers: pl.DataFrame | None = None,
     precision: Precision = Precision.BF16,
     fabric: Fabric | None = None,
     fabric_gbps_per_gpu: float | None = None,
@@ -250,7 +250,8 @@ def estimate(
 
     ``gpu_model`` is a canonical name or one that means a single model (``"H100 SXM"``,
     :func:`pricing.names.one_gpu_model`). ``fabric`` and ``fabric_gbps_per_gpu`` (None: not
-    given) replace what the offers state (see the module's docstring). ``unrankable``:
+    given) replace what the offers state (see the module's docstring); ``offers`` is a
+    frame of :func:`pricing.frame.offers_to_frame` or its like. ``unrankable``:
     the offers' :class:`~pricing.coverage.Unrankable`, when the caller keeps it (the API,
     once per snapshot), for the note on why no offer can run the job (found otherwise,
     ~100 ms for 100k offers: most of an estimate no offer can run).
@@ -295,8 +296,7 @@ def estimate(
     stated: dict[str, object] = {}
     reason: str | None = "no offers given"
     if offers is not None:
-        stated_frame = _as_frame(offers)
-        frame = _on_fabric(stated_frame, fabric, fabric_gbps_per_gpu)
+        frame = _on_fabric(offers, fabric, fabric_gbps_per_gpu)
         requirement = Requirement(gpus=(spec.name,), allow_ethernet=allow_ethernet)
         ranked = rank(frame, requirement, job, options)
         if ranked.is_empty():
@@ -311,9 +311,7 @@ def estimate(
         else:
             best, reason = ranked.row(0, named=True), None
             # what the offer itself states (the ranked row carries the caller's fabric)
-            stated = stated_frame.filter(pl.col("config_id") == best["config_id"]).row(
-                0, named=True
-            )
+            stated = offers.filter(pl.col("config_id") == best["config_id"]).row(0, named=True)
     if best is None:
         reference_frame = _reference_frame(
             spec.name,

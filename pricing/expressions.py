@@ -931,13 +931,13 @@ def _seed_conditions(req: Requirement) -> list[pl.Expr]:
     return conds
 
 
-def _gpu_conditions(req: Requirement, models_read: bool) -> list[pl.Expr]:
+def _gpu_conditions(req: Requirement) -> list[pl.Expr]:
     """The GPU models ``req.gpus`` names and, where a name carries a count (``H100:8``,
     ``A100:2..8``), how many GPUs an offer of that name's models has: one condition per name,
-    any of them met. Without counts, none when the rows are the named models' already."""
+    any of them met."""
     choices = req.gpu_choices()
     if not any(choice.counted for choice in choices):
-        return [] if models_read else [_in("gpu_model", req.gpu_models())]
+        return [_in("gpu_model", req.gpu_models())]
     per_name = []
     for choice in choices:
         cond = _in("gpu_model", [spec.name for spec in choice.models()])
@@ -949,22 +949,19 @@ def _gpu_conditions(req: Requirement, models_read: bool) -> list[pl.Expr]:
     return [pl.any_horizontal(per_name)]
 
 
-def qualifies(req: Requirement, now: datetime, *, models_read: bool = False) -> pl.Expr:
+def qualifies(req: Requirement, now: datetime) -> pl.Expr:
     """True for rows that meet every constraint of ``req`` at ``now``.
 
     Offer columns only, except memory per GPU and form factor, which fall back to the
     catalog (``catalog_memory_gb``, and :func:`form_factor`, which reads
-    ``catalog_form_factor`` and ``form_factor_varies``). ``models_read``: the rows are
-    those of ``req.gpu_models()`` already (a :class:`~pricing.model_rows.ByModel`'s runs),
-    so no condition on the model is planned (its ``is_in`` was ~2% of the API's new
-    queries, callgrind).
+    ``catalog_form_factor`` and ``form_factor_varies``).
     """
     u = req.allow_unknown
     terms = req.allowed_terms()
     # every row has one of the terms: a condition only when some are left out
     conds: list[pl.Expr] = [] if len(terms) == len(RentalTerm) else [_in("term", terms)]
     if req.gpus:
-        conds += _gpu_conditions(req, models_read)
+        conds += _gpu_conditions(req)
     if req.min_gpus is not None:
         conds.append(pl.col("gpus") >= req.min_gpus)
     if req.max_gpus is not None:
@@ -1051,11 +1048,8 @@ def qualifies(req: Requirement, now: datetime, *, models_read: bool = False) -> 
 
 
 #: What :func:`qualifies` gives for a requirement without a constraint: the literal True,
-#: this very expression, so that :func:`where` plans no filter for it. polars 2.1's
-#: in-memory engine without expression simplification (how :mod:`pricing.rank` plans a
-#: ranking of few rows) fails a filter by a literal on a frame of 16,384 rows or more
-#: with two threads or more ("filter predicate length of 2 doesn't match that of the
-#: DataFrame"): the API's ``params=7e9&tokens=2e11&job_gpus=8`` over 20k offers did.
+#: this very expression, so that :func:`where` plans no filter for it and a caller can
+#: tell a requirement that filters nothing.
 ALWAYS: Final = pl.lit(True)
 
 

@@ -59,7 +59,6 @@ __all__ = [
     "TERM_DTYPE",
     "catalog_frame",
     "held_lightly",
-    "most_rows_per_configuration",
     "offers_to_frame",
     "records_to_frame",
     "with_config_id",
@@ -435,35 +434,6 @@ def held_lightly(frame: pl.DataFrame) -> pl.DataFrame:
         if column.len() and column.null_count() == column.len()
     ]
     return frame.with_columns(empty) if empty else frame
-
-
-def most_rows_per_configuration(frame: pl.DataFrame) -> int:
-    """The most rows any one configuration (``config_id``) has in ``frame``: its terms and
-    their variants; 0 for an empty frame.
-
-    The ranking's top-k reads it as a bound (:func:`pricing.rank._top_configurations`).
-    The ids sorted, the longest run of one (1.7 ms for 100k rows, 17 ms for 1M, 57 ms for
-    3M, against 1.8, 43 and 254 ms for polars' ``unique_counts``). From
-    :data:`_BINCOUNT_FROM_ROWS` rows, :func:`with_config_id`'s ids (dense from 1) are
-    counted in an array as long as the frame by numpy's ``bincount`` (3 ms for 1M, 19 ms
-    for 3M), imported then: its import (~40 ms, once a process) costs more than the sort
-    below that, and an API worker's start and every CLI call would pay it.
-    """
-    ids = frame.get_column("config_id")
-    if ids.is_empty():
-        return 0
-    if frame.height >= _BINCOUNT_FROM_ROWS and ids.null_count() == 0:
-        biggest = ids.max()
-        dense = isinstance(biggest, int) and biggest <= 2 * frame.height + 1024
-        if dense and ids.dtype.is_unsigned_integer():
-            import numpy as np
-
-            return int(np.bincount(ids.to_numpy()).max())
-    return int(ids.sort().rle().struct.field("len").max())  # type: ignore[arg-type]
-
-
-#: The frame height from which :func:`most_rows_per_configuration` counts with numpy.
-_BINCOUNT_FROM_ROWS = 1_000_000
 
 
 def _spec_row(spec: GpuSpec, eff: Efficiency, varies: set[str]) -> dict[str, object]:

@@ -2,8 +2,9 @@
 
 A ranking shows, for each configuration it keeps, how its term compares with the
 on-demand price the provider publishes for the same configuration (the break-even), its
-price per GPU-hour, its fabric's Gbps per GPU and whether it is available now; and it
-ranks a row the provider says is not available now after every other. None of that
+price per GPU-hour, its fabric's Gbps per GPU and whether it is available now; it ranks a
+row the provider says is not available now after every other; and its top-k reads how
+many rows a configuration has. None of that
 depends on the requirement, the job or the time of the query: it is a fact of the row and
 of its configuration's other rows. So these are columns of the frame
 (:data:`FACT_COLUMNS`), computed once where the frame is built
@@ -31,11 +32,21 @@ from gpuscout.adapters.schema import RentalTerm
 
 from . import expressions as ex
 
-__all__ = ["AFTER", "FACT_COLUMNS", "has_offer_facts", "with_offer_facts"]
+__all__ = [
+    "AFTER",
+    "CONFIGURATION_ROWS",
+    "FACT_COLUMNS",
+    "has_offer_facts",
+    "with_offer_facts",
+]
 
 #: 1 where the provider says an offer is not available now (:func:`pricing.expressions.
 #: unavailable`): the first key of every order, so those offers rank after all others.
 AFTER: Final = "ranked_after"
+
+#: How many rows the row's configuration has (its terms and their variants): the most of
+#: them bounds the ranking's top-k (:func:`pricing.rank._top_configurations`).
+CONFIGURATION_ROWS: Final = "configuration_rows"
 
 _PERIOD_USD = pl.col("commitment_hours") * pl.col("usd_per_hour")
 #: Per configuration: its on-demand price, its cheapest commitment period and that term.
@@ -48,6 +59,7 @@ _PEERS: Mapping[str, pl.Expr] = {
     .min(),
     "_best_period_usd": _PERIOD_USD.min(),
     "best_commitment_term": pl.col("term").sort_by(_PERIOD_USD, "term", nulls_last=True).first(),
+    CONFIGURATION_ROWS: pl.len(),
 }
 _BEST_HOURS = pl.col("_best_period_usd") / pl.col("on_demand_usd_per_hour")
 _BEST_COMMITMENT: Mapping[str, pl.Expr] = {
@@ -71,6 +83,7 @@ FACT_COLUMNS: tuple[str, ...] = (
     "on_demand_usd_per_hour",
     "break_even_hours",
     "break_even",
+    CONFIGURATION_ROWS,
 )
 
 

@@ -43,21 +43,15 @@ _ROWS = 2**40
 _TERM_THEN_ROW = pl.col("term").to_physical().cast(pl.Int64) * _ROWS + pl.col(OFFER_ROW)
 
 
-def unplaced_configurations(placed: pl.LazyFrame, *, together: bool = False) -> pl.LazyFrame:
+def unplaced_configurations(placed: pl.LazyFrame) -> pl.LazyFrame:
     """:data:`UNPLACED_COLUMNS` of the configurations among ``placed`` (rows with
     ``placement_reason``, ``nodes``, ``job_gpus`` and ``memory_per_gpu_gb``, as
     :meth:`pricing.rank.placement_plan` gives them) that no row of theirs can take.
 
     A configuration's figures are those of its earliest term, the earliest frame row among
-    equal terms. ``together``: each configuration's rows are next to each other in that
-    order (a frame in :data:`pricing.model_rows.LAYOUT` order, filtered), so its first row
-    is where ``config_id`` changes and whether any of its rows is placed is read off a
-    running maximum (:func:`_first_rows_together`): 2.1 ms where most rows are refused (a
-    7B training job on 8 GPUs over 100k offers: 71k rows) against 5.7 grouping. Otherwise
-    the least :data:`_TERM_THEN_ROW` per configuration, one value per row, whose low bits
-    are the row, joined back by it: plain minima and null counts take polars' fast group-by
-    path (9.8 ms taking each figure with ``get(arg_min)``, twice that sorting each group).
-    ``placed`` carries :data:`~pricing.frame.OFFER_ROW`."""
+    equal terms: the least :data:`_TERM_THEN_ROW` per configuration, one value per row,
+    whose low bits are the row, joined back by it (plain minima and null counts take
+    polars' fast group-by path). ``placed`` carries :data:`~pricing.frame.OFFER_ROW`."""
     rows = placed.select(
         "config_id",
         OFFER_ROW,
@@ -69,8 +63,6 @@ def unplaced_configurations(placed: pl.LazyFrame, *, together: bool = False) -> 
         reason=pl.col("placement_reason"),
         gpu_memory_gb=gpu_memory_gb(),
     )
-    if together:
-        return _first_rows_together(rows).select(UNPLACED_COLUMNS)
     first_rows = (
         placed.group_by("config_id")
         .agg(_TERM_THEN_ROW.min().alias("_first"), placed=pl.col("placement_reason").null_count())
@@ -78,20 +70,3 @@ def unplaced_configurations(placed: pl.LazyFrame, *, together: bool = False) -> 
         .select((pl.col("_first") % _ROWS).cast(pl.get_index_type()).alias(OFFER_ROW))
     )
     return first_rows.join(rows, on=OFFER_ROW, how="inner").select(UNPLACED_COLUMNS)
-
-
-def _first_rows_together(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """The first row of each configuration none of whose rows is placed (null ``reason``),
-    among ``rows`` where each configuration's rows are next to each other.
-
-    Numbering the configurations down the rows (from :data:`_ROWS`, less one per
-    configuration begun), ``2 * number + placed`` is, at a configuration's first row, the
-    greatest value of every row from there on exactly when one of its rows is placed
-    (later configurations' values are less): one reverse running maximum, odd there when
-    a row is placed."""
-    first = pl.col("config_id").ne_missing(pl.col("config_id").shift(1))
-    down = pl.lit(_ROWS, dtype=pl.Int64) - first.cum_sum().cast(pl.Int64)
-    mark = 2 * down + pl.col("reason").is_null().cast(pl.Int64)
-    return rows.with_columns(_first=first, _mark=mark.cum_max(reverse=True)).filter(
-        pl.col("_first") & (pl.col("_mark") % 2 == 0)
-    )

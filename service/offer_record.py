@@ -141,7 +141,7 @@ def _with_effective_tflops(terms: pl.DataFrame) -> pl.DataFrame:
 
     # one costed row per term row (an offer key is its configuration, term and variant)
     credited = (
-        costed_plan(terms.drop("key", "on_demand_usd_per_hour"), require_fit=False)
+        costed_plan(terms.drop("key"), require_fit=False)
         .select("config_id", "term", "term_variant", "effective_tflops")
         .collect()
     )

@@ -24,6 +24,7 @@ import orjson
 import polars as pl
 
 from gpuscout.pricing.coverage import left_out_plan, misfits, note_of
+from gpuscout.pricing.display import for_display
 from gpuscout.pricing.rank import RankedPage, RankOptions, SortKey, rank_page
 
 from .answer_schema import GROUPS, TOP_LEVEL
@@ -114,7 +115,7 @@ def _rank(state: ApiState, q: ParsedQuery, now: datetime, *, noted: bool = False
     (:func:`~pricing.coverage.left_out`, in :attr:`RankedPage.also`), collected together."""
     options = _options(q, now, q.offset + q.limit)
     if not noted:
-        return rank_page(state.by_model, q.requirement, q.job, options, displayed=True)
+        return rank_page(state.frame, q.requirement, q.job, options)
 
     def left_out_of(unplaced: pl.LazyFrame | pl.DataFrame | None) -> pl.LazyFrame:
         return left_out_plan(
@@ -122,10 +123,7 @@ def _rank(state: ApiState, q: ParsedQuery, now: datetime, *, noted: bool = False
             unrankable=state.unrankable, unplaced=unplaced,
         )  # fmt: skip
 
-    return rank_page(
-        state.by_model, q.requirement, q.job, options, unplaced=True, also=left_out_of,
-        displayed=True,
-    )  # fmt: skip
+    return rank_page(state.frame, q.requirement, q.job, options, unplaced=True, also=left_out_of)
 
 
 def _query_string(canonical: dict[str, Any]) -> str:
@@ -162,11 +160,11 @@ def warnings_for(state: ApiState) -> list[str]:
 def _page_offers(
     state: ApiState, page: RankedPage, offset: int, *, finite: bool = True
 ) -> list[dict[str, Any]]:
-    """The page's rows (from ``offset``, as the ranking shows them) shaped as in the
-    answer, each with its checklist summary (:meth:`ApiState.checklist_of`); ``finite``:
-    as :func:`_shaped` takes it."""
+    """The page's rows (from ``offset``, rounded as :func:`pricing.display.for_display`
+    shows them) shaped as in the answer, each with its checklist summary
+    (:meth:`ApiState.checklist_of`); ``finite``: as :func:`_shaped` takes it."""
     counts = state.checklist_of(page.offer_rows.slice(offset))
-    return _shaped(page.rows.slice(offset), counts.to_dicts(), finite=finite)
+    return _shaped(for_display(page.rows.slice(offset)), counts.to_dicts(), finite=finite)
 
 
 def ranked_offers(state: ApiState, q: ParsedQuery, now: datetime) -> list[dict[str, Any]]:

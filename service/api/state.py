@@ -30,10 +30,8 @@ from gpuscout.adapters import provider_names
 from gpuscout.adapters.sample import SAMPLE_NOTE
 from gpuscout.db.state import CurrentState
 from gpuscout.pricing.coverage import Unrankable
-from gpuscout.pricing.model_rows import ByModel
 from gpuscout.pricing.names import known_providers
 from gpuscout.pricing.offer_checklist import counts_frame
-from gpuscout.pricing.rank import hold_catalog
 
 from ..memory import release_memory
 from .offers_cache import ResultCache, time_bucket
@@ -61,15 +59,13 @@ class ApiState:
     current: CurrentState
     tag: str  # identifies the snapshot; the base of every ETag
     cache: ResultCache = dataclasses.field(compare=False)
-    #: :attr:`current`'s frame in runs of one GPU model, as the rankings read it.
-    by_model: ByModel = dataclasses.field(compare=False)
 
     @property
     def frame(self) -> pl.DataFrame:
-        """The offers to rank (:data:`pricing.frame.OFFER_SCHEMA` and ``config_id``), in
-        runs of one GPU model (:attr:`by_model`): every row number of an answer
-        (:data:`pricing.frame.OFFER_ROW`) is a row of this frame."""
-        return self.by_model.frame
+        """The offers to rank (:data:`pricing.frame.OFFER_SCHEMA`, ``config_id`` and the
+        offer facts): every row number of an answer (:data:`pricing.frame.OFFER_ROW`) is a
+        row of this frame."""
+        return self.current.frame
 
     @functools.cached_property
     def unrankable(self) -> Unrankable:
@@ -127,7 +123,6 @@ class ApiState:
     def warm(self) -> ApiState:
         """Find what the state keeps per snapshot now (blocking), not on a first request."""
         _ = self.unrankable, self.warnings, self.checklist, self.known_providers
-        hold_catalog(self.by_model)  # what a ranking at the default precision reads
         return self
 
     def answer_time(self, now: datetime | None = None) -> datetime:
@@ -164,17 +159,9 @@ def snapshot_tag(current: CurrentState) -> str:
 def build_state(
     current: CurrentState, *, cache_entries: int, cache_bytes: int | None = None
 ) -> ApiState:
-    """The API's state of ``current``, whose frame it holds in runs of one GPU model: the
-    database's come so (:func:`db.current.load_current_offers`); another, the sample's, is
-    sorted here, and the frame as loaded let go."""
-    by_model = ByModel.of(current.frame)
-    if by_model.frame is not current.frame:  # sorted here (the sample's): hold that one
-        current = dataclasses.replace(current, frame=by_model.frame)
+    """The API's state of ``current``."""
     return ApiState(
-        current=current,
-        tag=snapshot_tag(current),
-        cache=ResultCache(cache_entries, cache_bytes),
-        by_model=by_model,
+        current=current, tag=snapshot_tag(current), cache=ResultCache(cache_entries, cache_bytes)
     )
 
 

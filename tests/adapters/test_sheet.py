@@ -29,7 +29,7 @@ from gpuscout.adapters.schema import (
     StorageType,
 )
 from gpuscout.adapters.sheet import ILLUSTRATIVE_REASON, SHEET_KEYS, SheetAdapter
-from gpuscout.pricing import Job, rank
+from gpuscout.pricing import Job, offers_to_frame, rank
 
 EXAMPLE = Path(__file__).parents[2] / "adapters" / "samples" / "sheets" / "example_sheet.yaml"
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
@@ -83,7 +83,8 @@ def test_an_illustrative_csv_row_is_never_an_offer(flag: str) -> None:
         f"hosts.csv row 2 (id demo): {ILLUSTRATIVE_REASON}"
     ]
     # a price of $1 for 8x H100 would rank first; skipped, it cannot rank at all
-    assert rank(result.offers, job=Job(hours=10))["offer_id"].to_list() == ["my-host/real"]
+    ranked = rank(offers_to_frame(result.offers), job=Job(hours=10))
+    assert ranked["offer_id"].to_list() == ["my-host/real"]
 
 
 def test_illustrative_in_defaults_marks_the_whole_sheet() -> None:
@@ -137,8 +138,8 @@ def test_one_configuration_at_two_terms_shares_an_id() -> None:
     offers = [o for o in example().offers if o.offer_id == "tencent-cloud/GT4.41XLARGE948"]
     assert {o.term for o in offers} == {RentalTerm.ON_DEMAND, RentalTerm.COMMIT_1MO}
     assert len({o.key for o in offers}) == 2
-    short = rank(offers, job=Job(hours=100))
-    long = rank(offers, job=Job(hours=700))
+    short = rank(offers_to_frame(offers), job=Job(hours=100))
+    long = rank(offers_to_frame(offers), job=Job(hours=700))
     assert short.height == long.height == 1  # one configuration, its best term
     assert short["term"][0] == "on_demand"
     assert long["term"][0] == "commit_1mo"

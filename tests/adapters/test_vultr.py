@@ -322,6 +322,7 @@ def test_no_deployable_term_or_bad_location_cost_is_a_skip() -> None:
 def test_bare_metal_month_is_capped_at_672_hours() -> None:
     """The issue's 8x H100 bare-metal plan (gpuhunt's verbatim capture): $23.92/h, billed at
     most $16,074.24 = 672 h a month; ranked, a 730 h job costs the monthly price."""
+    from gpuscout.pricing.frame import offers_to_frame
     from gpuscout.pricing.job import Job
     from gpuscout.pricing.rank import RankOptions, rank
     from gpuscout.pricing.requirement import Requirement
@@ -329,6 +330,6 @@ def test_bare_metal_month_is_capped_at_672_hours() -> None:
     result = parse(load("plans_metal.gpuhunt_fixture.verbatim.json"))
     h100 = by_key(result)[("vbm-112c-2048gb-8-h100-gpu", "sea", RentalTerm.ON_DEMAND)]
     assert h100.billing_cap_hours_per_month == 672
-    ranked = rank([h100], Requirement(), Job.for_hours(730), RankOptions(now=NOW))
+    ranked = rank(offers_to_frame([h100]), Requirement(), Job.for_hours(730), RankOptions(now=NOW))
     assert ranked["billed_hours"].to_list() == [672]
     assert ranked["job_cost_usd"].to_list() == [pytest.approx(16074.24)]

@@ -18,7 +18,6 @@ from gpuscout.db.history import offer_price_history
 from gpuscout.db.models import PriceHistory, Snapshot, SnapshotProvider
 from gpuscout.db.snapshots import store_snapshot
 from gpuscout.pricing.frame import offers_to_frame
-from gpuscout.pricing.model_rows import ByModel
 
 from .factories import T0, at, current, failed, offer, ok, skipped
 
@@ -342,24 +341,3 @@ def test_the_thresholds_are_the_callers(engine: Engine) -> None:
     )
     assert not summary.providers[0].guarded
     assert current(engine).frame.height == 5
-
-
-def test_the_current_frame_is_in_runs_of_one_gpu_model_then_by_key(engine: Engine) -> None:
-    """What ByModel reads without sorting a copy at every API start (model, then key)."""
-    offers = [
-        offer("alpha", "o3", gpu_model="L4"),
-        offer("alpha", "o1", gpu_model="H100-SXM5-80GB"),
-        offer("beta", "o2", gpu_model=None, gpu_raw_name="mystery card"),
-        offer("beta", "o1", gpu_model="L4"),
-        offer("alpha", "o2", gpu_model="H100-SXM5-80GB"),
-    ]
-    store(engine, ok("alpha", offers[:2] + offers[4:]), ok("beta", offers[2:4]))
-    frame = current(engine).frame
-    assert frame.select("gpu_model", "provider", "offer_id").rows() == [
-        ("H100-SXM5-80GB", "alpha", "o1"),
-        ("H100-SXM5-80GB", "alpha", "o2"),
-        ("L4", "alpha", "o3"),
-        ("L4", "beta", "o1"),
-        (None, "beta", "o2"),
-    ]
-    assert ByModel.of(frame).frame is frame  # in runs already: not copied

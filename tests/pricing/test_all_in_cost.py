@@ -18,7 +18,7 @@ from gpuscout.adapters.sample import replay_sample
 from gpuscout.adapters.schema import Offer, RentalTerm
 from gpuscout.adapters.tensordock import TensorDockAdapter
 from gpuscout.adapters.vastai import VastAiAdapter
-from gpuscout.pricing import Job, RankOptions, Requirement, rank
+from gpuscout.pricing import Job, RankOptions, Requirement, offers_to_frame, rank
 from gpuscout.pricing.rank import costed_plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -33,7 +33,7 @@ def load(path: str) -> Any:
 
 def costed(offers: list[Offer], job: Job, **where: object) -> dict[str, Any]:
     """The one on-demand costed row of ``offers`` matching ``where``."""
-    frame = costed_plan(offers, ON_DEMAND, job, RankOptions(now=NOW)).collect()
+    frame = costed_plan(offers_to_frame(offers), ON_DEMAND, job, RankOptions(now=NOW)).collect()
     rows = frame.filter(*(pl.col(k) == v for k, v in where.items())).to_dicts()
     assert len(rows) == 1, rows
     return rows[0]
@@ -134,8 +134,8 @@ def test_runpod_bills_the_container_disk_and_volume_at_the_documented_price() ->
 # --- the sample's cheapest configuration -------------------------------------------------
 
 
-def _sample() -> list[Offer]:
-    return [o for run in replay_sample() for o in run.offers]
+def _sample() -> pl.DataFrame:
+    return offers_to_frame([o for run in replay_sample() for o in run.offers])
 
 
 def test_sample_rtx3080_vm_shows_its_extras_and_is_flagged() -> None:

@@ -7,9 +7,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 
-from gpuscout.adapters.schema import RentalTerm
 from gpuscout.pricing import Job, rank
 from gpuscout.pricing.display import (
     DECIMALS,
@@ -20,7 +18,6 @@ from gpuscout.pricing.display import (
     for_display,
 )
 from gpuscout.pricing.frame import offers_to_frame
-from gpuscout.pricing.rank import rank_page
 
 from .factories import AT_NOW, make_offer
 
@@ -57,7 +54,7 @@ def test_whole_and_tiny_prices_keep_every_significant_digit() -> None:
 
 def test_a_real_ranking_keeps_its_order_and_columns_but_config_id() -> None:
     offers = [make_offer(offer_id=f"box-{i}", price_amount=Decimal(20) + i) for i in range(3)]
-    ranked = rank(offers, job=Job(hours=333), options=AT_NOW)
+    ranked = rank(offers_to_frame(offers), job=Job(hours=333), options=AT_NOW)
     shown = for_display(ranked)
     assert shown.columns == [c for c in ranked.columns if c not in INTERNAL_COLUMNS]
     assert shown["offer_id"].to_list() == ranked["offer_id"].to_list()
@@ -106,21 +103,3 @@ def test_decimal_text_cuts_binary_noise() -> None:
     assert decimal_text(Decimal("0.24666666666666665")) == "0.246667"
     assert decimal_text(Decimal("18.400")) == "18.4"
     assert decimal_text(Decimal("3")) == "3"
-
-
-def test_a_page_ranked_for_display_is_what_for_display_shows() -> None:
-    """rank_page(displayed=True) rounds in the ranking's own plan: the rows equal
-    for_display of the plain page, with the ordering columns kept."""
-    offers = [
-        make_offer(offer_id=f"box-{i}", price_amount=Decimal("20.123456789") + i, term=term)
-        for i in range(4)
-        for term in (RentalTerm.ON_DEMAND, RentalTerm.COMMIT_1Y)
-    ]
-    frame = offers_to_frame(offers)
-    job = Job(hours=333.3333)
-    plain = rank_page(frame, job=job, options=AT_NOW)
-    shown = rank_page(frame, job=job, options=AT_NOW, displayed=True)
-    assert shown.rows.columns == plain.rows.columns
-    assert_frame_equal(shown.rows.drop(INTERNAL_COLUMNS), for_display(plain.rows))
-    assert shown.rows["price_amount"].dtype == pl.String
-    assert shown.offer_rows.to_list() == plain.offer_rows.to_list()

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pytest
 
-from gpuscout.adapters.schema import Fabric, RentalTerm
+from gpuscout.adapters.schema import Fabric, Offer, RentalTerm
 from gpuscout.pricing import estimate
 from gpuscout.pricing.coverage import Unrankable
 from gpuscout.pricing.estimate import EstimateInputError
@@ -126,7 +126,7 @@ def test_twelve_gpus_are_twelve_and_one_topology() -> None:
         make_offer(offer_id="cheap", price_amount=Decimal("10"), **_ib()),
         make_offer(offer_id="dear", price_amount=Decimal("20"), **_ib()),
     ]
-    result = estimate("A100-SXM4-80GB", 12, 1e9, 1e11, offers=offers, now=NOW)
+    result = estimate("A100-SXM4-80GB", 12, 1e9, 1e11, offers=offers_to_frame(offers), now=NOW)
     assert result.offer is not None and result.offer.offer_id == "cheap"
     assert result.basis == "offer"
     assert (result.nodes, result.gpus_per_node, result.rented_gpus) == (2, 8.0, 16.0)
@@ -142,15 +142,17 @@ def test_twelve_gpus_are_twelve_and_one_topology() -> None:
 
 def test_no_offer_that_can_run_it_gives_the_reason() -> None:
     no_fabric = [make_offer(gpu_model="A100-SXM4-80GB")]  # 8 GPUs, no fabric stated
-    result = estimate("A100-SXM4-80GB", 16, 1e9, 1e11, offers=no_fabric, now=NOW)
+    result = estimate("A100-SXM4-80GB", 16, 1e9, 1e11, offers=offers_to_frame(no_fabric), now=NOW)
     assert result.cost_usd is None and result.basis == "reference"
     assert result.cost_reason is not None and "no cluster fabric stated" in result.cost_reason
-    too_big = estimate("H100-SXM5-80GB", 8, 70e9, 1e9, offers=[make_offer()], now=NOW)
+    too_big = estimate(
+        "H100-SXM5-80GB", 8, 70e9, 1e9, offers=offers_to_frame([make_offer()]), now=NOW
+    )
     assert too_big.cost_reason is not None
     # the reason is one text for the CLI and the API: remedies without a setting's name
     assert "it fits on 16 of those GPUs, or on 8 at 8 bytes per parameter" in too_big.cost_reason
     assert "job_gpus" not in too_big.cost_reason and "bytes_per_param" not in too_big.cost_reason
-    other = estimate("B200", 8, 1e9, 1e11, offers=[make_offer()], now=NOW)
+    other = estimate("B200", 8, 1e9, 1e11, offers=offers_to_frame([make_offer()]), now=NOW)
     assert other.cost_reason is not None and "B200" in other.cost_reason
 
 
@@ -180,7 +182,7 @@ def test_the_reason_reads_the_unrankable_offers_the_caller_keeps() -> None:
 
 def test_an_interruptible_best_offer_carries_its_restarts() -> None:
     spot = make_offer(price_amount=Decimal("4"), term=RentalTerm.INTERRUPTIBLE, **_ib())
-    result = estimate("A100-SXM4-80GB", 16, 1e9, 1e11, offers=[spot], now=NOW)
+    result = estimate("A100-SXM4-80GB", 16, 1e9, 1e11, offers=offers_to_frame([spot]), now=NOW)
     assert result.offer is not None and result.offer.term == "interruptible"
     compute = 6 * 1e9 * 1e11 / (16 * 312e12 * 0.5 * 3600)
     assert result.wall_clock_hours > compute
@@ -198,7 +200,7 @@ def _p5(**fields: object) -> object:
 
 
 def test_the_offers_fabric_is_named_as_the_offers() -> None:
-    result = estimate("H100-SXM5-80GB", 512, 70e9, 2e12, offers=[_p5()], now=NOW)
+    result = estimate("H100-SXM5-80GB", 512, 70e9, 2e12, offers=offers_to_frame([_p5()]), now=NOW)
     assert result.basis == "offer" and result.scaling == 1.0
     assert (result.fabric, result.fabric_gbps_per_gpu) == ("efa", 400.0)
     assert result.fabric_source == result.fabric_gbps_source == "offer"
@@ -214,13 +216,13 @@ def test_the_callers_fabric_wins_over_the_offers(
 ) -> None:
     """The estimate is "what if I ran on this fabric": the options replace what the offer
     states (they were ignored whenever an offer could run the job)."""
-    stated = estimate("H100-SXM5-80GB", 512, 70e9, 2e12, offers=[_p5()], now=NOW)
+    stated = estimate("H100-SXM5-80GB", 512, 70e9, 2e12, offers=offers_to_frame([_p5()]), now=NOW)
     what_if = estimate(
         "H100-SXM5-80GB",
         512,
         70e9,
         2e12,
-        offers=[_p5()],
+        offers=offers_to_frame([_p5()]),
         fabric=fabric,
         fabric_gbps_per_gpu=gbps,
         now=NOW,
@@ -239,13 +241,25 @@ def test_the_callers_fabric_wins_over_the_offers(
 
 def test_each_half_of_the_fabric_says_where_it_came_from() -> None:
     speed = estimate(
-        "H100-SXM5-80GB", 512, 70e9, 2e12, offers=[_p5()], fabric_gbps_per_gpu=25, now=NOW
+        "H100-SXM5-80GB",
+        512,
+        70e9,
+        2e12,
+        offers=offers_to_frame([_p5()]),
+        fabric_gbps_per_gpu=25,
+        now=NOW,
     )
     assert (speed.fabric, speed.fabric_source) == ("efa", "offer")
     assert (speed.fabric_gbps_per_gpu, speed.fabric_gbps_source) == (25.0, "user")
     assert "efa (as the offer states) at 25 Gbps per GPU (as given)" in speed.topology
     kind = estimate(
-        "H100-SXM5-80GB", 512, 70e9, 2e12, offers=[_p5()], fabric=Fabric.ETHERNET, now=NOW
+        "H100-SXM5-80GB",
+        512,
+        70e9,
+        2e12,
+        offers=offers_to_frame([_p5()]),
+        fabric=Fabric.ETHERNET,
+        now=NOW,
     )
     assert (kind.fabric, kind.fabric_source) == ("ethernet", "user")
     assert (kind.fabric_gbps_per_gpu, kind.fabric_gbps_source) == (400.0, "offer")
@@ -267,12 +281,18 @@ def test_each_half_of_the_fabric_says_where_it_came_from() -> None:
     ],
 )
 def test_the_callers_ethernet_runs_on_the_reference(
-    gpu_model: str, count: int, params: float, offers: list[object]
+    gpu_model: str, count: int, params: float, offers: list[Offer]
 ) -> None:
     """``fabric=ethernet`` was refused as "no published peak at bf16" (the reference node
     was dropped as Ethernet-only), though the GPU has a bf16 peak."""
     result = estimate(
-        gpu_model, count, params, 2e12, offers=offers, fabric=Fabric.ETHERNET, now=NOW
+        gpu_model,
+        count,
+        params,
+        2e12,
+        offers=offers_to_frame(offers),
+        fabric=Fabric.ETHERNET,
+        now=NOW,
     )
     assert result.basis == "reference" and result.fabric == "ethernet"
     assert (result.fabric_source, result.fabric_gbps_source) == ("user", "default")
@@ -282,18 +302,24 @@ def test_the_callers_ethernet_runs_on_the_reference(
 
 def test_an_offers_own_ethernet_is_still_left_out() -> None:
     ethernet = make_offer(fabric=Fabric.ETHERNET, fabric_gbps=3200, multi_node=True)
-    result = estimate("H100-SXM5-80GB", 16, 1e9, 1e11, offers=[ethernet], now=NOW)
+    result = estimate("H100-SXM5-80GB", 16, 1e9, 1e11, offers=offers_to_frame([ethernet]), now=NOW)
     assert result.basis == "reference" and result.cost_reason is not None
     assert "Ethernet" in result.cost_reason
     asked = estimate(
-        "H100-SXM5-80GB", 16, 1e9, 1e11, offers=[ethernet], fabric=Fabric.ETHERNET, now=NOW
+        "H100-SXM5-80GB",
+        16,
+        1e9,
+        1e11,
+        offers=offers_to_frame([ethernet]),
+        fabric=Fabric.ETHERNET,
+        now=NOW,
     )
     assert asked.basis == "offer"
 
 
 def test_an_unstated_speed_is_said_and_scored_as_the_slowest() -> None:
     unstated = make_offer(fabric=Fabric.INFINIBAND, multi_node=True)
-    result = estimate("H100-SXM5-80GB", 16, 1e9, 1e11, offers=[unstated], now=NOW)
+    result = estimate("H100-SXM5-80GB", 16, 1e9, 1e11, offers=offers_to_frame([unstated]), now=NOW)
     assert result.basis == "offer" and result.fabric_gbps_per_gpu is None
     assert result.fabric_gbps_source == "offer" and result.scaling == 0.5
     assert "unstated speed (scored as the slowest, 1 Gbps per GPU)" in result.topology
@@ -336,7 +362,7 @@ def test_the_estimates_wall_clock_is_the_run_at_its_rate_the_offers_adds_restart
     """On a spot offer the estimate's wall clock (and GPU-hours) carried the term's
     expected restarts (+2% here), so total_flops / effective_tflops did not add up."""
     spot = _p5(term=RentalTerm.INTERRUPTIBLE)
-    result = estimate("H100-SXM5-80GB", 512, 70e9, 2e12, offers=[spot], now=NOW)
+    result = estimate("H100-SXM5-80GB", 512, 70e9, 2e12, offers=offers_to_frame([spot]), now=NOW)
     at_rate = result.total_flops / (result.effective_tflops * 1e12) / 3600
     assert result.wall_clock_hours == pytest.approx(at_rate)
     assert result.gpu_hours == pytest.approx(at_rate * 512)

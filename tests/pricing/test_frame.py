@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import os
@@ -42,15 +41,12 @@ from gpuscout.pricing.frame import (
     PRICE_SCALE,
     catalog_frame,
     held_lightly,
-    most_rows_per_configuration,
     offers_to_frame,
     records_to_frame,
 )
 from gpuscout.pricing.offer_facts import FACT_COLUMNS
 
 from .factories import make_offer
-
-frame_module = importlib.import_module("gpuscout.pricing.frame")
 
 
 def test_one_row_per_offer_exact_price_and_config_id() -> None:
@@ -259,41 +255,6 @@ def test_a_stored_value_outside_its_enum_reads_as_not_stated() -> None:
     assert (row["fabric"], row["gpu_interconnect"], row["gpu_form_factor"]) == (None, None, "sxm")
     assert row["fabric_gbps"] == 3200.0 and row["usd_per_hour"] == float(full.usd_per_hour)
     assert frame.schema["fabric"] == FABRIC_DTYPE
-
-
-def test_most_rows_per_configuration_counts_terms_and_variants_of_one_configuration() -> None:
-    box = [
-        make_offer(offer_id="box", term=term, term_variant=variant)
-        for term in (RentalTerm.ON_DEMAND, RentalTerm.INTERRUPTIBLE)
-        for variant in (None, "zone-a", "zone-b")
-    ]
-    frame = offers_to_frame([*box, make_offer(offer_id="other")])
-    assert most_rows_per_configuration(frame) == 6
-    assert most_rows_per_configuration(frame.clear()) == 0
-
-
-@pytest.mark.parametrize(
-    "ids",
-    [[7, 4_000_000_000, 7], [None, 3, None, None]],  # not dense: never numpy's count
-    ids=["sparse", "null"],
-)
-@pytest.mark.parametrize("bincount_from", [1, 1_000_000], ids=["numpy-rows", "fewer"])
-def test_most_rows_per_configuration_reads_ids_from_elsewhere(
-    ids: list[int | None], bincount_from: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(frame_module, "_BINCOUNT_FROM_ROWS", bincount_from)
-    frame = pl.DataFrame({"config_id": ids}, schema={"config_id": pl.UInt32})
-    assert most_rows_per_configuration(frame) == max(ids.count(i) for i in ids)
-
-
-@pytest.mark.parametrize("bincount_from", [1, 1_000_000], ids=["numpy", "sorted-runs"])
-def test_most_rows_per_configuration_counts_dense_ids_alike_either_way(
-    bincount_from: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Both counts, on the dense ids of :func:`with_config_id`, shuffled."""
-    monkeypatch.setattr(frame_module, "_BINCOUNT_FROM_ROWS", bincount_from)
-    ids = pl.Series("config_id", [1, 2, 2, 3, 3, 3, 5, 4, 3], dtype=pl.UInt32).shuffle(seed=3)
-    assert most_rows_per_configuration(ids.to_frame()) == 4
 
 
 def test_the_default_catalog_is_built_once_another_efficiency_its_own() -> None:

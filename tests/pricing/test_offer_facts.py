@@ -5,12 +5,18 @@ from __future__ import annotations
 from decimal import Decimal
 
 import polars as pl
+import pytest
 from polars.testing import assert_frame_equal
 
 from gpuscout.adapters.schema import RentalTerm
 from gpuscout.pricing import Job, RankOptions, Requirement, offers_to_frame, rank
 from gpuscout.pricing.expressions import TERM_WORDS
-from gpuscout.pricing.offer_facts import FACT_COLUMNS, has_offer_facts, with_offer_facts
+from gpuscout.pricing.offer_facts import (
+    CONFIGURATION_ROWS,
+    FACT_COLUMNS,
+    has_offer_facts,
+    with_offer_facts,
+)
 from gpuscout.pricing.rank import rank_page
 
 from .factories import NOW, make_offer
@@ -38,12 +44,14 @@ def test_a_frame_carries_each_rows_facts_and_its_configurations_break_even() -> 
         "usd_per_gpu_hour": 2.0, "fabric_gbps_per_gpu": None, "availability": "not stated",
         "on_demand_usd_per_hour": 16.0, "break_even_hours": 5475.0,
         "break_even": "on-demand; a 1-year commitment would beat it after 5475 h",
+        "configuration_rows": 2,
     }  # fmt: skip
     assert committed["break_even"] == "a 1-year commitment beats on-demand after 5475 h"
     assert committed["on_demand_usd_per_hour"] == 16.0 and committed["usd_per_gpu_hour"] == 1.25
     assert (sold["ranked_after"], sold["availability"]) == (1, "not available now")
     assert (sold["fabric_gbps_per_gpu"], sold["break_even_hours"]) == (400.0, None)
     assert sold["break_even"] == "on-demand; no commitment offered"
+    assert (committed["configuration_rows"], sold["configuration_rows"]) == (2, 1)
 
 
 def test_a_ranking_shows_the_frames_facts_whatever_terms_it_admits() -> None:
@@ -58,7 +66,8 @@ def test_a_ranking_shows_the_frames_facts_whatever_terms_it_admits() -> None:
         "a 1-year commitment beats on-demand after 5475 h",
     )
     ranked = rank(frame, job=Job.for_hours(100), options=RankOptions(now=NOW, limit=None))
-    shown = ranked.select("offer_id", "term", *(c for c in FACT_COLUMNS)).sort("offer_id")
+    facts = (c for c in FACT_COLUMNS if c != CONFIGURATION_ROWS)  # read by the top-k alone
+    shown = ranked.select("offer_id", "term", *facts).sort("offer_id")
     kept = frame.join(ranked.select("offer_id", "term"), on=["offer_id", "term"], how="semi")
     assert_frame_equal(shown, kept.select(shown.columns).sort("offer_id"))
 
@@ -74,17 +83,16 @@ def test_facts_are_computed_again_for_a_frame_whose_configurations_change() -> N
     assert committed["break_even"] == "a 1-year commitment; no on-demand price to compare"
 
 
-def test_a_frame_without_facts_is_ranked_as_one_with_them() -> None:
-    """A frame built elsewhere without the facts (a test's, an older kept file's) gets them
-    when it is ranked."""
+def test_a_frame_without_facts_or_offer_objects_are_refused_by_name() -> None:
+    """The ranking reads a frame as offers_to_frame makes it: another is refused with what
+    it lacks, and Offer objects with how to frame them."""
     frame = offers_to_frame(OFFERS)
-    bare = frame.drop(FACT_COLUMNS)
-    assert not has_offer_facts(bare)
-    options = RankOptions(now=NOW, limit=None)
-    assert_frame_equal(rank(bare, options=options), rank(frame, options=options))
-    page, whole = rank_page(bare, options=options), rank_page(frame, options=options)
-    assert_frame_equal(page.rows, whole.rows)
-    assert page.total == whole.total == 2
+    with pytest.raises(ValueError, match="lacks ranked_after, .*, configuration_rows: build"):
+        rank(frame.drop(FACT_COLUMNS))
+    with pytest.raises(ValueError, match="lacks config_id: build it with"):
+        rank_page(frame.drop("config_id"))
+    with pytest.raises(TypeError, match="not list: frame Offer objects with .*offers_to_frame"):
+        rank(OFFERS)  # type: ignore[arg-type]
 
 
 def test_every_rental_term_has_its_words() -> None:

@@ -44,7 +44,7 @@ def test_a_512_gpu_job_never_lands_on_nodes_without_a_fabric() -> None:
     single = _cluster("single-node-only", multi_node=False, price_amount=Decimal("4"))
     cluster = _cluster("cluster")
     offers = [cheap_vm, unstated, undeclared, single, cluster]
-    out = rank(offers, job=BIG, options=AT_NOW)
+    out = rank(_frame(offers), job=BIG, options=AT_NOW)
     assert out["offer_id"].to_list() == ["cluster"]
     assert out["nodes"][0] == 64 and out["job_gpus"][0] == 512
     # what the job pays an hour: 64 instances, not the one instance's price
@@ -63,16 +63,19 @@ def test_a_sold_out_or_under_stocked_offer_is_not_multiplied() -> None:
     few = _cluster("three-left", available_count=3, price_amount=Decimal("2"))
     plenty = _cluster("plenty", available_count=64)
     job = Job.for_hours(10, gpus=512)
-    out = rank([sold_out, few, plenty], job=job, options=AT_NOW)
+    out = rank(_frame([sold_out, few, plenty]), job=job, options=AT_NOW)
     assert out["offer_id"].to_list() == ["plenty"]
     left = left_out(_frame([sold_out, few, plenty]), None, NOW, job=job)
     assert left.filter(reason=ex.TOO_FEW_NODES)["offers"].to_list() == [2]
     # one node: the sold-out offer still ranks, after every available one
-    one = rank([sold_out, few, plenty], job=Job.for_hours(10, gpus=8), options=AT_NOW)
+    one = rank(_frame([sold_out, few, plenty]), job=Job.for_hours(10, gpus=8), options=AT_NOW)
     assert one["offer_id"].to_list() == ["three-left", "plenty", "sold-out"]
     assert one["availability"].to_list() == ["not stated", "not stated", "not available now"]
     wanted = rank(
-        [sold_out, few, plenty], Requirement(available_now=True), Job.for_hours(10), AT_NOW
+        _frame([sold_out, few, plenty]),
+        Requirement(available_now=True),
+        Job.for_hours(10),
+        AT_NOW,
     )
     assert "sold-out" not in wanted["offer_id"].to_list()
 
@@ -83,7 +86,7 @@ def test_nvlink_nodes_beat_the_same_gpus_as_single_vms() -> None:
     vm = _cluster("1x-vm", gpu_count=1, fabric_gbps=400, price_amount=Decimal("2"))
     for gpus in (8, 16, 512):
         job = Job.for_gpu_hours(10_000, gpus=gpus)
-        out = rank([vm, node], job=job, options=AT_NOW)
+        out = rank(_frame([vm, node]), job=job, options=AT_NOW)
         assert out["offer_id"].to_list() == ["8x-nvlink", "1x-vm"], gpus
         assert out["scaling"][0] > out["scaling"][1]
 
@@ -98,7 +101,7 @@ def test_pcie_a100_cards_do_not_outrank_sxm_nodes_at_the_same_price_per_gpu() ->
         fabric_gbps=400,
         price_amount=Decimal("2"),
     )
-    out = rank([pcie, sxm], job=Job.training(7e9, 1e11, gpus=512), options=AT_NOW)
+    out = rank(_frame([pcie, sxm]), job=Job.training(7e9, 1e11, gpus=512), options=AT_NOW)
     assert out["offer_id"].to_list() == ["8x-sxm", "1x-pcie"]
 
 
@@ -106,7 +109,7 @@ def test_pcie_a100_cards_do_not_outrank_sxm_nodes_at_the_same_price_per_gpu() ->
 def test_more_fabric_bandwidth_never_ranks_lower(fabric: Fabric) -> None:
     speeds = [50, 100, 200, 400, 800, 1600, 3200, 6400]
     offers = [_cluster(f"gbps-{g:05d}", fabric=fabric, fabric_gbps=g) for g in reversed(speeds)]
-    out = rank(offers, job=BIG, options=AT_NOW)
+    out = rank(_frame(offers), job=BIG, options=AT_NOW)
     keys = dict(zip(out["offer_id"], out["usd_per_effective_tflop_hour"], strict=True))
     ordered = [keys[f"gbps-{g:05d}"] for g in speeds]
     assert ordered == sorted(ordered, reverse=True)  # cost per TFLOP-hour never rises
@@ -124,7 +127,7 @@ def test_consumer_cards_without_p2p_scale_as_measured() -> None:
     four = make_offer(offer_id="4x", gpu_model="RTX-4090", gpu_count=4, price_amount=Decimal("2"))
     eight = make_offer(offer_id="8x", gpu_model="RTX-4090", gpu_count=8, price_amount=Decimal("4"))
     one = make_offer(offer_id="1x", gpu_model="RTX-4090", gpu_count=1, price_amount=Decimal("0.5"))
-    out = rank([four, eight, one], options=AT_NOW)
+    out = rank(_frame([four, eight, one]), options=AT_NOW)
     scaling = dict(zip(out["offer_id"], out["scaling"], strict=True))
     assert 4 * scaling["4x"] == pytest.approx(14.0 / 15.4, rel=0.01)
     assert 1 < 8 * scaling["8x"] < 2
@@ -135,12 +138,12 @@ def test_memory_is_checked_per_gpu() -> None:
     """70B on one 8x 80 GB node: 1120 GB of state is 140 GB per GPU, more than 80, although
     the node's 640 GB and the cluster's sum would hide it; on 64 nodes it fits."""
     node = _cluster("8x")
-    assert rank([node], job=Job.training(70e9, 1e11), options=AT_NOW).is_empty()
-    out = rank([node], job=Job.training(70e9, 1e11, gpus=512), options=AT_NOW)
+    assert rank(_frame([node]), job=Job.training(70e9, 1e11), options=AT_NOW).is_empty()
+    out = rank(_frame([node]), job=Job.training(70e9, 1e11, gpus=512), options=AT_NOW)
     assert out["memory_per_gpu_gb"][0] < 80
     # a duration-only job can carry the model size for the check
-    assert rank([node], job=Job(hours=10, params=70e9), options=AT_NOW).is_empty()
-    assert rank([node], job=Job(hours=10, params=7e9), options=AT_NOW).height == 1
+    assert rank(_frame([node]), job=Job(hours=10, params=70e9), options=AT_NOW).is_empty()
+    assert rank(_frame([node]), job=Job(hours=10, params=7e9), options=AT_NOW).height == 1
     note = left_out_note(_frame([node]), None, NOW, job=Job(hours=10, params=70e9))
     assert note is not None and ex.NO_FIT in note
 
@@ -166,9 +169,9 @@ def test_a_misfit_note_gives_the_figures_and_what_would_fit() -> None:
     bare = left_out_note(frame, None, NOW, job=job, name=lambda f: None)
     assert bare is not None and "it fits on 16 of those GPUs, or on 8 at 8 bytes" in bare
     assert "job_gpus" not in bare and "(e.g. LoRA" in bare
-    assert rank([node], job=Job.training(70e9, 1e9, gpus=16), options=AT_NOW).height == 1
+    assert rank(_frame([node]), job=Job.training(70e9, 1e9, gpus=16), options=AT_NOW).height == 1
     lean = Job(params=70e9, tokens=1e9, bytes_per_param=8)
-    assert rank([node], job=lean, options=AT_NOW).height == 1
+    assert rank(_frame([node]), job=lean, options=AT_NOW).height == 1
     # the figures of each (GPU memory, job GPUs), nearest first
     left = left_out(frame, None, NOW, job=job)
     fits = misfits(frame, left, None, NOW, job=job)
@@ -192,7 +195,7 @@ def test_interruptible_risk_grows_with_nodes_and_length_and_can_be_excluded() ->
     on_demand = _cluster("on-demand")
 
     def spot_row(job: Job) -> dict[str, object]:
-        out = rank([spot], job=job, options=AT_NOW)
+        out = rank(_frame([spot]), job=job, options=AT_NOW)
         return out.row(0, named=True)
 
     small, big = spot_row(Job.for_hours(100, gpus=8)), spot_row(Job.for_hours(100, gpus=512))
@@ -203,7 +206,10 @@ def test_interruptible_risk_grows_with_nodes_and_length_and_can_be_excluded() ->
     assert big["interruptions_expected"] < longer["interruptions_expected"]  # type: ignore[operator]
     assert "64 node(s)" in str(big["interruptible_risk"])
     excluded = rank(
-        [spot, on_demand], Requirement(exclude_interruptible=True), Job.for_hours(10), AT_NOW
+        _frame([spot, on_demand]),
+        Requirement(exclude_interruptible=True),
+        Job.for_hours(10),
+        AT_NOW,
     )
     assert excluded["term"].to_list() == ["on_demand"]
     assert excluded["interruptible_risk"].to_list() == [None]
@@ -212,7 +218,7 @@ def test_interruptible_risk_grows_with_nodes_and_length_and_can_be_excluded() ->
 def test_a_spot_job_on_too_many_nodes_is_not_placed() -> None:
     spot = _cluster("spot", term=RentalTerm.INTERRUPTIBLE, gpu_count=1, fabric_gbps=400)
     # 3.06e-4 per node-hour x 1 h lost each: from ~3,268 nodes preemptions outpace the work
-    out = rank([spot], job=Job.for_hours(10, gpus=4000), options=AT_NOW)
+    out = rank(_frame([spot]), job=Job.for_hours(10, gpus=4000), options=AT_NOW)
     assert out.is_empty()
     note = left_out_note(_frame([spot]), None, NOW, job=Job.for_hours(10, gpus=4000))
     assert note is not None and ex.NEVER_FINISHES in note
@@ -227,7 +233,9 @@ def test_a_configuration_is_left_out_only_when_none_of_its_terms_can_be_placed()
     job = Job.for_hours(10, gpus=4000)
     left = left_out(_frame([spot, on_demand, spot_only]), None, NOW, job=job)
     assert left.select("reason", "offers").rows() == [(ex.NEVER_FINISHES, 1)]
-    assert rank([spot, on_demand], job=job, options=AT_NOW)["term"].to_list() == ["on_demand"]
+    assert rank(_frame([spot, on_demand]), job=job, options=AT_NOW)["term"].to_list() == [
+        "on_demand"
+    ]
 
 
 def test_reasons_are_an_enum_while_placed_and_text_once_counted() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import random
 from decimal import Decimal
 from typing import Any
@@ -17,14 +16,12 @@ from gpuscout.adapters.schema import Fabric, Offer, PriceBasis, PriceUnit, Renta
 from gpuscout.pricing import RESULT_COLUMNS, Job, RankOptions, Requirement, offers_to_frame, rank
 from gpuscout.pricing import expressions as ex
 from gpuscout.pricing.efficiency import default_efficiency
+from gpuscout.pricing.engine import engine
 from gpuscout.pricing.offer_facts import with_offer_facts
 from gpuscout.pricing.rank import KEY, costed_plan, placement_plan, rank_page
 from gpuscout.pricing.unplaced import unplaced_configurations
 
 from .factories import AT_NOW, NOW, make_offer
-
-#: The module itself: the package attribute ``pricing.rank`` is the function.
-rank_module = importlib.import_module("gpuscout.pricing.rank")
 
 ON_DEMAND = make_offer(price_amount=Decimal("2"), gpu_count=1, offer_id="1x")
 MONTHLY = make_offer(
@@ -37,12 +34,12 @@ MONTHLY = make_offer(
 
 
 def test_columns_are_documented() -> None:
-    out = rank([ON_DEMAND], options=AT_NOW)
+    out = rank(offers_to_frame([ON_DEMAND]), options=AT_NOW)
     assert tuple(out.columns) == RESULT_COLUMNS
 
 
 def test_commitment_loses_for_a_short_job() -> None:
-    out = rank([ON_DEMAND, MONTHLY], job=Job.for_hours(100), options=AT_NOW)
+    out = rank(offers_to_frame([ON_DEMAND, MONTHLY]), job=Job.for_hours(100), options=AT_NOW)
     row = out.row(0, named=True)
     assert out.height == 1
     assert row["term"] == "on_demand"
@@ -52,7 +49,7 @@ def test_commitment_loses_for_a_short_job() -> None:
 
 
 def test_commitment_wins_for_a_long_job() -> None:
-    out = rank([ON_DEMAND, MONTHLY], job=Job.for_hours(1000), options=AT_NOW)
+    out = rank(offers_to_frame([ON_DEMAND, MONTHLY]), job=Job.for_hours(1000), options=AT_NOW)
     row = out.row(0, named=True)
     assert row["term"] == "commit_1mo"
     assert row["billed_hours"] == 1460.0
@@ -64,21 +61,23 @@ def test_interruptible_pays_restart_overhead() -> None:
     spot = make_offer(
         price_amount=Decimal("1"), gpu_count=1, offer_id="1x", term=RentalTerm.INTERRUPTIBLE
     )
-    out = rank([spot], job=Job.for_hours(10), options=AT_NOW)
+    out = rank(offers_to_frame([spot]), job=Job.for_hours(10), options=AT_NOW)
     # one node: 3.06e-4 preemptions per hour, each losing 0.5 + 0.5 h
     wall = 10 / (1 - 3.06e-4 * 1.0)
     assert out["wall_clock_hours"][0] == pytest.approx(wall)
     assert out["job_cost_usd"][0] == pytest.approx(wall)
     assert out["interruptions_expected"][0] == pytest.approx(3.06e-4 * wall)
     assert "preemption(s) expected on 1 node(s)" in out["interruptible_risk"][0]
-    custom = rank([spot], job=Job(hours=10, interruptible_overhead=0.5), options=AT_NOW)
+    custom = rank(
+        offers_to_frame([spot]), job=Job(hours=10, interruptible_overhead=0.5), options=AT_NOW
+    )
     assert custom["job_cost_usd"][0] == pytest.approx(15.0)
 
 
 def test_per_gpu_and_per_instance_prices_compare_equal() -> None:
     per_gpu = make_offer(offer_id="a", price_amount=Decimal("2"), price_basis=PriceBasis.GPU)
     per_instance = make_offer(offer_id="b", price_amount=Decimal("16"))
-    out = rank([per_gpu, per_instance], options=AT_NOW)
+    out = rank(offers_to_frame([per_gpu, per_instance]), options=AT_NOW)
     assert out["usd_per_hour"].to_list() == [16.0, 16.0]
     assert out["usd_per_gpu_hour"].to_list() == [2.0, 2.0]
     # equal keys: ties broken by offer_id
@@ -87,7 +86,7 @@ def test_per_gpu_and_per_instance_prices_compare_equal() -> None:
 
 def test_currency_is_converted_and_kept() -> None:
     eur = make_offer(price_amount=Decimal("10"), price_currency="EUR")
-    out = rank([eur], options=AT_NOW)
+    out = rank(offers_to_frame([eur]), options=AT_NOW)
     assert out["price_currency"][0] == "EUR"
     assert out["price_amount"][0] == Decimal("10")
     assert out["usd_per_hour"][0] == pytest.approx(float(eur.usd_per_hour))
@@ -95,15 +94,19 @@ def test_currency_is_converted_and_kept() -> None:
 
 
 def test_effective_tflops_factors_and_overrides() -> None:
-    out = rank([make_offer()], options=AT_NOW)
+    out = rank(offers_to_frame([make_offer()]), options=AT_NOW)
     row = out.row(0, named=True)
     assert row["peak_tflops"] == 989.5
     assert row["mfu"] == 0.41
     assert row["scaling"] == 1.0  # the reference topology the MFU was published at
     assert row["effective_tflops"] == pytest.approx(8 * 989.5 * 0.41)
-    forced = rank([make_offer()], options=RankOptions(now=NOW, mfu=0.5, scaling=1.0))
+    forced = rank(
+        offers_to_frame([make_offer()]), options=RankOptions(now=NOW, mfu=0.5, scaling=1.0)
+    )
     assert forced["effective_tflops"][0] == pytest.approx(8 * 989.5 * 0.5)
-    fp8 = rank([make_offer()], options=RankOptions(now=NOW, precision=Precision.FP8))
+    fp8 = rank(
+        offers_to_frame([make_offer()]), options=RankOptions(now=NOW, precision=Precision.FP8)
+    )
     assert fp8["effective_tflops"][0] == pytest.approx(1.3 * row["effective_tflops"])
 
 
@@ -111,11 +114,13 @@ def test_a_job_without_a_gpu_count_is_costed_at_the_one_node_fabric_factor() -> 
     """Such a job runs on one instance: the chain takes the fabric factor as 1.0 without
     evaluating the fabric curve, which gives the same on every row (slow, Ethernet, no
     fabric at all)."""
-    offers = [
-        make_offer(offer_id="ib", fabric=Fabric.INFINIBAND, fabric_gbps=3200, multi_node=True),
-        make_offer(offer_id="eth", fabric=Fabric.ETHERNET, fabric_gbps=10),
-        make_offer(offer_id="none", gpu_count=1),
-    ]
+    offers = offers_to_frame(
+        [
+            make_offer(offer_id="ib", fabric=Fabric.INFINIBAND, fabric_gbps=3200, multi_node=True),
+            make_offer(offer_id="eth", fabric=Fabric.ETHERNET, fabric_gbps=10),
+            make_offer(offer_id="none", gpu_count=1),
+        ]
+    )
     s = default_efficiency().scaling
     for job in (Job.for_hours(10), Job.for_gpu_hours(80), Job.training(1e9, 1e10)):
         costed = costed_plan(offers, job=job, options=AT_NOW).collect()
@@ -125,7 +130,9 @@ def test_a_job_without_a_gpu_count_is_costed_at_the_one_node_fabric_factor() -> 
     multi = costed_plan(offers[:1], job=Job.for_hours(10, gpus=16), options=AT_NOW).collect()
     assert multi["scaling_inter_node"].to_list() == [1.0]  # 400 Gbps/GPU InfiniBand
     slow = make_offer(offer_id="roce", fabric=Fabric.ROCE, fabric_gbps=800, multi_node=True)
-    two = costed_plan([slow], job=Job.for_hours(10, gpus=16), options=AT_NOW).collect()
+    two = costed_plan(
+        offers_to_frame([slow]), job=Job.for_hours(10, gpus=16), options=AT_NOW
+    ).collect()
     assert two["scaling_inter_node"][0] < 1.0  # 100 Gbps/GPU: the curve applies
 
 
@@ -134,9 +141,11 @@ def test_multi_node_job_uses_fabric() -> None:
     eth = make_offer(offer_id="eth", fabric=Fabric.ETHERNET, fabric_gbps=800, multi_node=True)
     single = make_offer(offer_id="single", multi_node=False, fabric=Fabric.INFINIBAND)
     job = Job.for_hours(10, gpus=16)
-    out = rank([ib, eth, single], job=job, options=AT_NOW)
+    out = rank(offers_to_frame([ib, eth, single]), job=job, options=AT_NOW)
     assert out["offer_id"].to_list() == ["ib"]  # Ethernet only when allowed
-    allowed = rank([ib, eth, single], Requirement(allow_ethernet=True), job, options=AT_NOW)
+    allowed = rank(
+        offers_to_frame([ib, eth, single]), Requirement(allow_ethernet=True), job, options=AT_NOW
+    )
     assert allowed["offer_id"].to_list() == ["ib", "eth"]
     assert allowed["nodes"].to_list() == [2, 2]
     # Ethernet's 100 Gbps/GPU count half (50): between the 12.5 and 100 points
@@ -149,8 +158,8 @@ def test_multi_node_job_uses_fabric() -> None:
 def test_training_job_checks_memory() -> None:
     small = make_offer(offer_id="1x", gpu_count=1, price_amount=Decimal("2"))
     job = Job.training(7e9, 1e9)  # 112 GB of training state
-    assert rank([small], job=job, options=AT_NOW).is_empty()
-    out = rank([make_offer()], job=job, options=AT_NOW)
+    assert rank(offers_to_frame([small]), job=job, options=AT_NOW).is_empty()
+    out = rank(offers_to_frame([make_offer()]), job=job, options=AT_NOW)
     assert out["memory_needed_gb"][0] == 112.0
     assert out["total_gpu_memory_gb"][0] == 640.0
     # per GPU: a 14 GB shard, activations of the derived shape, the 3 GB floor
@@ -160,11 +169,13 @@ def test_training_job_checks_memory() -> None:
 
 
 def test_requirement_filters_and_unknowns() -> None:
-    offers = [
-        make_offer(offer_id="ib", fabric=Fabric.INFINIBAND, fabric_gbps=400),
-        make_offer(offer_id="unknown-fabric"),
-        make_offer(offer_id="a100", gpu_model="A100-SXM4-80GB", provider="other"),
-    ]
+    offers = offers_to_frame(
+        [
+            make_offer(offer_id="ib", fabric=Fabric.INFINIBAND, fabric_gbps=400),
+            make_offer(offer_id="unknown-fabric"),
+            make_offer(offer_id="a100", gpu_model="A100-SXM4-80GB", provider="other"),
+        ]
+    )
     ib = Requirement(fabrics=(Fabric.INFINIBAND,), min_fabric_gbps=400)
     assert rank(offers, ib, options=AT_NOW)["offer_id"].to_list() == ["ib"]
     lax = ib.model_copy(update={"allow_unknown": True})
@@ -179,12 +190,14 @@ def test_requirement_filters_and_unknowns() -> None:
 
 
 def test_provider_filters_match_the_seller_behind_a_provider_too() -> None:
-    offers = [
-        make_offer(provider="sheet", seller="coreweave", offer_id="coreweave/hgx"),
-        make_offer(provider="shadeform", seller="lambda", offer_id="lambda:8x"),
-        make_offer(provider="lambda", offer_id="gpu_8x_h100_sxm5"),
-        make_offer(provider="acme"),
-    ]
+    offers = offers_to_frame(
+        [
+            make_offer(provider="sheet", seller="coreweave", offer_id="coreweave/hgx"),
+            make_offer(provider="shadeform", seller="lambda", offer_id="lambda:8x"),
+            make_offer(provider="lambda", offer_id="gpu_8x_h100_sxm5"),
+            make_offer(provider="acme"),
+        ]
+    )
     want = Requirement(providers=("coreweave", "lambda"))
     got = rank(offers, want, options=AT_NOW)
     assert set(got["offer_id"]) == {"coreweave/hgx", "lambda:8x", "gpu_8x_h100_sxm5"}
@@ -193,17 +206,18 @@ def test_provider_filters_match_the_seller_behind_a_provider_too() -> None:
     assert set(not_lambda["offer_id"]) == {"coreweave/hgx", "8x-h100"}
 
 
-def test_accepts_a_prebuilt_frame_and_limits() -> None:
+def test_a_limit_cuts_the_ranking() -> None:
     offers = [make_offer(offer_id=f"o{i}", price_amount=Decimal(10 + i)) for i in range(5)]
     frame = offers_to_frame(offers)
     out = rank(frame, options=RankOptions(limit=3, now=NOW))
     assert out["offer_id"].to_list() == ["o0", "o1", "o2"]
     assert out["rank"].to_list() == [1, 2, 3]
-    assert_frame_equal(out, rank(offers, options=RankOptions(limit=3, now=NOW)))
 
 
 def test_unknown_gpu_is_not_ranked() -> None:
-    assert rank([make_offer(gpu_model=None, gpu_raw_name="Mystery")], options=AT_NOW).is_empty()
+    assert rank(
+        offers_to_frame([make_offer(gpu_model=None, gpu_raw_name="Mystery")]), options=AT_NOW
+    ).is_empty()
 
 
 # --- golden: the Lambda sample (verbatim API response) through the real adapter --------------
@@ -211,8 +225,8 @@ GOLDEN_COLUMNS = ["provider", "offer_id", "region", "gpu_model", "total_gpus", "
 
 
 def test_golden_lambda_sample() -> None:
-    offers = [o for run in replay_sample(["lambda"]) for o in run.offers]
-    assert offers, "the lambda sample should parse"
+    offers = offers_to_frame([o for run in replay_sample(["lambda"]) for o in run.offers])
+    assert offers.height, "the lambda sample should parse"
     job = Job.for_hours(100)
     out = rank(offers, Requirement(gpus=("H100",)), job, options=RankOptions(limit=5, now=NOW))
     expected = pl.DataFrame(
@@ -254,7 +268,9 @@ def test_term_variants_are_one_configuration_and_cannot_crowd_out_others() -> No
     on_demand = make_offer(offer_id="8x-h100")
     other = make_offer(offer_id="other-8x-h100", price_amount=Decimal("15"))
     result = rank(
-        [*spots, on_demand, other], job=Job(hours=10), options=RankOptions(limit=2, now=NOW)
+        offers_to_frame([*spots, on_demand, other]),
+        job=Job(hours=10),
+        options=RankOptions(limit=2, now=NOW),
     )
     assert result["offer_id"].to_list() == ["8x-h100", "other-8x-h100"]
     best = result.row(0, named=True)
@@ -264,10 +280,12 @@ def test_term_variants_are_one_configuration_and_cannot_crowd_out_others() -> No
 
 
 def test_equal_variants_rank_deterministically() -> None:
-    twins = [
-        make_offer(term=RentalTerm.INTERRUPTIBLE, term_variant=v, price_amount=Decimal("9"))
-        for v in ("spot", "low-priority")
-    ]
+    twins = offers_to_frame(
+        [
+            make_offer(term=RentalTerm.INTERRUPTIBLE, term_variant=v, price_amount=Decimal("9"))
+            for v in ("spot", "low-priority")
+        ]
+    )
     first = rank(twins, job=Job(hours=10), options=AT_NOW)
     again = rank(twins, job=Job(hours=10), options=AT_NOW)
     assert first.height == 1
@@ -288,7 +306,9 @@ def test_crowding_variants_never_cost_a_configuration_its_place() -> None:
         for i in range(30)
     ]
     others = [make_offer(offer_id=f"other-{c}", price_amount=Decimal(20 + c)) for c in range(2)]
-    result = rank([*crowd, *others], job=Job(hours=10), options=RankOptions(limit=5, now=NOW))
+    result = rank(
+        offers_to_frame([*crowd, *others]), job=Job(hours=10), options=RankOptions(limit=5, now=NOW)
+    )
     assert result["offer_id"].to_list() == [*(f"crowd-{c}" for c in range(3)), "other-0", "other-1"]
     assert result["term_variant"].to_list() == ["zone-00"] * 3 + [None, None]
 
@@ -303,11 +323,13 @@ def test_options_are_checked() -> None:
 def test_another_sort_key_orders_the_cheapest_terms() -> None:
     """``sort`` orders configurations by a column of their cheapest term (by the key),
     then by the key: a cheaper hourly price on a worse term does not move a configuration."""
-    offers = [
-        make_offer(offer_id="big", price_amount=Decimal("16")),  # 8 GPUs: best per TFLOP
-        make_offer(offer_id="small", gpu_count=1, price_amount=Decimal("2.5")),
-        make_offer(offer_id="small", gpu_count=1, price_amount=Decimal("3"), region="eu-1"),
-    ]
+    offers = offers_to_frame(
+        [
+            make_offer(offer_id="big", price_amount=Decimal("16")),  # 8 GPUs: best per TFLOP
+            make_offer(offer_id="small", gpu_count=1, price_amount=Decimal("2.5")),
+            make_offer(offer_id="small", gpu_count=1, price_amount=Decimal("3"), region="eu-1"),
+        ]
+    )
     by_hour = rank(offers, options=RankOptions(sort="usd_per_hour", now=NOW))
     assert by_hour["offer_id"].to_list() == ["small", "small", "big"]
     assert by_hour["usd_per_hour"].to_list() == [2.5, 3.0, 16.0]
@@ -380,21 +402,9 @@ def _reference(frame: pl.DataFrame, job: Job, sort: str) -> list[tuple[int, str,
     ]
 
 
-@pytest.mark.parametrize(
-    ("large", "streaming"),
-    [(False, False), (True, False), (False, True)],
-    ids=["cached", "costed-again", "streaming"],
-)
-def test_top_k_equals_the_full_ranking_cut_for_every_limit(
-    large: bool, streaming: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Both shapes of the chain (see ``COSTED_AGAIN_MIN_ROWS``), and the streaming engine,
-    which picks each configuration's cheapest row in a group-by, not a window (see
-    ``_cheapest_terms``), on the same random frames."""
-    if large:
-        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
-    if streaming:
-        monkeypatch.setattr(rank_module, "STREAMING_MIN_ROWS", 0)
+def test_top_k_equals_the_full_ranking_cut_for_every_limit() -> None:
+    """The full ranking equals a reference computed row by row, and the top-k its first
+    rows, for every limit and sort, on random frames."""
     rng = random.Random(11)
     for case in range(40):
         frame = _random_frame(rng)
@@ -428,14 +438,9 @@ def _crowded_frame(rng: random.Random) -> pl.DataFrame:
     return offers_to_frame(list(offers.values()))
 
 
-@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
-def test_top_k_is_exact_when_one_configuration_has_many_rows(
-    large: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_top_k_is_exact_when_one_configuration_has_many_rows() -> None:
     """A configuration's rows can fill the first places of the costed order; the top
     ``limit`` configurations are still the full ranking's first ``limit``."""
-    if large:
-        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
     rng = random.Random(47)
     for case in range(30):
         frame = _crowded_frame(rng)
@@ -451,14 +456,9 @@ def test_top_k_is_exact_when_one_configuration_has_many_rows(
             assert page.total == full.height, (case, limit)
 
 
-@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
-def test_a_ranked_page_carries_its_rows_offer_rows_and_the_total(
-    large: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_ranked_page_carries_its_rows_offer_rows_and_the_total() -> None:
     """``rank_page`` is ``rank`` plus each row's place in the frame and the number of
     qualifying configurations (all pages), counted in the same pass."""
-    if large:
-        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
     rng = random.Random(23)
     keys = ["provider", "offer_id", "region", "term", "price_basis", "term_variant"]
     for case in range(25):
@@ -477,15 +477,10 @@ def test_a_ranked_page_carries_its_rows_offer_rows_and_the_total(
             assert at_rows.rows() == page.rows.select(keys).rows(), (case, limit)
 
 
-@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
-def test_a_ranked_page_groups_the_configurations_its_job_cannot_be_placed_on(
-    large: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_ranked_page_groups_the_configurations_its_job_cannot_be_placed_on() -> None:
     """``rank_page(unplaced=True)`` reads the unplaced configurations off the rows it
     placed, in the same collect: the same table as placing every row apart, and the same
     ranking as without them."""
-    if large:
-        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
     rng = random.Random(31)
     refused = 0
     for _ in range(25):
@@ -504,15 +499,10 @@ def test_a_ranked_page_groups_the_configurations_its_job_cannot_be_placed_on(
     assert no_job.unplaced is None  # no job, nothing to place
 
 
-@pytest.mark.parametrize("large", [False, True], ids=["cached", "costed-again"])
-def test_a_ranked_page_collects_what_also_plans_beside_the_ranking(
-    large: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_ranked_page_collects_what_also_plans_beside_the_ranking() -> None:
     """``rank_page(also=...)`` hands its callback the unplaced configurations' plan (None
     without a job) and collects what it returns with the ranking: the same table as the
     callback's plan over the page's own unplaced table, the ranking unchanged."""
-    if large:
-        monkeypatch.setattr(rank_module, "COSTED_AGAIN_MIN_ROWS", 0)
     rng = random.Random(37)
 
     def per_reason(unplaced: pl.LazyFrame | None) -> pl.LazyFrame:
@@ -537,19 +527,49 @@ def test_a_ranked_page_collects_what_also_plans_beside_the_ranking(
     assert seen == [None] and no_job.also is not None and no_job.also.height == 1
 
 
+@pytest.mark.parametrize("affinity", ["streaming", "in-memory"])
+def test_the_engine_a_user_sets_ranks_alike(affinity: str) -> None:
+    """The chain collects on the engine ``POLARS_ENGINE_AFFINITY`` names (else in memory,
+    :func:`pricing.engine.engine`), and answers alike on each: ranks, totals, unplaced."""
+    rng = random.Random(41)
+    cases = []
+    for _ in range(15):
+        frame = _random_frame(rng)
+        job = rng.choice((Job.for_hours(100), Job.for_hours(10, gpus=16)))
+        sort = rng.choice((KEY, "job_cost_usd", "usd_per_gpu_hour"))
+        options = RankOptions(limit=rng.choice((None, 1, 3)), sort=sort, now=NOW)
+        cases.append(
+            (frame, job, options, rank_page(frame, job=job, options=options, unplaced=True))
+        )
+    with pl.Config(engine_affinity=affinity):
+        assert engine() == "auto"
+        for frame, job, options, expected in cases:
+            page = rank_page(frame, job=job, options=options, unplaced=True)
+            assert_frame_equal(page.rows, expected.rows, check_exact=True)
+            assert page.total == expected.total
+            assert page.offer_rows.to_list() == expected.offer_rows.to_list()
+            assert page.unplaced is not None and expected.unplaced is not None
+            assert_frame_equal(page.unplaced.sort("config_id"), expected.unplaced.sort("config_id"))
+    assert engine() == "in-memory"
+
+
 def test_a_term_filter_still_compares_with_the_on_demand_price() -> None:
     """Asking for interruptible or committed terms only still hears what the same
     configuration costs on demand (it said "no on-demand price to compare")."""
-    offers = [
-        make_offer(offer_id="8x-h100"),  # on demand: 16 USD/h
-        make_offer(offer_id="8x-h100", term=RentalTerm.INTERRUPTIBLE, price_amount=Decimal("8")),
-        make_offer(
-            offer_id="8x-h100",
-            term=RentalTerm.COMMIT_1MO,
-            price_amount=Decimal("9000"),
-            price_unit=PriceUnit.MONTH,
-        ),
-    ]
+    offers = offers_to_frame(
+        [
+            make_offer(offer_id="8x-h100"),  # on demand: 16 USD/h
+            make_offer(
+                offer_id="8x-h100", term=RentalTerm.INTERRUPTIBLE, price_amount=Decimal("8")
+            ),
+            make_offer(
+                offer_id="8x-h100",
+                term=RentalTerm.COMMIT_1MO,
+                price_amount=Decimal("9000"),
+                price_unit=PriceUnit.MONTH,
+            ),
+        ]
+    )
     for limit in (5, None):
         options = RankOptions(limit=limit, now=NOW)
         spot = rank(offers, Requirement(terms=(RentalTerm.INTERRUPTIBLE,)), options=options)

@@ -8,7 +8,6 @@ import random
 from typing import Any
 
 import polars as pl
-import pytest
 from polars.testing import assert_frame_equal
 
 from gpuscout.pricing import Job, RankOptions, Requirement
@@ -85,24 +84,6 @@ def test_each_wholly_refused_configuration_with_its_earliest_terms_figures() -> 
         assert_frame_equal(got, want, check_exact=True)
         found += got.height
     assert found > 100  # the reference was not empty throughout
-
-
-@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
-def test_rows_together_give_the_same_configurations_read_off_their_neighbours(
-    engine: Any,
-) -> None:
-    """Each configuration's rows next to each other, in term order, then frame row (a
-    frame in runs, filtered): the first row and the running maximum give what the
-    group-by does, on either engine."""
-    rng = random.Random(12)
-    found = 0
-    for _ in range(60):
-        placed = _placed(rng).sort("config_id", "term", OFFER_ROW)
-        got = unplaced_configurations(placed.lazy(), together=True).collect(engine=engine)
-        want = _expected(placed)
-        assert_frame_equal(got.sort("config_id"), want.sort("config_id"), check_exact=True)
-        found += got.height
-    assert found > 100
 
 
 def _chain_cases() -> list[tuple[Any, Any]]:

@@ -12,6 +12,7 @@ import orjson
 import polars as pl
 
 from gpuscout.adapters.schema import RentalTerm
+from gpuscout.pricing.display import for_display
 from gpuscout.pricing.frame import offers_to_frame
 from gpuscout.pricing.rank import RankOptions, rank_page
 from gpuscout.service.api.answer_schema import GROUPS, TOP_LEVEL
@@ -41,8 +42,8 @@ def test_each_offer_is_its_row_with_non_finite_figures_as_null() -> None:
         for i, region in enumerate(("us-east-1", None, "eu-west-1"))
         for term in (RentalTerm.ON_DEMAND, RentalTerm.INTERRUPTIBLE)
     ]
-    page = rank_page(offers_to_frame(offers), options=RankOptions(now=NOW), displayed=True)
-    rows = page.rows.with_columns(
+    page = rank_page(offers_to_frame(offers), options=RankOptions(now=NOW))
+    rows = for_display(page.rows).with_columns(
         usd_per_hour=pl.Series([math.nan, math.inf, 1.5]),
         fabric_gbps=pl.Series([-math.inf, None, 2.0]),
     )

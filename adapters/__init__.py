@@ -1,8 +1,10 @@
 """Provider adapters and the common offer schema.
 
 The registry below is the one list of providers that every other part reads (CLI,
-snapshots, docs, the contract test). Adapter modules are imported on first use, and so is
-the adapter contract (``adapters.base``, with its HTTP client): ``adapters.schema`` and
+snapshots, settings, docs, the contract test). It is what the adapters declare
+(:mod:`adapters.declarations`): a provider is a module of ``adapters/`` whose adapter class
+declares a ``name``, and nothing else lists it. Adapter modules are imported on first use, and
+so is the adapter contract (``adapters.base``, with its HTTP client): ``adapters.schema`` and
 ``adapters.gpus`` alone (the pricing engine's needs) do not import it.
 """
 
@@ -12,57 +14,44 @@ import functools
 import importlib
 from typing import TYPE_CHECKING
 
+from .declarations import REGENERATE, declared, stale_entries
+
 if TYPE_CHECKING:
     from .base import Adapter
 
-__all__ = ["ADAPTER_MODULES", "get_adapter", "provider_names", "registry"]
+__all__ = ["adapter_modules", "get_adapter", "provider_names", "registry"]
 
-#: One module per provider under ``adapters/`` -> the provider's name, the ``name`` of the
-#: adapter class the module defines (:func:`registry` refuses a module without one). The names
-#: are here so that a caller can know them without importing every adapter (a
-#: requirement's ``providers`` is checked on each ``gpuscout offers``, which imports none).
-ADAPTER_MODULES: dict[str, str] = {
-    "lambdalabs": "lambda",
-    "verda": "verda",
-    "cudo": "cudo",
-    "sheet": "sheet",
-    "azure": "azure",
-    "aws": "aws",
-    "gcp": "gcp",
-    "oci": "oci",
-    "vultr": "vultr",
-    "vastai": "vastai",
-    "runpod": "runpod",
-    "tensordock": "tensordock",
-    "jarvislabs": "jarvislabs",
-    "digitalocean": "digitalocean",
-    "hyperstack": "hyperstack",
-    "shadeform": "shadeform",
-    "fluidstack": "fluidstack",
-    "tencent": "tencent",
-    "alibaba": "alibaba",
-    "mithril": "mithril",
-}
+
+def adapter_modules() -> dict[str, str]:
+    """Module under ``adapters/`` -> the name of the provider whose adapter it defines, in
+    name order, from the adapters' declarations, without importing an adapter (a
+    requirement's ``providers`` is checked on each ``gpuscout offers``, which imports none)."""
+    return {d.module: d.name for d in declared()}
 
 
 def provider_names() -> tuple[str, ...]:
     """The registered providers' names, in registry order, without importing an adapter."""
-    return tuple(ADAPTER_MODULES.values())
+    return tuple(d.name for d in declared())
 
 
 @functools.cache
 def registry() -> dict[str, type[Adapter]]:
-    """Provider name -> adapter class, in the order of :data:`ADAPTER_MODULES`: the one
-    :class:`~adapters.base.Adapter` subclass of the provider's module whose ``name`` it is."""
+    """Provider name -> adapter class, in the order of :func:`provider_names`: the one
+    :class:`~adapters.base.Adapter` subclass of the provider's module whose ``name`` it is.
+
+    A class whose declarations differ from the manifest the settings were built from is a
+    RuntimeError saying how to write it again: the settings would not match the adapter.
+    """
     from .base import Adapter
 
     classes: dict[str, type[Adapter]] = {}
-    for module, name in ADAPTER_MODULES.items():
+    for module, name in adapter_modules().items():
         found = [
             cls
             for cls in vars(importlib.import_module(f"{__name__}.{module}")).values()
             if isinstance(cls, type)
             and issubclass(cls, Adapter)
+            and cls.__module__ == f"{__name__}.{module}"
             and getattr(cls, "name", "") == name
         ]
         if len(found) != 1:
@@ -70,6 +59,9 @@ def registry() -> dict[str, type[Adapter]]:
                 f"adapters.{module} defines {len(found)} adapters named {name!r}, not 1"
             )
         classes[name] = found[0]
+    stale = stale_entries(list(classes.values()))
+    if stale:
+        raise RuntimeError(f"{'; '.join(stale)}: run {REGENERATE}")
     return classes
 
 

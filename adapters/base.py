@@ -38,6 +38,7 @@ import httpx
 import pydantic
 import tenacity
 
+from .declarations import ProviderSetting
 from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
 from .run import FRESH_WITHIN_HOURS
@@ -464,10 +465,18 @@ class Adapter(abc.ABC):
     title: ClassVar[str]
     #: Where the prices come from (API base URL or price page), for the docs.
     source_url: ClassVar[str]
-    #: Setting names (without the ``GPUSCOUT_`` prefix) that must be set to fetch.
+    #: Credentials (secret settings, named without the ``GPUSCOUT_`` prefix, e.g.
+    #: ``vastai_api_key``) that must be set to fetch: the provider needs an account.
     credential_names: ClassVar[tuple[str, ...]] = ()
-    #: Settings used when set, but not required (a public catalogue works without them).
+    #: Credentials used when set, but not required (a public catalogue works without them).
     optional_credential_names: ClassVar[tuple[str, ...]] = ()
+    #: The adapter's settings that are not credentials (a currency, files to read), each
+    #: declared with its kind. With the credentials and ``base_url`` they become settings
+    #: (:mod:`adapters.declarations`): an adapter declares, nothing else lists them.
+    other_settings: ClassVar[tuple[ProviderSetting, ...]] = ()
+    #: The day the adapter's format was last checked against the provider's documentation
+    #: (or its published price page), ISO ``YYYY-MM-DD``; ``None``: not recorded.
+    format_checked: ClassVar[str | None] = None
     #: Hours after its fetch that the provider's prices still count as fresh
     #: (default :data:`FRESH_WITHIN_HOURS`); a provider whose prices change rarely, or that
     #: is fetched less often, may set more.
@@ -498,6 +507,21 @@ class Adapter(abc.ABC):
         A next-page link the provider gives as a full URL is followed as it is.
         """
         return self.base_url.format(**parts) + path
+
+    @classmethod
+    def source_text(cls) -> str:
+        """Where the prices come from, in one phrase for people: the API and whether it needs
+        an account (a price list's adapter says whose page, and when it was read)."""
+        if not cls.base_url:
+            return cls.source_url
+        account = "API, account needed" if cls.credential_names else "API, no account"
+        return f"{account}: {cls.source_url}"
+
+    @classmethod
+    def needed_settings(cls) -> tuple[str, ...]:
+        """The settings that must be set for the provider to be fetched: its credentials
+        and any other setting declared ``required``."""
+        return (*cls.credential_names, *(s.name for s in cls.other_settings if s.required))
 
     def require_credentials(self) -> dict[str, str]:
         """The configured credentials, or :class:`MissingCredentials` naming the gap."""

@@ -66,10 +66,11 @@ from .base import (
     ResponseFormatError,
     gpu_fields,
 )
+from .declarations import ProviderSetting
 from .schema import Offer, RentalTerm
 from .units import lenient_float, to_decimal, value_at
 
-__all__ = ["ILLUSTRATIVE_REASON", "SHEET_KEYS", "SheetAdapter", "sheet_quantity"]
+__all__ = ["ILLUSTRATIVE_REASON", "SHEET_KEYS", "SheetAdapter", "entry_offer", "sheet_quantity"]
 
 #: Keys of a sheet entry that are not Offer fields.
 EXTRA_KEYS = frozenset(
@@ -108,7 +109,15 @@ class SheetAdapter(Adapter):
     name: ClassVar[str] = "sheet"
     title: ClassVar[str] = "Price sheets"
     source_url: ClassVar[str] = "local: files in GPUSCOUT_PRICE_SHEET_PATHS (docs/price-sheets.md)"
-    credential_names: ClassVar[tuple[str, ...]] = ("price_sheet_paths",)
+    other_settings: ClassVar[tuple[ProviderSetting, ...]] = (
+        ProviderSetting(
+            name="price_sheet_paths",
+            description="price-sheet files read by the `sheet` adapter (comma-separated or a"
+            " JSON list)",
+            required=True,
+            paths=True,
+        ),
+    )
 
     def __init__(
         self,
@@ -126,7 +135,7 @@ class SheetAdapter(Adapter):
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         """Read and decode every configured sheet (``client`` is unused: no HTTP here)."""
         if not self.paths:
-            raise MissingCredentials(self.name, self.credential_names)
+            raise MissingCredentials(self.name, self.needed_settings())
         return [await asyncio.to_thread(self._read, path) for path in self.paths]
 
     def _read(self, path: Path) -> Any:
@@ -164,7 +173,7 @@ class SheetAdapter(Adapter):
         for payload in payloads:
             for where, entry in _entries(payload):
                 where = _labelled(where, entry)
-                offer = _entry_offer(where, entry, fetched_at)
+                offer = entry_offer(where, entry, fetched_at)
                 if isinstance(offer, str):
                     result.skip(f"{where}: {offer}", where)
                 else:
@@ -228,13 +237,21 @@ def _labelled(where: str, entry: Any) -> str:
     return where if ident is None else f"{where} (id {ident})"
 
 
-def _entry_offer(where: str, entry: Any, fetched_at: datetime) -> Offer | str:
+def entry_offer(
+    where: str, entry: Any, fetched_at: datetime, *, provider: str | None = None
+) -> Offer | str:
     """The entry's offer, or why it is skipped (the reason after ``where``, the entry's label
-    of :func:`_labelled`, which its ``raw_ref`` names)."""
+    of :func:`_labelled`, which its ``raw_ref`` names).
+
+    ``provider``: the entry is a line of that provider's own published price list
+    (:mod:`adapters.price_list`), not of a user's sheet: it names no ``seller`` (the provider
+    rents it out itself), its id is the offer's, and the offer is that provider's.
+    """
     if not isinstance(entry, Mapping):
         return f"an entry must be a mapping, not {type(entry).__name__}"
     ident = entry.get("id")
-    unknown = sorted(str(k) for k in set(entry) - SHEET_KEYS)
+    allowed = SHEET_KEYS if provider is None else SHEET_KEYS - {"seller"}
+    unknown = sorted(str(k) for k in set(entry) - allowed)
     if unknown:
         return f"unknown field {unknown[0]!r}"
     illustrative = _flag(entry.get("illustrative", False))
@@ -242,7 +259,8 @@ def _entry_offer(where: str, entry: Any, fetched_at: datetime) -> Offer | str:
         return "field 'illustrative': must be true or false"
     if illustrative:
         return ILLUSTRATIVE_REASON
-    for key in ("id", "seller", "source", "gpu_name", "gpu_count", "price_amount"):
+    required = ("id", "source", "gpu_name", "gpu_count", "price_amount")
+    for key in required if provider is not None else ("seller", *required):
         if entry.get(key) in (None, ""):
             return f"field {key!r} is required"
     fields = {k: v for k, v in entry.items() if k not in EXTRA_KEYS}
@@ -261,15 +279,14 @@ def _entry_offer(where: str, entry: Any, fetched_at: datetime) -> Offer | str:
     priced_at = _price_date(entry.get("price_date"), fetched_at)
     if isinstance(priced_at, str):
         return f"field 'price_date': {priced_at}"
-    seller, raw_gpu = str(entry["seller"]).strip(), str(entry["gpu_name"]).strip()
-    fields.update(
-        provider="sheet",
-        seller=seller,
-        offer_id=f"{seller}/{str(ident).strip()}",
-        fetched_at=priced_at,
-        raw_ref=f"sheet:{where}",
-        gpu_raw_name=raw_gpu,
-    )
+    raw_gpu = str(entry["gpu_name"]).strip()
+    if provider is None:
+        seller = str(entry["seller"]).strip()
+        fields.update(provider="sheet", seller=seller, offer_id=f"{seller}/{str(ident).strip()}")
+    else:
+        fields.update(provider=provider, offer_id=str(ident).strip())
+    fields.update(fetched_at=priced_at, raw_ref=f"{provider or 'sheet'}:{where}")
+    fields.update(gpu_raw_name=raw_gpu)
     # the GPU fields of its name, the lookup helped by its memory and form factor (Offer names
     # a bad value); what the entry gives itself overrides them
     memory, form = lenient_float(fields.get("gpu_memory_gb")), fields.get("gpu_form_factor")

@@ -92,6 +92,7 @@ from .base import (
     gpu_fields,
 )
 from .calls import CallFailure, fresh_retries, gather_limited, keep_failures
+from .declarations import ProviderSetting
 from .schema import OfferFields, PriceBasis, PriceUnit, RentalTerm
 from .tables import sourced_rows, typed_row
 from .units import (
@@ -318,7 +319,15 @@ class TencentAdapter(Adapter):
     source_url: ClassVar[str] = "https://www.tencentcloud.com/document/api/213/33254"
     credential_names: ClassVar[tuple[str, ...]] = ("tencent_secret_id", "tencent_secret_key")
     #: ``tencent_currency``: the account's currency (the API does not send one).
-    optional_credential_names: ClassVar[tuple[str, ...]] = ("tencent_currency",)
+    other_settings: ClassVar[tuple[ProviderSetting, ...]] = (
+        ProviderSetting(
+            name="tencent_currency",
+            description="currency of the Tencent account's prices: CNY (China site) or USD"
+            " (international site); the API does not say",
+            choices=("CNY", "USD"),
+            default="CNY",
+        ),
+    )
     #: Regions asked (a subclass or test may narrow them).
     regions: ClassVar[tuple[str, ...]] = GPU_REGIONS
     #: Billing modes asked, as ``instance-charge-type`` filter values.

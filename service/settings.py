@@ -2,8 +2,9 @@
 
 Nothing is read at import time: call :func:`get_settings` (cached) or build
 ``Settings(...)`` directly in tests. Every field is listed in ``.env.example`` (a test
-checks). Provider credentials are named ``<provider>_<what>``; an adapter declares the
-names it needs in ``credential_names``.
+checks) but the providers': each provider's settings (its credentials, any other setting it
+reads, the base URL of its API) are what its adapter declares (:mod:`adapters.declarations`),
+made fields here from the adapters' manifest, and listed in ``adapters/README.md``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import ipaddress
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import platformdirs
 from pydantic import (
@@ -22,19 +23,15 @@ from pydantic import (
     FilePath,
     SecretStr,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from gpuscout.adapters.declarations import ProviderSetting, declared
+
 __all__ = ["Settings", "get_settings"]
-
-
-_BASE_URL_SUFFIX = "_base_url"
-_BASE_URL = (
-    "base URL of the provider's API, every call built on it (a proxy, a mirror, a local test"
-    " server); none = the documented one shown"
-)
 
 
 def _default_data_dir() -> Path:
@@ -73,8 +70,48 @@ TextList = Annotated[list[str], NoDecode, BeforeValidator(_listed)]
 PathList = Annotated[list[Path], NoDecode, BeforeValidator(_listed)]
 
 
-class Settings(BaseSettings):
-    """Every setting of gpuscout."""
+def _provider_field(setting: ProviderSetting) -> tuple[Any, Any]:
+    """The settings field (type, default) of one setting an adapter declares."""
+    described = Field(setting.default, description=setting.description)
+    if setting.secret:
+        return SecretStr | None, described
+    if setting.paths:
+        return PathList, Field(default_factory=list, description=setting.description)
+    if setting.choices:
+        allowed: Any = Literal.__getitem__(setting.choices)  # Literal["CNY", "USD"]
+        return (allowed if setting.default is not None else allowed | None), described
+    return str | None, described
+
+
+def _provider_fields() -> dict[str, Any]:
+    """One field per setting the adapters declare, and ``<provider>_base_url`` for each
+    provider with an API (None: the adapter's documented base URL)."""
+    fields = {s.name: _provider_field(s) for d in declared() for s in d.settings}
+    for d in declared():
+        if d.base_url_setting:
+            what = (
+                f"base URL of the {d.name} API, every call built on it (a proxy, a mirror, a"
+                f" local test server); none = the documented one, {d.base_url}"
+            )
+            fields[d.base_url_setting] = (str | None, Field(None, description=what))
+    return fields
+
+
+#: The names of the settings the adapters declare (credentials and other settings).
+_PROVIDER_SETTINGS = tuple(s.name for d in declared() for s in d.settings)
+#: ``<provider>_base_url`` -> the provider's name.
+_PROVIDER_BASE_URLS = {d.base_url_setting: d.name for d in declared() if d.base_url_setting}
+
+if TYPE_CHECKING:
+    _ProviderSettings = BaseSettings
+else:  # the providers' fields, from their declarations
+    _ProviderSettings = create_model(
+        "_ProviderSettings", __base__=BaseSettings, **_provider_fields()
+    )
+
+
+class Settings(_ProviderSettings):
+    """Every setting of gpuscout (the providers' from their adapters, :func:`_provider_fields`)."""
 
     model_config = SettingsConfigDict(
         env_prefix="GPUSCOUT_", env_file=".env", extra="ignore", frozen=True
@@ -112,60 +149,6 @@ class Settings(BaseSettings):
     fx_update_hours: float = Field(
         24, ge=0, description="hours between the scheduler's ECB rate downloads; 0 = never"
     )
-
-    # provider credentials (None = not configured: that provider is skipped if it needs it)
-    vastai_api_key: SecretStr | None = None
-    runpod_api_key: SecretStr | None = None
-    lambda_api_key: SecretStr | None = None
-    tensordock_api_token: SecretStr | None = None
-    jarvislabs_api_key: SecretStr | None = None
-    gcp_api_key: SecretStr | None = None
-    aws_access_key_id: SecretStr | None = None
-    aws_secret_access_key: SecretStr | None = None
-    verda_client_id: SecretStr | None = None
-    verda_client_secret: SecretStr | None = None
-    vultr_api_key: SecretStr | None = None
-    cudo_api_key: SecretStr | None = None
-    digitalocean_token: SecretStr | None = None
-    hyperstack_api_key: SecretStr | None = None
-    shadeform_api_key: SecretStr | None = None
-    fluidstack_api_key: SecretStr | None = None
-    tencent_secret_id: SecretStr | None = None
-    tencent_secret_key: SecretStr | None = None
-    tencent_currency: Literal["CNY", "USD"] = Field(
-        "CNY",
-        description="currency of the Tencent account's prices: CNY (China site) or USD "
-        "(international site); the API does not say",
-    )
-    alibaba_access_key_id: SecretStr | None = None
-    alibaba_access_key_secret: SecretStr | None = None
-    mithril_api_key: SecretStr | None = None
-    price_sheet_paths: PathList = Field(
-        default_factory=list,
-        description="price-sheet files read by the `sheet` adapter (comma-separated or a"
-        " JSON list)",
-    )
-
-    # provider API base URLs (None = the adapter's documented default, `Adapter.base_url`)
-    lambda_base_url: str | None = Field(None, description=_BASE_URL)
-    verda_base_url: str | None = Field(None, description=_BASE_URL)
-    cudo_base_url: str | None = Field(None, description=_BASE_URL)
-    azure_base_url: str | None = Field(None, description=_BASE_URL)
-    aws_base_url: str | None = Field(None, description=_BASE_URL)
-    gcp_base_url: str | None = Field(None, description=_BASE_URL)
-    oci_base_url: str | None = Field(None, description=_BASE_URL)
-    vultr_base_url: str | None = Field(None, description=_BASE_URL)
-    vastai_base_url: str | None = Field(None, description=_BASE_URL)
-    runpod_base_url: str | None = Field(None, description=_BASE_URL)
-    tensordock_base_url: str | None = Field(None, description=_BASE_URL)
-    jarvislabs_base_url: str | None = Field(None, description=_BASE_URL)
-    digitalocean_base_url: str | None = Field(None, description=_BASE_URL)
-    hyperstack_base_url: str | None = Field(None, description=_BASE_URL)
-    shadeform_base_url: str | None = Field(None, description=_BASE_URL)
-    fluidstack_base_url: str | None = Field(None, description=_BASE_URL)
-    tencent_base_url: str | None = Field(None, description=_BASE_URL)
-    alibaba_base_url: str | None = Field(None, description=_BASE_URL)
-    mithril_base_url: str | None = Field(None, description=_BASE_URL)
 
     # REST API (service/api)
     admin_token: SecretStr = Field(
@@ -465,62 +448,27 @@ class Settings(BaseSettings):
 
     def provider_base_urls(self) -> dict[str, str]:
         """The base URLs set for providers (``<provider>_base_url``), by provider name."""
-        return {
-            name.removesuffix(_BASE_URL_SUFFIX): value
-            for name, value in self
-            if name in _PROVIDER_BASE_URL_FIELDS and isinstance(value, str) and value
-        }
+        urls = {name: getattr(self, field) for field, name in _PROVIDER_BASE_URLS.items()}
+        return {name: url for name, url in urls.items() if url}
 
     def provider_credentials(self) -> dict[str, str | None]:
-        """The provider credential settings by name, unwrapped, for the adapters.
+        """The settings the adapters declare, by name, unwrapped, for the adapters.
 
-        Only settings named ``<provider>_...`` go along: the service's own secrets (admin
-        token, SMTP password, token secret) never reach provider code.
-        ``price_sheet_paths`` goes along as one string joined by the OS path separator.
+        Only those go along: the service's own secrets (admin token, SMTP password, token
+        secret) never reach provider code. A list of paths (``price_sheet_paths``) goes
+        along as one string joined by the OS path separator.
         """
-        out: dict[str, str | None] = {
-            "price_sheet_paths": os.pathsep.join(str(p) for p in self.price_sheet_paths) or None
-        }
-        for name, value in self:
-            if (
-                name.split("_", 1)[0] not in _CREDENTIAL_PREFIXES
-                or name in _PROVIDER_BASE_URL_FIELDS
-            ):
-                continue
+        out: dict[str, str | None] = {}
+        for name in _PROVIDER_SETTINGS:
+            value = getattr(self, name)
             if isinstance(value, SecretStr):
                 out[name] = value.get_secret_value()
-            elif value is None or isinstance(value, str):
+            elif isinstance(value, list):
+                out[name] = os.pathsep.join(str(p) for p in value) or None
+            else:
                 out[name] = value
         return out
 
-
-_CREDENTIAL_PREFIXES = frozenset(
-    [
-        "vastai",
-        "runpod",
-        "lambda",
-        "tensordock",
-        "jarvislabs",
-        "gcp",
-        "aws",
-        "verda",
-        "vultr",
-        "cudo",
-        "digitalocean",
-        "hyperstack",
-        "shadeform",
-        "fluidstack",
-        "tencent",
-        "alibaba",
-        "mithril",
-    ]
-)
-
-
-#: The ``<provider>_base_url`` settings (those described as a provider's base URL).
-_PROVIDER_BASE_URL_FIELDS = frozenset(
-    name for name, field in Settings.model_fields.items() if field.description == _BASE_URL
-)
 
 #: Secret values that mean "not set" (refused outside development).
 PLACEHOLDER_SECRETS = frozenset({"", "changeme", "changethis", "secret", "password", "admin"})

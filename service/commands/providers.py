@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gpuscout.adapters import get_adapter, registry
+from gpuscout.adapters import get_adapter
 from gpuscout.adapters.base import Adapter, AdapterError
 from gpuscout.adapters.collect import ProviderRun, RunStatus
 from gpuscout.adapters.field_coverage import (
@@ -31,6 +31,7 @@ from gpuscout.adapters.schema import FIELD_GROUPS, Offer
 from gpuscout.pricing.display import decimal_text, figure_text
 
 from ..current import sample_note
+from ..provider_facts import ProviderFacts
 from ..settings import Settings, get_settings
 from .console import wide_console
 
@@ -183,17 +184,6 @@ async def fetch_all(adapters: list[Adapter], settings: Settings) -> list[Provide
         return await fetch_adapters(adapters, settings, on_done=done)
 
 
-def _credential_state(cls: type[Adapter], creds: dict[str, str | None]) -> str:
-    """ "set", "missing: ..." or "none needed", optional keys noted."""
-    need, optional = cls.credential_names, cls.optional_credential_names
-    missing = [n for n in need if not creds.get(n)]
-    state = ("missing: " + ", ".join(missing)) if missing else ("set" if need else "none needed")
-    extra = [n for n in optional if creds.get(n)]
-    if optional:
-        state += f" (optional {', '.join(optional)}: {'set' if extra else 'not set'})"
-    return state
-
-
 def _stored_state(settings: Settings) -> tuple[dict[str, Any], list[Any]] | None:
     """Each provider's latest stored outcome and the recent snapshot runs, if the
     database exists (nothing is created or migrated here); ``None`` if there is none."""
@@ -237,6 +227,102 @@ def _print_runs(runs: list[Any]) -> None:
             err.print(f"[{style}]{line}[/]" if style else line, highlight=False, soft_wrap=True)
 
 
+#: A term as the providers table writes it (the legend is printed beneath).
+TERM_CODES = {
+    "on_demand": "od",
+    "interruptible": "spot",
+    "commit_1d": "1d",
+    "commit_1w": "1w",
+    "commit_1mo": "1mo",
+    "commit_3mo": "3mo",
+    "commit_6mo": "6mo",
+    "commit_1y": "1y",
+    "commit_3y": "3y",
+}
+
+
+def providers_table(facts: list[ProviderFacts], status: Mapping[str, Any] | None = None) -> Table:
+    """One row per provider: account needed, its latest run (``status``: the stored outcomes;
+    ``None``, no database: no column), what its current offers cover (offers, regions, GPU
+    models, terms) and the day its format was checked; narrow columns, so that it reads at 80
+    columns (the GPU models are listed beneath it)."""
+    table = Table(
+        title="providers", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0)
+    )
+    for col in ("name", "account", *(("last run",) if status is not None else ())):
+        table.add_column(col, no_wrap=True)
+    for col in ("offers", "regions", "GPUs"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("terms")
+    table.add_column("checked", no_wrap=True)
+    for f in facts:
+        last = status.get(f.name) if status is not None else None
+        run = [last.last_status if last is not None else ""] if status is not None else []
+        table.add_row(
+            f.name,
+            "yes" if f.account_needed else "no",
+            *run,
+            str(f.offers),
+            str(f.regions) if f.offers else "",
+            str(len(f.gpu_models)) if f.offers else "",
+            " ".join(TERM_CODES.get(t, t) for t in f.terms),
+            f.format_checked or "-",
+        )
+    return table
+
+
+def settings_table(creds: Mapping[str, str | None]) -> Table:
+    """Every setting the adapters declare, its variable whole (never cut, whatever the width),
+    whether the provider needs it and whether it is set (a secret's value never shown)."""
+    from gpuscout.adapters.declarations import declared
+
+    table = Table(title="settings", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("setting", no_wrap=True)
+    table.add_column("provider", no_wrap=True)
+    table.add_column("needed", no_wrap=True)
+    table.add_column("now")
+    for d in declared():
+        for s in d.settings:
+            value = creds.get(s.name)
+            now = ("set" if s.secret else value) if value else (s.default or "not set")
+            table.add_row(s.env_name, d.name, "yes" if s.required else "no", now)
+    return table
+
+
+def _print_providers(settings: Settings, status: Mapping[str, Any] | None) -> None:
+    """The providers table, where each one's prices come from, and every provider setting;
+    what the offers cover is counted over the current offers (stored, else the sample)."""
+    from ..current import load_current
+    from ..provider_facts import provider_facts
+
+    current = load_current(settings=settings)
+    facts = provider_facts(current.frame)
+    out = wide_console()
+    out.print(providers_table(facts, status))
+    counted = "the stored offers" if current.source != "sample" else "the offline sample"
+    err.print(
+        f"offers, regions, GPU models and terms: {counted}; terms: od on demand, spot"
+        " interruptible, 1mo/1y/... a commitment; checked: the day the format was checked"
+        " against the provider's documentation",
+        highlight=False,
+    )
+    out.print()
+    for f in facts:
+        last = (status or {}).get(f.name)
+        out.print(f"[bold]{f.name}[/]: {f.source}", highlight=False, soft_wrap=True)
+        if f.gpu_models:
+            out.print(f"  GPUs: {', '.join(f.gpu_models)}", highlight=False)
+        if last is not None and last.last_error:
+            out.print(f"  [red]last error: {last.last_error}[/]", highlight=False)
+    out.print()
+    out.print(settings_table(settings.provider_credentials()))
+    err.print(
+        "each setting is an environment variable (or a .env line); a provider base URL is"
+        " GPUSCOUT_<NAME>_BASE_URL (adapters/README.md lists them all)",
+        highlight=False,
+    )
+
+
 def register(app: typer.Typer) -> None:
     @app.command("providers")
     def providers(
@@ -272,30 +358,13 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(
                 "--provider, --sample and --format go with --coverage", param_hint="--coverage"
             )
-        creds = settings.provider_credentials()
         try:
             stored = _stored_state(settings)
         except sqlalchemy.exc.SQLAlchemyError as exc:
             err.print(f"[yellow]database not read: {type(exc).__name__}[/]", highlight=False)
             stored = None
-        status, runs = stored or ({}, [])
-        table = Table(title="providers")
-        columns = ["name", "provider", "credentials", "source"]
-        if stored is not None:
-            columns += ["last run", "offers", "error"]
-        for col in columns:
-            table.add_column(col)
-        for name, cls in registry().items():
-            row = [name, cls.title, _credential_state(cls, creds), cls.source_url]
-            if stored is not None:
-                last = status.get(name)
-                row += (
-                    [last.last_status, str(last.offer_count), last.last_error or ""]
-                    if last is not None
-                    else ["", "", ""]
-                )
-            table.add_row(*row)
-        wide_console().print(table)
+        status, runs = stored or (None, [])
+        _print_providers(settings, status)
         _print_runs(runs)
 
     @app.command("parse")

@@ -7,13 +7,13 @@ them, so a new adapter cannot join the registry without meeting them.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gpuscout.adapters import ADAPTER_MODULES, provider_names, registry
+from gpuscout.adapters import adapter_modules, provider_names, registry
 from gpuscout.adapters.base import Adapter, AdapterError
 from gpuscout.adapters.collect import RunStatus
 from gpuscout.adapters.sample import replay_sample, sample_entries
@@ -25,8 +25,19 @@ NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def test_registry_is_the_module_list() -> None:
-    assert len(NAMES) == len(ADAPTER_MODULES) >= 12
+    assert len(NAMES) == len(adapter_modules()) >= 12
     assert len(set(NAMES)) == len(NAMES)
+
+
+def test_the_registry_is_what_the_adapters_declare() -> None:
+    """Every adapter class found under ``adapters/`` is registered, and the manifest the
+    settings are built from is what the classes declare (``stale_entries``: a provider
+    added or changed without ``python -m gpuscout.service.provider_docs`` fails here)."""
+    from gpuscout.adapters.declarations import discover, stale_entries
+
+    found = discover()
+    assert [cls.name for cls in found] == sorted(NAMES)
+    assert stale_entries(found) == []
 
 
 def test_the_provider_names_are_known_without_importing_an_adapter() -> None:
@@ -42,7 +53,9 @@ def test_adapter_declares_itself(name: str) -> None:
     assert name == name.lower() and name.isidentifier()
     assert cls.title and cls.source_url
     names = {*cls.credential_names, *cls.optional_credential_names}
-    assert names <= set(Settings.model_fields), "credential not in settings"
+    names |= {s.name for s in cls.other_settings}
+    assert names <= set(Settings.model_fields), "setting not in settings"
+    assert cls.format_checked is None or date.fromisoformat(cls.format_checked) <= date.today()
     assert (ROOT / "tests" / "adapters" / f"test_{name}.py").exists(), "adapter without tests"
 
 

@@ -54,6 +54,9 @@ class FakeProvider:
     credentials: Mapping[str, str] = dataclasses.field(default_factory=dict)
     content_type: str = JSON
     tune: Callable[[Adapter], None] | None = None
+    #: How many of the answer's price units make one unit of its currency (OVHcloud counts
+    #: 10^-8 euros): the ``huge`` fault's price is 1e9 currency units whatever the scale.
+    price_scale: float = 1
 
     def answer(self, request: Request) -> tuple[str, bytes] | None:
         route = self.routes.get((request.method, request.path))
@@ -69,6 +72,8 @@ class FakeProvider:
         data = json.loads(body)
         if fault is Fault.DRIFT:
             data = _renamed(data, *self.drift)
+        elif fault is Fault.HUGE:
+            data = _repriced(data, self.prices, lambda value: _like(value, 1e9 * self.price_scale))
         else:
             data = _repriced(data, self.prices, _NEW_PRICE[fault])
         return json.dumps(data).encode()
@@ -394,6 +399,49 @@ PROVIDERS: dict[str, FakeProvider] = {
             ("InstanceTypeQuotaSet", "InstanceTypeQuotas"),
             {"tencent_secret_id": "id", "tencent_secret_key": "key"},
             tune=_set(regions=("ap-guangzhou",)),
+        ),
+        FakeProvider(
+            "lium",
+            {("GET", "/nodes"): "public_nodes.gpuhunt_fixture.verbatim.json"},
+            _prices("price_per_gpu_hour", "price_per_node_hour"),
+            ("nodes", "items"),
+        ),
+        FakeProvider(
+            "scaleway",
+            {
+                ("GET", "/product-catalog/v2alpha1/public-catalog/products"): (
+                    "products_instance_gpu.reconstructed.json"
+                )
+            },
+            _prices("units", "nanos"),
+            ("products", "items"),
+        ),
+        FakeProvider(
+            "ovhcloud",
+            {("GET", "/order/catalog/public/cloud"): "catalog_public_cloud_fr.reconstructed.json"},
+            _prices("price"),
+            ("addons", "add_ons"),
+            price_scale=1e8,
+        ),
+        FakeProvider(
+            "seeweb",
+            {("GET", "/plans"): "plans.reconstructed.json"},
+            _prices("hourly_price", "montly_price"),
+            ("plans", "plan_list"),
+            {"seeweb_api_token": "t"},
+        ),
+        FakeProvider(
+            "primeintellect",
+            {("GET", "/availability/gpus"): "availability_gpus.reconstructed.json"},
+            _prices("onDemand", "communityPrice"),
+            ("items", "results"),
+            {"primeintellect_api_key": "k"},
+        ),
+        FakeProvider(
+            "hyperbolic",
+            {("POST", "/marketplace"): "marketplace.reconstructed.json"},
+            _prices("amount"),
+            ("instances", "nodes"),
         ),
         FakeProvider(
             "alibaba",

@@ -77,7 +77,7 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
     for name in sorted(set(known) | set(current.providers)):
         held = current.providers.get(name)
         cls = known.get(name)
-        need = cls.credential_names if cls is not None else ()
+        need = cls.needed_settings() if cls is not None else ()
         within_hours = cls.fresh_within_hours if cls is not None else FRESH_WITHIN_HOURS
         holds = held is not None and held.offer_count > 0
         out.append(

@@ -14,7 +14,7 @@ import pytest
 import typer
 from typer.main import get_group
 
-from gpuscout.adapters import ADAPTER_MODULES
+from gpuscout.adapters import adapter_modules
 from gpuscout.service.cli import COMMAND_MODULES, COMMANDS
 from gpuscout.service.sample_cache import CACHE_DIR
 
@@ -77,7 +77,7 @@ WARM_NEVER = {
     "gpuscout.service.commands.db",
     "gpuscout.adapters.base",
     "xml.etree",
-    *(f"gpuscout.adapters.{m}" for m in ADAPTER_MODULES),
+    *(f"gpuscout.adapters.{m}" for m in adapter_modules()),
 }
 
 

@@ -1,10 +1,12 @@
-"""``gpuscout parse`` prints prices as people read them (the JSONL keeps them exact)."""
+"""``gpuscout parse`` prints prices as people read them (the JSONL keeps them exact);
+``gpuscout providers`` lists every provider and its settings, whole, at 80 columns."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from click.testing import Result
 from typer.testing import CliRunner
 
 from gpuscout.service.cli import app
@@ -66,3 +68,47 @@ def test_providers_coverage_refuses_a_provider_without_offers(tmp_path: Path) ->
     assert "no current offers from 'runpod'" in result.output
     result = CliRunner().invoke(app, ["providers", "--format", "json"], env=env)
     assert result.exit_code == 2 and "go with --coverage" in result.output
+
+
+def _providers(tmp_path: Path, columns: int = 80, **env: str) -> Result:
+    environment = {"COLUMNS": str(columns), "GPUSCOUT_DATA_DIR": str(tmp_path), **env}
+    result = CliRunner().invoke(app, ["providers"], env=environment)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_providers_lists_every_provider_and_whole_setting_names_at_80_columns(
+    tmp_path: Path,
+) -> None:
+    from gpuscout.adapters import provider_names
+    from gpuscout.adapters.declarations import declared
+
+    lines = _providers(tmp_path).stdout.splitlines()
+    table = lines[: lines.index("") if "" in lines else len(lines)]
+    assert max(len(line) for line in table) <= 80
+    rows = {line.split()[0] for line in table[3:]}
+    assert set(provider_names()) <= rows
+    words = {word for line in lines for word in line.split()}
+    settings = [s.env_name for d in declared() for s in d.settings]
+    assert [name for name in settings if name not in words] == []  # none cut
+    settings_rows = [line for line in lines if line.startswith("GPUSCOUT_")]
+    assert max(len(line) for line in settings_rows) <= 80
+
+
+def test_providers_say_where_prices_come_from_and_which_need_an_account(
+    tmp_path: Path,
+) -> None:
+    out = _providers(tmp_path, columns=200).stdout
+    assert "coreweave: price list published at https://www.coreweave.com/pricing, read" in out
+    assert "lium: API, no account: https://lium.io/api/public/v1/nodes" in out
+    row = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    assert row["lium"][1] == "no" and row["seeweb"][1] == "yes"
+    assert row["lambda"][-1] == "-" and row["lium"][-1] == "2026-12-07"  # checked
+
+
+def test_a_set_credential_says_set_and_never_shows_its_value(tmp_path: Path) -> None:
+    out = _providers(tmp_path, columns=200, GPUSCOUT_LIUM_BASE_URL="http://127.0.0.1:9/x",
+                     GPUSCOUT_SEEWEB_API_TOKEN="s3cret-token").stdout  # fmt: skip
+    (line,) = [line for line in out.splitlines() if "GPUSCOUT_SEEWEB_API_TOKEN" in line]
+    assert line.split()[-1] == "set"
+    assert "s3cret-token" not in out

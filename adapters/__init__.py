@@ -10,8 +10,11 @@ so is the adapter contract (``adapters.base``, with its HTTP client): ``adapters
 
 from __future__ import annotations
 
+import csv
 import functools
 import importlib
+import importlib.resources
+import io
 from typing import TYPE_CHECKING
 
 from .declarations import REGENERATE, declared, stale_entries
@@ -19,7 +22,7 @@ from .declarations import REGENERATE, declared, stale_entries
 if TYPE_CHECKING:
     from .base import Adapter
 
-__all__ = ["adapter_modules", "get_adapter", "provider_names", "registry"]
+__all__ = ["adapter_modules", "get_adapter", "provider_aliases", "provider_names", "registry"]
 
 
 def adapter_modules() -> dict[str, str]:
@@ -32,6 +35,20 @@ def adapter_modules() -> dict[str, str]:
 def provider_names() -> tuple[str, ...]:
     """The registered providers' names, in registry order, without importing an adapter."""
     return tuple(d.name for d in declared())
+
+
+@functools.cache
+def provider_aliases() -> dict[str, str]:
+    """How people write a provider's name (``矩池云``, ``腾讯云``, ``Tencent Cloud``), lowered,
+    -> its registered name; from ``data/provider_aliases.csv``, where each carries its source.
+    A user who searches by the platform's own (often Chinese) name finds its offers."""
+    text = importlib.resources.files(__name__).joinpath("data/provider_aliases.csv")
+    rows = csv.DictReader(io.StringIO(text.read_text("utf-8")))
+    aliases = {row["alias"].strip().lower(): row["provider"].strip() for row in rows}
+    unknown = sorted(set(aliases.values()) - set(provider_names()))
+    if unknown:
+        raise RuntimeError(f"data/provider_aliases.csv names unregistered providers: {unknown}")
+    return aliases
 
 
 @functools.cache

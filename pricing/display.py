@@ -28,6 +28,8 @@ __all__ = [
     "for_display",
     "provider_label",
     "provider_label_expr",
+    "published_price_expr",
+    "published_price_text",
 ]
 
 #: Decimal places of each derived float column.
@@ -95,6 +97,48 @@ def for_display(frame: pl.DataFrame) -> pl.DataFrame:
 def provider_label(provider: str, seller: str | None) -> str:
     """Who to rent from, as people read it: ``coreweave (sheet)``, ``lambda``."""
     return f"{seller} ({provider})" if seller else provider
+
+
+#: How a published price's period reads after its amount (``2.72 CNY/GPU-h``).
+_PERIOD_TEXT = {"hour": "h", "day": "day", "week": "wk", "month": "mo", "term": "term"}
+
+
+def published_price_text(
+    amount: Decimal | float | str, currency: str, unit: str, basis: str
+) -> str:
+    """A price as the provider publishes it, in its own currency and period, for the
+    reader who knows the provider's page (a Chinese platform's yuan beside the dollars the
+    ranking converts them to).
+
+    >>> published_price_text(Decimal("2.720000"), "CNY", "hour", "gpu")
+    '2.72 CNY/GPU-h'
+    >>> published_price_text(Decimal("1068"), "CNY", "month", "instance")
+    '1068 CNY/mo'
+    """
+    period = _PERIOD_TEXT.get(unit, unit)
+    per = f"GPU-{period}" if basis == "gpu" else period
+    return f"{decimal_text(Decimal(str(amount)))} {currency}/{per}"
+
+
+def published_price_expr() -> pl.Expr:
+    """:func:`published_price_text` over a frame's ``price_amount``, ``price_currency``,
+    ``price_unit`` and ``price_basis``; null where the price is in USD already (the dollar
+    columns say it) or has no amount."""
+    amount = pl.col("price_amount").cast(pl.String)
+    amount = (
+        pl.when(amount.str.contains(r"\."))
+        .then(amount.str.strip_chars_end("0").str.strip_chars_end("."))
+        .otherwise(amount)
+    )
+    unit = pl.col("price_unit").cast(pl.String)
+    period = unit.replace_strict(_PERIOD_TEXT, default=unit)
+    per = (
+        pl.when(pl.col("price_basis").cast(pl.String) == "gpu")
+        .then(pl.concat_str([pl.lit("GPU-"), period]))
+        .otherwise(period)
+    )
+    text = pl.format("{} {}/{}", amount, pl.col("price_currency"), per)
+    return pl.when(pl.col("price_currency") != "USD").then(text).otherwise(None)
 
 
 def provider_label_expr() -> pl.Expr:

@@ -21,6 +21,7 @@ import difflib
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from gpuscout.adapters import provider_aliases
 from gpuscout.adapters.gpus import (
     GpuSpec,
     find_gpus,
@@ -129,13 +130,19 @@ def known_providers(frame: pl.DataFrame, registered: Iterable[str]) -> frozenset
 def check_providers(requirement: Requirement, known: Collection[str]) -> Requirement:
     """``requirement`` with its ``providers`` and ``exclude_providers`` spelled as in
     ``known`` (:func:`known_providers`): a name that differs from a known one only in case
-    is that one (``Lambda`` is ``lambda``). Any other name not in ``known`` is refused
-    (:class:`UnknownName`), naming the closest and the known ones."""
+    is that one (``Lambda`` is ``lambda``), and a platform's own name is its provider's
+    (``矩池云`` is ``matpool``, :func:`adapters.provider_aliases`). Any other name not in
+    ``known`` is refused (:class:`UnknownName`), naming the closest and the known ones."""
     by_lower = {name.lower(): name for name in sorted(known)}
+    # the platform's own name (矩池云, 腾讯云) is its provider's
+    aliases = {a: p for a, p in provider_aliases().items() if p in known}
     spelled: dict[str, tuple[str, ...]] = {}
     for field in PROVIDER_FIELDS:
         given: tuple[str, ...] = getattr(requirement, field)
-        names = tuple(n if n in known else by_lower.get(n.lower(), n) for n in given)
+        names = tuple(
+            n if n in known else by_lower.get(n.lower()) or aliases.get(n.strip().lower(), n)
+            for n in given
+        )
         unknown = [name for name in names if name not in known]
         if unknown:
             parts = [f"{name!r}{did_you_mean(similar_names(name, known))}" for name in unknown]

@@ -17,6 +17,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gpuscout.pricing.display import figure_text
+
 from ..current import load_current
 from .console import wide_console
 
@@ -72,7 +74,21 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def _print(detail: dict[str, Any], title: str) -> None:
+def usd_text(row: dict[str, Any], fx_as_of: str | None) -> str | None:
+    """The offer's price in dollars beside a price published in another currency (a
+    Chinese platform's yuan): ``0.374 an hour, 0.374 per GPU-hour (FX table of
+    2025-02-28)``; ``None`` for a price published in USD, which the fields say already."""
+    if row.get("price_currency") in (None, "USD") or row.get("usd_per_hour") is None:
+        return None
+    text = f"{figure_text(row['usd_per_hour'], significant=3, decimals=3)} an hour"
+    gpus = row.get("gpus") or 1
+    per_gpu = row.get("usd_per_gpu_hour") or row["usd_per_hour"] / gpus
+    if gpus != 1:
+        text += f", {figure_text(per_gpu, significant=3, decimals=3)} per GPU-hour"
+    return text + (f" (FX table of {fx_as_of})" if fx_as_of else "")
+
+
+def _print(detail: dict[str, Any], title: str, usd: str | None = None) -> None:
     out = wide_console()
     out.print(f"[bold]{title}[/]", highlight=False)
     for group in detail["fields"]:
@@ -81,6 +97,8 @@ def _print(detail: dict[str, Any], title: str) -> None:
         table.add_column("value")
         for name, value in group["fields"].items():
             table.add_row(name, _value(value))
+        if usd is not None and "price_amount" in group["fields"]:
+            table.add_row("in USD", usd)
         if group["not_published"]:
             table.add_row("not published", ", ".join(group["not_published"]), style="dim")
         out.print(table)
@@ -148,7 +166,9 @@ def offer_command(
     if current.note:
         err.print(f"[yellow]note:[/] {current.note}", highlight=False)
     name = row["instance_name"] or row["offer_id"]
-    _print(detail, f"{row['provider']} {name} ({row['region'] or 'no region'}, {row['term']})")
+    title = f"{row['provider']} {name} ({row['region'] or 'no region'}, {row['term']})"
+    fx = getattr(current, "fx", None)
+    _print(detail, title, usd_text(row, str(fx.as_of) if fx is not None else None))
 
 
 def register(app: typer.Typer) -> None:

@@ -34,7 +34,12 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from gpuscout.pricing.display import age_text, figure_text, provider_label_expr
+from gpuscout.pricing.display import (
+    age_text,
+    figure_text,
+    provider_label_expr,
+    published_price_expr,
+)
 
 __all__ = [
     "COLUMNS",
@@ -134,6 +139,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("term", "term"),
     Column("all_in_cost_usd", "job $", _money, numeric=True),
     Column("job_usd_per_hour", "$/h", _money, numeric=True),
+    Column("published_price", "published", numeric=True),
     Column("price_age_hours", "age", age_text, numeric=True),
     Column("regions", "regions", region_list, max_width=REGIONS_WIDTH),
     Column("usd_per_gpu_hour", "$/GPU-h", _money, numeric=True),
@@ -157,7 +163,7 @@ COLUMN_ALIASES: dict[str, str] = {"usd_per_hour": "job_usd_per_hour"}
 #: The order columns are shown in, whichever are chosen.
 _SHOWN_ORDER: tuple[str, ...] = (
     "rank", "provider_label", "offer_id", "regions", "offers", "gpus_label", "gpu_memory_gb",
-    "fabric", "term", "job_usd_per_hour", "usd_per_gpu_hour", "effective_tflops",
+    "fabric", "term", "job_usd_per_hour", "published_price", "usd_per_gpu_hour", "effective_tflops",
     "usd_per_effective_tflop_hour", "wall_clock_hours", "billed_hours", "job_cost_usd",
     "all_in_cost_usd", "price_age_hours", "checklist", "id",
 )  # fmt: skip
@@ -192,6 +198,7 @@ def label_rows(frame: pl.DataFrame, caveat: pl.Expr) -> pl.DataFrame:
     )
     return frame.with_columns(
         provider_label=provider_label_expr(),
+        published_price=published_price_expr(),
         gpus_label=pl.when(caveat.is_not_null())
         .then(pl.concat_str([label, pl.lit(" *")]))
         .otherwise(label),
@@ -340,6 +347,8 @@ def offers_table(
     available = list(frame.columns)
     if "offers" in frame.columns and all(r["offers"] == 1 for r in rows):
         available.remove("offers")  # nothing folded: no count
+    if "published_price" in frame.columns and all(r["published_price"] is None for r in rows):
+        available.remove("published_price")  # every price is in dollars: the $ columns say it
     columns = choose_columns(rows, width, available, wide=wide, names=names)
     return _table(rows, columns, title)
 

@@ -16,12 +16,25 @@ from urllib.parse import urlencode
 
 from starlette.datastructures import QueryParams
 
+from gpuscout.pricing.display import published_price_text
+
 if TYPE_CHECKING:
     from fastapi.templating import Jinja2Templates
 
 __all__ = ["TEMPLATES_DIR", "break_even", "hours", "money", "templates", "with_param"]
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
+
+
+def published_price(price: Any) -> str | None:
+    """An answer row's price as its provider publishes it (``2.72 CNY/GPU-h``), shown under
+    the dollars where it is in another currency; ``None`` for a USD price."""
+    fields = price if isinstance(price, Mapping) else vars(price)
+    amount, currency = fields.get("price_amount"), fields.get("price_currency")
+    if currency in (None, "USD") or amount is None:
+        return None
+    unit, basis = str(fields.get("price_unit")), str(fields.get("price_basis"))
+    return published_price_text(amount, str(currency), unit, basis)
 
 
 def money(value: Any, places: int = 2) -> str:
@@ -130,7 +143,9 @@ def templates() -> Jinja2Templates:
 
     t = Jinja2Templates(directory=str(TEMPLATES_DIR))
     t.env.filters.update(money=money, hours=hours, age=age, number=number, break_even=break_even)
-    t.env.globals.update(with_param=with_param, option_labels=OPTION_LABELS)
+    t.env.globals.update(
+        with_param=with_param, option_labels=OPTION_LABELS, published_price=published_price
+    )
     t.env.trim_blocks = True
     t.env.lstrip_blocks = True
     return t

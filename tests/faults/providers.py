@@ -180,6 +180,25 @@ def _tencent(request: Request) -> bytes:
     return fixture(f"tencent/{_TENCENT_BY_CHARGE[charge]}")
 
 
+def _compshare(request: Request) -> bytes:
+    """CompShare answers every call at one address; the form's ``Action`` picks the
+    documented example answer (a price answer is the ``response`` of the paired fixture)."""
+    action = _form_action(request)
+    if action == "DescribeCompShareSupportZone":
+        return fixture("compshare/describe_support_zone.docs_example.verbatim.json")
+    if action == "DescribeAvailableCompShareInstanceTypes":
+        return fixture("compshare/describe_available_instance_types.docs_example.verbatim.json")
+    paired = json.loads(fixture("compshare/instance_price_4090_1x.docs_example.paired.json"))
+    return _json(paired["response"])
+
+
+def _form_action(request: Request) -> str | None:
+    from urllib.parse import parse_qs
+
+    values = parse_qs(request.body.decode()).get("Action")
+    return values[0] if values else None
+
+
 def _alibaba(request: Request) -> bytes:
     """ECS answers by action (the ``x-acs-action`` header), as the adapter test's mock."""
     action = request.headers["x-acs-action"]
@@ -347,6 +366,36 @@ PROVIDERS: dict[str, FakeProvider] = {
             ),
             ("fid", "flow_id"),
             {"mithril_api_key": "fkey_k"},
+        ),
+        FakeProvider(
+            "matpool",
+            {("GET", "/api/machine_pools"): "machine_pools.reconstructed.json"},
+            _prices("priceMillicent", "discountPriceMillicent"),
+            ("pools", "machine_pools"),
+        ),
+        FakeProvider(
+            "autodl",
+            {
+                ("GET", "/api/v1/autodl/region/tag"): (
+                    "region_tag.gpuhunter_docstring.reconstructed.json"
+                ),
+                ("POST", "/api/v1/machine/region/gpu_type"): (
+                    "region_gpu_type.gpuhunter_docstring.reconstructed.json"
+                ),
+                ("POST", "/api/v1/user/machine/list"): (
+                    "machine_list.gpuhunter_docstring.reconstructed.json"
+                ),
+            },
+            _prices("payg_price"),
+            ("payg_price", "price"),
+            {"autodl_token": "t"},
+        ),
+        FakeProvider(
+            "compshare",
+            {("POST", "/"): _compshare},
+            _prices("Instance"),
+            ("AvailableInstanceTypes", "InstanceTypes"),
+            {"compshare_public_key": "pub", "compshare_private_key": "priv"},
         ),
         FakeProvider(
             "azure",

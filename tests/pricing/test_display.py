@@ -103,3 +103,23 @@ def test_decimal_text_cuts_binary_noise() -> None:
     assert decimal_text(Decimal("0.24666666666666665")) == "0.246667"
     assert decimal_text(Decimal("18.400")) == "18.4"
     assert decimal_text(Decimal("3")) == "3"
+
+
+def test_published_price_in_the_provider_s_own_currency_and_period() -> None:
+    import polars as pl
+
+    from gpuscout.pricing.display import published_price_expr, published_price_text
+
+    assert published_price_text(Decimal("2.720000"), "CNY", "hour", "gpu") == "2.72 CNY/GPU-h"
+    assert published_price_text(Decimal("1068"), "CNY", "month", "instance") == "1068 CNY/mo"
+    frame = pl.DataFrame(
+        {
+            "price_amount": [Decimal("2.72"), Decimal("1068.0"), Decimal("3.5")],
+            "price_currency": ["CNY", "CNY", "USD"],
+            "price_unit": ["hour", "month", "hour"],
+            "price_basis": ["gpu", "instance", "instance"],
+        },
+        schema_overrides={"price_amount": pl.Decimal(38, 12)},
+    )
+    shown = frame.select(published_price_expr().alias("p"))["p"].to_list()
+    assert shown == ["2.72 CNY/GPU-h", "1068 CNY/mo", None]

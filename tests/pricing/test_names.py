@@ -114,3 +114,28 @@ def test_one_gpu_model_refuses_a_name_meaning_none_or_several(name: str, message
     with pytest.raises(ValueError) as info:
         one_gpu_model(name)
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("written", "provider"),
+    [
+        ("矩池云", "matpool"),
+        ("优云智算", "compshare"),
+        ("腾讯云", "tencent"),
+        ("阿里云", "alibaba"),
+        ("autodl", "autodl"),
+        ("Tencent Cloud", "tencent"),
+        ("ALIYUN", "alibaba"),
+    ],
+)
+def test_a_platform_s_own_name_is_its_provider(written: str, provider: str) -> None:
+    checked = check_providers(Requirement(providers=(written,)), KNOWN)
+    assert checked.providers == (provider,)
+
+
+def test_every_alias_names_a_registered_provider_and_carries_its_source() -> None:
+    from gpuscout.adapters import provider_aliases
+
+    aliases = provider_aliases()
+    assert set(aliases.values()) <= set(provider_names())
+    assert aliases["矩池云"] == "matpool"

@@ -4,11 +4,12 @@ checklist and id columns of ``gpuscout offers``."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 from typer.testing import CliRunner
 
-from gpuscout.adapters.schema import Cooling, default_fx
+from gpuscout.adapters.schema import Cooling, PriceBasis, default_fx
 from gpuscout.db.current import CurrentState, state_from_offers
 from gpuscout.pricing.checklist import CHECKLIST
 from gpuscout.service.api.offer_ids import offer_id
@@ -75,3 +76,41 @@ def test_offers_table_shows_checklist_and_id_columns() -> None:
     lines = [line for line in result.stdout.splitlines() if "rack" in line]
     (line,) = lines
     assert offer_id(RACK.key) in line and f"of {len(CHECKLIST)} met" in line
+
+
+def test_a_cny_offer_shows_its_yuan_and_its_dollars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Chinese platform's price: the yuan as published, and the dollars it ranks at (the
+    FX table's date said), in the offer's page and in the offers table beside $/h."""
+    yuan = make_offer(
+        provider="autodl",
+        offer_id="m1",
+        gpu_count=2,
+        price_amount=Decimal("2.72"),
+        price_currency="CNY",
+        price_basis=PriceBasis.GPU,
+    )
+
+    def load(sample: bool = False) -> CurrentState:
+        return state_from_offers([yuan, RACK], fx=default_fx(), source="sample", note="sample")
+
+    monkeypatch.setattr(offer_cli, "load_current", load)
+    monkeypatch.setattr(pricing_cli, "load_current", load)
+    shown = runner.invoke(app, ["offer", yuan.key], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    usd = float(yuan.usd_per_hour)
+    assert "price_currency │ CNY" in shown.stdout.replace("  ", "").replace(" │ ", " │ ")
+    line = next(x for x in shown.stdout.splitlines() if "in USD" in x)
+    assert f"{usd:.3f} an hour" in line and f"{usd / 2:.3f} per GPU-hour" in line
+    assert f"FX table of {default_fx().as_of}" in line
+    table = runner.invoke(app, ["offers", "--wide"], env={"COLUMNS": "250"})
+    assert table.exit_code == 0, table.output
+    assert "published" in table.stdout and "2.72 CNY/GPU-h" in table.stdout
+    # a dollar price has no published cell: the $ columns say it
+    rack_line = next(x for x in table.stdout.splitlines() if " rack" in x or "rack " in x)
+    assert "USD" not in rack_line
+
+
+def test_the_published_column_is_left_out_when_every_price_is_in_dollars() -> None:
+    table = runner.invoke(app, ["offers", "--wide"], env={"COLUMNS": "250"})
+    assert table.exit_code == 0, table.output
+    assert "published" not in table.stdout

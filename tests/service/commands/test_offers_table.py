@@ -128,6 +128,7 @@ def test_wide_shows_every_column_and_columns_picks(h100: pl.DataFrame) -> None:
 
 def test_every_column_is_a_column_of_the_labelled_ranking(h100: pl.DataFrame) -> None:
     known = {*h100.columns, "provider_label", "gpus_label", "job_usd_per_hour", "regions"}
+    known |= {"published_price"}  # label_rows: the price as published, where not in USD
     known |= {"offers"}
     known |= {"checklist", "id"}  # added by the offers command where shown (_with_checklist)
     assert {c.name for c in COLUMNS} <= known

@@ -249,3 +249,20 @@ async def test_alert_form_refusals_name_the_control(client: httpx.AsyncClient) -
     assert r.status_code == 422 and "Email address: " in r.text
     r = await post(kind="in_stock", query="gpus=H9000")
     assert r.status_code == 422 and "unknown GPU model" in r.text
+
+
+async def test_a_yuan_price_is_shown_under_its_dollars(tmp_path: Path) -> None:
+    """A Chinese platform's price: the explorer's $/h cell carries the yuan as published,
+    and the API row both (price_amount in price_currency, usd_per_hour)."""
+    yuan = offer(provider="autodl", offer_id="m1:1x", gpu_model="RTX-4090", gpu_count=1,
+                 gpu_memory_gb=24.0, fabric=None, fabric_gbps=None,
+                 price_amount=Decimal("2.72"), price_currency="CNY")  # fmt: skip
+    source = FakeSource(database_state([offer(), yuan]))
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    transport = httpx.ASGITransport(app=create_app(settings, offers_loader=source))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        row = (await c.get("/v1/offers?providers=autodl")).json()["offers"][0]["price"]
+        page = (await c.get("/?providers=autodl")).text
+    assert (row["price_amount"], row["price_currency"]) == ("2.72", "CNY")
+    assert 0 < row["usd_per_hour"] < 2.72
+    assert "2.72 CNY/h</span>" in page

@@ -4,7 +4,7 @@ with the system browser; ``playwright install`` is never needed) against a real 
 Walks what a person does: set filters, sort, open an offer and see its price history
 chart, subscribe and confirm, create a price alert (by keyboard, JavaScript off) and confirm
 it from its mail; and checks that no request leaves the app's origin.
-Set ``GPUSCOUT_SCREENSHOTS=docs/screenshots`` to write the README's screenshots.
+Set ``GPUSCOUT_SCREENSHOTS=docs/screenshots`` to write the screenshots of docs/web.md.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from ..offers_cache import (
 from ..offers_query import (
     canonical_key,
     deprecated_names,
+    deprecated_values,
     openapi_parameters,
     parse_offers_query,
     validate_query,
@@ -108,7 +109,7 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
             return unchanged
         page = await context.ranking(ranked_page, state, parsed, now)
         state.cache.put((key, now), page)
-    old_names = deprecated_names(request.query_params)
+    old_names = deprecated_names(request.query_params) + deprecated_values(request.query_params)
     if old_names:  # not for the fast path: it could not say so
         response = page_response(page, request.scope, max_age_s)
         deprecation_headers(old_names, response.headers)

@@ -451,7 +451,7 @@ def _emit_answer(answer: dict[str, Any], fmt: OutputFormat) -> None:
 
 
 def _with_checklist(frame: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
-    """The ranking with each row's ``checklist`` summary (the seed's items, counted) and its
+    """The ranking with each row's ``checklist`` summary (the checklist's items, counted) and its
     API ``id`` (what ``gpuscout offer`` takes): the table's ``--wide`` columns."""
     import polars as pl
 

@@ -1,4 +1,4 @@
-"""The seed's checklist: the table's invariants, and a few offers checked item by item."""
+"""The renter's checklist: the table's invariants, and a few offers checked item by item."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``GET /v1/offers``: the cheapest qualifying offers for a requirement and a job, a page
 at a time; ``GET /v1/offers/{offer_id}``: one current offer, every published field by group
-and the seed's checklist; ``GET /v1/offers/{offer_id}/history``: its stored prices.
+and the renter's checklist; ``GET /v1/offers/{offer_id}/history``: its stored prices.
 
 A repeated query string is answered before routing (:mod:`service.api.offers_cache`).
 Here: validate the query (and its cursor: of this query, of this snapshot), look its
@@ -141,9 +141,9 @@ async def get_offer_price_history(offer_id: str, context: ContextDep) -> OfferHi
 async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> OfferDetail:
     """Get one current offer: every field its provider publishes, by group, and the checklist.
 
-    The fields are grouped as the seed groups them (compute, memory and storage, network,
+    The fields are grouped as the checklist groups them (compute, memory and storage, network,
     power and cooling, chassis, software, price and term, support), each group listing
-    what is not published too. The checklist gives each of the seed's items as met, not
+    what is not published too. The checklist gives each of the checklist's items as met, not
     met or unknown (not published), with the value behind it, and the count.
     `offer_origin` says whether this offer's price is the offline sample's.
     """

@@ -1,4 +1,4 @@
-"""``GET /v1/offers/{id}`` (every published field by group, the seed's checklist) and the
+"""``GET /v1/offers/{id}`` (every published field by group, the renter's checklist) and the
 checklist summary of each offer of ``/v1/offers``; 422s for the seed filters' bad values."""
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ def percent_text(share: float | None) -> str:
 
 
 def coverage_markdown(coverage: Mapping[str, ProviderCoverage]) -> str:
-    """The README's table: one row per provider (and all of them), one column per group."""
+    """docs/providers.md's table: one row per provider (and all of them), one column per group."""
     head = ["provider", "offers", *GROUP_LABELS.values()]
     rows = [
         "| " + " | ".join(head) + " |",

@@ -108,3 +108,13 @@ def test_coverage_table_is_the_generated_one() -> None:
     shown = re.search(r"<!-- coverage:start -->\n(.*?)<!-- coverage:end -->", text, re.S)
     assert shown is not None, "docs/providers.md lacks the coverage table markers"
     assert shown.group(1) == sample_table()
+
+
+def test_readme_is_a_quickstart_and_no_doc_keeps_a_diary() -> None:
+    """The README stays short (detail goes to docs/); no page names numbered runs or
+    sessions: figures live in one current table in docs/performance.md."""
+    assert len(README.splitlines()) <= 300
+    pages = [*DOCUMENTS, ROOT / "ARCHITECTURE.md"]
+    diary = re.compile(r"\b(?:session|run) #?\d+\b", re.I)
+    found = {p.name: diary.findall(p.read_text("utf-8")) for p in pages}
+    assert {name: hits for name, hits in found.items() if hits} == {}

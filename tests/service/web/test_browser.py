@@ -239,6 +239,7 @@ def test_phone_width(browser: Any, live_server: LiveServer) -> None:
     _shoot(page, "explorer-390")
     page.get_by_role("link", name="acme").first.click()
     page.locator("figure.history svg.chart").wait_for()
+    page.wait_for_load_state("load")  # its stylesheet applied: parsed is not yet styled
     _fits(page, 390)
     _shoot(page, "offer-390")
     assert outside == []

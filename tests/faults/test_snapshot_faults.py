@@ -36,7 +36,7 @@ HTTP = sorted(PROVIDERS)
 HALVES = (HTTP[::2], HTTP[1::2])
 
 #: What each fault must lead to: a transport failure, a deadline, or a body the adapter or
-#: the plausibility guard refuses. Any error text is accepted; the matrix is printed.
+#: the plausibility guard refuses. Any error text is accepted.
 FAULTS = list(Fault)
 
 

@@ -151,7 +151,7 @@ async def fetch_adapters(
     ``provider_deadline_s``; ``on_done`` sees each run end."""
     async with httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
-        timeout=settings.http_timeout_s,
+        timeout=RetryPolicy(timeout_s=settings.http_timeout_s).timeout(),
         follow_redirects=True,
     ) as client:
         return await collect(

@@ -1,0 +1,102 @@
+"""``gpuscout snapshot`` without a network: every provider API fails at once (a refused
+connection is not retried), the command ends in seconds with one line saying there is no
+network and what the answers show instead; with part of the network, what was fetched is
+stored and the providers not reached are named.
+
+"No network" is every ``<provider>_base_url`` pointed at a closed port on 127.0.0.1, so each
+connection is refused, as a host without network refuses or fails to resolve every name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuscout.adapters.base import UNREACHABLE
+from gpuscout.adapters.declarations import declared
+from gpuscout.db.engine import make_engine
+from gpuscout.service.cli import app
+from gpuscout.service.settings import get_settings
+from tests.db.factories import current
+from tests.faults.providers import PROVIDERS
+from tests.faults.server import running_server
+
+runner = CliRunner()
+
+#: The bound the product states for a snapshot with no network (seconds).
+NO_NETWORK_BOUND_S = 5.0
+#: Keyless providers replayed from their recordings in the partial-network case.
+REACHABLE = ("lium", "oci", "vultr")
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+def offline_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """No credential set, every provider API behind a refused port, a fresh database."""
+    for name in list(os.environ):
+        if name.startswith("GPUSCOUT_"):
+            monkeypatch.delenv(name)
+    refused = f"http://127.0.0.1:{closed_port()}"
+    for d in declared():
+        if d.base_url_setting:
+            monkeypatch.setenv(f"GPUSCOUT_{d.base_url_setting.upper()}", refused)
+    monkeypatch.setenv("GPUSCOUT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("GPUSCOUT_DATABASE_URL", f"sqlite:///{tmp_path / 'gpuscout.db'}")
+    get_settings.cache_clear()
+    yield f"sqlite:///{tmp_path / 'gpuscout.db'}"
+    get_settings.cache_clear()
+
+
+def test_no_network_ends_fast_with_one_line_saying_so(offline_env: str) -> None:
+    started = time.perf_counter()
+    result = runner.invoke(app, ["snapshot"])
+    elapsed_s = time.perf_counter() - started
+    print(f"snapshot with every provider refused: {elapsed_s:.2f} s")
+
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: no network: none of the "), result.stderr
+    assert "answers show" in lines[-1]
+    assert f"{UNREACHABLE}" in lines[-1]
+    # every provider that called an API failed once, without retrying
+    errors = [line for line in result.stdout.splitlines() if "network error" in line]
+    assert errors
+    assert " ".join(result.stdout.split()).count("not retried") >= 3
+    assert elapsed_s < NO_NETWORK_BOUND_S
+
+
+def test_partial_network_stores_what_answered_and_names_the_rest(
+    offline_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with running_server({n: PROVIDERS[n] for n in REACHABLE}) as server:
+        for name in REACHABLE:
+            monkeypatch.setenv(f"GPUSCOUT_{name.upper()}_BASE_URL", server.base_url(name))
+        get_settings.cache_clear()
+        result = runner.invoke(app, ["snapshot"])
+
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.stderr.split())
+    assert f"not reached ({UNREACHABLE}): " in said
+    named = said.split(f"not reached ({UNREACHABLE}): ", 1)[1].split(";", 1)[0].split(", ")
+    assert "azure" in named and not set(REACHABLE) & set(named)
+    engine = make_engine(offline_env)
+    try:
+        stored = current(engine)
+    finally:
+        engine.dispose()
+    providers = set(stored.frame["provider"].unique())
+    assert set(REACHABLE) <= providers, json.dumps(sorted(providers))

@@ -38,7 +38,7 @@ import httpx
 import pydantic
 import tenacity
 
-from .declarations import ProviderSetting
+from .declarations import ACTIVE, Lifecycle, ProviderSetting
 from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
 from .run import FRESH_WITHIN_HOURS
@@ -510,9 +510,10 @@ class Adapter(abc.ABC):
     #: declared with its kind. With the credentials and ``base_url`` they become settings
     #: (:mod:`adapters.declarations`): an adapter declares, nothing else lists them.
     other_settings: ClassVar[tuple[ProviderSetting, ...]] = ()
-    #: The day the adapter's format was last checked against the provider's documentation
-    #: (or its published price page), ISO ``YYYY-MM-DD``; ``None``: not recorded.
-    format_checked: ClassVar[str | None] = None
+    #: Whether the provider still sells what the adapter reads (active, deprecated or
+    #: retired, each but active with its date and source): a retired provider is not
+    #: fetched by default and its offers are never ranked.
+    lifecycle: ClassVar[Lifecycle] = ACTIVE
     #: Hours after its fetch that the provider's prices still count as fresh
     #: (default :data:`FRESH_WITHIN_HOURS`); a provider whose prices change rarely, or that
     #: is fetched less often, may set more.

@@ -75,6 +75,7 @@ from .base import (
     price_fields,
 )
 from .calls import QUERY_KEY, query_payload, read_query_payload
+from .declarations import Lifecycle, LifecycleState
 from .gpus import get_gpu
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .tables import DATA_DIR, package_text, provider_disk
@@ -131,6 +132,13 @@ class RunPodAdapter(Adapter):
     source_url = GRAPHQL_URL
     optional_credential_names = ("runpod_api_key",)
     base_url = API_BASE
+    lifecycle = Lifecycle(
+        LifecycleState.DEPRECATED,
+        since="2026-09-17",
+        reason="the GraphQL API read here is rate-limited, its end (HTTP 410) announced for"
+        " early 2027; REST API v2 (API key required) replaces it",
+        source="https://docs.runpod.io/api-reference-v2",
+    )
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = key_headers(self)

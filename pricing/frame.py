@@ -29,6 +29,7 @@ from decimal import Decimal
 
 import polars as pl
 
+from gpuscout.adapters.declarations import retired_providers
 from gpuscout.adapters.gpus import GpuSpec, Precision, catalog
 from gpuscout.adapters.schema import (
     HOURS_PER_MONTH,
@@ -324,7 +325,14 @@ def records_to_frame(
 
 def _derive(fields: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
     """:data:`OFFER_SCHEMA`, ``config_id`` and the offer facts from the :data:`_FIELDS` of
-    some offers, its empty columns held lightly (:func:`held_lightly`)."""
+    some offers, its empty columns held lightly (:func:`held_lightly`).
+
+    The offers of a provider its adapter declares retired
+    (:func:`adapters.declarations.retired_providers`) are left out: stored before it closed,
+    or recorded, they are not for rent, so no frame holds them and nothing ranks them."""
+    retired = retired_providers()
+    if retired:
+        fields = fields.filter(~pl.col("provider").is_in(sorted(retired)))
     prices = _prices(fields.select(_PRICE_FIELDS).unique(), fx)
     derivations = _DERIVATIONS | _extra_prices_usd(fx)
     frame = fields.join(prices, on=_PRICE_FIELDS, how="left", maintain_order="left").select(

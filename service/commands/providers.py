@@ -282,15 +282,20 @@ TERM_CODES = {
 }
 
 
+#: A lifecycle as the providers table writes it (the legend is printed beneath).
+LIFECYCLE_CODES = {"active": "ok", "deprecated": "deprec", "retired": "retired"}
+
+
 def providers_table(facts: list[ProviderFacts], status: Mapping[str, Any] | None = None) -> Table:
-    """One row per provider: account needed, its latest run (``status``: the stored outcomes;
-    ``None``, no database: no column), what its current offers cover (offers, regions, GPU
-    models, terms) and the day its format was checked; narrow columns, so that it reads at 80
-    columns (the GPU models are listed beneath it)."""
+    """One row per provider: account needed, its lifecycle, its latest run (``status``: the
+    stored outcomes; ``None``, no database: no column), what its current offers cover (offers,
+    regions, GPU models, terms) and the day its format was checked against the provider's
+    current documentation; narrow columns, so that it reads at 80 columns (the GPU models,
+    settings and sources are listed beneath it)."""
     table = Table(
         title="providers", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0)
     )
-    for col in ("name", "account", *(("last run",) if status is not None else ())):
+    for col in ("name", "account", "state", *(("last run",) if status is not None else ())):
         table.add_column(col, no_wrap=True)
     for col in ("offers", "regions", "GPUs"):
         table.add_column(col, justify="right", no_wrap=True)
@@ -302,6 +307,7 @@ def providers_table(facts: list[ProviderFacts], status: Mapping[str, Any] | None
         table.add_row(
             f.name,
             "yes" if f.account_needed else "no",
+            LIFECYCLE_CODES.get(f.lifecycle, f.lifecycle),
             *run,
             str(f.offers),
             str(f.regions) if f.offers else "",
@@ -342,15 +348,22 @@ def _print_providers(settings: Settings, status: Mapping[str, Any] | None) -> No
     out.print(providers_table(facts, status))
     counted = "the stored offers" if current.source != "sample" else "the offline sample"
     err.print(
-        f"offers, regions, GPU models and terms: {counted}; terms: od on demand, spot"
-        " interruptible, 1mo/1y/... a commitment; checked: the day the format was checked"
-        " against the provider's documentation",
+        f"offers, regions, GPU models and terms: {counted}; state: ok active, deprec"
+        " deprecated (still fetched), retired (not fetched, never ranked); terms: od on"
+        " demand, spot interruptible, 1mo/1y/... a commitment; checked: the day the format"
+        " was checked against the provider's current documentation",
         highlight=False,
     )
     out.print()
     for f in facts:
         last = (status or {}).get(f.name)
-        out.print(f"[bold]{f.name}[/]: {f.source}", highlight=False, soft_wrap=True)
+        out.print(f"[bold]{f.name}[/]: {f.source}", highlight=False)
+        account = "needs an account" if f.account_needed else "no account needed"
+        out.print(f"  {account}; settings: {', '.join(f.settings) or 'none'}", highlight=False)
+        if f.lifecycle_note:
+            out.print(f"  [yellow]{f.lifecycle_note}[/]", highlight=False)
+        if f.format_doc:
+            out.print(f"  format {f.format_checked}: {f.format_doc}", highlight=False)
         if f.gpu_models:
             out.print(f"  GPUs: {', '.join(f.gpu_models)}", highlight=False)
         if last is not None and last.last_error:

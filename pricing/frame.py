@@ -130,6 +130,8 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "price_basis": pl.String(),
     "term": TERM_DTYPE,
     "term_variant": pl.String(),
+    "interruption_band": pl.String(),
+    "interruption_pct_per_month": pl.Float64(),
     "commitment_hours": pl.Float64(),
     "min_rental_hours": pl.Float64(),
     "billing_increment_s": pl.Int64(),
@@ -184,6 +186,7 @@ _READINGS: dict[str, pl.Expr] = {
     "driver_version_key": readings.version_key(pl.col("driver_version")),
     "framework_keys": pl.col("frameworks").list.eval(readings.framework_key(pl.element())),
     "cpu_server_class": readings.server_cpu(pl.col("cpu_model")),
+    "interruption_pct_per_month": readings.band_pct(pl.col("interruption_band")),
 }
 #: Columns computed from an offer's fields rather than read from them.
 _DERIVED = frozenset(
@@ -261,6 +264,7 @@ def _row(o: Offer) -> tuple[object, ...]:
         o.price_basis.value,
         o.term.value,
         o.term_variant,
+        o.interruption_band,
         o.min_rental_hours,
         o.billing_increment_s,
         o.billing_cap_hours_per_month,

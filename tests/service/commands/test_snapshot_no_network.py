@@ -30,8 +30,6 @@ from tests.faults.server import running_server
 
 runner = CliRunner()
 
-#: The bound the product states for a snapshot with no network (seconds).
-NO_NETWORK_BOUND_S = 5.0
 #: Keyless providers replayed from their recordings in the partial-network case.
 REACHABLE = ("lium", "oci", "vultr")
 
@@ -63,7 +61,7 @@ def offline_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
 
 def test_no_network_ends_fast_with_one_line_saying_so(offline_env: str) -> None:
     started = time.perf_counter()
-    result = runner.invoke(app, ["snapshot"])
+    result = runner.invoke(app, ["snapshot"], env={"COLUMNS": "400"})  # no cell folded
     elapsed_s = time.perf_counter() - started
     print(f"snapshot with every provider refused: {elapsed_s:.2f} s")
 
@@ -72,11 +70,13 @@ def test_no_network_ends_fast_with_one_line_saying_so(offline_env: str) -> None:
     assert lines[-1].startswith("error: no network: none of the "), result.stderr
     assert "answers show" in lines[-1]
     assert f"{UNREACHABLE}" in lines[-1]
-    # every provider that called an API failed once, without retrying
-    errors = [line for line in result.stdout.splitlines() if "network error" in line]
-    assert errors
-    assert " ".join(result.stdout.split()).count("not retried") >= 3
-    assert elapsed_s < NO_NETWORK_BOUND_S
+    # every provider that called an API failed at its first attempt: none retried, so the
+    # run takes about one connection attempt (the <= 5 s the product states; measured by
+    # benchmarks/snapshot_no_network.py, not asserted here: a loaded machine is no clock)
+    said = " ".join(result.stdout.split())
+    tried = said.count("network error on")
+    assert tried >= 10 and said.count(f"{UNREACHABLE} (") == tried
+    assert said.count("not retried") == tried
 
 
 def test_partial_network_stores_what_answered_and_names_the_rest(

@@ -510,6 +510,14 @@ class AwsAdapter(Adapter):
     regions: ClassVar[tuple[str, ...] | None] = None
     base_url = ENDPOINT
 
+    @classmethod
+    def source_text(cls) -> str:
+        return (
+            f"API, no account: price list {cls.source_url}; spot prices from the public feed"
+            f" {SPOT_FEED_URL} (with keys: each zone's, DescribeSpotPriceHistory);"
+            f" interruption bands from {SPOT_ADVISOR_URL}"
+        )
+
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         """Filtered price-list CSVs per region, then spot XML pages if keys are set.

@@ -9,6 +9,7 @@ connection is refused, as a host without network refuses or fails to resolve eve
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -16,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -100,3 +102,48 @@ def test_partial_network_stores_what_answered_and_names_the_rest(
         engine.dispose()
     providers = set(stored.frame["provider"].unique())
     assert set(REACHABLE) <= providers, json.dumps(sorted(providers))
+
+
+def test_with_no_account_every_keyless_provider_is_stored(
+    offline_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every provider that needs no account answers a snapshot with no credential set: each
+    API's recorded answer served at its real path (the base URL a setting), the published
+    price lists read from their files. Retired providers are not fetched."""
+    from gpuscout.adapters import registry
+
+    keyless = {
+        name
+        for name, cls in registry().items()
+        if not cls.needed_settings() and not cls.lifecycle.retired and name != "sheet"
+    }
+    served = {n: PROVIDERS[n] for n in keyless if n in PROVIDERS}
+    # AWS's public spot feed and Spot Advisor data, recorded, at their own paths
+    served["aws"] = dataclasses.replace(
+        served["aws"],
+        routes={
+            **served["aws"].routes,
+            ("GET", "/spot.json"): "spot_feed.spotinfo_capture_excerpt.verbatim.json",
+            ("GET", "/spot-advisor-data.json"): "spot_advisor_data.spotinfo_excerpt.verbatim.json",
+        },
+    )
+    with running_server(served) as server:
+        for name in served:
+            monkeypatch.setenv(f"GPUSCOUT_{name.upper()}_BASE_URL", server.base_url(name))
+        get_settings.cache_clear()
+        result = runner.invoke(app, ["snapshot"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    engine = make_engine(offline_env)
+    try:
+        stored = current(engine)
+    finally:
+        engine.dispose()
+    providers = set(stored.frame["provider"].unique())
+    print(f"{len(providers)} providers stored with no account: {sorted(providers)}")
+    assert providers == keyless and len(providers) >= 14
+    assert "cudo" not in providers
+    assert all(stored.providers[p].origin.value == "live" for p in providers)
+    aws_spot = stored.frame.filter(
+        (pl.col("provider") == "aws") & (pl.col("term").cast(pl.String) == "interruptible")
+    )
+    assert aws_spot.height and aws_spot["interruption_band"].is_not_null().all()

@@ -119,3 +119,9 @@ def test_alerts_benchmark_reports_each_run_and_the_target() -> None:
     assert "60 alerts over 12 searches, 300 offers" in out
     assert "run 1: evaluated in" in out and "run 2: evaluated in" in out
     assert "(target <= 5 s)" in out
+
+
+def test_no_network_snapshot_benchmark_times_the_command_and_says_why() -> None:
+    out = run("snapshot_no_network.py", "--repeat", "1", timeout=180)
+    assert re.search(r"run 1: [\d.]+ s wall, [\d.]+ s CPU, exit 1: error: no network", out), out
+    assert "(bound: 5 s)" in out

@@ -156,3 +156,9 @@ def test_checklist_benchmark_prints_each_page() -> None:
     assert "every offer's summary, once per snapshot:" in out
     assert re.search(r"^ +20 +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), out
     assert re.search(r"^ +500 +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), out
+
+
+def test_no_network_snapshot_benchmark_times_the_command_and_says_why() -> None:
+    out = run("snapshot_no_network.py", "--repeat", "1", timeout=180)
+    assert re.search(r"run 1: [\d.]+ s wall, [\d.]+ s CPU, exit 1: error: no network", out), out
+    assert "(bound: 5 s)" in out

@@ -38,6 +38,25 @@ async def test_providers_report_outcome_count_and_age(client: httpx.AsyncClient)
     assert r.json()["fx_as_of"] == default_fx().as_of  # the table the prices converted with
 
 
+async def test_each_provider_says_account_settings_source_lifecycle_and_check(
+    client: httpx.AsyncClient,
+) -> None:
+    by_name = {p["provider"]: p for p in (await client.get("/v1/providers")).json()["providers"]}
+    for name in registry():
+        assert by_name[name]["prices_from"] and by_name[name]["format_checked"], name
+        assert by_name[name]["lifecycle"] in ("active", "deprecated", "retired"), name
+    azure, lambda_ = by_name["azure"], by_name["lambda"]
+    assert azure["account_needed"] is False and lambda_["account_needed"] is True
+    assert "GPUSCOUT_LAMBDA_API_KEY" in lambda_["settings"]
+    assert azure["settings"][-1] == "GPUSCOUT_AZURE_BASE_URL"
+    cudo = by_name["cudo"]
+    assert cudo["lifecycle"] == "retired" and "2026-03-31" in cudo["lifecycle_note"]
+    assert "dstack PR #4018" in cudo["lifecycle_note"]
+    assert by_name["runpod"]["lifecycle"] == "deprecated"
+    assert by_name["azure"]["lifecycle_note"] is None
+    assert by_name["acme"]["lifecycle"] is None  # not a registered provider
+
+
 async def test_unknown_parameter(client: httpx.AsyncClient) -> None:
     assert error_locs(await client.get("/v1/providers?all=1")) == [["query", "all"]]
 

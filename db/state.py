@@ -98,7 +98,7 @@ class ProviderState:
         latest fetch failed) with recent prices is fresh; sample prices never are."""
         age = self.price_age_s(now)
         return (
-            self.origin is Origin.LIVE
+            self.origin is not Origin.SAMPLE
             and self.offer_count > 0
             and age is not None
             and age <= within_hours * 3600

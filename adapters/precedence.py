@@ -15,7 +15,7 @@ the fourth and last, chosen where the snapshot is read (:mod:`service.current`),
   type it no longer lists;
 * offers of equal rank (two catalogs listing the same provider) are merged, and the same
   offer seen twice (:attr:`~adapters.schema.Offer.key`: provider, instance type, region,
-  term and variant) is one offer, the earlier run's;
+  term and variant) is one offer: of two catalogs, the one first in :data:`CATALOG_ORDER`;
 * a provider whose own run failed or was skipped and which a catalog covers gets an ``ok``
   run of the catalog's origin, ``source`` naming the catalog, so every answer says where
   its prices came from and, by its ``started_at``, how old they are;
@@ -31,10 +31,16 @@ from collections.abc import Sequence
 from .run import Origin, ProviderRun, RunStatus
 from .schema import Offer
 
-__all__ = ["SOURCE_RANKS", "apply_precedence", "source_rank"]
+__all__ = ["CATALOG_ORDER", "SOURCE_RANKS", "apply_precedence", "source_rank"]
 
 #: The rank of each way a provider's offers arrive, best first.
 SOURCE_RANKS = ("own adapter", "keyless feed", "published catalog")
+
+
+#: Published catalogs, the preferred first where two list the same offer: gpuhunt's is
+#: collected every hour (dstackai/gpuhunt .github/workflows/catalogs.yml, cron "5 * * * *"),
+#: so its copy is at most about an hour old; SkyPilot's is refreshed on its own schedule.
+CATALOG_ORDER = ("gpuhunt v3", "skypilot-catalog v8")
 
 
 def source_rank(run: ProviderRun, offer: Offer) -> int:
@@ -107,11 +113,23 @@ def _origin(rank: int, source: ProviderRun) -> Origin:
     return Origin.CATALOG
 
 
+def _catalog_order(offer: Offer) -> int:
+    """Where ``offer``'s catalog stands in :data:`CATALOG_ORDER` (an unknown one last, the
+    provider's own offers first)."""
+    if offer.via_catalog is None:
+        return -1
+    try:
+        return CATALOG_ORDER.index(offer.via_catalog)
+    except ValueError:
+        return len(CATALOG_ORDER)
+
+
 def _deduped(offers: Sequence[Offer]) -> list[Offer]:
-    """``offers`` with each :attr:`~adapters.schema.Offer.key` kept once, the first."""
+    """``offers`` with each :attr:`~adapters.schema.Offer.key` kept once: the one of the
+    catalog first in :data:`CATALOG_ORDER`, else the first given."""
     seen: set[object] = set()
     kept = []
-    for offer in offers:
+    for offer in sorted(offers, key=_catalog_order):
         if offer.key not in seen:
             seen.add(offer.key)
             kept.append(offer)

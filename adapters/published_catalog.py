@@ -70,8 +70,8 @@ def add_catalog_offers(
     form_factor: str | None = None,
 ) -> None:
     """Add one offer per term of ``prices`` that has a positive price: USD per hour for the
-    whole instance, as both catalogs publish it. An empty price is a term not sold (no
-    spot price), not an error; a price that is not a positive number skips the record.
+    whole instance, as both catalogs publish it. An empty or zero price is a term not sold
+    (no spot price), not an error; a price that is not a number skips the record.
 
     ``fields`` holds the offer's identity, machine and provenance fields; ``form_factor``
     is a text hint the catalog's instance type gives (``"SXM"`` in ``gpu-h100-sxm_...``).
@@ -83,11 +83,10 @@ def add_catalog_offers(
         try:
             amount = positive_decimal(raw)
         except ValueError:
-            amount = None
-        if amount is None:
             result.skip(f"bad {term.value} price {raw!r}", ref)
             return
-        priced.append((term, amount))
+        if amount is not None:  # a zero price is a term not sold (SkyPilot's Vast rows)
+            priced.append((term, amount))
     if not priced:
         result.skip("no price", ref)
         return

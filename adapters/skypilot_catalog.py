@@ -15,7 +15,9 @@ instance (empty: not sold on that term); ``MemoryGiB`` is the instance's RAM in 
 ``AcceleratorCount`` is a float (``8.0``). A row per availability zone repeats the region's
 offer: the first one is kept (the contract's duplicate rule). ``GpuInfo`` is not read: its
 ``SizeInMiB`` is not in MiB for every cloud (RunPod writes ``80`` for an 80 GB A100).
-CPU-only rows (no accelerator) are not offers.
+CPU-only rows (no accelerator) are not offers. GCP's file prices a GPU apart from the machine
+it attaches to (a row with an accelerator and no instance type): skipped with that reason;
+its A2/A3 rows name no accelerator and read as CPU rows (gpuscout's GCP adapter prices them).
 
 The repository holds no licence file (checked in the code index, see SOURCES.md): offers
 say ``NOASSERTION``. Clouds whose provider gpuscout retired (CUDO Compute) or does not know

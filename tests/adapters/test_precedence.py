@@ -91,15 +91,16 @@ def test_a_keyless_feed_beats_a_catalog_and_loses_to_the_own_adapter() -> None:
     assert runs["aws"].offers == [own]
 
 
-def test_the_same_offer_in_two_catalogs_is_one_offer_the_first_catalogs() -> None:
-    first = offer("lambda", "gpu_1x_a6000", "0.80", "gpuhunt v3")
-    second = offer("lambda", "gpu_1x_a6000", "1.09", "skypilot-catalog v8")
+def test_the_same_offer_in_two_catalogs_is_one_offer_the_preferred_catalogs() -> None:
+    gpuhunt = offer("lambda", "gpu_1x_a6000", "0.80", "gpuhunt v3")
+    skypilot = offer("lambda", "gpu_1x_a6000", "1.09", "skypilot-catalog v8")
     other = offer("lambda", "gpu_8x_v100", "6.32", "skypilot-catalog v8")
-    runs = by_provider(
-        apply_precedence([run("gpuhunt_catalog", first), run("skypilot_catalog", second, other)])
-    )
-    assert runs["lambda"].offers == [first, other]
-    assert runs["lambda"].source == "gpuhunt_catalog"
+    for runs in (
+        [run("gpuhunt_catalog", gpuhunt), run("skypilot_catalog", skypilot, other)],
+        [run("skypilot_catalog", skypilot, other), run("gpuhunt_catalog", gpuhunt)],
+    ):
+        got = by_provider(apply_precedence(runs))["lambda"].offers
+        assert got == [gpuhunt, other]  # whichever catalog ran first
 
 
 def test_an_own_run_that_found_nothing_is_covered_by_a_catalog() -> None:

@@ -69,15 +69,9 @@ def test_oci_mi300x_is_amd_and_without_spot_price_is_on_demand_only() -> None:
 def test_every_recorded_cloud_gives_offers_and_cpu_rows_none() -> None:
     result = adapter().parse(recorded(), fetched_at=NOW)
     assert {o.provider for o in result.offers} == {
-        "hyperbolic",
-        "hyperstack",
-        "jarvislabs",
-        "lambda",
-        "nebius",
-        "oci",
-        "primeintellect",
-        "runpod",
-    }
+        "hyperbolic", "hyperstack", "jarvislabs", "lambda", "lium", "mithril", "nebius", "oci",
+        "primeintellect", "runpod", "seeweb", "shadeform", "vastai", "verda",
+    }  # fmt: skip
     assert all(o.gpu_count > 0 for o in result.offers)
     # RunPod's second zone of the same region repeats its offer: kept once, counted
     assert result.skip_reasons() == {
@@ -96,6 +90,15 @@ def test_a_missing_column_is_a_format_error_naming_it() -> None:
     payload = {"cloud": "lambda", "version": None, "csv": "InstanceType,Region\nx,y\n"}
     with pytest.raises(ResponseFormatError, match="lambda/vms.csv: no column AcceleratorName"):
         adapter().parse([payload], fetched_at=NOW)
+
+
+def test_a_zero_spot_price_is_no_spot_offer_and_a_spot_only_row_is_spot_only() -> None:
+    vast = offers_of("vastai")
+    assert {o.term for o in vast} == {RentalTerm.ON_DEMAND}  # SpotPrice 0.00
+    verda = [o for o in offers_of("verda") if o.offer_id == "2B200.60V"]
+    assert [(o.term, o.price_amount) for o in verda] == [
+        (RentalTerm.INTERRUPTIBLE, Decimal("3.423"))
+    ]
 
 
 def test_a_bad_price_skips_the_row() -> None:

@@ -324,10 +324,11 @@ class OfferDetail(Provenance):
         description="provider|offer_id|region|term|basis[|variant]",
         examples=["acme|8x-h100|us-east-1|on_demand|instance"],
     )
-    offer_origin: Literal["live", "sample"] = Field(
+    offer_origin: Literal["live", "catalog", "sample"] = Field(
         description="where this offer's price comes from: its provider's held offers, fetched"
-        " live or the offline sample's recorded prices (replayed, or a snapshot stored from"
-        " it); sample and origin above are of every offer, as in /v1/offers"
+        " live, read from a published catalog (gpuhunt's, SkyPilot's: its via_catalog field"
+        " names it) or the offline sample's recorded prices (replayed, or a snapshot stored"
+        " from it); sample and origin above are of every offer, as in /v1/offers"
     )
     record_from: Literal["database", "sample", "frame"] = Field(
         description="where the fields come from: the stored record, the replayed sample, or"

@@ -78,6 +78,7 @@ def test_snapshot_without_accounts_stores_catalog_offers_of_their_real_providers
     for name in ("GPUSCOUT_DATABASE_URL", "GPUSCOUT_ENVIRONMENT", "GPUSCOUT_FX_RATES_FILE"):
         monkeypatch.delenv(name, raising=False)
     env = {
+        "COLUMNS": "200",  # the run table whole, whatever the terminal running the tests
         "GPUSCOUT_DATA_DIR": str(data),
         "GPUSCOUT_SKYPILOT_CATALOG_BASE_URL": f"{server}/{SKYPILOT_PATH}",
         "GPUSCOUT_GPUHUNT_CATALOG_BASE_URL": f"{server}/{GPUHUNT_PATH}",
@@ -91,6 +92,7 @@ def test_snapshot_without_accounts_stores_catalog_offers_of_their_real_providers
         )
     get_settings.cache_clear()
     assert result.exit_code == 0, result.output
+    assert "via skypilot_catalog" in result.output  # the run table names each source
 
     with sqlite3.connect(data / "gpuscout.db") as db:
         rows = db.execute("SELECT provider, record FROM current_offer").fetchall()

@@ -25,7 +25,6 @@ from gpuscout.adapters.sample import (
 UNKNOWN_CAPTURE = {
     "lambda": date(2025, 11, 22),
     "verda": date(2023, 11, 24),
-    "cudo": date(2024, 3, 14),
     "vultr": date(2025, 1, 8),
     "jarvislabs": date(2026, 6, 11),
     "digitalocean": date(2025, 8, 29),

@@ -20,6 +20,7 @@ name: ``instance_name``, ``location``, ``price`` (USD per hour for the whole ins
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 import zipfile
@@ -29,20 +30,13 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .base import (
-    Adapter,
-    FailedCall,
-    ParseResult,
-    ProviderError,
-    ResponseFormatError,
-    failed_calls_payload,
-    request,
-)
+from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, request
 from .published_catalog import (
     PublishedCatalog,
     add_catalog_offers,
     csv_rows,
     form_factor_in_name,
+    gathered_payloads,
 )
 from .schema import OfferFields, RentalTerm
 from .units import non_negative, positive_quantity, text, whole_count
@@ -80,18 +74,12 @@ class GpuhuntCatalogAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        payloads: list[Any] = []
-        failed: list[FailedCall] = []
-        first_error: ProviderError | None = None
-        for source in PROVIDERS:
-            try:
-                payloads.append(await self._fetch_one(client, source))
-            except ProviderError as exc:
-                first_error = first_error or exc
-                failed.append(FailedCall(f"gpuhunt_catalog:{source}", exc.reason))
-        if not payloads and first_error is not None:
-            raise first_error  # nothing fetched: the catalog failed as a whole
-        return [*payloads, failed_calls_payload(failed)] if failed else payloads
+        """Every provider's catalog at once; one that fails is a skipped record, all failing
+        the catalog's error."""
+        answers = await asyncio.gather(
+            *(self._fetch_one(client, source) for source in PROVIDERS), return_exceptions=True
+        )
+        return gathered_payloads(self.name, list(PROVIDERS), answers)
 
     async def _fetch_one(self, client: httpx.AsyncClient, source: str) -> dict[str, Any]:
         answer = await request(

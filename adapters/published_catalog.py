@@ -15,14 +15,29 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from typing import Any
 
-from .base import ParseResult, ResponseFormatError, gpu_fields, price_fields
+from .base import (
+    FailedCall,
+    ParseResult,
+    ProviderError,
+    ResponseFormatError,
+    failed_calls_payload,
+    gpu_fields,
+    price_fields,
+)
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .units import positive_decimal
 
-__all__ = ["PublishedCatalog", "add_catalog_offers", "csv_rows", "form_factor_in_name"]
+__all__ = [
+    "PublishedCatalog",
+    "add_catalog_offers",
+    "csv_rows",
+    "form_factor_in_name",
+    "gathered_payloads",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -106,3 +121,27 @@ def form_factor_in_name(instance_type: str) -> str | None:
     if "pcie" in lowered:
         return "PCIe"
     return None
+
+
+def gathered_payloads(adapter: str, parts: Sequence[str], answers: Sequence[Any]) -> list[Any]:
+    """The payloads of a catalog's parts fetched together (``answers``: each part's payload
+    or the exception it raised, in the order of ``parts``): a part that failed becomes a
+    :class:`FailedCall` for parse to report; every part failing is the catalog's error (the
+    first one's), so that no network fails the source instead of storing nothing as ok.
+
+    Anything but a :class:`ProviderError` (a bug, a cancellation) is raised as it is.
+    """
+    payloads: list[Any] = []
+    failed: list[FailedCall] = []
+    errors: list[ProviderError] = []
+    for part, answer in zip(parts, answers, strict=True):
+        if isinstance(answer, ProviderError):
+            errors.append(answer)
+            failed.append(FailedCall(f"{adapter}:{part}", answer.reason))
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            payloads.append(answer)
+    if not payloads and errors:
+        raise errors[0]
+    return [*payloads, failed_calls_payload(failed)] if failed else payloads

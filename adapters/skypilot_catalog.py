@@ -26,26 +26,20 @@ are not fetched; a cloud that fails is reported as a skipped record, the others 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
 import httpx
 
-from .base import (
-    Adapter,
-    FailedCall,
-    ParseResult,
-    ProviderError,
-    ResponseFormatError,
-    failed_calls_payload,
-    request,
-)
+from .base import Adapter, ParseResult, ResponseFormatError, request
 from .published_catalog import (
     PublishedCatalog,
     add_catalog_offers,
     csv_rows,
     form_factor_in_name,
+    gathered_payloads,
 )
 from .run import FRESH_WITHIN_HOURS
 from .schema import OfferFields, RentalTerm
@@ -95,22 +89,18 @@ class SkyPilotCatalogAdapter(Adapter):
     base_url = API_BASE
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
-        payloads: list[Any] = []
-        failed: list[FailedCall] = []
-        first_error: ProviderError | None = None
-        for cloud in CLOUDS:
-            url = self.url(f"/{cloud}/vms.csv")
-            try:
-                response = await request(client, "GET", url, provider=self.name, policy=self.policy)
-            except ProviderError as exc:
-                first_error = first_error or exc
-                failed.append(FailedCall(f"skypilot_catalog:{cloud}", exc.reason))
-                continue
-            version = response.headers.get("ETag", "").strip('"') or None
-            payloads.append({"cloud": cloud, "version": version, "csv": response.text})
-        if not payloads and first_error is not None:
-            raise first_error  # nothing fetched: the catalog failed as a whole
-        return [*payloads, failed_calls_payload(failed)] if failed else payloads
+        """Every cloud's file at once (one host: with no network all fail in one request's
+        time); a cloud that fails is a skipped record, all failing the catalog's error."""
+        answers = await asyncio.gather(
+            *(self._fetch_one(client, cloud) for cloud in CLOUDS), return_exceptions=True
+        )
+        return gathered_payloads(self.name, list(CLOUDS), answers)
+
+    async def _fetch_one(self, client: httpx.AsyncClient, cloud: str) -> dict[str, Any]:
+        url = self.url(f"/{cloud}/vms.csv")
+        response = await request(client, "GET", url, provider=self.name, policy=self.policy)
+        version = response.headers.get("ETag", "").strip('"') or None
+        return {"cloud": cloud, "version": version, "csv": response.text}
 
     def decode(self, data: bytes, filename: str) -> Any:
         """A recorded ``<cloud>/vms.csv`` file (its directory names the cloud)."""

@@ -178,6 +178,16 @@ class CurrentState:
         return [name for name, p in self.providers.items() if p.sample]
 
     @property
+    def catalog_providers(self) -> list[str]:
+        """Providers whose held offers were read from a published catalog (gpuhunt's,
+        SkyPilot's) rather than their own API: each offer's ``via_catalog`` says which."""
+        return [
+            name
+            for name, p in self.providers.items()
+            if p.offer_count > 0 and p.origin is Origin.CATALOG
+        ]
+
+    @property
     def sample(self) -> bool:
         """Some offers are recorded sample prices, not live: the answer must say so."""
         return self.source == "sample" or bool(self.sample_providers)

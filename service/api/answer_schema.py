@@ -231,6 +231,12 @@ class Provenance(_Answer):
     )
     origin: str = Field(description="live | sample | mixed: where the offers come from")
     sample_providers: list[str] = Field(description="providers whose offers are sample prices")
+    catalog_providers: list[str] = Field(
+        default_factory=list,
+        description="providers whose offers were read from a published catalog (gpuhunt's,"
+        " SkyPilot's), not their own API: each offer's via_catalog names it, /v1/providers"
+        " their price age",
+    )
     note: str | None = Field(
         description="what to know first: the sample's capture dates (or 'capture date"
         " unknown'), stale providers"

@@ -90,8 +90,13 @@ def test_snapshot_without_accounts_stores_catalog_offers_of_their_real_providers
         result = CliRunner().invoke(
             app, ["snapshot", "-p", "skypilot_catalog", "-p", "gpuhunt_catalog"], env=env
         )
+        ranked = CliRunner().invoke(app, ["offers", "--gpu", "H100", "--hours", "100"], env=env)
     get_settings.cache_clear()
     assert result.exit_code == 0, result.output
+    assert ranked.exit_code == 0, ranked.output
+    # the answer ranks the stored catalog offers and says where they came from
+    assert "from published catalogs:" in ranked.output
+    assert "offline sample" not in ranked.output
     assert "via skypilot_catalog" in result.output  # the run table names each source
 
     with sqlite3.connect(data / "gpuscout.db") as db:

@@ -39,7 +39,8 @@ SOURCE_RANKS = ("own adapter", "keyless feed", "published catalog")
 
 #: Published catalogs, the preferred first where two list the same offer: gpuhunt's is
 #: collected every hour (dstackai/gpuhunt .github/workflows/catalogs.yml, cron "5 * * * *"),
-#: so its copy is at most about an hour old; SkyPilot's is refreshed on its own schedule.
+#: SkyPilot's every 7 hours (its maintainers in skypilot-org/skypilot-catalog PR #39,
+#: 2023-07-13: "our github action will run this script to update it per 7 hours").
 CATALOG_ORDER = ("gpuhunt v3", "skypilot-catalog v8")
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from .base import Adapter, AdapterError, MissingCredentials
+from .precedence import apply_precedence
 from .run import Origin, ProviderRun, RunStatus
 
 __all__ = [
@@ -129,7 +130,9 @@ async def collect(
     on_done: Callable[[ProviderRun], None] | None = None,
 ) -> list[ProviderRun]:
     """Run every adapter concurrently: the total time is that of the slowest provider, at
-    most ``deadline_s`` (per provider) plus its parse."""
+    most ``deadline_s`` (per provider) plus its parse. The runs come out one per provider,
+    each provider's offers from its best source (:func:`adapters.precedence.apply_precedence`:
+    a published catalog's offers go to the providers they name)."""
 
     async def one(adapter: Adapter) -> ProviderRun:
         run = await run_provider(adapter, client, deadline_s=deadline_s)
@@ -140,4 +143,4 @@ async def collect(
                 log.exception("%s: on_done callback failed", adapter.name)
         return run
 
-    return list(await asyncio.gather(*(one(a) for a in adapters)))
+    return apply_precedence(await asyncio.gather(*(one(a) for a in adapters)))

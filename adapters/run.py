@@ -37,6 +37,9 @@ class Origin(enum.StrEnum):
 
     LIVE = "live"
     """fetched now from the provider (or read from the user's price sheets)"""
+    CATALOG = "catalog"
+    """read from another project's published catalog of the provider's prices (gpuhunt's,
+    SkyPilot's): the provider's prices as that project last collected them"""
     SAMPLE = "sample"
     """replayed from the recorded responses shipped with gpuscout (:mod:`adapters.sample`):
     prices of their capture date, not today's"""
@@ -54,6 +57,9 @@ class ProviderRun:
     skipped: list[SkippedRecord] = dataclasses.field(default_factory=list)
     error: str | None = None
     origin: Origin = Origin.LIVE
+    source: str | None = None
+    """the source the offers came through when it is not the provider's own adapter: the
+    published catalog's adapter (``skypilot_catalog``); ``None``: the provider itself"""
     capture_date_known: bool = True
     """``False``: recorded prices whose capture date is unknown; ``started_at`` (and the
     offers' ``fetched_at``) is then the latest that date can be (the sample manifest's

@@ -121,6 +121,7 @@ def replay_sample(providers: Iterable[str] | None = None) -> list[ProviderRun]:
     """Parse the recorded responses of ``providers`` (all sampled ones by default)."""
     from . import get_adapter  # the registry imports adapter modules; keep that lazy
     from .collect import parse_payloads
+    from .precedence import apply_precedence
 
     wanted = set(providers) if providers is not None else None
     runs = []
@@ -133,4 +134,4 @@ def replay_sample(providers: Iterable[str] | None = None) -> list[ProviderRun]:
         run.origin = Origin.SAMPLE
         run.capture_date_known = entry.capture_date_known
         runs.append(run)
-    return runs
+    return apply_precedence(runs)

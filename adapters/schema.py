@@ -314,6 +314,20 @@ class Offer(BaseModel):
     country: Annotated[str | None, Field(description="ISO 3166-1 alpha-2")] = None
     fetched_at: datetime
     raw_ref: Annotated[str | None, Field(description="link or reference to the raw record")] = None
+    via_catalog: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            description="the published catalog the offer came through (another project's"
+            " collection of the provider's prices); None: from the provider itself",
+        ),
+    ] = None
+    catalog_version: Annotated[
+        str | None, Field(min_length=1, description="the catalog's version or commit")
+    ] = None
+    catalog_licence: Annotated[
+        str | None, Field(min_length=1, description="the catalog's licence (SPDX id)")
+    ] = None
 
     # GPU
     gpu_model: Annotated[str | None, Field(description="canonical name in the GPU catalog")] = None
@@ -569,6 +583,9 @@ class OfferFields(TypedDict, total=False):
     country: str | None
     fetched_at: datetime
     raw_ref: str | None
+    via_catalog: str | None
+    catalog_version: str | None
+    catalog_licence: str | None
     gpu_model: str | None
     gpu_raw_name: str | None
     gpu_vendor: Vendor | None

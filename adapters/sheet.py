@@ -82,9 +82,11 @@ ILLUSTRATIVE_REASON = (
 )
 #: How a sheet writes ``true`` and ``false`` (YAML booleans, or CSV cells).
 _TRUE, _FALSE = frozenset({"true", "yes", "1"}), frozenset({"false", "no", "0"})
-#: Offer fields a sheet cannot set: filled by the adapter or derived from ``gpu_name``.
+#: Offer fields a sheet cannot set: filled by the adapter, derived from ``gpu_name``, or
+#: the provenance of a published catalog (a sheet is the user's own, not a catalog's).
 MANAGED_FIELDS = frozenset(
     {"provider", "offer_id", "fetched_at", "raw_ref", "gpu_model", "gpu_raw_name", "gpu_vendor"}
+    | {"via_catalog", "catalog_version", "catalog_licence"}
 )
 #: Every key a sheet entry may carry.
 SHEET_KEYS = frozenset(set(Offer.model_fields) - MANAGED_FIELDS) | EXTRA_KEYS

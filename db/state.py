@@ -98,7 +98,7 @@ class ProviderState:
         latest fetch failed) with recent prices is fresh; sample prices never are."""
         age = self.price_age_s(now)
         return (
-            self.origin is Origin.LIVE
+            self.origin is not Origin.SAMPLE
             and self.offer_count > 0
             and age is not None
             and age <= within_hours * 3600
@@ -178,16 +178,29 @@ class CurrentState:
         return [name for name, p in self.providers.items() if p.sample]
 
     @property
+    def catalog_providers(self) -> list[str]:
+        """Providers whose held offers were read from a published catalog (gpuhunt's,
+        SkyPilot's) rather than their own API: each offer's ``via_catalog`` says which."""
+        return [
+            name
+            for name, p in self.providers.items()
+            if p.offer_count > 0 and p.origin is Origin.CATALOG
+        ]
+
+    @property
     def sample(self) -> bool:
         """Some offers are recorded sample prices, not live: the answer must say so."""
         return self.source == "sample" or bool(self.sample_providers)
 
-    def provider_origin(self, provider: str) -> Literal["live", "sample"]:
+    def provider_origin(self, provider: str) -> Literal["live", "catalog", "sample"]:
         """Where the held offers of ``provider`` come from: ``sample`` when the state is the
-        replayed sample or that provider's held offers were stored from it, so a page about
-        one offer of a mixed state says what its own price is."""
+        replayed sample or that provider's held offers were stored from it, ``catalog`` when
+        they were read from a published catalog, so a page about one offer of a mixed state
+        says what its own price is."""
         held = self.providers.get(provider)
-        return "sample" if self.source == "sample" or (held is not None and held.sample) else "live"
+        if self.source == "sample" or (held is not None and held.sample):
+            return "sample"
+        return "catalog" if held is not None and held.origin is Origin.CATALOG else "live"
 
     def provider_sample_note(self, provider: str) -> str | None:
         """The sample note with the capture date of ``provider``'s held offers (``None``:

@@ -231,6 +231,12 @@ class Provenance(_Answer):
     )
     origin: str = Field(description="live | sample | mixed: where the offers come from")
     sample_providers: list[str] = Field(description="providers whose offers are sample prices")
+    catalog_providers: list[str] = Field(
+        default_factory=list,
+        description="providers whose offers were read from a published catalog (gpuhunt's,"
+        " SkyPilot's), not their own API: each offer's via_catalog names it, /v1/providers"
+        " their price age",
+    )
     note: str | None = Field(
         description="what to know first: the sample's capture dates (or 'capture date"
         " unknown'), stale providers"
@@ -324,10 +330,11 @@ class OfferDetail(Provenance):
         description="provider|offer_id|region|term|basis[|variant]",
         examples=["acme|8x-h100|us-east-1|on_demand|instance"],
     )
-    offer_origin: Literal["live", "sample"] = Field(
+    offer_origin: Literal["live", "catalog", "sample"] = Field(
         description="where this offer's price comes from: its provider's held offers, fetched"
-        " live or the offline sample's recorded prices (replayed, or a snapshot stored from"
-        " it); sample and origin above are of every offer, as in /v1/offers"
+        " live, read from a published catalog (gpuhunt's, SkyPilot's: its via_catalog field"
+        " names it) or the offline sample's recorded prices (replayed, or a snapshot stored"
+        " from it); sample and origin above are of every offer, as in /v1/offers"
     )
     record_from: Literal["database", "sample", "frame"] = Field(
         description="where the fields come from: the stored record, the replayed sample, or"

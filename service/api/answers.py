@@ -180,6 +180,7 @@ def page_header(state: ApiState, now: datetime) -> dict[str, Any]:
         "sample": cur.sample,
         "origin": cur.origin,
         "sample_providers": cur.sample_providers,
+        "catalog_providers": cur.catalog_providers,
         "note": cur.note,
         "fx_as_of": cur.fx.as_of,
         "snapshot_at": rfc3339(cur.snapshot_at) if cur.snapshot_at else None,

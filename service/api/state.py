@@ -110,6 +110,11 @@ class ApiState:
             )
         # failed_providers names the stale ones too; this warning is about those with no
         # offers at all (as the web banner says it)
+        if cur.catalog_providers:
+            out.append(
+                "prices from published catalogs (gpuhunt, SkyPilot), not the providers' own"
+                " APIs; /v1/providers gives their age: " + ", ".join(cur.catalog_providers)
+            )
         failed = [name for name in cur.failed_providers if name not in cur.stale_providers]
         if failed:
             out.append(

@@ -252,6 +252,12 @@ def _load(sample: bool) -> CurrentState:
             f"[yellow]stale:[/] {', '.join(current.stale_providers)} (last good prices)",
             highlight=False,
         )
+    if current.catalog_providers:
+        err.print(
+            f"[yellow]from published catalogs:[/] {', '.join(current.catalog_providers)}"
+            " (gpuhunt, SkyPilot; `gpuscout providers` gives their age)",
+            highlight=False,
+        )
     return current
 
 

@@ -187,13 +187,15 @@ def no_network_line(summary: SnapshotSummary) -> str:
 
 def summary_table(runs: list[ProviderRun]) -> Table:
     table = Table(title="snapshot")
-    for col in ("provider", "outcome", "offers", "skipped", "seconds", "error"):
+    for col in ("provider", "outcome", "source", "offers", "skipped", "seconds", "error"):
         table.add_column(col)
     style = {RunStatus.OK: "green", RunStatus.ERROR: "red", RunStatus.SKIPPED: "yellow"}
     for r in sorted(runs, key=lambda r: r.provider):
         table.add_row(
             r.provider,
             f"[{style[r.status]}]{r.status.value}[/]",
+            # where its offers came from: its own API, the sample, or the catalog named
+            f"via {r.source}" if r.source else r.origin.value,
             str(r.offer_count),
             str(len(r.skipped)),
             f"{r.duration_s:.2f}",

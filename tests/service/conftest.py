@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
+import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -33,3 +37,27 @@ def recompute_code_digest() -> Iterator[Callable[[], None]]:
     sample_cache.code_digest.cache_clear()
     yield sample_cache.code_digest.cache_clear
     sample_cache.code_digest.cache_clear()
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def catalog_server(tmp_path: Path) -> Iterator[str]:
+    """A static server on 127.0.0.1 (ephemeral port) of the published tree; anything else
+    is its 404, as a catalog the publisher does not hold."""
+    root = tmp_path / "published"
+    from tests.service.test_catalog_snapshot import published_tree
+
+    published_tree(root)
+    handler = functools.partial(_Quiet, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

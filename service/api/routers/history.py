@@ -133,8 +133,10 @@ class PricePointOut(BaseModel):
     term: RentalTerm
     usd_per_hour: float
     usd_per_gpu_hour: float | None
-    origin: Literal["live", "sample"] = Field(
-        description="sample: replayed from the offline sample, valid from when it was stored"
+    origin: Literal["live", "catalog", "sample"] = Field(
+        description="catalog: read from a published catalog of the provider's prices (the"
+        " offer's via_catalog names it); sample: replayed from the offline sample, valid from"
+        " when it was stored"
     )
 
 

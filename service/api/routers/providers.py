@@ -39,7 +39,9 @@ class ProviderOut(BaseModel):
     )
     fresh_within_hours: float = Field(description="the provider's freshness threshold, hours")
     origin: str | None = Field(
-        description="live | sample: where its offers come from (null: none held)"
+        description="live | catalog | sample: where its offers come from: its own API, a"
+        " published catalog of its prices (each offer's via_catalog names which, its"
+        " price_age_hours how old), or the offline sample (null: none held)"
     )
     capture_date_known: bool = Field(
         description="false: sample prices whose capture date is unknown: last_fetch_at is the"

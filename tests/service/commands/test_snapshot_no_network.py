@@ -29,6 +29,10 @@ from gpuscout.service.settings import get_settings
 from tests.db.factories import current
 from tests.faults.providers import PROVIDERS
 from tests.faults.server import running_server
+from tests.service.test_catalog_snapshot import GPUHUNT_PATH, SKYPILOT_PATH
+
+#: Sources that publish other providers' prices: their offers name those providers.
+CATALOG_SOURCES = frozenset({"gpuhunt_catalog", "skypilot_catalog"})
 
 runner = CliRunner()
 
@@ -105,11 +109,13 @@ def test_partial_network_stores_what_answered_and_names_the_rest(
 
 
 def test_with_no_account_every_keyless_provider_is_stored(
-    offline_env: str, monkeypatch: pytest.MonkeyPatch
+    offline_env: str, catalog_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every provider that needs no account answers a snapshot with no credential set: each
     API's recorded answer served at its real path (the base URL a setting), the published
-    price lists read from their files. Retired providers are not fetched."""
+    price lists read from their files, the published catalogs (SkyPilot's, gpuhunt's)
+    replayed at theirs (``catalog_server``) for the providers no keyless source covers. Retired
+    providers are not fetched; every provider is stored with its source."""
     from gpuscout.adapters import registry
 
     keyless = {
@@ -127,9 +133,11 @@ def test_with_no_account_every_keyless_provider_is_stored(
             ("GET", "/spot-advisor-data.json"): "spot_advisor_data.spotinfo_excerpt.verbatim.json",
         },
     )
-    with running_server(served) as server:
+    monkeypatch.setenv("GPUSCOUT_SKYPILOT_CATALOG_BASE_URL", f"{catalog_server}/{SKYPILOT_PATH}")
+    monkeypatch.setenv("GPUSCOUT_GPUHUNT_CATALOG_BASE_URL", f"{catalog_server}/{GPUHUNT_PATH}")
+    with running_server(served) as fakes:
         for name in served:
-            monkeypatch.setenv(f"GPUSCOUT_{name.upper()}_BASE_URL", server.base_url(name))
+            monkeypatch.setenv(f"GPUSCOUT_{name.upper()}_BASE_URL", fakes.base_url(name))
         get_settings.cache_clear()
         result = runner.invoke(app, ["snapshot"], env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output
@@ -140,9 +148,12 @@ def test_with_no_account_every_keyless_provider_is_stored(
         engine.dispose()
     providers = set(stored.frame["provider"].unique())
     print(f"{len(providers)} providers stored with no account: {sorted(providers)}")
-    assert providers == keyless and len(providers) >= 14
+    own = keyless - CATALOG_SOURCES
+    assert own <= providers and len(providers) >= 15
     assert "cudo" not in providers
-    assert all(stored.providers[p].origin.value == "live" for p in providers)
+    for provider in providers:  # each labelled with its source
+        origin = stored.providers[provider].origin.value
+        assert origin == ("live" if provider in own else "catalog"), (provider, origin)
     aws_spot = stored.frame.filter(
         (pl.col("provider") == "aws") & (pl.col("term").cast(pl.String) == "interruptible")
     )

@@ -579,6 +579,7 @@ ESTIMATE_NOTES: dict[str, str] = {
     "cost_usd": "the run on the offer below",
     "offer.wall_clock_hours": "on this offer's nodes and term (what its cost pays for)",
     "offer.billed_hours": "hours billed (whole periods of a commitment)",
+    "offer.billing_rounding_hours": "billed beyond the expected wall clock (increment, minimum)",
     "offer.job_cost_usd": "the run on this offer",
 }
 #: A text value longer than this is printed beneath the table, wrapped, not in a cell.

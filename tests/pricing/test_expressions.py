@@ -24,6 +24,7 @@ def _eval(frame: dict[str, list[object]], expr: pl.Expr, schema=None) -> list[ob
 def test_billed_hours_min_rental_and_increments() -> None:
     frame = {
         "wall_clock_hours": [1.5, 1.5, 1.51, 1.234, 100.0, 0.2],
+        "compute_hours": [1.5, 1.5, 1.51, 1.234, 100.0, 0.2],
         "min_rental_hours": [None, 10.0, None, None, None, None],
         "billing_increment_s": [3600, 3600, 60, None, 3600, 3600],
         "commitment_hours": [None] * 6,
@@ -38,6 +39,7 @@ def test_billed_hours_min_rental_and_increments() -> None:
 def test_billed_hours_whole_commitment_periods() -> None:
     frame = {
         "wall_clock_hours": [100.0, 1000.0, 800.0, 730.0],
+        "compute_hours": [100.0, 1000.0, 800.0, 730.0],
         "min_rental_hours": [None] * 4,
         "billing_increment_s": [None] * 4,
         "commitment_hours": [730.0, 2190.0, 730.0, 730.0],
@@ -53,11 +55,13 @@ def _billed_hours_as_written() -> pl.Expr:
     """The billed hours as the rules read (the maxima as horizontal maxima and clips), in
     one expression: what the cheaper forms of :mod:`pricing.expressions` must equal."""
     wall, period = pl.col("wall_clock_hours"), pl.col("commitment_hours")
-    floor = pl.max_horizontal(wall, pl.col("min_rental_hours").fill_null(0.0))
+    compute = pl.col("compute_hours")
+    floor = pl.max_horizontal(compute, pl.col("min_rental_hours").fill_null(0.0))
     step = pl.col("billing_increment_s").cast(pl.Float64) / 3600.0
     metered = pl.when(step.is_null()).then(floor).otherwise(ex._round_up(floor, step))
     periods = ex._round_up(wall, period).clip(lower_bound=period)
-    capped = ex.monthly_capped_hours(metered, pl.col("billing_cap_hours_per_month"))
+    expected = metered + (wall - compute).clip(lower_bound=0.0)
+    capped = ex.monthly_capped_hours(expected, pl.col("billing_cap_hours_per_month"))
     return pl.when(period.is_not_null()).then(pl.max_horizontal(periods, floor)).otherwise(capped)
 
 
@@ -70,6 +74,7 @@ def test_billed_hours_in_stages_are_the_billed_hours_to_the_last_bit() -> None:
     hours.append(None)
     values = {
         "wall_clock_hours": hours,
+        "restart_share": [0.0, 0.0003],
         "min_rental_hours": [None, 0.0, 10.0, 1000.0],
         "billing_increment_s": [None, 1, 60, 3600, 86400],
         "commitment_hours": [None, 168.0, 730.0, 8760.0],
@@ -80,12 +85,17 @@ def test_billed_hours_in_stages_are_the_billed_hours_to_the_last_bit() -> None:
         {name: [r[i] for r in rows] for i, name in enumerate(values)},
         schema={
             "wall_clock_hours": pl.Float64,
+            "restart_share": pl.Float64,
             "min_rental_hours": pl.Float64,
             "billing_increment_s": pl.Int64,
             "commitment_hours": pl.Float64,
             "billing_cap_hours_per_month": pl.Float64,
         },
     )
+    # the compute hours before the expected restarts (none: the wall clock itself)
+    frame = frame.with_columns(
+        compute_hours=pl.col("wall_clock_hours") * (1 - pl.col("restart_share"))
+    ).drop("restart_share")
     staged = frame.lazy()
     for stage in ex.billed_hours_stages():
         staged = staged.with_columns(**stage)
@@ -103,6 +113,7 @@ def test_billed_hours_of_nan_hours_are_nan() -> None:
     of the rules as written would bill the minimum rental, as if no hours were run)."""
     frame = {
         "wall_clock_hours": [math.nan, math.nan],
+        "compute_hours": [math.nan, math.nan],
         "min_rental_hours": [1.0, None],
         "billing_increment_s": [3600, None],
         "commitment_hours": [None, 730.0],
@@ -118,6 +129,7 @@ def test_billed_hours_monthly_cap() -> None:
     bills 672 h = $16,074.24, not 730 h = $17,461.60."""
     frame = {
         "wall_clock_hours": [730.0, 100.0, 1000.0, 2000.0, 730.0, 700.5],
+        "compute_hours": [730.0, 100.0, 1000.0, 2000.0, 730.0, 700.5],
         "min_rental_hours": [None] * 6,
         "billing_increment_s": [3600] * 6,
         "commitment_hours": [None] * 6,
@@ -136,6 +148,35 @@ def test_billed_hours_monthly_cap() -> None:
         {"billed_hours": [got[0]], "usd_per_hour": [23.92], "nodes": [1]}, ex.job_cost_usd()
     )
     assert cost == pytest.approx([16074.24])
+
+
+def test_interruptible_expectation_is_not_rounded() -> None:
+    """Vultr spot bills by the hour; a 1-hour 8x H100 job expected to run 1.0003 h with
+    restarts bills 1 h (rounded once) + 0.0003 h (expected), not 2 h; 100 h bills 100.03 h,
+    not 101. A 1.51 h job on an hourly increment bills 2 h + its expected restarts."""
+    frame = {
+        "compute_hours": [1.0, 100.0, 1.51],
+        "wall_clock_hours": [1.0003, 100.03, 1.5105],
+        "min_rental_hours": [None, None, None],
+        "billing_increment_s": [3600, 3600, 3600],
+        "commitment_hours": [None] * 3,
+        "billing_cap_hours_per_month": [None] * 3,
+    }
+    schema = {
+        "min_rental_hours": pl.Float64,
+        "commitment_hours": pl.Float64,
+        "billing_cap_hours_per_month": pl.Float64,
+    }
+    billed = _eval(frame, ex.billed_hours(), schema)
+    assert billed == pytest.approx([1.0003, 100.03, 2.0005])
+    cost = _eval({"billed_hours": billed[:1], "usd_per_hour": [18.40], "nodes": [1]},
+                 ex.job_cost_usd())  # fmt: skip
+    assert cost == pytest.approx([18.40552])
+    rounding = _eval(
+        {"billed_hours": billed, "wall_clock_hours": frame["wall_clock_hours"]},
+        ex.billing_rounding_hours(),
+    )
+    assert rounding == pytest.approx([0.0, 0.0, 0.49], abs=1e-9)
 
 
 def test_wall_clock_adds_modelled_restarts_on_interruptible_only() -> None:

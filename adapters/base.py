@@ -38,6 +38,7 @@ import httpx
 import pydantic
 import tenacity
 
+from .billing_rules import billing_fields
 from .declarations import ProviderSetting
 from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
@@ -223,7 +224,9 @@ class ParseResult:
 
         The cluster fabric its provider documents for the offer's instance type
         (:func:`adapters.fabrics.fabric_fields`) fills ``fabric``, ``fabric_gbps`` and
-        ``multi_node`` where the adapter left them unset: what an API states wins.
+        ``multi_node`` where the adapter left them unset: what an API states wins. So do
+        the provider's billing increment and minimum (:func:`adapters.billing_rules.
+        billing_fields`) on on-demand and interruptible terms.
 
         Skipped: a record that fails validation (the reason names the field), a price below
         :data:`MIN_USD_PER_GPU_HOUR` or above :data:`MAX_USD_PER_GPU_HOUR`, and a record
@@ -246,6 +249,10 @@ class ParseResult:
         provider, offer_id = fields.get("provider"), fields.get("offer_id")
         if isinstance(provider, str) and isinstance(offer_id, str):
             for key, value in fabric_fields(provider, offer_id).items():
+                if fields.get(key) is None:
+                    fields[key] = value  # type: ignore[literal-required]
+        if isinstance(provider, str):
+            for key, value in billing_fields(provider, fields.get("term")).items():
                 if fields.get(key) is None:
                     fields[key] = value  # type: ignore[literal-required]
         try:

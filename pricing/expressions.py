@@ -40,6 +40,7 @@ from typing import Any, Final, cast
 
 import polars as pl
 
+from gpuscout.adapters.billing_rules import assumed_providers
 from gpuscout.adapters.gpus import Precision
 from gpuscout.adapters.schema import (
     HOURS_PER_MONTH,
@@ -56,6 +57,7 @@ from .requirement import Requirement
 
 __all__ = [
     "ALWAYS",
+    "ASSUMED_HOURLY",
     "BILLING_STAGE_COLUMNS",
     "ETHERNET_ONLY",
     "MEMORY_UNKNOWN",
@@ -129,6 +131,9 @@ __all__ = [
 _kept = functools.lru_cache(maxsize=256)
 
 SECONDS_PER_HOUR = 3600.0
+HOURLY_INCREMENT_S = 3600
+#: The caveat of a row billed by the whole hour because its provider publishes no increment.
+ASSUMED_HOURLY = "billing increment not published by the provider: whole hours assumed"
 TFLOPS = 1e12
 #: Float slack when rounding up hours to whole periods (1e-9 h is 3.6 microseconds).
 _EPS = 1e-9
@@ -793,7 +798,9 @@ def _per_gpu(column: str) -> pl.Expr:
 def caveats(egress_gb: float | None) -> pl.Expr:
     """What the cost does not say, in words, ``; ``-joined; null when nothing: a
     configuration below :data:`RUNNABLE_MIN_VCPUS_PER_GPU` / :data:`RUNNABLE_MIN_RAM_GB_PER_GPU`,
-    disk or egress the job needs with no published price. Needs ``job_storage_gb``."""
+    disk or egress the job needs with no published price, a billing increment the provider
+    does not publish (whole hours assumed: :mod:`adapters.billing_rules`). Needs
+    ``job_storage_gb``."""
     vcpus, ram = _per_gpu("vcpus"), _per_gpu("ram_gb")
     small = (vcpus < RUNNABLE_MIN_VCPUS_PER_GPU) | (ram < RUNNABLE_MIN_RAM_GB_PER_GPU)
     shown = [
@@ -812,6 +819,11 @@ def caveats(egress_gb: float | None) -> pl.Expr:
         pl.when(
             (_billed_gb(pl.col("job_storage_gb")) > 0) & pl.col("storage_usd_per_gb_hour").is_null()
         ).then(pl.lit("disk beyond the included not priced")),
+        pl.when(
+            pl.col("provider").is_in(sorted(assumed_providers()))
+            & (pl.col("billing_increment_s") == HOURLY_INCREMENT_S)
+            & pl.col("commitment_hours").is_null()
+        ).then(pl.lit(ASSUMED_HOURLY)),
     ]
     if egress_gb:
         notes.append(

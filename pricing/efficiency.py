@@ -104,7 +104,12 @@ class Efficiency(BaseModel):
 
     default_mfu_bf16: Factor
     low_precision_speedup: Annotated[float, Field(ge=1)]
+    low_precision_source: str = ""
     family_mfu: tuple[FamilyMfu, ...]
+    #: A mixture of experts' MFU relative to a dense model's on the same GPUs (all-to-all
+    #: between experts), with its source.
+    moe_mfu_factor: Factor = 1.0
+    moe_source: str = ""
     scaling: Scaling
     interruptible: Interruptible
     memory: Memory
@@ -117,6 +122,23 @@ class Efficiency(BaseModel):
     def mfu_by_family(self) -> dict[str, float]:
         return {fam: entry.bf16 for entry in self.family_mfu for fam in entry.families}
 
+    def mfu_source(self, family: str | None) -> str:
+        """Where the BF16 MFU of ``family`` comes from (the default's: an assumption)."""
+        for entry in self.family_mfu:
+            if family in entry.families:
+                return entry.source
+        return "[assumption] default_bf16 (efficiency.toml [mfu])"
+
+    def for_moe(self) -> Efficiency:
+        """These factors for a mixture of experts: every BF16 MFU x :attr:`moe_mfu_factor`."""
+        factor = self.moe_mfu_factor
+        families = tuple(
+            entry.model_copy(update={"bf16": entry.bf16 * factor}) for entry in self.family_mfu
+        )
+        return self.model_copy(
+            update={"default_mfu_bf16": self.default_mfu_bf16 * factor, "family_mfu": families}
+        )
+
 
 def load_efficiency(text: str) -> Efficiency:
     """Parse an efficiency TOML file (the layout of ``efficiency.toml``)."""
@@ -125,6 +147,9 @@ def load_efficiency(text: str) -> Efficiency:
     return Efficiency(
         default_mfu_bf16=mfu["default_bf16"],
         low_precision_speedup=mfu["low_precision_speedup"],
+        low_precision_source=mfu.get("low_precision_source", ""),
+        moe_mfu_factor=mfu.get("moe_factor", 1.0),
+        moe_source=mfu.get("moe_source", ""),
         family_mfu=tuple(FamilyMfu(**entry) for entry in mfu.get("family", [])),
         scaling=Scaling(**data["scaling"]),
         interruptible=Interruptible(**data["interruptible"]),

@@ -300,7 +300,8 @@ def estimate(
         context_tokens=context_tokens,
     )
     # a mixture of experts runs at the dense MFU x its factor (the all-to-all between experts)
-    ranked_eff = eff.for_moe() if job.is_moe else eff
+    # a dense model at the MFU its size reached at its published scale
+    ranked_eff = eff.for_moe() if job.is_moe else eff.for_model_size(params)
     options = RankOptions(
         precision=precision, limit=None, now=now, mfu=mfu, scaling=scaling, efficiency=ranked_eff
     )
@@ -416,7 +417,7 @@ def estimate(
             caveats=None if best["caveats"] is None else str(best["caveats"]),
             break_even=None if best["break_even"] is None else str(best["break_even"]),
         )
-    sources = _factor_sources(spec.family, precision, job, eff, mfu, formula)
+    sources = _factor_sources(spec.family, precision, job, ranked_eff, mfu, formula)
     return Estimate(
         gpu_model=spec.name,
         gpu_count=count,

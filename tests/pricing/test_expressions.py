@@ -476,6 +476,10 @@ def test_caveats_name_a_too_small_machine_and_unpriced_disk_or_egress() -> None:
         vcpus=pl.Series([1.0, 16.0, 8.0, None]),
         ram_gb=pl.Series([1.073741824, 64.0, 4.0, None]),
         gpus=pl.Series([1.0, 2.0, 1.0, 1.0]),
+        # a provider with a published increment: no billing caveat (test_billing_rules)
+        provider=pl.lit("lambda"),
+        billing_increment_s=pl.lit(60, dtype=pl.Int64),
+        commitment_hours=pl.lit(None, dtype=pl.Float64),
     )
     got = frame.select(c=ex.caveats(1000.0))["c"].to_list()
     assert got == [

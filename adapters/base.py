@@ -38,9 +38,11 @@ import httpx
 import pydantic
 import tenacity
 
+from .billing_rules import billing_fields
 from .declarations import ACTIVE, Lifecycle, ProviderSetting
 from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
+from .public_ipv4 import ipv4_fields
 from .run import FRESH_WITHIN_HOURS
 from .schema import GpuFormFactor, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
 from .units import PriceReading, read_price, whole_count
@@ -225,7 +227,10 @@ class ParseResult:
 
         The cluster fabric its provider documents for the offer's instance type
         (:func:`adapters.fabrics.fabric_fields`) fills ``fabric``, ``fabric_gbps`` and
-        ``multi_node`` where the adapter left them unset: what an API states wins.
+        ``multi_node`` where the adapter left them unset: what an API states wins. So do
+        the provider's billing increment and minimum (:func:`adapters.billing_rules.
+        billing_fields`) on on-demand and interruptible terms, and the price of the public
+        IPv4 address a hyperscaler's machine needs (:func:`adapters.public_ipv4.ipv4_fields`).
 
         Skipped: a record that fails validation (the reason names the field), a price below
         :data:`MIN_USD_PER_GPU_HOUR` or above :data:`MAX_USD_PER_GPU_HOUR`, and a record
@@ -248,6 +253,12 @@ class ParseResult:
         provider, offer_id = fields.get("provider"), fields.get("offer_id")
         if isinstance(provider, str) and isinstance(offer_id, str):
             for key, value in fabric_fields(provider, offer_id).items():
+                if fields.get(key) is None:
+                    fields[key] = value  # type: ignore[literal-required]
+        if isinstance(provider, str):
+            term, currency = fields.get("term"), fields.get("price_currency")
+            documented = {**billing_fields(provider, term), **ipv4_fields(provider, term, currency)}
+            for key, value in documented.items():
                 if fields.get(key) is None:
                     fields[key] = value  # type: ignore[literal-required]
         try:

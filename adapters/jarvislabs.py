@@ -51,10 +51,25 @@ from .units import (
     whole_count,
 )
 
-__all__ = ["SERVER_META_URL", "JarvisLabsAdapter", "instance_gpu_counts"]
+__all__ = [
+    "NOT_PROVISIONED",
+    "PROVISIONED_REGIONS",
+    "SERVER_META_URL",
+    "JarvisLabsAdapter",
+    "instance_gpu_counts",
+]
 
 API_BASE = "https://backendn.jarvislabs.net"
 SERVER_META_URL = API_BASE + "/misc/server_meta"
+
+#: The regions JarvisLabs provisions instances in: those its own client has a backend host
+#: for (jarvislabsai/jarvislabs jarvislabs/constants.py REGION_URLS @24a4def: india-01
+#: backendprod, india-noida-01 backendn, europe-01 backendeu) and india-chennai-01 (host
+#: backendc.jarvislabs.net, named beside them in /work/shared/fixtures/providers/jarvislabs/
+#: request.md). server_meta also lists rows of ``unknown-region`` (and cpu_meta names it),
+#: a region no client can create an instance in: such rows are skipped, not ranked.
+PROVISIONED_REGIONS = frozenset({"india-01", "india-noida-01", "india-chennai-01", "europe-01"})
+NOT_PROVISIONED = "region JarvisLabs does not provision (no backend host in its client)"
 
 _KINDS = ("vm", "container")
 #: Workload types in the order the on-demand offer is taken from (null is a VM row).
@@ -147,6 +162,9 @@ def _checked_row(row: Any, result: ParseResult) -> dict[str, Any] | None:
         return None
     if region is None:
         result.skip("row without region", f"jarvislabs:?/{gpu_type}")
+        return None
+    if region not in PROVISIONED_REGIONS:
+        result.skip(f"{NOT_PROVISIONED}: {region}", f"jarvislabs:{region}/{gpu_type}")
         return None
     return {**row, "gpu_type": gpu_type, "region": region}
 

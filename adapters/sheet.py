@@ -66,6 +66,7 @@ from .base import (
     ResponseFormatError,
     gpu_fields,
 )
+from .billing_rules import billing_fields, billing_rule
 from .declarations import ProviderSetting
 from .schema import Offer, RentalTerm
 from .units import lenient_float, to_decimal, value_at
@@ -282,6 +283,7 @@ def entry_offer(
     if isinstance(priced_at, str):
         return f"field 'price_date': {priced_at}"
     raw_gpu = str(entry["gpu_name"]).strip()
+    seller = ""
     if provider is None:
         seller = str(entry["seller"]).strip()
         fields.update(provider="sheet", seller=seller, offer_id=f"{seller}/{str(ident).strip()}")
@@ -293,8 +295,12 @@ def entry_offer(
     # a bad value); what the entry gives itself overrides them
     memory, form = lenient_float(fields.get("gpu_memory_gb")), fields.get("gpu_form_factor")
     gpu = gpu_fields(raw_gpu, memory_gb=memory, form_factor=str(form) if form else None)
+    # the billing increment and minimum the seller (else the provider, else any sheet)
+    # documents, unless the entry gives its own (adapters.billing_rules)
+    ruled = seller if provider is None and billing_rule(seller) is not None else None
+    billing = billing_fields(ruled or provider or "sheet", fields.get("term"))
     try:
-        offer = Offer.model_validate({**gpu, **fields})
+        offer = Offer.model_validate({**gpu, **billing, **fields})
     except pydantic.ValidationError as exc:
         return _field_error(exc)
     if offer.gpu_count == 0:

@@ -28,6 +28,19 @@ __all__ = [
 Factor = Annotated[float, Field(gt=0, le=1)]
 
 
+class ModelScaleMfu(BaseModel):
+    """The MFU a family reaches on dense models below ``below_params`` parameters at the
+    scale they were published at: a small model on a large cluster has little work per GPU
+    per step, and spends more of it waiting on the network."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    families: tuple[str, ...]
+    below_params: Annotated[float, Field(gt=0)]
+    bf16: Annotated[float, Field(gt=0, le=1)]
+    source: str
+
+
 class FamilyMfu(BaseModel):
     """Published MFU (against the dense BF16 peak) shared by some GPU families."""
 
@@ -104,7 +117,13 @@ class Efficiency(BaseModel):
 
     default_mfu_bf16: Factor
     low_precision_speedup: Annotated[float, Field(ge=1)]
+    low_precision_source: str = ""
     family_mfu: tuple[FamilyMfu, ...]
+    #: A mixture of experts' MFU relative to a dense model's on the same GPUs (all-to-all
+    #: between experts), with its source.
+    moe_mfu_factor: Factor = 1.0
+    moe_source: str = ""
+    model_scale_mfu: tuple[ModelScaleMfu, ...] = ()
     scaling: Scaling
     interruptible: Interruptible
     memory: Memory
@@ -117,6 +136,33 @@ class Efficiency(BaseModel):
     def mfu_by_family(self) -> dict[str, float]:
         return {fam: entry.bf16 for entry in self.family_mfu for fam in entry.families}
 
+    def mfu_source(self, family: str | None) -> str:
+        """Where the BF16 MFU of ``family`` comes from (the default's: an assumption)."""
+        for entry in reversed(self.family_mfu):  # the last entry of a family wins
+            if family in entry.families:
+                return entry.source
+        return "[assumption] default_bf16 (efficiency.toml [mfu])"
+
+    def for_model_size(self, params: float) -> Efficiency:
+        """These factors for a dense model of ``params`` parameters: the families of the
+        smallest :class:`ModelScaleMfu` band above it take its MFU (unchanged when none)."""
+        bands = sorted(self.model_scale_mfu, key=lambda band: band.below_params)
+        band = next((b for b in bands if params < b.below_params), None)
+        if band is None:
+            return self
+        entry = FamilyMfu(families=band.families, bf16=band.bf16, source=band.source)
+        return self.model_copy(update={"family_mfu": (*self.family_mfu, entry)})
+
+    def for_moe(self) -> Efficiency:
+        """These factors for a mixture of experts: every BF16 MFU x :attr:`moe_mfu_factor`."""
+        factor = self.moe_mfu_factor
+        families = tuple(
+            entry.model_copy(update={"bf16": entry.bf16 * factor}) for entry in self.family_mfu
+        )
+        return self.model_copy(
+            update={"default_mfu_bf16": self.default_mfu_bf16 * factor, "family_mfu": families}
+        )
+
 
 def load_efficiency(text: str) -> Efficiency:
     """Parse an efficiency TOML file (the layout of ``efficiency.toml``)."""
@@ -125,7 +171,11 @@ def load_efficiency(text: str) -> Efficiency:
     return Efficiency(
         default_mfu_bf16=mfu["default_bf16"],
         low_precision_speedup=mfu["low_precision_speedup"],
+        low_precision_source=mfu.get("low_precision_source", ""),
+        moe_mfu_factor=mfu.get("moe_factor", 1.0),
+        moe_source=mfu.get("moe_source", ""),
         family_mfu=tuple(FamilyMfu(**entry) for entry in mfu.get("family", [])),
+        model_scale_mfu=tuple(ModelScaleMfu(**e) for e in mfu.get("model_scale", [])),
         scaling=Scaling(**data["scaling"]),
         interruptible=Interruptible(**data["interruptible"]),
         memory=Memory(**data["memory"]),

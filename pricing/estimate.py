@@ -17,7 +17,10 @@ Ethernet is not, as in ``offers``. The answer names the fabric it assumed and wh
 half came from (:class:`FabricSource`).
 
 FLOPs are ``6 x params x tokens``, plus ``12 x layers x hidden x context`` per token when the
-model's shape or context is given (PaLM, Chowdhery et al. 2022, appendix B).
+model's shape or context is given (PaLM, Chowdhery et al. 2022, appendix B). A mixture of
+experts gives its ``active_params`` too: its FLOPs count those, its memory all ``params``, and
+its MFU is the dense one x ``moe_factor`` (``efficiency.toml``). The answer names the source
+of every factor (``factor_sources``) and warns of a run longer than a year (``warnings``).
 """
 
 from __future__ import annotations
@@ -117,6 +120,9 @@ class Estimate(BaseModel):
     gpu_count: int
     precision: str
     params: float
+    active_params: float | None = Field(
+        default=None, description="a mixture of experts' active parameters (FLOPs); null: dense"
+    )
     tokens: float
     flops_per_token: float
     flops_formula: str
@@ -155,6 +161,10 @@ class Estimate(BaseModel):
         description="where its bandwidth came from: user | offer | default"
     )
     assumptions: str
+    factor_sources: dict[str, str] = Field(
+        description="where each factor of the estimate comes from (MFU, precision, MoE, FLOPs)"
+    )
+    warnings: list[str] = Field(description="what makes the run implausible as planned")
     cost_usd: float | None = Field(description="the cheapest offer's all-in cost")
     offer: OfferCost | None
     cost_reason: str | None
@@ -245,6 +255,7 @@ def estimate(
     hidden_size: int | None = None,
     context_tokens: int | None = None,
     unrankable: Unrankable | None = None,
+    active_params: float | None = None,
 ) -> Estimate:
     """GPU-hours, wall clock, memory and cost of training ``params`` on ``tokens``.
 
@@ -282,13 +293,17 @@ def estimate(
     job = Job(
         params=params,
         tokens=tokens,
+        active_params=active_params,
         gpus=count,
         layers=layers,
         hidden_size=hidden_size,
         context_tokens=context_tokens,
     )
+    # a mixture of experts runs at the dense MFU x its factor (the all-to-all between experts)
+    # a dense model at the MFU its size reached at its published scale
+    ranked_eff = eff.for_moe() if job.is_moe else eff.for_model_size(params)
     options = RankOptions(
-        precision=precision, limit=None, now=now, mfu=mfu, scaling=scaling, efficiency=eff
+        precision=precision, limit=None, now=now, mfu=mfu, scaling=scaling, efficiency=ranked_eff
     )
     # the caller's Ethernet is what they asked about: it may join nodes
     allow_ethernet = fabric is Fabric.ETHERNET
@@ -402,11 +417,13 @@ def estimate(
             caveats=None if best["caveats"] is None else str(best["caveats"]),
             break_even=None if best["break_even"] is None else str(best["break_even"]),
         )
+    sources = _factor_sources(spec.family, precision, job, ranked_eff, mfu, formula)
     return Estimate(
         gpu_model=spec.name,
         gpu_count=count,
         precision=precision.value,
         params=params,
+        active_params=active_params,
         tokens=tokens,
         flops_per_token=job.flops_per_token(eff) or 0.0,
         flops_formula=formula,
@@ -433,7 +450,53 @@ def estimate(
         fabric_source=fabric_source,
         fabric_gbps_source=gbps_source,
         assumptions=assumptions,
+        factor_sources=sources,
+        warnings=_warnings(wall, count),
         cost_usd=None if offer is None else offer.all_in_cost_usd,
         offer=offer,
         cost_reason=reason,
     )
+
+
+#: Hours in a year: a run longer than this is warned of.
+HOURS_PER_YEAR = 8760.0
+_LOW_PRECISIONS = (Precision.FP8, Precision.INT8)
+
+
+def _factor_sources(
+    family: str | None,
+    precision: Precision,
+    job: Job,
+    eff: Efficiency,
+    mfu: float | None,
+    formula: str,
+) -> dict[str, str]:
+    """Where each factor of the estimate comes from, in words (``efficiency.toml`` cites
+    /work/shared/reference's notes by key)."""
+    sources = {
+        "mfu": "as given" if mfu is not None else eff.mfu_source(family),
+        "flops": f"{formula} (Kaplan et al. 2020; attention: PaLM, Chowdhery et al. 2022,"
+        " appendix B)",
+    }
+    if precision in _LOW_PRECISIONS and mfu is None:
+        sources["precision"] = (
+            f"{precision.value}: {eff.low_precision_speedup:g} x the BF16 throughput"
+            f" ({eff.low_precision_source})"
+        )
+    if job.is_moe:
+        sources["moe"] = (
+            f"mixture of experts: FLOPs of the {job.active_params:g} active parameters, memory"
+            f" of all {job.params:g}; MFU x {eff.moe_mfu_factor:g} ({eff.moe_source})"
+        )
+    return sources
+
+
+def _warnings(wall_clock_hours: float, count: int) -> list[str]:
+    """A run longer than a year is a plan no one runs: say so, with what would shorten it."""
+    if wall_clock_hours <= HOURS_PER_YEAR:
+        return []
+    years = wall_clock_hours / HOURS_PER_YEAR
+    return [
+        f"the run takes {years:.1f} years of wall clock on {count} GPU(s): more GPUs, fewer"
+        " tokens or a smaller model would finish it within a year"
+    ]

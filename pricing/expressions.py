@@ -16,8 +16,10 @@ The model, in one place:
 * ``compute_hours``: the job's hours, GPU-hours / job GPUs, or FLOPs / effective FLOP/s
 * ``wall_clock_hours = compute_hours / (1 - nodes x preemption rate x hours lost each)`` on
   interruptible terms
-* ``billed_hours``: whole commitment periods; else the minimum rental, rounded up to the
-  billing increment, capped per month where hourly billing stops at a monthly price
+* ``billed_hours``: whole commitment periods; else the compute hours at least the minimum
+  rental, rounded up to the billing increment once, plus the expected restart hours as
+  expected (an expectation is not rounded), capped per month where hourly billing stops at
+  a monthly price; ``billing_rounding_hours`` is what that adds to the wall clock
 * ``job_cost_usd = billed_hours x usd_per_hour x nodes``
 * ``all_in_cost_usd = job_cost_usd + required_extras_usd + storage_cost_usd +
   egress_cost_usd``: compute, then what the configuration cannot run without (its boot disk
@@ -38,6 +40,7 @@ from typing import Any, Final, cast
 
 import polars as pl
 
+from gpuscout.adapters.billing_rules import assumed_providers
 from gpuscout.adapters.gpus import Precision
 from gpuscout.adapters.schema import (
     HOURS_PER_MONTH,
@@ -54,6 +57,7 @@ from .requirement import Requirement
 
 __all__ = [
     "ALWAYS",
+    "ASSUMED_HOURLY",
     "BILLING_STAGE_COLUMNS",
     "ETHERNET_ONLY",
     "MEMORY_UNKNOWN",
@@ -75,6 +79,7 @@ __all__ = [
     "availability",
     "billed_hours",
     "billed_hours_stages",
+    "billing_rounding_hours",
     "break_even_hours",
     "break_even_text",
     "caveats",
@@ -126,6 +131,9 @@ __all__ = [
 _kept = functools.lru_cache(maxsize=256)
 
 SECONDS_PER_HOUR = 3600.0
+HOURLY_INCREMENT_S = 3600
+#: The caveat of a row billed by the whole hour because its provider publishes no increment.
+ASSUMED_HOURLY = "billing increment not published by the provider: whole hours assumed"
 TFLOPS = 1e12
 #: Float slack when rounding up hours to whole periods (1e-9 h is 3.6 microseconds).
 _EPS = 1e-9
@@ -565,8 +573,10 @@ def interruptions_expected(i: Interruptible) -> pl.Expr:
 
 @_kept
 def interruptible_risk() -> pl.Expr:
-    """The caveat of an interruptible row, in words (null on other terms). Needs
-    ``interruptions_expected``, ``wall_clock_hours``, ``compute_hours`` and ``nodes``."""
+    """The caveat of an interruptible row, in words (null on other terms): the expected
+    preemptions and wall clock, then the billed hours as the expectation and the rounding
+    apart. Needs ``interruptions_expected``, ``wall_clock_hours``, ``compute_hours``,
+    ``billed_hours`` and ``nodes``."""
     on = pl.col("term") == RentalTerm.INTERRUPTIBLE.value
     extra = (pl.col("wall_clock_hours") / pl.col("compute_hours") - 1) * 100
     band = pl.col("interruption_band")
@@ -578,12 +588,16 @@ def interruptible_risk() -> pl.Expr:
     return pl.when(on).then(
         pl.format(
             "interruptible: ~{} preemption(s) expected on {} node(s), +{}% wall clock for lost"
-            " work and restarts (spot reclaim rate: {}); exclude"
-            " interruptible terms to rank without",
+            " work and restarts (spot reclaim rate: {}); billed {} h = {} h expected + {} h"
+            " rounding to the billing increment; exclude interruptible terms to rank"
+            " without",
             pl.col("interruptions_expected").round(2).cast(pl.String),
             pl.col("nodes").cast(pl.String),
             extra.round(2).cast(pl.String),
             rate,
+            pl.col("billed_hours").round(4).cast(pl.String),
+            pl.col("wall_clock_hours").round(4).cast(pl.String),
+            billing_rounding_hours().round(4).cast(pl.String),
         )
     )
 
@@ -599,9 +613,9 @@ def _at_least(x: pl.Expr, bound: pl.Expr) -> pl.Expr:
     return pl.when(x > bound).then(x).otherwise(bound)
 
 
-def _floor_hours(wall: pl.Expr) -> pl.Expr:
-    """``wall`` hours, at least the minimum rental (never null)."""
-    return _at_least(wall, pl.col("min_rental_hours").fill_null(0.0))
+def _floor_hours(compute: pl.Expr) -> pl.Expr:
+    """``compute`` hours, at least the minimum rental (never null)."""
+    return _at_least(compute, pl.col("min_rental_hours").fill_null(0.0))
 
 
 def _metered_hours(floor: pl.Expr) -> pl.Expr:
@@ -610,13 +624,22 @@ def _metered_hours(floor: pl.Expr) -> pl.Expr:
     return pl.when(step.is_null()).then(floor).otherwise(_round_up(floor, step))
 
 
+def _restart_hours() -> pl.Expr:
+    """Expected hours restarts add to the run: ``wall_clock_hours - compute_hours`` (0 on
+    terms that are not interrupted). An expectation, so it is billed as it is: rounding it
+    up to a whole increment would bill a 1-hour job 2 hours for a 0.03% chance of a
+    preemption."""
+    return (pl.col("wall_clock_hours") - pl.col("compute_hours")).clip(lower_bound=0.0)
+
+
 def _billed(wall: pl.Expr, floor: pl.Expr, metered: pl.Expr) -> pl.Expr:
-    """:func:`billed_hours` of ``wall`` hours, given their :func:`_floor_hours` and the
-    :func:`_metered_hours` of that."""
+    """:func:`billed_hours` of ``wall`` hours, given the :func:`_floor_hours` of the compute
+    hours and the :func:`_metered_hours` of that."""
     period = pl.col("commitment_hours")
     rounded = _round_up(wall, period)  # null without a period
     periods = pl.when(rounded < period).then(period).otherwise(rounded)  # at least one
-    capped = monthly_capped_hours(metered, pl.col("billing_cap_hours_per_month"))
+    expected = metered + _restart_hours()
+    capped = monthly_capped_hours(expected, pl.col("billing_cap_hours_per_month"))
     return pl.when(period.is_not_null()).then(_at_least(periods, floor)).otherwise(capped)
 
 
@@ -625,13 +648,24 @@ def billed_hours() -> pl.Expr:
     """Hours the provider bills for ``wall_clock_hours``.
 
     A commitment bills whole periods (a 1-month commitment for 100 h bills 730 h). Otherwise
-    the minimum rental applies and the hours round up to the billing increment; an unknown
-    increment is taken as per-second (no rounding); then the monthly cap applies
-    (:func:`monthly_capped_hours`). :func:`billed_hours_stages` is the same in steps.
+    the job's ``compute_hours`` take the minimum rental and round up to the billing
+    increment, once (an unknown increment is taken as per-second: no rounding); the
+    expected restart hours of an interruptible term are added as expected, unrounded
+    (:func:`_restart_hours`); then the monthly cap applies (:func:`monthly_capped_hours`).
+    :func:`billed_hours_stages` is the same in steps; :func:`billing_rounding_hours` is
+    what the rounding added to the expected wall clock.
     """
     wall = pl.col("wall_clock_hours")
-    floor = _floor_hours(wall)
+    floor = _floor_hours(pl.col("compute_hours"))
     return _billed(wall, floor, _metered_hours(floor))
+
+
+@_kept
+def billing_rounding_hours() -> pl.Expr:
+    """Hours billed beyond the expected wall clock: the minimum rental, the rounding to the
+    increment or the commitment period (negative where a monthly cap bills less). Needs
+    ``billed_hours`` and ``wall_clock_hours``."""
+    return pl.col("billed_hours") - pl.col("wall_clock_hours")
 
 
 #: The intermediate columns of :func:`billed_hours_stages`, for the caller to drop.
@@ -651,7 +685,7 @@ def billed_hours_stages() -> tuple[dict[str, pl.Expr], ...]:
     wall = pl.col("wall_clock_hours")
     floor, metered = (pl.col(c) for c in BILLING_STAGE_COLUMNS)
     return (
-        {"_floor_hours": _floor_hours(wall)},
+        {"_floor_hours": _floor_hours(pl.col("compute_hours"))},
         {"_metered_hours": _metered_hours(floor)},
         {"billed_hours": _billed(wall, floor, metered)},
     )
@@ -785,7 +819,9 @@ def _per_gpu(column: str) -> pl.Expr:
 def caveats(egress_gb: float | None) -> pl.Expr:
     """What the cost does not say, in words, ``; ``-joined; null when nothing: a
     configuration below :data:`RUNNABLE_MIN_VCPUS_PER_GPU` / :data:`RUNNABLE_MIN_RAM_GB_PER_GPU`,
-    disk or egress the job needs with no published price. Needs ``job_storage_gb``."""
+    disk or egress the job needs with no published price, a billing increment the provider
+    does not publish (whole hours assumed: :mod:`adapters.billing_rules`). Needs
+    ``job_storage_gb``."""
     vcpus, ram = _per_gpu("vcpus"), _per_gpu("ram_gb")
     small = (vcpus < RUNNABLE_MIN_VCPUS_PER_GPU) | (ram < RUNNABLE_MIN_RAM_GB_PER_GPU)
     shown = [
@@ -804,6 +840,11 @@ def caveats(egress_gb: float | None) -> pl.Expr:
         pl.when(
             (_billed_gb(pl.col("job_storage_gb")) > 0) & pl.col("storage_usd_per_gb_hour").is_null()
         ).then(pl.lit("disk beyond the included not priced")),
+        pl.when(
+            pl.col("provider").is_in(sorted(assumed_providers()))
+            & (pl.col("billing_increment_s") == HOURLY_INCREMENT_S)
+            & pl.col("commitment_hours").is_null()
+        ).then(pl.lit(ASSUMED_HOURLY)),
     ]
     if egress_gb:
         notes.append(

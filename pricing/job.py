@@ -73,6 +73,11 @@ class Job(BaseModel):
     tokens: Annotated[Positive, Field(le=MAX_TOKENS)] | None = Field(
         default=None, description="training tokens"
     )
+    active_params: Annotated[Positive, Field(le=MAX_PARAMS)] | None = Field(
+        default=None,
+        description="a mixture of experts' parameters active per token (FLOPs); params is"
+        " then its total (memory)",
+    )
     gpus: Annotated[PositiveInt, Field(le=MAX_GPUS)] | None = Field(
         default=None, description="total GPUs of the job (spans several instances)"
     )
@@ -106,6 +111,10 @@ class Job(BaseModel):
     @model_validator(mode="after")
     def _one_kind(self) -> Job:
         sized = self.hours is not None or self.gpu_hours is not None
+        if self.active_params is not None and (
+            self.params is None or self.active_params > self.params
+        ):
+            raise ValueError("active_params: needs params, its total, and at most that")
         if self.tokens is not None and self.params is None:
             raise ValueError("params: a training run needs both params and tokens")
         if self.params is not None and self.tokens is None and not sized:
@@ -150,6 +159,21 @@ class Job(BaseModel):
         return JobKind.TRAINING
 
     @property
+    def is_moe(self) -> bool:
+        """A mixture of experts: fewer parameters active per token than in total."""
+        return (
+            self.active_params is not None
+            and self.params is not None
+            and self.active_params < self.params
+        )
+
+    @property
+    def flops_params(self) -> float | None:
+        """The parameters each token's FLOPs go through: the active ones of a mixture of
+        experts, else all (``params``)."""
+        return self.active_params if self.active_params is not None else self.params
+
+    @property
     def counts_attention(self) -> bool:
         """Whether the FLOPs count attention: the shape or the context is given."""
         return (
@@ -166,7 +190,8 @@ class Job(BaseModel):
         >>> [round(x) for x in Job.training(70e9, 1e12).shape()]
         [71, 9072, 4096]
         """
-        if self.params is None:
+        params = self.flops_params
+        if params is None:
             return None
         mem = (efficiency or default_efficiency()).memory
         ratio = mem.hidden_per_layer
@@ -174,16 +199,17 @@ class Job(BaseModel):
         hidden: float | None = self.hidden_size
         # at least one layer one wide: a tiny model has no fractional layers
         if layers is None and hidden is None:
-            layers = max(1.0, (self.params / (12 * ratio**2)) ** (1 / 3))
+            layers = max(1.0, (params / (12 * ratio**2)) ** (1 / 3))
         if hidden is None:
             assert layers is not None
-            hidden = max(1.0, math.sqrt(self.params / (12 * layers)))
+            hidden = max(1.0, math.sqrt(params / (12 * layers)))
         if layers is None:
-            layers = max(1.0, self.params / (12 * hidden**2))
+            layers = max(1.0, params / (12 * hidden**2))
         return layers, hidden, self.context_tokens or mem.default_context_tokens
 
     def flops_per_token(self, efficiency: Efficiency | None = None) -> float | None:
-        """``6 N`` plus, when the shape or context is given, ``12 L d ctx`` (PaLM app. B).
+        """``6 N`` plus, when the shape or context is given, ``12 L d ctx`` (PaLM app. B);
+        ``N`` the active parameters of a mixture of experts (:attr:`flops_params`).
 
         >>> Job.training(7e9, 2e12).flops_per_token()
         42000000000.0
@@ -191,9 +217,10 @@ class Job(BaseModel):
         ...     context_tokens=4096).flops_per_token()
         48442450944.0
         """
-        if self.params is None:
+        params = self.flops_params
+        if params is None:
             return None
-        dense = FLOPS_PER_PARAM_TOKEN * self.params
+        dense = FLOPS_PER_PARAM_TOKEN * params
         shape = self.shape(efficiency) if self.counts_attention else None
         if shape is None:
             return dense

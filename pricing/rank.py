@@ -8,10 +8,9 @@ offer facts of :mod:`pricing.offer_facts`. The chain has six steps:
 
 1. **qualify**: the offers joined to the GPU catalog (GPUs without a peak at the precision
    drop out) and filtered by the requirement (:meth:`_Chain.qualified`);
-2. **cost**: nodes, effective TFLOPs (peak x MFU x scaling), hours, the all-in cost
-   (compute, boot disk, IPv4, the job's disk and egress) and the key, USD per effective
-   TFLOP-hour, of every (offer, term) row the job can be placed on (:meth:`_Chain.placed`,
-   :meth:`_Chain.cost`, the arithmetic in :mod:`pricing.expressions`);
+2. **cost**: nodes, effective TFLOPs (peak x MFU x scaling), hours, the all-in cost and
+   the key, USD per effective TFLOP-hour, of every (offer, term) row the job can be placed
+   on (:meth:`_Chain.placed`, :meth:`_Chain.cost`, :mod:`pricing.expressions`);
 3. **stage one**, the cheapest term of each configuration (``config_id``): under the
    default sort, the first ``limit x most_rows`` rows of the costed order (``most_rows``:
    the most rows one configuration has, an offer fact), which hold the top
@@ -111,10 +110,10 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "scaling_intra_node", "scaling_inter_node", "scaling", "effective_tflops",
     # the job
     "compute_hours", "wall_clock_hours", "interruptions_expected", "interruptible_risk",
-    "billed_hours", "job_usd_per_hour", "job_cost_usd", "job_storage_gb",
-    "required_extras_usd", "storage_cost_usd", "egress_cost_usd", "all_in_cost_usd",
-    "usd_per_effective_tflop_hour", "caveats", "memory_needed_gb", "memory_per_gpu_gb",
-    "on_demand_usd_per_hour", "break_even_hours", "break_even",
+    "billed_hours", "billing_rounding_hours", "job_usd_per_hour", "job_cost_usd",
+    "job_storage_gb", "required_extras_usd", "storage_cost_usd", "egress_cost_usd",
+    "all_in_cost_usd", "usd_per_effective_tflop_hour", "caveats", "memory_needed_gb",
+    "memory_per_gpu_gb", "on_demand_usd_per_hour", "break_even_hours", "break_even",
     # service and provenance
     "reliability", "verified", "available_now", "available_count", "availability",
     "fetched_at", "price_age_hours", "config_id", "ranked_after",
@@ -501,6 +500,7 @@ def _plans(
             caveats=ex.caveats(chain.job.egress_gb),
             placement=ex.placement_text(),
             interruptible_risk=ex.interruptible_risk(),
+            billing_rounding_hours=ex.billing_rounding_hours(),
         )
         .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)

@@ -136,7 +136,14 @@ class JobCost(_Answer):
         description="expected preemptions: nodes x rate per node-hour x wall hours"
     )
     interruptible_risk: str | None = Field(description="the caveat of an interruptible term")
-    billed_hours: float | None
+    billed_hours: float | None = Field(
+        description="compute hours at the minimum rental, rounded once to the billing"
+        " increment, plus the expected restart hours unrounded (whole periods of a commitment)"
+    )
+    billing_rounding_hours: float | None = Field(
+        description="billed_hours - wall_clock_hours: what the minimum, the increment or the"
+        " commitment adds to the expected wall clock (negative under a monthly cap)"
+    )
     job_usd_per_hour: float | None = Field(
         description="what the job pays an hour: usd_per_hour (one instance) x nodes"
     )

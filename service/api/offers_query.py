@@ -60,6 +60,7 @@ JOB_PARAMS: dict[str, str] = {
     "gpu_hours": "gpu_hours",
     "model_params": "params",
     "tokens": "tokens",
+    "active_params": "active_params",
     "job_gpus": "gpus",
     "interruptible_overhead": "interruptible_overhead",
     "bytes_per_param": "bytes_per_param",

@@ -107,7 +107,8 @@ PARAMETERS: dict[str, str] = {
     # the job
     "hours": "job length, wall-clock hours",
     "gpu_hours": "job size, GPU-hours",
-    "model_params": "the model's parameter count",
+    "model_params": "the model's parameter count (a mixture of experts: its total)",
+    "active_params": "a mixture of experts' parameters active per token (its FLOPs)",
     "tokens": "training tokens",
     "job_gpus": "GPUs the job runs on",
     "interruptible_overhead": "extra work from interruptions, fraction",

@@ -588,6 +588,7 @@ ESTIMATE_NOTES: dict[str, str] = {
     "cost_usd": "the run on the offer below",
     "offer.wall_clock_hours": "on this offer's nodes and term (what its cost pays for)",
     "offer.billed_hours": "hours billed (whole periods of a commitment)",
+    "offer.billing_rounding_hours": "billed beyond the expected wall clock (increment, minimum)",
     "offer.job_cost_usd": "the run on this offer",
 }
 #: A text value longer than this is printed beneath the table, wrapped, not in a cell.
@@ -630,6 +631,13 @@ def estimate_command(
         float | None, typer.Option("--model-params", "--params", help="model parameters, e.g. 7e9")
     ] = None,
     tokens: Annotated[float | None, typer.Option(help="training tokens, e.g. 2e12")] = None,
+    active_params: Annotated[
+        float | None,
+        typer.Option(
+            help="a mixture of experts' active parameters, e.g. 37e9 (FLOPs; --model-params"
+            " is then the total, for memory)"
+        ),
+    ] = None,
     old_gpu: Annotated[str | None, deprecated_option("--gpu", "--gpu-model")] = None,
     old_count: Annotated[
         int | None, deprecated_option("--count", "--job-gpus", min=1, max=MAX_ESTIMATE_GPUS)
@@ -703,6 +711,7 @@ def estimate_command(
             layers=layers,
             hidden_size=hidden_size,
             context_tokens=context_tokens,
+            active_params=active_params,
         )
     except ValidationError as exc:  # the job's own bounds (--params, --tokens)
         _fail(cli_message(exc, Job))
@@ -720,7 +729,14 @@ def estimate_command(
         return
     data = result.model_dump(mode="json")
     offer = data.pop("offer") or {}
-    rows = [(k, v) for k, v in data.items()]
+    rows: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        if isinstance(value, dict):  # factor_sources: one row per factor
+            rows += [(f"{key}.{k}", v) for k, v in value.items()]
+        elif isinstance(value, list):  # warnings
+            rows += [(key, v) for v in value]
+        else:
+            rows.append((key, value))
     rows += [(f"offer.{k}", v) for k, v in offer.items() if not isinstance(v, dict)]
     console = wide_console()
     table = Table(

@@ -72,7 +72,8 @@ def test_instance_gpu_counts() -> None:
 
 def test_recorded_server_meta() -> None:
     result = parse(meta())
-    assert result.skipped == []
+    # only the row of a region JarvisLabs does not provision
+    assert [s.ref for s in result.skipped] == ["jarvislabs:unknown-region/H100"]
     ids = {(o.offer_id, o.term) for o in result.offers}
     # L4 noida: VM and container rows merged; on-demand 1/2/4/8 + spot from the container row
     assert {i for i in ids if i[0].startswith("india-noida-01:L4:")} == {
@@ -82,7 +83,7 @@ def test_recorded_server_meta() -> None:
     }
     # cpu_meta (CPU-only machines) gives no offers
     assert all(o.gpu_count >= 1 for o in result.offers)
-    assert len(result.offers) == 8 + 3 + 4 + 4 + 1 + 1
+    assert len(result.offers) == 8 + 3 + 4 + 4 + 1  # unknown-region: skipped
 
 
 def test_l4_on_demand_field_by_field() -> None:
@@ -142,9 +143,8 @@ def test_a100_80gb_and_h100_are_the_slower_variants_in_every_offer() -> None:
     assert {(o.gpu_raw_name, o.region) for o in offers} == {
         ("A100-80GB", "india-noida-01"),
         ("H100", "europe-01"),
-        ("H100", "unknown-region"),
     }
-    assert len(offers) == 3 + 1 + 1  # A100: 1/2/4x on demand; H100: 1x in each region
+    assert len(offers) == 3 + 1  # A100: 1/2/4x on demand; H100: 1x in europe-01
     slower = {"A100-80GB": "A100-PCIE-80GB", "H100": "H100-PCIE-80GB"}
     for o in offers:
         assert (o.gpu_model, o.gpu_form_factor) == (slower[o.gpu_raw_name or ""], None)
@@ -262,3 +262,14 @@ def test_non_json_body_is_a_format_error() -> None:
     respx.get(SERVER_META_URL).mock(return_value=httpx.Response(200, text="<html>oops"))
     with pytest.raises(ResponseFormatError):
         fetch(JarvisLabsAdapter(KEY, policy=FAST))
+
+
+def test_a_region_jarvislabs_does_not_provision_is_skipped_by_name() -> None:
+    """server_meta lists an H100 in ``unknown-region``, which no JarvisLabs client can create
+    an instance in: it is skipped with its reason, never an offer."""
+    from gpuscout.adapters.jarvislabs import NOT_PROVISIONED
+
+    result = parse(meta())
+    assert not [o for o in result.offers if o.region == "unknown-region"]
+    reasons = [s for s in result.skipped if s.reason.startswith(NOT_PROVISIONED)]
+    assert reasons and all("unknown-region" in s.reason for s in reasons)

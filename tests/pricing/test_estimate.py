@@ -48,6 +48,12 @@ _LLAMA31 = (
     " layers, d=16384) from the Llama 3 paper (arXiv:2407.21783)"
 )
 
+_LLAMA31_CARD = (
+    "Llama 3.1 model card (meta-llama/llama-models models/llama3_1/MODEL_CARD.md): 8B 1.46M,"
+    " 70B 7.0M H100-80GB GPU-hours, 15T+ tokens; shapes from the Llama 3 paper (GPU count"
+    " not published: 8192 taken)"
+)
+
 #: Llama 2 7B's published GPU-hours (Table 2): the CLI's example run.
 LLAMA2_7B_GPU_HOURS = 184_320
 
@@ -64,15 +70,20 @@ PUBLISHED = (
     Run("Llama 3 70B", "H100-SXM5-80GB", 8192, 70.6e9, 15e12, 80, 8192, 8192, 6.4e6, _LLAMA3),
     Run("Llama 3.1 405B", "H100-SXM5-80GB", 16384, 405e9, 15.6e12, 126, 16384, 8192, 30.84e6,
         _LLAMA31),
+    # the MFU of their size band is derived from the Llama 3 8B and 70B cards (efficiency.toml
+    # [[mfu.model_scale]]): the 3.1 runs are the same shapes on 15.6T tokens
+    Run("Llama 3.1 8B", "H100-SXM5-80GB", 8192, 8.03e9, 15.6e12, 32, 4096, 8192, 1.46e6,
+        _LLAMA31_CARD),
+    Run("Llama 3.1 70B", "H100-SXM5-80GB", 8192, 70.6e9, 15.6e12, 80, 8192, 8192, 7.0e6,
+        _LLAMA31_CARD),
 )  # fmt: skip
 
 #: Published GPU-hours the model does not reach: they hold far more than the run's FLOPs
-#: at the published MFU (OPT-175B's logbook records many restarts after hardware faults;
-#: Llama 3 8B's card implies ~17% MFU). ``estimate`` stays below them: a lower bound.
+#: at the published MFU (OPT-175B's logbook records many restarts after hardware faults).
+#: ``estimate`` stays below them: a lower bound.
 BEYOND = (
     Run("OPT-175B", "A100-SXM4-80GB", 992, 175e9, 180e9, 96, 12288, 2048, 809_472,
         "LLaMA paper Table 15 (OPT-175B: 809,472 GPU-hours); OPT paper: 180B tokens"),
-    Run("Llama 3 8B", "H100-SXM5-80GB", 8192, 8.03e9, 15e12, 32, 4096, 8192, 1.3e6, _LLAMA3),
 )  # fmt: skip
 
 
@@ -368,3 +379,41 @@ def test_the_estimates_wall_clock_is_the_run_at_its_rate_the_offers_adds_restart
     assert result.gpu_hours == pytest.approx(at_rate * 512)
     assert result.offer is not None and result.offer.term == "interruptible"
     assert result.offer.wall_clock_hours > result.wall_clock_hours * 1.001
+
+
+_DEEPSEEK_V3 = (
+    "DeepSeek-V3 Technical Report (arXiv:2412.19437): 671B total, 37B active parameters,"
+    " 14.8T tokens, FP8 mixed precision, 2.788M H800 GPU-hours in all, 2048 H800; 61 layers,"
+    " hidden 7168, 4k pre-training context"
+)
+
+
+def test_deepseek_v3_a_mixture_of_experts_in_fp8_within_25_percent() -> None:
+    """FLOPs of the 37B active parameters, memory of all 671B, FP8 credited as the notes
+    say, MFU x the MoE factor: 2.788M H800 GPU-hours within 25%, each factor sourced."""
+    from gpuscout.adapters.gpus import Precision
+
+    result = estimate(
+        "H800-SXM5-80GB", 2048, 671e9, 14.8e12, active_params=37e9, precision=Precision.FP8,
+        layers=61, hidden_size=7168, context_tokens=4096, now=NOW,
+    )  # fmt: skip
+    assert result.gpu_hours == pytest.approx(2.788e6, rel=0.25), _DEEPSEEK_V3
+    assert result.flops_per_token == pytest.approx(6 * 37e9 + 12 * 61 * 7168 * 4096)
+    dense = estimate("H800-SXM5-80GB", 2048, 671e9, 14.8e12, precision=Precision.FP8, now=NOW)
+    assert result.memory_needed_gb == dense.memory_needed_gb  # memory of all 671B
+    assert set(result.factor_sources) >= {"mfu", "flops", "precision", "moe"}
+    assert "0.555" in result.factor_sources["moe"] and result.memory_fits
+    assert result.active_params == 37e9 and result.warnings == []
+
+
+def test_active_params_above_the_total_are_refused() -> None:
+    with pytest.raises(ValueError, match="active_params"):
+        estimate("H100-SXM5-80GB", 8, 7e9, 1e12, active_params=8e9, now=NOW)
+
+
+def test_a_run_longer_than_a_year_is_warned_of() -> None:
+    """An 8B model on 15T tokens on 8 GPUs: ~7 years of wall clock, said in words."""
+    result = estimate("H100-SXM5-80GB", 8, 8e9, 15e12, now=NOW)
+    assert result.wall_clock_hours > 5 * 8760
+    assert len(result.warnings) == 1 and "years of wall clock" in result.warnings[0]
+    assert estimate("H100-SXM5-80GB", 1024, 8e9, 15e12, now=NOW).warnings == []

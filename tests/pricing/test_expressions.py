@@ -25,6 +25,7 @@ def _eval(frame: dict[str, list[object]], expr: pl.Expr, schema=None) -> list[ob
 def test_billed_hours_min_rental_and_increments() -> None:
     frame = {
         "wall_clock_hours": [1.5, 1.5, 1.51, 1.234, 100.0, 0.2],
+        "compute_hours": [1.5, 1.5, 1.51, 1.234, 100.0, 0.2],
         "min_rental_hours": [None, 10.0, None, None, None, None],
         "billing_increment_s": [3600, 3600, 60, None, 3600, 3600],
         "commitment_hours": [None] * 6,
@@ -39,6 +40,7 @@ def test_billed_hours_min_rental_and_increments() -> None:
 def test_billed_hours_whole_commitment_periods() -> None:
     frame = {
         "wall_clock_hours": [100.0, 1000.0, 800.0, 730.0],
+        "compute_hours": [100.0, 1000.0, 800.0, 730.0],
         "min_rental_hours": [None] * 4,
         "billing_increment_s": [None] * 4,
         "commitment_hours": [730.0, 2190.0, 730.0, 730.0],
@@ -54,11 +56,13 @@ def _billed_hours_as_written() -> pl.Expr:
     """The billed hours as the rules read (the maxima as horizontal maxima and clips), in
     one expression: what the cheaper forms of :mod:`pricing.expressions` must equal."""
     wall, period = pl.col("wall_clock_hours"), pl.col("commitment_hours")
-    floor = pl.max_horizontal(wall, pl.col("min_rental_hours").fill_null(0.0))
+    compute = pl.col("compute_hours")
+    floor = pl.max_horizontal(compute, pl.col("min_rental_hours").fill_null(0.0))
     step = pl.col("billing_increment_s").cast(pl.Float64) / 3600.0
     metered = pl.when(step.is_null()).then(floor).otherwise(ex._round_up(floor, step))
     periods = ex._round_up(wall, period).clip(lower_bound=period)
-    capped = ex.monthly_capped_hours(metered, pl.col("billing_cap_hours_per_month"))
+    expected = metered + (wall - compute).clip(lower_bound=0.0)
+    capped = ex.monthly_capped_hours(expected, pl.col("billing_cap_hours_per_month"))
     return pl.when(period.is_not_null()).then(pl.max_horizontal(periods, floor)).otherwise(capped)
 
 
@@ -71,6 +75,7 @@ def test_billed_hours_in_stages_are_the_billed_hours_to_the_last_bit() -> None:
     hours.append(None)
     values = {
         "wall_clock_hours": hours,
+        "restart_share": [0.0, 0.0003],
         "min_rental_hours": [None, 0.0, 10.0, 1000.0],
         "billing_increment_s": [None, 1, 60, 3600, 86400],
         "commitment_hours": [None, 168.0, 730.0, 8760.0],
@@ -81,12 +86,17 @@ def test_billed_hours_in_stages_are_the_billed_hours_to_the_last_bit() -> None:
         {name: [r[i] for r in rows] for i, name in enumerate(values)},
         schema={
             "wall_clock_hours": pl.Float64,
+            "restart_share": pl.Float64,
             "min_rental_hours": pl.Float64,
             "billing_increment_s": pl.Int64,
             "commitment_hours": pl.Float64,
             "billing_cap_hours_per_month": pl.Float64,
         },
     )
+    # the compute hours before the expected restarts (none: the wall clock itself)
+    frame = frame.with_columns(
+        compute_hours=pl.col("wall_clock_hours") * (1 - pl.col("restart_share"))
+    ).drop("restart_share")
     staged = frame.lazy()
     for stage in ex.billed_hours_stages():
         staged = staged.with_columns(**stage)
@@ -104,6 +114,7 @@ def test_billed_hours_of_nan_hours_are_nan() -> None:
     of the rules as written would bill the minimum rental, as if no hours were run)."""
     frame = {
         "wall_clock_hours": [math.nan, math.nan],
+        "compute_hours": [math.nan, math.nan],
         "min_rental_hours": [1.0, None],
         "billing_increment_s": [3600, None],
         "commitment_hours": [None, 730.0],
@@ -119,6 +130,7 @@ def test_billed_hours_monthly_cap() -> None:
     bills 672 h = $16,074.24, not 730 h = $17,461.60."""
     frame = {
         "wall_clock_hours": [730.0, 100.0, 1000.0, 2000.0, 730.0, 700.5],
+        "compute_hours": [730.0, 100.0, 1000.0, 2000.0, 730.0, 700.5],
         "min_rental_hours": [None] * 6,
         "billing_increment_s": [3600] * 6,
         "commitment_hours": [None] * 6,
@@ -164,6 +176,7 @@ def test_a_published_interruption_band_sets_the_rows_preemption_rate() -> None:
     out = (
         frame.with_columns(wall_clock_hours=ex.wall_clock_hours(i))
         .with_columns(interruptions_expected=ex.interruptions_expected(i))
+        .with_columns(billed_hours=pl.col("wall_clock_hours"))  # no rounding here
         .with_columns(risk=ex.interruptible_risk())
     )
     assert (
@@ -171,6 +184,35 @@ def test_a_published_interruption_band_sets_the_rows_preemption_rate() -> None:
     )  # the low band expects fewer preemptions
     assert "its band <5% of capacity reclaimed a month, AWS Spot Advisor" in out["risk"][0]
     assert "default: AWS Spot Advisor top band" in out["risk"][2]
+
+
+def test_interruptible_expectation_is_not_rounded() -> None:
+    """Vultr spot bills by the hour; a 1-hour 8x H100 job expected to run 1.0003 h with
+    restarts bills 1 h (rounded once) + 0.0003 h (expected), not 2 h; 100 h bills 100.03 h,
+    not 101. A 1.51 h job on an hourly increment bills 2 h + its expected restarts."""
+    frame = {
+        "compute_hours": [1.0, 100.0, 1.51],
+        "wall_clock_hours": [1.0003, 100.03, 1.5105],
+        "min_rental_hours": [None, None, None],
+        "billing_increment_s": [3600, 3600, 3600],
+        "commitment_hours": [None] * 3,
+        "billing_cap_hours_per_month": [None] * 3,
+    }
+    schema = {
+        "min_rental_hours": pl.Float64,
+        "commitment_hours": pl.Float64,
+        "billing_cap_hours_per_month": pl.Float64,
+    }
+    billed = _eval(frame, ex.billed_hours(), schema)
+    assert billed == pytest.approx([1.0003, 100.03, 2.0005])
+    cost = _eval({"billed_hours": billed[:1], "usd_per_hour": [18.40], "nodes": [1]},
+                 ex.job_cost_usd())  # fmt: skip
+    assert cost == pytest.approx([18.40552])
+    rounding = _eval(
+        {"billed_hours": billed, "wall_clock_hours": frame["wall_clock_hours"]},
+        ex.billing_rounding_hours(),
+    )
+    assert rounding == pytest.approx([0.0, 0.0, 0.49], abs=1e-9)
 
 
 def test_wall_clock_adds_modelled_restarts_on_interruptible_only() -> None:
@@ -474,6 +516,10 @@ def test_caveats_name_a_too_small_machine_and_unpriced_disk_or_egress() -> None:
         vcpus=pl.Series([1.0, 16.0, 8.0, None]),
         ram_gb=pl.Series([1.073741824, 64.0, 4.0, None]),
         gpus=pl.Series([1.0, 2.0, 1.0, 1.0]),
+        # a provider with a published increment: no billing caveat (test_billing_rules)
+        provider=pl.lit("lambda"),
+        billing_increment_s=pl.lit(60, dtype=pl.Int64),
+        commitment_hours=pl.lit(None, dtype=pl.Float64),
     )
     got = frame.select(c=ex.caveats(1000.0))["c"].to_list()
     assert got == [

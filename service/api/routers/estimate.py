@@ -90,6 +90,12 @@ class EstimateRequest(BaseModel):
     context_tokens: Annotated[int | None, Field(ge=1, le=10_000_000)] = Field(
         default=None, description="sequence length in training (attention FLOPs, activations)"
     )
+    active_params: Annotated[float | None, Field(gt=0, le=1e15)] = Field(
+        default=None,
+        description="with gpu_model: a mixture of experts' active parameters (FLOPs);"
+        " model_params is then its total (memory)",
+        examples=[37e9],
+    )
     limit: Annotated[int, Field(ge=1, le=100)] = 10
 
     @model_validator(mode="after")
@@ -185,6 +191,7 @@ async def estimate_cost(
                     hidden_size=body.hidden_size,
                     context_tokens=body.context_tokens,
                     unrankable=state.unrankable,  # the snapshot's, found once
+                    active_params=body.active_params,
                 )
             )
         except ValidationError as exc:  # the job's bounds (the body's match them): a 422

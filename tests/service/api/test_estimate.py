@@ -107,6 +107,25 @@ async def test_the_model_shape_counts_attention_flops(client: httpx.AsyncClient)
     )
 
 
+async def test_a_mixture_of_experts_counts_its_active_parameters(
+    client: httpx.AsyncClient,
+) -> None:
+    """``active_params`` sizes the FLOPs, ``model_params`` the memory; each factor says where
+    it comes from, and a run beyond a year is warned of."""
+    base = {"model_params": 671e9, "tokens": 1e11, "gpu_model": "H100-SXM5-80GB", "job_gpus": 64}
+    moe = (await client.post("/v1/estimate", json={**base, "active_params": 37e9})).json()
+    est = moe["estimate"]
+    assert est["active_params"] == 37e9 and est["flops_per_token"] == pytest.approx(6 * 37e9)
+    assert "moe" in est["factor_sources"] and est["factor_sources"]["mfu"]
+    dense = (await client.post("/v1/estimate", json=base)).json()["estimate"]
+    assert est["memory_needed_gb"] == dense["memory_needed_gb"]
+    long = {"model_params": 8e9, "tokens": 15e12, "gpu_model": "H100-SXM5-80GB", "job_gpus": 8}
+    warned = (await client.post("/v1/estimate", json=long)).json()["estimate"]
+    assert warned["warnings"] and "years of wall clock" in warned["warnings"][0]
+    bad = await client.post("/v1/estimate", json={**base, "active_params": 700e9})
+    assert bad.status_code == 422, bad.text
+
+
 _H100_512 = {"model_params": 70e9, "tokens": 2e12, "gpu_model": "H100-SXM5-80GB", "job_gpus": 16}
 
 

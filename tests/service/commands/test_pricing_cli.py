@@ -467,3 +467,30 @@ def test_estimate_takes_a_name_meaning_one_model() -> None:
     result = runner.invoke(app, ["estimate", "--gpu-model", "H100 SXM", *args])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["estimate"]["gpu_model"] == "H100-SXM5-80GB"
+
+
+@pytest.mark.parametrize(
+    ("args", "published_gpu_hours"),
+    [
+        # DeepSeek-V3 technical report (arXiv:2412.19437): 2.788M H800 GPU-hours, FP8
+        (["--gpu-model", "H800-SXM5-80GB", "--job-gpus", "2048", "--model-params", "671e9",
+          "--active-params", "37e9", "--tokens", "14.8e12", "--precision", "fp8",
+          "--layers", "61", "--hidden-size", "7168", "--context-tokens", "4096"], 2.788e6),
+        # Llama 3.1 model card: 8B 1.46M and 70B 7.0M H100-80GB GPU-hours
+        (["--gpu-model", "H100-SXM5-80GB", "--job-gpus", "8192", "--model-params", "8.03e9",
+          "--tokens", "15.6e12", "--layers", "32", "--hidden-size", "4096",
+          "--context-tokens", "8192"], 1.46e6),
+        (["--gpu-model", "H100-SXM5-80GB", "--job-gpus", "8192", "--model-params", "70.6e9",
+          "--tokens", "15.6e12", "--layers", "80", "--hidden-size", "8192",
+          "--context-tokens", "8192"], 7.0e6),
+    ],
+    ids=["deepseek-v3", "llama-3.1-8b", "llama-3.1-70b"],
+)  # fmt: skip
+def test_estimate_lands_within_25_percent_of_published_runs(
+    args: list[str], published_gpu_hours: float
+) -> None:
+    result = runner.invoke(app, ["estimate", *args, "--sample", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    est = json.loads(result.stdout)["estimate"]
+    assert est["gpu_hours"] == pytest.approx(published_gpu_hours, rel=0.25)
+    assert est["factor_sources"]["mfu"] and est["factor_sources"]["flops"]

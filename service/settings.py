@@ -347,7 +347,21 @@ class Settings(_ProviderSettings):
     alert_webhook_max_failures: int = Field(
         5, ge=1, description="failed deliveries in a row after which a webhook is disabled"
     )
-    alert_webhook_timeout_s: float = Field(10.0, gt=0, le=60, description="webhook call timeout")
+    alert_webhook_timeout_s: float = Field(
+        10.0, gt=0, le=60, description="webhook connect and per-read timeout"
+    )
+    alert_webhook_deadline_s: float = Field(
+        30.0,
+        gt=0,
+        le=600,
+        description="total time one webhook delivery may take, every attempt and wait included"
+        " (a receiver answering slowly cannot hold the alerts longer)",
+    )
+    alert_webhook_allow_private: bool = Field(
+        False,
+        description="let webhooks call loopback, private and other non-public addresses (a"
+        " receiver on this machine, in development); off: only public addresses, pinned",
+    )
 
     @field_validator("database_url")
     @classmethod

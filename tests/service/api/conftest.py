@@ -191,7 +191,7 @@ async def mail_app(
         mail_from="gpuscout <digest@gpuscout.test>",
         public_base_url="https://gpuscout.test",
         token_secret="api-test-secret-0123456789",  # type: ignore[arg-type]
-        **overrides,
+        **{"alert_webhook_allow_private": True, **overrides},  # receivers on 127.0.0.1
     )
     engine = make_engine(url)
     app = create_app(

@@ -136,6 +136,12 @@ class Settings(_ProviderSettings):
         " far shorter than the snapshot interval",
     )
     http_retries: int = Field(4, ge=1, le=10, description="attempts per provider request")
+    provider_max_response_mb: float = Field(
+        64.0,
+        gt=0,
+        description="largest provider answer read whole, in MB once decompressed (more: that"
+        " provider's run fails, nothing read further); streamed price lists are read in parts",
+    )
     providers_disabled: TextList = Field(
         default_factory=list,
         description="provider names not to fetch, as `gpuscout providers` lists them"

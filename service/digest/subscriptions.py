@@ -188,7 +188,7 @@ class SubscriptionManager:
 
     def _claims(self, token: str, purpose: Purpose, max_age_days: int) -> SubscriptionRecord:
         claims: TokenClaims = read_token(
-            self.settings.token_secret.get_secret_value(),
+            self.settings.signing_key(),
             purpose,
             token,
             max_age=timedelta(days=max_age_days),

@@ -28,7 +28,7 @@ from gpuscout.db.current import CurrentState, ProviderState, state_from_offers
 from gpuscout.service.api import create_app
 from gpuscout.service.settings import Settings
 
-ADMIN_TOKEN = "test-admin-token-0123456789"
+ADMIN_TOKEN = "test-admin-token-0123456789abcdef"
 FETCHED_AT = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
 CENT = Decimal("0.01")
 
@@ -190,7 +190,7 @@ async def mail_app(
         smtp_security="none",
         mail_from="gpuscout <digest@gpuscout.test>",
         public_base_url="https://gpuscout.test",
-        token_secret="api-test-secret-0123456789",  # type: ignore[arg-type]
+        token_secret="api-test-secret-0123456789abcdefgh",  # type: ignore[arg-type]
         **{"alert_webhook_allow_private": True, **overrides},  # receivers on 127.0.0.1
     )
     engine = make_engine(url)

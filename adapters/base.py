@@ -42,6 +42,7 @@ import tenacity
 from .declarations import ProviderSetting
 from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
+from .json_depth import MAX_JSON_DEPTH, json_depth_exceeds
 from .run import FRESH_WITHIN_HOURS
 from .schema import GpuFormFactor, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
 from .units import PriceReading, read_price, whole_count
@@ -673,6 +674,10 @@ class Adapter(abc.ABC):
 
     def decode(self, data: bytes, filename: str) -> Any:
         """Decode one recorded raw response file (JSON unless the adapter says otherwise)."""
+        if json_depth_exceeds(data, MAX_JSON_DEPTH):
+            raise ResponseFormatError(
+                self.name, f"{filename} nests deeper than {MAX_JSON_DEPTH} levels: not read"
+            )
         try:
             return json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -218,6 +218,12 @@ class Settings(_ProviderSettings):
     api_max_body_bytes: int = Field(
         65536, ge=1024, description="largest request body the API reads, in bytes (more: 413)"
     )
+    api_max_json_depth: int = Field(
+        32,
+        ge=2,
+        le=500,
+        description="deepest nesting of arrays and objects in a request body (more: 400)",
+    )
     api_max_list_items: int = Field(
         100,
         ge=1,

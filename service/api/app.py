@@ -152,7 +152,9 @@ def create_app(
     tidy_openapi(app)
 
     app.add_middleware(OffersFastPath, context=context)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)
+    app.add_middleware(
+        BodySizeLimit, max_bytes=settings.api_max_body_bytes, max_depth=settings.api_max_json_depth
+    )
     app.add_middleware(GZipElsewhere)
     if settings.cors_origins:
         app.add_middleware(

@@ -265,8 +265,28 @@ class Settings(_ProviderSettings):
         ge=0,
         le=1,
         description="an ok provider run whose offer count falls by more than this share of"
-        " its stored offers (and by more than snapshot_guard_min_count) is stored as failed,"
+        " its baseline (and by more than snapshot_guard_min_count) is stored as failed,"
         " its earlier offers kept; 1 = never",
+    )
+    snapshot_guard_rise_factor: float = Field(
+        3.0,
+        ge=1,
+        description="an ok provider run whose offer count rises above this many times its"
+        " baseline (and by more than snapshot_guard_min_count) is stored as failed too",
+    )
+    snapshot_guard_baseline_runs: int = Field(
+        5,
+        ge=1,
+        le=100,
+        description="the baseline is the median offer count of this many latest accepted runs"
+        " of the provider (since the last change the guard accepted)",
+    )
+    snapshot_guard_accept_after: int = Field(
+        3,
+        ge=1,
+        le=100,
+        description="a jump repeated by this many runs in a row (counts within 10%) is a real"
+        " change of catalogue: accepted, noted on /providers, the new baseline",
     )
     snapshot_guard_min_count: int = Field(
         20,

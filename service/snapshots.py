@@ -172,6 +172,9 @@ def offer_guard(settings: Settings) -> OfferGuard:
         drop_share=settings.snapshot_guard_drop_share,
         min_count=settings.snapshot_guard_min_count,
         skipped_share=settings.snapshot_guard_skipped_share,
+        rise_factor=settings.snapshot_guard_rise_factor,
+        accept_after=settings.snapshot_guard_accept_after,
+        baseline_runs=settings.snapshot_guard_baseline_runs,
     )
 
 

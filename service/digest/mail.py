@@ -188,6 +188,12 @@ def parse_sender(value: str) -> Address:
     return Address(display_name=display_name, username=username, domain=domain)
 
 
+#: The default policy, folding only past RFC 5322's 998-character line limit: the default
+#: 78 makes a long one-click URL an RFC 2047 encoded word in ``List-Unsubscribe``, which
+#: RFC 2369 and 8058 do not allow (mailbox providers then hide the unsubscribe button).
+MAIL_POLICY = policy.default.clone(max_line_length=998)
+
+
 def new_message_id(sender: Address) -> str:
     """A fresh, globally unique ``<...@domain>`` Message-ID in the sender's domain."""
     return make_msgid(idstring="gpuscout", domain=sender.domain)
@@ -198,7 +204,7 @@ def _base(
 ) -> EmailMessage:
     to = normalize_address(to_email)
     username, domain = to.rsplit("@", 1)
-    message = EmailMessage()
+    message = EmailMessage(policy=MAIL_POLICY)
     message["From"] = sender
     message["To"] = Address(username=username, domain=domain)
     message["Subject"] = header_text(subject, field="subject")

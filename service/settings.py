@@ -338,8 +338,17 @@ class Settings(_ProviderSettings):
     subscriptions_per_client_per_hour: int = Field(
         10, ge=1, description="subscription requests one client (IP, IPv6 /64) can make an hour"
     )
+    subscriptions_per_network_per_hour: int = Field(
+        30,
+        ge=1,
+        description="subscription requests the clients of one network (IPv4 /24, IPv6 /48) can"
+        " make an hour",
+    )
     subscriptions_per_hour: int = Field(
-        100, ge=1, description="confirmation mails gpuscout sends in all per hour (then 429)"
+        1000,
+        ge=1,
+        description="confirmation mails gpuscout sends in all per hour (then 429): a ceiling"
+        " against a spam run from many networks, far above what a few clients can use",
     )
     trusted_proxies: TextList = Field(
         default_factory=list,

@@ -35,6 +35,7 @@ from .metrics import ApiMetrics, MetricsMiddleware
 from .offers_cache import GZipElsewhere, OffersFastPath
 from .openapi_names import HeadAsGet, operation_id, tidy_openapi
 from .problems import ProblemError, problem_response
+from .security_headers import SecurityHeaders
 from .serving import Loaded
 from .state import OffersLoader, StateHolder
 
@@ -166,6 +167,7 @@ def create_app(
         )
     app.add_middleware(MetricsMiddleware, metrics=context.metrics)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(SecurityHeaders, trusted_proxies=settings.trusted_proxies)
     return app
 
 

@@ -215,6 +215,15 @@ class Settings(_ProviderSettings):
     api_refresh_s: float = Field(
         30.0, gt=0, description="how often an API replica checks for a newer snapshot"
     )
+    api_max_connections: int = Field(
+        512,
+        ge=1,
+        description="connections and tasks one API worker holds at once (uvicorn's"
+        " limit_concurrency; more: 503 at once): many slow clients cannot take every socket",
+    )
+    api_keep_alive_s: int = Field(
+        5, ge=1, le=300, description="seconds an idle kept-alive connection stays open"
+    )
     api_max_body_bytes: int = Field(
         65536, ge=1024, description="largest request body the API reads, in bytes (more: 413)"
     )

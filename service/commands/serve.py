@@ -229,6 +229,8 @@ def register(app: typer.Typer) -> None:
                     log_level="info",
                     access_log=settings.api_access_log,
                     proxy_headers=False,
+                    limit_concurrency=settings.api_max_connections,
+                    timeout_keep_alive=settings.api_keep_alive_s,
                     workers=processes if processes > 1 else None,
                     factory=processes > 1,
                 )

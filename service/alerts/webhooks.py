@@ -185,6 +185,12 @@ def post_webhook(
             except httpx.HTTPError as exc:
                 error, retryable = f"{type(exc).__name__}: {exc}", True
                 continue
+            except (httpx.InvalidURL, ValueError, OSError) as exc:  # no later run can differ
+                raise WebhookError(
+                    f"webhook call impossible: {type(exc).__name__}: {exc}",
+                    attempts=attempt,
+                    retryable=False,
+                ) from None
             if 200 <= status < 300:
                 return attempt
             error = f"HTTP {status}"

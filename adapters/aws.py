@@ -67,7 +67,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, ClassVar
-from xml.sax import saxutils
 
 import httpx
 from botocore.auth import SigV4Auth
@@ -86,7 +85,14 @@ from .base import (
     request,
     request_stream,
 )
-from .calls import CallFailure, failure_groups, gather_limited, http_status, key_rejected
+from .calls import (
+    CallFailure,
+    error_code,
+    failure_groups,
+    gather_limited,
+    http_status,
+    key_rejected,
+)
 from .schema import (
     Fabric,
     GpuFormFactor,
@@ -369,8 +375,6 @@ def _xml_instance_types(root: ET.Element) -> tuple[dict[str, _TypeInfo], str]:
 
 # --- spot failures -----------------------------------------------------------------------
 
-_EC2_CODE = re.compile(r"<Code>([^<]+)</Code>")
-_EC2_MESSAGE = re.compile(r"<Message>([^<]*)")
 _EC2_URL = re.compile(r"https://ec2\.[a-z0-9-]+\.amazonaws\.com/")
 _XML_ENTITIES = {"&quot;": '"', "&apos;": "'"}
 #: What EC2's authentication/authorization errors (:func:`~adapters.calls.key_rejected`) may
@@ -385,14 +389,14 @@ _AUTH_HINT = (
 def _spot_failure(region: str, reason: str) -> CallFailure:
     """Why one region's spot prices were not fetched, read back from a failed :func:`request`.
 
-    Its :class:`ProviderError` carries only text, ``HTTP <status> from <url>: <body
-    excerpt>`` (``... after N attempts`` for a retried status). EC2 answers a failed Query-API
+    Its :class:`ProviderError` carries only text, ``HTTP <status> from <url> (<type>); code
+    <Code>`` (``... after N attempts`` for a retried status). EC2 answers a failed Query-API
     call with ``<Response><Errors><Error><Code>...</Code><Message>...</Message></Error>
     </Errors><RequestID>...</RequestID></Response>`` ("Error codes for the Amazon EC2 API",
     example error response,
     https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html), the
-    ``<Code>`` first, so the excerpt holds it: the cause is ``HTTP 401 AuthFailure``, the same
-    in every region, and EC2's ``<Message>`` the detail. Any other failure (timeout, network,
+    error names its ``<Code>``: the cause is ``HTTP 401 AuthFailure``, the same in every
+    region (EC2's ``<Message>`` is free text and not quoted). Any other failure (timeout, network,
     payload) keeps its text, the regional URL replaced so that it reads the same in every
     region and equal failures group. The skipped record names no region or request id in its
     reason, and says what an auth failure (:data:`_AUTH_HINT`) may mean.
@@ -401,16 +405,10 @@ def _spot_failure(region: str, reason: str) -> CallFailure:
     if status is None:
         cause, detail = _EC2_URL.sub("EC2", reason), ""
     else:
-        code, message = _EC2_CODE.search(reason), _EC2_MESSAGE.search(reason)
-        cause = f"HTTP {status} {_xml_unescape(code.group(1)) if code else ''}".strip()
-        detail = _xml_unescape(message.group(1)).removesuffix("...") if message else ""
+        cause, detail = f"HTTP {status} {error_code(reason) or ''}".strip(), ""
     hint = _AUTH_HINT if key_rejected(reason) else ""
     failed = FailedCall(f"aws:spot/{region}", f"spot prices not fetched: {cause}{hint}")
     return CallFailure(failed, cause, region, detail)
-
-
-def _xml_unescape(text: str) -> str:
-    return saxutils.unescape(text, _XML_ENTITIES).strip()
 
 
 def _spot_failure_warning(failures: Sequence[CallFailure], regions: int) -> str:

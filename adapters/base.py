@@ -28,6 +28,7 @@ import dataclasses
 import email.utils
 import functools
 import json
+import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -42,6 +43,7 @@ from .billing_rules import billing_fields
 from .declarations import ACTIVE, Lifecycle, ProviderSetting
 from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
+from .json_depth import MAX_JSON_DEPTH, json_depth_exceeds
 from .public_ipv4 import ipv4_fields
 from .run import FRESH_WITHIN_HOURS
 from .schema import GpuFormFactor, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
@@ -311,6 +313,9 @@ class RetryPolicy:
         connect."""
         return httpx.Timeout(self.timeout_s, connect=min(self.connect_timeout_s, self.timeout_s))
 
+    #: The largest answer :func:`request` reads, decompressed; more fails the request.
+    max_response_bytes: int = 64 * 2**20
+
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -427,7 +432,8 @@ async def request(
     async def once() -> httpx.Response:
         try:
             async with asyncio.timeout(policy.timeout_s):
-                response = await client.request(method, url, **kwargs)
+                async with client.stream(method, url, **kwargs) as streamed:
+                    response = await _read_capped(streamed, policy.max_response_bytes, provider)
         except TimeoutError:  # the whole attempt took too long: a timeout like httpx's own
             raise httpx.ReadTimeout(
                 f"no complete answer within {policy.timeout_s:g} s", request=None
@@ -439,9 +445,39 @@ async def request(
     response = await _with_retries(once, url=url, provider=provider, policy=policy)
     if response.is_error:
         raise ProviderError(
-            provider, f"HTTP {response.status_code} from {_short(url)}: {_body(response)}"
+            provider,
+            f"HTTP {response.status_code} from {_short(url)}{_kind(response)}"
+            f"{_code(response.content)}",
         )
     return response
+
+
+async def _read_capped(response: httpx.Response, max_bytes: int, provider: str) -> httpx.Response:
+    """``response`` read whole, decompressed, unless it passes ``max_bytes`` (then a
+    :class:`ProviderError`: nothing more is read); a plain response holding the bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise ProviderError(
+                provider,
+                f"answer from {_short(str(response.url))} larger than"
+                f" {max_bytes / 2**20:g} MB (decompressed): not read further",
+            )
+        chunks.append(chunk)
+    headers = [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(
+        response.status_code,
+        headers=headers,
+        content=b"".join(chunks),
+        request=response.request,
+        history=response.history,
+    )
 
 
 async def request_stream(
@@ -466,9 +502,14 @@ async def request_stream(
             if response.status_code in RETRY_STATUS:
                 raise _Retryable(response)
             if response.is_error:
-                await response.aread()
+                head = b""
+                async for chunk in response.aiter_bytes():
+                    head += chunk
+                    if len(head) >= _CODE_SCAN_BYTES:
+                        break
                 raise ProviderError(
-                    provider, f"HTTP {response.status_code} from {_short(url)}: {_body(response)}"
+                    provider,
+                    f"HTTP {response.status_code} from {_short(url)}{_kind(response)}{_code(head)}",
                 )
             return await consume(response)
 
@@ -490,7 +531,7 @@ async def request_json(
         return response.json()
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ResponseFormatError(
-            provider, f"response from {_short(url)} is not JSON ({exc}): {_body(response)}"
+            provider, f"response from {_short(url)} is not JSON ({exc}){_kind(response)}"
         ) from None
 
 
@@ -498,9 +539,28 @@ def _short(url: str) -> str:
     return url.split("?", 1)[0]
 
 
-def _body(response: httpx.Response, limit: int = 200) -> str:
-    text = response.text.strip().replace("\n", " ")
-    return text[:limit] + ("..." if len(text) > limit else "")
+#: How much of an error answer is searched for its error code.
+_CODE_SCAN_BYTES = 16384
+#: An error code as providers write them (``Throttling.User``, ``AuthFailure``,
+#: ``InvalidRegionId.NotFound``): JSON's ``"Code"``/``"code"`` or XML's ``<Code>``.
+_ERROR_CODE = re.compile(
+    rb'(?:"[Cc]ode"\s*:\s*"|<Code>)([A-Za-z][A-Za-z0-9_.:-]{0,63})(?:"|</Code>)'
+)
+
+
+def _code(body: bytes) -> str:
+    """``; code <Code>``: the machine error code an error answer names, if it has one. The
+    one piece of an answer an error quotes: an identifier, never free text."""
+    match = _ERROR_CODE.search(body[:_CODE_SCAN_BYTES])
+    return f"; code {match.group(1).decode()}" if match else ""
+
+
+def _kind(response: httpx.Response) -> str:
+    """``; <content type>, <n> bytes``: what an error says of an answer. Never its text: an
+    answer (or one a redirect led to) may hold what must not be shown on a public page."""
+    kind = response.headers.get("Content-Type", "no content type").split(";", 1)[0][:80]
+    size = response.headers.get("Content-Length")
+    return f" ({kind}{f', {size} bytes' if size and size.isdigit() else ''})"
 
 
 class Adapter(abc.ABC):
@@ -663,6 +723,10 @@ class Adapter(abc.ABC):
 
     def decode(self, data: bytes, filename: str) -> Any:
         """Decode one recorded raw response file (JSON unless the adapter says otherwise)."""
+        if json_depth_exceeds(data, MAX_JSON_DEPTH):
+            raise ResponseFormatError(
+                self.name, f"{filename} nests deeper than {MAX_JSON_DEPTH} levels: not read"
+            )
         try:
             return json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

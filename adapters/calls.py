@@ -64,7 +64,7 @@ def read_query_payload(payload: Mapping[str, Any], provider: str) -> tuple[Mappi
 
 
 _HTTP_STATUS = re.compile(r"^HTTP (\d{3})\b")
-_JSON_CODE = re.compile(r'"Code"\s*:\s*"([^"]+)"')
+_JSON_CODE = re.compile(r"; code (\S+)")
 
 
 def http_status(reason: str) -> int | None:
@@ -80,7 +80,8 @@ def key_rejected(reason: str) -> bool:
 
 
 def error_code(reason: str) -> str | None:
-    """The JSON ``"Code"`` in the body excerpt of a failed request, if it has one."""
+    """The error code a failed request names (``; code <Code>``, read from the answer's JSON
+    ``"Code"`` or XML ``<Code>``), if it has one."""
     code = _JSON_CODE.search(reason)
     return code.group(1) if code else None
 
@@ -89,9 +90,9 @@ def failure_cause(reason: str) -> str:
     """What a failed :func:`~adapters.base.request` says, the same text for every region and
     id (no URL, no request id), so that equal failures group.
 
-    ``request`` reports ``HTTP <status> from <url>: <body>``, ``timeout after <n> attempts:
-    <url>``, ``network error on <url>: <detail>`` or ``response from <url> is not JSON``; the
-    cause is ``HTTP 403 Forbidden.RAM`` (with the body's JSON ``Code`` when it has one),
+    ``request`` reports ``HTTP <status> from <url> (<type>); code <Code>``, ``timeout after
+    <n> attempts: <url>``, ``network error on <url>: <detail>`` or ``response from <url> is
+    not JSON``; the cause is ``HTTP 403 Forbidden.RAM`` (with the answer's ``Code`` if any),
     ``timeout``, ``network error`` or ``response is not JSON``.
     """
     status = http_status(reason)

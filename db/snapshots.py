@@ -52,7 +52,7 @@ from gpuscout.adapters.schema import (
 )
 
 from .engine import Target, driver_rows, placeholders, transaction
-from .guard import OfferGuard
+from .guard import ACCEPTED_PREFIX, OfferGuard, suspect_count
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
 from .records import gc_paused, hash64, hash64s, record_jsons
 
@@ -783,15 +783,53 @@ def _guarded(
     stored = _Fingerprint.stored(connection, run.provider)
     same = offers is not None and offers.same_as(stored)
     if run.status is RunStatus.OK and offers is not None:
-        verdict = guard.verdict(
+        baseline, suspects = _guard_history(connection, run.provider, guard)
+        verdict, note = guard.judge(
             offer_count=stored.count if same else len(offers.index),
             skipped=run.skipped,
             stored_count=stored.count,
+            baseline=baseline,
+            suspects=suspects,
         )
         if verdict is not None:
             log.warning("%s: %s", run.provider, verdict)
             run = dataclasses.replace(run, status=RunStatus.ERROR, error=verdict)
+        elif note is not None:
+            log.warning("%s: %s", run.provider, note)
+            run = dataclasses.replace(run, error=note)
     return run, stored.count, same
+
+
+def _guard_history(
+    connection: Connection, provider: str, guard: OfferGuard
+) -> tuple[list[int], list[int]]:
+    """The offer counts the guard judges a run of ``provider`` against, newest first: its
+    latest accepted (ok) runs back to the last change the guard accepted, and the suspect
+    runs just before this one (read from their errors, :func:`db.guard.suspect_count`)."""
+    rows = connection.execute(
+        sa.select(
+            _snapshot_provider.c.status,
+            _snapshot_provider.c.error,
+            _snapshot_provider.c.offer_count,
+        )
+        .where(_snapshot_provider.c.provider == provider)
+        .order_by(_snapshot_provider.c.snapshot_id.desc())
+        .limit(guard.baseline_runs + guard.accept_after + 20)
+    ).all()
+    baseline: list[int] = []
+    suspects: list[int] = []
+    leading = True  # still in the run of suspect answers just before this one
+    for status, error, offer_count in rows:
+        count = suspect_count(error) if status == RunStatus.ERROR.value else None
+        if leading and count is not None:
+            suspects.append(count)
+            continue
+        leading = False
+        if status == RunStatus.OK.value:
+            baseline.append(offer_count)
+            if len(baseline) >= guard.baseline_runs or (error or "").startswith(ACCEPTED_PREFIX):
+                break
+    return baseline, suspects
 
 
 def _store(
@@ -837,6 +875,8 @@ def _store(
                     offers_kept=stored,
                     guarded=run is not fetched,
                 )
+            if run.status is RunStatus.OK and run.error is not None:  # the guard's note
+                change = dataclasses.replace(change, error=run.error)
             _upsert_status(connection, run, change, snapshot_id)
             changes.append(change)
         summary = SnapshotSummary(

@@ -2,7 +2,10 @@
 
 :func:`build_scheduler` configures a scheduler without starting it (the API process starts
 it beside uvicorn; ``gpuscout scheduler`` runs it alone). After each snapshot it stored,
-the job evaluates and delivers the price alerts (:func:`service.alerts.run.run_alerts`).
+the snapshot job queues the alerts job (:data:`ALERTS_JOB_ID`, its own job: one instance,
+coalesced), which evaluates and delivers the price alerts
+(:func:`service.alerts.run.run_alerts`). So a slow webhook or mail server delays only the
+alerts, never the next snapshot.
 Each run logs one line (``gpuscout.scheduler``): skipped and why, or what was stored with
 the count of providers ok, failed and skipped (:func:`snapshot_line`; WARNING with the
 first error when any failed). The job is coalesced, never runs twice at once in one
@@ -23,6 +26,7 @@ from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
+from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
@@ -33,9 +37,11 @@ from .settings import Settings
 from .snapshots import Fetch, SnapshotResult, SnapshotSkipped, take_snapshot
 
 __all__ = [
+    "ALERTS_JOB_ID",
     "FX_JOB_ID",
     "SNAPSHOT_JOB_ID",
     "build_scheduler",
+    "queue_alerts_job",
     "run_snapshot_job",
     "snapshot_line",
 ]
@@ -44,6 +50,7 @@ log = logging.getLogger("gpuscout.scheduler")
 
 SNAPSHOT_JOB_ID = "snapshot"
 FX_JOB_ID = "fx"
+ALERTS_JOB_ID = "alerts"
 
 
 def run_snapshot_job(
@@ -52,10 +59,13 @@ def run_snapshot_job(
     fetch: Fetch | None = None,
     engine: Engine | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    alerts: Callable[[], None] | None = None,
 ) -> SnapshotResult | None:
     """Take one snapshot unless another runner holds the lock or took one recently.
 
-    Returns what was stored, or ``None`` when this runner skipped (and logged why).
+    Returns what was stored, or ``None`` when this runner skipped (and logged why). Once
+    stored (the lock released), ``alerts`` is called (the scheduler's: queue the alerts
+    job); ``None`` runs the alerts here, after the snapshot.
     """
     interval = timedelta(minutes=settings.snapshot_interval_minutes)
     try:
@@ -67,7 +77,10 @@ def run_snapshot_job(
         return None
     level, line = snapshot_line(result)
     log.log(level, "%s", line)
-    _alerts_after(settings, engine, now)
+    if alerts is None:
+        run_alerts_job(settings, engine=engine, now=now)
+    else:
+        alerts()
     return result
 
 
@@ -99,9 +112,15 @@ def snapshot_line(result: SnapshotResult) -> tuple[int, str]:
 _ERROR_CHARS = 300
 
 
-def _alerts_after(settings: Settings, engine: Engine | None, now: Callable[[], datetime]) -> None:
-    """Evaluate and deliver the price alerts on the snapshot just stored; a failure is
-    logged, never the snapshot's (the next snapshot's run retries what was left)."""
+def run_alerts_job(
+    settings: Settings,
+    *,
+    engine: Engine | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> None:
+    """Evaluate and deliver the price alerts on the newest snapshot; a failure is logged
+    (the next run retries what was left: failed deliveries back off, see
+    :mod:`service.alerts.deliver`)."""
     from .alerts.run import run_alerts
 
     own = engine is None
@@ -117,10 +136,26 @@ def _alerts_after(settings: Settings, engine: Engine | None, now: Callable[[], d
             len(report.delivery.mails),
         )
     except Exception:
-        log.exception("alerts after the snapshot failed")
+        log.exception("alerts run failed")
     finally:
         if own:
             engine.dispose()
+
+
+def queue_alerts_job(scheduler: BaseScheduler, job: Callable[[], object]) -> None:
+    """Run the alerts ``job`` now as its own job, beside the snapshot job, not inside it; one
+    at a time: one queued while another still runs is skipped (APScheduler logs it), and the
+    next snapshot queues the next run, which retries every delivery left undone."""
+    scheduler.add_job(
+        job,
+        trigger=DateTrigger(datetime.now(UTC), timezone=UTC),
+        id=ALERTS_JOB_ID,
+        name="evaluate and deliver the price alerts",
+        coalesce=True,
+        max_instances=1,
+        misfire_grace_time=None,
+        replace_existing=True,
+    )
 
 
 def build_scheduler(
@@ -129,14 +164,20 @@ def build_scheduler(
     job: Callable[[], object] | None = None,
     scheduler: BaseScheduler | None = None,
     digests: bool = True,
+    alerts_job: Callable[[], object] | None = None,
 ) -> BaseScheduler:
     """A scheduler (a :class:`BackgroundScheduler` unless given) with the snapshot job,
     the FX rates job (every ``fx_update_hours``; first run a minute after start) and, with
     ``digests``, the hourly digest job added; not started.
 
-    ``job`` replaces :func:`run_snapshot_job` (tests).
+    ``job`` replaces :func:`run_snapshot_job` (tests); ``alerts_job`` replaces
+    :func:`run_alerts_job`, which each stored snapshot queues as its own job.
     """
     scheduler = scheduler or BackgroundScheduler(timezone=UTC)
+    queue_alerts = functools.partial(
+        queue_alerts_job, scheduler, alerts_job or functools.partial(run_alerts_job, settings)
+    )
+
     if settings.fx_update_hours > 0:
         from .fx import run_fx_job
 
@@ -159,7 +200,7 @@ def build_scheduler(
     if settings.snapshot_on_start:
         options["next_run_time"] = datetime.now(UTC)
     scheduler.add_job(
-        job or functools.partial(run_snapshot_job, settings),
+        job or functools.partial(run_snapshot_job, settings, alerts=queue_alerts),
         trigger=IntervalTrigger(
             minutes=settings.snapshot_interval_minutes,
             jitter=settings.snapshot_jitter_s or None,

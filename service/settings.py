@@ -13,6 +13,7 @@ import functools
 import ipaddress
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -136,6 +137,12 @@ class Settings(_ProviderSettings):
         " far shorter than the snapshot interval",
     )
     http_retries: int = Field(4, ge=1, le=10, description="attempts per provider request")
+    provider_max_response_mb: float = Field(
+        64.0,
+        gt=0,
+        description="largest provider answer read whole, in MB once decompressed (more: that"
+        " provider's run fails, nothing read further); streamed price lists are read in parts",
+    )
     providers_disabled: TextList = Field(
         default_factory=list,
         description="provider names not to fetch, as `gpuscout providers` lists them"
@@ -151,9 +158,10 @@ class Settings(_ProviderSettings):
     )
 
     # REST API (service/api)
-    admin_token: SecretStr = Field(
-        SecretStr("changeme"),
-        description="Bearer token for admin endpoints; placeholders refused outside development",
+    admin_token: SecretStr | None = Field(
+        None,
+        description="Bearer token of the admin endpoints, at least 32 characters (e.g. `openssl"
+        " rand -hex 32`); none = the admin endpoints are refused",
     )
     cors_origins: TextList = Field(
         default_factory=list,
@@ -207,8 +215,23 @@ class Settings(_ProviderSettings):
     api_refresh_s: float = Field(
         30.0, gt=0, description="how often an API replica checks for a newer snapshot"
     )
+    api_max_connections: int = Field(
+        512,
+        ge=1,
+        description="connections and tasks one API worker holds at once (uvicorn's"
+        " limit_concurrency; more: 503 at once): many slow clients cannot take every socket",
+    )
+    api_keep_alive_s: int = Field(
+        5, ge=1, le=300, description="seconds an idle kept-alive connection stays open"
+    )
     api_max_body_bytes: int = Field(
         65536, ge=1024, description="largest request body the API reads, in bytes (more: 413)"
+    )
+    api_max_json_depth: int = Field(
+        32,
+        ge=2,
+        le=500,
+        description="deepest nesting of arrays and objects in a request body (more: 400)",
     )
     api_max_list_items: int = Field(
         100,
@@ -251,8 +274,28 @@ class Settings(_ProviderSettings):
         ge=0,
         le=1,
         description="an ok provider run whose offer count falls by more than this share of"
-        " its stored offers (and by more than snapshot_guard_min_count) is stored as failed,"
+        " its baseline (and by more than snapshot_guard_min_count) is stored as failed,"
         " its earlier offers kept; 1 = never",
+    )
+    snapshot_guard_rise_factor: float = Field(
+        3.0,
+        ge=1,
+        description="an ok provider run whose offer count rises above this many times its"
+        " baseline (and by more than snapshot_guard_min_count) is stored as failed too",
+    )
+    snapshot_guard_baseline_runs: int = Field(
+        5,
+        ge=1,
+        le=100,
+        description="the baseline is the median offer count of this many latest accepted runs"
+        " of the provider (since the last change the guard accepted)",
+    )
+    snapshot_guard_accept_after: int = Field(
+        3,
+        ge=1,
+        le=100,
+        description="a jump repeated by this many runs in a row (counts within 10%) is a real"
+        " change of catalogue: accepted, noted on /providers, the new baseline",
     )
     snapshot_guard_min_count: int = Field(
         20,
@@ -289,9 +332,10 @@ class Settings(_ProviderSettings):
     public_base_url: str = Field(
         "http://127.0.0.1:8000", description="base URL of the API, for links in mails"
     )
-    token_secret: SecretStr = Field(
-        SecretStr("changeme"),
-        description="key signing confirm/unsubscribe links; placeholders refused outside dev",
+    token_secret: SecretStr | None = Field(
+        None,
+        description="key signing confirm/unsubscribe links, at least 32 characters; none = a"
+        " random key kept in data_dir/token_secret (one machine; required in production)",
     )
     token_max_age_days: int = Field(7, ge=1, description="days a confirmation link is valid")
     unsubscribe_max_age_days: int = Field(
@@ -303,8 +347,17 @@ class Settings(_ProviderSettings):
     subscriptions_per_client_per_hour: int = Field(
         10, ge=1, description="subscription requests one client (IP, IPv6 /64) can make an hour"
     )
+    subscriptions_per_network_per_hour: int = Field(
+        30,
+        ge=1,
+        description="subscription requests the clients of one network (IPv4 /24, IPv6 /48) can"
+        " make an hour",
+    )
     subscriptions_per_hour: int = Field(
-        100, ge=1, description="confirmation mails gpuscout sends in all per hour (then 429)"
+        1000,
+        ge=1,
+        description="confirmation mails gpuscout sends in all per hour (then 429): a ceiling"
+        " against a spam run from many networks, far above what a few clients can use",
     )
     trusted_proxies: TextList = Field(
         default_factory=list,
@@ -347,7 +400,21 @@ class Settings(_ProviderSettings):
     alert_webhook_max_failures: int = Field(
         5, ge=1, description="failed deliveries in a row after which a webhook is disabled"
     )
-    alert_webhook_timeout_s: float = Field(10.0, gt=0, le=60, description="webhook call timeout")
+    alert_webhook_timeout_s: float = Field(
+        10.0, gt=0, le=60, description="webhook connect and per-read timeout"
+    )
+    alert_webhook_deadline_s: float = Field(
+        30.0,
+        gt=0,
+        le=600,
+        description="total time one webhook delivery may take, every attempt and wait included"
+        " (a receiver answering slowly cannot hold the alerts longer)",
+    )
+    alert_webhook_allow_private: bool = Field(
+        False,
+        description="let webhooks call loopback, private and other non-public addresses (a"
+        " receiver on this machine, in development); off: only public addresses, pinned",
+    )
 
     @field_validator("database_url")
     @classmethod
@@ -425,26 +492,43 @@ class Settings(_ProviderSettings):
             object.__setattr__(self, "database_url", url)  # frozen model: set once, here
         return self
 
+    @field_validator("admin_token", "token_secret")
+    @classmethod
+    def _strong_secret(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        """A secret that is set is long and not a placeholder, in every environment."""
+        if value is None:
+            return None
+        text = value.get_secret_value().strip()
+        if text.lower() in PLACEHOLDER_SECRETS or len(text) < MIN_SECRET_CHARS:
+            raise ValueError(
+                f"too weak: at least {MIN_SECRET_CHARS} characters and no placeholder (e.g."
+                f" `openssl rand -hex 32`); set GPUSCOUT_{str(info.field_name).upper()}"
+            )
+        return value
+
     @model_validator(mode="after")
-    def _no_placeholder_secrets(self) -> Settings:
-        """Outside development a placeholder secret is an error, not a warning."""
-        if self.environment != "development":
-            for name in self.placeholder_secrets():
-                raise ValueError(
-                    f"{name}: a placeholder secret is refused when environment="
-                    f"{self.environment!r}; set GPUSCOUT_{name.upper()}"
-                )
+    def _production_secrets(self) -> Settings:
+        """In production mail links must verify on every replica: the key is set, not a
+        per-machine file."""
+        if self.environment != "development" and self.token_secret is None:
+            raise ValueError(
+                f"token_secret: required when environment={self.environment!r}; set"
+                f" GPUSCOUT_TOKEN_SECRET (at least {MIN_SECRET_CHARS} characters)"
+            )
         return self
 
-    def placeholder_secrets(self) -> list[str]:
-        """Names of the secret settings that hold a placeholder (``changeme``, ...); only
-        possible in development (``gpuscout serve`` warns about them)."""
-        return [
-            name
-            for name, value in self
-            if isinstance(value, SecretStr)
-            and value.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS
-        ]
+    def unset_secrets(self) -> list[str]:
+        """The service's own secrets left unset (``admin_token``: no admin endpoints;
+        ``token_secret``: a key kept in the data dir). ``gpuscout serve`` refuses to listen
+        beyond loopback while any is unset."""
+        return [name for name in SERVICE_SECRETS if getattr(self, name) is None]
+
+    def signing_key(self) -> str:
+        """The key mail links are signed with: ``token_secret``, else a random key made
+        once and kept in ``data_dir/token_secret`` (readable by its owner only)."""
+        if self.token_secret is not None:
+            return self.token_secret.get_secret_value()
+        return _kept_key(self.data_dir / "token_secret")
 
     def provider_base_urls(self) -> dict[str, str]:
         """The base URLs set for providers (``<provider>_base_url``), by provider name."""
@@ -470,8 +554,32 @@ class Settings(_ProviderSettings):
         return out
 
 
-#: Secret values that mean "not set" (refused outside development).
+#: Secret values that mean "not set" (refused in every environment).
 PLACEHOLDER_SECRETS = frozenset({"", "changeme", "changethis", "secret", "password", "admin"})
+#: The fewest characters the admin token and the token secret may have.
+MIN_SECRET_CHARS = 32
+#: Secrets of the service itself (provider credentials are not the service's).
+SERVICE_SECRETS = ("admin_token", "token_secret")
+
+
+def _kept_key(path: Path) -> str:
+    """The random key kept at ``path``, made (mode 0600) if missing; every process on the
+    machine reads the same key (one that loses the race to create it reads the winner's)."""
+    try:
+        key = path.read_text("utf-8").strip()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(48)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return _kept_key(path)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(key)
+        return key
+    if len(key) < MIN_SECRET_CHARS:
+        raise ValueError(f"{path}: a kept key of fewer than {MIN_SECRET_CHARS} characters")
+    return key
 
 
 @functools.cache

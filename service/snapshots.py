@@ -38,6 +38,7 @@ from sqlalchemy.engine import Engine
 from gpuscout.adapters import registry
 from gpuscout.adapters.base import Adapter, RetryPolicy
 from gpuscout.adapters.collect import ProviderRun, RunStatus, collect
+from gpuscout.adapters.redirects import refuse_foreign_redirect
 from gpuscout.adapters.schema import FxTable
 from gpuscout.db.current import latest_snapshot
 from gpuscout.db.engine import make_engine
@@ -152,7 +153,11 @@ def build_adapters(settings: Settings, names: Sequence[str] | None = None) -> li
         if n not in settings.providers_disabled and not cls.lifecycle.retired
     ]
     creds = settings.provider_credentials()
-    policy = RetryPolicy(attempts=settings.http_retries, timeout_s=settings.http_timeout_s)
+    policy = RetryPolicy(
+        attempts=settings.http_retries,
+        timeout_s=settings.http_timeout_s,
+        max_response_bytes=int(settings.provider_max_response_mb * 2**20),
+    )
     urls = settings.provider_base_urls()
     return [known[n](creds, policy=policy, base_url=urls.get(n)) for n in chosen]
 
@@ -164,11 +169,13 @@ async def fetch_adapters(
     on_done: Callable[[ProviderRun], None] | None = None,
 ) -> list[ProviderRun]:
     """Fetch ``adapters`` concurrently over one HTTP client, each within
-    ``provider_deadline_s``; ``on_done`` sees each run end."""
+    ``provider_deadline_s``; ``on_done`` sees each run end. Redirects are followed only to
+    the provider's own hosts (:mod:`adapters.redirects`)."""
     async with httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
         timeout=RetryPolicy(timeout_s=settings.http_timeout_s).timeout(),
         follow_redirects=True,
+        event_hooks={"response": [refuse_foreign_redirect]},
     ) as client:
         return await collect(
             adapters, client, deadline_s=settings.provider_deadline_s, on_done=on_done
@@ -181,6 +188,9 @@ def offer_guard(settings: Settings) -> OfferGuard:
         drop_share=settings.snapshot_guard_drop_share,
         min_count=settings.snapshot_guard_min_count,
         skipped_share=settings.snapshot_guard_skipped_share,
+        rise_factor=settings.snapshot_guard_rise_factor,
+        accept_after=settings.snapshot_guard_accept_after,
+        baseline_runs=settings.snapshot_guard_baseline_runs,
     )
 
 

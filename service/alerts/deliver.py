@@ -109,10 +109,6 @@ class AlertDeliveryReport:
     settled: int = 0
 
 
-def _production(settings: Settings) -> bool:
-    return settings.environment != "development"
-
-
 def _call(
     settings: Settings,
     engine: Engine,
@@ -127,7 +123,8 @@ def _call(
     """One claimed webhook delivery: sending -> the call -> sent / failed / refused."""
     if not mark_sending(engine, claim, now=clock(), lease=lease):
         return "skipped"
-    production = _production(settings)
+    production = settings.environment != "development"
+    allow_private = settings.alert_webhook_allow_private
     try:
         post_webhook(
             http,
@@ -136,7 +133,10 @@ def _call(
             body=body,
             delivery_id=claim.message_id,
             attempts=settings.alert_webhook_attempts,
-            check=lambda url: check_webhook_url(url, production=production),
+            deadline_s=settings.alert_webhook_deadline_s,
+            check=lambda url: check_webhook_url(
+                url, production=production, allow_private=allow_private
+            ),
             clock=lambda: clock().timestamp(),
             sleep=sleep,
         )

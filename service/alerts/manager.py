@@ -78,7 +78,11 @@ def _check_webhooks(settings: Settings, urls: tuple[str, ...]) -> None:
             f"webhooks: at most {settings.alert_webhooks_per_alert} per alert, not {len(urls)}"
         )
     for url in urls:
-        check_webhook_url(url, production=settings.environment != "development")
+        check_webhook_url(
+            url,
+            production=settings.environment != "development",
+            allow_private=settings.alert_webhook_allow_private,
+        )
 
 
 def create_alert(

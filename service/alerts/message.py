@@ -100,7 +100,7 @@ def alert_message(
     offer = json.loads(firing.offer_json)
     what = describe_condition(condition)
     value = "" if firing.value is None else f": {_number(firing.value)}"
-    subject = f"gpuscout alert {alert.name}: {what}{value}"[:150]
+    subject = f"gpuscout price alert #{alert.id}: {what}{value}"[:150]  # no chosen text
     lines = [("condition", what)]
     if firing.value is not None:
         lines.append(("value now", _number(firing.value)))

@@ -23,6 +23,7 @@ from ..fx import fx_table
 from ..settings import Settings
 from .deliver import AlertDeliveryReport, deliver_firings
 from .evaluate import EvaluationReport, evaluate_alerts
+from .webhooks import webhook_client
 
 __all__ = ["AlertRunReport", "run_alerts"]
 
@@ -54,10 +55,9 @@ def run_alerts(
 
         transport = smtp_transport(settings)
     own = http is None
-    client = http or httpx.Client(
-        timeout=settings.alert_webhook_timeout_s,
-        follow_redirects=False,
-        headers={"User-Agent": "gpuscout-alerts/0.1"},
+    client = http or webhook_client(
+        timeout_s=settings.alert_webhook_timeout_s,
+        allow_private=settings.alert_webhook_allow_private,
     )
     try:
         delivery = deliver_firings(

@@ -18,22 +18,29 @@ address) fails at once. A delivery that failed is retried by later runs with the
 backoff; after ``alert_webhook_max_failures`` failed deliveries in a row the webhook is
 disabled (:func:`db.alerts.note_webhook_result`).
 
-In production (``environment`` not ``development``) a webhook URL must be ``https`` and
-every address its host resolves to must be public: loopback, private (RFC 1918, ULA),
-link-local, CGNAT, multicast, reserved and unspecified ranges are refused, when the alert is
-created and again before each call (DNS can change in between).
+Every call has a total deadline (``alert_webhook_deadline_s``, over every attempt and wait
+of one delivery, :func:`egress.deadline`), however slowly the receiver answers; the reply's
+body is never read (its status is the answer), so no reply, however large or compressed,
+costs memory. Redirects are not followed.
+
+Whatever the environment, every address a webhook's host resolves to must be public
+(:mod:`service.alerts.egress`): loopback, private, link-local, CGNAT, multicast, reserved,
+and those hidden in IPv6 forms (mapped, compatible, NAT64, 6to4, Teredo) are refused, when the
+alert is created and at each connection, which goes to the address checked (pinned).
+``alert_webhook_allow_private`` lifts this for development (a receiver on the same machine).
+In production a webhook URL must also be ``https``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
-import socket
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from .egress import Resolve, WebhookUrlRefused, deadline, public_addresses, system_resolve
 
 if TYPE_CHECKING:  # the API checks webhook URLs when an alert is made; only sending posts
     import httpx
@@ -46,6 +53,7 @@ __all__ = [
     "check_webhook_url",
     "post_webhook",
     "sign",
+    "webhook_client",
 ]
 
 SIGNATURE_HEADER = "X-Gpuscout-Signature"
@@ -53,12 +61,6 @@ TIMESTAMP_HEADER = "X-Gpuscout-Timestamp"
 DELIVERY_HEADER = "X-Gpuscout-Delivery"
 #: The first wait between two calls of one delivery, in seconds; it doubles each time.
 BACKOFF_FIRST_S = 1.0
-
-Resolve = Callable[[str], list[str]]
-
-
-class WebhookUrlRefused(ValueError):
-    """A webhook URL that may not be called (scheme, host, or a non-public address)."""
 
 
 class WebhookError(RuntimeError):
@@ -70,26 +72,13 @@ class WebhookError(RuntimeError):
         self.retryable = retryable
 
 
-def _resolve(host: str) -> list[str]:
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise WebhookUrlRefused(f"webhook host {host!r} does not resolve: {exc}") from None
-    return sorted({str(info[4][0]) for info in infos})
-
-
-def _public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
-def check_webhook_url(url: str, *, production: bool, resolve: Resolve = _resolve) -> str:
+def check_webhook_url(
+    url: str, *, production: bool, allow_private: bool = False, resolve: Resolve = system_resolve
+) -> str:
     """``url`` if it may be called, else :class:`WebhookUrlRefused` saying why.
 
-    Always: an ``http(s)`` URL with a host, no user info, at most 2048 characters. In
-    production also ``https`` and only public addresses (see the module docstring).
+    An ``http(s)`` URL with a host, no user info, at most 2048 characters, whose host
+    resolves only to public addresses unless ``allow_private``; in production ``https``.
     """
     if len(url) > 2048 or any(c in url for c in "\r\n\t "):
         raise WebhookUrlRefused("webhook URL: at most 2048 characters, no whitespace")
@@ -98,24 +87,35 @@ def check_webhook_url(url: str, *, production: bool, resolve: Resolve = _resolve
         raise WebhookUrlRefused(f"webhook URL must be http(s)://host/...: {url!r}")
     if parts.username or parts.password:
         raise WebhookUrlRefused("webhook URL must not carry a user name or password")
-    if production:
-        if parts.scheme != "https":
-            raise WebhookUrlRefused("webhook URL must be https in production")
-        addresses = _resolve_literal(parts.hostname) or resolve(parts.hostname)
-        private = [a for a in addresses if not _public(a)]
-        if private or not addresses:
-            raise WebhookUrlRefused(
-                f"webhook host {parts.hostname!r} resolves to a non-public address"
-                f" ({', '.join(private) or 'none'}): refused in production"
-            )
+    if production and parts.scheme != "https":
+        raise WebhookUrlRefused("webhook URL must be https in production")
+    if not allow_private:
+        public_addresses(parts.hostname, resolve=resolve)
     return url
 
 
-def _resolve_literal(host: str) -> list[str]:
-    try:
-        return [str(ipaddress.ip_address(host.strip("[]")))]
-    except ValueError:
-        return []
+def webhook_client(
+    *, timeout_s: float, allow_private: bool = False, resolve: Resolve = system_resolve
+) -> httpx.Client:
+    """The client webhook calls go through: no redirects, connections pinned to the public
+    addresses checked at connect time (:class:`egress.PinnedBackend`)."""
+    import httpcore
+    import httpx
+
+    from .egress import PinnedBackend
+
+    transport = httpx.HTTPTransport()
+    # httpx's transport takes no network backend: its pool is rebuilt with the pinned one.
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(),
+        network_backend=PinnedBackend(allow_private=allow_private, resolve=resolve),
+    )
+    return httpx.Client(
+        transport=transport,
+        timeout=timeout_s,
+        follow_redirects=False,
+        headers={"User-Agent": "gpuscout-alerts/0.1"},
+    )
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:
@@ -140,43 +140,63 @@ def post_webhook(
     body: bytes,
     delivery_id: str,
     attempts: int,
+    deadline_s: float = 30.0,
     check: Callable[[str], object] = lambda url: url,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> int:
     """POST ``body`` to ``url``, signed; the attempts it took, or :class:`WebhookError`.
 
-    ``check`` runs before every attempt (the production URL check: DNS may have changed).
+    ``check`` runs before every attempt (DNS may have changed). All attempts and waits end
+    within ``deadline_s``: a wait that would pass it is not made. The reply's body is not read.
     """
     import httpx
 
     error = "not attempted"
     retryable = True
-    for attempt in range(1, attempts + 1):
-        if attempt > 1:
-            sleep(BACKOFF_FIRST_S * 2 ** (attempt - 2))
-        try:
-            check(url)
-        except WebhookUrlRefused as exc:
-            raise WebhookError(str(exc), attempts=attempt, retryable=False) from None
-        timestamp = int(clock())
-        headers = {
-            "Content-Type": "application/json",
-            TIMESTAMP_HEADER: str(timestamp),
-            SIGNATURE_HEADER: sign(secret, timestamp, body),
-            DELIVERY_HEADER: delivery_id,
-        }
-        try:
-            response = client.post(url, content=body, headers=headers)
-        except httpx.HTTPError as exc:
-            error, retryable = f"{type(exc).__name__}: {exc}", True
-            continue
-        if 200 <= response.status_code < 300:
-            return attempt
-        error = f"HTTP {response.status_code}"
-        retryable = _retryable(response.status_code)
-        if not retryable:
-            break
+    ends = monotonic() + deadline_s
+    attempt = 0
+    with deadline(deadline_s, clock=monotonic):
+        for attempt in range(1, attempts + 1):
+            if attempt > 1:
+                wait = BACKOFF_FIRST_S * 2 ** (attempt - 2)
+                if monotonic() + wait >= ends:
+                    attempt -= 1
+                    error += f"; no time left for another attempt within {deadline_s:g} s"
+                    break
+                sleep(wait)
+            try:
+                check(url)
+            except WebhookUrlRefused as exc:
+                raise WebhookError(str(exc), attempts=attempt, retryable=False) from None
+            timestamp = int(clock())
+            headers = {
+                "Content-Type": "application/json",
+                TIMESTAMP_HEADER: str(timestamp),
+                SIGNATURE_HEADER: sign(secret, timestamp, body),
+                DELIVERY_HEADER: delivery_id,
+            }
+            try:
+                with client.stream("POST", url, content=body, headers=headers) as response:
+                    status = response.status_code  # the body is not read: closed unread
+            except WebhookUrlRefused as exc:  # the pinned connection's check
+                raise WebhookError(str(exc), attempts=attempt, retryable=False) from None
+            except httpx.HTTPError as exc:
+                error, retryable = f"{type(exc).__name__}: {exc}", True
+                continue
+            except (httpx.InvalidURL, ValueError, OSError) as exc:  # no later run can differ
+                raise WebhookError(
+                    f"webhook call impossible: {type(exc).__name__}: {exc}",
+                    attempts=attempt,
+                    retryable=False,
+                ) from None
+            if 200 <= status < 300:
+                return attempt
+            error = f"HTTP {status}"
+            retryable = _retryable(status)
+            if not retryable:
+                break
     raise WebhookError(
         f"webhook failed after {attempt} attempt(s): {error}", attempts=attempt, retryable=retryable
     )

@@ -35,6 +35,7 @@ from .metrics import ApiMetrics, MetricsMiddleware
 from .offers_cache import GZipElsewhere, OffersFastPath
 from .openapi_names import HeadAsGet, operation_id, tidy_openapi
 from .problems import ProblemError, problem_response
+from .security_headers import SecurityHeaders
 from .serving import Loaded
 from .state import OffersLoader, StateHolder
 
@@ -152,7 +153,9 @@ def create_app(
     tidy_openapi(app)
 
     app.add_middleware(OffersFastPath, context=context)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)
+    app.add_middleware(
+        BodySizeLimit, max_bytes=settings.api_max_body_bytes, max_depth=settings.api_max_json_depth
+    )
     app.add_middleware(GZipElsewhere)
     if settings.cors_origins:
         app.add_middleware(
@@ -164,6 +167,7 @@ def create_app(
         )
     app.add_middleware(MetricsMiddleware, metrics=context.metrics)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(SecurityHeaders, trusted_proxies=settings.trusted_proxies)
     return app
 
 

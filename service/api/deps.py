@@ -129,7 +129,12 @@ async def require_admin(
     settings: SettingsDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
-    """401 without a Bearer token, 403 with a wrong one."""
+    """401 without a Bearer token, 403 with a wrong one or when no admin token is set."""
+    if settings.admin_token is None:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "the admin endpoints are off: set GPUSCOUT_ADMIN_TOKEN (at least 32 characters)",
+        )
     if credentials is None or not credentials.credentials:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,

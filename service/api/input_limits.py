@@ -1,9 +1,12 @@
 """What the API reads of a request, and what it says back about bad input.
 
-Three limits bound the work one request can cost (settings, documented in ``.env.example``):
+Four limits bound the work one request can cost (settings, documented in ``.env.example``):
 
 - the body: at most ``api_max_body_bytes``, checked from ``Content-Length`` and again while
   the body streams in, before anything parses it (:class:`BodySizeLimit`, 413);
+- its nesting: at most ``api_max_json_depth`` levels of arrays and objects, counted on the
+  bytes before any parser sees them (:class:`BodySizeLimit`, 400; unchecked, a body of a
+  few thousand ``[`` stopped the JSON reader with a ``RecursionError``, a 500);
 - every list in a JSON body or a query: at most ``api_max_list_items`` values
   (:func:`limit_body_lists` here, :func:`service.api.offers_query.validate_query` for the
   offers query; 422 naming the parameter and the limit), checked before the values are
@@ -25,6 +28,8 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gpuscout.adapters.json_depth import json_depth_exceeds
 
 from .problems import problem_response, validation_problem
 
@@ -175,16 +180,18 @@ async def limit_body_lists(request: Request) -> None:
 
 
 class BodySizeLimit:
-    """Pure ASGI middleware: a body over ``max_bytes`` is a 413, never read to its end.
+    """Pure ASGI middleware: a body over ``max_bytes`` is a 413, never read to its end; one
+    nesting deeper than ``max_depth`` a 400, never parsed.
 
     A declared ``Content-Length`` over the limit is refused at once; otherwise the body is
     read up to the limit (a chunked or lying client is cut off there) and replayed to the
     app, which therefore never parses more than ``max_bytes``.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, max_depth: int = 32) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.max_depth = max_depth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -210,6 +217,17 @@ class BodySizeLimit:
                 return
             if not message.get("more_body", False):
                 break
+        body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+        if json_depth_exceeds(body, self.max_depth):
+            response = problem_response(
+                scope,
+                400,
+                f"request body nests deeper than {self.max_depth} levels of arrays and objects"
+                " (setting api_max_json_depth)",
+                slug="body-too-deep",
+            )
+            await response(scope, receive, send)
+            return
 
         async def replay() -> Message:
             if messages:

@@ -50,6 +50,7 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_TYPES: dict[str, str] = {
     "invalid-parameters": "Invalid parameters",
     "body-too-large": "Request body too large",
+    "body-too-deep": "Request body nested too deeply",
     "rate-limited": "Too many requests",
     "cursor-expired": "Cursor from another snapshot",
     "alert-limit": "Too many alerts for this address",

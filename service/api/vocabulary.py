@@ -212,7 +212,8 @@ To rewrite it: `uv run python -m gpuscout.service.api.vocabulary > docs/api-voca
   `status`, `detail`, `instance`; a validation problem lists each offending parameter in
   `errors` (`parameter`, `in`, `msg`, `loc`, `pointer` for body fields, `did_you_mean` for an
   unknown name). Problem types: `urn:gpuscout:problem:invalid-parameters` (422),
-  `body-too-large` (413), `rate-limited` (429), `cursor-expired` (410); any other is
+  `body-too-large` (413), `body-too-deep` (400), `rate-limited` (429), `cursor-expired`
+  (410); any other is
   `about:blank` with the status phrase as its title.
 - `HEAD` answers wherever `GET` does, with the same headers and no body.
 

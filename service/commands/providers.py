@@ -445,6 +445,9 @@ def register(app: typer.Typer) -> None:
         except AdapterError as exc:
             err.print(f"[red]error:[/] {exc}")
             raise typer.Exit(1) from None
+        except RecursionError:  # a format the depth check does not read (not JSON)
+            err.print(f"[red]error:[/] {provider}: the input nests too deeply to parse")
+            raise typer.Exit(1) from None
         from ..fx import fx_table
 
         fx = fx_table(get_settings())  # USD figures as the snapshot would store them

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..settings import Settings, get_settings
+from ..settings import MIN_SECRET_CHARS, Settings, get_settings
 from .errors import EXIT_INPUT, one_line
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-__all__ = ["get_once", "placeholder_warning", "register", "worker_polars_threads"]
+__all__ = ["get_once", "register", "secrets_check", "worker_polars_threads"]
 
 err = logging.getLogger("gpuscout.serve")
 
@@ -69,29 +69,24 @@ def get_once(path: str, settings: Settings | None = None, app: Any = None) -> tu
     return status, body
 
 
-def placeholder_warning(settings: Settings, host: str) -> tuple[str, bool] | None:
-    """What ``serve`` says about development secrets: ``(message, loud)``, or ``None``.
+def secrets_check(settings: Settings, host: str) -> tuple[str, bool] | None:
+    """What ``serve`` says about unset service secrets: ``(message, refuse)``, or ``None``.
 
-    Outside development the settings refuse placeholders (``serve`` never starts); in
-    development they are a note on a loopback address and a loud warning on any other,
-    where whoever reaches the port holds the admin token.
+    On a loopback address an unset secret is a note (the admin endpoints are off; mail links
+    are signed with a key kept in the data dir). Beyond loopback ``serve`` refuses to start,
+    naming what to set: whoever reaches the port must meet real secrets.
     """
-    names = [n for n in settings.placeholder_secrets() if n in SERVICE_SECRETS]
+    names = settings.unset_secrets()
     if not names:
         return None
     env = ", ".join(f"GPUSCOUT_{n.upper()}" for n in names)
     if _is_loopback(host):
-        return f"development secrets in use ({env}): fine on {host}, refused in production", False
+        return f"unset: {env} (admin endpoints off without a token; fine on {host})", False
     return (
-        f"WARNING: serving on {host} with development placeholder secrets ({env}): anyone "
-        "who reaches this port can use the admin endpoints and forge mail links; set them "
-        "and GPUSCOUT_ENVIRONMENT=production",
+        f"refusing to serve on {host} without {env}: set each to a random value of at least"
+        f" {MIN_SECRET_CHARS} characters (e.g. `openssl rand -hex 32`), or bind 127.0.0.1",
         True,
     )
-
-
-#: Secrets of the service itself (provider credentials are not placeholders when unset).
-SERVICE_SECRETS = ("admin_token", "token_secret")
 
 
 def _is_loopback(host: str) -> bool:
@@ -206,10 +201,13 @@ def register(app: typer.Typer) -> None:
             if problem is not None:  # before the app is built and the URL announced
                 typer.echo(f"error: {problem}", err=True)
                 raise typer.Exit(EXIT_INPUT)
-            warning = placeholder_warning(settings, bind_host)
-            if warning is not None:
-                message, loud = warning
-                typer.secho(message, err=True, fg="red" if loud else "yellow", bold=loud)
+            unset = secrets_check(settings, bind_host)
+            if unset is not None:
+                message, refuse = unset
+                if refuse:
+                    typer.echo(f"error: {message}", err=True)
+                    raise typer.Exit(EXIT_INPUT)
+                typer.secho(message, err=True, fg="yellow")
             processes = workers if workers is not None else settings.api_workers
             # Several workers each build their own app from the settings (uvicorn imports the
             # factory in every process): this one, which only starts and watches them, imports
@@ -231,6 +229,8 @@ def register(app: typer.Typer) -> None:
                     log_level="info",
                     access_log=settings.api_access_log,
                     proxy_headers=False,
+                    limit_concurrency=settings.api_max_connections,
+                    timeout_keep_alive=settings.api_keep_alive_s,
                     workers=processes if processes > 1 else None,
                     factory=processes > 1,
                 )

@@ -283,7 +283,8 @@ def build_digest(
     else:
         headline = "no offer meets your requirement"
     marker = SAMPLE_SUBJECT_MARK if sample_note else ""
-    subject = _one_line(f"{marker}gpuscout {week} · {name}: {headline}", 150)
+    # no text the subscriber chose goes into a Subject (the name is in the body)
+    subject = _one_line(f"{marker}gpuscout {week}: {headline}", 150)
     empty = WeekOverWeek(now - timedelta(days=7), now, [], [], [], [])
     wow = changes or empty
     sections = [
@@ -355,9 +356,8 @@ def build_confirmation(
     }
     env = _environment()
     return Confirmation(
-        subject=_one_line(
-            f"Confirm your gpuscout {'digest' if alert is None else 'price alert'}: {name}", 150
-        ),
+        # no text the requester chose in the Subject: a stranger's address may be given
+        subject=f"Confirm your gpuscout {'digest' if alert is None else 'price alert'}",
         html=env.get_template("confirm.html").render(context),
         text=env.get_template("confirm.txt").render(context),
     )

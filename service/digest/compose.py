@@ -64,9 +64,7 @@ def signed_link(
     now: datetime | None = None,
 ) -> str:
     """``public_base_url`` + ``path`` with a ``purpose`` token for one subscription."""
-    token = make_token(
-        settings.token_secret.get_secret_value(), purpose, subscription_id, email, now=now
-    )
+    token = make_token(settings.signing_key(), purpose, subscription_id, email, now=now)
     return f"{settings.public_base_url.rstrip('/')}{path}?token={quote(token, safe='')}"
 
 

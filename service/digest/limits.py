@@ -11,8 +11,13 @@ quota                   key                                            window
 ======================  =============================================  ===============
 per address             :func:`address_limit_key` of the address       24 hours
 per client              the request's client address (IPv6: its /64)   1 hour
+per network             the client's network (IPv4 /24, IPv6 /48)      1 hour
 global                  everything                                     1 hour
 ======================  =============================================  ===============
+
+The global quota is a ceiling against a spam run from many networks, set well above what
+the per-client and per-network quotas let a few clients use, so that one client, or a few
+addresses of one network, cannot lock out every other sign-up.
 
 Keys are stored as SHA-256 digests, never as addresses. The client is the peer of the
 connection; ``X-Forwarded-For`` is believed only when that peer is one of
@@ -106,6 +111,18 @@ def _client_key(client: str) -> str:
     return str(ip)
 
 
+def _network_key(client: str) -> str:
+    """The network a client address is in: IPv4 /24, IPv6 /48 (one site's allocation)."""
+    try:
+        ip = ipaddress.ip_address(client)
+    except ValueError:
+        return client[:100]
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    prefix = 24 if isinstance(ip, ipaddress.IPv4Address) else 48
+    return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
+
+
 def subscribe_quotas(settings: Settings, email: str, client: str | None) -> list[Quota]:
     """The quotas one subscription request uses (no client: a CLI call, no client quota)."""
     quotas = [
@@ -121,6 +138,13 @@ def subscribe_quotas(settings: Settings, email: str, client: str | None) -> list
             Quota(
                 _digest("client", _client_key(client)),
                 settings.subscriptions_per_client_per_hour,
+                CLIENT_WINDOW,
+            )
+        )
+        quotas.append(
+            Quota(
+                _digest("network", _network_key(client)),
+                settings.subscriptions_per_network_per_hour,
                 CLIENT_WINDOW,
             )
         )

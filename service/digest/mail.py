@@ -30,11 +30,14 @@ recipient or its data), which no later attempt can change.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import re
 import smtplib
+import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -188,6 +191,12 @@ def parse_sender(value: str) -> Address:
     return Address(display_name=display_name, username=username, domain=domain)
 
 
+#: The default policy, folding only past RFC 5322's 998-character line limit: the default
+#: 78 makes a long one-click URL an RFC 2047 encoded word in ``List-Unsubscribe``, which
+#: RFC 2369 and 8058 do not allow (mailbox providers then hide the unsubscribe button).
+MAIL_POLICY = policy.default.clone(max_line_length=998)
+
+
 def new_message_id(sender: Address) -> str:
     """A fresh, globally unique ``<...@domain>`` Message-ID in the sender's domain."""
     return make_msgid(idstring="gpuscout", domain=sender.domain)
@@ -198,7 +207,7 @@ def _base(
 ) -> EmailMessage:
     to = normalize_address(to_email)
     username, domain = to.rsplit("@", 1)
-    message = EmailMessage()
+    message = EmailMessage(policy=MAIL_POLICY)
     message["From"] = sender
     message["To"] = Address(username=username, domain=domain)
     message["Subject"] = header_text(subject, field="subject")
@@ -360,19 +369,42 @@ def _send_once(message: EmailMessage, config: SmtpConfig, envelope_from: str, to
     context = ssl.create_default_context(cafile=config.ca_file)
     client: smtplib.SMTP
     if config.security == "ssl":
-        client = smtplib.SMTP_SSL(
-            config.host, config.port, timeout=config.timeout_s, context=context
-        )
+        client = smtplib.SMTP_SSL(timeout=config.timeout_s, context=context)
     else:
-        client = smtplib.SMTP(config.host, config.port, timeout=config.timeout_s)
-    with client:
-        client.ehlo()
-        if config.security == "starttls":
-            client.starttls(context=context)
+        client = smtplib.SMTP(timeout=config.timeout_s)
+    # made unconnected so the deadline covers the greeting too; smtplib names the server
+    # for TLS (SNI, certificate) by ``_host``, which only its constructor sets
+    client._host = config.host  # type: ignore[attr-defined]
+    # smtplib's timeout bounds each read: a server dripping its replies could hold one
+    # message for ever; past the whole attempt's deadline its socket is shut, the attempt
+    # fails (transient) and the retries' backoff applies
+    cut = threading.Timer(SMTP_DEADLINE_TIMEOUTS * config.timeout_s, _shut, args=(client,))
+    cut.daemon = True
+    cut.start()
+    try:
+        with client:
+            client.connect(config.host, config.port)  # the greeting is read within it too
             client.ehlo()
-        if config.user:
-            client.login(config.user, config.password or "")
-        client.send_message(message, from_addr=envelope_from, to_addrs=[to])
+            if config.security == "starttls":
+                client.starttls(context=context)
+                client.ehlo()
+            if config.user:
+                client.login(config.user, config.password or "")
+            client.send_message(message, from_addr=envelope_from, to_addrs=[to])
+    finally:
+        cut.cancel()
+
+
+#: One SMTP attempt's total deadline, in per-read timeouts (``smtp_timeout_s``).
+SMTP_DEADLINE_TIMEOUTS = 3
+
+
+def _shut(client: smtplib.SMTP) -> None:
+    """Shut the socket of an attempt past its deadline: its blocked read returns at once."""
+    sock = client.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def send_message(

@@ -154,7 +154,11 @@ class SubscriptionManager:
         except QuotaExceeded as exc:
             quota = exc.quota
             limited = quota.key.split(":", 1)[0]
-            who = {"address": request.email, "client": "this client"}.get(limited, "gpuscout")
+            who = {
+                "address": request.email,
+                "client": "this client",
+                "network": "this client's network",
+            }.get(limited, "gpuscout")
             raise SubscribeRateLimited(who, quota.limit, quota.window, exc.retry_after_s) from None
         try:
             self.send_confirmation(record, alert=alert)
@@ -188,7 +192,7 @@ class SubscriptionManager:
 
     def _claims(self, token: str, purpose: Purpose, max_age_days: int) -> SubscriptionRecord:
         claims: TokenClaims = read_token(
-            self.settings.token_secret.get_secret_value(),
+            self.settings.signing_key(),
             purpose,
             token,
             max_age=timedelta(days=max_age_days),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -25,6 +25,7 @@ from gpuscout.service.api.routers.alerts import AlertAccepted, create
 from gpuscout.service.api.routers.subscriptions import ManagerDep
 from gpuscout.service.validation_text import error_message
 
+from .same_origin import require_same_origin
 from .subscribe_page import render_form, search_form, search_from_query
 
 __all__ = ["CONDITIONS", "METRIC_LABELS", "router"]
@@ -78,7 +79,7 @@ async def alert_form(
     return search_form(request, settings.api_max_list_items, providers, _render)
 
 
-@router.post("/alert", response_class=HTMLResponse)
+@router.post("/alert", response_class=HTMLResponse, dependencies=[Depends(require_same_origin)])
 async def alert_post(
     request: Request,
     settings: SettingsDep,

@@ -9,12 +9,17 @@ OpenAPI 3.1, which 4.x cannot render.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib.util
+import re
 from pathlib import Path
 
 from fastapi import APIRouter
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
+
+from gpuscout.service.api.security_headers import PAGE_POLICY
 
 __all__ = ["SWAGGER_UI_DIR", "SWAGGER_UI_URL", "router"]
 
@@ -36,10 +41,19 @@ SWAGGER_UI_URL = "/static/swagger-ui"
 
 @router.get("/docs", response_class=HTMLResponse)
 async def api_docs() -> HTMLResponse:
-    return get_swagger_ui_html(
+    page = get_swagger_ui_html(
         openapi_url="/openapi.json",
         title="gpuscout API",
         swagger_js_url=f"{SWAGGER_UI_URL}/swagger-ui-bundle.js",
         swagger_css_url=f"{SWAGGER_UI_URL}/swagger-ui.css",
         swagger_favicon_url="/static/favicon.svg",
     )
+    # Swagger UI starts from one inline script: the page's policy allows it by its hash
+    scripts = re.findall(rb"<script>(.*?)</script>", bytes(page.body), flags=re.S)
+    hashes = " ".join(
+        f"'sha256-{base64.b64encode(hashlib.sha256(s).digest()).decode()}'" for s in scripts
+    )
+    page.headers["Content-Security-Policy"] = PAGE_POLICY.replace(
+        "script-src 'self'", f"script-src 'self' {hashes}"
+    ).replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+    return page

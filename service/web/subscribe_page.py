@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
@@ -26,6 +26,7 @@ from gpuscout.service.digest.subscriptions import SubscriptionRequest
 from gpuscout.service.validation_text import error_message
 
 from .form import clean_query
+from .same_origin import require_same_origin
 from .templating import templates
 
 __all__ = ["render_form", "router", "search_form", "search_from_query"]
@@ -97,7 +98,7 @@ async def subscribe_form(
     return search_form(request, settings.api_max_list_items, providers, _render)
 
 
-@router.post("/subscribe", response_class=HTMLResponse)
+@router.post("/subscribe", response_class=HTMLResponse, dependencies=[Depends(require_same_origin)])
 async def subscribe_post(
     request: Request,
     settings: SettingsDep,

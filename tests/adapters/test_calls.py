@@ -45,8 +45,8 @@ def test_positive_decimal_drops_zero_and_keeps_garbage_an_error() -> None:
     ("reason", "cause"),
     [
         (
-            'HTTP 400 from https://ecs.cn-hangzhou.aliyuncs.com/: {"RequestId":"8CE4",'
-            '"Code":"Throttling.User","Message":"m"}',
+            "HTTP 400 from https://ecs.cn-hangzhou.aliyuncs.com/ (application/json, 60 bytes);"
+            " code Throttling.User",
             "HTTP 400 Throttling.User",
         ),
         ("HTTP 503 from https://api.mithril.ai/v2/pricing/current after 2 attempts", "HTTP 503"),

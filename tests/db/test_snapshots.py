@@ -312,12 +312,15 @@ def test_a_large_drop_is_suspect_a_small_one_is_not(engine: Engine) -> None:
     store(engine, ok("alpha", _many("alpha", 100)))
     change, status, state = _suspect(engine, ok("alpha", _many("alpha", 40), at(1)))
     assert change.guarded and state.frame.height == 100 and status.stale
-    assert "offer count fell from 100 to 40 (-60%" in (change.error or "")
-    # a fall by half of the stored count, or by no more than min_count offers, is taken
+    assert "40 offers, fell from a baseline of 100 (-60%" in (change.error or "")
+    # a fall by half of the baseline, or by no more than min_count offers, is taken
     change, status, state = _suspect(engine, ok("alpha", _many("alpha", 50), at(2)), when=at(2))
     assert not change.guarded and change.status is RunStatus.OK and state.frame.height == 50
-    change, _, state = _suspect(engine, ok("alpha", _many("alpha", 30), at(3)), when=at(3))
-    assert not change.guarded and state.frame.height == 30  # 20 fewer: not more than 20
+    # the baseline is now the median of the accepted runs, 75 (of 100 and 50)
+    change, _, state = _suspect(engine, ok("alpha", _many("alpha", 55), at(3)), when=at(3))
+    assert not change.guarded and state.frame.height == 55  # 20 fewer: not more than 20
+    change, _, state = _suspect(engine, ok("alpha", _many("alpha", 20), at(4)), when=at(4))
+    assert change.guarded and "fell from a baseline of 55" in (change.error or "")
 
 
 def test_mostly_skipped_records_are_suspect_even_for_a_new_provider(engine: Engine) -> None:

@@ -70,3 +70,19 @@ def test_dockerfile() -> None:
     assert "\nUSER gpuscout" in text
     assert "HEALTHCHECK" in text and "/healthz" in text
     assert (DEPLOY / "README.md").read_text("utf-8").count("scheduler") >= 3
+
+
+def test_only_the_proxy_is_published_and_it_bounds_slow_clients() -> None:
+    services = _compose()["services"]
+    assert "ports" not in services["api"]  # reached through the proxy only
+    assert services["proxy"]["ports"] == ["8000:8080"]
+    conf = (DEPLOY / "nginx.conf").read_text("utf-8")
+    for directive in (
+        "client_header_timeout 10s;",
+        "client_body_timeout 10s;",
+        "limit_conn per_client",
+        "limit_req zone=per_client_rate",
+        "server api:8000;",
+    ):
+        assert directive in conf, directive
+    assert "./nginx.conf:/etc/nginx/nginx.conf:ro" in services["proxy"]["volumes"]

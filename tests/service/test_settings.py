@@ -17,7 +17,7 @@ def test_provider_credentials_exclude_service_secrets(tmp_path: Path) -> None:
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
         runpod_api_key="rp-key",
-        admin_token="an-admin-token-of-some-length",
+        admin_token="an-admin-token-of-some-length-0123456789",
         smtp_password="smtp-secret",
         price_sheet_paths=[tmp_path / "a.yaml", tmp_path / "b.csv"],
     )
@@ -52,15 +52,25 @@ def test_an_unusable_database_url_is_a_configuration_error() -> None:
         assert Settings(_env_file=None, database_url=url).database_url == url  # type: ignore[call-arg]
 
 
-def test_placeholder_secrets_are_named() -> None:
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    assert settings.placeholder_secrets() == ["admin_token", "token_secret"]
+def test_unset_secrets_are_named(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    assert settings.unset_secrets() == ["admin_token", "token_secret"]
     real = Settings(
         _env_file=None,  # type: ignore[call-arg]
-        admin_token="an-admin-token-of-some-length",  # type: ignore[arg-type]
-        token_secret="a-token-secret-of-some-length",  # type: ignore[arg-type]
+        admin_token="an-admin-token-of-some-length-0123456789",  # type: ignore[arg-type]
+        token_secret="a-token-secret-of-some-length-0123456789",  # type: ignore[arg-type]
     )
-    assert real.placeholder_secrets() == []
+    assert real.unset_secrets() == []
+    assert real.signing_key() == "a-token-secret-of-some-length-0123456789"
+
+
+def test_an_unset_token_secret_is_a_random_key_kept_in_the_data_dir(tmp_path: Path) -> None:
+    first = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    key = first.signing_key()
+    other = Settings(_env_file=None, data_dir=tmp_path / "b")  # type: ignore[call-arg]
+    assert len(key) >= 32 and key != other.signing_key()
+    assert Settings(_env_file=None, data_dir=tmp_path).signing_key() == key  # type: ignore[call-arg]
+    assert (tmp_path / "token_secret").stat().st_mode & 0o077 == 0
 
 
 #: Every list setting, with a value written both ways and what it reads as.

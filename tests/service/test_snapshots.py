@@ -184,7 +184,7 @@ def test_the_guard_thresholds_come_from_the_settings(db_url: str, tmp_path: Path
     )
     result = take_snapshot(strict, fetch=Recorder([ok("alpha", many[:25], at(1))]))
     (change,) = result.summary.providers
-    assert change.guarded and "offer count fell from 30 to 25" in (change.error or "")
+    assert change.guarded and "25 offers, fell from a baseline of 30" in (change.error or "")
     (run,) = result.runs  # as stored: what the API and the scheduler's metrics report
     assert (run.status, run.error, run.offers) == (RunStatus.ERROR, change.error, [])
     lenient = settings_for(db_url, tmp_path)  # 5 fewer is neither > 50% nor > 20 offers

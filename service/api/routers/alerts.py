@@ -136,7 +136,7 @@ def _history(manager: Any, alert_id: int, token: str) -> FiringHistory:
 
     try:  # a forged or expired token is refused before the database is asked
         claims = read_token(
-            manager.settings.token_secret.get_secret_value(),
+            manager.settings.signing_key(),
             Purpose.ALERT_HISTORY,
             token,
             max_age=timedelta(days=manager.settings.unsubscribe_max_age_days),

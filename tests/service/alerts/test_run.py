@@ -53,4 +53,4 @@ def test_a_failing_alerts_run_does_not_fail_the_snapshot(
     runs = [ok("alpha", [offer("alpha", "o1", "16.8", gpu_count=8, fetched_at=now)], now)]
     with caplog.at_level(logging.ERROR, logger="gpuscout.scheduler"):
         assert run_snapshot_job(settings, fetch=lambda: runs, engine=engine) is not None
-    assert "alerts after the snapshot failed" in caplog.text
+    assert "alerts run failed" in caplog.text

@@ -35,6 +35,8 @@ from .conftest import WebhookServer
 def test_production_refuses_non_public_addresses(url: str) -> None:
     with pytest.raises(WebhookUrlRefused, match="non-public"):
         check_webhook_url(url, production=True)
+    with pytest.raises(WebhookUrlRefused, match="non-public"):
+        check_webhook_url(url, production=False)  # the same outside production
 
 
 def test_production_checks_what_a_name_resolves_to() -> None:
@@ -60,8 +62,9 @@ def test_bad_urls(url: str, production: bool, message: str) -> None:
         check_webhook_url(url, production=production, resolve=lambda _h: ["93.184.216.34"])
 
 
-def test_development_allows_loopback() -> None:
-    assert check_webhook_url("http://127.0.0.1:9/x", production=False) == "http://127.0.0.1:9/x"
+def test_allow_private_lets_loopback_through() -> None:
+    url = "http://127.0.0.1:9/x"
+    assert check_webhook_url(url, production=False, allow_private=True) == url
 
 
 def test_a_client_error_is_not_retried(webhook_server: WebhookServer) -> None:

@@ -29,7 +29,7 @@ from gpuscout.db.current import CurrentState, ProviderState, state_from_offers
 from gpuscout.service.api import create_app
 from gpuscout.service.settings import Settings
 
-ADMIN_TOKEN = "test-admin-token-0123456789"
+ADMIN_TOKEN = "test-admin-token-0123456789abcdef"
 #: The API tests' clock: every test of this directory (and of the web pages) runs at this
 #: moment, so an answer's ages and freshness are the same whenever the suite runs.
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
@@ -201,8 +201,8 @@ async def mail_app(
         smtp_security="none",
         mail_from="gpuscout <digest@gpuscout.test>",
         public_base_url="https://gpuscout.test",
-        token_secret="api-test-secret-0123456789",  # type: ignore[arg-type]
-        **overrides,
+        token_secret="api-test-secret-0123456789abcdefgh",  # type: ignore[arg-type]
+        **{"alert_webhook_allow_private": True, **overrides},  # receivers on 127.0.0.1
     )
     engine = make_engine(url)
     app = create_app(

@@ -121,13 +121,19 @@ async def test_bad_requests_say_what_is_wrong(
 
 
 @pytest.mark.anyio
-async def test_production_refuses_a_private_webhook(
+@pytest.mark.parametrize("environment", ["development", "production"])
+async def test_a_private_webhook_is_refused_in_every_environment(
     tmp_path: Path,
     smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+    environment: str,
 ) -> None:
     _handler, port = smtp_server
-    production = {"environment": "production", "admin_token": "a-real-admin-token-0123456789"}
-    async with _client(tmp_path, port, **production) as (client, _settings):
+    guarded = {
+        "environment": environment,
+        "admin_token": "a-real-admin-token-0123456789abcdef",
+        "alert_webhook_allow_private": False,
+    }
+    async with _client(tmp_path, port, **guarded) as (client, _settings):
         body = {**BODY, "webhooks": ["https://10.0.0.5/hook"]}
         answer = await client.post("/v1/alerts", json=body)
         assert answer.status_code == 422 and "non-public" in answer.text

@@ -7,8 +7,10 @@ echoed back whole.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -204,3 +206,42 @@ async def test_many_unknown_names_are_not_echoed(big_body_client: httpx.AsyncCli
     )
     assert r.status_code == 422, r.text
     assert len(r.content) < 2000
+
+
+async def _post_paths(client: httpx.AsyncClient) -> list[str]:
+    """Every POST operation of the API (its OpenAPI document) and the pages' forms."""
+    schema: dict[str, Any] = (await client.get("/openapi.json")).json()
+    paths = [path for path, ops in schema["paths"].items() if "post" in ops]
+    return sorted({re.sub(r"\{[^}]+\}", "1", path) for path in paths} | {"/subscribe", "/alert"})
+
+
+@pytest.mark.parametrize("depth", [33, 5_000])
+async def test_a_deeply_nested_body_is_4xx_on_every_post_route(
+    tmp_path: Path, source: FakeSource, depth: int
+) -> None:
+    app = _app(tmp_path, source)
+    body = b"[" * depth + b"]" * depth
+    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        paths = await _post_paths(c)
+        assert {"/v1/snapshots", "/v1/alerts", "/v1/estimate"} <= set(paths)
+        for path in paths:
+            r = await c.post(path, content=body, headers=JSON)
+            assert r.status_code == 400, (path, r.status_code, r.text)
+            assert "api_max_json_depth" in r.text
+        # a body at the limit is read (and judged on its merits, not its depth)
+        fine = b"[" * 32 + b"]" * 32
+        r = await c.post("/v1/estimate", content=fine, headers=JSON)
+        assert r.status_code == 422, r.text
+
+
+def test_parse_refuses_a_deeply_nested_file(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gpuscout.service.cli import app as cli
+
+    nested = tmp_path / "nodes.json"
+    nested.write_bytes(b'{"nodes": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    result = CliRunner().invoke(cli, ["parse", "lium", str(nested)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "nests deeper than 64 levels" in result.output

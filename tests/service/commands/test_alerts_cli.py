@@ -68,7 +68,8 @@ def test_create_confirm_run_list_and_firings(
     result = runner.invoke(app, ["alerts", "run"])
     assert result.exit_code == 0, result.output
     assert "1 alert(s) over 1 search(es)" in result.stdout and "1 fired" in result.stdout
-    assert "alert cheap H100" in str(handler.messages[-1]["Subject"])
+    subject = str(handler.messages[-1]["Subject"])
+    assert "gpuscout price alert #" in subject and "cheap H100" not in subject
 
     result = runner.invoke(app, ["alerts", "list", "--email", "ada@example.com"])
     assert result.stdout.split("\t")[:4] == ["1", "active", "fired", "1"]

@@ -63,41 +63,47 @@ def no_server(embedded: None, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return started
 
 
-def test_placeholder_secrets_outside_development_refuse_to_start(
+def test_a_weak_secret_refuses_to_start_in_every_environment(
     no_server: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("GPUSCOUT_ENVIRONMENT", "production")
-    monkeypatch.setenv("GPUSCOUT_TOKEN_SECRET", "a-real-token-secret-0123456789")
+    monkeypatch.setenv("GPUSCOUT_ADMIN_TOKEN", "changeme")
     result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
     assert result.exit_code == 2 and no_server == []
     assert "Traceback" not in result.output
     (line,) = [s for s in result.output.splitlines() if s.strip()]
-    assert line.startswith("error: configuration: admin_token: a placeholder secret is refused")
-    assert line.endswith("set GPUSCOUT_ADMIN_TOKEN")
+    assert line.startswith("error: configuration: GPUSCOUT_ADMIN_TOKEN: too weak")
+    assert "at least 32 characters" in line and line.endswith("set GPUSCOUT_ADMIN_TOKEN")
 
 
-def test_placeholder_secrets_on_a_public_address_warn_loudly(no_server: list[str]) -> None:
+def test_production_needs_the_token_secret(
+    no_server: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUSCOUT_ENVIRONMENT", "production")
+    result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
+    assert result.exit_code == 2 and no_server == []
+    assert "set GPUSCOUT_TOKEN_SECRET" in result.output
+
+
+def test_unset_secrets_refuse_a_public_address(no_server: list[str]) -> None:
     result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--host", "0.0.0.0"])
-    assert result.exit_code == 0, result.output
-    assert no_server == ["0.0.0.0"]
-    (warning,) = [s for s in result.output.splitlines() if "placeholder" in s]
-    assert warning.startswith("WARNING: serving on 0.0.0.0")
-    assert "GPUSCOUT_ADMIN_TOKEN" in warning and "GPUSCOUT_TOKEN_SECRET" in warning
+    assert result.exit_code == 2 and no_server == []
+    (line,) = [s for s in result.output.splitlines() if s.strip()]
+    assert line.startswith("error: refusing to serve on 0.0.0.0 without")
+    assert "GPUSCOUT_ADMIN_TOKEN" in line and "GPUSCOUT_TOKEN_SECRET" in line
 
 
-def test_placeholder_secrets_on_loopback_are_a_note(no_server: list[str]) -> None:
+def test_unset_secrets_on_loopback_are_a_note(no_server: list[str]) -> None:
     result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--host", "127.0.0.1"])
     assert result.exit_code == 0 and no_server == ["127.0.0.1"]
-    assert "WARNING" not in result.output
-    assert "development secrets in use (GPUSCOUT_ADMIN_TOKEN" in result.output
+    assert "unset: GPUSCOUT_ADMIN_TOKEN" in result.output
 
 
 def test_real_secrets_start_without_a_word(
     no_server: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GPUSCOUT_ENVIRONMENT", "production")
-    monkeypatch.setenv("GPUSCOUT_ADMIN_TOKEN", "a-real-admin-token-0123456789")
-    monkeypatch.setenv("GPUSCOUT_TOKEN_SECRET", "a-real-token-secret-0123456789")
+    monkeypatch.setenv("GPUSCOUT_ADMIN_TOKEN", "a-real-admin-token-0123456789abcdef")
+    monkeypatch.setenv("GPUSCOUT_TOKEN_SECRET", "a-real-token-secret-0123456789abcdef")
     result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--host", "0.0.0.0"])
     assert result.exit_code == 0 and no_server == ["0.0.0.0"]
     assert "secret" not in result.output.lower()

@@ -114,4 +114,5 @@ def settings(tmp_path: Path, smtp_server: tuple[RecordingHandler, int], db_url: 
         token_secret=TOKEN_SECRET,
         digest_weekday=1,
         digest_hour=8,
+        alert_webhook_allow_private=True,  # the webhook receivers listen on 127.0.0.1
     )

@@ -72,9 +72,8 @@ def test_build_digest_is_pure_and_complete() -> None:
     first, second = _build(), _build()
     assert first == second  # same input, same subject, html, text and chart bytes
     assert first.week == "2025-W11"
-    assert first.subject.startswith(
-        "gpuscout 2025-W11 · H100 weekly: best 8× H100-SXM5-80GB $18.00/h"
-    )
+    assert first.subject.startswith("gpuscout 2025-W11: best 8× H100-SXM5-80GB $18.00/h")
+    assert "H100 weekly" not in first.subject  # the subscriber's chosen name is not in it
     assert first.chart_png.startswith(b"\x89PNG")
     assert f"cid:{first.chart_cid}" in first.html
     for part in (first.html, first.text):

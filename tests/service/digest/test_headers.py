@@ -116,6 +116,38 @@ def test_no_name_adds_a_header_to_the_confirmation(name: str) -> None:
     assert _header_names(message) == CONFIRMATION_HEADERS
     subject = str(_written(message)["Subject"]).strip()  # a long word may fold at once
     assert "\r" not in subject and "\n" not in subject and subject.startswith("Confirm")
+    assert subject == "Confirm your gpuscout digest"  # no text the requester chose
+
+
+def test_list_unsubscribe_is_plain_ascii_per_rfc_8058() -> None:
+    long_url = "https://gpuscout.test/v1/subscriptions/unsubscribe?token=" + "a1B-_" * 60
+    offers = [offer("acme", "a1", "16.00", NOW)]
+    digest = build_digest(
+        _view("Ünïcode name"),
+        offers,
+        changes=None,
+        price_index=[],
+        stale_providers=[],
+        links=LINKS,
+        now=NOW,
+    )
+    message = build_digest_message(
+        digest,
+        sender=parse_sender("gpuscout <digest@gpuscout.test>"),
+        to_email="ada@example.com",
+        message_id="<m3@gpuscout.test>",
+        unsubscribe_url=long_url,
+        date=NOW,
+    )
+    raw = message.as_bytes()
+    head = raw.split(b"\n\n", 1)[0]
+    lines = [line for line in head.splitlines() if line.lower().startswith(b"list-unsubscribe")]
+    assert lines == [
+        f"List-Unsubscribe: <{long_url}>".encode(),
+        b"List-Unsubscribe-Post: List-Unsubscribe=One-Click",
+    ]
+    assert b"=?" not in b"".join(lines) and head.isascii()
+    assert "Ünïcode" not in str(_written(message)["Subject"])
 
 
 @pytest.mark.parametrize("name", list(NAMES.values()), ids=list(NAMES))

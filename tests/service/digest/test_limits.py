@@ -199,7 +199,7 @@ def test_uses_no_window_sees_are_pruned(settings: Settings, engine: Engine) -> N
         keys = set(connection.execute(sa.select(MailQuota.__table__.c.key)).scalars())
         uses = list(connection.execute(sa.select(MailQuotaUse.__table__.c.key)).scalars())
     assert "address:old" not in keys and "address:old" not in uses
-    assert len(keys) == len(uses) == 3  # this request's address, client and global
+    assert len(keys) == len(uses) == 4  # this request's address, client, network, global
 
 
 @pytest.mark.postgres
@@ -229,3 +229,35 @@ def test_pruning_skips_a_row_another_request_holds(pg_url: str) -> None:
         assert finished, "the prune waited for a row another transaction held"
     finally:
         engine.dispose()
+
+
+def test_eleven_clients_of_one_network_cannot_lock_out_everyone(
+    settings: Settings, engine: Engine, smtp_server: tuple[RecordingHandler, int]
+) -> None:
+    """100 requests from 11 addresses of one network (the defaults): the network's quota
+    stops them, and a client elsewhere still signs up."""
+    handler, _ = smtp_server
+    defaults = Settings(_env_file=None)  # type: ignore[call-arg]
+    limited = settings.model_copy(
+        update={
+            name: getattr(defaults, name)
+            for name in (
+                "subscriptions_per_client_per_hour",
+                "subscriptions_per_network_per_hour",
+                "subscriptions_per_hour",
+            )
+        }
+    )
+    manager = SubscriptionManager(limited, engine, smtp_transport(limited), clock=lambda: NOW)
+    accepted = refused = 0
+    for i in range(100):
+        try:
+            manager.subscribe(_request(f"v{i}@example.com"), client=f"203.0.113.{i % 11 + 1}")
+        except SubscribeRateLimited as exc:
+            refused += 1
+            assert "this client" in str(exc)  # the client's or its network's quota, not ours
+            continue
+        accepted += 1
+    assert accepted == limited.subscriptions_per_network_per_hour and refused == 100 - accepted
+    manager.subscribe(_request("someone@example.org"), client="198.51.100.7")
+    assert len(handler.messages) == accepted + 1

@@ -97,7 +97,7 @@ def live_server(
         smtp_security="none",
         mail_from="gpuscout <digest@gpuscout.test>",
         public_base_url=base,
-        token_secret="web-test-secret-0123456789",  # type: ignore[arg-type]
+        token_secret="web-test-secret-0123456789abcdefgh",  # type: ignore[arg-type]
     )
     app = create_app(settings)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))

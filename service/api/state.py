@@ -28,7 +28,7 @@ import polars as pl
 
 from gpuscout.adapters import provider_names
 from gpuscout.adapters.sample import SAMPLE_NOTE
-from gpuscout.db.state import CurrentState
+from gpuscout.db.current import CurrentState
 from gpuscout.pricing.coverage import Unrankable
 from gpuscout.pricing.names import known_providers
 from gpuscout.pricing.offer_checklist import counts_frame

@@ -491,6 +491,6 @@ def median_best(
     with engine.connect() as connection:
         for start in range(0, len(keys), 1000):
             chunk = list(keys[start : start + 1000])
-            for key, value in connection.execute(query, {"keys": chunk}).tuples().all():
+            for key, value in connection.execute(query, {"keys": chunk}).all():
                 values.setdefault(key, []).append(float(value))
     return {k: statistics.median(v) for k, v in values.items() if len(v) >= min_points}

@@ -765,10 +765,10 @@ def reprice_as_a_snapshot_does(url: str, directory: Path) -> None:
     import sqlalchemy as sa
 
     from gpuscout.adapters.collect import ProviderRun, RunStatus
+    from gpuscout.db.current import keep_current_frame
     from gpuscout.db.engine import make_engine
     from gpuscout.db.records import decode_offers
     from gpuscout.db.snapshots import store_snapshot
-    from gpuscout.db.current import keep_current_frame
     from gpuscout.service.fx import fx_table
     from gpuscout.service.settings import get_settings
 

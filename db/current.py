@@ -54,7 +54,7 @@ from gpuscout.adapters.schema import FxTable, Offer
 from gpuscout.pricing.frame import OFFER_SCHEMA, held_lightly, offers_to_frame, records_to_frame
 from gpuscout.pricing.offer_facts import FACT_COLUMNS
 
-from .engine import write_connection
+from .engine import make_engine, write_connection
 from .models import CurrentOffer, KeptFrame, ProviderStatus, Snapshot
 
 __all__ = [
@@ -74,7 +74,6 @@ __all__ = [
     "state_from_offers",
     "state_from_runs",
     "stored_coverage",
-    "stored_state",
 ]
 
 log = logging.getLogger(__name__)
@@ -257,30 +256,6 @@ class CurrentState:
 
 def by_name(states: Iterable[ProviderState]) -> dict[str, ProviderState]:
     return {p.provider: p for p in sorted(states, key=lambda p: p.provider)}
-
-
-def stored_state(
-    frame: pl.DataFrame,
-    providers: Mapping[str, ProviderState],
-    fx: FxTable,
-    now: datetime,
-    snapshot: tuple[int, datetime] | None,
-    count_fields: Callable[[], Mapping[str, ProviderCoverage]] | None = None,
-) -> CurrentState:
-    """A state of stored offers (read from the database, or kept beside the data dir):
-    its note said at ``now``; ``snapshot`` is the latest one's id and finish time;
-    ``count_fields`` reads which fields the stored offers carry, when first asked."""
-    return CurrentState(
-        frame=frame,
-        providers=providers,
-        source="database",
-        fx=fx,
-        loaded_at=now,
-        note=database_note(providers, now),
-        snapshot_id=None if snapshot is None else snapshot[0],
-        snapshot_at=None if snapshot is None else snapshot[1],
-        count_fields=count_fields,
-    )
 
 
 def sample_after_attempts(
@@ -542,15 +517,6 @@ def _provider_states(connection: Connection) -> dict[str, ProviderState]:
     )
 
 
-def _current_key(
-    connection: Connection, states: Mapping[str, ProviderState], fx: FxTable
-) -> tuple[str, int, tuple[int, datetime] | None]:
-    """The :func:`frame_key` of the current offers, their count and the latest snapshot."""
-    latest = latest_snapshot(connection)
-    count = connection.execute(sa.select(sa.func.count()).select_from(_current)).scalar_one()
-    return frame_key(latest, count, states, fx), count, latest
-
-
 def load_current_offers(
     target: Engine | Connection,
     *,
@@ -564,7 +530,8 @@ def load_current_offers(
     Prices convert to USD with ``fx``. For every provider, the frame the snapshot kept
     (:func:`keep_current_frame`) is read when it was built from these very offers, else the
     stored records are framed (:func:`pricing.frame.records_to_frame`); an offer without
-    its own ``fetched_at`` has its provider's.
+    its own ``fetched_at`` has its provider's. Which fields the offers carry is counted
+    when first asked, on a connection of its own (:func:`stored_coverage`).
     """
     now = now or datetime.now(UTC)
     if isinstance(target, Engine):
@@ -572,16 +539,27 @@ def load_current_offers(
             return load_current_offers(connection, fx=fx, providers=providers, now=now)
     connection = target
     states = _provider_states(connection)
-    frame: pl.DataFrame | None = None
-    if providers is None:
-        key, count, latest = _current_key(connection, states, fx)
-        frame = _kept_frame(connection, key, count)
+    latest = latest_snapshot(connection)
+    note = database_note(states, now)
+    url = connection.engine.url.render_as_string(hide_password=False)
+    count_fields = functools.partial(stored_coverage, url, providers)
+    kept = None if providers is not None else _kept_frame(connection, states, latest, fx)
+    if kept is None:
+        records, fetched_at = _stored_records(connection, providers, states)
+        frame = records_to_frame(records, fetched_at, fx)
     else:
-        latest = latest_snapshot(connection)
-    if frame is None:
-        frame = _read_frame(connection, providers, states, fx)
-    count_fields = functools.partial(stored_coverage, connection.engine, providers)
-    return stored_state(frame, states, fx, now, latest, count_fields)
+        frame = held_lightly(kept)  # IPC brings empty columns back with full buffers
+    return CurrentState(
+        frame=frame,
+        providers=states,
+        source="database",
+        fx=fx,
+        loaded_at=now,
+        note=note,
+        snapshot_id=None if latest is None else latest[0],
+        snapshot_at=None if latest is None else latest[1],
+        count_fields=count_fields,
+    )
 
 
 def keep_current_frame(engine: Engine, fx: FxTable) -> None:
@@ -593,10 +571,12 @@ def keep_current_frame(engine: Engine, fx: FxTable) -> None:
     reader asks for, framed again by the next snapshot."""
     with engine.connect() as connection, connection.begin():
         states = _provider_states(connection)
-        key, count, latest = _current_key(connection, states, fx)
-        if latest is None or _kept_frame(connection, key, count) is not None:
+        latest = latest_snapshot(connection)
+        if latest is None or _kept_frame(connection, states, latest, fx) is not None:
             return
-        frame = _read_frame(connection, None, states, fx)
+        records, fetched_at = _stored_records(connection, None, states)
+    frame = records_to_frame(records, fetched_at, fx)
+    key = frame_key(latest, frame.height, states, fx)
     buffer = io.BytesIO()
     frame.write_ipc(buffer, compression="zstd")  # ~3 MB for 100k offers, not ~67
     with write_connection(engine) as connection:
@@ -612,9 +592,17 @@ def keep_current_frame(engine: Engine, fx: FxTable) -> None:
         )
 
 
-def _kept_frame(connection: Connection, key: str, rows: int) -> pl.DataFrame | None:
-    """The frame kept under ``key`` if it is whole (``rows`` rows, every column), else
-    ``None`` (one that is not is logged and framed again)."""
+def _kept_frame(
+    connection: Connection,
+    states: Mapping[str, ProviderState],
+    latest: tuple[int, datetime] | None,
+    fx: FxTable,
+) -> pl.DataFrame | None:
+    """The frame kept for the current offers (under their :func:`frame_key`) if it is whole
+    (every row, every column), else ``None`` (one that is not is logged and framed again).
+    """
+    rows = connection.execute(sa.select(sa.func.count()).select_from(_current)).scalar_one()
+    key = frame_key(latest, rows, states, fx)
     data = connection.execute(
         sa.select(_kept.c.frame).where(_kept.c.key == key)
     ).scalar_one_or_none()
@@ -628,7 +616,7 @@ def _kept_frame(connection: Connection, key: str, rows: int) -> pl.DataFrame | N
     if problem is not None or frame is None:
         log.warning("kept frame ignored (%s); framing the stored offers", problem)
         return None
-    return held_lightly(frame)  # IPC brings empty columns back with full buffers
+    return frame
 
 
 def _problem(frame: pl.DataFrame, rows: int) -> str | None:
@@ -643,13 +631,10 @@ def _problem(frame: pl.DataFrame, rows: int) -> str | None:
     return f"no column {missing[0]}" if missing else None
 
 
-def _read_frame(
-    connection: Connection,
-    providers: list[str] | None,
-    states: Mapping[str, ProviderState],
-    fx: FxTable,
-) -> pl.DataFrame:
-    """The current offers' frame from their stored records (of ``providers``: all), in
+def _stored_records(
+    connection: Connection, providers: list[str] | None, states: Mapping[str, ProviderState]
+) -> tuple[list[str], list[datetime]]:
+    """The current offers' stored records (of ``providers``: all) and their fetch times, in
     the order of their offer keys."""
     query = sa.select(_current.c.provider, _current.c.record, _current.c.fetched_at)
     if providers is not None:
@@ -657,8 +642,7 @@ def _read_frame(
     rows = connection.execute(query.order_by(_current.c.offer_key)).all()
     names = [row.provider for row in rows]
     times = [row.fetched_at for row in rows]
-    records = [row.record for row in rows]
-    return records_to_frame(records, _fetched_at(names, times, states), fx)
+    return [row.record for row in rows], _fetched_at(names, times, states)
 
 
 def _fetched_at(
@@ -678,17 +662,19 @@ def _fetched_at(
     return out
 
 
-def stored_coverage(
-    engine: Engine, providers: list[str] | None = None
-) -> dict[str, ProviderCoverage]:
-    """Which fields the stored current offers carry, read when first asked (a new
-    connection: the state's own is closed by then). A record leaves its ``None`` fields out,
-    so the keys it has are the fields it carries."""
+def stored_coverage(url: str, providers: list[str] | None = None) -> dict[str, ProviderCoverage]:
+    """Which fields the stored current offers of the database at ``url`` carry, read when
+    first asked (on an engine of its own: the load's is gone by then). A record leaves its
+    ``None`` fields out, so the keys it has are the fields it carries."""
     if providers is not None and not providers:
         return {}
     query = sa.select(_current.c.record)
     if providers is not None:
         query = query.where(_current.c.provider.in_(providers))
-    with engine.connect() as connection:
-        records = connection.execute(query).scalars().all()
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            records = connection.execute(query).scalars().all()
+    finally:
+        engine.dispose()
     return count_records(json.loads(record) for record in records)

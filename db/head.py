@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["HEAD_REVISION", "VERSION_TABLE", "sqlite_file"]
+__all__ = ["HEAD_REVISION", "VERSION_TABLE", "no_sqlite_file", "sqlite_file"]
 
 #: The newest revision under ``migrations/versions``, what a database at head records in
 #: :data:`VERSION_TABLE`. Written out so that a start at head imports no Alembic; a test
@@ -24,3 +24,17 @@ def sqlite_file(url: str) -> Path | None:
     if not path or path == ":memory:" or path.startswith("file:"):
         return None
     return Path(path)
+
+
+def no_sqlite_file(url: str) -> bool:
+    """The URL names an SQLite file that does not exist (and could be created) or is empty:
+    it holds no offers, and is not opened (nor created) to say so. Any other database is
+    for the database to say."""
+    file = sqlite_file(url)
+    if file is None:
+        return False
+    if file.exists():
+        return file.is_file() and file.stat().st_size == 0
+    # SQLite would create it: where it cannot (a parent is a file), the database says so
+    parent = next((p for p in file.parents if p.exists()), None)
+    return parent is not None and parent.is_dir()

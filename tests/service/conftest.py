@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-import polars as pl
 import pytest
 
 import gpuscout.db.current
@@ -15,13 +14,13 @@ from gpuscout.service import sample_cache
 def framings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry per frame built from the stored records (a cache miss)."""
     built: list[int] = []
-    real = gpuscout.db.current._read_frame
+    real = gpuscout.db.current._stored_records
 
-    def counting(*args: object, **kwargs: object) -> pl.DataFrame:
+    def counting(*args: object, **kwargs: object) -> object:
         built.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(gpuscout.db.current, "_read_frame", counting)
+    monkeypatch.setattr(gpuscout.db.current, "_stored_records", counting)
     return built
 
 

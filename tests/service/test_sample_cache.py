@@ -12,6 +12,7 @@ import gpuscout.db.current as db_current
 from gpuscout.adapters.sample import manifest_bytes
 from gpuscout.adapters.schema import FxTable, default_fx
 from gpuscout.db.current import CurrentState
+from gpuscout.db.head import no_sqlite_file
 from gpuscout.service import current as current_module
 from gpuscout.service import sample_cache
 from gpuscout.service.current import load_sample, sample_note
@@ -103,10 +104,10 @@ def test_no_sqlite_file_is_no_offers_and_is_not_created(tmp_path: Path) -> None:
     assert state.source == "sample"
     assert not (tmp_path / "data" / "gpuscout.db").exists()
     assert list((tmp_path / "data" / "cache").glob("sample-*.arrow"))
-    assert current_module._no_sqlite_file(f"sqlite:///{tmp_path}/x.db")
-    assert not current_module._no_sqlite_file(f"sqlite:///{blocked(tmp_path)}/x.db")
-    assert not current_module._no_sqlite_file("sqlite:///:memory:")
-    assert not current_module._no_sqlite_file("postgresql+psycopg://h/db")
+    assert no_sqlite_file(f"sqlite:///{tmp_path}/x.db")
+    assert not no_sqlite_file(f"sqlite:///{blocked(tmp_path)}/x.db")
+    assert not no_sqlite_file("sqlite:///:memory:")
+    assert not no_sqlite_file("postgresql+psycopg://h/db")
 
 
 def blocked(tmp_path: Path) -> Path:

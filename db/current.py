@@ -34,7 +34,7 @@ import io
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
 from typing import Literal, cast
@@ -633,7 +633,7 @@ def _problem(frame: pl.DataFrame, rows: int) -> str | None:
 
 def _stored_records(
     connection: Connection, providers: list[str] | None, states: Mapping[str, ProviderState]
-) -> tuple[list[str], list[datetime]]:
+) -> tuple[list[str], pl.Series]:
     """The current offers' stored records (of ``providers``: all) and their fetch times, in
     the order of their offer keys."""
     query = sa.select(_current.c.provider, _current.c.record, _current.c.fetched_at)
@@ -645,21 +645,31 @@ def _stored_records(
     return [row.record for row in rows], _fetched_at(names, times, states)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def _fetched_at(
     providers: Sequence[str], stored: Sequence[datetime | None], states: Mapping[str, ProviderState]
-) -> list[datetime]:
+) -> pl.Series:
     """Each row's ``fetched_at``: its own where stored, else (the usual case) its
-    provider's."""
+    provider's. Each distinct time is converted once: the offers of one run share theirs,
+    and a series from 100k datetimes costs several times one from their integers."""
     own = {name: p.fetched_at for name, p in states.items()}
-    out: list[datetime] = []
+    micros: dict[object, int] = {}
+    out: list[int] = []
     for provider, value in zip(providers, stored, strict=True):
-        when = value if value is not None else own.get(provider)
-        if when is None:
-            raise ValueError(
-                f"stored offers of {provider!r} have no fetch time (no provider_status row)"
-            )
-        out.append(when)
-    return out
+        key = (None, provider) if value is None else value
+        at = micros.get(key)
+        if at is None:
+            when = value if value is not None else own.get(provider)
+            if when is None:
+                raise ValueError(
+                    f"stored offers of {provider!r} have no fetch time (no provider_status row)"
+                )
+            at = micros[key] = (when - _EPOCH) // _MICROSECOND
+        out.append(at)
+    return pl.Series("fetched_at", out, dtype=pl.Int64).cast(pl.Datetime("us", "UTC"))
 
 
 def stored_coverage(url: str, providers: list[str] | None = None) -> dict[str, ProviderCoverage]:

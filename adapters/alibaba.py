@@ -101,6 +101,7 @@ from .base import (
     gpu_fields,
     price_fields,
     request_json,
+    unreachable,
 )
 from .calls import (
     QUERY_KEY,
@@ -281,7 +282,8 @@ def sign_acs3(
 
 
 def _transient(exc: BaseException) -> bool:
-    """Worth another attempt: throttled, a server error, a timeout or a network error.
+    """Worth another attempt: throttled, a server error, a timeout or a network error, but
+    not a host that cannot be reached (:func:`~adapters.base.unreachable`).
 
     ECS error bodies are ``{"RequestId", "HostId", "Code", "Message", "Recommend"}``
     ("Troubleshoot API error codes", https://help.aliyun.com/en/ecs/developer-reference/
@@ -292,7 +294,7 @@ def _transient(exc: BaseException) -> bool:
         return False
     status = http_status(exc.reason)
     if status is None:
-        return exc.reason.startswith(("timeout", "network error"))
+        return exc.reason.startswith(("timeout", "network error")) and not unreachable(exc.reason)
     code = error_code(exc.reason) or ""
     return code.startswith(("Throttling", "ServiceUnavailable")) or status == 429 or status >= 500
 

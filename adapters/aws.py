@@ -10,10 +10,26 @@ Sources (formats as documented by AWS and recorded in tests/fixtures/aws/):
   line and keeps only the GPU rows we price (see :func:`_keep_product`). CSV layout: five
   metadata lines, a header, then one row per SKU x term x price dimension. Parse applies
   the same row filter, so a whole region file reads the same as the streamed one.
+* **The public spot price feed** (no account): the JSON behind the EC2 spot pricing page
+  (https://aws.amazon.com/ec2/spot/pricing/), ``https://website.spot.ec2.aws.a2z.com/spot.json``:
+  ``{"vers", "config": {"rate": "perhr", "valueColumns": ["linux", "mswin"], "currencies":
+  ["USD"], "regions": [{"region": "us-east-2", "instanceTypes": [{"type": "gpuCurrentGen",
+  "sizes": [{"size": "p5.48xlarge", "valueColumns": [{"name": "linux", "prices": {"USD":
+  "20.3632"}}, ...]}]}]}]}}`` (the format as alexei-led/spotinfo reads and records it, which
+  also notes that the older JSONP ``spot-price.s3.amazonaws.com/spot.js`` stopped changing in
+  2024). One USD price per instance-hour per type and region, Linux read, ``N/A`` not sold.
+  The default spot source: used when no AWS keys are set.
+* **The Spot Instance Advisor's data** (no account, always fetched):
+  ``https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json``, ``{"ranges": [{"index":
+  0, "label": "<5%", "max": 5}, ...], "spot_advisor": {<region>: {"Linux": {<type>: {"s":
+  savings %, "r": band index}}}}}`` (the format spotinfo and the AWS Spot Instance Advisor page
+  read): each interruptible offer carries its type's and region's band, the frequency of
+  interruption the preemption model uses (``interruption_band``). Where it fails, the offers
+  keep the model's default rate, and a skipped record says why.
 * **DescribeSpotPriceHistory** (EC2 Query API, SigV4-signed, XML): current spot price per
   availability zone. Needs the settings
-  ``aws_access_key_id``/``aws_secret_access_key``; without them the spot part is skipped
-  with a warning and the public price list is still fetched. Spot is an extra: a region
+  ``aws_access_key_id``/``aws_secret_access_key``; with them it replaces the public feed's
+  per-region price by each zone's. Spot is an extra: a region
   whose spot call fails (rejected keys, an opt-in region the account has not enabled, EC2
   unreachable) loses only its spot prices, even when every region fails. The failures are
   logged as one warning and kept in the payloads (:func:`~adapters.base.failed_calls_payload`),
@@ -92,12 +108,23 @@ from .units import (
     value_at,
 )
 
-__all__ = ["AwsAdapter", "GpuFamily", "gpu_families"]
+__all__ = [
+    "SPOT_ADVISOR_URL",
+    "SPOT_FEED_URL",
+    "AwsAdapter",
+    "GpuFamily",
+    "InterruptionBands",
+    "gpu_families",
+]
 
 log = logging.getLogger("gpuscout.adapters.aws")
 
 #: AWS's endpoint pattern, ``https://<service>.<region>.amazonaws.com`` (the adapter's base URL).
 ENDPOINT = "https://{service}.{region}.amazonaws.com"
+#: The public spot price feed behind the EC2 spot pricing page (no account; module docstring).
+SPOT_FEED_URL = "https://website.spot.ec2.aws.a2z.com/spot.json"
+#: The Spot Instance Advisor's data: interruption band per type and region (no account).
+SPOT_ADVISOR_URL = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
 #: The price list's endpoint (``service`` and ``region`` of :data:`ENDPOINT`).
 PRICING = {"service": "pricing", "region": "us-east-1"}
 PRICING_BASE = ENDPOINT.format(**PRICING)
@@ -483,6 +510,14 @@ class AwsAdapter(Adapter):
     regions: ClassVar[tuple[str, ...] | None] = None
     base_url = ENDPOINT
 
+    @classmethod
+    def source_text(cls) -> str:
+        return (
+            f"API, no account: price list {cls.source_url}; spot prices from the public feed"
+            f" {SPOT_FEED_URL} (with keys: each zone's, DescribeSpotPriceHistory);"
+            f" interruption bands from {SPOT_ADVISOR_URL}"
+        )
+
     # fetch -------------------------------------------------------------------------------
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         """Filtered price-list CSVs per region, then spot XML pages if keys are set.
@@ -497,15 +532,17 @@ class AwsAdapter(Adapter):
         downloads = [functools.partial(self._stream_gpu_rows, client, u) for u in csv_urls.values()]
         price_lists = await gather_limited(downloads, CONCURRENT_DOWNLOADS)
         payloads: list[Any] = list(price_lists)
+        failed: list[FailedCall] = []
+        advisor = await self._public_json(client, SPOT_ADVISOR_URL, "spot-advisor", failed)
+        payloads += [advisor] if advisor is not None else []
         key, secret = (
             self.credentials.get(n) for n in ("aws_access_key_id", "aws_secret_access_key")
         )
         if not key or not secret:
-            log.warning(
-                "aws: spot prices skipped: credentials not set (GPUSCOUT_AWS_ACCESS_KEY_ID, "
-                "GPUSCOUT_AWS_SECRET_ACCESS_KEY); on-demand and reserved prices still fetched"
-            )
-            return payloads
+            # no account: the public feed's spot price per type and region
+            feed = await self._public_json(client, SPOT_FEED_URL, "spot-feed", failed)
+            payloads += [feed] if feed is not None else []
+            return payloads + ([failed_calls_payload(failed)] if failed else [])
         creds = Credentials(str(key), str(secret))
         types_by_region = _gpu_types_by_region(price_lists)
         payloads.extend(await self._fetch_instance_types(client, creds, types_by_region))
@@ -513,8 +550,28 @@ class AwsAdapter(Adapter):
         payloads.extend(pages)
         if failures:
             log.warning("%s", _spot_failure_warning(failures, len(types_by_region)))
-            payloads.append(failed_calls_payload([f.call for f in failures]))
-        return payloads
+            failed += [f.call for f in failures]
+        return payloads + ([failed_calls_payload(failed)] if failed else [])
+
+    def public_url(self, url: str) -> str:
+        """``url``, a public file AWS serves on its own host (the spot feed, the advisor's data),
+        or, where the base URL was replaced (a mirror, a test server), the same path there: a
+        replacement serves every AWS address at one."""
+        if self.base_url == type(self).base_url:
+            return url
+        return self.base_url + urllib.parse.urlsplit(url).path
+
+    async def _public_json(
+        self, client: httpx.AsyncClient, url: str, what: str, failed: list[FailedCall]
+    ) -> Any:
+        """A public JSON file, or ``None`` with the failure added to ``failed`` (an extra: the
+        price list stands without it)."""
+        try:
+            return await self.get_json(client, self.public_url(url))
+        except ProviderError as exc:
+            log.warning("aws: %s not fetched: %s", what, exc.reason)
+            failed.append(FailedCall(f"aws:{what}", f"{what} not fetched: {exc.reason}"))
+            return None
 
     async def _fetch_instance_types(
         self,
@@ -703,13 +760,23 @@ class AwsAdapter(Adapter):
         rows: list[_Row] = []
         spots: list[_Spot] = []
         gpu_info: dict[str, _TypeInfo] = {}
+        feeds: list[Mapping[str, Any]] = []
+        bands = InterruptionBands()
         payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
-            if not isinstance(payload, str):
+            if isinstance(payload, Mapping) and "spot_advisor" in payload:
+                try:
+                    bands = _interruption_bands(payload, self.name)
+                except ResponseFormatError as exc:  # an extra: the offers keep the default
+                    failed.append(FailedCall("aws:spot-advisor", exc.reason))
+            elif isinstance(payload, Mapping) and "config" in payload:
+                feeds.append(payload)
+            elif not isinstance(payload, str):
                 raise ResponseFormatError(
                     self.name,
                     f"unexpected payload type {type(payload).__name__}: parse reads what fetch"
-                    " returns (price-list CSV text, EC2 Query-API XML)",
+                    " returns (price-list CSV text, EC2 Query-API XML, the spot feed's and the"
+                    " Spot Advisor's JSON)",
                 )
             elif (text := payload.lstrip("\ufeff \t\r\n")).startswith("<"):
                 root = _xml_root(text)
@@ -722,9 +789,11 @@ class AwsAdapter(Adapter):
             else:
                 raise ResponseFormatError(self.name, "text payload is neither CSV nor XML")
         result = ParseResult(provider=self.name, fetched_at=fetched_at)
-        builder = _OfferBuilder(result, gpu_info)
+        builder = _OfferBuilder(result, gpu_info, bands)
         builder.price_list(rows)
         builder.spot(spots)
+        for feed in feeds:
+            builder.spot_feed(feed)
         result.skip_failed(failed)  # the run reports them: a rejected key must not go unseen
         return result
 
@@ -755,13 +824,57 @@ def _gpu_types_by_region(price_lists: Iterable[str]) -> dict[str, list[str]]:
     return {r: sorted(t) for r, t in sorted(out.items())}
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class InterruptionBands:
+    """The Spot Instance Advisor's band of each Linux instance type per region, ``(region,
+    type) -> label`` (``"<5%"``, ``"5-10%"``, ... ``">20%"`` of capacity reclaimed per month);
+    empty where the data was not fetched."""
+
+    by_type: Mapping[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+
+    def fields(self, region: str, itype: str) -> OfferFields:
+        """The offer fields of the band of ``itype`` in ``region`` (none where not listed)."""
+        band = self.by_type.get((region, itype))
+        return {"interruption_band": band} if band is not None else {}
+
+
+def _interruption_bands(payload: Mapping[str, Any], provider: str) -> InterruptionBands:
+    """The bands of the advisor's data: each ``spot_advisor[region]["Linux"][type]["r"]``
+    indexes ``ranges``, whose ``label`` names the band."""
+    ranges = payload.get("ranges")
+    advisor = payload.get("spot_advisor")
+    if not isinstance(ranges, list) or not isinstance(advisor, Mapping):
+        raise ResponseFormatError(provider, "spot advisor data lacks ranges or spot_advisor")
+    labels = {
+        band["index"]: band["label"]
+        for band in ranges
+        if isinstance(band, Mapping)
+        and isinstance(band.get("index"), int)
+        and isinstance(band.get("label"), str)
+    }
+    out: dict[tuple[str, str], str] = {}
+    for region, systems in advisor.items():
+        linux = systems.get("Linux") if isinstance(systems, Mapping) else None
+        for itype, entry in (linux if isinstance(linux, Mapping) else {}).items():
+            r = entry.get("r") if isinstance(entry, Mapping) else None
+            if isinstance(r, int) and r in labels:
+                out[(region, itype)] = labels[r]
+    return InterruptionBands(out)
+
+
 class _OfferBuilder:
     """Turns price-list rows and spot items into offers, one per instance type, region and
     term (the contract drops a second record with the same offer key)."""
 
-    def __init__(self, result: ParseResult, gpu_info: Mapping[str, _TypeInfo]) -> None:
+    def __init__(
+        self,
+        result: ParseResult,
+        gpu_info: Mapping[str, _TypeInfo],
+        bands: InterruptionBands | None = None,
+    ) -> None:
         self.result = result
         self.gpu_info = gpu_info
+        self.bands = bands or InterruptionBands()
         self.hardware_by_type: dict[str, OfferFields] = {}
 
     # price list --------------------------------------------------------------------------
@@ -906,5 +1019,61 @@ class _OfferBuilder:
                     "prepaid": False,
                     "billing_increment_s": BILLING_INCREMENT_S,
                     "min_rental_hours": MIN_RENTAL_HOURS,
+                    **self.bands.fields(zone.group(1), itype),
                 }
                 self.result.add(ref, **fields)
+
+    def spot_feed(self, feed: Mapping[str, Any]) -> None:
+        """The public feed's Linux spot price of each GPU type the price list describes, per
+        region (USD per instance-hour, ``config.rate`` ``perhr``); other types are not GPU
+        offers and are passed over, a GPU type without a Linux price is not sold there."""
+        config = feed.get("config")
+        regions = config.get("regions") if isinstance(config, Mapping) else None
+        if not isinstance(regions, list) or not isinstance(config, Mapping):
+            self.result.skip("spot feed without config.regions: no spot prices", "aws:spot-feed")
+            return
+        if config.get("rate") != "perhr" or "USD" not in (config.get("currencies") or []):
+            self.result.skip("spot feed prices not USD per hour: not read", "aws:spot-feed")
+            return
+        for entry in regions:
+            region = entry.get("region") if isinstance(entry, Mapping) else None
+            groups = entry.get("instanceTypes") if isinstance(entry, Mapping) else None
+            if not isinstance(region, str) or not isinstance(groups, list):
+                self.result.skip("spot feed region without a name or instance types")
+                continue
+            for group in groups:
+                for size in group.get("sizes", []) if isinstance(group, Mapping) else []:
+                    self._feed_size(region, size)
+
+    def _feed_size(self, region: str, size: Any) -> None:
+        itype = size.get("size") if isinstance(size, Mapping) else None
+        if not isinstance(itype, str) or itype.split(".")[0] not in gpu_families():
+            return  # not a GPU instance type
+        ref = f"aws:spot-feed/{region}/{itype}"
+        linux = [
+            c.get("prices", {}).get("USD")
+            for c in size.get("valueColumns", [])
+            if isinstance(c, Mapping) and c.get("name") == "linux"
+        ]
+        hw = self.hardware_by_type.get(itype)
+        if not linux or not isinstance(linux[0], str) or linux[0].startswith("N/A"):
+            return  # not sold as spot there
+        price = price_or_reason(linux[0])
+        if hw is None:
+            self.result.skip("instance type not in the price list (hardware unknown)", ref)
+        elif isinstance(price, str):
+            self.result.skip(price, ref)
+        else:
+            fields: OfferFields = {
+                **hw,
+                "offer_id": itype,
+                "instance_name": f"{itype} (spot, {region})",
+                "region": region,
+                # the feed's prices are USD per instance-hour (config.rate "perhr")
+                **price_fields(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
+                "prepaid": False,
+                "billing_increment_s": BILLING_INCREMENT_S,
+                "min_rental_hours": MIN_RENTAL_HOURS,
+                **self.bands.fields(region, itype),
+            }
+            self.result.add(ref, **fields)

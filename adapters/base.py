@@ -38,7 +38,7 @@ import httpx
 import pydantic
 import tenacity
 
-from .declarations import ProviderSetting
+from .declarations import ACTIVE, Lifecycle, ProviderSetting
 from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
 from .run import FRESH_WITHIN_HOURS
@@ -52,6 +52,7 @@ __all__ = [
     "FRESH_WITHIN_HOURS",
     "MAX_USD_PER_GPU_HOUR",
     "MIN_USD_PER_GPU_HOUR",
+    "UNREACHABLE",
     "Adapter",
     "AdapterError",
     "FailedCall",
@@ -74,6 +75,7 @@ __all__ = [
     "request_json",
     "request_stream",
     "required_count",
+    "unreachable",
 ]
 
 T = TypeVar("T")
@@ -290,9 +292,36 @@ class RetryPolicy:
     base_wait_s: float = 1.0
     max_wait_s: float = 60.0
     timeout_s: float = 30.0
+    #: Seconds to open a connection: a host that takes longer is unreachable, not slow.
+    connect_timeout_s: float = 2.0
+
+    def timeout(self) -> httpx.Timeout:
+        """httpx's timeouts of one attempt: ``timeout_s`` per read, ``connect_timeout_s`` to
+        connect."""
+        return httpx.Timeout(self.timeout_s, connect=min(self.connect_timeout_s, self.timeout_s))
 
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+#: What the error of a request whose host could not be reached says (its name did not
+#: resolve, it refused the connection, or none was opened within ``connect_timeout_s``):
+#: such a failure is not retried, since without a network every retry fails the same way,
+#: and :func:`unreachable` finds it in a run's error text.
+UNREACHABLE = "host unreachable"
+
+
+def unreachable(reason: str | None) -> bool:
+    """Whether a provider's error text is a host that could not be reached (no network, a
+    name that does not resolve, a refused connection): see :data:`UNREACHABLE`."""
+    return reason is not None and UNREACHABLE in reason
+
+
+def _worth_retrying(exc: BaseException) -> bool:
+    """A 429/5xx answer, or a transport error past the connection (a read cut off, a stream
+    broken mid-body); a host that cannot be reached (:data:`UNREACHABLE`) is not retried."""
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        return False
+    return isinstance(exc, _Retryable | httpx.TransportError)
 
 
 class _Retryable(Exception):
@@ -340,12 +369,14 @@ async def _with_retries(
     """Run ``call`` with the policy's retries; every failure becomes a ProviderError.
 
     ``call`` raises :class:`_Retryable` for a 429/5xx answer; transport errors (including a
-    stream broken mid-body) are retried too.
+    stream broken mid-body) are retried too, but not a host that cannot be reached
+    (:func:`_worth_retrying`): that fails at once, so that with no network every provider
+    fails within ``connect_timeout_s``.
     """
     retrying = tenacity.AsyncRetrying(
         stop=tenacity.stop_after_attempt(policy.attempts),
         wait=_wait(policy),
-        retry=tenacity.retry_if_exception_type((_Retryable, httpx.TransportError)),
+        retry=tenacity.retry_if_exception(_worth_retrying),
         reraise=True,
         sleep=asyncio.sleep,
     )
@@ -355,6 +386,11 @@ async def _with_retries(
         raise ProviderError(
             provider,
             f"HTTP {exc.response.status_code} from {_short(url)} after {policy.attempts} attempts",
+        ) from None
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        detail = str(exc) or type(exc).__name__
+        raise ProviderError(
+            provider, f"network error on {_short(url)}: {UNREACHABLE} ({detail}), not retried"
         ) from None
     except httpx.TimeoutException:
         raise ProviderError(
@@ -375,7 +411,7 @@ async def request(
 ) -> httpx.Response:
     """One HTTP request with retries; any failure becomes a :class:`ProviderError`."""
     policy = policy or RetryPolicy()
-    kwargs.setdefault("timeout", policy.timeout_s)
+    kwargs.setdefault("timeout", policy.timeout())
 
     async def once() -> httpx.Response:
         try:
@@ -412,7 +448,7 @@ async def request_stream(
     The same retries as :func:`request`; a stream broken mid-body is retried from the start.
     """
     policy = policy or RetryPolicy()
-    kwargs.setdefault("timeout", policy.timeout_s)
+    kwargs.setdefault("timeout", policy.timeout())
 
     async def once() -> T:
         async with client.stream(method, url, **kwargs) as response:
@@ -474,9 +510,10 @@ class Adapter(abc.ABC):
     #: declared with its kind. With the credentials and ``base_url`` they become settings
     #: (:mod:`adapters.declarations`): an adapter declares, nothing else lists them.
     other_settings: ClassVar[tuple[ProviderSetting, ...]] = ()
-    #: The day the adapter's format was last checked against the provider's documentation
-    #: (or its published price page), ISO ``YYYY-MM-DD``; ``None``: not recorded.
-    format_checked: ClassVar[str | None] = None
+    #: Whether the provider still sells what the adapter reads (active, deprecated or
+    #: retired, each but active with its date and source): a retired provider is not
+    #: fetched by default and its offers are never ranked.
+    lifecycle: ClassVar[Lifecycle] = ACTIVE
     #: Hours after its fetch that the provider's prices still count as fresh
     #: (default :data:`FRESH_WITHIN_HOURS`); a provider whose prices change rarely, or that
     #: is fetched less often, may set more.

@@ -41,6 +41,7 @@ from typing import Any
 import httpx
 
 from .base import Adapter, ParseResult, gpu_fields, key_headers, positive_price, price_fields
+from .declarations import Lifecycle, LifecycleState
 from .fabrics import named_fabric
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
@@ -80,6 +81,12 @@ class CudoAdapter(Adapter):
     #: "no auth needed for this catalog call"; other endpoints take a Bearer key).
     optional_credential_names = ("cudo_api_key",)
     base_url = API_BASE
+    lifecycle = Lifecycle(
+        LifecycleState.RETIRED,
+        since="2026-03-31",
+        reason="CUDO Compute closed its public on-demand platform",
+        source="dstackai/dstack PR #4018; dstackai/gpuhunt #237 dropped the provider",
+    )
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = key_headers(self)

@@ -18,6 +18,7 @@ never edited: :func:`stale_entries` compares it with the classes (a test does, a
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import importlib
 import json
@@ -31,12 +32,16 @@ if TYPE_CHECKING:
     from .base import Adapter
 
 __all__ = [
+    "ACTIVE",
     "MANIFEST",
     "Declaration",
+    "Lifecycle",
+    "LifecycleState",
     "ProviderSetting",
     "declaration_of",
     "declared",
     "discover",
+    "retired_providers",
     "stale_entries",
     "write_manifest",
 ]
@@ -89,6 +94,55 @@ _SETTING_DEFAULTS = {
 }
 
 
+class LifecycleState(enum.StrEnum):
+    """Whether a provider still sells what its adapter reads."""
+
+    ACTIVE = "active"
+    DEPRECATED = "deprecated"
+    """still fetched, but the provider (or the API the adapter calls) announced its end"""
+    RETIRED = "retired"
+    """gone: never fetched by default, its offers never ranked, none in the sample"""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """A provider's :class:`LifecycleState`, and for any other than active the day it took
+    effect (``since``, ISO ``YYYY-MM-DD``), what happened (``reason``) and where that is
+    recorded (``source``): a provider is never called gone on no evidence."""
+
+    state: LifecycleState = LifecycleState.ACTIVE
+    since: str | None = None
+    reason: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.state is not LifecycleState.ACTIVE and not (
+            self.since and self.reason and self.source
+        ):
+            raise ValueError(f"a {self.state.value} provider needs since, reason and source")
+
+    @property
+    def retired(self) -> bool:
+        return self.state is LifecycleState.RETIRED
+
+    def text(self) -> str:
+        """In a few words for people: ``active``, or ``retired 2026-03-31: <reason>``."""
+        if self.state is LifecycleState.ACTIVE:
+            return self.state.value
+        return f"{self.state.value} {self.since}: {self.reason} ({self.source})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Lifecycle:
+        return cls(**{**data, "state": LifecycleState(data.get("state", "active"))})
+
+
+#: The lifecycle of a provider that still sells what its adapter reads.
+ACTIVE = Lifecycle()
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Declaration:
     """One provider as its adapter declares it: its module under ``adapters/``, its name,
@@ -99,6 +153,7 @@ class Declaration:
     title: str
     base_url: str
     settings: tuple[ProviderSetting, ...]
+    lifecycle: Lifecycle = ACTIVE
 
     @property
     def base_url_setting(self) -> str | None:
@@ -112,6 +167,7 @@ class Declaration:
             "title": self.title,
             "base_url": self.base_url,
             "settings": [s.to_json() for s in self.settings],
+            **({"lifecycle": self.lifecycle.to_json()} if self.lifecycle != ACTIVE else {}),
         }
 
     @classmethod
@@ -122,6 +178,7 @@ class Declaration:
             title=data["title"],
             base_url=data["base_url"],
             settings=tuple(ProviderSetting.from_json(s) for s in data["settings"]),
+            lifecycle=Lifecycle.from_json(data["lifecycle"]) if "lifecycle" in data else ACTIVE,
         )
 
 
@@ -149,6 +206,7 @@ def declaration_of(cls: type[Adapter]) -> Declaration:
         title=cls.title,
         base_url=cls.base_url,
         settings=settings,
+        lifecycle=cls.lifecycle,
     )
 
 
@@ -163,6 +221,12 @@ def declared() -> tuple[Declaration, ...]:
         return tuple(Declaration.from_json(p) for p in json.loads(text)["providers"])
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"adapters/{MANIFEST} is broken ({exc!r}); run {REGENERATE}") from None
+
+
+def retired_providers() -> frozenset[str]:
+    """The providers whose adapters declare them retired (:class:`Lifecycle`), from the
+    manifest: their offers are never ranked, wherever they were stored or recorded."""
+    return frozenset(d.name for d in declared() if d.lifecycle.retired)
 
 
 def discover() -> tuple[type[Adapter], ...]:

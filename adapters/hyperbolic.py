@@ -68,7 +68,6 @@ class HyperbolicAdapter(Adapter):
     source_url: ClassVar[str] = MARKETPLACE_URL
     optional_credential_names: ClassVar[tuple[str, ...]] = ("hyperbolic_api_key",)
     base_url = API_BASE
-    format_checked: ClassVar[str | None] = "2026-12-07"
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         return [

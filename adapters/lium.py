@@ -69,7 +69,6 @@ class LiumAdapter(Adapter):
     title: ClassVar[str] = "Lium"
     source_url: ClassVar[str] = NODES_URL
     base_url = API_BASE
-    format_checked: ClassVar[str | None] = "2026-12-07"
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         return [await self.get_json(client, self.url("/nodes"))]

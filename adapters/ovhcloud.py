@@ -85,7 +85,6 @@ class OvhCloudAdapter(Adapter):
     title: ClassVar[str] = "OVHcloud"
     source_url: ClassVar[str] = f"{CATALOG_URL}?ovhSubsidiary={SUBSIDIARY}"
     base_url = API_BASE
-    format_checked: ClassVar[str | None] = "2026-12-07"
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         params = {"ovhSubsidiary": SUBSIDIARY}

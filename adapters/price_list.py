@@ -79,7 +79,7 @@ class PublishedPriceList(Adapter):
 
     A subclass sets ``name``, ``title`` and ``price_file`` (under ``adapters/data/``); the
     page and the day read come from the file, so the adapter's ``source_url`` and
-    ``format_checked`` are the file's ``page`` and ``read_on``.
+    ``read_on`` are the file's ``page`` and ``read_on``.
     """
 
     #: The price list's file under ``adapters/data/``.
@@ -93,7 +93,6 @@ class PublishedPriceList(Adapter):
             document = read_price_list(cls.price_file)
             cls.source_url = document["page"]
             cls.read_on = document["read_on"]
-            cls.format_checked = document["read_on"].isoformat()
 
     @classmethod
     def source_text(cls) -> str:

@@ -82,7 +82,6 @@ class PrimeIntellectAdapter(Adapter):
     source_url: ClassVar[str] = AVAILABILITY_URL
     credential_names: ClassVar[tuple[str, ...]] = ("primeintellect_api_key",)
     base_url = API_BASE
-    format_checked: ClassVar[str | None] = "2026-12-07"
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         headers = key_headers(self)

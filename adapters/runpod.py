@@ -1,11 +1,18 @@
-"""RunPod: GPU pod list prices per cloud and term, from the GraphQL API.
+"""RunPod: GPU pod list prices per cloud and term, from the REST v2 catalog and GraphQL.
 
-API: ``POST https://api.runpod.io/graphql`` with ``{"query": ...}`` (runpod/docs
+RunPod's supported API is REST v2 (https://docs.runpod.io/api-reference-v2; an API key on
+every request): with a key its catalog, ``GET /v2/catalog/gpus`` per cloud (below), gives
+each GPU type's list price (``price.secure``/``price.community``, USD per GPU-hour), the
+largest pod (``maxCount``) and the CUDA versions, and that list price wins. The GraphQL API
+(``POST https://api.runpod.io/graphql`` with ``{"query": ...}``; runpod/docs
 sdks/graphql/manage-pods.mdx; the same ``gpuTypes`` fields are queried by runpod-python
 runpod/api/queries/gpus.py, dstackai/gpuhunt providers/runpod.py and SkyPilot's
-fetch_runpod.py). One request returns every GPU type, no pagination. The price fields are
-public; an API key (``Authorization: Bearer``) is sent when configured. GraphQL errors come
-back with HTTP 200 as ``{"errors": [...]}``: they are a provider error here.
+fetch_runpod.py) is deprecated (the adapter's ``lifecycle``): it is read without a key, and
+with one for what REST v2 does not publish (spot, savings plans, Instant Clusters, the 1-GPU
+machine's vCPU and RAM); with a key its failure (a 410 once it is gone) costs only those, a
+skipped record. One GraphQL request returns every GPU type, no pagination; an API key
+(``Authorization: Bearer``) is sent when configured. GraphQL errors come back with HTTP 200
+as ``{"errors": [...]}``: they are a provider error here.
 
 Prices are USD per GPU per hour (``price_basis=gpu``):
 
@@ -75,6 +82,7 @@ from .base import (
     price_fields,
 )
 from .calls import QUERY_KEY, query_payload, read_query_payload
+from .declarations import Lifecycle, LifecycleState
 from .gpus import get_gpu
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .tables import DATA_DIR, package_text, provider_disk
@@ -131,16 +139,39 @@ class RunPodAdapter(Adapter):
     source_url = GRAPHQL_URL
     optional_credential_names = ("runpod_api_key",)
     base_url = API_BASE
+    lifecycle = Lifecycle(
+        LifecycleState.DEPRECATED,
+        since="2026-09-17",
+        reason="its GraphQL API (read without a key, and for spot and savings-plan prices) is"
+        " rate-limited, its end (HTTP 410) announced for early 2027; with a key list prices"
+        " come from REST API v2, which needs the key",
+        source="https://docs.runpod.io/api-reference-v2",
+    )
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
+        """With a key: the supported REST v2 catalog per cloud (list prices, pod sizes, CUDA),
+        then the deprecated GraphQL for what REST v2 does not publish (spot, savings plans,
+        clusters, the 1-GPU machine's vCPU and RAM), whose failure is then only a skipped
+        record. Without a key: GraphQL alone (REST v2 needs the key)."""
         headers = key_headers(self)
+        if "Authorization" not in headers:
+            return [await self._graphql(client, headers)]
+        catalogs = await self._catalogs(client, headers)
+        answered = any(isinstance(c, Mapping) and QUERY_KEY in c for c in catalogs)
+        try:
+            return [await self._graphql(client, headers), *catalogs]
+        except ProviderError as exc:
+            if not answered:
+                raise
+            failed = FailedCall("runpod:graphql", f"GraphQL prices not fetched: {exc.reason}")
+            return [*catalogs, failed_calls_payload([failed])]
+
+    async def _graphql(self, client: httpx.AsyncClient, headers: dict[str, str]) -> Any:
         payload = await self.post_json(
             client, self.url("/graphql"), json={"query": GPU_TYPES_QUERY}, headers=headers
         )
         _raise_graphql_errors(payload)
-        if "Authorization" not in headers:
-            return [payload]
-        return [payload, *await self._catalogs(client, headers)]
+        return payload
 
     async def _catalogs(self, client: httpx.AsyncClient, headers: dict[str, str]) -> list[Any]:
         """The REST v2 catalog of 1-GPU pods per cloud, for the CUDA versions; a failed call
@@ -162,12 +193,17 @@ class RunPodAdapter(Adapter):
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
         graphql: list[Any] = []
         cuda: dict[tuple[str, str], str] = {}
+        listed: dict[str, dict[str, Any]] = {}
         payloads, failed = self.split_failed_calls(payloads)
         for payload in payloads:
             if isinstance(payload, Mapping) and QUERY_KEY in payload:
-                cuda.update(_catalog_cuda(*read_query_payload(payload, self.name)))
+                query, answer = read_query_payload(payload, self.name)
+                cuda.update(_catalog_cuda(query, answer))
+                for type_id, fields in _catalog_listing(query, answer).items():
+                    listed.setdefault(type_id, {}).update(fields)
             else:
                 graphql.append(payload)
+        records = _with_catalog(graphql, listed)
 
         def parse_type(result: ParseResult, record: Mapping[str, Any]) -> None:
             ref = f"runpod:gpuType/{record.get('id')}"
@@ -179,7 +215,7 @@ class RunPodAdapter(Adapter):
                 result.skip("no price in any cloud or term", ref)
 
         result = self.parse_records(
-            graphql, _gpu_type_records, parse_type, what="gpuType", fetched_at=fetched_at
+            [records], lambda listing: listing, parse_type, what="gpuType", fetched_at=fetched_at
         )
         result.skip_failed(failed)
         return result
@@ -206,6 +242,52 @@ def _gpu_type_records(payload: Any) -> list[Any]:
     if not isinstance(data, Mapping):
         raise ResponseFormatError("runpod", "response has no 'data' object")
     return payload_list(data, "gpuTypes", "runpod")
+
+
+def _catalog_listing(query: Mapping[str, Any], answer: Any) -> dict[str, dict[str, Any]]:
+    """Each GPU type of one cloud's REST v2 catalog answer under the GraphQL names its fields
+    mean (runpod/docs api-reference-v2/openapi.json, schema ``GpuType``): ``price.<cloud>``,
+    "list price in USD per hour for a single GPU of this type", is ``<cloud>Price``;
+    ``maxCount.<cloud>``, the largest pod, is ``maxGpuCount<Cloud>Cloud``; ``<cloud>`` (bool)
+    is ``<cloud>Cloud``; ``name``, ``manufacturer``, ``memory`` (GB) are ``displayName``,
+    ``manufacturer``, ``memoryInGb``. Only the asked cloud's price is taken."""
+    cloud = next((c for c, v in _CATALOG_CLOUDS.items() if v == query.get("cloud")), None)
+    gpus = value_at(answer, "gpus")
+    if cloud is None or not isinstance(gpus, list):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for gpu in gpus:
+        if not isinstance(gpu, Mapping) or not isinstance(gpu.get("id"), str):
+            continue
+        price, count = gpu.get("price"), gpu.get("maxCount")
+        out[gpu["id"]] = {
+            "id": gpu["id"],
+            "displayName": gpu.get("name"),
+            "manufacturer": gpu.get("manufacturer"),
+            "memoryInGb": gpu.get("memory"),
+            f"{cloud}Cloud": gpu.get(cloud),
+            f"{cloud}Price": price.get(cloud) if isinstance(price, Mapping) else None,
+            f"maxGpuCount{cloud.capitalize()}Cloud": (
+                count.get(cloud) if isinstance(count, Mapping) else None
+            ),
+        }
+    return out
+
+
+def _with_catalog(graphql: Sequence[Any], listed: Mapping[str, Mapping[str, Any]]) -> list[Any]:
+    """The GraphQL GPU types, each with the supported REST v2 catalog's list price and pod
+    ceiling where it lists the type (the catalog's word wins), then the types only the
+    catalog lists (GraphQL failed, or does not name them)."""
+    records: list[Any] = []
+    seen: set[str] = set()
+    for payload in graphql:
+        for record in _gpu_type_records(payload):
+            if isinstance(record, Mapping) and record.get("id") in listed:
+                seen.add(record["id"])
+                catalog = {k: v for k, v in listed[record["id"]].items() if v is not None}
+                record = {**record, **{k: v for k, v in catalog.items() if k != "displayName"}}
+            records.append(record)
+    return records + [dict(r) for type_id, r in listed.items() if type_id not in seen]
 
 
 def _catalog_cuda(query: Mapping[str, Any], answer: Any) -> dict[tuple[str, str], str]:

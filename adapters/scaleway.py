@@ -91,7 +91,6 @@ class ScalewayAdapter(Adapter):
     title: ClassVar[str] = "Scaleway"
     source_url: ClassVar[str] = PRODUCTS_URL
     base_url = API_BASE
-    format_checked: ClassVar[str | None] = "2026-12-07"
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         read = 0

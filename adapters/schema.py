@@ -388,6 +388,16 @@ class Offer(BaseModel):
             '"spot" vs "low-priority", a reservation\'s payment option, a spot zone',
         ),
     ] = None
+    interruption_band: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            description="an interruptible offer's frequency of interruption as its provider"
+            " publishes it for the type and region: the share of capacity reclaimed per month,"
+            ' "<5%", "5-10%", ... ">20%" (AWS Spot Instance Advisor); None: not published (the'
+            " preemption model's default rate applies)",
+        ),
+    ] = None
     min_rental_hours: NonNegativeFloat | None = None
     billing_increment_s: PositiveInt | None = None
     billing_cap_hours_per_month: Annotated[
@@ -602,6 +612,7 @@ class OfferFields(TypedDict, total=False):
     price_basis: PriceBasis
     term: RentalTerm
     term_variant: str | None
+    interruption_band: str | None
     min_rental_hours: float | None
     billing_increment_s: int | None
     billing_cap_hours_per_month: float | None
@@ -620,7 +631,7 @@ class OfferFields(TypedDict, total=False):
     available_count: int | None
 
 
-#: Every :class:`Offer` field in the seed's parameter groups (``../shared/seed/README.md``),
+#: Every :class:`Offer` field in the checklist's parameter groups (``../shared/seed/README.md``),
 #: in display order, from ``data/field_groups.toml``: the offer page, the checklist and the
 #: per-provider field coverage all group by it (a test checks no field is missing).
 FIELD_GROUPS: dict[str, tuple[str, ...]] = {

@@ -64,7 +64,6 @@ class SeewebAdapter(Adapter):
     source_url: ClassVar[str] = PLANS_URL
     credential_names: ClassVar[tuple[str, ...]] = ("seeweb_api_token",)
     base_url = API_BASE
-    format_checked: ClassVar[str | None] = "2026-12-07"
 
     async def fetch(self, client: httpx.AsyncClient) -> list[Any]:
         [token] = self.require_credentials().values()

@@ -264,7 +264,7 @@ def intra_node_scaling(s: Scaling, whole_instance: bool = False) -> pl.Expr:
     """The node-link factor, relative to the reference NVLink node (1.0). Needs ``nodes``
     and ``job_gpus``; a ``whole_instance`` job (no GPU count: it runs on every GPU of one
     instance) reads ``gpus`` alone, without the per-row minimum of the two (it is
-    ``gpus``: evaluated four times a row, ~6% of a 10k-offer ranking under callgrind).
+    ``gpus``, and the minimum is evaluated four times a row).
 
     One GPU on one node communicates with none: 1.0. Nodes of one GPU in a multi-node job
     have no NVLink domain: what a node would keep on NVLink crosses the network card
@@ -382,20 +382,34 @@ def refuses_none(
     ``modelled``) is null on every row of a job on one node (``one_node``: ``nodes`` is 1):
     one node needs no fabric and is never more than the stock, no memory is checked, and
     on one node preemptions never outpace the work (its share lost is the rate x the hours
-    a preemption loses). A caller may then plan the reason as that null."""
+    a preemption loses; a row's published band, at most the top band's 20% a month, is never
+    above the default rate). A caller may then plan the reason as that null."""
     if not one_node or memory_per_gpu_needed:
         return False
     return not modelled or i.preemptions_per_node_hour * i.hours_lost_per_preemption < 1
 
 
 @_kept
+def preemption_rate(i: Interruptible) -> pl.Expr:
+    """Preemptions per node-hour of a row: where its provider publishes the type's and
+    region's interruption band (``interruption_pct_per_month``, AWS Spot Instance Advisor),
+    that share of capacity reclaimed per month as a rate, ``-ln(1 - share) / 730 h`` (the
+    form of ``efficiency.toml``'s default); elsewhere the model's default rate."""
+    pct = pl.col("interruption_pct_per_month")
+    banded = -((1 - pct / 100).log()) / float(HOURS_PER_MONTH)
+    return (
+        pl.when(pct.is_not_null() & (pct >= 0) & (pct < 100))
+        .then(banded)
+        .otherwise(pl.lit(i.preemptions_per_node_hour))
+    )
+
+
+@_kept
 def _preempted_share(i: Interruptible) -> pl.Expr:
     """Share of wall-clock time lost on an interruptible row: nodes x rate x hours lost per
-    preemption (0 on other terms). Needs ``nodes``."""
+    preemption (0 on other terms). Needs ``nodes`` and ``interruption_pct_per_month``."""
     on = pl.col("term") == RentalTerm.INTERRUPTIBLE.value
-    share = pl.col("nodes").cast(pl.Float64) * (
-        i.preemptions_per_node_hour * i.hours_lost_per_preemption
-    )
+    share = pl.col("nodes").cast(pl.Float64) * preemption_rate(i) * i.hours_lost_per_preemption
     return pl.when(on).then(share).otherwise(pl.lit(0.0))
 
 
@@ -545,7 +559,7 @@ def interruptions_expected(i: Interruptible) -> pl.Expr:
     """Expected preemptions over the job: ``nodes x rate x wall hours`` on interruptible
     rows, 0 on others. Needs ``nodes`` and ``wall_clock_hours``."""
     on = pl.col("term") == RentalTerm.INTERRUPTIBLE.value
-    rate = pl.col("nodes").cast(pl.Float64) * i.preemptions_per_node_hour
+    rate = pl.col("nodes").cast(pl.Float64) * preemption_rate(i)
     return pl.when(on).then(rate * pl.col("wall_clock_hours")).otherwise(pl.lit(0.0))
 
 
@@ -555,14 +569,21 @@ def interruptible_risk() -> pl.Expr:
     ``interruptions_expected``, ``wall_clock_hours``, ``compute_hours`` and ``nodes``."""
     on = pl.col("term") == RentalTerm.INTERRUPTIBLE.value
     extra = (pl.col("wall_clock_hours") / pl.col("compute_hours") - 1) * 100
+    band = pl.col("interruption_band")
+    rate = (
+        pl.when(pl.col("interruption_pct_per_month").is_not_null())
+        .then(pl.format("its band {} of capacity reclaimed a month, AWS Spot Advisor", band))
+        .otherwise(pl.lit("default: AWS Spot Advisor top band, none published for it"))
+    )
     return pl.when(on).then(
         pl.format(
             "interruptible: ~{} preemption(s) expected on {} node(s), +{}% wall clock for lost"
-            " work and restarts (spot reclaim rate: AWS Spot Advisor top band); exclude"
+            " work and restarts (spot reclaim rate: {}); exclude"
             " interruptible terms to rank without",
             pl.col("interruptions_expected").round(2).cast(pl.String),
             pl.col("nodes").cast(pl.String),
             extra.round(2).cast(pl.String),
+            rate,
         )
     )
 

@@ -29,6 +29,7 @@ from decimal import Decimal
 
 import polars as pl
 
+from gpuscout.adapters.declarations import retired_providers
 from gpuscout.adapters.gpus import GpuSpec, Precision, catalog
 from gpuscout.adapters.schema import (
     HOURS_PER_MONTH,
@@ -129,6 +130,8 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "price_basis": pl.String(),
     "term": TERM_DTYPE,
     "term_variant": pl.String(),
+    "interruption_band": pl.String(),
+    "interruption_pct_per_month": pl.Float64(),
     "commitment_hours": pl.Float64(),
     "min_rental_hours": pl.Float64(),
     "billing_increment_s": pl.Int64(),
@@ -183,6 +186,7 @@ _READINGS: dict[str, pl.Expr] = {
     "driver_version_key": readings.version_key(pl.col("driver_version")),
     "framework_keys": pl.col("frameworks").list.eval(readings.framework_key(pl.element())),
     "cpu_server_class": readings.server_cpu(pl.col("cpu_model")),
+    "interruption_pct_per_month": readings.band_pct(pl.col("interruption_band")),
 }
 #: Columns computed from an offer's fields rather than read from them.
 _DERIVED = frozenset(
@@ -260,6 +264,7 @@ def _row(o: Offer) -> tuple[object, ...]:
         o.price_basis.value,
         o.term.value,
         o.term_variant,
+        o.interruption_band,
         o.min_rental_hours,
         o.billing_increment_s,
         o.billing_cap_hours_per_month,
@@ -324,7 +329,14 @@ def records_to_frame(
 
 def _derive(fields: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
     """:data:`OFFER_SCHEMA`, ``config_id`` and the offer facts from the :data:`_FIELDS` of
-    some offers, its empty columns held lightly (:func:`held_lightly`)."""
+    some offers, its empty columns held lightly (:func:`held_lightly`).
+
+    The offers of a provider its adapter declares retired
+    (:func:`adapters.declarations.retired_providers`) are left out: stored before it closed,
+    or recorded, they are not for rent, so no frame holds them and nothing ranks them."""
+    retired = retired_providers()
+    if retired:
+        fields = fields.filter(~pl.col("provider").is_in(sorted(retired)))
     prices = _prices(fields.select(_PRICE_FIELDS).unique(), fx)
     derivations = _DERIVATIONS | _extra_prices_usd(fx)
     frame = fields.join(prices, on=_PRICE_FIELDS, how="left", maintain_order="left").select(

@@ -1,4 +1,4 @@
-"""Readings of the seed's free-text offer fields as values a filter can compare.
+"""Readings of the free-text offer fields as values a filter can compare.
 
 Providers publish a CUDA version as ``"12.4"``, a chassis as ``"4U"``, PSU redundancy as
 ``"2+2"``, OS images as ``"ubuntu-22.04"`` or ``"Ubuntu 22.04 LTS (Jammy)"``. Each function
@@ -30,6 +30,7 @@ import polars as pl
 
 __all__ = [
     "VERSION_PATTERN",
+    "band_pct",
     "chassis_units",
     "framework_key",
     "os_image_key",
@@ -71,6 +72,14 @@ def version_key(text: pl.Expr) -> pl.Expr:
     minor, patch = minor.fill_null(0), patch.fill_null(0)
     fits = (major < _PART) & (minor < _PART) & (patch < _PART)
     return pl.when(fits).then(major * _PART * _PART + minor * _PART + patch)
+
+
+def band_pct(text: pl.Expr) -> pl.Expr:
+    """The share of capacity reclaimed per month, in %, that an interruption band stands for:
+    its upper edge as labelled (``"<5%"`` 5, ``"5-10%"`` 10), and for the open top band
+    (``">20%"``) its lower edge, 20, the rate the preemption model assumes where no band is
+    published (``efficiency.toml``); null for no band or a label without a number."""
+    return text.str.extract(r"(\d+(?:\.\d+)?)\s*%\s*$", 1).cast(pl.Float64, strict=False)
 
 
 def chassis_units(text: pl.Expr) -> pl.Expr:

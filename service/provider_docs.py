@@ -31,8 +31,9 @@ def providers_markdown(facts: Sequence[ProviderFacts]) -> str:
     """The provider table: one row per provider; what the offers cover is the offline
     sample's (``—``: the provider is not in the sample)."""
     lines = [
-        "| provider | name | prices from | account | regions | GPU models | terms | checked |",
-        "|---|---|---|---|---:|---|---|---|",
+        "| provider | name | prices from | account | settings | lifecycle | regions | GPU models"
+        " | terms | checked |",
+        "|---|---|---|---|---|---|---:|---|---|---|",
     ]
     for f in facts:
         covered = f.offers > 0
@@ -44,6 +45,8 @@ def providers_markdown(facts: Sequence[ProviderFacts]) -> str:
                     f"`{f.name}`",
                     _cell(f.source),
                     "yes" if f.account_needed else "no",
+                    " ".join(f"`{name}`" for name in f.settings),
+                    _cell(f.lifecycle_note or f.lifecycle),
                     str(f.regions) if covered else "—",
                     ", ".join(f.gpu_models) if covered else "—",
                     ", ".join(f.terms) if covered else "—",

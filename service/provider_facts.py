@@ -16,6 +16,7 @@ import polars as pl
 
 from gpuscout.adapters import registry
 from gpuscout.adapters.declarations import declaration_of
+from gpuscout.adapters.format_checks import format_checks
 from gpuscout.adapters.schema import RentalTerm
 
 __all__ = ["ProviderFacts", "provider_facts"]
@@ -37,7 +38,14 @@ class ProviderFacts:
     settings: tuple[str, ...]
     """the environment variables it reads, its base URL's last"""
     format_checked: str | None
-    """the day its format was checked against the provider's documentation"""
+    """the day its format was checked against the provider's current documentation, ``not
+    found`` or ``not checked`` (``data/format_checks.csv``)"""
+    format_doc: str
+    """the documentation it was checked against"""
+    lifecycle: str
+    """``active``, ``deprecated`` or ``retired``"""
+    lifecycle_note: str
+    """for a deprecated or retired provider: since when, why, and the source; else empty"""
     offers: int
     regions: int
     gpu_models: tuple[str, ...]
@@ -59,6 +67,8 @@ def provider_facts(frame: pl.DataFrame, names: Iterable[str] | None = None) -> l
         if declared.base_url_setting:
             settings.append(f"GPUSCOUT_{declared.base_url_setting.upper()}")
         offers, regions, models, terms = covered.get(name, (0, 0, (), ()))
+        check = format_checks().get(name)
+        life = declared.lifecycle
         facts.append(
             ProviderFacts(
                 name=name,
@@ -66,7 +76,10 @@ def provider_facts(frame: pl.DataFrame, names: Iterable[str] | None = None) -> l
                 source=cls.source_text(),
                 account_needed=bool(cls.credential_names),
                 settings=tuple(settings),
-                format_checked=cls.format_checked,
+                format_checked=check.checked_on if check else None,
+                format_doc=check.source if check else "",
+                lifecycle=life.state.value,
+                lifecycle_note="" if life.text() == life.state.value else life.text(),
                 offers=offers,
                 regions=regions,
                 gpu_models=models,

@@ -56,6 +56,7 @@ __all__ = [
     "SNAPSHOT_LOCK",
     "USER_AGENT",
     "Fetch",
+    "RetiredProvider",
     "SnapshotLocked",
     "SnapshotRecent",
     "SnapshotResult",
@@ -86,6 +87,14 @@ class UnknownProvider(ValueError):
 
     def __init__(self, name: str, known: Sequence[str]) -> None:
         super().__init__(f"unknown provider {name!r}; known: {', '.join(known)}")
+        self.name = name
+
+
+class RetiredProvider(UnknownProvider):
+    """A provider its adapter declares retired: it is not fetched, even when named."""
+
+    def __init__(self, name: str, lifecycle: str) -> None:
+        ValueError.__init__(self, f"provider {name!r} is not fetched: {lifecycle}")
         self.name = name
 
 
@@ -124,17 +133,24 @@ class SnapshotResult:
 
 
 def build_adapters(settings: Settings, names: Sequence[str] | None = None) -> list[Adapter]:
-    """The adapters ``names`` (default: every registered one not in ``providers_disabled``)
-    with their credentials, retry policy and base URL (``<provider>_base_url``, when set)
-    from ``settings``.
+    """The adapters ``names`` (default: every registered one not in ``providers_disabled``
+    and not retired) with their credentials, retry policy and base URL
+    (``<provider>_base_url``, when set) from ``settings``.
 
-    Raises :class:`UnknownProvider` for a name the registry does not hold.
+    Raises :class:`UnknownProvider` for a name the registry does not hold, and
+    :class:`RetiredProvider` for a provider that no longer exists.
     """
     known = registry()
     for name in names or ():
         if name not in known:
             raise UnknownProvider(name, list(known))
-    chosen = names or [n for n in known if n not in settings.providers_disabled]
+        if known[name].lifecycle.retired:
+            raise RetiredProvider(name, known[name].lifecycle.text())
+    chosen = names or [
+        n
+        for n, cls in known.items()
+        if n not in settings.providers_disabled and not cls.lifecycle.retired
+    ]
     creds = settings.provider_credentials()
     policy = RetryPolicy(attempts=settings.http_retries, timeout_s=settings.http_timeout_s)
     urls = settings.provider_base_urls()
@@ -151,7 +167,7 @@ async def fetch_adapters(
     ``provider_deadline_s``; ``on_done`` sees each run end."""
     async with httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
-        timeout=settings.http_timeout_s,
+        timeout=RetryPolicy(timeout_s=settings.http_timeout_s).timeout(),
         follow_redirects=True,
     ) as client:
         return await collect(

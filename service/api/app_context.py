@@ -62,9 +62,11 @@ class ApiContext:
         """Run ``work(*args)``, a ranking (CPU-bound, blocking), in a worker thread, at most
         ``settings.api_ranking_threads`` at once; the others wait in arrival order.
 
-        Without the bound each request took one of anyio's 40 threads, and that many
-        rankings sharing a few cores made the unluckiest wait longest (p99); cached
-        answers never come here.
+        Without the bound each request took one of anyio's 40 threads, so 8 rankings shared
+        2 cores at once and the unluckiest waited longest. Twice the cores (the default)
+        kept the throughput of no bound with a p99 about a fifth lower (``benchmarks/api.py``,
+        new queries at 8 connections); one a core left a core idle now and then, as a
+        ranking's Python steps hold the GIL. Cached answers never come here.
         """
         if self._ranking_slots is None:
             self._ranking_slots = anyio.CapacityLimiter(self.settings.api_ranking_threads)

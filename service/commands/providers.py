@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -17,7 +17,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gpuscout.adapters import get_adapter
-from gpuscout.adapters.base import Adapter, AdapterError
+from gpuscout.adapters.base import UNREACHABLE, Adapter, AdapterError, unreachable
 from gpuscout.adapters.collect import ProviderRun, RunStatus
 from gpuscout.adapters.field_coverage import (
     GROUP_LABELS,
@@ -26,13 +26,16 @@ from gpuscout.adapters.field_coverage import (
     total_coverage,
 )
 from gpuscout.adapters.gpus import unknown_gpu_names
-from gpuscout.adapters.sample import replay_sample
+from gpuscout.adapters.sample import replay_sample, sample_entries
 from gpuscout.adapters.schema import FIELD_GROUPS, Offer
 from gpuscout.pricing.display import decimal_text, figure_text
 
 from ..current import sample_note
 from ..provider_facts import ProviderFacts
 from ..settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from gpuscout.db.snapshots import SnapshotSummary
 from .console import wide_console
 
 __all__ = ["register"]
@@ -84,7 +87,7 @@ def offers_table(offers: list[Offer], title: str | None = None) -> Table:
 
 
 def coverage_table(coverage: Mapping[str, ProviderCoverage]) -> Table:
-    """Per provider (and all together), the share of its offers carrying each seed group's
+    """Per provider (and all together), the share of its offers carrying each checklist group's
     fields: ten narrow columns, within 80."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0))
     table.add_column("provider", no_wrap=True, overflow="ellipsis", max_width=12)
@@ -142,6 +145,44 @@ def _print_coverage(
             f"no current offers from {provider!r} (providers with offers: {held})",
             param_hint="--provider",
         )
+
+
+def _over_network(provider: str) -> bool:
+    """Whether the provider's adapter calls an API (a published price list read from a
+    file does not)."""
+    from gpuscout.adapters import registry
+
+    cls = registry().get(provider)
+    return cls is not None and bool(cls.base_url)
+
+
+def _answered_over_network(summary: SnapshotSummary) -> bool:
+    return any(p.status is RunStatus.OK and _over_network(p.provider) for p in summary.providers)
+
+
+def no_network_line(summary: SnapshotSummary) -> str:
+    """The one line of a snapshot no provider could be reached for: that there is no
+    network, and what the answers show instead: the offers stored (price lists read from
+    files, earlier snapshots' offers kept), else the offline sample."""
+    tried = sum(
+        p.status is not RunStatus.SKIPPED and _over_network(p.provider) for p in summary.providers
+    )
+    read = [p for p in summary.providers if p.status is RunStatus.OK and p.offer_count]
+    kept = sum(p.offers_kept for p in summary.providers)
+    if read or kept:
+        parts = [f"{kept} offers kept from earlier snapshots"] if kept else []
+        if read:
+            names = ", ".join(p.provider for p in read)
+            parts.append(f"{sum(p.offer_count for p in read)} offers read offline ({names})")
+        shown = " and ".join(parts)
+    else:
+        days = sorted(e.dated for e in sample_entries())
+        span = f"{days[0].isoformat()} to {days[-1].isoformat()}" if days else "no date"
+        shown = f"the offline sample (recorded prices of {span}, not live)"
+    return (
+        f"error: no network: none of the {tried} provider APIs tried could be reached"
+        f" ({UNREACHABLE}); answers show {shown}"
+    )
 
 
 def summary_table(runs: list[ProviderRun]) -> Table:
@@ -241,15 +282,20 @@ TERM_CODES = {
 }
 
 
+#: A lifecycle as the providers table writes it (the legend is printed beneath).
+LIFECYCLE_CODES = {"active": "ok", "deprecated": "deprec", "retired": "retired"}
+
+
 def providers_table(facts: list[ProviderFacts], status: Mapping[str, Any] | None = None) -> Table:
-    """One row per provider: account needed, its latest run (``status``: the stored outcomes;
-    ``None``, no database: no column), what its current offers cover (offers, regions, GPU
-    models, terms) and the day its format was checked; narrow columns, so that it reads at 80
-    columns (the GPU models are listed beneath it)."""
+    """One row per provider: account needed, its lifecycle, its latest run (``status``: the
+    stored outcomes; ``None``, no database: no column), what its current offers cover (offers,
+    regions, GPU models, terms) and the day its format was checked against the provider's
+    current documentation; narrow columns, so that it reads at 80 columns (the GPU models,
+    settings and sources are listed beneath it)."""
     table = Table(
         title="providers", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0)
     )
-    for col in ("name", "account", *(("last run",) if status is not None else ())):
+    for col in ("name", "account", "state", *(("last run",) if status is not None else ())):
         table.add_column(col, no_wrap=True)
     for col in ("offers", "regions", "GPUs"):
         table.add_column(col, justify="right", no_wrap=True)
@@ -261,6 +307,7 @@ def providers_table(facts: list[ProviderFacts], status: Mapping[str, Any] | None
         table.add_row(
             f.name,
             "yes" if f.account_needed else "no",
+            LIFECYCLE_CODES.get(f.lifecycle, f.lifecycle),
             *run,
             str(f.offers),
             str(f.regions) if f.offers else "",
@@ -301,15 +348,22 @@ def _print_providers(settings: Settings, status: Mapping[str, Any] | None) -> No
     out.print(providers_table(facts, status))
     counted = "the stored offers" if current.source != "sample" else "the offline sample"
     err.print(
-        f"offers, regions, GPU models and terms: {counted}; terms: od on demand, spot"
-        " interruptible, 1mo/1y/... a commitment; checked: the day the format was checked"
-        " against the provider's documentation",
+        f"offers, regions, GPU models and terms: {counted}; state: ok active, deprec"
+        " deprecated (still fetched), retired (not fetched, never ranked); terms: od on"
+        " demand, spot interruptible, 1mo/1y/... a commitment; checked: the day the format"
+        " was checked against the provider's current documentation",
         highlight=False,
     )
     out.print()
     for f in facts:
         last = (status or {}).get(f.name)
-        out.print(f"[bold]{f.name}[/]: {f.source}", highlight=False, soft_wrap=True)
+        out.print(f"[bold]{f.name}[/]: {f.source}", highlight=False)
+        account = "needs an account" if f.account_needed else "no account needed"
+        out.print(f"  {account}; settings: {', '.join(f.settings) or 'none'}", highlight=False)
+        if f.lifecycle_note:
+            out.print(f"  [yellow]{f.lifecycle_note}[/]", highlight=False)
+        if f.format_doc:
+            out.print(f"  format {f.format_checked}: {f.format_doc}", highlight=False)
         if f.gpu_models:
             out.print(f"  GPUs: {', '.join(f.gpu_models)}", highlight=False)
         if last is not None and last.last_error:
@@ -330,7 +384,7 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--coverage",
-                help="the share of each provider's current offers carrying each seed"
+                help="the share of each provider's current offers carrying each checklist"
                 " group's fields (where 'unknown' comes from)",
             ),
         ] = False,
@@ -466,12 +520,19 @@ def register(app: typer.Typer) -> None:
                     f"[yellow]{change.provider}: {change.error}[/]", highlight=False, soft_wrap=True
                 )
         # a run the plausibility guard stored as failed counts as failed
-        failed = sum(p.status is RunStatus.ERROR for p in stored.summary.providers)
-        if failed:
-            err.print(f"[red]{failed} of {len(runs)} provider(s) failed[/]")
-            if not any(r.status is RunStatus.OK for r in runs):
-                err.print(
-                    "no provider answered (no network?): `gpuscout snapshot --sample` stores "
-                    "the offline sample instead"
-                )
+        failed = [p for p in stored.summary.providers if p.status is RunStatus.ERROR]
+        if not failed:
+            return
+        cut_off = sorted(p.provider for p in failed if unreachable(p.error))
+        if len(cut_off) == len(failed) and not _answered_over_network(stored.summary):
+            err.print(no_network_line(stored.summary), highlight=False, soft_wrap=True)
             raise typer.Exit(1)
+        err.print(f"[red]{len(failed)} of {len(runs)} provider(s) failed[/]")
+        if cut_off:
+            err.print(
+                f"not reached ({UNREACHABLE}): {', '.join(cut_off)}; what the others"
+                " answered is stored, earlier offers of these are kept",
+                highlight=False,
+                soft_wrap=True,
+            )
+        raise typer.Exit(1)

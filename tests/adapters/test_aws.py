@@ -21,6 +21,8 @@ from gpuscout.adapters.aws import (
     MAX_EC2_PAGES,
     PRICING_BASE,
     REGION_INDEX_URL,
+    SPOT_ADVISOR_URL,
+    SPOT_FEED_URL,
     AwsAdapter,
     GpuFamily,
     _xml_data,
@@ -53,6 +55,8 @@ FAST = RetryPolicy(attempts=3, base_wait_s=0, max_wait_s=0)
 GPU_CSV = "bulk_index_csv_gpu_rows.reconstructed.csv"
 SPOT_XML = "spot_price_history_gpu_all_zones.query_api.reconstructed.xml"
 GPU_INFO_XML = "describe_instance_types_gpuinfo.query_api.reconstructed.xml"
+FEED = "spot_feed.spotinfo_capture_excerpt.verbatim.json"
+ADVISOR = "spot_advisor_data.spotinfo_excerpt.verbatim.json"
 Q = Decimal("0.000001")
 
 
@@ -489,21 +493,35 @@ def fetch(credentials: dict[str, str] | None = None) -> list[Any]:
     return asyncio.run(go())
 
 
-def mock_price_list() -> tuple[respx.Route, respx.Route]:
+def mock_public(*, feed: bool) -> None:
+    """The Spot Advisor's data (always fetched) and, for a run without keys, the public spot
+    feed, each a recorded excerpt at its real URL."""
+    respx.get(SPOT_ADVISOR_URL).mock(return_value=httpx.Response(200, content=read(ADVISOR)))
+    if feed:
+        respx.get(SPOT_FEED_URL).mock(return_value=httpx.Response(200, content=read(FEED)))
+
+
+def without_public(payloads: list[Any]) -> list[Any]:
+    """The payloads but the Spot Advisor's data and the public spot feed."""
+    return [
+        p for p in payloads if not (isinstance(p, dict) and {"spot_advisor", "config"} & p.keys())
+    ]
+
+
+def mock_price_list(*, feed: bool = False) -> tuple[respx.Route, respx.Route]:
     index = respx.get(REGION_INDEX_URL).mock(return_value=httpx.Response(200, json=REGION_INDEX))
     csv_route = respx.get(CSV_URL).mock(return_value=httpx.Response(200, content=read(GPU_CSV)))
+    mock_public(feed=feed)
     return index, csv_route
 
 
 @respx.mock
-def test_fetch_without_credentials_streams_price_list_and_skips_spot(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    index, csv_route = mock_price_list()
-    with caplog.at_level(logging.WARNING, logger="gpuscout.adapters.aws"):
-        payloads = fetch()
+def test_fetch_without_credentials_streams_price_list_and_reads_the_public_spot_feed() -> None:
+    index, csv_route = mock_price_list(feed=True)
+    payloads = fetch()
     assert index.call_count == 1 and csv_route.call_count == 1  # GovCloud not fetched
-    (text,) = payloads
+    text, advisor, feed = payloads
+    assert advisor == json.loads(read(ADVISOR)) and feed == json.loads(read(FEED))
     lines = text.splitlines()
     assert lines[:5] == read(GPU_CSV).decode().splitlines()[:5]  # metadata kept
     assert lines[5].startswith('"SKU"')
@@ -515,8 +533,7 @@ def test_fetch_without_credentials_streams_price_list_and_skips_spot(
         "N8B2XW7Y3M5QKPJD",
         "5TQ9JKM2X8B7WRZC",
     ]
-    assert "spot prices skipped: credentials not set" in caplog.text
-    result = AwsAdapter().parse(payloads, fetched_at=NOW)
+    result = AwsAdapter().parse([text], fetched_at=NOW)
     assert len(result.offers) == 5 and result.skipped == []
     # the offline sample holds exactly what fetch returns for this price list
     assert text == (SAMPLES / "bulk_index_csv_gpu_rows.streamed.reconstructed.csv").read_text()
@@ -585,7 +602,7 @@ def test_fetch_spot_is_signed_and_paginated() -> None:
             [httpx.Response(200, text=first), httpx.Response(200, text=second)]
         )
     )
-    payloads = fetch(CREDS)
+    payloads = without_public(fetch(CREDS))
     assert payloads[1:] == [INSTANCE_TYPES_XML, first, second]
     spot = calls_for(ec2, "DescribeSpotPriceHistory")
     assert len(spot) == 2
@@ -624,7 +641,7 @@ def test_spot_pages_stop_at_the_page_limit() -> None:
     respx.post(EC2_URL).mock(
         side_effect=ec2_dispatch([httpx.Response(200, text=endless)] * MAX_EC2_PAGES)
     )
-    payloads = fetch(CREDS)
+    payloads = without_public(fetch(CREDS))
     reason = f"spot prices not fetched: more than {MAX_EC2_PAGES} DescribeSpotPriceHistory pages"
     assert payloads[-1] == failed_calls_payload([FailedCall("aws:spot/us-east-1", reason)])
     assert payloads[1:-1] == [INSTANCE_TYPES_XML]  # the region's pages are all dropped
@@ -645,7 +662,7 @@ def test_failed_instance_types_call_is_only_a_warning(caplog: pytest.LogCaptureF
         )
     )
     with caplog.at_level(logging.WARNING, logger="gpuscout.adapters.aws"):
-        payloads = fetch(CREDS)
+        payloads = without_public(fetch(CREDS))
     assert payloads[1:] == [ok]
     assert "DescribeInstanceTypes failed" in caplog.text
 
@@ -660,7 +677,8 @@ def test_fetch_retries_stream_on_429_and_5xx() -> None:
             httpx.Response(200, content=read(GPU_CSV)),
         ]
     )
-    (text,) = fetch()
+    mock_public(feed=True)
+    text, *_ = fetch()
     assert csv_route.call_count == 3
     assert len(text.splitlines()) == 11
 
@@ -671,7 +689,8 @@ def test_fetch_retries_a_broken_stream() -> None:
     csv_route = respx.get(CSV_URL).mock(
         side_effect=[httpx.ReadTimeout("slow"), httpx.Response(200, content=read(GPU_CSV))]
     )
-    (text,) = fetch()
+    mock_public(feed=True)
+    text, *_ = fetch()
     assert csv_route.call_count == 2 and "p5.48xlarge" in text
 
 
@@ -721,7 +740,7 @@ def test_spot_retries_429_then_succeeds() -> None:
             ]
         )
     )
-    assert fetch(CREDS)[1:] == [INSTANCE_TYPES_XML, ok]
+    assert without_public(fetch(CREDS))[1:] == [INSTANCE_TYPES_XML, ok]
     assert len(calls_for(ec2, "DescribeSpotPriceHistory")) == 3
 
 
@@ -786,6 +805,7 @@ def region_csv(region: str) -> bytes:
 
 def mock_regions(failing_csv: str | None = None) -> dict[str, respx.Route]:
     """Region index and price-list CSVs of :data:`REGIONS`; ``failing_csv`` answers 500."""
+    mock_public(feed=False)
     regions = {
         r: {"regionCode": r, "currentVersionUrl": f"{VERSION_PATH}/{r}/index.json"} for r in REGIONS
     }
@@ -871,11 +891,13 @@ def test_spot_rejected_in_every_region_keeps_the_public_prices(
             "spot prices not fetched: HTTP 401 AuthFailure" + AUTH_HINT,
             1,
         ),
-        # EC2 unreachable in one region: retried, then given up on
+        # EC2 unreachable in one region: given up on at once (a refused connection is not
+        # retried)
         (
             httpx.ConnectError("[Errno 111] Connection refused"),
-            "spot prices not fetched: network error on EC2: [Errno 111] Connection refused",
-            FAST.attempts,
+            "spot prices not fetched: network error on EC2: host unreachable"
+            " ([Errno 111] Connection refused), not retried",
+            1,
         ),
     ],
     ids=["auth-failure", "unreachable"],
@@ -1008,3 +1030,49 @@ def test_fabric_the_api_states_wins_over_the_documented_table() -> None:
         o = by_id(parse(*decoded(GPU_CSV), payload))[("p4d.24xlarge", "us-east-1")]
         # 4 x 50 from the API; a card without a figure: the table's 400 ("4x 100 Gigabit")
         assert (o.fabric, o.fabric_gbps, o.multi_node) == (Fabric.EFA, gbps, True)
+
+
+def test_without_keys_the_public_spot_feed_prices_each_gpu_type_per_region_with_its_band() -> None:
+    """The recorded feed (captured 2026-08-10) priced by the price list's hardware; the Spot
+    Advisor's band of each type and region rides on its offer."""
+    payloads = [*decoded(GPU_CSV), json.loads(read(ADVISOR)), json.loads(read(FEED))]
+    result = AwsAdapter().parse(payloads, fetched_at=NOW)
+    spot = {(o.offer_id, o.region): o for o in result.offers if o.term is RentalTerm.INTERRUPTIBLE}
+    p5 = spot[("p5.48xlarge", "us-east-2")]
+    assert p5.price_amount == Decimal("20.3632") and p5.price_basis is PriceBasis.INSTANCE
+    assert p5.price_currency == "USD" and p5.price_unit is PriceUnit.HOUR
+    assert p5.gpu_count == 8 and p5.term_variant is None
+    assert p5.interruption_band == "5-10%"  # r = 1 in us-east-2
+    assert spot[("g6.xlarge", "us-east-2")].interruption_band == ">20%"
+    assert spot[("g5.xlarge", "us-east-2")].price_amount == Decimal("0.3651")
+    assert set(spot) == {
+        ("g5.xlarge", "us-east-2"),
+        ("g6.xlarge", "us-east-2"),
+        ("p4d.24xlarge", "us-east-2"),
+        ("p5.48xlarge", "us-east-2"),
+    }
+    # GPU types the price list does not describe are skipped, saying why; non-GPU types and
+    # "N/A" (Windows) prices are not offers at all
+    unknown = {s.ref for s in result.skipped}
+    assert "aws:spot-feed/us-east-2/p5.4xlarge" in unknown
+    assert "aws:spot-feed/af-south-1/g4dn.xlarge" in unknown
+    assert not any("inf1" in (ref or "") for ref in unknown)
+
+
+@respx.mock
+def test_a_failed_advisor_or_feed_leaves_the_price_list_and_says_why() -> None:
+    mock_price_list()
+    respx.get(SPOT_FEED_URL).mock(return_value=httpx.Response(404, text="NoSuchKey"))
+    respx.get(SPOT_ADVISOR_URL).mock(return_value=httpx.Response(404, text="NoSuchKey"))
+    payloads = fetch()
+    result = AwsAdapter().parse(payloads, fetched_at=NOW)
+    assert len(result.offers) == 5  # the price list stands
+    reasons = {s.ref: s.reason for s in result.skipped}
+    assert reasons["aws:spot-feed"].startswith("spot-feed not fetched: HTTP 404")
+    assert reasons["aws:spot-advisor"].startswith("spot-advisor not fetched: HTTP 404")
+
+
+def test_a_replaced_base_url_serves_the_public_files_at_their_paths() -> None:
+    adapter = AwsAdapter(base_url="http://127.0.0.1:8080/aws")
+    assert adapter.public_url(SPOT_FEED_URL) == "http://127.0.0.1:8080/aws/spot.json"
+    assert AwsAdapter().public_url(SPOT_FEED_URL) == SPOT_FEED_URL

@@ -85,9 +85,34 @@ def test_client_error_is_not_retried_and_body_is_shown() -> None:
 
 @respx.mock
 def test_timeout_is_a_provider_error() -> None:
-    respx.get(URL).mock(side_effect=httpx.ConnectTimeout("slow"))
+    respx.get(URL).mock(side_effect=httpx.ReadTimeout("slow"))
     with pytest.raises(ProviderError, match="timeout after 3 attempts"):
         call()
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        httpx.ConnectError("[Errno -3] Temporary failure in name resolution"),
+        httpx.ConnectError("[Errno 111] Connection refused"),
+        httpx.ConnectTimeout("timed out"),
+    ],
+    ids=["dns", "refused", "connect-timeout"],
+)
+@respx.mock
+def test_an_unreachable_host_is_not_retried(failure: Exception) -> None:
+    """Without a network every retry fails the same way: one attempt, and the error says
+    the host could not be reached (so a snapshot can say there is no network)."""
+    route = respx.get(URL).mock(side_effect=failure)
+    with pytest.raises(ProviderError) as raised:
+        call()
+    assert route.call_count == 1
+    assert base.unreachable(raised.value.reason) and "not retried" in raised.value.reason
+
+
+def test_the_connect_timeout_is_short_and_the_read_timeout_the_policys() -> None:
+    timeout = RetryPolicy(timeout_s=30).timeout()
+    assert (timeout.connect, timeout.read) == (2.0, 30)
 
 
 def test_an_attempt_is_bounded_as_a_whole_so_a_slow_drip_cannot_beat_it() -> None:

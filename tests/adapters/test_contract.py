@@ -16,6 +16,7 @@ import pytest
 from gpuscout.adapters import adapter_modules, provider_names, registry
 from gpuscout.adapters.base import Adapter, AdapterError
 from gpuscout.adapters.collect import RunStatus
+from gpuscout.adapters.format_checks import NOT_CHECKED, NOT_FOUND, format_checks
 from gpuscout.adapters.sample import replay_sample, sample_entries
 from gpuscout.service.settings import Settings
 
@@ -55,7 +56,9 @@ def test_adapter_declares_itself(name: str) -> None:
     names = {*cls.credential_names, *cls.optional_credential_names}
     names |= {s.name for s in cls.other_settings}
     assert names <= set(Settings.model_fields), "setting not in settings"
-    assert cls.format_checked is None or date.fromisoformat(cls.format_checked) <= date.today()
+    check = format_checks()[name]  # every provider is in the one table of format checks
+    assert check.source and (check.day is None or check.day <= date.today())
+    assert check.day is not None or check.checked_on in (NOT_FOUND, NOT_CHECKED)
     assert (ROOT / "tests" / "adapters" / f"test_{name}.py").exists(), "adapter without tests"
 
 

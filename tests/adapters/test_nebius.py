@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
+from gpuscout.adapters.format_checks import format_checks
 from gpuscout.adapters.gpus import get_gpu
 from gpuscout.adapters.nebius import NebiusAdapter
 from gpuscout.adapters.schema import PriceBasis, PriceUnit, RentalTerm
@@ -24,7 +25,7 @@ def offers() -> dict[str, Any]:
 def test_the_list_says_where_and_when_it_was_read() -> None:
     assert NebiusAdapter.source_url == "https://nebius.com/prices"
     assert NebiusAdapter.read_on == date(2026, 10, 7)
-    assert NebiusAdapter.format_checked == "2026-10-07"
+    assert format_checks()["nebius"].day == date(2026, 10, 7)
 
 
 def test_every_gpu_resolves_in_the_catalog() -> None:

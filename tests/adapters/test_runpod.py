@@ -448,6 +448,49 @@ def test_fetch_retries_429_and_5xx_then_succeeds() -> None:
 @pytest.mark.parametrize("status", [401, 500])
 @respx.mock
 def test_fetch_failure_is_a_provider_error(status: int) -> None:
+    """Neither API answers: the provider fails (a rejected key, a server error)."""
     respx.post(GRAPHQL_URL).mock(return_value=httpx.Response(status))
+    respx.get(CATALOG_URL).mock(return_value=httpx.Response(status))
     with pytest.raises(ProviderError, match=f"HTTP {status}"):
         fetch(RunPodAdapter({"runpod_api_key": "bad"}, policy=FAST))
+
+
+@respx.mock
+def test_with_a_key_the_rest_catalog_prices_stand_when_graphql_is_gone() -> None:
+    """RunPod's supported API is REST v2: with a key its catalog gives the list prices and
+    pod sizes, and the deprecated GraphQL answering 410 Gone costs only what REST v2 does
+    not publish (spot, savings plans), named in a skipped record."""
+    respx.post(GRAPHQL_URL).mock(return_value=httpx.Response(410, text="Gone"))
+    respx.get(CATALOG_URL).mock(
+        side_effect=[
+            httpx.Response(200, json=catalog("secure")),
+            httpx.Response(200, json=catalog("community")),
+        ]
+    )
+    payloads = fetch(RunPodAdapter({"runpod_api_key": "rk"}, policy=FAST))
+    result = RunPodAdapter().parse(payloads, fetched_at=NOW)
+    h100 = catalog("secure")["gpus"][0]
+    one_gpu = one(result.offers, f"{H100}:secure:1x", RentalTerm.ON_DEMAND)
+    assert one_gpu.price_amount == Decimal(str(h100["price"]["secure"]))
+    assert one_gpu.price_basis is PriceBasis.GPU and one_gpu.cuda_version == "12.8"
+    eight = one(result.offers, f"{H100}:secure:8x", RentalTerm.ON_DEMAND)
+    assert eight.gpu_count == h100["maxCount"]["secure"] == 8
+    assert {o.term for o in result.offers} == {RentalTerm.ON_DEMAND}
+    [gone] = [s for s in result.skipped if s.ref == "runpod:graphql"]
+    assert gone.reason.startswith("GraphQL prices not fetched: HTTP 410")
+
+
+def test_the_rest_catalog_list_price_wins_over_graphql() -> None:
+    """Where both APIs price a type, the supported one's list price is taken; GraphQL adds
+    what REST v2 does not publish (here the secure spot price, 1.75)."""
+    listed = copy.deepcopy(catalog("secure"))
+    listed["gpus"][0]["price"]["secure"] = 2.49  # GraphQL's securePrice is 2.69
+    query = {"include": "AVAILABILITY", "product": "POD", "count": 1, "cloud": "SECURE"}
+    offers = parse(pricing(), query_payload(query, listed)).offers
+    on_demand = one(offers, f"{H100}:secure:1x", RentalTerm.ON_DEMAND)
+    assert on_demand.price_amount == Decimal("2.49")
+    assert one(offers, f"{H100}:secure:1x", RentalTerm.INTERRUPTIBLE).price_amount == Decimal(
+        "1.75"
+    )
+    # the community cloud was not asked of the catalog: GraphQL's price stands
+    assert one(offers, f"{H100}:community:1x", RentalTerm.ON_DEMAND).price_amount == Decimal("2.69")

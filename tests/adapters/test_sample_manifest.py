@@ -10,6 +10,7 @@ from importlib import resources
 import pytest
 
 from gpuscout.adapters.collect import Origin, RunStatus
+from gpuscout.adapters.declarations import retired_providers
 from gpuscout.adapters.sample import (
     SAMPLE_NOTE,
     UNKNOWN,
@@ -25,7 +26,6 @@ from gpuscout.adapters.sample import (
 UNKNOWN_CAPTURE = {
     "lambda": date(2025, 11, 22),
     "verda": date(2023, 11, 24),
-    "cudo": date(2024, 3, 14),
     "vultr": date(2025, 1, 8),
     "jarvislabs": date(2026, 6, 11),
     "digitalocean": date(2025, 8, 29),
@@ -49,6 +49,12 @@ def test_every_capture_date_is_a_date_or_unknown_with_its_latest_possible_day() 
             assert isinstance(raw.get("known_by"), date), raw["provider"]
         else:
             assert "known_by" not in raw, raw["provider"]
+
+
+def test_the_sample_holds_no_retired_provider() -> None:
+    retired = retired_providers()
+    assert "cudo" in retired
+    assert not retired & {e.provider for e in sample_entries()}
 
 
 def test_no_entry_passes_off_a_guess_as_a_date() -> None:

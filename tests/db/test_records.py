@@ -89,6 +89,7 @@ def _every_field_set() -> Offer:
         price_unit="month",
         term="commit_1y",
         term_variant="all-upfront",
+        interruption_band="5-10%",
         min_rental_hours=1.5,
         billing_increment_s=60,
         billing_cap_hours_per_month=672.0,

@@ -11,6 +11,7 @@ from polars.testing import assert_series_equal
 
 from gpuscout.adapters.gpus import Precision
 from gpuscout.pricing import expressions as ex
+from gpuscout.pricing import readings
 from gpuscout.pricing.efficiency import default_efficiency
 from gpuscout.pricing.frame import FABRIC_DTYPE, FORM_FACTOR_DTYPE, INTERCONNECT_DTYPE, TERM_DTYPE
 from gpuscout.pricing.job import Job
@@ -138,6 +139,40 @@ def test_billed_hours_monthly_cap() -> None:
     assert cost == pytest.approx([16074.24])
 
 
+def test_a_published_interruption_band_sets_the_rows_preemption_rate() -> None:
+    """An AWS offer's Spot Advisor band is its rate, -ln(1 - share) / 730 h per node-hour
+    ("<5%": 5 % a month); a row without one keeps the default (the top band, 20 %)."""
+    i = default_efficiency().interruptible
+    frame = pl.DataFrame(
+        {
+            "compute_hours": [10.0, 10.0, 10.0],
+            "term": ["interruptible"] * 3,
+            "nodes": [1, 1, 1],
+            "interruption_band": ["<5%", ">20%", None],
+        },
+        schema={
+            "compute_hours": pl.Float64,
+            "term": TERM_DTYPE,
+            "nodes": pl.Int64,
+            "interruption_band": pl.String,
+        },
+    ).with_columns(interruption_pct_per_month=readings.band_pct(pl.col("interruption_band")))
+    assert frame["interruption_pct_per_month"].to_list() == [5.0, 20.0, None]
+    rates = frame.select(r=ex.preemption_rate(i))["r"].to_list()
+    default = i.preemptions_per_node_hour
+    assert rates == pytest.approx([-math.log(0.95) / 730, -math.log(0.8) / 730, default])
+    out = (
+        frame.with_columns(wall_clock_hours=ex.wall_clock_hours(i))
+        .with_columns(interruptions_expected=ex.interruptions_expected(i))
+        .with_columns(risk=ex.interruptible_risk())
+    )
+    assert (
+        out["interruptions_expected"][0] < out["interruptions_expected"][2]
+    )  # the low band expects fewer preemptions
+    assert "its band <5% of capacity reclaimed a month, AWS Spot Advisor" in out["risk"][0]
+    assert "default: AWS Spot Advisor top band" in out["risk"][2]
+
+
 def test_wall_clock_adds_modelled_restarts_on_interruptible_only() -> None:
     """wall = compute / (1 - nodes x rate x (interval/2 + restart)): grows with nodes."""
     i = default_efficiency().interruptible
@@ -148,7 +183,7 @@ def test_wall_clock_adds_modelled_restarts_on_interruptible_only() -> None:
             "nodes": [64, 1, 64],
         },
         schema={"compute_hours": pl.Float64, "term": TERM_DTYPE, "nodes": pl.Int64},
-    )
+    ).with_columns(interruption_pct_per_month=pl.lit(None, pl.Float64))
     lost = i.preemptions_per_node_hour * (i.checkpoint_interval_hours / 2 + i.restart_hours)
     out = frame.with_columns(wall_clock_hours=ex.wall_clock_hours(i)).with_columns(
         n=ex.interruptions_expected(i)
@@ -292,7 +327,11 @@ def test_placement_reasons() -> None:
             "available_count": pl.Int64,
             "term": TERM_DTYPE,
         },
-    ).with_columns(catalog_memory_gb=pl.lit(80.0), gpu_fraction=pl.lit(None, pl.Float64))
+    ).with_columns(
+        catalog_memory_gb=pl.lit(80.0),
+        gpu_fraction=pl.lit(None, pl.Float64),
+        interruption_pct_per_month=pl.lit(None, pl.Float64),
+    )
     got = frame.select(x=ex.placement_reason(Requirement(), True, i))["x"].to_list()
     assert got == [
         None,

@@ -1,5 +1,5 @@
 """``GET /v1/providers``: each provider's last fetch, outcome, offers held and freshness;
-``GET /v1/providers/coverage``: which fields of the seed's groups its current offers carry.
+``GET /v1/providers/coverage``: which fields of the checklist's groups its current offers carry.
 
 ``fresh`` follows price age: live prices at most the adapter's ``fresh_within_hours`` old
 (:data:`adapters.base.FRESH_WITHIN_HOURS` unless the adapter sets it); sample prices are
@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import polars as pl
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -19,6 +20,7 @@ from gpuscout.adapters import registry
 from gpuscout.adapters.run import FRESH_WITHIN_HOURS
 
 from ...field_coverage import coverage_answer
+from ...provider_facts import provider_facts
 from ..deps import NoQueryDep, SettingsDep, StateDep
 from ..vocabulary import UtcTime
 
@@ -51,6 +53,24 @@ class ProviderOut(BaseModel):
     )
     error: str | None = None
     credentials: str = Field(description="none_needed | set | missing")
+    account_needed: bool | None = Field(
+        description="a credential must be set to fetch it (null: not a registered provider)"
+    )
+    settings: list[str] = Field(
+        description="the environment variables its adapter reads, its base URL's last"
+    )
+    prices_from: str | None = Field(description="where its prices come from, in words")
+    lifecycle: str | None = Field(
+        description="active | deprecated | retired (a retired provider is not fetched and"
+        " its offers are never ranked)"
+    )
+    lifecycle_note: str | None = Field(
+        description="for a deprecated or retired provider: since when, why, and the source"
+    )
+    format_checked: str | None = Field(
+        description="the day its format was checked against the provider's current"
+        " documentation (YYYY-MM-DD), or 'not found' / 'not checked'"
+    )
 
 
 class ProviderList(BaseModel):
@@ -60,6 +80,12 @@ class ProviderList(BaseModel):
     snapshot_at: UtcTime | None
     fx_as_of: str = Field(description="date of the FX table non-USD prices convert with")
     providers: list[ProviderOut]
+
+
+#: No offers: the providers' declared facts alone (what the offers cover is answered above).
+_NO_OFFERS = pl.DataFrame(
+    schema={"provider": pl.String, "region": pl.String, "gpu_model": pl.String, "term": pl.String}
+)
 
 
 def _hours(seconds: float | None) -> float | None:
@@ -73,6 +99,7 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
     known = registry()
     creds = settings.provider_credentials()
     current = state.current
+    facts = {f.name: f for f in provider_facts(_NO_OFFERS)}
     out = []
     for name in sorted(set(known) | set(current.providers)):
         held = current.providers.get(name)
@@ -80,6 +107,7 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
         need = cls.needed_settings() if cls is not None else ()
         within_hours = cls.fresh_within_hours if cls is not None else FRESH_WITHIN_HOURS
         holds = held is not None and held.offer_count > 0
+        fact = facts.get(name)
         out.append(
             ProviderOut(
                 provider=name,
@@ -101,6 +129,12 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
                     if all(creds.get(n) for n in need)
                     else "missing"
                 ),
+                account_needed=fact.account_needed if fact else None,
+                settings=list(fact.settings) if fact else [],
+                prices_from=fact.source if fact else None,
+                lifecycle=fact.lifecycle if fact else None,
+                lifecycle_note=(fact.lifecycle_note or None) if fact else None,
+                format_checked=fact.format_checked if fact else None,
             )
         )
     return ProviderList(
@@ -120,7 +154,7 @@ class FieldCoverageOut(BaseModel):
 
 
 class GroupCoverageOut(BaseModel):
-    group: str = Field(description="a seed group: Compute, Memory and storage, Network, ...")
+    group: str = Field(description="a checklist group: Compute, Memory and storage, Network, ...")
     share: float | None = Field(
         description="filled fields over offers x the group's fields, 0-1 (null: no offers)"
     )
@@ -175,7 +209,7 @@ class CoverageList(BaseModel):
 
 @router.get("/coverage", response_model=CoverageList)
 async def provider_coverage(state: StateDep) -> CoverageList:
-    """Per provider, the share of its current offers that carry each field of the seed's
+    """Per provider, the share of its current offers that carry each field of the checklist's
     groups: where an offer's "unknown" comes from.
 
     Counted once per snapshot, when first asked (from the stored records or the sample).

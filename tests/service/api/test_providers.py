@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
+import time_machine
 
 from gpuscout.adapters import registry
 from gpuscout.adapters.base import FRESH_WITHIN_HOURS
@@ -11,19 +12,20 @@ from gpuscout.adapters.collect import Origin, RunStatus
 from gpuscout.adapters.schema import default_fx
 from gpuscout.db.current import ProviderState
 
-from .conftest import FakeSource, database_state, error_locs, offer
+from .conftest import NOW, FakeSource, database_state, error_locs, offer
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_providers_report_outcome_count_and_age(client: httpx.AsyncClient) -> None:
-    r = await client.get("/v1/providers")
+    with time_machine.travel(NOW, tick=False):  # the prices were fetched 2 h before NOW
+        r = await client.get("/v1/providers")
     assert r.status_code == 200
     by_name = {p["provider"]: p for p in r.json()["providers"]}
     assert set(registry()) <= set(by_name)
     assert by_name["acme"]["outcome"] == "ok" and by_name["acme"]["fresh"] is True
     assert by_name["acme"]["offer_count"] == 2
-    assert by_name["acme"]["price_age_s"] == pytest.approx(7200, abs=600)
+    assert by_name["acme"]["price_age_s"] == 7200
     # its latest fetch was skipped, but its prices are 2 h old: fresh follows price age
     assert by_name["bolt"]["outcome"] == "stale" and by_name["bolt"]["fresh"] is True
     assert by_name["gcp"]["fresh"] is False and by_name["gcp"]["origin"] is None
@@ -34,6 +36,25 @@ async def test_providers_report_outcome_count_and_age(client: httpx.AsyncClient)
     assert by_name["gcp"]["error"] == "HTTP 503" and by_name["gcp"]["last_fetch_at"] is None
     assert by_name["bolt"]["error"] == "no key" and by_name["bolt"]["price_age_s"] > 0
     assert r.json()["fx_as_of"] == default_fx().as_of  # the table the prices converted with
+
+
+async def test_each_provider_says_account_settings_source_lifecycle_and_check(
+    client: httpx.AsyncClient,
+) -> None:
+    by_name = {p["provider"]: p for p in (await client.get("/v1/providers")).json()["providers"]}
+    for name in registry():
+        assert by_name[name]["prices_from"] and by_name[name]["format_checked"], name
+        assert by_name[name]["lifecycle"] in ("active", "deprecated", "retired"), name
+    azure, lambda_ = by_name["azure"], by_name["lambda"]
+    assert azure["account_needed"] is False and lambda_["account_needed"] is True
+    assert "GPUSCOUT_LAMBDA_API_KEY" in lambda_["settings"]
+    assert azure["settings"][-1] == "GPUSCOUT_AZURE_BASE_URL"
+    cudo = by_name["cudo"]
+    assert cudo["lifecycle"] == "retired" and "2026-03-31" in cudo["lifecycle_note"]
+    assert "dstack PR #4018" in cudo["lifecycle_note"]
+    assert by_name["runpod"]["lifecycle"] == "deprecated"
+    assert by_name["azure"]["lifecycle_note"] is None
+    assert by_name["acme"]["lifecycle"] is None  # not a registered provider
 
 
 async def test_unknown_parameter(client: httpx.AsyncClient) -> None:

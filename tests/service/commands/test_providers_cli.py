@@ -103,12 +103,13 @@ def test_providers_say_where_prices_come_from_and_which_need_an_account(
     assert "lium: API, no account: https://lium.io/api/public/v1/nodes" in out
     row = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
     assert row["lium"][1] == "no" and row["seeweb"][1] == "yes"
-    assert row["lambda"][-1] == "-" and row["lium"][-1] == "2026-12-07"  # checked
+    assert row["tencent"][-2:] == ["not", "checked"] and row["lium"][-1] == "2026-12-07"
+    assert row["cudo"][2] == "retired" and row["azure"][2] == "ok"  # the lifecycle
 
 
 def test_a_set_credential_says_set_and_never_shows_its_value(tmp_path: Path) -> None:
     out = _providers(tmp_path, columns=200, GPUSCOUT_LIUM_BASE_URL="http://127.0.0.1:9/x",
                      GPUSCOUT_SEEWEB_API_TOKEN="s3cret-token").stdout  # fmt: skip
-    (line,) = [line for line in out.splitlines() if "GPUSCOUT_SEEWEB_API_TOKEN" in line]
+    (line,) = [line for line in out.splitlines() if line.startswith("GPUSCOUT_SEEWEB_API_TOKEN")]
     assert line.split()[-1] == "set"
     assert "s3cret-token" not in out

@@ -1,5 +1,5 @@
 """``gpuscout snapshot`` storing, ``db upgrade``, ``history`` and ``offers`` on a fresh
-data directory (the CLI side of the persistence issue; run on both databases)."""
+data directory, on both databases."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ from gpuscout.service.cli import app
 from gpuscout.service.commands import providers as providers_command
 from gpuscout.service.settings import get_settings
 from gpuscout.service.snapshots import SNAPSHOT_LOCK
-
-from .factories import current
+from tests.db.factories import current
 
 runner = CliRunner()
 
@@ -217,3 +216,27 @@ def test_providers_without_a_database_lists_the_registry_only(fresh_env: str) ->
     result = runner.invoke(app, ["providers"])
     assert result.exit_code == 0, result.output
     assert "lambda" in result.stdout and "last run" not in result.stdout
+
+
+def test_providers_says_account_lifecycle_and_check_within_80_columns(fresh_env: str) -> None:
+    result = runner.invoke(app, ["providers"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    [cudo] = [line for line in lines if line.startswith("cudo ")]
+    assert cudo.split()[1:3] == ["no", "retired"]
+    [runpod] = [line for line in lines if line.startswith("runpod ")]
+    assert runpod.split()[2] == "deprec"
+    text = " ".join(result.stdout.split())
+    assert "retired 2026-03-31: CUDO Compute closed its public on-demand platform" in text
+    # every setting is named whole, wrapped rather than cut
+    assert "GPUSCOUT_ALIBABA_ACCESS_KEY_SECRET" in result.stdout.split() or (
+        "GPUSCOUT_ALIBABA_ACCESS_KEY_SECRET," in result.stdout.split()
+    )
+    assert "azure: API, no account" in text and "no account needed" in text
+
+
+def test_a_retired_provider_is_not_fetched_even_when_named(fresh_env: str) -> None:
+    result = runner.invoke(app, ["snapshot", "--provider", "cudo"], env={"COLUMNS": "300"})
+    assert result.exit_code != 0
+    assert "is not fetched: retired 2026-03-31" in " ".join(result.output.split())

@@ -598,9 +598,9 @@ def _kept_frame(
     latest: tuple[int, datetime] | None,
     fx: FxTable,
 ) -> pl.DataFrame | None:
-    """The frame kept for the current offers (under their :func:`frame_key`) if it is whole
-    (every row, every column), else ``None`` (one that is not is logged and framed again).
-    """
+    """The frame kept for the current offers (under their :func:`frame_key`, which names
+    their count) if it has every column, else ``None`` (one that has not is logged and
+    framed again)."""
     rows = connection.execute(sa.select(sa.func.count()).select_from(_current)).scalar_one()
     key = frame_key(latest, rows, states, fx)
     data = connection.execute(
@@ -610,7 +610,7 @@ def _kept_frame(
         return None
     try:
         frame = pl.read_ipc(io.BytesIO(bytes(data)))
-        problem = _problem(frame, rows)
+        problem = _problem(frame)
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
         frame, problem = None, f"unreadable: {exc}"
     if problem is not None or frame is None:
@@ -619,10 +619,9 @@ def _kept_frame(
     return frame
 
 
-def _problem(frame: pl.DataFrame, rows: int) -> str | None:
-    """Why ``frame`` is not a whole frame of ``rows`` current offers (``None``: it is)."""
-    if frame.height != rows:
-        return f"{frame.height} rows, the database holds {rows}"
+def _problem(frame: pl.DataFrame) -> str | None:
+    """Why ``frame`` is not a frame of current offers (``None``: it is). Its rows need not
+    be the stored rows': a retired provider's stored offers are not framed."""
     schema = frame.schema
     for name, dtype in OFFER_SCHEMA.items():
         if schema.get(name) != dtype:

@@ -7,15 +7,14 @@ HTTP (uvicorn on 127.0.0.1, driven from a separate client process).
 
 The offers are stored as one snapshot (not timed). Loading them into the API state (what an
 API replica does at start and after every snapshot) is timed ``--loads`` times: the first
-load frames the stored records and keeps the frame beside the data dir
-(:mod:`service.frame_cache`), the others read it back; on a shared machine the CPU time
-(all threads) is the steadier figure. Then, for each ``--workers`` count, the real
-``gpuscout serve --no-scheduler --workers N`` starts on that database four times: a first
-start with nothing kept (one worker frames the records, the others wait and read its frame),
-a first start after a snapshot kept the frame (the last step of every snapshot, run here in
-a process of its own as the scheduler's, and timed), a first start on another host (its data
-dir holds no frame: it reads the one the snapshot kept in the database) and a restart. The
-servers run as
+load frames the stored records, then the frame is kept in the database as a snapshot keeps
+it (:func:`db.current.keep_current_frame`), and the others read it back; on a shared
+machine the CPU time (all threads) is the steadier figure. Then, for each ``--workers``
+count, the real ``gpuscout serve --no-scheduler --workers N`` starts on that database four
+times: a first start with nothing kept (each worker frames the records), a first start
+after a snapshot kept the frame (the last step of every snapshot, run here in a process of
+its own as the scheduler's, and timed), a first start with an empty data dir and a restart.
+The servers run as
 installed: with their bytecode (written once, untimed; ``--no-bytecode`` keeps
 ``PYTHONDONTWRITEBYTECODE``, about a second more a process). The client (a small asyncio
 HTTP/1.1 keep-alive client, loopback only, its own process) drives the restarted server:
@@ -38,8 +37,8 @@ HTTP/1.1 keep-alive client, loopback only, its own process) drives the restarted
   end until 2 s after the last worker answered from the old snapshot (the refresh: it
   must not show as a spike), against the rest of the phase; ``--snapshot-nice 10`` runs
   the snapshot below the server's priority, as deploy/ runs the scheduler;
-* **cached**: the 40 queries again, over and over, asking for gzip (the stored compressed
-  bytes) and then identity: target >= 4,000 req/s with gzip;
+* **cached**: the 40 queries again, over and over, asking for gzip (compressed by
+  Starlette's ``GZipMiddleware``) and then identity: target >= 4,000 req/s with gzip;
 * **explorer**: the first page of new queries at ``/`` (``--mode web`` of the earlier
   script), on ``--connections`` connections (the capacity), then one visitor at a time
   (one connection, the next page asked as the last arrives: the time a page takes with
@@ -197,10 +196,13 @@ def _settings(url: str, directory: Path) -> object:
 
 def measure_load(url: str, directory: Path, loads: int) -> float:
     """Load the stored offers into the API state ``loads`` times: the first frames the
-    stored records (no kept frame yet), the others read the kept frame. Returns the median
-    seconds of those."""
+    stored records (no kept frame yet), then the frame is kept as a snapshot keeps it and
+    the others read it. Returns the median seconds of those."""
+    from gpuscout.db.current import keep_current_frame
+    from gpuscout.db.engine import make_engine
     from gpuscout.service.api.state import StateHolder
     from gpuscout.service.current import load_current
+    from gpuscout.service.fx import fx_table
 
     forget_kept(url, directory)
     settings = _settings(url, directory)
@@ -211,6 +213,10 @@ def measure_load(url: str, directory: Path, loads: int) -> float:
         state = holder.refresh()
         times.append(time.perf_counter() - started)
         cpu.append(time.process_time() - cpu_started)
+        if len(times) == 1:
+            engine = make_engine(url)
+            keep_current_frame(engine, fx_table(settings))
+            engine.dispose()
     median = statistics.median(times[1:])
     each = ", ".join(f"{t:.2f}" for t in times[1:])
     print(
@@ -630,7 +636,7 @@ def client(
         measured(title, phase, server_cpu, own_cpu, rate, connections)
         window = report_snapshot_window(phase, began, ended)
         at_rate += f"; through a snapshot: {window}"
-    _, gz = run("cached mix, gzip (the stored compressed bytes)", lambda q: api + q, "gzip")
+    _, gz = run("cached mix, gzip", lambda q: api + q, "gzip")
     ident, plain = run("steady mix (api, cached, identity)", lambda q: api + q, "identity")
 
     def new_page(query: str) -> str:
@@ -729,16 +735,16 @@ def stop(server: subprocess.Popen[bytes], log: Path, failed: bool = False) -> No
 
 
 def keep_as_a_snapshot_does(url: str, directory: Path) -> float:
-    """The last step of a snapshot (:func:`service.current.keep_stored`), in a process of
+    """The last step of a snapshot (:func:`db.current.keep_current_frame`), in a process of
     its own as the scheduler's: frame the stored offers, keep the frame. Its seconds."""
     code = (
         "import time; t = time.perf_counter()\n"
-        "from gpuscout.service.current import keep_stored\n"
+        "from gpuscout.db.current import keep_current_frame\n"
         "from gpuscout.service.fx import fx_table\n"
         "from gpuscout.service.settings import get_settings\n"
         "from gpuscout.db.engine import make_engine\n"
         "s = get_settings(); e = make_engine(s.database_url)\n"
-        "keep_stored(s, fx_table(s), e); e.dispose()\n"
+        "keep_current_frame(e, fx_table(s)); e.dispose()\n"
         "print(time.perf_counter() - t)"
     )
     done = subprocess.run(
@@ -751,7 +757,7 @@ def keep_as_a_snapshot_does(url: str, directory: Path) -> float:
 def reprice_as_a_snapshot_does(url: str, directory: Path) -> None:
     """A snapshot in which one provider (the one with the most offers) raised every price
     by a tenth, stored and its frame kept as the scheduler's snapshot does
-    (:func:`service.current.keep_stored`), in this process: the API's replicas notice the
+    (:func:`db.current.keep_current_frame`), in this process: the API's replicas notice the
     new snapshot at their next poll and refresh from the frame kept."""
     os.environ.update(GPUSCOUT_DATABASE_URL=url, GPUSCOUT_DATA_DIR=str(directory))
     from decimal import Decimal
@@ -759,10 +765,10 @@ def reprice_as_a_snapshot_does(url: str, directory: Path) -> None:
     import sqlalchemy as sa
 
     from gpuscout.adapters.collect import ProviderRun, RunStatus
+    from gpuscout.db.current import keep_current_frame
     from gpuscout.db.engine import make_engine
     from gpuscout.db.records import decode_offers
     from gpuscout.db.snapshots import store_snapshot
-    from gpuscout.service.current import keep_stored
     from gpuscout.service.fx import fx_table
     from gpuscout.service.settings import get_settings
 
@@ -788,7 +794,7 @@ def reprice_as_a_snapshot_does(url: str, directory: Path) -> None:
         ]
         run = ProviderRun(provider, RunStatus.OK, at, 1.0, offers=dearer)
         store_snapshot(engine, [run], started_at=at, finished_at=datetime.now(UTC), fx=fx)
-        keep_stored(settings, fx, engine)
+        keep_current_frame(engine, fx)
     finally:
         engine.dispose()
 
@@ -812,11 +818,9 @@ def forget_kept(url: str, directory: Path) -> None:
 
 def bench_workers(url: str, directory: Path, workers: int, args: argparse.Namespace) -> None:
     """Start ``gpuscout serve`` with ``workers`` processes four times: a first start with
-    nothing kept (one worker frames the stored records, the others wait for it), a first
-    start after a snapshot kept the frame (as the scheduler's does after each snapshot), a
-    start on another host (a data dir without the frame: it reads the one the snapshot kept
-    in the database) and a restart (the frame the last start read); drive the restarted
-    server, stop it."""
+    nothing kept (each worker frames the stored records), a first start after a snapshot
+    kept the frame (as the scheduler's does after each snapshot), a start with an empty
+    data dir (as on another host) and a restart; drive the restarted server, stop it."""
     import shutil
 
     port = args.port or _free_port()

@@ -4,8 +4,7 @@ Nothing connects at import time: build an engine with :func:`make_engine`, apply
 migrations with :func:`upgrade`, then write with :func:`store_snapshot` and read with
 :func:`load_current_offers` and the queries in :mod:`db.history`.
 
-The names below load on first use (PEP 562): ``import db.state`` (the state as data) so
-does not import SQLAlchemy and Alembic.
+The names below load on first use (PEP 562), so importing the package imports nothing else.
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ if TYPE_CHECKING:
 
 #: Public name -> the module of this package that defines it.
 _WHERE: dict[str, str] = {
-    **dict.fromkeys(("CurrentState", "Outcome", "ProviderState"), "state"),
-    "load_current_offers": "current",
+    **dict.fromkeys(("CurrentState", "Outcome", "ProviderState", "load_current_offers"), "current"),
     **dict.fromkeys(("make_engine", "transaction", "write_connection"), "engine"),
     **dict.fromkeys(
         (

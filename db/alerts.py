@@ -34,7 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Mapped, mapped_column
 
-from .engine import select_rows, write_connection
+from .engine import write_connection
 from .models import Base, BigId
 from .subscriptions import Subscription, SubscriptionKind, SubscriptionStatus
 from .types import UtcDateTime
@@ -491,6 +491,6 @@ def median_best(
     with engine.connect() as connection:
         for start in range(0, len(keys), 1000):
             chunk = list(keys[start : start + 1000])
-            for key, value in select_rows(connection, query, {"keys": chunk}):
+            for key, value in connection.execute(query, {"keys": chunk}).all():
                 values.setdefault(key, []).append(float(value))
     return {k: statistics.median(v) for k, v in values.items() if len(v) >= min_points}

@@ -1,18 +1,10 @@
-"""The schema's head revision, and whether an SQLite file is at it, without SQLAlchemy.
-
-``gpuscout serve`` migrates before it starts: every start but the first after a release
-finds the database at :data:`HEAD_REVISION` already. For the embedded SQLite file that is
-one read-only query with the standard library (:func:`sqlite_at_head`), so a process that
-then only starts and watches the API's workers imports no SQLAlchemy (~0.2 s, and ~0.2 s
-more for an engine and its inspection, before the first worker even starts).
-"""
+"""The schema's head revision, and the file an SQLite URL names, without SQLAlchemy."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
-__all__ = ["HEAD_REVISION", "VERSION_TABLE", "read_sqlite", "sqlite_at_head", "sqlite_file"]
+__all__ = ["HEAD_REVISION", "VERSION_TABLE", "no_sqlite_file", "sqlite_file"]
 
 #: The newest revision under ``migrations/versions``, what a database at head records in
 #: :data:`VERSION_TABLE`. Written out so that a start at head imports no Alembic; a test
@@ -34,28 +26,15 @@ def sqlite_file(url: str) -> Path | None:
     return Path(path)
 
 
-def read_sqlite(path: Path, *statements: str) -> list[list[tuple[object, ...]]] | None:
-    """The rows of each of ``statements`` on the SQLite file at ``path``, read with the
-    standard library, read-only, in one read transaction (every row of one moment);
-    ``None`` when it cannot be read (no such file or table, a locked or broken file)."""
-    if not path.is_file():
-        return None
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except (sqlite3.Error, ValueError):
-        return None
-    try:
-        connection.execute("BEGIN")
-        return [connection.execute(sql).fetchall() for sql in statements]
-    except sqlite3.Error:
-        return None
-    finally:
-        connection.close()
-
-
-def sqlite_at_head(path: Path) -> bool:
-    """Whether the SQLite file at ``path`` records :data:`HEAD_REVISION` and nothing else,
-    read-only. ``False`` when it cannot tell (no such file or table, a locked or broken
-    file): the caller then asks Alembic, which migrates or says why not."""
-    read = read_sqlite(path, f"SELECT version_num FROM {VERSION_TABLE}")
-    return read is not None and sorted(str(row[0]) for row in read[0]) == [HEAD_REVISION]
+def no_sqlite_file(url: str) -> bool:
+    """The URL names an SQLite file that does not exist (and could be created) or is empty:
+    it holds no offers, and is not opened (nor created) to say so. Any other database is
+    for the database to say."""
+    file = sqlite_file(url)
+    if file is None:
+        return False
+    if file.exists():
+        return file.is_file() and file.stat().st_size == 0
+    # SQLite would create it: where it cannot (a parent is a file), the database says so
+    parent = next((p for p in file.parents if p.exists()), None)
+    return parent is not None and parent.is_dir()

@@ -32,7 +32,6 @@ from gpuscout.adapters.run import Origin
 from gpuscout.adapters.sample import sample_entries, sample_note
 from gpuscout.adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
 
-from .engine import select_rows
 from .models import CurrentOffer, PriceHistory, ProviderStatus
 from .records import decode_offers
 
@@ -116,7 +115,7 @@ def offer_price_history(engine: Engine | Connection, offer_key: str) -> list[Pri
     )
     connection = _connect(engine)
     try:
-        rows = select_rows(connection, query)
+        rows = connection.execute(query).all()
     finally:
         if connection is not engine:
             connection.close()
@@ -193,7 +192,7 @@ def _index_rows(
     )
     connection = _connect(engine)
     try:
-        return select_rows(connection, query)
+        return [tuple(row) for row in connection.execute(query)]
     finally:
         if connection is not engine:
             connection.close()
@@ -229,7 +228,7 @@ def history_note(providers: Collection[str]) -> str:
 @dataclasses.dataclass(frozen=True, slots=True)
 class HistoryLabel:
     """What an answer over stored prices says about where they come from, as the offers'
-    answers do (:class:`db.state.CurrentState`)."""
+    answers do (:class:`db.current.CurrentState`)."""
 
     origin: str = Origin.LIVE.value
     """live | sample | mixed: all the prices answered are fetched, replayed from the
@@ -412,7 +411,7 @@ def _valid_at(connection: Connection, at: datetime) -> dict[str, Decimal]:
     query = sa.select(h.offer_key, h.usd_per_hour).where(
         h.valid_from <= at, sa.or_(h.valid_to.is_(None), h.valid_to > at)
     )
-    return dict(select_rows(connection, query))
+    return dict(connection.execute(query).all())
 
 
 def _last_seen(connection: Connection, keys: Collection[str]) -> dict[str, Offer]:
@@ -425,7 +424,7 @@ def _last_seen(connection: Connection, keys: Collection[str]) -> dict[str, Offer
     current = sa.select(
         c.offer_key, c.record, sa.func.coalesce(c.fetched_at, s.offers_fetched_at)
     ).join_from(_current, _status, c.provider == s.provider)
-    for key, record, fetched_at in select_rows(connection, current):
+    for key, record, fetched_at in connection.execute(current).all():
         if key in wanted:
             rows[key] = (record, fetched_at)
     missing = sorted(wanted - rows.keys())
@@ -436,7 +435,7 @@ def _last_seen(connection: Connection, keys: Collection[str]) -> dict[str, Offer
     )
     for start in range(0, len(missing), 5000):
         chunk = missing[start : start + 5000]
-        for key, record, valid_from in select_rows(connection, gone, {"keys": chunk}):
+        for key, record, valid_from in connection.execute(gone, {"keys": chunk}).all():
             rows[key] = (record, valid_from)  # the latest closed row wins
     ordered = sorted(rows)
     return dict(zip(ordered, decode_offers(rows[k] for k in ordered), strict=True))

@@ -35,6 +35,7 @@ __all__ = [
     "VERSION_TABLE",
     "alembic_config",
     "at_head",
+    "check_head",
     "current_revision",
     "head_revision",
     "stored_revisions",
@@ -125,6 +126,21 @@ def at_head(url: str | URL | Engine) -> bool:
     """Whether the database is at :data:`HEAD_REVISION` and nothing else (a database a newer
     gpuscout migrated, or one never migrated, is not)."""
     return stored_revisions(url) == (HEAD_REVISION,)
+
+
+def check_head(engine: Engine) -> None:
+    """Raise alembic's ``CommandError`` saying to run ``gpuscout db upgrade`` unless the
+    database is at :data:`HEAD_REVISION`: reading must not write, so a reader refuses a
+    database at another revision instead of meeting a missing column."""
+    revisions = stored_revisions(engine)
+    if revisions != (HEAD_REVISION,):
+        from alembic.util.exc import CommandError
+
+        at = ", ".join(revisions) if revisions else None
+        raise CommandError(
+            f"the database is at revision {at}, this gpuscout reads {HEAD_REVISION}: run "
+            "`gpuscout db upgrade` (or `gpuscout snapshot`, which migrates first)"
+        )
 
 
 def upgrade_if_behind(url: str | URL | Engine) -> bool:

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import enum
 import functools
-import gc
 import hashlib
 import operator
 import struct
 import types
 import typing
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,7 +28,6 @@ from gpuscout.adapters.schema import FxTable, Offer, fx_context
 
 __all__ = [
     "decode_offers",
-    "gc_paused",
     "hash64",
     "hash64s",
     "record_json",
@@ -74,22 +71,6 @@ _RECORD_DICTS = TypeAdapter(list[_RecordDict])
 #: escaped) nor a raw newline, so the list splits exactly into its records.
 _BETWEEN = b'},{"provider":'
 _NEWLINE_BETWEEN = b'}\n{"provider":'
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector around bulk work that only allocates.
-
-    Building 100k records triggers many full collections that walk every live object
-    (all the offers, too) while freeing nothing; reference counting still frees memory.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def hash64(text: str | bytes) -> int:
@@ -150,6 +131,5 @@ def decode_offers(rows: Iterable[tuple[str, datetime]], fx: FxTable | None = Non
         parts.append(stamp + record[1:])
     if not parts:
         return []
-    with gc_paused():
-        text = "[" + ",".join(parts) + "]"
-        return _OFFERS.validate_json(text, context=None if fx is None else fx_context(fx))
+    text = "[" + ",".join(parts) + "]"
+    return _OFFERS.validate_json(text, context=None if fx is None else fx_context(fx))

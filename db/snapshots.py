@@ -51,10 +51,10 @@ from gpuscout.adapters.schema import (
     usd_per_hour,
 )
 
-from .engine import Target, driver_rows, placeholders, transaction
+from .engine import Target, placeholders, transaction
 from .guard import ACCEPTED_PREFIX, OfferGuard, suspect_count
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
-from .records import gc_paused, hash64, hash64s, record_jsons
+from .records import hash64, hash64s, record_jsons
 
 __all__ = ["ProviderChanges", "SnapshotSummary", "snapshot_origin", "store_snapshot"]
 
@@ -440,13 +440,14 @@ def _copy_types(connection: Connection, tables: Iterable[sa.Table]) -> dict[str,
     catalog has it: a binary COPY sends each value in its column type's own format, so the
     client has to pick the type's dumper."""
     names = [table.name for table in tables]
-    rows = driver_rows(
-        connection,
-        "SELECT c.relname, a.attname, a.atttypid FROM pg_attribute a"
-        " JOIN pg_class c ON c.oid = a.attrelid"
-        " WHERE a.attrelid = ANY(CAST(? AS regclass[])) AND a.attnum > 0"
-        " AND NOT a.attisdropped",
-        ("{" + ",".join(names) + "}",),
+    rows = connection.execute(
+        sa.text(
+            "SELECT c.relname, a.attname, a.atttypid FROM pg_attribute a"
+            " JOIN pg_class c ON c.oid = a.attrelid"
+            " WHERE a.attrelid = ANY(CAST(:names AS regclass[])) AND a.attnum > 0"
+            " AND NOT a.attisdropped"
+        ),
+        {"names": "{" + ",".join(names) + "}"},
     )
     types: dict[str, dict[str, int]] = {name: {} for name in names}
     for table, column, oid in rows:
@@ -616,12 +617,12 @@ def _store_offers(
     """Replace the current offers of a successful run and record the price changes (at
     :func:`_observed_at`)."""
     provider, at = run.provider, _observed_at(run, stored_at)
-    stored = driver_rows(
-        connection,
+    # the driver's values, as the comparisons below read them (no per-row type processing)
+    stored = connection.exec_driver_sql(
         f"SELECT offer_key, price_hash, record_hash, fetched_at FROM {_current.name}"
-        " WHERE provider = ?",
+        f" WHERE provider = {placeholders(connection, 1)}",
         (provider,),
-    )
+    ).all()
     index, record_hashes, fetched = offers.index, offers.record_hashes, offers.fetched_at
     stored_time, all_offers = columns.stored_time, offers.offers
     removed: list[str] = []
@@ -760,18 +761,17 @@ def store_snapshot(
     (default: :class:`~db.guard.OfferGuard`'s).
     """
     runs = _dedupe_runs(runs)
-    with gc_paused():
-        # Encoding is pure CPU work: do it before the transaction takes the write lock.
-        encoded = {run.provider: _Encoded(run) for run in runs if run.status is RunStatus.OK}
-        return _store(
-            target,
-            runs,
-            encoded,
-            started_at=started_at,
-            finished_at=finished_at,
-            fx=fx or default_fx(),
-            guard=guard or OfferGuard(),
-        )
+    # Encoding is pure CPU work: do it before the transaction takes the write lock.
+    encoded = {run.provider: _Encoded(run) for run in runs if run.status is RunStatus.OK}
+    return _store(
+        target,
+        runs,
+        encoded,
+        started_at=started_at,
+        finished_at=finished_at,
+        fx=fx or default_fx(),
+        guard=guard or OfferGuard(),
+    )
 
 
 def _guarded(

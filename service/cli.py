@@ -124,3 +124,7 @@ def root(
 def main() -> None:
     """Run the CLI (the ``gpuscout`` entry point)."""
     app()
+
+
+if __name__ == "__main__":
+    main()

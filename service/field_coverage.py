@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuscout.adapters.field_coverage import coverage_json, total_coverage
-from gpuscout.db.state import CurrentState
+from gpuscout.db.current import CurrentState
 
 __all__ = ["coverage_answer", "sample_table"]
 

@@ -8,8 +8,8 @@ outcome as JSON, under a name that is the digest of
 
 * the package version and the sample manifest's bytes (a new release or a new sample), and
 * the size and modification time of every file under ``adapters/`` and ``pricing/`` and of
-  ``db/state.py`` and ``db/current.py`` (code or data files changed in a working copy: no
-  stale frame while developing), and
+  ``db/current.py`` (:func:`db.current.code_digest`: code or data files changed in a
+  working copy, no stale frame while developing), and
 * the FX table (other rates, other USD figures).
 
 Anything else in the cache directory named ``sample-*`` is an older state and is removed
@@ -19,7 +19,6 @@ when a new one is written. A cache that cannot be written (read-only data dir) o
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -27,7 +26,6 @@ import os
 import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +33,12 @@ import polars as pl
 
 from gpuscout.adapters.run import Origin, RunStatus
 from gpuscout.adapters.schema import FxTable
-from gpuscout.db.state import CurrentState, ProviderState
+from gpuscout.db.current import CurrentState, ProviderState, code_digest
 
 __all__ = [
     "CACHE_DIR",
     "cache_key",
     "cached_sample",
-    "code_digest",
     "providers_from_json",
     "providers_json",
     "write_atomically",
@@ -51,43 +48,6 @@ log = logging.getLogger(__name__)
 
 #: The cache's directory under the data dir.
 CACHE_DIR = "cache"
-#: Code and data the sample's state is computed by, relative to the repository root.
-_INPUTS = ("adapters", "pricing", "db/state.py", "db/current.py")
-_ROOT = Path(__file__).resolve().parents[1]
-
-
-def _version() -> str:
-    try:
-        return metadata.version("gpuscout")
-    except metadata.PackageNotFoundError:  # run from a checkout without installing
-        return "unknown"
-
-
-def _stamps() -> list[str]:
-    """``path size mtime_ns`` of every input file, in a stable order."""
-    out = []
-    for name in _INPUTS:
-        top = _ROOT / name
-        paths = [top] if top.is_file() else sorted(top.rglob("*"))
-        for path in paths:
-            if path.is_file() and "__pycache__" not in path.parts:
-                st = path.stat()
-                out.append(f"{path.relative_to(_ROOT)} {st.st_size} {st.st_mtime_ns}")
-    return out
-
-
-@functools.cache
-def code_digest() -> str:
-    """The package version and the stamps of the code that parses and frames offers: what
-    any cached frame was computed by (also :mod:`service.frame_cache`'s).
-
-    Once per process (stat-ing some hundreds of files is tens of milliseconds, and a load
-    names three files by it): the code a process runs is the code it imported, whatever
-    changes on disk after."""
-    h = hashlib.blake2b(digest_size=12)
-    h.update(f"{_version()}\n".encode())
-    h.update("\n".join(_stamps()).encode())
-    return h.hexdigest()
 
 
 def cache_key(fx: FxTable, manifest: bytes) -> str:

@@ -180,7 +180,7 @@ class Settings(_ProviderSettings):
         ge=1,
         le=64,
         description="API worker processes `gpuscout serve` starts on one machine (the API is"
-        " stateless over the shared database; the scheduler stays in the parent process)",
+        " stateless over the shared database; the scheduler runs in a process of its own)",
     )
     api_worker_polars_threads: int | None = Field(
         None,
@@ -208,9 +208,9 @@ class Settings(_ProviderSettings):
     api_cache_mb: float = Field(
         64.0,
         ge=0,
-        description="most megabytes of ranked results cached per snapshot and worker, as"
-        " held (gzip-compressed: ~8x smaller than the JSON); the least recently used go"
-        " first, whichever of this and api_cache_entries binds",
+        description="most megabytes of ranked results (their JSON) cached per snapshot and"
+        " worker; the least recently used go first, whichever of this and api_cache_entries"
+        " binds",
     )
     api_refresh_s: float = Field(
         30.0, gt=0, description="how often an API replica checks for a newer snapshot"

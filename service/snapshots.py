@@ -6,9 +6,9 @@ PostgreSQL advisory lock or a SQLite lease, see :mod:`db.locks`), fetches inside
 the snapshot in one transaction (:func:`db.snapshots.store_snapshot`) and prunes by the
 retention settings (:func:`db.retention.prune`). Holding the lock across the fetch means two
 runners, in one process or several, never take a snapshot at the same time. Past the lock it
-frames the offers now current and keeps the frame in the data dir
-(:func:`service.current.keep_stored`), the one framing of those offers every reader then
-loads: the API's replicas (their data dir shared with the scheduler's), the digest, the CLI.
+frames the offers now current and keeps the frame in the database
+(:func:`db.current.keep_current_frame`), the one framing of those offers every reader then
+loads: the API's replicas on any host, the digest, the CLI.
 
 Each attempt is recorded as it starts (:mod:`db.runs`): a row ``running``, renewed with the
 SQLite lease every third of ``snapshot_lease_s`` and finished ``ok`` or ``failed``. A
@@ -299,22 +299,22 @@ def take_snapshot(
                 _finish_failed(engine, run_id, now(), exc)
                 raise
             finish_run(engine, run_id, at=now(), snapshot_id=summary.snapshot_id)
-        _keep_frame(settings, fx, engine)
+        _keep_frame(fx, engine)
     finally:
         if own:
             engine.dispose()
     return SnapshotResult(_as_stored(runs, summary), summary, pruned, aborted)
 
 
-def _keep_frame(settings: Settings, fx: FxTable, engine: Engine) -> None:
-    """Frame the offers just stored and keep the frame in the data dir, outside the job lock
-    (:func:`service.current.keep_stored`): readers then load it instead of framing. The
-    snapshot is stored whatever happens here; a frame not kept is framed by the next load.
+def _keep_frame(fx: FxTable, engine: Engine) -> None:
+    """Frame the offers just stored and keep the frame in the database, outside the job
+    lock (:func:`db.current.keep_current_frame`): readers then load it instead of framing.
+    The snapshot is stored whatever happens here; a frame not kept is framed by each load.
     ``fx`` is the table the offers were stored with, read once for both."""
-    from .current import keep_stored
+    from gpuscout.db.current import keep_current_frame
 
     try:
-        keep_stored(settings, fx, engine)
+        keep_current_frame(engine, fx)
     except Exception as exc:
         log.warning("snapshot stored; its frame not kept (the next load frames it): %s", exc)
 

@@ -3,13 +3,12 @@
 Modules, in the order a request meets them:
 
 - ``app``: :func:`create_app`, the factory wiring settings, state, metrics, middleware, routers.
-- ``serving``: the app ``gpuscout serve`` serves, its first load begun before the app's imports.
 - ``hooks``: the default hooks (loader, readiness, snapshot marker and runner, history).
 - ``app_context``: :class:`ApiContext`, what one app holds, and how it reloads its state.
 - ``state``: the immutable current state (frame, providers, tag) and its holder.
 - ``metrics``: the app's Prometheus registry and the middleware timing every request.
 - ``input_limits``: the body size limit (413), list limits and the bounded, strict-JSON 422.
-- ``offers_cache``: finished ``/v1/offers`` answers by query, their ETag/304 rule, fast path.
+- ``offers_cache``: finished ``/v1/offers`` answers by canonical query, their ETag/304 rule.
 - ``offers_query``: the query parameters of ``/v1/offers``, validated and made canonical.
 - ``answer_schema``: the pydantic models of the answer, the one declaration of its shape.
 - ``answers``: a parsed query ranked, shaped by those models and serialized to bytes.
@@ -28,8 +27,8 @@ __all__ = ["create_app"]
 
 
 def __getattr__(name: str) -> Any:
-    """``create_app`` imported when first asked for: a module of this package (``serving``)
-    is then importable without FastAPI and the routes, whose imports it overlaps."""
+    """``create_app`` imported when first asked for: importing the package imports no
+    FastAPI."""
     if name == "create_app":
         from .app import create_app
 

@@ -8,16 +8,16 @@ database named in settings, else the offline sample.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import importlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import HTMLResponse
 from markupsafe import escape
 from sqlalchemy.exc import SQLAlchemyError
@@ -32,14 +32,13 @@ from .app_context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
 from .deps import DATABASE_UNAVAILABLE
 from .input_limits import BodySizeLimit, limit_body_lists, validation_error_response
 from .metrics import ApiMetrics, MetricsMiddleware
-from .offers_cache import GZipElsewhere, OffersFastPath
+from .offers_cache import GZIP_LEVEL, GZIP_MIN_BYTES
 from .openapi_names import HeadAsGet, operation_id, tidy_openapi
 from .problems import ProblemError, problem_response
 from .security_headers import SecurityHeaders
-from .serving import Loaded
 from .state import OffersLoader, StateHolder
 
-__all__ = ["API_VERSION", "create_app"]
+__all__ = ["API_VERSION", "create_app", "serving_app"]
 
 log = logging.getLogger("gpuscout.api")
 
@@ -67,23 +66,14 @@ def create_app(
     ready_check: ReadyCheck | None = None,
     snapshot_marker: SnapshotMarker | None = None,
     history: Any = None,
-    first_load: concurrent.futures.Future[Loaded] | None = None,
-    after_start: Callable[[], None] | None = None,
 ) -> FastAPI:
     """Build one API app.
 
     Without ``offers_loader`` the app is wired to the database of ``settings`` (migrated,
     read through :func:`service.current.load_current`, polled for new snapshots), falling
     back to the offline sample; every hook given here overrides that wiring. The loader
-    returns a :class:`db.current.CurrentState`, framed and priced with its FX table.
-
-    ``first_load``: the current offers' load begun already, in a thread of its own
-    (:func:`service.api.serving.begin_load`; ``gpuscout serve`` begins it before this module
-    is even imported): the start-up takes its offers as the first state, and reading and
-    framing them (mostly SQLite and polars, outside the GIL) overlaps building the routes and
-    starting the server. Without it the start-up loads them (tests: after their set-up).
-    ``after_start``: called once the start-up has its first state, loaded or not (``gpuscout
-    serve``: :func:`service.api.serving.collect_again`).
+    returns a :class:`db.current.CurrentState`, framed and priced with its FX table; the
+    app's lifespan loads it (in a worker thread) before the app takes requests.
     """
     settings = settings or get_settings()
     hooks: dict[str, Any] = {}
@@ -109,19 +99,10 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # the first load is let go once taken: its offers as loaded need not be the
-        # state's (build_state sorts a frame not in runs), and holding them for the life
-        # of the app kept a second frame
-        nonlocal first_load
-        begun, first_load = first_load, None
         try:
-            await run_in_threadpool(context.refresh_state, begun)
+            await run_in_threadpool(context.refresh_state)
         except Exception:
             log.exception("could not load the current offers; /readyz will say so")
-        finally:
-            if after_start is not None:
-                after_start()
-        del begun
         poller = asyncio.get_running_loop().create_task(_poll(context))
         try:
             yield
@@ -152,11 +133,10 @@ def create_app(
     web.mount(app)
     tidy_openapi(app)
 
-    app.add_middleware(OffersFastPath, context=context)
     app.add_middleware(
         BodySizeLimit, max_bytes=settings.api_max_body_bytes, max_depth=settings.api_max_json_depth
     )
-    app.add_middleware(GZipElsewhere)
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=GZIP_LEVEL)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -243,3 +223,12 @@ async def _poll(context: ApiContext) -> None:
             await run_in_threadpool(context.refresh_if_changed)
         except Exception:
             log.exception("refreshing the current offers failed; keeping the previous ones")
+
+
+def serving_app() -> FastAPI:
+    """The app each worker of ``gpuscout serve --workers N`` builds (uvicorn's factory):
+    the settings from the environment; each worker is a process of its own."""
+    from ..log_output import show_service_log
+
+    show_service_log()
+    return create_app(get_settings())

@@ -10,7 +10,6 @@ import asyncio
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -20,7 +19,6 @@ from gpuscout.adapters.run import ProviderRun
 
 from ..settings import Settings
 from .metrics import ApiMetrics
-from .serving import Loaded, marker_or_none
 from .state import ApiState, StateHolder
 
 __all__ = ["ApiContext", "ReadyCheck", "SnapshotRunner"]
@@ -75,23 +73,17 @@ class ApiContext:
         call = functools.partial(work, *args)
         return await anyio.to_thread.run_sync(call, limiter=self._ranking_slots)
 
-    def refresh_state(self, first_load: Future[Loaded] | None = None) -> ApiState:
+    def refresh_state(self) -> ApiState:
         """Reload the current offers and swap them in; blocking (call from a thread).
 
-        The loader reads the FX table again: the scheduler (here or in another process) may
-        have downloaded new rates, which the reloaded offers' USD figures then use.
-        ``first_load``: a load begun already (before the app was built,
-        :func:`~service.api.serving.begin_load`), waited for and swapped in with the marker
-        read before it; its failure counts as a failed refresh like any other.
+        The snapshot marker is read first: a snapshot stored while the offers load moves
+        it past this one, so the next poll loads again. The loader reads the FX table
+        again: the scheduler may have downloaded new rates, which the reloaded offers' USD
+        figures then use.
         """
         try:
-            if first_load is None:
-                marker = self._marker()
-                state = self.holder.refresh()
-            else:
-                loaded = first_load.result()
-                marker = loaded.marker
-                state = self.holder.refresh(loaded.current)
+            marker = self._marker()
+            state = self.holder.refresh()
         except Exception:
             self.metrics.state_refreshes.labels("error").inc()
             raise
@@ -100,7 +92,15 @@ class ApiContext:
         return state
 
     def _marker(self) -> Any:
-        return marker_or_none(self.snapshot_marker)
+        """The snapshot marker, or ``None`` when there is none or it cannot be read (no
+        tables yet, the database down: not a reason to serve nothing; the next poll reads
+        it again)."""
+        if self.snapshot_marker is None:
+            return None
+        try:
+            return self.snapshot_marker()
+        except Exception:
+            return None
 
     def refresh_if_changed(self) -> bool:
         """Reload only when the snapshot marker moved (what replicas poll); blocking."""

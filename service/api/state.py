@@ -28,7 +28,7 @@ import polars as pl
 
 from gpuscout.adapters import provider_names
 from gpuscout.adapters.sample import SAMPLE_NOTE
-from gpuscout.db.state import CurrentState
+from gpuscout.db.current import CurrentState
 from gpuscout.pricing.coverage import Unrankable
 from gpuscout.pricing.names import known_providers
 from gpuscout.pricing.offer_checklist import counts_frame
@@ -189,15 +189,14 @@ class StateHolder:
     def set(self, state: ApiState) -> None:
         self._state = state  # one reference assignment: readers see old or new, never half
 
-    def refresh(self, current: CurrentState | None = None) -> ApiState:
-        """Load the current state (or take ``current``, loaded already) and swap it in
-        (blocking: call from a thread).
+    def refresh(self) -> ApiState:
+        """Load the current state and swap it in (blocking: call from a thread).
 
         Requests in flight keep the state they read; once the load's own garbage is freed
         the heap it grew is given back (:func:`service.memory.release_memory`)."""
         with self._refresh_lock:
             state = build_state(
-                current if current is not None else self.loader(),
+                self.loader(),
                 cache_entries=self.cache_entries,
                 cache_bytes=self.cache_bytes,
             ).warm()

@@ -63,7 +63,7 @@ from .offers_table import (
 if TYPE_CHECKING:
     import polars as pl
 
-    from gpuscout.db.state import CurrentState
+    from gpuscout.db.current import CurrentState
 
 __all__ = ["EXTRA_OPTIONS", "OutputFormat", "SortKey", "offers_command", "register"]
 

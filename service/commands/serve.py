@@ -1,4 +1,8 @@
-"""``gpuscout serve``: the REST API (and, by default, the scheduler) in one process.
+"""``gpuscout serve``: the REST API (and, by default, the scheduler in a child process).
+
+The scheduler's snapshots are CPU-bound work (parsing, framing); run in a process of its
+own (``gpuscout scheduler``, as ``deploy/`` runs it), they never share a process, nor its
+GIL, with the API's reads and rankings.
 
 ``--get /v1/offers?...`` runs one request through the app in-process and prints the answer,
 without binding a port (like datasette's ``serve --get``): for docs, tests and scripts.
@@ -10,6 +14,8 @@ import asyncio
 import json
 import logging
 import os
+import signal
+import subprocess
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -30,13 +36,7 @@ def migrate(settings: Settings) -> str | None:
     """Apply the migrations to the configured database (the embedded SQLite by default);
     what was wrong, in one line, when the database cannot be reached (the start goes on:
     ``/readyz`` and the log say so). A database already at head is one query, no Alembic
-    (a restart); an SQLite file at head is read with the standard library, no SQLAlchemy
-    (:func:`db.head.sqlite_at_head`: the parent of several workers imports none)."""
-    from gpuscout.db.head import sqlite_at_head, sqlite_file
-
-    file = sqlite_file(settings.database_url)
-    if file is not None and sqlite_at_head(file):
-        return None
+    (a restart)."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from gpuscout.db.migrate import upgrade_if_behind
@@ -101,13 +101,13 @@ def _is_loopback(host: str) -> bool:
 
 
 #: The app factory each of several workers imports and calls (uvicorn's ``factory``).
-WORKER_APP = "gpuscout.service.api.serving:serving_app"
+WORKER_APP = "gpuscout.service.api.app:serving_app"
 
 
 def _app(settings: Settings) -> FastAPI:
-    from ..api.serving import serving
+    from ..api.app import create_app
 
-    return serving(settings)
+    return create_app(settings)
 
 
 def worker_polars_threads(settings: Settings, workers: int) -> int | None:
@@ -120,26 +120,35 @@ def worker_polars_threads(settings: Settings, workers: int) -> int | None:
     return settings.api_worker_polars_threads or max(1, (os.cpu_count() or 1) // workers)
 
 
-def _pin_worker_threads(settings: Settings, workers: int, scheduler: bool) -> None:
-    """Start the workers with :func:`worker_polars_threads` polars threads each.
-
-    polars sizes its thread pool from ``POLARS_MAX_THREADS`` when it is imported, and the
-    workers (new processes) inherit this process's environment; this one keeps a thread
-    per core for the snapshots its scheduler takes, so it imports polars first."""
+def _pin_worker_threads(settings: Settings, workers: int) -> None:
+    """Start the workers with :func:`worker_polars_threads` polars threads each (polars
+    sizes its thread pool from ``POLARS_MAX_THREADS`` when it is imported, and the workers
+    inherit this process's environment; the scheduler, started before, keeps a thread per
+    core for its snapshots)."""
     threads = worker_polars_threads(settings, workers)
-    if threads is None:
-        return
-    if scheduler:
-        import polars  # noqa: F401  (this process's pool: sized before the variable is set)
-    os.environ["POLARS_MAX_THREADS"] = str(threads)
+    if threads is not None:
+        os.environ["POLARS_MAX_THREADS"] = str(threads)
 
 
-def _start_scheduler(settings: Settings) -> Any:
-    from ..scheduler import build_scheduler
+#: How long a stopping ``serve`` waits for its scheduler to finish before killing it.
+SCHEDULER_STOP_S = 10.0
 
-    scheduler = build_scheduler(settings)
-    scheduler.start()
-    return scheduler
+
+def start_scheduler() -> subprocess.Popen[bytes]:
+    """``gpuscout scheduler`` in a child process (same interpreter, same environment)."""
+    return subprocess.Popen([sys.executable, "-m", "gpuscout.service.cli", "scheduler"])
+
+
+def stop_scheduler(child: subprocess.Popen[bytes], wait_s: float = SCHEDULER_STOP_S) -> None:
+    """Stop the scheduler as Ctrl-C does (``SIGINT``: it stops between jobs, a snapshot's
+    transaction rolled back), killing it after ``wait_s``."""
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
 
 
 def register(app: typer.Typer) -> None:
@@ -163,7 +172,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(min=1, max=64, help="API worker processes (GPUSCOUT_API_WORKERS)"),
         ] = None,
     ) -> None:
-        """Serve the REST API; snapshots are scheduled in the same process unless told not."""
+        """Serve the REST API; snapshots are scheduled in a child process unless told not."""
         from ..fx import fx_table
 
         settings = get_settings()
@@ -210,13 +219,11 @@ def register(app: typer.Typer) -> None:
                 typer.secho(message, err=True, fg="yellow")
             processes = workers if workers is not None else settings.api_workers
             # Several workers each build their own app from the settings (uvicorn imports the
-            # factory in every process): this one, which only starts and watches them, imports
-            # no app (a second of imports before the first worker even starts); one worker
-            # serves the app built here. Either way the first load begins before the app's
-            # imports (gpuscout.service.api.serving).
+            # factory in every process): this one only starts and watches them; one worker
+            # serves the app built here.
             api: str | FastAPI = WORKER_APP if processes > 1 else _app(settings)
-            _pin_worker_threads(settings, processes, scheduler=not no_scheduler)
-            scheduler = None if no_scheduler else _start_scheduler(settings)
+            scheduler = None if no_scheduler else start_scheduler()
+            _pin_worker_threads(settings, processes)
             shown = "127.0.0.1" if bind_host in ("0.0.0.0", "") else bind_host
             typer.echo(f"gpuscout API on http://{shown}:{bind_port}/v1/offers (docs: /docs)")
             try:
@@ -236,4 +243,4 @@ def register(app: typer.Typer) -> None:
                 )
             finally:
                 if scheduler is not None:
-                    scheduler.shutdown(wait=False)
+                    stop_scheduler(scheduler)

@@ -82,14 +82,6 @@ def test_snapshot_benchmark_runs_on_postgres() -> None:
     assert "postgres   identical" in out
 
 
-def test_bulk_read_benchmark_times_each_read_alone_and_beside_a_busy_thread() -> None:
-    out = run("bulk_read.py", "--offers", "100")
-    for read in ("driver's fetchall", "driver_rows (one JSON array)", "_sqlite_records"):
-        assert re.search(rf"{re.escape(read)}.*: 100 rows alone [\d.]+ s, beside", out), out
-    for read in ("SQLAlchemy row by row", "select_rows (one JSON array)", "daily_index"):
-        assert re.search(rf"{re.escape(read)}.*: \d+ rows alone [\d.]+ s, beside", out), out
-
-
 def test_rank_benchmark_prints_ratios() -> None:
     out = run("rank.py", "--sizes", "2000", "--repeat", "1")
     assert "(all, worst ratio)" in out

@@ -8,7 +8,6 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import polars as pl
 import pytest
 
 import gpuscout.db.current
@@ -19,13 +18,13 @@ from gpuscout.service import sample_cache
 def framings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry per frame built from the stored records (a cache miss)."""
     built: list[int] = []
-    real = gpuscout.db.current._read_frame
+    real = gpuscout.db.current._stored_records
 
-    def counting(*args: object, **kwargs: object) -> pl.DataFrame:
+    def counting(*args: object, **kwargs: object) -> object:
         built.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(gpuscout.db.current, "_read_frame", counting)
+    monkeypatch.setattr(gpuscout.db.current, "_stored_records", counting)
     return built
 
 

@@ -78,7 +78,7 @@ def test_the_sample_shown_for_a_database_without_offers_tells_its_failed_attempt
     """Every live fetch failed or was skipped (no network): the sample is shown, but each
     attempted provider's outcome is its latest attempt's, never the sample's own "ok"."""
     from gpuscout.adapters.run import Origin
-    from gpuscout.db.state import Outcome
+    from gpuscout.db.current import Outcome
     from tests.db.factories import skipped
 
     error = "network error on https://pricing.example/offers: [Errno -2] Name not known"
@@ -112,7 +112,7 @@ def test_the_sample_shown_for_a_database_without_offers_tells_its_failed_attempt
 def test_a_live_answer_of_no_offers_leaves_out_that_providers_sample(
     engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
-    from gpuscout.db.state import Outcome
+    from gpuscout.db.current import Outcome
 
     store_snapshot(engine, [ok("vultr", []), failed("aws")], started_at=T0, finished_at=T0)
     settings = Settings(data_dir=tmp_path, database_url=db_url)

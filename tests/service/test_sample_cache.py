@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from polars.testing import assert_frame_equal
 
+import gpuscout.db.current as db_current
 from gpuscout.adapters.sample import manifest_bytes
 from gpuscout.adapters.schema import FxTable, default_fx
-from gpuscout.db.state import CurrentState
+from gpuscout.db.current import CurrentState
+from gpuscout.db.head import no_sqlite_file
 from gpuscout.service import current as current_module
 from gpuscout.service import sample_cache
 from gpuscout.service.current import load_sample, sample_note
@@ -48,7 +50,7 @@ def test_other_fx_rates_or_inputs_are_another_key(
     assert sample_cache.cache_key(fx, manifest) != sample_cache.cache_key(other, manifest)
     assert sample_cache.cache_key(fx, manifest) != sample_cache.cache_key(fx, manifest + b"#")
     key = sample_cache.cache_key(fx, manifest)
-    monkeypatch.setattr(sample_cache, "_version", lambda: "99.0")
+    monkeypatch.setattr(db_current, "_version", lambda: "99.0")
     assert sample_cache.cache_key(fx, manifest) == key  # the digest is the process's
     recompute_code_digest()  # as another process would
     assert sample_cache.cache_key(fx, manifest) != key
@@ -66,10 +68,10 @@ def test_a_changed_source_file_is_another_key(
     (fake_root / "adapters").mkdir(parents=True)
     (fake_root / "pricing").mkdir()
     (fake_root / "db").mkdir()
-    (fake_root / "db" / "state.py").write_text("x = 1\n")
+    (fake_root / "db" / "current.py").write_text("x = 1\n")
     source = fake_root / "adapters" / "gpus_data.csv"
     source.write_text("a\n")
-    monkeypatch.setattr(sample_cache, "_ROOT", fake_root)
+    monkeypatch.setattr(db_current, "_ROOT", fake_root)
     recompute_code_digest()
     before = sample_cache.cache_key(default_fx(), b"")
     source.write_text("a,b\n")
@@ -102,10 +104,10 @@ def test_no_sqlite_file_is_no_offers_and_is_not_created(tmp_path: Path) -> None:
     assert state.source == "sample"
     assert not (tmp_path / "data" / "gpuscout.db").exists()
     assert list((tmp_path / "data" / "cache").glob("sample-*.arrow"))
-    assert current_module._no_sqlite_file(f"sqlite:///{tmp_path}/x.db")
-    assert not current_module._no_sqlite_file(f"sqlite:///{blocked(tmp_path)}/x.db")
-    assert not current_module._no_sqlite_file("sqlite:///:memory:")
-    assert not current_module._no_sqlite_file("postgresql+psycopg://h/db")
+    assert no_sqlite_file(f"sqlite:///{tmp_path}/x.db")
+    assert not no_sqlite_file(f"sqlite:///{blocked(tmp_path)}/x.db")
+    assert not no_sqlite_file("sqlite:///:memory:")
+    assert not no_sqlite_file("postgresql+psycopg://h/db")
 
 
 def blocked(tmp_path: Path) -> Path:

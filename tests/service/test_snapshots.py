@@ -224,32 +224,36 @@ async def _no_fetch(adapters: object, settings: object, **_: object) -> list[Pro
     return []
 
 
+def _drop_kept(db_url: str) -> None:
+    import sqlalchemy as sa
+
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(sa.text("DELETE FROM kept_frame"))
+    finally:
+        engine.dispose()
+
+
 def test_the_snapshot_keeps_the_frame_every_reader_then_loads(
     db_url: str, tmp_path: Path, framings: list[int]
 ) -> None:
     """Framing the stored offers is done once, by the snapshot that stored them: a load
-    afterwards (an API replica's start, the digest, a CLI call) reads the kept frame, the
-    same frame a load that framed the records itself builds."""
+    afterwards (an API replica's start on any host, the digest, a CLI call) reads the
+    frame kept in the database, the same frame a load that frames the records builds."""
     from polars.testing import assert_frame_equal
 
-    from gpuscout.db.current import load_current_offers
     from gpuscout.service.current import load_current
-    from gpuscout.service.fx import fx_table
 
     settings = settings_for(db_url, tmp_path)
     runs = [ok("alpha", [offer(), offer(offer_id="o2", price="3")]), ok("beta", [offer("beta")])]
     take_snapshot(settings, fetch=Recorder(runs))
-    assert len(list((tmp_path / "cache").glob("current-*.arrow"))) == 1
-    framed = framings
-    framed.clear()  # the snapshot's own framing: what follows is the readers'
-    loaded = load_current(settings=settings)
-    assert framed == [] and loaded.source == "database" and loaded.frame.height == 3
-    engine = make_engine(db_url)
-    try:
-        fresh = load_current_offers(engine, fx=fx_table(settings))  # frames, keeps nothing
-    finally:
-        engine.dispose()
-    assert framed == [1]
+    framings.clear()  # the snapshot's own framing: what follows is the readers'
+    loaded = load_current(settings=settings_for(db_url, tmp_path / "replica"))
+    assert framings == [] and loaded.source == "database" and loaded.frame.height == 3
+    _drop_kept(db_url)
+    fresh = load_current(settings=settings)
+    assert framings == [1]
     assert_frame_equal(loaded.frame, fresh.frame)
     assert loaded.providers == fresh.providers
 
@@ -257,18 +261,20 @@ def test_the_snapshot_keeps_the_frame_every_reader_then_loads(
 def test_a_frame_not_kept_costs_the_next_load_the_time_not_the_snapshot(
     db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import gpuscout.service.current
+    import gpuscout.db.current
+    from gpuscout.service.current import load_current
 
     def broken(*args: object, **kwargs: object) -> None:
-        raise OSError("disk full")
+        raise OSError("database busy")
 
-    monkeypatch.setattr(gpuscout.service.current, "keep_stored", broken)
+    monkeypatch.setattr(gpuscout.db.current, "keep_current_frame", broken)
     settings = settings_for(db_url, tmp_path)
     result = take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
     assert result.summary.offer_count == 1
-    assert "snapshot stored; its frame not kept" in caplog.text and "disk full" in caplog.text
+    assert "snapshot stored; its frame not kept" in caplog.text and "database busy" in caplog.text
     monkeypatch.undo()
-    assert gpuscout.service.current.load_current(settings=settings).frame.height == 1
+    assert _kept_rows(db_url) == []
+    assert load_current(settings=settings).frame.height == 1
 
 
 def _kept_rows(db_url: str) -> list[tuple[str, int, int]]:
@@ -283,28 +289,13 @@ def _kept_rows(db_url: str) -> list[tuple[str, int, int]]:
         engine.dispose()
 
 
-def test_a_reader_on_another_host_reads_the_frame_the_snapshot_kept_in_the_database(
-    db_url: str, tmp_path: Path, framings: list[int]
-) -> None:
-    """An API replica whose data dir holds nothing (another host, beside a shared
-    PostgreSQL) reads the frame the snapshot kept in the database instead of framing the
-    stored records, and keeps it in its own data dir for its next load."""
-    from polars.testing import assert_frame_equal
-
-    from gpuscout.service.current import load_current
-
-    settings = settings_for(db_url, tmp_path / "scheduler")
+def test_a_new_snapshot_replaces_the_kept_frame(db_url: str, tmp_path: Path) -> None:
+    settings = settings_for(db_url, tmp_path)
     runs = [ok("alpha", [offer(), offer(offer_id="o2", price="3")]), ok("beta", [offer("beta")])]
     take_snapshot(settings, fetch=Recorder(runs))
     (kept,) = _kept_rows(db_url)
     assert kept[2] == 3
-    framings.clear()
-    replica = settings_for(db_url, tmp_path / "replica")
-    loaded = load_current(settings=replica)
-    assert framings == [] and loaded.frame.height == 3
-    assert len(list((tmp_path / "replica" / "cache").glob("current-*.arrow"))) == 1
-    assert_frame_equal(loaded.frame, load_current(settings=settings).frame)
-    # a second snapshot replaces the kept frame: one row, of alpha's one offer and beta's
+    # one row, of alpha's one offer and beta's
     take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
     (again,) = _kept_rows(db_url)
     assert again[1] > kept[1] and again[2] == 2
@@ -315,14 +306,14 @@ def test_a_kept_frame_of_other_code_or_broken_bytes_is_framed_again_and_never_wr
     tmp_path: Path,
     framings: list[int],
     caplog: pytest.LogCaptureFixture,
-    recompute_code_digest: object,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import sqlalchemy as sa
 
-    import gpuscout.service.frame_cache
+    import gpuscout.db.current
     from gpuscout.service.current import load_current
 
-    settings = settings_for(db_url, tmp_path / "scheduler")
+    settings = settings_for(db_url, tmp_path)
     take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
     engine = make_engine(db_url)
     try:
@@ -331,48 +322,22 @@ def test_a_kept_frame_of_other_code_or_broken_bytes_is_framed_again_and_never_wr
     finally:
         engine.dispose()
     framings.clear()
-    loaded = load_current(settings=settings_for(db_url, tmp_path / "replica"))
+    loaded = load_current(settings=settings)
     assert framings == [1] and loaded.frame.height == 1
-    assert "frame kept in the database ignored (unreadable" in caplog.text
-    assert _kept_rows(db_url)[0][2] == 1  # the reader framed, and wrote nothing
+    assert "kept frame ignored (unreadable" in caplog.text
     engine = make_engine(db_url)
     try:
         with engine.connect() as connection:
             data = connection.execute(sa.text("SELECT frame FROM kept_frame")).scalar_one()
     finally:
         engine.dispose()
-    assert bytes(data) == b"not arrow"
+    assert bytes(data) == b"not arrow"  # the reader framed, and wrote nothing
     # another version of the code digests another key: its frame is not this code's
     take_snapshot(settings, fetch=Recorder([ok("alpha", [offer(), offer(offer_id="o2")])]))
     framings.clear()
-    assert load_current(settings=settings_for(db_url, tmp_path / "replica-1")).frame.height == 2
+    assert load_current(settings=settings).frame.height == 2
     assert framings == []  # this code reads the new snapshot's frame
-    real = gpuscout.service.frame_cache.code_digest
-    gpuscout.service.frame_cache.code_digest = lambda: real() + "-other"  # type: ignore[assignment]
-    try:
-        load_current(settings=settings_for(db_url, tmp_path / "replica-2"))
-    finally:
-        gpuscout.service.frame_cache.code_digest = real
+    real = gpuscout.db.current.code_digest
+    monkeypatch.setattr(gpuscout.db.current, "code_digest", lambda: real() + "-other")
+    load_current(settings=settings)
     assert framings == [1]
-
-
-def test_a_frame_the_database_refuses_is_still_kept_beside_the_data_dir(
-    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-    framings: list[int],
-) -> None:  # fmt: skip
-    import sqlalchemy as sa
-
-    import gpuscout.db.kept_frames
-    from gpuscout.service.current import load_current
-
-    def busy(connection: object, *args: object) -> None:
-        connection.execute(sa.text("SELECT * FROM no_such_table"))  # type: ignore[attr-defined]
-
-    monkeypatch.setattr(gpuscout.db.kept_frames, "keep_frame", busy)
-    settings = settings_for(db_url, tmp_path)
-    take_snapshot(settings, fetch=Recorder([ok("alpha", [offer()])]))
-    assert "frame not kept in the database" in caplog.text
-    assert "its frame not kept" not in caplog.text  # the snapshot's keeping went on
-    assert _kept_rows(db_url) == []
-    framings.clear()
-    assert load_current(settings=settings).frame.height == 1 and framings == []

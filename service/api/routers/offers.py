@@ -2,11 +2,10 @@
 at a time; ``GET /v1/offers/{offer_id}``: one current offer, every published field by group
 and the renter's checklist; ``GET /v1/offers/{offer_id}/history``: its stored prices.
 
-A repeated query string is answered before routing (:mod:`service.api.offers_cache`).
-Here: validate the query (and its cursor: of this query, of this snapshot), look its
-canonical key (cursor included) up in the same cache, answer 304 if the client holds this
-snapshot's answer, and rank only on a miss (in a worker thread). The answer is cached as
-finished bytes under both keys.
+Validate the query (and its cursor: of this query, of this snapshot), look its canonical
+key (cursor included) up in the state's cache (:mod:`service.api.offers_cache`), answer
+304 if the client holds this snapshot's answer, and rank only on a miss (in a worker
+thread). The answer is cached as finished bytes.
 """
 
 from __future__ import annotations
@@ -22,13 +21,7 @@ from ..answer_schema import OfferDetail, OffersPage, Provenance
 from ..answers import page_header, ranked_page
 from ..deps import ContextDep, NoQueryDep, StateDep
 from ..offer_ids import CursorError, decode_cursor, decode_offer_id, history_link, query_digest
-from ..offers_cache import (
-    etag_for,
-    if_none_match,
-    not_modified,
-    page_response,
-    raw_key,
-)
+from ..offers_cache import etag_for, not_modified, page_response
 from ..offers_query import (
     canonical_key,
     deprecated_names,
@@ -96,7 +89,7 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
     key = canonical_key(query)
     offset = _offset(query, key, state.tag)
     page = state.cache.get((key, now))
-    client_etags = if_none_match(request.scope)
+    client_etags = ",".join(request.headers.getlist("if-none-match")) or None
     max_age_s = context.settings.cache_max_age_s
     if page is not None:
         context.metrics.offers_cache.labels("hit").inc()
@@ -109,13 +102,11 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
             return unchanged
         page = await context.ranking(ranked_page, state, parsed, now)
         state.cache.put((key, now), page)
+    response = page_response(page, client_etags, max_age_s)
     old_names = deprecated_names(request.query_params) + deprecated_values(request.query_params)
-    if old_names:  # not for the fast path: it could not say so
-        response = page_response(page, request.scope, max_age_s)
+    if old_names:
         deprecation_headers(old_names, response.headers)
-        return response
-    state.cache.put((raw_key(request.scope), now), page)  # the fast path's key
-    return page_response(page, request.scope, max_age_s)
+    return response
 
 
 @router.get(

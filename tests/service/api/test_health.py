@@ -1,21 +1,15 @@
 from __future__ import annotations
 
-import dataclasses
-import gc
 import os
 import subprocess
 import sys
-import threading
-import weakref
 from pathlib import Path
 
 import httpx
-import polars as pl
 import pytest
 
 from gpuscout.db.current import CurrentState
 from gpuscout.service.api import create_app
-from gpuscout.service.api.serving import begin_load
 from gpuscout.service.settings import Settings
 
 from .conftest import FakeSource, started
@@ -69,59 +63,13 @@ async def test_cors_from_settings(client: httpx.AsyncClient) -> None:
     assert "access-control-allow-origin" not in other.headers
 
 
-async def test_a_load_begun_before_the_app_is_built_is_the_one_the_start_waits_for(
-    settings: Settings, source: FakeSource
-) -> None:
-    """An app built on a begun load (``first_load``) loads the offers while its routes are
-    built and the server starts; the start-up uses that load, it does not load again
-    (``gpuscout serve`` begins it before the app's imports: tests/service/api/test_serving.py)."""
-    began, go_on = threading.Event(), threading.Event()
-
-    def slow() -> CurrentState:
-        began.set()
-        assert go_on.wait(10)
-        return source()
-
-    app = create_app(settings, offers_loader=slow, first_load=begin_load(slow, None))
-    assert began.wait(10)  # before any start-up ran
-    assert source.loads == 0
-    go_on.set()
-    async with started(app) as client:
-        assert source.loads == 1
-        r = await client.get("/readyz")
-        assert r.status_code == 200 and r.json()["offers"] == 5
-    assert source.loads == 1
-
-
-async def test_the_early_load_is_let_go_once_the_state_holds_it(
-    settings: Settings, source: FakeSource
-) -> None:
-    """What the early load read is not held once the start-up has swapped it in: where
-    the state holds another frame (sorted into runs of one GPU model), the frame as loaded
-    would be a second copy for the life of the app."""
-    loaded: list[weakref.ref[pl.DataFrame]] = []
-
-    def load() -> CurrentState:  # a copy of the source's frame, held by nothing else
-        current = dataclasses.replace(source(), frame=source().frame.clone())
-        loaded.append(weakref.ref(current.frame))
-        return current
-
-    app = create_app(settings, offers_loader=source, first_load=begin_load(load, None))
-    async with started(app) as client:
-        assert (await client.get("/readyz")).json()["offers"] == 5
-        gc.collect()
-        (frame,) = loaded
-        held = app.state.context.holder.state.frame
-        assert frame() is None or frame() is held
-
-
-async def test_a_failed_early_load_is_logged_and_readyz_says_so(
+async def test_a_failed_first_load_is_logged_and_readyz_says_so(
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     def broken() -> CurrentState:
         raise RuntimeError("no such table: current_offer")
 
-    app = create_app(settings, offers_loader=broken, first_load=begin_load(broken, None))
+    app = create_app(settings, offers_loader=broken)
     async with started(app) as client:
         assert (await client.get("/readyz")).status_code == 503
     assert "could not load the current offers" in caplog.text

@@ -135,7 +135,7 @@ def test_several_workers_serve_the_app_factory_and_the_access_log_follows_its_se
     result = CliRunner().invoke(app, ["serve", "--no-scheduler", "--workers", "2"])
     assert result.exit_code == 0, result.output
     target, kw = seen[0]
-    assert target == "gpuscout.service.api.serving:serving_app"
+    assert target == "gpuscout.service.api.app:serving_app"
     assert (kw["workers"], kw["factory"], kw["access_log"]) == (2, True, True)
     result = CliRunner().invoke(app, ["serve", "--no-scheduler"])
     target, kw = seen[1]
@@ -162,7 +162,7 @@ def test_the_parent_of_several_workers_builds_no_app(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env
     )
-    assert "served gpuscout.service.api.serving:serving_app 2" in done.stdout, done.stderr
+    assert "served gpuscout.service.api.app:serving_app 2" in done.stdout, done.stderr
     assert "imported []" in done.stdout, done.stdout
     assert (tmp_path / "gpuscout.db").exists()  # migrated before the workers start
 
@@ -202,6 +202,41 @@ def test_several_workers_start_with_their_share_of_polars_threads(
     assert f"threads {expected}" in done.stdout, (done.stdout, done.stderr)
     if workers > 1:
         assert "polars imported False" in done.stdout
+
+
+def test_serve_runs_the_scheduler_in_a_child_process_and_stops_it(
+    no_server: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snapshots never share the API's process: ``serve`` starts the scheduler as a child
+    and stops it (as Ctrl-C does) when the server stops."""
+    from gpuscout.service.commands import serve
+
+    children: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:  # a child that waits as the scheduler does
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        children.append(child)
+        return child
+
+    monkeypatch.setattr(serve, "start_scheduler", start)
+    result = CliRunner().invoke(app, ["serve"])
+    assert result.exit_code == 0, result.output
+    (child,) = children
+    assert no_server and child.returncode is not None  # stopped, not left running
+
+
+def test_the_scheduler_command_is_what_serve_starts() -> None:
+    """The child runs ``gpuscout scheduler`` with this interpreter."""
+    from gpuscout.service.commands import serve
+
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuscout.service.cli", "scheduler", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "scheduler alone" in done.stdout, done.stderr
+    assert serve.start_scheduler.__doc__ is not None
 
 
 def _one_error(result: object) -> str:
@@ -270,29 +305,6 @@ def test_a_restart_on_a_database_at_head_runs_no_migration(
         assert result.exit_code == 0, result.output
     assert len(ran) == 1 and len(no_server) == 2  # the first start migrated, the second not
     assert current_revision(f"sqlite:///{tmp_path / 'gpuscout.db'}") == HEAD_REVISION
-
-
-def test_a_restart_on_an_sqlite_file_at_head_imports_no_sqlalchemy_before_serving(
-    tmp_path: Path,
-) -> None:
-    """The parent of several workers only starts and watches them: on an SQLite file at
-    head its migration check is the standard library's, and SQLAlchemy is never imported
-    there (each worker imports its own)."""
-    from gpuscout.db.migrate import upgrade
-
-    upgrade(f"sqlite:///{tmp_path / 'gpuscout.db'}")
-    code = (
-        "import sys; from gpuscout.service.commands.serve import migrate;"
-        "from gpuscout.service.settings import Settings;"
-        f"s = Settings(_env_file=None, data_dir={str(tmp_path)!r});"
-        "print(migrate(s), 'sqlalchemy' in sys.modules)"
-    )
-    root = Path(__file__).resolve().parents[3]
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-    )  # fmt: skip
-    assert done.stdout.split() == ["None", "False"], done.stderr
 
 
 def test_an_unreachable_database_is_a_warning_before_serving(

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 
 from gpuscout.adapters.sample import SAMPLE_NOTE, replay_sample
 from gpuscout.adapters.schema import default_fx
-from gpuscout.db.state import state_from_runs
+from gpuscout.db.current import state_from_runs
 from gpuscout.service.api import create_app
 from gpuscout.service.settings import Settings
 from tests.service.api.conftest import FakeSource, database_client, store_sample_then_live

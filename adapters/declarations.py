@@ -92,13 +92,16 @@ _SETTING_DEFAULTS = {
 @dataclasses.dataclass(frozen=True, slots=True)
 class Declaration:
     """One provider as its adapter declares it: its module under ``adapters/``, its name,
-    every setting it reads and the documented base URL of its API (``""``: no HTTP)."""
+    every setting it reads, the documented base URL of its API (``""``: no HTTP) and where
+    to rent its offers (``rent_url``, a template, and ``pricing_url``: :mod:`adapters.rent`)."""
 
     module: str
     name: str
     title: str
     base_url: str
     settings: tuple[ProviderSetting, ...]
+    rent_url: str = ""
+    pricing_url: str = ""
 
     @property
     def base_url_setting(self) -> str | None:
@@ -112,6 +115,8 @@ class Declaration:
             "title": self.title,
             "base_url": self.base_url,
             "settings": [s.to_json() for s in self.settings],
+            "rent_url": self.rent_url,
+            "pricing_url": self.pricing_url,
         }
 
     @classmethod
@@ -122,6 +127,8 @@ class Declaration:
             title=data["title"],
             base_url=data["base_url"],
             settings=tuple(ProviderSetting.from_json(s) for s in data["settings"]),
+            rent_url=data.get("rent_url", ""),
+            pricing_url=data.get("pricing_url", ""),
         )
 
 
@@ -149,6 +156,8 @@ def declaration_of(cls: type[Adapter]) -> Declaration:
         title=cls.title,
         base_url=cls.base_url,
         settings=settings,
+        rent_url=cls.rent_url,
+        pricing_url=cls.pricing_url,
     )
 
 

@@ -93,7 +93,7 @@ def test_launch_pages_carry_the_offers_parts(recorded_offers: dict[str, list[Off
     aws = recorded_offers["aws"][0]
     assert _link(aws) == (
         f"https://console.aws.amazon.com/ec2/home?region={aws.region}"
-        f"#LaunchInstances:instanceType={aws.instance_name}"
+        f"#LaunchInstances:instanceType={aws.offer_id}"
     )
     lium = recorded_offers["lium"][0]
     assert _link(lium) == f"https://lium.io/browse-pods/{lium.offer_id.split('/')[0]}"
@@ -101,10 +101,9 @@ def test_launch_pages_carry_the_offers_parts(recorded_offers: dict[str, list[Off
 
 def test_a_missing_part_falls_back_to_the_pricing_page() -> None:
     assert (
-        rent_link("aws", instance_name="p5.48xlarge")
-        == "https://aws.amazon.com/ec2/pricing/on-demand/"
+        rent_link("aws", offer_id="p5.48xlarge") == "https://aws.amazon.com/ec2/pricing/on-demand/"
     )
-    assert rent_link("aws", instance_name="a b", region="us-east-1").endswith("instanceType=a%20b")
+    assert rent_link("aws", offer_id="a b", region="us-east-1").endswith("instanceType=a%20b")
 
 
 def test_sheet_sellers_link_to_their_providers_pricing_page() -> None:

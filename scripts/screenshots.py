@@ -27,6 +27,8 @@ from gpuscout.service.settings import Settings
 
 CHROMIUM = "/usr/bin/chromium"
 WIDTHS = (390, 1280)
+#: The tallest screenshot: a page's first screens (the GPU catalog runs to 30,000 px).
+MOST_PX = 2400
 
 
 def pages(base: str) -> dict[str, str]:
@@ -73,9 +75,12 @@ def main(folder: Path) -> None:
                     for width in WIDTHS:
                         page = browser.new_page(viewport={"width": width, "height": 900})
                         page.goto(base + path, wait_until="networkidle")
-                        page.screenshot(path=str(folder / f"{name}-{width}.png"), full_page=True)
+                        tall = page.evaluate("document.scrollingElement.scrollHeight")
+                        clip = {"x": 0, "y": 0, "width": width, "height": min(tall, MOST_PX)}
+                        shot = folder / f"{name}-{width}.png"
+                        page.screenshot(path=str(shot), full_page=True, clip=clip)
                         page.close()
-                        print(f"wrote {folder / f'{name}-{width}.png'}")
+                        print(f"wrote {shot}")
                 browser.close()
         finally:
             server.should_exit = True

@@ -555,6 +555,8 @@ def offers_command(**options: Any) -> None:
         _fail(
             f"--columns: unknown {', '.join(unknown)}; known: {', '.join(c.name for c in COLUMNS)}"
         )
+    if ranked.is_empty():
+        return  # said above: a table of no rows is only a header
     if options["wide"] or {"checklist", "id"} & set(names or ()):
         ranked = _with_checklist(current.frame, ranked)
     if "rent" in (names or ()):

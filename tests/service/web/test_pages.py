@@ -290,6 +290,9 @@ async def test_the_sample_rows_have_a_rent_button_and_no_ok_for_sample_prices(
         assert len(ages) == 50
         first = await c.get(f"/offer?id={api[0]['id']}")
         assert f'href="{api[0]["links"]["rent"]}" rel="noopener nofollow"' in first.text
+        for path in ("/", f"/offer?id={api[0]['id']}", "/index?gpu=H100", "/providers"):
+            shown = (await c.get(path)).text
+            assert '<p class="banner sample" role="status"><strong>Sample data.' in shown, path
         providers = (await c.get("/providers")).text
         outcomes = re.findall(r'<span class="tag [a-z]*">([a-z_]+)</span>', providers)
         assert "sample" in outcomes and "ok" not in outcomes

@@ -1,7 +1,7 @@
 """Field coverage: per provider, the share of its current offers that carry each field.
 
 A renter filtering on PSU watts or a CUDA version sees many offers as "unknown"; this says
-where that comes from: which providers publish which of the seed's parameter groups
+where that comes from: which providers publish which of the checklist's parameter groups
 (:data:`adapters.schema.FIELD_GROUPS`). A field is *carried* by an offer when it is not
 ``None`` (an empty tuple of OS images is carried: the provider said "none").
 
@@ -44,7 +44,7 @@ _ALWAYS = frozenset(name for name, info in Offer.model_fields.items() if info.is
 _FIELDS = tuple(f for fields in FIELD_GROUPS.values() for f in fields)
 #: The row of :func:`total_coverage`: every provider's offers together.
 ALL_PROVIDERS = "all"
-#: One short word per seed group, for tables that fit 80 columns, from
+#: One short word per checklist group, for tables that fit 80 columns, from
 #: ``data/field_groups.toml``: the "Offer" group is left out of the tables (the JSON has it).
 GROUP_LABELS: dict[str, str] = tomllib.loads(package_text(DATA_DIR, "field_groups.toml"))["labels"]
 
@@ -121,7 +121,7 @@ def percent_text(share: float | None) -> str:
 
 
 def coverage_markdown(coverage: Mapping[str, ProviderCoverage]) -> str:
-    """The README's table: one row per provider (and all of them), one column per group."""
+    """docs/providers.md's table: one row per provider (and all of them), one column per group."""
     head = ["provider", "offers", *GROUP_LABELS.values()]
     rows = [
         "| " + " | ".join(head) + " |",

@@ -620,7 +620,7 @@ class OfferFields(TypedDict, total=False):
     available_count: int | None
 
 
-#: Every :class:`Offer` field in the seed's parameter groups (``../shared/seed/README.md``),
+#: Every :class:`Offer` field in the checklist's parameter groups (``../shared/seed/README.md``),
 #: in display order, from ``data/field_groups.toml``: the offer page, the checklist and the
 #: per-provider field coverage all group by it (a test checks no field is missing).
 FIELD_GROUPS: dict[str, tuple[str, ...]] = {

@@ -28,7 +28,7 @@ spec and vast-ai/vast-cli (vastai/cli/commands/offers.py):
 * ``reliability2`` (0-1), ``verification`` ("verified"/"unverified"/"deverified"),
   ``hosting_type`` (1 = datacenter, 0 = consumer host), ``geolocation`` ("Texas, US").
 
-Per offer the seed's groups get what the bundle states: ``cpu_name`` (``cpu_model``, and
+Per offer the checklist's groups get what the bundle states: ``cpu_name`` (``cpu_model``, and
 ``cpu_vendor`` from its brand word: "AMD EPYC ..." or "Xeon ..."), ``cpu_arch``,
 ``disk_bw`` (MB/s), ``inet_up``/``inet_down``, ``cuda_max_good`` ("maximum supported CUDA
 version": ``cuda_version``) and ``driver_version``. Left unknown on purpose: ``cpu_cores``

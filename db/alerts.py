@@ -1,4 +1,4 @@
-"""Price alerts (issue #18): conditions, their armed state, firings and webhooks.
+"""Price alerts: conditions, their armed state, firings and webhooks.
 
 An alert *is* a subscription of kind ``alert`` (:mod:`db.subscriptions`): its address, name,
 saved requirement and job, and its pending -> active -> unsubscribed life (double opt-in,

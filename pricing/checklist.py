@@ -1,11 +1,11 @@
-"""The seed's checklist, declared once: what a renter checks before renting a training server.
+"""The renter's checklist, declared once: what a renter checks before renting a training server.
 
 The seed (``../shared/seed/``) walks a renter through eight groups: compute, memory and
 storage, network, power and cooling, chassis, software, cost and term, support. Each
 :class:`ChecklistItem` below is one thing it asks for, with the threshold it gives, the
 offer fields behind it and the :class:`~pricing.requirement.Requirement` constraints that
 decide it: the checklist of an offer (:mod:`pricing.offer_checklist`) runs those very
-filters, so an item and its filter never disagree, and the ``seed-checklist`` preset is
+filters, so an item and its filter never disagree, and the ``full-checklist`` preset is
 the union of the items' constraints (:func:`checklist_requirement`).
 
 Where the seed gives no number, the threshold says which reading was taken and why
@@ -32,7 +32,7 @@ __all__ = ["CHECKLIST", "SEED_SERVER", "ChecklistItem", "checklist_requirement"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ChecklistItem:
-    """One item of the seed's checklist."""
+    """One item of the renter's checklist."""
 
     key: str
     """stable name (API, tests)"""
@@ -136,7 +136,7 @@ CHECKLIST: tuple[ChecklistItem, ...] = (
 )  # fmt: skip
 
 #: The seed's example server: 8x A100-80G, 2x 64-core EPYC, 512 GB ECC RAM, 8x 1.92 TB SSD
-#: (~15 TB), 400G InfiniBand (the ``seed-8xa100`` preset).
+#: (~15 TB), 400G InfiniBand (the ``8xa100-pretrain`` preset).
 SEED_SERVER: Mapping[str, Any] = _constraints(
     gpus=("A100-SXM4-80GB", "A100-PCIE-80GB"),
     min_gpus=8,
@@ -152,7 +152,7 @@ SEED_SERVER: Mapping[str, Any] = _constraints(
 
 def checklist_requirement() -> dict[str, Any]:
     """Every item's constraints, the example server's figures where it is stricter (8 GPUs
-    of A100-80GB, 512 GB RAM): the ``seed-checklist`` preset's fields."""
+    of A100-80GB, 512 GB RAM): the ``full-checklist`` preset's fields."""
     fields: dict[str, Any] = {}
     for entry in CHECKLIST:
         fields.update(entry.requirement)

@@ -264,7 +264,7 @@ def intra_node_scaling(s: Scaling, whole_instance: bool = False) -> pl.Expr:
     """The node-link factor, relative to the reference NVLink node (1.0). Needs ``nodes``
     and ``job_gpus``; a ``whole_instance`` job (no GPU count: it runs on every GPU of one
     instance) reads ``gpus`` alone, without the per-row minimum of the two (it is
-    ``gpus``: evaluated four times a row, ~6% of a 10k-offer ranking under callgrind).
+    ``gpus``, and the minimum is evaluated four times a row).
 
     One GPU on one node communicates with none: 1.0. Nodes of one GPU in a multi-node job
     have no NVLink domain: what a node would keep on NVLink crosses the network card

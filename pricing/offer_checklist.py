@@ -1,4 +1,4 @@
-"""The seed's checklist (:data:`pricing.checklist.CHECKLIST`) evaluated for offers.
+"""The renter's checklist (:data:`pricing.checklist.CHECKLIST`) evaluated for offers.
 
 Each item is met, not met or unknown for an offer, with the value behind it. An item with
 constraints runs the requirement's own filter (:func:`pricing.expressions.qualifies`)
@@ -73,7 +73,7 @@ class Check:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Checklist:
-    """Every item of the seed's checklist for one offer, in the table's order."""
+    """Every item of the renter's checklist for one offer, in the table's order."""
 
     checks: tuple[Check, ...]
 

@@ -11,8 +11,8 @@ of its configuration's other rows. So these are columns of the frame
 (:func:`pricing.frame.offers_to_frame`, :func:`pricing.frame.records_to_frame`: once per
 snapshot for the API, kept with its frame), not expressions of every ranking's plan.
 polars plans and optimises a ranking anew on every call, and that planning, not the data,
-is most of a ranking of a few thousand rows (callgrind, the API's H100 query over 100k
-offers: ~90% of the collect).
+is most of a ranking of a few thousand rows: each expression kept out of the plan is
+planning saved on every query.
 
 The break-even reads a configuration's rows of every term, whether or not a query admits
 them: a query for interruptible or committed terms only (``terms``, a price cap) still

@@ -1,4 +1,4 @@
-"""Readings of the seed's free-text offer fields as values a filter can compare.
+"""Readings of the free-text offer fields as values a filter can compare.
 
 Providers publish a CUDA version as ``"12.4"``, a chassis as ``"4U"``, PSU redundancy as
 ``"2+2"``, OS images as ``"ubuntu-22.04"`` or ``"Ubuntu 22.04 LTS (Jammy)"``. Each function

@@ -34,7 +34,7 @@ def coverage_answer(current: CurrentState, provider: str | None = None) -> dict[
 
 
 def sample_table() -> str:
-    """The README's coverage table: the offline sample's offers, as the code counts them."""
+    """docs/providers.md's coverage table: the offline sample's offers, as the code counts them."""
     from gpuscout.adapters.field_coverage import coverage_markdown
     from gpuscout.adapters.schema import default_fx
 
@@ -43,5 +43,5 @@ def sample_table() -> str:
     return coverage_markdown(load_sample(default_fx()).field_coverage or {})
 
 
-if __name__ == "__main__":  # uv run python -m gpuscout.service.field_coverage: the README's table
+if __name__ == "__main__":  # python -m gpuscout.service.field_coverage: docs/providers.md's table
     print(sample_table(), end="")

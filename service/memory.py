@@ -2,7 +2,7 @@
 
 Loading a snapshot builds large short-lived Python objects (the stored rows, their JSON
 text); once they are freed glibc keeps most of that heap mapped, so a process that peaked
-at ~1 GB while loading stayed there (#17 measured 640 MB that ``malloc_trim`` returns).
+at ~1 GB while loading stayed there (640 MB of it is what ``malloc_trim`` returns).
 :func:`release_memory` asks glibc to hand back what it holds free; on another C library
 (musl, macOS) it does nothing.
 """

@@ -1,5 +1,5 @@
 """One offer for its page, the API's detail and ``gpuscout offer``: the fields the provider
-published, its rows in the frame, and the seed's checklist for it.
+published, its rows in the frame, and the renter's checklist for it.
 
 The ranking's frame holds the fields it ranks by; the page shows every field of the
 :class:`~adapters.schema.Offer` the provider filled in. Those come from the stored record
@@ -151,7 +151,7 @@ def _with_effective_tflops(terms: pl.DataFrame) -> pl.DataFrame:
 
 
 def checklist_of(frame: pl.DataFrame, key: str) -> Checklist | None:
-    """The seed's checklist for the current offer ``key`` (None: no such offer)."""
+    """The renter's checklist for the current offer ``key`` (None: no such offer)."""
     found = checklists(frame.filter(frame_key() == key).head(1))
     return found[0] if found else None
 

@@ -1,4 +1,5 @@
-"""The README's examples run: its two first commands, and every CLI example it shows."""
+"""The docs' examples run: the README's two first commands, and every CLI example the README
+and ``docs/*.md`` show, each document's in its own order."""
 
 from __future__ import annotations
 
@@ -15,21 +16,33 @@ from gpuscout.service.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text("utf-8")
+#: The documents whose examples run: the README, then every page of docs/.
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 #: Examples that need the network or run a server: shown, not run here.
 NOT_RUN = ("gpuscout snapshot\n", "gpuscout serve", "gpuscout fx update")
 
 
-def commands() -> list[str]:
-    """Every command the README shows: its ``uv run gpuscout ...`` lines, then the commands
-    written in its prose (a command with two options or more, no placeholder: a bare
-    ``gpuscout offers`` or ``gpuscout offer ID`` names a command, it is no example)."""
-    found = re.findall(r"^uv run (gpuscout [^#\n]*?)\s*(?:#.*)?$", README, flags=re.M)
-    prose = re.findall(r"`(gpuscout [a-z]+(?: --?\S+(?: [^-`\s]\S*)?){2,})`", README)
+def commands(text: str) -> list[str]:
+    """The commands ``text`` shows, in order, but those not run: its ``uv run gpuscout ...``
+    lines, then the commands written in its prose (a command with two options or more, no
+    placeholder: a bare ``gpuscout offers`` or ``gpuscout offer ID`` names a command, it is
+    no example)."""
+    found = re.findall(r"^uv run (gpuscout [^#\n]*?)\s*(?:#.*)?$", text, flags=re.M)
+    prose = re.findall(r"`(gpuscout [a-z]+(?: --?\S+(?: [^-`\s]\S*)?){2,})`", text)
     found += [
         c for c in prose if c not in found and "..." not in c and not re.search(r"[A-Z]{2}", c)
     ]
     return [c for c in found if not any((c + "\n").startswith(n) for n in NOT_RUN)]
+
+
+def examples() -> list[tuple[str, str]]:
+    """Each document's examples, as (document name, command)."""
+    return [
+        (path.relative_to(ROOT).as_posix(), command)
+        for path in DOCUMENTS
+        for command in commands(path.read_text("utf-8"))
+    ]
 
 
 def answers(stdout: str) -> bool:
@@ -70,7 +83,8 @@ def test_first_lines_give_the_two_commands() -> None:
 
 
 def test_examples_are_found() -> None:
-    assert len(commands()) >= 6
+    assert len(commands(README)) >= 6
+    assert {document for document, _ in examples()} >= {"README.md", "docs/cli.md"}
 
 
 #: The example that stores offers: the ones after it in the README read what it stored.
@@ -104,11 +118,15 @@ def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"before": before, "after": after}
 
 
-@pytest.mark.parametrize("command", commands())
-def test_readme_example_runs(
-    command: str, data_dirs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("document", "command"), examples())
+def test_example_runs(
+    document: str,
+    command: str,
+    data_dirs: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    shown = commands()
+    shown = commands((ROOT / document).read_text("utf-8"))
     after = SNAPSHOT in shown and shown.index(command) > shown.index(SNAPSHOT)
     data_dir = data_dirs["after" if after else "before"]
     result = _invoke(command, data_dir, tmp_path, monkeypatch)
@@ -116,11 +134,22 @@ def test_readme_example_runs(
     assert answers(result.stdout), (command, result.output)
 
 
-def test_readme_coverage_table_is_the_generated_one() -> None:
-    """The README's field-coverage table is what the code counts on the offline sample
-    (regenerate: ``uv run python -m service.field_coverage``)."""
+def test_coverage_table_is_the_generated_one() -> None:
+    """docs/providers.md's field-coverage table is what the code counts on the offline
+    sample (regenerate: ``uv run python -m gpuscout.service.field_coverage``)."""
     from gpuscout.service.field_coverage import sample_table
 
-    shown = re.search(r"<!-- coverage:start -->\n(.*?)<!-- coverage:end -->", README, re.S)
-    assert shown is not None, "README lacks the coverage table markers"
+    text = (ROOT / "docs" / "providers.md").read_text("utf-8")
+    shown = re.search(r"<!-- coverage:start -->\n(.*?)<!-- coverage:end -->", text, re.S)
+    assert shown is not None, "docs/providers.md lacks the coverage table markers"
     assert shown.group(1) == sample_table()
+
+
+def test_readme_is_a_quickstart_and_no_doc_keeps_a_diary() -> None:
+    """The README stays short (detail goes to docs/); no page names numbered runs or
+    sessions: figures live in one current table in docs/performance.md."""
+    assert len(README.splitlines()) <= 300
+    pages = [*DOCUMENTS, ROOT / "ARCHITECTURE.md"]
+    diary = re.compile(r"\b(?:session|run) #?\d+\b", re.I)
+    found = {p.name: diary.findall(p.read_text("utf-8")) for p in pages}
+    assert {name: hits for name, hits in found.items() if hits} == {}

@@ -1,4 +1,4 @@
-"""Price alerts (issue #18): tell a subscriber the moment a qualifying offer gets cheap
+"""Price alerts: tell a subscriber the moment a qualifying offer gets cheap
 enough, comes into stock, or drops well below its 7-day median.
 
 * :mod:`.condition`: the condition of an alert and when it holds / re-arms (pure)

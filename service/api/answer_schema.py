@@ -185,7 +185,7 @@ class OfferLinks(_Answer):
 
 
 class ChecklistSummary(_Answer):
-    """How many items of the seed's checklist (``pricing/checklist.py``) an offer meets."""
+    """How many items of the renter's checklist (``pricing/checklist.py``) an offer meets."""
 
     met: int
     not_met: int
@@ -225,7 +225,7 @@ class RankedOffer(_Answer):
     performance: Performance
     job: JobCost
     checklist: ChecklistSummary = Field(
-        description="the seed's checklist for this offer, counted (items: /v1/offers/{id})"
+        description="the renter's checklist for this offer, counted (items: /v1/offers/{id})"
     )
     links: OfferLinks
 
@@ -295,7 +295,7 @@ class OffersPage(Provenance):
 
 
 class CheckItem(_Answer):
-    """One item of the seed's checklist for one offer."""
+    """One item of the renter's checklist for one offer."""
 
     key: str = Field(examples=["psu_redundancy"])
     group: str = Field(description="the field group it belongs to", examples=["Power and cooling"])
@@ -315,7 +315,7 @@ class OfferChecklist(ChecklistSummary):
 
 
 class FieldGroup(_Answer):
-    """One group of the offer's fields (the seed's parameter groups)."""
+    """One group of the offer's fields (the checklist's parameter groups)."""
 
     group: str = Field(examples=["Power and cooling"])
     fields: dict[str, Any] = Field(
@@ -326,7 +326,7 @@ class FieldGroup(_Answer):
 
 
 class OfferDetail(Provenance):
-    """One current offer: every published field, grouped, and the seed's checklist."""
+    """One current offer: every published field, grouped, and the renter's checklist."""
 
     id: str = Field(examples=["YWNtZXw4eC1oMTAwfHVzLWVhc3QtMXxvbl9kZW1hbmR8aW5zdGFuY2U"])
     key: str = Field(

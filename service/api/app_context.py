@@ -65,12 +65,10 @@ class ApiContext:
         ``settings.api_ranking_threads`` at once; the others wait in arrival order.
 
         Without the bound each request took one of anyio's 40 threads, so 8 rankings shared
-        2 cores at once and the unluckiest waited longest. ``benchmarks/api.py``, 100k
-        offers, new queries at 8 connections, 1 worker on 2 cores (2026-12-01, two runs
-        each): 40 at once 86-87 req/s, p99 235-238 ms; 4 (the default, twice the cores)
-        80-87 req/s, p99 172-201 ms; 2: 73-78 req/s, p99 159-167 ms (a ranking's Python
-        steps hold the GIL, so with one per core a core idles now and then). Cached answers
-        never come here.
+        2 cores at once and the unluckiest waited longest. Twice the cores (the default)
+        kept the throughput of no bound with a p99 about a fifth lower (``benchmarks/api.py``,
+        new queries at 8 connections); one a core left a core idle now and then, as a
+        ranking's Python steps hold the GIL. Cached answers never come here.
         """
         if self._ranking_slots is None:
             self._ranking_slots = anyio.CapacityLimiter(self.settings.api_ranking_threads)

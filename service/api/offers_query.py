@@ -21,12 +21,20 @@ from collections.abc import Collection
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 from gpuscout.adapters.gpus import Precision
 from gpuscout.pricing.job import Job
 from gpuscout.pricing.names import UnknownName, check_providers
-from gpuscout.pricing.requirement import PRESETS, Requirement
+from gpuscout.pricing.requirement import PRESET_ALIASES, PRESETS, Requirement
 
 from .input_limits import too_many_items
 
@@ -39,6 +47,7 @@ __all__ = [
     "SortKey",
     "checked_providers",
     "deprecated_names",
+    "deprecated_values",
     "openapi_parameters",
     "parse_offers_query",
     "validate_query",
@@ -73,6 +82,13 @@ SortKey = Literal[
     "usd_per_gpu_hour",
 ]
 PresetName = Literal[tuple(PRESETS)]  # type: ignore[valid-type]
+
+
+def _preset_name(value: Any) -> Any:
+    """A former preset name (:data:`PRESET_ALIASES`) read as the name it now goes by: taken,
+    though the document lists only the current names."""
+    return PRESET_ALIASES.get(value, value) if isinstance(value, str) else value
+
 
 MAX_LIMIT = 500
 
@@ -115,7 +131,7 @@ def _split_commas(value: Any) -> Any:
 def _build_query_model() -> type[BaseModel]:
     fields: dict[str, Any] = {
         "preset": (
-            PresetName | None,
+            Annotated[PresetName | None, BeforeValidator(_preset_name)],
             Field(default=None, description="a named requirement; other parameters refine it"),
         )
     }
@@ -186,7 +202,7 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
 
 #: Examples of the offers query in the OpenAPI document.
 EXAMPLES: dict[str, Any] = {
-    "preset": "seed-8xa100",
+    "preset": "8xa100-pretrain",
     "gpus": ["H100"],
     "min_gpus": 8,
     "regions": ["us-east-1"],
@@ -233,6 +249,14 @@ QUERY_ALIASES: dict[str, str] = {"params": "model_params"}
 def deprecated_names(params: Any) -> list[tuple[str, str]]:
     """The ``(old, new)`` names of :data:`QUERY_ALIASES` a query uses."""
     return [(old, new) for old, new in QUERY_ALIASES.items() if old in params]
+
+
+def deprecated_values(params: Any) -> list[tuple[str, str]]:
+    """A former preset name the query gives, as ``("preset=old", "preset=new")``."""
+    old = params.get("preset")
+    if old not in PRESET_ALIASES:
+        return []
+    return [(f"preset={old}", f"preset={PRESET_ALIASES[old]}")]
 
 
 def validate_query(params: Any, max_list_items: int | None = None) -> BaseModel:

@@ -1,6 +1,6 @@
 """The CLI's former option names, still taken: hidden from ``--help``, with a one-line note.
 
-One vocabulary (issue #15) renamed options to the API's names: ``history --gpu`` is
+One vocabulary renamed options to the API's names: ``history --gpu`` is
 ``--gpus``, ``estimate --gpu``/``--count`` are ``--gpu-model``/``--job-gpus``,
 ``subscribe --gpus`` (a job GPU count) is ``--job-gpus``. Scripts written against the old
 names keep working; each use says, on stderr, which name to use instead. (Spellings that

@@ -1,4 +1,4 @@
-"""``gpuscout offer ID``: one current offer, every published field by group, and the seed's
+"""``gpuscout offer ID``: one current offer, every published field by group, and the renter's
 checklist for it (met / not met / unknown, with the value behind each item).
 
 ``ID`` is the offer's ``id`` in the API's answers (``gpuscout offers --format json``, or the
@@ -109,7 +109,7 @@ def _print(detail: dict[str, Any], title: str, usd: str | None = None) -> None:
             table.add_row("not published", ", ".join(group["not_published"]), style="dim")
         out.print(table)
     checklist = detail["checklist"]
-    table = Table(title=f"The seed's checklist: {checklist['summary']}", title_justify="left")
+    table = Table(title=f"The renter's checklist: {checklist['summary']}", title_justify="left")
     for header in ("group", "item", "asks for", "status", "published"):
         table.add_column(header)
     for check in checklist["checks"]:
@@ -140,7 +140,7 @@ def offer_command(
         DetailFormat, typer.Option("--format", help="table, or json as GET /v1/offers/{id}")
     ] = DetailFormat.TABLE,
 ) -> None:
-    """Show one current offer: every field its provider publishes, and the seed's checklist."""
+    """Show one current offer: every field its provider publishes, and the renter's checklist."""
     from gpuscout.service.offer_record import checklist_of, detail_parts, frame_key
 
     from ..api.offer_ids import offer_id, offer_links

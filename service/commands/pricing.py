@@ -34,11 +34,11 @@ from gpuscout.adapters.gpus import Precision
 from gpuscout.adapters.schema import Fabric
 from gpuscout.pricing.display import figure_text
 from gpuscout.pricing.job import Job
-from gpuscout.pricing.requirement import PRESETS, Requirement, preset
+from gpuscout.pricing.requirement import PRESET_ALIASES, PRESETS, Requirement, preset
 
 from ..current import load_current
 from .console import wide_console
-from .deprecated import deprecated_option, resolve_deprecated
+from .deprecated import deprecated_option, note_deprecated, resolve_deprecated
 from .offer_options import (
     OptionSpec,
     field_options,
@@ -259,6 +259,9 @@ def _models(options: dict[str, Any]) -> tuple[Requirement, Job, dict[str, Any]]:
     """The requirement and job the options ask for, and the query in the API's names."""
     req, job, query = fields_from_options(options, _SPECS)
     name = options.get("preset")
+    if name in PRESET_ALIASES:
+        note_deprecated(f"--preset {name}", f"--preset {PRESET_ALIASES[name]}")
+        name = PRESET_ALIASES[name]
     try:
         base = preset(name) if name else Requirement()
     except KeyError as exc:
@@ -448,7 +451,7 @@ def _emit_answer(answer: dict[str, Any], fmt: OutputFormat) -> None:
 
 
 def _with_checklist(frame: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
-    """The ranking with each row's ``checklist`` summary (the seed's items, counted) and its
+    """The ranking with each row's ``checklist`` summary (the checklist's items, counted) and its
     API ``id`` (what ``gpuscout offer`` takes): the table's ``--wide`` columns."""
     import polars as pl
 

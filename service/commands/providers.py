@@ -84,7 +84,7 @@ def offers_table(offers: list[Offer], title: str | None = None) -> Table:
 
 
 def coverage_table(coverage: Mapping[str, ProviderCoverage]) -> Table:
-    """Per provider (and all together), the share of its offers carrying each seed group's
+    """Per provider (and all together), the share of its offers carrying each checklist group's
     fields: ten narrow columns, within 80."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0))
     table.add_column("provider", no_wrap=True, overflow="ellipsis", max_width=12)
@@ -330,7 +330,7 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--coverage",
-                help="the share of each provider's current offers carrying each seed"
+                help="the share of each provider's current offers carrying each checklist"
                 " group's fields (where 'unknown' comes from)",
             ),
         ] = False,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from gpuscout.pricing import Job, Requirement
+from gpuscout.pricing.requirement import PRESET_ALIASES
 from gpuscout.pricing.requirement import preset as get_preset
 
 from .deprecated import note_deprecated
@@ -99,6 +100,9 @@ def search_from_options(search: dict[str, Any]) -> tuple[Requirement, Job]:
     for; raises ValueError (a ValidationError too) naming the option."""
     options = dict(search)
     _old_job_gpus(options)
+    if options.get("preset") in PRESET_ALIASES:
+        old = options["preset"]
+        note_deprecated(f"--preset {old}", f"--preset {PRESET_ALIASES[old]}")
     try:
         requirement = get_preset(options["preset"]) if options.get("preset") else Requirement()
     except KeyError as exc:

@@ -286,7 +286,7 @@ def build_digest(
         offers = offers_to_frame(offers)
     ranked = rank(offers, subscription.requirement, subscription.job, options)
     stale_names = {s.provider for s in stale_providers}
-    checklist = summaries(offers, ranked).to_list()  # the seed's checklist, counted
+    checklist = summaries(offers, ranked).to_list()  # the renter's checklist, counted
     top_rows = _top_rows(ranked, checklist, stale_names, set(sample_providers))
     name = _one_line(subscription.name, 60)
     best = top_rows[0] if top_rows else None

@@ -2,7 +2,7 @@
 
 Every parameter of :data:`service.api.offers_query.OffersQuery` is a control here (a test
 pins it), grouped the way a renter thinks: GPU, where and who, term and price, network,
-the job, the seed's groups (CPU, memory and storage; power and cooling; chassis; software;
+the job, the checklist's groups (CPU, memory and storage; power and cooling; chassis; software;
 support), then the rest. The controls carry the values of the request's query string: the
 URL is the page's state.
 """

@@ -1,4 +1,4 @@
-"""``GET /offer?key=``: one offer, every field its provider published, the seed's checklist
+"""``GET /offer?key=``: one offer, every field its provider published, the renter's checklist
 for it (met / not met / unknown, with the value behind each), its terms and its price
 history; ``GET /offer/record?key=`` is the raw record as JSON.
 

@@ -40,31 +40,6 @@ def _raw_names() -> list[tuple[str, float | None, str | None, bool, str]]:
         ]
 
 
-def test_public_names() -> None:
-    assert set(gpus.__all__) == {
-        "ALIAS_PATTERNS",
-        "EXACT_ALIASES",
-        "FALLBACK_PRECISIONS",
-        "FIGURE_RULES",
-        "Figure",
-        "FigureBasis",
-        "FigureRule",
-        "GpuSpec",
-        "Precision",
-        "catalog",
-        "conservative_variant",
-        "find_gpus",
-        "get_gpu",
-        "gpu_named",
-        "gpus_named",
-        "resolve_gpu_name",
-        "similar_gpu_names",
-        "sold_memory_gb",
-        "spec_fields",
-        "unknown_gpu_names",
-    }
-
-
 @pytest.mark.parametrize(
     ("usable_mib", "model", "sold"),
     [

@@ -1,15 +1,21 @@
 """The benchmark scripts run end to end on tiny inputs, so they cannot rot unnoticed.
 
-Their figures are not checked here (speed goals live in the scripts' own output); only that
-each runs, exits 0 and prints what its README table is read from.
+Marked ``benchmark``: the default suite deselects them and ``.ci/run`` runs them on their
+own (``pytest -m benchmark``) under a hard timeout. Their figures are not checked here
+(speed goals live in the scripts' own output); only that each runs, exits 0 and prints what
+``docs/performance.md`` reads from it. Each script runs in a process group of its own,
+killed whole when it overruns, so a server it started never outlives the test.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,18 +25,42 @@ from tests.conftest import POSTGRES_SKIP, POSTGRES_URL_ENV
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(script: str, *args: str, timeout: float = 120) -> str:
+pytestmark = pytest.mark.benchmark
+
+
+@pytest.fixture(autouse=True, scope="module")
+def stop_on_sigterm() -> Iterator[None]:
+    """A SIGTERM (``.ci/run``'s timeout) stops the test as Ctrl-C does, so :func:`run`
+    still kills the script's process group on the way out."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    yield
+    signal.signal(signal.SIGTERM, before)
+
+
+def run(script: str, *args: str, timeout: float = 180) -> str:
+    """``benchmarks/<script> args``: its output; the script and its children are killed
+    together if it runs past ``timeout`` seconds or the test stops early."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
+    process = subprocess.Popen(
         [sys.executable, str(ROOT / "benchmarks" / script), *args],
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
-        check=False,
+        start_new_session=True,  # its own process group: servers it starts die with it
     )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    try:
+        out, err = process.communicate(timeout=timeout)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == 0, err
+    return out
 
 
 def test_snapshot_benchmark_reports_each_step_and_the_targets() -> None:
@@ -119,3 +149,10 @@ def test_alerts_benchmark_reports_each_run_and_the_target() -> None:
     assert "60 alerts over 12 searches, 300 offers" in out
     assert "run 1: evaluated in" in out and "run 2: evaluated in" in out
     assert "(target <= 5 s)" in out
+
+
+def test_checklist_benchmark_prints_each_page() -> None:
+    out = run("checklist.py", "--offers", "500", "--repeat", "1")
+    assert "every offer's summary, once per snapshot:" in out
+    assert re.search(r"^ +20 +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), out
+    assert re.search(r"^ +500 +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), out

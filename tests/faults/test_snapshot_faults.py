@@ -36,7 +36,7 @@ HTTP = sorted(PROVIDERS)
 HALVES = (HTTP[::2], HTTP[1::2])
 
 #: What each fault must lead to: a transport failure, a deadline, or a body the adapter or
-#: the plausibility guard refuses. Any error text is accepted; the matrix is printed.
+#: the plausibility guard refuses. Any error text is accepted.
 FAULTS = list(Fault)
 
 
@@ -120,9 +120,6 @@ def test_the_recordings_are_a_healthy_snapshot(server: FakeServer, tmp_path: Pat
     assert counts == {p: runs[p].offer_count for p in HTTP}
 
 
-MATRIX: dict[tuple[str, Fault], str] = {}
-
-
 @pytest.mark.parametrize("fault", FAULTS, ids=[f.value for f in FAULTS])
 def test_a_fault_fails_only_its_provider_and_keeps_its_last_good_offers(
     server: FakeServer, tmp_path: Path, fault: Fault, caplog: pytest.LogCaptureFixture
@@ -154,7 +151,6 @@ def test_a_fault_fails_only_its_provider_and_keeps_its_last_good_offers(
                     assert counts.get(name) == baseline[name], (name, fault)  # kept
                     assert states[name].stale and states[name].error == change.error
                     assert rows[name] == ("error", change.error)
-                    MATRIX[name, fault] = ("guard: " if change.guarded else "") + change.error
                 else:
                     assert change.status is RunStatus.OK, (name, fault, change.error)
                     assert counts.get(name) == baseline[name], (name, fault)
@@ -163,11 +159,3 @@ def test_a_fault_fails_only_its_provider_and_keeps_its_last_good_offers(
             assert unexpected == [], unexpected  # every fault is an expected error
     finally:
         server.faults.clear()
-
-
-def test_zz_print_the_fault_matrix() -> None:
-    """The matrix of the run (``pytest -s`` shows it): provider x fault -> error."""
-    if not MATRIX:
-        pytest.skip("no fault test ran")
-    for (name, fault), error in sorted(MATRIX.items()):
-        print(f"{name:13} {fault.value:10} {error[:150]}")

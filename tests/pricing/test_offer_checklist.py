@@ -1,4 +1,4 @@
-"""The seed's checklist: the table's invariants, and a few offers checked item by item."""
+"""The renter's checklist: the table's invariants, and a few offers checked item by item."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_the_table_is_well_formed() -> None:
 
 
 def test_the_checklist_preset_is_the_items_and_the_seed_server() -> None:
-    checklist = preset("seed-checklist")
+    checklist = preset("full-checklist")
     assert checklist.min_psu_watts == 2000 and checklist.psu_redundant is True
     assert checklist.min_chassis_u == 4 and checklist.min_cuda_version == "11.0"
     assert checklist.os_images == ("Ubuntu 22.04", "Ubuntu 24.04")
@@ -70,7 +70,7 @@ def test_the_checklist_preset_is_the_items_and_the_seed_server() -> None:
     # the example server's own figures, where it is stricter than an item
     assert checklist.min_gpus == 8 and checklist.min_ram_gb == 512
     assert set(checklist.gpu_models()) == {"A100-SXM4-80GB", "A100-PCIE-80GB"}
-    assert PRESETS["seed-8xa100"] == dict(SEED_SERVER)
+    assert PRESETS["8xa100-pretrain"] == dict(SEED_SERVER)
     assert checklist_requirement()["min_psu_watts"] == 2000
 
 
@@ -174,5 +174,5 @@ def test_the_binding_note_names_the_checklist_items_the_closest_offers_miss() ->
     near = make_offer(
         **{**SEED_FIELDS, "chassis_form_factor": "2U", "backup_service": False, "offer_id": "near"}
     )
-    note = binding_note(offers_to_frame([near]), preset("seed-checklist"), NOW)
+    note = binding_note(offers_to_frame([near]), preset("full-checklist"), NOW)
     assert note is not None and note.endswith("miss only backup_service, min_chassis_u")

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from gpuscout.adapters.schema import RentalTerm
 from gpuscout.pricing import PRESETS, Requirement, preset
-from gpuscout.pricing.requirement import GpuChoice, gpu_choice
+from gpuscout.pricing.requirement import PRESET_ALIASES, GpuChoice, gpu_choice, preset_names
 
 
 def test_every_preset_validates() -> None:
@@ -15,8 +15,15 @@ def test_every_preset_validates() -> None:
         assert isinstance(preset(name), Requirement)
 
 
-def test_seed_preset_matches_the_seed_server() -> None:
-    seed = preset("seed-8xa100")
+def test_former_preset_names_are_taken_but_not_listed() -> None:
+    for old, new in PRESET_ALIASES.items():
+        assert preset(old) == preset(new)
+        assert old not in preset_names()
+    assert PRESET_ALIASES["seed-8xa100"] == "8xa100-pretrain"
+
+
+def test_example_server_preset_matches_the_example_server() -> None:
+    seed = preset("8xa100-pretrain")
     assert seed.min_gpus == seed.max_gpus == 8
     assert seed.min_cpu_cores == 128 and seed.min_ram_gb == 512
     assert seed.min_storage_gb == 15000 and seed.min_fabric_gbps == 400
@@ -53,7 +60,7 @@ def test_allowed_terms_respect_max_commitment() -> None:
 
 
 def test_unknown_preset_lists_known() -> None:
-    with pytest.raises(KeyError, match="seed-8xa100"):
+    with pytest.raises(KeyError, match="8xa100-pretrain"):
         preset("nope")
 
 

@@ -4,7 +4,7 @@ Revision ID: 0003
 Revises: 0002
 Create Date: 2026-12-01
 
-Issue #14 (hardening) for db/subscriptions.py:
+Hardening of db/subscriptions.py:
 
 * ``mail_quota`` (one lockable row per limit key) and ``mail_quota_use`` (one row per
   confirmation mail counted): the atomic per-address, per-client and global limits;

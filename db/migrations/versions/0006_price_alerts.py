@@ -4,7 +4,7 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-12-01
 
-Price alerts (db/alerts.py, issue #18): ``subscription.kind`` (digest | alert; existing rows
+Price alerts (db/alerts.py): ``subscription.kind`` (digest | alert; existing rows
 are digests), ``digest_delivery.week`` widened to 40 characters so it can name an alert
 firing's mail (``alert:<firing>``) or webhook call (``hook:<firing>:<webhook>``), and the
 tables ``alert``, ``alert_firing``, ``alert_webhook`` and ``search_observation``. Column

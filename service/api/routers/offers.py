@@ -1,6 +1,6 @@
 """``GET /v1/offers``: the cheapest qualifying offers for a requirement and a job, a page
 at a time; ``GET /v1/offers/{offer_id}``: one current offer, every published field by group
-and the seed's checklist; ``GET /v1/offers/{offer_id}/history``: its stored prices.
+and the renter's checklist; ``GET /v1/offers/{offer_id}/history``: its stored prices.
 
 A repeated query string is answered before routing (:mod:`service.api.offers_cache`).
 Here: validate the query (and its cursor: of this query, of this snapshot), look its
@@ -32,6 +32,7 @@ from ..offers_cache import (
 from ..offers_query import (
     canonical_key,
     deprecated_names,
+    deprecated_values,
     openapi_parameters,
     parse_offers_query,
     validate_query,
@@ -108,7 +109,7 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
             return unchanged
         page = await context.ranking(ranked_page, state, parsed, now)
         state.cache.put((key, now), page)
-    old_names = deprecated_names(request.query_params)
+    old_names = deprecated_names(request.query_params) + deprecated_values(request.query_params)
     if old_names:  # not for the fast path: it could not say so
         response = page_response(page, request.scope, max_age_s)
         deprecation_headers(old_names, response.headers)
@@ -140,9 +141,9 @@ async def get_offer_price_history(offer_id: str, context: ContextDep) -> OfferHi
 async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> OfferDetail:
     """Get one current offer: every field its provider publishes, by group, and the checklist.
 
-    The fields are grouped as the seed groups them (compute, memory and storage, network,
+    The fields are grouped as the checklist groups them (compute, memory and storage, network,
     power and cooling, chassis, software, price and term, support), each group listing
-    what is not published too. The checklist gives each of the seed's items as met, not
+    what is not published too. The checklist gives each of the checklist's items as met, not
     met or unknown (not published), with the value behind it, and the count.
     `offer_origin` says whether this offer's price is the offline sample's.
     """

@@ -1,5 +1,5 @@
 """``GET /v1/providers``: each provider's last fetch, outcome, offers held and freshness;
-``GET /v1/providers/coverage``: which fields of the seed's groups its current offers carry.
+``GET /v1/providers/coverage``: which fields of the checklist's groups its current offers carry.
 
 ``fresh`` follows price age: live prices at most the adapter's ``fresh_within_hours`` old
 (:data:`adapters.base.FRESH_WITHIN_HOURS` unless the adapter sets it); sample prices are
@@ -120,7 +120,7 @@ class FieldCoverageOut(BaseModel):
 
 
 class GroupCoverageOut(BaseModel):
-    group: str = Field(description="a seed group: Compute, Memory and storage, Network, ...")
+    group: str = Field(description="a checklist group: Compute, Memory and storage, Network, ...")
     share: float | None = Field(
         description="filled fields over offers x the group's fields, 0-1 (null: no offers)"
     )
@@ -175,7 +175,7 @@ class CoverageList(BaseModel):
 
 @router.get("/coverage", response_model=CoverageList)
 async def provider_coverage(state: StateDep) -> CoverageList:
-    """Per provider, the share of its current offers that carry each field of the seed's
+    """Per provider, the share of its current offers that carry each field of the checklist's
     groups: where an offer's "unknown" comes from.
 
     Counted once per snapshot, when first asked (from the stored records or the sample).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+import time_machine
 from fastapi import FastAPI
 
 from gpuscout.adapters.collect import RunStatus
@@ -29,7 +30,10 @@ from gpuscout.service.api import create_app
 from gpuscout.service.settings import Settings
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
-FETCHED_AT = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+#: The API tests' clock: every test of this directory (and of the web pages) runs at this
+#: moment, so an answer's ages and freshness are the same whenever the suite runs.
+NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
+FETCHED_AT = NOW - timedelta(hours=2)
 CENT = Decimal("0.01")
 
 
@@ -118,6 +122,13 @@ class FakeSource:
     def __call__(self) -> CurrentState:
         self.loads += 1
         return self.current
+
+
+@pytest.fixture(autouse=True)
+def clock() -> Iterator[None]:
+    """The clock at :data:`NOW`, ticking from there (timeouts and leases still run)."""
+    with time_machine.travel(NOW, tick=True):
+        yield
 
 
 @pytest.fixture

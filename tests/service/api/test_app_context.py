@@ -4,7 +4,6 @@ others in arrival order."""
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 
@@ -22,10 +21,6 @@ def _context(settings: Settings, threads: int) -> ApiContext:
     settings = settings.model_copy(update={"api_ranking_threads": threads})
     holder = StateHolder(lambda: None, cache_entries=0)  # type: ignore[arg-type, return-value]
     return ApiContext(settings=settings, holder=holder, metrics=ApiMetrics(lambda: None))
-
-
-def test_the_default_is_two_rankings_per_core(settings: Settings) -> None:
-    assert settings.api_ranking_threads == 2 * (os.cpu_count() or 1)
 
 
 async def test_rankings_beyond_the_bound_wait_their_turn(settings: Settings) -> None:

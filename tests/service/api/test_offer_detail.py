@@ -1,4 +1,4 @@
-"""``GET /v1/offers/{id}`` (every published field by group, the seed's checklist) and the
+"""``GET /v1/offers/{id}`` (every published field by group, the renter's checklist) and the
 checklist summary of each offer of ``/v1/offers``; 422s for the seed filters' bad values."""
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ async def test_the_seed_filters_are_parameters(client: httpx.AsyncClient) -> Non
     body = (await client.get(f"/v1/offers?{query}")).json()
     assert [o["provider"] for o in body["offers"]] == ["rackco"]
     assert (await client.get("/v1/offers?min_cuda_version=12.6")).json()["offers"] == []
-    both = (await client.get("/v1/offers?preset=seed-checklist&allow_unknown=true")).json()
+    both = (await client.get("/v1/offers?preset=full-checklist&allow_unknown=true")).json()
     assert both["offers"] == []  # no sample offer has 8 A100-80GB
 
 

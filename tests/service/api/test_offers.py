@@ -335,3 +335,22 @@ async def test_an_answer_is_compact_standard_json_whatever_the_encoding(
     assert plain.content == json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
     zipped = await client.get("/v1/offers?limit=50", headers={"Accept-Encoding": "gzip"})
     assert zipped.headers["content-encoding"] == "gzip" and zipped.content == plain.content
+
+
+async def test_a_former_preset_name_is_taken_and_marked_deprecated(
+    client: httpx.AsyncClient,
+) -> None:
+    """``preset=seed-checklist`` answers as ``full-checklist`` with the ``Deprecation`` and
+    ``Warning`` headers naming the new value; the OpenAPI document lists only new names."""
+    new = await client.get("/v1/offers?preset=full-checklist&allow_unknown=true")
+    old = await client.get("/v1/offers?preset=seed-checklist&allow_unknown=true")
+    assert old.status_code == new.status_code == 200, old.text
+    assert old.json()["offers"] == new.json()["offers"]
+    assert old.json()["query"]["preset"] == "full-checklist"
+    assert "Deprecation" in old.headers and "Deprecation" not in new.headers
+    assert "'preset=full-checklist'" in old.headers["Warning"]
+    spec = (await client.get("/openapi.json")).json()
+    (param,) = [
+        p for p in spec["paths"]["/v1/offers"]["get"]["parameters"] if p["name"] == "preset"
+    ]
+    assert "full-checklist" in json.dumps(param) and "seed-" not in json.dumps(param)

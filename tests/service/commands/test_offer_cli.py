@@ -1,4 +1,4 @@
-"""``gpuscout offer ID``: one offer's fields by group and the seed's checklist; and the
+"""``gpuscout offer ID``: one offer's fields by group and the renter's checklist; and the
 checklist and id columns of ``gpuscout offers``."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_offer_by_key_as_a_table() -> None:
     result = runner.invoke(app, ["offer", RACK.key], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "Power and cooling" in result.stdout and "psu_redundancy" in result.stdout
-    assert "The seed's checklist: " in result.stdout
+    assert "The renter's checklist: " in result.stdout
     assert "Redundant power supplies" in result.stdout
 
 

@@ -110,6 +110,20 @@ def test_offers_table_and_preset() -> None:
     assert "no offer meets the requirement" in result.stderr
 
 
+def test_a_former_preset_name_is_taken_with_a_note_and_not_listed() -> None:
+    """``seed-8xa100`` is the former name of ``8xa100-pretrain``: the same answer, a note on
+    stderr naming the new one; ``--help`` lists only the new names."""
+    new = runner.invoke(app, ["offers", "--preset", "8xa100-pretrain", "--format", "json"])
+    old = runner.invoke(app, ["offers", "--preset", "seed-8xa100", "--format", "json"])
+    assert old.exit_code == new.exit_code == 0, old.output
+    assert json.loads(old.stdout)["query"] == json.loads(new.stdout)["query"]
+    assert json.loads(old.stdout)["offers"] == json.loads(new.stdout)["offers"]
+    assert "note: --preset seed-8xa100 is deprecated; use --preset 8xa100-pretrain" in old.stderr
+    assert "deprecated" not in new.stderr
+    shown = runner.invoke(app, ["offers", "--help"], env={"COLUMNS": "400"}).stdout
+    assert "8xa100-pretrain" in shown and "seed-" not in shown
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

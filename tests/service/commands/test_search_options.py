@@ -99,7 +99,7 @@ def test_a_bad_preset_or_requirement_is_one_line_naming_its_option(database: str
         (["--requirement", "nope"], "--requirement: not JSON (Expecting value"),
         (["--requirement", "[1]"], "--requirement: a JSON object of requirement fields"),
         (["--requirement", "null"], "such as '{\"gpus\": [\"H100\"], \"min_gpus\": 8}', not null"),
-        (["--preset", "nope"], "--preset: unknown preset 'nope'; known: seed-8xa100,"),
+        (["--preset", "nope"], "--preset: unknown preset 'nope'; known: 8xa100-pretrain,"),
         (["--requirement", '{"gpus": "H100"}'], "--requirement: gpus: Input should be a valid"),
         (["--requirement", '{"gpus": ["H999"]}'], "--requirement: gpus: unknown GPU model"),
         (["--requirement", '{"gpuz": 1}'], "--requirement: gpuz: Extra inputs are not permitted"),

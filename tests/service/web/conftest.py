@@ -22,8 +22,9 @@ from gpuscout.db.migrate import upgrade
 from gpuscout.db.snapshots import store_snapshot
 from gpuscout.service.api import create_app
 from gpuscout.service.settings import Settings
-from tests.service.api.conftest import (
+from tests.service.api.conftest import (  # clock: the API tests' frozen start, here too
     FakeSource,
+    clock,  # noqa: F401
     database_state,
     failed,
     offer,

@@ -4,7 +4,7 @@ with the system browser; ``playwright install`` is never needed) against a real 
 Walks what a person does: set filters, sort, open an offer and see its price history
 chart, subscribe and confirm, create a price alert (by keyboard, JavaScript off) and confirm
 it from its mail; and checks that no request leaves the app's origin.
-Set ``GPUSCOUT_SCREENSHOTS=docs/screenshots`` to write the README's screenshots.
+Set ``GPUSCOUT_SCREENSHOTS=docs/screenshots`` to write the screenshots of docs/web.md.
 """
 
 from __future__ import annotations
@@ -239,6 +239,7 @@ def test_phone_width(browser: Any, live_server: LiveServer) -> None:
     _shoot(page, "explorer-390")
     page.get_by_role("link", name="acme").first.click()
     page.locator("figure.history svg.chart").wait_for()
+    page.wait_for_load_state("load")  # its stylesheet applied: parsed is not yet styled
     _fits(page, 390)
     _shoot(page, "offer-390")
     assert outside == []

@@ -207,7 +207,7 @@ async def test_pages_without_a_database(client: httpx.AsyncClient) -> None:
 
 
 async def test_offer_page_has_the_checklist(client: httpx.AsyncClient) -> None:
-    """The seed's checklist: each item's status and the published value behind it."""
+    """The renter's checklist: each item's status and the published value behind it."""
     r = await client.get(f"/offer?key={quote(offer().key, safe='')}")
     section = r.text.split('id="checklist-h"', 1)[1].split("</section>", 1)[0]
     assert re.match(r">The renter's checklist: \d+ of \d+ met, \d+ unknown</h2>", section)

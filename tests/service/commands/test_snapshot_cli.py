@@ -1,5 +1,5 @@
 """``gpuscout snapshot`` storing, ``db upgrade``, ``history`` and ``offers`` on a fresh
-data directory (the CLI side of the persistence issue; run on both databases)."""
+data directory, on both databases."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ from gpuscout.service.cli import app
 from gpuscout.service.commands import providers as providers_command
 from gpuscout.service.settings import get_settings
 from gpuscout.service.snapshots import SNAPSHOT_LOCK
-
-from .factories import current
+from tests.db.factories import current
 
 runner = CliRunner()
 

@@ -1,4 +1,4 @@
-"""The scheduler wiring and the single-runner guarantee (tests/db: they need a database)."""
+"""The scheduler wiring and the single-runner guarantee, on a real database."""
 
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ from gpuscout.service.digest.schedule import DIGEST_JOB_ID
 from gpuscout.service.scheduler import SNAPSHOT_JOB_ID, build_scheduler, run_snapshot_job
 from gpuscout.service.settings import Settings
 from gpuscout.service.snapshots import SNAPSHOT_LOCK
-
-from .factories import current, offer, ok
+from tests.db.factories import current, offer, ok
 
 
 def settings_for(db_url: str, tmp_path, **extra) -> Settings:
@@ -113,7 +112,7 @@ def _snapshot_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]
 def test_each_run_logs_one_line_counting_outcomes_and_the_first_failure_warns(
     engine: Engine, db_url: str, tmp_path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from .factories import failed, skipped
+    from tests.db.factories import failed, skipped
 
     settings = settings_for(db_url, tmp_path)
     caplog.set_level(logging.INFO, logger="gpuscout")

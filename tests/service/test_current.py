@@ -10,8 +10,7 @@ from sqlalchemy.engine import Engine
 from gpuscout.db.snapshots import store_snapshot
 from gpuscout.service.current import load_current
 from gpuscout.service.settings import Settings
-
-from .factories import T0, at, failed, offer, ok
+from tests.db.factories import T0, at, failed, offer, ok
 
 
 def test_falls_back_to_the_sample_when_nothing_is_stored(db_url: str, tmp_path: Path) -> None:
@@ -80,8 +79,7 @@ def test_the_sample_shown_for_a_database_without_offers_tells_its_failed_attempt
     attempted provider's outcome is its latest attempt's, never the sample's own "ok"."""
     from gpuscout.adapters.run import Origin
     from gpuscout.db.state import Outcome
-
-    from .factories import skipped
+    from tests.db.factories import skipped
 
     error = "network error on https://pricing.example/offers: [Errno -2] Name not known"
     runs = [failed("aws", error=error), skipped("lambda"), failed("oci"), skipped("mithril")]

@@ -410,6 +410,8 @@ class AlibabaAdapter(Adapter):
 
     name = "alibaba"
     title = "Alibaba Cloud"
+    #: Where to rent: Alibaba Cloud's ECS pricing page.
+    pricing_url: ClassVar[str] = "https://www.alibabacloud.com/product/ecs/pricing"
     source_url = "https://ecs.aliyuncs.com/?Action=DescribePrice"
     credential_names = ("alibaba_access_key_id", "alibaba_access_key_secret")
     #: The regional ECS endpoint; ``{region}`` is the call's region.

@@ -38,7 +38,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -98,6 +98,8 @@ def answer_data(payload: Any) -> Any:
 class AutoDLAdapter(Adapter):
     name = "autodl"
     title = "AutoDL"
+    #: Where to rent: the platform's own address (its GPU market is its home page).
+    pricing_url: ClassVar[str] = "https://www.autodl.com/"
     source_url = "https://api.autodl.com" + MACHINE_LIST_PATH
     credential_names = ("autodl_token",)
     base_url = API_BASE

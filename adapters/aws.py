@@ -501,6 +501,14 @@ class AwsAdapter(Adapter):
 
     name = "aws"
     title = "Amazon Web Services (EC2)"
+    #: Where to rent: the EC2 console's launch wizard (console.aws.amazon.com/ec2/, AWS's
+    #: getting-started guide), region and instance type (the offer's id) filled as the
+    #: console's own links give them.
+    rent_url: ClassVar[str] = (
+        "https://console.aws.amazon.com/ec2/home?region={region}"
+        "#LaunchInstances:instanceType={offer_id}"
+    )
+    pricing_url: ClassVar[str] = "https://aws.amazon.com/ec2/pricing/on-demand/"
     source_url = REGION_INDEX_URL
     #: Nothing is required: the price list is public. These enable spot prices.
     optional_credential_names = ("aws_access_key_id", "aws_secret_access_key")

@@ -215,6 +215,11 @@ class AzureAdapter(Adapter):
 
     name: ClassVar[str] = "azure"
     title: ClassVar[str] = "Microsoft Azure"
+    #: Where to rent: the portal's Create a virtual machine wizard, as Azure's tutorials link it.
+    rent_url: ClassVar[str] = "https://portal.azure.com/#create/Microsoft.VirtualMachine"
+    pricing_url: ClassVar[str] = (
+        "https://azure.microsoft.com/pricing/details/virtual-machines/linux/"
+    )
     source_url: ClassVar[str] = API_URL
     base_url = API_BASE
 

@@ -572,6 +572,14 @@ class Adapter(abc.ABC):
     title: ClassVar[str]
     #: Where the prices come from (API base URL or price page), for the docs.
     source_url: ClassVar[str]
+    #: Where a renter starts renting one of the provider's offers: its console or launch page,
+    #: ``{region}``, ``{instance_name}``, ``{offer_id}`` or ``{offer_id_head}`` (the id up to
+    #: its first ``/``) filled from the offer (:mod:`adapters.rent`); ``""``: none is
+    #: documented, the pricing page is the link.
+    rent_url: ClassVar[str] = ""
+    #: The provider's public pricing page: the link to rent where no launch page is declared
+    #: or an offer lacks a part the launch page needs.
+    pricing_url: ClassVar[str] = ""
     #: Credentials (secret settings, named without the ``GPUSCOUT_`` prefix, e.g.
     #: ``vastai_api_key``) that must be set to fetch: the provider needs an account.
     credential_names: ClassVar[tuple[str, ...]] = ()

@@ -39,7 +39,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -118,6 +118,8 @@ def _answer(payload: Any, action: str) -> Mapping[str, Any]:
 class CompShareAdapter(Adapter):
     name = "compshare"
     title = "优云智算 UCloud CompShare"
+    #: Where to rent: the platform's own address (www.compshare.cn).
+    pricing_url: ClassVar[str] = "https://www.compshare.cn/"
     source_url = "https://www.compshare.cn/docs/gpus/instance/getcompshareinstanceprice"
     credential_names = ("compshare_public_key", "compshare_private_key")
     base_url = API_BASE

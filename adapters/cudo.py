@@ -36,7 +36,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -76,6 +76,8 @@ class CudoAdapter(Adapter):
 
     name = "cudo"
     title = "Cudo Compute"
+    #: Where to rent: Cudo Compute's pricing page.
+    pricing_url: ClassVar[str] = "https://www.cudocompute.com/pricing"
     source_url = API_BASE
     #: The VM catalogue is public; the bare-metal one needs the key (request.md for Cudo:
     #: "no auth needed for this catalog call"; other endpoints take a Bearer key).

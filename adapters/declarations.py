@@ -146,7 +146,8 @@ ACTIVE = Lifecycle()
 @dataclasses.dataclass(frozen=True, slots=True)
 class Declaration:
     """One provider as its adapter declares it: its module under ``adapters/``, its name,
-    every setting it reads and the documented base URL of its API (``""``: no HTTP)."""
+    every setting it reads, the documented base URL of its API (``""``: no HTTP) and where
+    to rent its offers (``rent_url``, a template, and ``pricing_url``: :mod:`adapters.rent`)."""
 
     module: str
     name: str
@@ -154,6 +155,8 @@ class Declaration:
     base_url: str
     settings: tuple[ProviderSetting, ...]
     lifecycle: Lifecycle = ACTIVE
+    rent_url: str = ""
+    pricing_url: str = ""
 
     @property
     def base_url_setting(self) -> str | None:
@@ -168,6 +171,8 @@ class Declaration:
             "base_url": self.base_url,
             "settings": [s.to_json() for s in self.settings],
             **({"lifecycle": self.lifecycle.to_json()} if self.lifecycle != ACTIVE else {}),
+            "rent_url": self.rent_url,
+            "pricing_url": self.pricing_url,
         }
 
     @classmethod
@@ -179,6 +184,8 @@ class Declaration:
             base_url=data["base_url"],
             settings=tuple(ProviderSetting.from_json(s) for s in data["settings"]),
             lifecycle=Lifecycle.from_json(data["lifecycle"]) if "lifecycle" in data else ACTIVE,
+            rent_url=data.get("rent_url", ""),
+            pricing_url=data.get("pricing_url", ""),
         )
 
 
@@ -207,6 +214,8 @@ def declaration_of(cls: type[Adapter]) -> Declaration:
         base_url=cls.base_url,
         settings=settings,
         lifecycle=cls.lifecycle,
+        rent_url=cls.rent_url,
+        pricing_url=cls.pricing_url,
     )
 
 

@@ -85,6 +85,8 @@ class DigitalOceanAdapter(Adapter):
 
     name: ClassVar[str] = "digitalocean"
     title: ClassVar[str] = "DigitalOcean"
+    #: Where to rent: DigitalOcean's GPU Droplet pricing page.
+    pricing_url: ClassVar[str] = "https://www.digitalocean.com/pricing/gpu-droplets"
     source_url: ClassVar[str] = SIZES_URL
     credential_names: ClassVar[tuple[str, ...]] = ("digitalocean_token",)
     base_url = API_BASE

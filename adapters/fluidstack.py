@@ -58,6 +58,8 @@ class FluidStackAdapter(Adapter):
 
     name: ClassVar[str] = "fluidstack"
     title: ClassVar[str] = "FluidStack"
+    #: Where to rent: FluidStack's pricing page.
+    pricing_url: ClassVar[str] = "https://www.fluidstack.io/pricing"
     source_url: ClassVar[str] = CONFIGURATIONS_URL
     credential_names: ClassVar[tuple[str, ...]] = ("fluidstack_api_key",)
     base_url = API_BASE

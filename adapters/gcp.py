@@ -45,7 +45,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -360,6 +360,10 @@ class GcpAdapter(Adapter):
 
     name = "gcp"
     title = "Google Cloud"
+    #: Where to rent: Compute Engine's Create an instance page, as Google's docs link it
+    #: ("Go to Create an instance").
+    rent_url: ClassVar[str] = "https://console.cloud.google.com/compute/instancesAdd"
+    pricing_url: ClassVar[str] = "https://cloud.google.com/compute/gpus-pricing"
     source_url = SKUS_URL
     credential_names = ("gcp_api_key",)
     base_url = API_BASE

@@ -70,6 +70,8 @@ class GpuhuntCatalogAdapter(Adapter):
     name: ClassVar[str] = "gpuhunt_catalog"
     title: ClassVar[str] = "gpuhunt catalog"
     source_url: ClassVar[str] = "https://github.com/dstackai/gpuhunt"
+    #: the catalog itself; each offer's link to rent is its own provider's (adapters/rent.py)
+    pricing_url: ClassVar[str] = "https://github.com/dstackai/gpuhunt"
     format_checked: ClassVar[str | None] = "2026-12-07"
     base_url = API_BASE
 

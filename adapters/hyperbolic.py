@@ -65,6 +65,8 @@ class HyperbolicAdapter(Adapter):
 
     name: ClassVar[str] = "hyperbolic"
     title: ClassVar[str] = "Hyperbolic"
+    #: Where to rent: Hyperbolic's pricing page.
+    pricing_url: ClassVar[str] = "https://hyperbolic.xyz/pricing"
     source_url: ClassVar[str] = MARKETPLACE_URL
     optional_credential_names: ClassVar[tuple[str, ...]] = ("hyperbolic_api_key",)
     base_url = API_BASE

@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -82,6 +82,8 @@ class HyperstackAdapter(Adapter):
 
     name = "hyperstack"
     title = "Hyperstack"
+    #: Where to rent: Hyperstack's GPU pricing page.
+    pricing_url: ClassVar[str] = "https://www.hyperstack.cloud/gpu-pricing"
     source_url = API_BASE
     credential_names = ("hyperstack_api_key",)
     base_url = API_BASE

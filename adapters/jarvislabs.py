@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -79,6 +79,8 @@ _ON_DEMAND_KINDS = ("vm", None, "container")
 class JarvisLabsAdapter(Adapter):
     name = "jarvislabs"
     title = "JarvisLabs"
+    #: Where to rent: JarvisLabs' pricing page.
+    pricing_url: ClassVar[str] = "https://jarvislabs.ai/pricing"
     source_url = SERVER_META_URL
     credential_names = ("jarvislabs_api_key",)
     base_url = API_BASE

@@ -70,6 +70,10 @@ class LambdaAdapter(Adapter):
 
     name: ClassVar[str] = "lambda"
     title: ClassVar[str] = "Lambda"
+    #: Where to rent: Lambda's console, where "Launch instance" starts (Lambda's docs:
+    #: cloud.lambda.ai/instances).
+    rent_url: ClassVar[str] = "https://cloud.lambda.ai/instances"
+    pricing_url: ClassVar[str] = "https://lambda.ai/pricing"
     source_url: ClassVar[str] = API_URL
     credential_names: ClassVar[tuple[str, ...]] = ("lambda_api_key",)
     base_url = API_BASE

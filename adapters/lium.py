@@ -67,6 +67,10 @@ class LiumAdapter(Adapter):
 
     name: ClassVar[str] = "lium"
     title: ClassVar[str] = "Lium"
+    #: Where to rent: the feed's own rent_url of each node (lium.io/browse-pods/<node id>,
+    #: adapters/lium.py).
+    rent_url: ClassVar[str] = "https://lium.io/browse-pods/{offer_id_head}"
+    pricing_url: ClassVar[str] = "https://lium.io/"
     source_url: ClassVar[str] = NODES_URL
     base_url = API_BASE
 

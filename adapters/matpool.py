@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -71,6 +71,9 @@ def millicent_to_yuan(value: Any) -> Decimal | None:
 class MatpoolAdapter(Adapter):
     name = "matpool"
     title = "矩池云 Matpool"
+    #: Where to rent: the GPU market page the adapter's API serves (adapters/matpool.py).
+    rent_url: ClassVar[str] = "https://matgo.cn/host-market/gpu"
+    pricing_url: ClassVar[str] = "https://matgo.cn/host-market/gpu"
     source_url = MARKET_URL
     base_url = API_BASE
 

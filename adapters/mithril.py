@@ -263,6 +263,8 @@ class MithrilAdapter(Adapter):
 
     name: ClassVar[str] = "mithril"
     title: ClassVar[str] = "Mithril (formerly Foundry)"
+    #: Where to rent: Mithril's pricing page.
+    pricing_url: ClassVar[str] = "https://mithril.ai/pricing"
     source_url: ClassVar[str] = PRICING_URL
     credential_names: ClassVar[tuple[str, ...]] = ("mithril_api_key",)
     base_url = API_BASE

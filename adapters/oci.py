@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -104,6 +104,8 @@ class OciAdapter(Adapter):
 
     name = "oci"
     title = "Oracle Cloud Infrastructure"
+    #: Where to rent: Oracle's GPU compute pricing page.
+    pricing_url: ClassVar[str] = "https://www.oracle.com/cloud/compute/gpu/pricing/"
     source_url = SHAPES_URL
     base_url = API_BASE
 

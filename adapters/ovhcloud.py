@@ -83,6 +83,8 @@ class OvhCloudAdapter(Adapter):
 
     name: ClassVar[str] = "ovhcloud"
     title: ClassVar[str] = "OVHcloud"
+    #: Where to rent: OVHcloud's Public Cloud prices page.
+    pricing_url: ClassVar[str] = "https://www.ovhcloud.com/en/public-cloud/prices/"
     source_url: ClassVar[str] = f"{CATALOG_URL}?ovhSubsidiary={SUBSIDIARY}"
     base_url = API_BASE
 

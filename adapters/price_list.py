@@ -78,8 +78,9 @@ class PublishedPriceList(Adapter):
     """A provider read from its published price page, captured on a known day.
 
     A subclass sets ``name``, ``title`` and ``price_file`` (under ``adapters/data/``); the
-    page and the day read come from the file, so the adapter's ``source_url`` and
-    ``read_on`` are the file's ``page`` and ``read_on``.
+    page and the day read come from the file, so the adapter's ``source_url`` (and
+    ``pricing_url``, the link to rent) and ``format_checked`` are the file's ``page`` and
+    ``read_on``.
     """
 
     #: The price list's file under ``adapters/data/``.
@@ -92,6 +93,7 @@ class PublishedPriceList(Adapter):
         if "price_file" in vars(cls):
             document = read_price_list(cls.price_file)
             cls.source_url = document["page"]
+            cls.pricing_url = document["page"]
             cls.read_on = document["read_on"]
 
     @classmethod

@@ -79,6 +79,8 @@ class PrimeIntellectAdapter(Adapter):
 
     name: ClassVar[str] = "primeintellect"
     title: ClassVar[str] = "Prime Intellect"
+    #: Where to rent: Prime Intellect's home page (its GPU marketplace).
+    pricing_url: ClassVar[str] = "https://www.primeintellect.ai/"
     source_url: ClassVar[str] = AVAILABILITY_URL
     credential_names: ClassVar[tuple[str, ...]] = ("primeintellect_api_key",)
     base_url = API_BASE

@@ -64,7 +64,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -136,6 +136,10 @@ _AREA_PREFIXES = frozenset({"EU", "EUR", "AP", "OC", "SA", "AF", "ME", "NA"})
 class RunPodAdapter(Adapter):
     name = "runpod"
     title = "RunPod"
+    #: Where to rent: RunPod's console deploy page (console.runpod.io/deploy, as RunPod
+    #: templates link it).
+    rent_url: ClassVar[str] = "https://console.runpod.io/deploy"
+    pricing_url: ClassVar[str] = "https://www.runpod.io/pricing"
     source_url = GRAPHQL_URL
     optional_credential_names = ("runpod_api_key",)
     base_url = API_BASE

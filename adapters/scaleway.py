@@ -89,6 +89,8 @@ class ScalewayAdapter(Adapter):
 
     name: ClassVar[str] = "scaleway"
     title: ClassVar[str] = "Scaleway"
+    #: Where to rent: Scaleway's GPU pricing page.
+    pricing_url: ClassVar[str] = "https://www.scaleway.com/en/pricing/gpu/"
     source_url: ClassVar[str] = PRODUCTS_URL
     base_url = API_BASE
 

@@ -61,6 +61,8 @@ class SeewebAdapter(Adapter):
 
     name: ClassVar[str] = "seeweb"
     title: ClassVar[str] = "Seeweb"
+    #: Where to rent: Seeweb's Cloud Server GPU page.
+    pricing_url: ClassVar[str] = "https://www.seeweb.it/en/products/cloud-server-gpu"
     source_url: ClassVar[str] = PLANS_URL
     credential_names: ClassVar[tuple[str, ...]] = ("seeweb_api_token",)
     base_url = API_BASE

@@ -67,6 +67,9 @@ class ShadeformAdapter(Adapter):
 
     name: ClassVar[str] = "shadeform"
     title: ClassVar[str] = "Shadeform"
+    #: Where to rent: Shadeform's platform console.
+    rent_url: ClassVar[str] = "https://platform.shadeform.ai/"
+    pricing_url: ClassVar[str] = "https://www.shadeform.ai/"
     source_url: ClassVar[str] = TYPES_URL
     credential_names: ClassVar[tuple[str, ...]] = ("shadeform_api_key",)
     base_url = API_BASE

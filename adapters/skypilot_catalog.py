@@ -83,6 +83,8 @@ class SkyPilotCatalogAdapter(Adapter):
     name: ClassVar[str] = "skypilot_catalog"
     title: ClassVar[str] = "SkyPilot catalog"
     source_url: ClassVar[str] = "https://github.com/skypilot-org/skypilot-catalog"
+    #: the catalog itself; each offer's link to rent is its own provider's (adapters/rent.py)
+    pricing_url: ClassVar[str] = "https://github.com/skypilot-org/skypilot-catalog"
     format_checked: ClassVar[str | None] = "2026-12-07"
     #: SkyPilot refreshes its catalogs every few hours; a day-old copy is still its latest.
     fresh_within_hours: ClassVar[float] = FRESH_WITHIN_HOURS

@@ -316,6 +316,8 @@ class TencentAdapter(Adapter):
 
     name: ClassVar[str] = "tencent"
     title: ClassVar[str] = "Tencent Cloud"
+    #: Where to rent: Tencent Cloud's CVM pricing page.
+    pricing_url: ClassVar[str] = "https://www.tencentcloud.com/pricing/cvm"
     source_url: ClassVar[str] = "https://www.tencentcloud.com/document/api/213/33254"
     credential_names: ClassVar[tuple[str, ...]] = ("tencent_secret_id", "tencent_secret_key")
     #: ``tencent_currency``: the account's currency (the API does not send one).

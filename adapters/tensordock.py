@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -74,6 +74,9 @@ _VRAM_IN_NAME = re.compile(r"-(\d+(?:\.\d+)?)gb$", re.IGNORECASE)
 class TensorDockAdapter(Adapter):
     name = "tensordock"
     title = "TensorDock"
+    #: Where to rent: TensorDock's dashboard deploy page.
+    rent_url: ClassVar[str] = "https://dashboard.tensordock.com/deploy"
+    pricing_url: ClassVar[str] = "https://www.tensordock.com/"
     source_url = API_URL
     credential_names = ("tensordock_api_token",)
     base_url = API_URL

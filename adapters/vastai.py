@@ -48,7 +48,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -110,6 +110,10 @@ def search_body(limit: int = SEARCH_LIMIT) -> dict[str, Any]:
 class VastAiAdapter(Adapter):
     name = "vastai"
     title = "Vast.ai"
+    #: Where to rent: Vast.ai's console offer search (cloud.vast.ai/create/, as Vast's
+    #: guides link it).
+    rent_url: ClassVar[str] = "https://cloud.vast.ai/create/"
+    pricing_url: ClassVar[str] = "https://vast.ai/pricing"
     source_url = BUNDLES_URL
     optional_credential_names = ("vastai_api_key",)
     base_url = API_BASE

@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -48,6 +48,8 @@ class VerdaAdapter(Adapter):
 
     name = "verda"
     title = "Verda (formerly DataCrunch)"
+    #: Where to rent: Verda's pricing page.
+    pricing_url: ClassVar[str] = "https://verda.com/pricing"
     source_url = API_BASE
     credential_names = ("verda_client_id", "verda_client_secret")
     base_url = API_BASE

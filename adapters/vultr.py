@@ -42,7 +42,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -115,6 +115,8 @@ class VultrAdapter(Adapter):
 
     name = "vultr"
     title = "Vultr"
+    #: Where to rent: Vultr's pricing page, its Cloud GPU section.
+    pricing_url: ClassVar[str] = "https://www.vultr.com/pricing/#cloud-gpu"
     source_url = API
     optional_credential_names = ("vultr_api_key",)  # plan listings are public
     base_url = API

@@ -3,6 +3,7 @@ and ``docs/*.md`` show, each document's in its own order."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -23,8 +24,15 @@ NOT_RUN = ("gpuscout snapshot\n", "gpuscout serve", "gpuscout fx update")
 
 
 def commands(text: str) -> list[str]:
-    """The ``uv run gpuscout ...`` examples of ``text``, in order, but those not run."""
+    """The commands ``text`` shows, in order, but those not run: its ``uv run gpuscout ...``
+    lines, then the commands written in its prose (a command with two options or more, no
+    placeholder: a bare ``gpuscout offers`` or ``gpuscout offer ID`` names a command, it is
+    no example)."""
     found = re.findall(r"^uv run (gpuscout [^#\n]*?)\s*(?:#.*)?$", text, flags=re.M)
+    prose = re.findall(r"`(gpuscout [a-z]+(?: --?\S+(?: [^-`\s]\S*)?){2,})`", text)
+    found += [
+        c for c in prose if c not in found and "..." not in c and not re.search(r"[A-Z]{2}", c)
+    ]
     return [c for c in found if not any((c + "\n").startswith(n) for n in NOT_RUN)]
 
 
@@ -35,6 +43,33 @@ def examples() -> list[tuple[str, str]]:
         for path in DOCUMENTS
         for command in commands(path.read_text("utf-8"))
     ]
+
+
+def answers(stdout: str) -> bool:
+    """Whether a command's output answers something: JSON with offers (or any other
+    non-empty value), JSON lines, or text whose tables hold a row after their header."""
+    text = stdout.strip()
+    if not text:
+        return False
+    if text[0] in "[{":
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = [json.loads(line) for line in text.splitlines()]  # JSON lines
+        return bool(value.get("offers", value) if isinstance(value, dict) else value)
+    lines = text.splitlines()
+    rules = [i for i, line in enumerate(lines) if re.match(r"^\s*[┡━─╇]{3,}", line)]
+    return all(
+        any(re.search(r"\w", line) and not re.match(r"^\s*[└─━]", line) for line in lines[i + 1 :])
+        for i in rules
+    )
+
+
+def test_an_empty_table_is_no_answer() -> None:
+    assert not answers("")
+    assert not answers('{"offers": []}') and answers('{"offers": [{"rank": 1}]}')
+    assert not answers(" offers (sample)\n#  provider\n─────────────\n")
+    assert answers(" offers (sample)\n#  provider\n─────────────\n1  aws\n")
 
 
 def test_first_lines_give_the_two_commands() -> None:
@@ -96,7 +131,7 @@ def test_example_runs(
     data_dir = data_dirs["after" if after else "before"]
     result = _invoke(command, data_dir, tmp_path, monkeypatch)
     assert result.exit_code == 0, (command, result.output)
-    assert result.stdout.strip(), command
+    assert answers(result.stdout), (command, result.output)
 
 
 def test_coverage_table_is_the_generated_one() -> None:

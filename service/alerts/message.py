@@ -16,6 +16,7 @@ from datetime import datetime
 from email.message import EmailMessage
 from typing import Any
 
+from gpuscout.adapters.rent import rent_link
 from gpuscout.db.alerts import AlertRow, FiringRow
 
 from ..digest.mail import build_list_message, parse_sender
@@ -86,6 +87,19 @@ def _offer_lines(offer: dict[str, Any] | None) -> list[tuple[str, str]]:
     ]
 
 
+def _rent(offer: dict[str, Any] | None) -> str | None:
+    """Where to rent the firing's best offer (:func:`adapters.rent.rent_link`)."""
+    if not offer or not offer.get("provider"):
+        return None
+    return rent_link(
+        str(offer["provider"]),
+        instance_name=offer.get("instance_name"),
+        region=offer.get("region"),
+        offer_id=offer.get("offer_id"),
+        seller=offer.get("seller"),
+    )
+
+
 def alert_message(
     settings: Settings,
     alert: AlertRow,
@@ -107,6 +121,7 @@ def alert_message(
     if firing.baseline is not None:
         lines.append(("7-day median", _number(firing.baseline)))
     lines += _offer_lines(offer)
+    rent = _rent(offer)
     when = f"#{firing.seq}, {firing.fired_at:%Y-%m-%d %H:%M} UTC"
     text = "\n".join(
         [
@@ -114,6 +129,7 @@ def alert_message(
             "",
             *(f"{k}: {v}" for k, v in lines),
             "",
+            *([f"Rent it: {rent}"] if rent else []),
             f"Firing history: {links.history_url}",
             f"Stop this alert: {links.unsubscribe_url}",
         ]
@@ -123,12 +139,17 @@ def alert_message(
         f"<td>{html.escape(v)}</td></tr>"
         for k, v in lines
     )
+    rent_html = (
+        f'<p><a href="{html.escape(rent, quote=True)}" rel="noopener nofollow">Rent it</a></p>'
+        if rent
+        else ""
+    )
     body = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"></head>'
         '<body style="font-family:Arial,Helvetica,sans-serif;color:#111827;">'
         f"<p>Your gpuscout alert <strong>{html.escape(alert.name)}</strong> fired"
         f" ({html.escape(when)}).</p>"
-        f'<table role="presentation" style="font-size:14px;">{rows}</table>'
+        f'<table role="presentation" style="font-size:14px;">{rows}</table>{rent_html}'
         f'<p><a href="{html.escape(links.history_url, quote=True)}">Firing history</a> &middot; '
         f'<a href="{html.escape(links.unsubscribe_url, quote=True)}">Stop this alert</a></p>'
         "</body></html>"

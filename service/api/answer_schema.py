@@ -180,6 +180,15 @@ class OfferLinks(_Answer):
     history: str = Field(
         description="this offer's stored prices", examples=["/v1/offers/YWNtZXw4eC1o.../history"]
     )
+    rent: str | None = Field(
+        description="where to rent this configuration: the provider's console or launch page"
+        " for its instance type and region where one exists, else its pricing page"
+        " (adapters/rent.py); null only for a price sheet's seller gpuscout does not know",
+        examples=[
+            "https://console.aws.amazon.com/ec2/home?region=us-east-1"
+            "#LaunchInstances:instanceType=p5.48xlarge"
+        ],
+    )
 
 
 class ChecklistSummary(_Answer):

@@ -32,9 +32,9 @@ from .offer_ids import (
     KEY_COLUMNS,
     Cursor,
     encode_cursor,
-    history_link,
     offer_id,
     offer_key,
+    offer_links,
     query_digest,
 )
 from .offers_cache import OFFERS_PATH, CachedPage, etag_for
@@ -97,7 +97,7 @@ def _shaped(
         for group, dicts in groups.items():
             offer[group] = dicts[i]
         offer["checklist"] = checklists[i]
-        offer["links"] = {"history": history_link(key)}
+        offer["links"] = offer_links(key, offer)
         out.append(offer)
     return out
 

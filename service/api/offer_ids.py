@@ -20,6 +20,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from gpuscout.adapters.rent import rent_link
+
 __all__ = [
     "KEY_COLUMNS",
     "MAX_OFFSET",
@@ -31,6 +33,7 @@ __all__ = [
     "history_link",
     "offer_id",
     "offer_key",
+    "offer_links",
     "query_digest",
 ]
 
@@ -82,6 +85,21 @@ def decode_offer_id(text: str) -> str | None:
 
 def history_link(key: str) -> str:
     return f"/v1/offers/{offer_id(key)}/history"
+
+
+def offer_links(key: str, row: Mapping[str, Any]) -> dict[str, str | None]:
+    """An offer's ``links``: its stored prices, and where to rent it (from the row's
+    ``provider``, ``seller``, ``offer_id``, ``instance_name`` and ``region``)."""
+    return {
+        "history": history_link(key),
+        "rent": rent_link(
+            row["provider"],
+            instance_name=row.get("instance_name"),
+            region=row.get("region"),
+            offer_id=row.get("offer_id"),
+            seller=row.get("seller"),
+        ),
+    }
 
 
 class Cursor(NamedTuple):

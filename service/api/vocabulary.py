@@ -202,7 +202,8 @@ To rewrite it: `uv run python -m gpuscout.service.api.vocabulary > docs/api-voca
   age is in hours (`price_age_hours`, `max_price_age_hours`).
 - Every time is RFC 3339 in UTC, whole seconds, with `Z`: `2026-12-01T09:30:05Z`.
 - Lists repeat or are comma-separated: `?gpus=H100&gpus=A100` or `?gpus=H100,A100`.
-- Each offer has a stable, URL-safe `id` and `links.history` (`/v1/offers/{id}/history`).
+- Each offer has a stable, URL-safe `id`, `links.history` (`/v1/offers/{id}/history`) and
+  `links.rent` (the provider's console or launch page for it, else its pricing page).
 - `/v1/offers` answers a page: `limit` offers, `count` in this page, `total` qualifying
   configurations in all, `next` (and `links.next`) the cursor of the next page, null on the
   last. A cursor is opaque and belongs to one snapshot and one query (the page size may

@@ -27,6 +27,15 @@ err = Console(stderr=True)
 MAX_HISTORY_DAYS = 3660
 
 
+def x_limits(days: list[date]) -> tuple[date, date]:
+    """The chart's date axis: the days drawn, and a day each side of a single one (left to
+    itself, matplotlib widens one date to years either side)."""
+    first, last = min(days), max(days)
+    if first == last:
+        return first - timedelta(days=1), last + timedelta(days=1)
+    return first, last
+
+
 def _plot(frame: object, path: Path, title: str) -> None:
     """Draw the daily index (median with the p10-p90 band, and the minimum) to ``path``."""
     import matplotlib
@@ -52,6 +61,7 @@ def _plot(frame: object, path: Path, title: str) -> None:
         )
         ax.plot(days, values("median_usd_per_gpu_hour"), marker="o", label="median")
         ax.plot(days, values("min_usd_per_gpu_hour"), linestyle="--", label="min")
+        ax.set_xlim(*x_limits(days))  # type: ignore[arg-type]
         ax.set_title(title)
         ax.set_ylabel("USD per GPU-hour")
         ax.legend()
@@ -138,12 +148,6 @@ def register(app: typer.Typer) -> None:
                 f"{'; no chart written' if plot is not None else ''}[/]"
             )
             return
-        title = f"{gpu} {term.value}: USD per GPU-hour, {start} to {end}"
-        if label.caption:
-            title += f" ({label.caption})"
-        table = Table(title=title)
-        for col in ("day", "median", "p10", "p90", "min", "offers", "providers"):
-            table.add_column(col, justify="left" if col == "day" else "right")
 
         def money(value: float | None) -> str:
             return "" if value is None else f"{value:.4f}"
@@ -155,6 +159,14 @@ def register(app: typer.Typer) -> None:
         if priced and priced[0] > start:  # not a column of empty days first
             shown = frame.filter(frame["day"] >= priced[0])
             err.print(f"no stored prices before {priced[0]}: the table starts there")
+        # the title names the days drawn, not the window asked for
+        drawn = f"{shown['day'][0]}" + (f" to {end}" if shown["day"][0] != end else "")
+        title = f"{gpu} {term.value}: USD per GPU-hour, {drawn}"
+        if label.caption:
+            title += f" ({label.caption})"
+        table = Table(title=title)
+        for col in ("day", "median", "p10", "p90", "min", "offers", "providers"):
+            table.add_column(col, justify="left" if col == "day" else "right")
         for row in shown.iter_rows(named=True):
             table.add_row(
                 row["day"].isoformat(),
@@ -167,7 +179,7 @@ def register(app: typer.Typer) -> None:
             )
         Console().print(table)
         if plot is not None:
-            _plot(frame, plot, title)
+            _plot(shown, plot, title)
             err.print(f"chart written to {plot}")
 
     @app.command("scheduler")

@@ -91,6 +91,12 @@ def usd_text(row: dict[str, Any], fx_as_of: str | None) -> str | None:
 def _print(detail: dict[str, Any], title: str, usd: str | None = None) -> None:
     out = wide_console()
     out.print(f"[bold]{title}[/]", highlight=False)
+    rent = detail["links"]["rent"]
+    out.print(
+        f"Rent: {rent}" if rent else "Rent: no link (a seller gpuscout does not know)",
+        highlight=False,
+        soft_wrap=True,
+    )
     for group in detail["fields"]:
         table = Table(title=group["group"], show_header=False, title_justify="left")
         table.add_column("field", style="bold")
@@ -137,7 +143,7 @@ def offer_command(
     """Show one current offer: every field its provider publishes, and the renter's checklist."""
     from gpuscout.service.offer_record import checklist_of, detail_parts, frame_key
 
-    from ..api.offer_ids import history_link, offer_id
+    from ..api.offer_ids import offer_id, offer_links
 
     key = offer_key_of(offer)
     if key is None:
@@ -158,7 +164,7 @@ def offer_command(
         "key": key,
         "record_from": origin,
         **detail_parts(record, checklist),
-        "links": {"history": history_link(key)},
+        "links": offer_links(key, row),
     }
     if fmt is DetailFormat.JSON:
         typer.echo(json.dumps(detail, indent=1, ensure_ascii=False, default=str))

@@ -153,6 +153,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("job_cost_usd", "compute $", _money, numeric=True),
     Column("checklist", "checklist"),
     Column("id", "id"),
+    Column("rent", "rent"),
 )
 
 #: Names ``--columns`` also takes: the table's ``$/h`` was the instance's ``usd_per_hour``
@@ -165,7 +166,7 @@ _SHOWN_ORDER: tuple[str, ...] = (
     "rank", "provider_label", "offer_id", "regions", "offers", "gpus_label", "gpu_memory_gb",
     "fabric", "term", "job_usd_per_hour", "published_price", "usd_per_gpu_hour", "effective_tflops",
     "usd_per_effective_tflop_hour", "wall_clock_hours", "billed_hours", "job_cost_usd",
-    "all_in_cost_usd", "price_age_hours", "checklist", "id",
+    "all_in_cost_usd", "price_age_hours", "checklist", "id", "rent",
 )  # fmt: skip
 
 

@@ -470,6 +470,27 @@ def _with_checklist(frame: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
     return ranked.with_columns(summaries(frame, ranked), ids)
 
 
+def _with_rent(ranked: pl.DataFrame) -> pl.DataFrame:
+    """The ranking with each row's ``rent`` link (:func:`adapters.rent.rent_link`): the
+    table's ``rent`` column, shown when asked for (``--columns ...,rent``)."""
+    import polars as pl
+
+    from gpuscout.adapters.rent import rent_link
+
+    parts = ("provider", "seller", "offer_id", "instance_name", "region")
+    links = [
+        rent_link(
+            r["provider"],
+            seller=r["seller"],
+            offer_id=r["offer_id"],
+            instance_name=r["instance_name"],
+            region=r["region"],
+        )
+        for r in ranked.select(parts).iter_rows(named=True)
+    ]
+    return ranked.with_columns(pl.Series("rent", links, dtype=pl.String))
+
+
 def _check_providers(requirement: Requirement, current: CurrentState) -> Requirement:
     """``requirement`` with its providers spelled as known; refuse a
     ``--providers``/``--exclude-providers`` name neither an adapter nor the offers being
@@ -543,8 +564,12 @@ def offers_command(**options: Any) -> None:
         _fail(
             f"--columns: unknown {', '.join(unknown)}; known: {', '.join(c.name for c in COLUMNS)}"
         )
+    if ranked.is_empty():
+        return  # said above: a table of no rows is only a header
     if options["wide"] or {"checklist", "id"} & set(names or ()):
         ranked = _with_checklist(current.frame, ranked)
+    if "rent" in (names or ()):
+        ranked = _with_rent(ranked)
     print_table(
         ranked,
         wide_console(),

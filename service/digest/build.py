@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 import jinja2
 import polars as pl
 
+from gpuscout.adapters.rent import rent_link
 from gpuscout.adapters.schema import Offer
 from gpuscout.db.history import HistoryLabel, PriceChange, WeekOverWeek
 from gpuscout.pricing import Job, RankOptions, Requirement, rank
@@ -187,6 +188,13 @@ def _change_rows(changes: Sequence[PriceChange]) -> list[dict[str, Any]]:
                 "provider": provider_label(offer.provider, offer.seller),
                 "offer_id": offer.offer_id,
                 "region": offer.region or "–",
+                "rent": rent_link(
+                    offer.provider,
+                    instance_name=offer.instance_name,
+                    region=offer.region,
+                    offer_id=offer.offer_id,
+                    seller=offer.seller,
+                ),
                 "gpu": _offer_label(offer),
                 "term": offer.term.value,
                 "old": change.old_usd_per_hour,
@@ -208,6 +216,13 @@ def _top_rows(
                 "provider": provider_label(r["provider"], r["seller"]),
                 "offer_id": r["offer_id"],
                 "region": r["region"] or "–",
+                "rent": rent_link(
+                    r["provider"],
+                    instance_name=r["instance_name"],
+                    region=r["region"],
+                    offer_id=r["offer_id"],
+                    seller=r["seller"],
+                ),
                 "gpu": f"{r['gpus']:g}× {r['gpu_model'] or '?'}",
                 "term": str(r["term"]),
                 "usd_per_hour": r["usd_per_hour"],

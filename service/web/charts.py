@@ -34,9 +34,13 @@ def _ts(x: Instant) -> float:
     return datetime.combine(x, time(12), tzinfo=UTC).timestamp()
 
 
-def _label(x: float, days: float) -> str:
+def _label(x: float, days: float, years: bool = False) -> str:
+    """A date on the time axis: with the hour for a span under 3 days, with the year for
+    an axis that crosses a new year (a sample's prices can be years old)."""
     when = datetime.fromtimestamp(x, UTC)
-    return when.strftime("%d %b %H:%M" if days < 3 else "%d %b")
+    if days < 3:
+        return when.strftime("%d %b %H:%M")
+    return when.strftime("%d %b %Y" if years else "%d %b")
 
 
 def _nice_step(span: float) -> float:
@@ -97,11 +101,12 @@ def line_chart(
         )
         tick += step
     days = (x1 - x0) / 86400
+    years = datetime.fromtimestamp(x0, UTC).year != datetime.fromtimestamp(x1, UTC).year
     for frac, anchor in ((0.0, "start"), (0.5, "middle"), (1.0, "end")):
         x = x0 + frac * (x1 - x0)
         parts.append(
             f'<text x="{px(x):.1f}" y="{height - 4}" text-anchor="{anchor}">'
-            f"{_label(x, days)}</text>"
+            f"{_label(x, days, years)}</text>"
         )
     parts.append(f'<text x="{left}" y="{top - 10}">{html.escape(unit)}</text>')
     for i, (s, p) in enumerate(pts):

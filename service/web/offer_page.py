@@ -21,7 +21,7 @@ from markupsafe import escape
 from starlette.concurrency import run_in_threadpool
 
 from gpuscout.service.api.deps import ContextDep, StateDep
-from gpuscout.service.api.offer_ids import decode_offer_id
+from gpuscout.service.api.offer_ids import decode_offer_id, offer_links
 from gpuscout.service.offer_record import checklist_of, grouped_fields, published_record, terms_of
 
 from .charts import Series, line_chart
@@ -152,6 +152,7 @@ async def offer_page(
             "has_database": context.history is not None,
             "stale": row["provider"] in state.current.stale_providers,
             "answer": _offer_banner(state.current, row["provider"]),
+            "rent": offer_links(key, row)["rent"],
             "record_url": f"/offer/record?key={quoted}",
             "history_url": f"/v1/history/offers/{quoted}",
         },

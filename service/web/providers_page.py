@@ -24,6 +24,8 @@ OUTCOMES: dict[str, tuple[str, str]] = {
     "stale": ("warn", "latest fetch failed: older offers shown"),
     # stale over the offline sample's offers (no live fetch has succeeded yet)
     "stale_sample": ("warn", "latest live fetch failed or skipped: sample offers shown"),
+    # the offline sample's recorded prices, never fetched live: not an "ok"
+    "ok_sample": ("warn", "recorded prices of the offline sample, not fetched live"),
     "failed": ("bad", "no offers from it"),
     "skipped": ("warn", "not fetched (e.g. no credentials)"),
     "never_fetched": ("", "no fetch recorded"),

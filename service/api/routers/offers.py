@@ -20,7 +20,7 @@ from gpuscout.service.offer_record import checklist_of, detail_parts, frame_key,
 from ..answer_schema import OfferDetail, OffersPage, Provenance
 from ..answers import page_header, ranked_page
 from ..deps import ContextDep, NoQueryDep, StateDep
-from ..offer_ids import CursorError, decode_cursor, decode_offer_id, history_link, query_digest
+from ..offer_ids import CursorError, decode_cursor, decode_offer_id, offer_links, query_digest
 from ..offers_cache import etag_for, not_modified, page_response
 from ..offers_query import (
     canonical_key,
@@ -161,5 +161,5 @@ async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> Offe
         offer_origin=state.current.provider_origin(row["provider"]),
         record_from=origin,
         **detail_parts(record, checklist),
-        links={"history": history_link(key)},
+        links=offer_links(key, row),
     )

@@ -17,7 +17,7 @@ from gpuscout.pricing.frame import offers_to_frame
 from gpuscout.pricing.rank import RankOptions, rank_page
 from gpuscout.service.api.answer_schema import GROUPS, TOP_LEVEL
 from gpuscout.service.api.answers import _shaped
-from gpuscout.service.api.offer_ids import history_link, offer_id, offer_key
+from gpuscout.service.api.offer_ids import offer_id, offer_key, offer_links
 from gpuscout.service.api.vocabulary import rfc3339
 from tests.pricing.factories import NOW, make_offer
 
@@ -33,7 +33,7 @@ def _by_row(row: dict[str, Any], checklist: dict[str, Any]) -> dict[str, Any]:
     key = offer_key(row)
     out: dict[str, Any] = {"id": offer_id(key), **{k: value(row[k]) for k in TOP_LEVEL}}
     out.update({g: {c: value(row[c]) for c in columns} for g, columns in GROUPS.items()})
-    return {**out, "checklist": checklist, "links": {"history": history_link(key)}}
+    return {**out, "checklist": checklist, "links": offer_links(key, row)}
 
 
 def test_each_offer_is_its_row_with_non_finite_figures_as_null() -> None:

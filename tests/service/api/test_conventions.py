@@ -12,9 +12,11 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from gpuscout.service.api import create_app
 from gpuscout.service.api.offer_ids import decode_offer_id, offer_id
 from gpuscout.service.api.problems import PROBLEM_MEDIA_TYPE, did_you_mean
 from gpuscout.service.api.vocabulary import ALIASES, PARAMETERS, UNDECLARED_ALIASES, document
+from gpuscout.service.settings import Settings
 
 from .conftest import FakeSource, database_state, sample_offers
 
@@ -389,3 +391,28 @@ async def test_a_problem_never_echoes_a_token(client: httpx.AsyncClient) -> None
     r = await client.get("/v1/subscriptions/confirm?token=secret-token&x=1")
     body = _problem(r, 422)
     assert body["instance"] == "/v1/subscriptions/confirm"
+
+
+async def test_every_offer_of_the_sample_has_a_link_to_rent(settings: Settings) -> None:
+    """Each row of /v1/offers and each offer page carries ``links.rent``: the provider's
+    launch page or its pricing page (a price sheet's unknown seller alone has none)."""
+    from gpuscout.service.current import load_current
+
+    state = load_current(sample=True, settings=settings)
+    app = create_app(settings, offers_loader=lambda: state)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        offers = (await c.get("/v1/offers?limit=500")).json()["offers"]
+        assert len(offers) > 50
+        for o in offers:
+            rent = o["links"]["rent"]
+            if o["provider"] == "sheet" and o["seller"] == "example-host":
+                assert rent is None
+            else:
+                assert rent is not None and rent.startswith("https://"), o["provider"]
+        aws = next(o for o in offers if o["provider"] == "aws")
+        assert aws["links"]["rent"].endswith(
+            f"?region={aws['region']}#LaunchInstances:instanceType={aws['offer_id']}"
+        )
+        detail = (await c.get(f"/v1/offers/{aws['id']}")).json()
+        assert detail["links"] == aws["links"]

@@ -114,3 +114,27 @@ def test_the_published_column_is_left_out_when_every_price_is_in_dollars() -> No
     table = runner.invoke(app, ["offers", "--wide"], env={"COLUMNS": "250"})
     assert table.exit_code == 0, table.output
     assert "published" not in table.stdout
+
+
+def test_the_offer_and_the_rent_column_say_where_to_rent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``gpuscout offer ID`` prints its link to rent; ``offers --columns ...,rent`` shows it."""
+    from gpuscout.service.current import load_current
+
+    def the_sample(sample: bool = False, **_: object) -> CurrentState:
+        return load_current(sample=True)
+
+    monkeypatch.setattr(offer_cli, "load_current", the_sample)
+    monkeypatch.setattr(pricing_cli, "load_current", the_sample)
+    monkeypatch.setenv("COLUMNS", "200")
+    runner = CliRunner()
+    table = runner.invoke(
+        app, ["offers", "--sample", "--providers", "aws", "--limit", "1", "--columns", "id,rent"]
+    )
+    assert table.exit_code == 0, table.output
+    row = table.stdout.strip().splitlines()[3].split()
+    assert len(row) == 2, table.stdout
+    ident, rent = row
+    assert rent.startswith("https://console.aws.amazon.com/ec2/home?region=")
+    shown = runner.invoke(app, ["offer", ident, "--sample"])
+    assert shown.exit_code == 0, shown.output
+    assert f"Rent: {rent}" in shown.stdout

@@ -141,6 +141,7 @@ def test_every_column_is_a_column_of_the_labelled_ranking(h100: pl.DataFrame) ->
     known |= {"published_price"}  # label_rows: the price as published, where not in USD
     known |= {"offers"}
     known |= {"checklist", "id"}  # added by the offers command where shown (_with_checklist)
+    known |= {"rent"}  # added by the offers command when asked for (_with_rent)
     assert {c.name for c in COLUMNS} <= known
 
 

@@ -144,6 +144,7 @@ def test_history_of_the_sample_starts_when_stored_and_says_sample(
     assert "note: offline sample: recorded prices, not live (aws 2025-09-15" in note
     assert SAMPLE_DAYS_NOTE in note
     assert titles and titles[0].endswith("(offline sample, not live)")
+    assert f"USD per GPU-hour, {today} (" in titles[0]  # the day drawn, not the 30 asked for
     assert chart.read_bytes().startswith(b"\x89PNG")
 
 
@@ -240,3 +241,14 @@ def test_a_retired_provider_is_not_fetched_even_when_named(fresh_env: str) -> No
     result = runner.invoke(app, ["snapshot", "--provider", "cudo"], env={"COLUMNS": "300"})
     assert result.exit_code != 0
     assert "is not fetched: retired 2026-03-31" in " ".join(result.output.split())
+
+
+def test_the_charts_axis_spans_the_days_drawn() -> None:
+    """One priced day is drawn on a three-day axis, not on years either side of it."""
+    from datetime import date
+
+    from gpuscout.service.commands.db import x_limits
+
+    day = date(2026, 12, 1)
+    assert x_limits([day]) == (date(2026, 11, 30), date(2026, 12, 2))
+    assert x_limits([day, date(2026, 12, 5)]) == (day, date(2026, 12, 5))

@@ -142,3 +142,30 @@ def test_header_injection_is_refused_everywhere() -> None:
             unsubscribe_url=LINKS.unsubscribe_url + "\r\nBcc: eve@example.com",
             date=NOW,
         )
+
+
+def test_each_listed_offer_links_to_where_to_rent_it() -> None:
+    """The digest's rows and its changes carry the offer's link to rent (adapters/rent.py)."""
+    aws = offer("aws", "p5.48xlarge", "98.32", NOW, region="us-east-1")
+    lam = offer("lambda", "gpu_8x_h100_sxm5", "23.92", NOW)
+    view = SubscriptionView(1, "H100", "a@example.com", REQUIREMENT, JOB, "Europe/Paris")
+    changes = WeekOverWeek(
+        WEEK_AGO, NOW, cheaper=[], dearer=[], new=[PriceChange("k", aws, None, aws.usd_per_hour)],
+        gone=[],
+    )  # fmt: skip
+    digest = build_digest(
+        view,
+        offers_to_frame([aws, lam]),
+        changes=changes,
+        price_index=[],
+        stale_providers=[],
+        links=LINKS,
+        now=NOW,
+    )
+    launch = (
+        "https://console.aws.amazon.com/ec2/home?region=us-east-1"
+        "#LaunchInstances:instanceType=p5.48xlarge"
+    )
+    assert digest.text.count(f"rent: {launch}") == 2  # its row and its change
+    assert "rent: https://cloud.lambda.ai/instances" in digest.text
+    assert digest.html.count(f'<a href="{launch}" rel="noopener nofollow"') == 2

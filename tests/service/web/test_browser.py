@@ -277,3 +277,116 @@ def test_index_providers_and_catalog_pages(browser: Any, live_server: LiveServer
     page.wait_for_url(re.compile(r"q=H100"))
     assert page.locator("table.catalog tbody tr", has_text="H100-SXM5-80GB").count() == 1
     assert outside == []
+
+
+#: Page checks at phone width, in the spirit of Lighthouse's audits. Each returns a list of
+#: what fails (empty: the page passes).
+_OVERLAPS = """() => {
+  // visible elements holding text of their own, in <main>: no two may overlap
+  const own = e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+  const boxes = [...document.querySelectorAll('main *')]
+    .filter(e => own(e) && e.getClientRects().length && getComputedStyle(e).visibility !== 'hidden')
+    .filter(e => !e.closest('.visually-hidden, svg, details:not([open]) > :not(summary)'))
+    .slice(0, 600)
+    .flatMap(e => [...e.getClientRects()].map(r => [e, r]));  // an inline one: each line
+  const bad = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const [a, r] = boxes[i], [b, s] = boxes[j];
+    if (a.contains(b) || b.contains(a)) continue;
+    const w = Math.min(r.right, s.right) - Math.max(r.left, s.left);
+    const h = Math.min(r.bottom, s.bottom) - Math.max(r.top, s.top);
+    if (w > 2 && h > 2)
+      bad.push(a.textContent.trim().slice(0, 30) + ' / ' + b.textContent.trim().slice(0, 30));
+  }
+  // a stacked cell's label (its ::before) must not spill out of the cell onto the next
+  for (const td of document.querySelectorAll('td[data-label]'))
+    if (td.getClientRects().length && td.scrollHeight > td.clientHeight + 1)
+      bad.push('label spills: ' + td.dataset.label);
+  return bad.slice(0, 10);
+}"""
+_SMALL_TARGETS = """() => {
+  // WCAG 2.5.8: a target is 24 x 24 px, or a 24 px circle on its centre meets no other target
+  const kinds = 'a[href], button, input:not([type=hidden]), select, summary';
+  const targets = [...document.querySelectorAll(kinds)]
+    .filter(e => e.getClientRects().length && !e.closest('.visually-hidden, .skip'))
+    .filter(e => e.matches('summary') || !e.closest('details:not([open])'))  // not shown
+    // a check box's target is its label, which toggles it too
+    .map(e => e.matches('[type=checkbox], [type=radio]') && e.closest('label') || e)
+    .map(e => [e, e.getBoundingClientRect()]);
+  const near = (r, s) => {
+    const cx = (r.left + r.right) / 2, cy = (r.top + r.bottom) / 2;
+    const dx = Math.max(s.left - cx, 0, cx - s.right), dy = Math.max(s.top - cy, 0, cy - s.bottom);
+    return Math.hypot(dx, dy) < 12;
+  };
+  const name = e => `${e.tagName} ${(e.textContent || e.name || '').trim().slice(0, 30)}`;
+  return targets
+    .filter(([e, r]) => r.width < 24 || r.height < 24)
+    .map(([e, r]) => [e, r, targets.find(([f, s]) => f !== e && !f.contains(e)
+      && !e.contains(f) && near(r, s))])
+    .filter(([e, r, other]) => other)
+    .map(([e, r, [f, s]]) => `${name(e)} ${r.width.toFixed(0)}x${r.height.toFixed(0)}`
+      + ` near ${name(f)}`)
+    .slice(0, 10);
+}"""
+_LOW_CONTRAST = """() => {
+  // WCAG AA: 4.5:1 for text (3:1 at 24 px, or 18.66 px bold), against the first opaque
+  // background behind it
+  const rgb = c => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lin = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const lum = ([r, g, b]) => 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  const bg = e => {
+    for (; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || c[3] > 0.5) return c;
+    }
+    return [255, 255, 255];
+  };
+  const own = e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+  const bad = new Set();
+  for (const e of document.querySelectorAll('body *')) {
+    if (!own(e) || !e.getClientRects().length) continue;
+    if (e.closest('.visually-hidden, .skip, svg')) continue;
+    const st = getComputedStyle(e), fg = lum(rgb(st.color)), back = lum(bg(e));
+    const ratio = (Math.max(fg, back) + 0.05) / (Math.min(fg, back) + 0.05);
+    const size = parseFloat(st.fontSize), bold = parseInt(st.fontWeight) >= 700;
+    const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    if (ratio < need)
+      bad.add(`${e.tagName}.${e.className} ${st.color} on ${bg(e)}: ${ratio.toFixed(2)}`);
+  }
+  return [...bad].slice(0, 10);
+}"""
+
+
+def _audit(page: Any, width: int, where: str) -> None:
+    """The page at ``width``: no sideways scroll, nothing overlaps, tap targets, contrast."""
+    scroll = page.evaluate("document.scrollingElement.scrollWidth")
+    assert scroll <= page.evaluate("innerWidth"), (where, page.evaluate(_TOO_WIDE))
+    for audit in (_OVERLAPS, _SMALL_TARGETS, _LOW_CONTRAST):
+        failing = page.evaluate(audit)
+        assert failing == [], f"{where}: {failing}"
+
+
+def test_every_page_passes_the_phone_audit(browser: Any, live_server: LiveServer) -> None:
+    """At 390 px (and 320 and 1280 for the explorer and the offer page): the first offer row
+    is on the first screen, the results before the form; no page scrolls sideways, no text
+    overlaps, every tap target is big or far enough, the text contrast is AA."""
+    outside: list[str] = []
+    page = _guarded_page(browser, live_server, outside, width=390)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(live_server.base_url + "/")
+    first = page.locator("table.offers tbody tr").first.bounding_box()
+    assert first is not None and first["y"] < 844  # an iPhone's first screen
+    results, form = (page.locator(s).bounding_box() for s in ("#results", "#filters"))
+    assert results is not None and form is not None and results["y"] < form["y"]
+    page.get_by_role("link", name="Change the search").click()
+    page.wait_for_url(re.compile(r"#filters$"))
+    offer = page.locator("td[data-label=Offer] a").first.get_attribute("href")
+    rows = page.locator("table.offers tbody tr")
+    assert page.locator("td[data-label=Rent]").count() == rows.count()  # a Rent cell each
+    paths = ["/", offer, "/index?gpu=H100", "/providers", "/gpus?q=H100", "/subscribe", "/alert"]
+    for width in (390, 320, 1280):
+        page.set_viewport_size({"width": width, "height": 844})
+        for path in paths if width == 390 else ["/", offer]:
+            page.goto(live_server.base_url + str(path))
+            _audit(page, width, f"{path} at {width} px")
+    assert outside == []

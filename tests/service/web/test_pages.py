@@ -266,3 +266,34 @@ async def test_a_yuan_price_is_shown_under_its_dollars(tmp_path: Path) -> None:
     assert (row["price_amount"], row["price_currency"]) == ("2.72", "CNY")
     assert 0 < row["usd_per_hour"] < 2.72
     assert "2.72 CNY/h</span>" in page
+
+
+async def test_the_sample_rows_have_a_rent_button_and_no_ok_for_sample_prices(
+    tmp_path: Path,
+) -> None:
+    """On the offline sample: each explorer row links to where to rent it, as the API's
+    ``links.rent`` says, with a price age; the offer page too; /providers never says "ok"
+    of a sample price."""
+    from gpuscout.service.current import load_current
+
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    state = load_current(sample=True, settings=settings)
+    app = create_app(settings, offers_loader=lambda: state)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        page = (await c.get("/?limit=50")).text
+        api = (await c.get("/v1/offers?limit=50")).json()["offers"]
+        rents = re.findall(r'<a class="button rent" href="([^"]+)" rel="noopener nofollow"', page)
+        expected = [o["links"]["rent"] for o in api if o["links"]["rent"]]
+        assert [r.replace("&amp;", "&") for r in rents] == expected and len(expected) == 50
+        ages = re.findall(r'<td data-label="Price age" class="num age"', page)
+        assert len(ages) == 50
+        first = await c.get(f"/offer?id={api[0]['id']}")
+        assert f'href="{api[0]["links"]["rent"]}" rel="noopener nofollow"' in first.text
+        for path in ("/", f"/offer?id={api[0]['id']}", "/index?gpu=H100", "/providers"):
+            shown = (await c.get(path)).text
+            assert '<p class="banner sample" role="status"><strong>Sample data.' in shown, path
+        providers = (await c.get("/providers")).text
+        outcomes = re.findall(r'<span class="tag [a-z]*">([a-z_]+)</span>', providers)
+        assert "sample" in outcomes and "ok" not in outcomes
+        assert "latest fetch succeeded" not in providers

@@ -57,6 +57,8 @@ def run_snapshot_job(
 
     Returns what was stored, or ``None`` when this runner skipped (and logged why).
     """
+    if settings.catalog_url and fetch is None:
+        return _follow_job(settings, engine, now)
     interval = timedelta(minutes=settings.snapshot_interval_minutes)
     try:
         result = take_snapshot(
@@ -67,8 +69,46 @@ def run_snapshot_job(
         return None
     level, line = snapshot_line(result)
     log.log(level, "%s", line)
+    _publish_after(settings, engine)
     _alerts_after(settings, engine, now)
     return result
+
+
+def _follow_job(
+    settings: Settings, engine: Engine | None, now: Callable[[], datetime]
+) -> SnapshotResult | None:
+    """A follower's snapshot: poll the followed catalog (``catalog_url``) instead of the
+    providers (:func:`service.catalog.follow.follow_catalog`); a refused catalog is logged
+    and its providers' last-good offers kept."""
+    from .catalog.follow import follow_catalog
+    from .catalog.manifest import CatalogError
+
+    try:
+        followed = follow_catalog(settings, engine=engine, now=now)
+    except (CatalogError, SnapshotSkipped) as exc:
+        log.warning("catalog not followed: %s", exc)
+        return None
+    if followed.unchanged:
+        log.info("catalog unchanged: nothing stored")
+        return None
+    log.info("catalog followed: %d offers stored", followed.offer_count)
+    _publish_after(settings, engine)
+    _alerts_after(settings, engine, now)
+    return None
+
+
+def _publish_after(settings: Settings, engine: Engine | None) -> None:
+    """Publish the catalog after a stored snapshot when ``publish_dir`` is set; a failure is
+    logged, never the snapshot's."""
+    if settings.publish_dir is None:
+        return
+    from .catalog.publish import publish_catalog
+
+    try:
+        result = publish_catalog(settings, engine=engine)
+        log.info("catalog %s published: %d offers", result.manifest.version, result.offer_count)
+    except Exception:
+        log.exception("publishing the catalog after the snapshot failed")
 
 
 def snapshot_line(result: SnapshotResult) -> tuple[int, str]:

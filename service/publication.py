@@ -10,13 +10,26 @@ this says so, naming what it withheld and why (:func:`withheld`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from gpuscout.adapters.source_terms import Permission, terms_of
 
 from .settings import Settings
 
-__all__ = ["published", "withheld", "withheld_note"]
+if TYPE_CHECKING:
+    from gpuscout.db.history import PriceChange, WeekOverWeek
+    from gpuscout.db.state import CurrentState
+
+__all__ = [
+    "publishable_changes",
+    "publishable_state",
+    "published",
+    "withheld",
+    "withheld_everywhere",
+    "withheld_note",
+]
 
 
 def _reason(provider: str) -> str | None:
@@ -45,9 +58,58 @@ def published(settings: Settings, providers: Iterable[str]) -> list[str]:
     return [name for name in names if name not in out]
 
 
+def withheld_everywhere(settings: Settings, more: Iterable[str] = ()) -> dict[str, str]:
+    """:func:`withheld` over every registered provider and ``more`` (a state's names)."""
+    from gpuscout.adapters import provider_names
+
+    return withheld(settings, [*provider_names(), *more])
+
+
 def withheld_note(out: dict[str, str]) -> str | None:
-    """One sentence naming what was withheld and why, for a page or an answer."""
+    """One sentence naming what was withheld and why, grouped by reason, for a page, a
+    mail or an answer."""
     if not out:
         return None
-    listed = "; ".join(f"{name}: {reason}" for name, reason in out.items())
-    return f"publication is public: withheld by their terms: {listed}"
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in out.items():
+        by_reason.setdefault(reason, []).append(name)
+    listed = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
+    return f"publication is public, so these sources are not published: {listed}"
+
+
+def publishable_state(settings: Settings, current: CurrentState) -> CurrentState:
+    """``current`` without the offers of withheld sources, its note saying so (the state
+    a digest or an alert under ``publication = public`` ranks); ``current`` itself when
+    nothing is withheld."""
+    import polars as pl
+
+    out = withheld(settings, current.providers)
+    if not out:
+        return current
+    note = " ".join(n for n in (current.note, withheld_note(out)) if n)
+    return dataclasses.replace(
+        current,
+        frame=current.frame.filter(~pl.col("provider").is_in(list(out))),
+        providers={k: v for k, v in current.providers.items() if k not in out},
+        note=note,
+        count_fields=None,
+    )
+
+
+def publishable_changes(settings: Settings, changes: WeekOverWeek) -> WeekOverWeek:
+    """The week's price changes without those of withheld sources."""
+    every = [*changes.cheaper, *changes.dearer, *changes.new, *changes.gone]
+    out = withheld(settings, (c.offer.provider for c in every))
+    if not out:
+        return changes
+
+    def kept(items: list[PriceChange]) -> list[PriceChange]:
+        return [c for c in items if c.offer.provider not in out]
+
+    return dataclasses.replace(
+        changes,
+        cheaper=kept(changes.cheaper),
+        dearer=kept(changes.dearer),
+        new=kept(changes.new),
+        gone=kept(changes.gone),
+    )

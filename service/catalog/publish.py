@@ -28,6 +28,7 @@ from gpuscout.adapters import registry
 from gpuscout.adapters.source_terms import terms_of
 from gpuscout.db.current_offers import HeldProvider, held_offers
 from gpuscout.db.engine import make_engine
+from gpuscout.db.migrate import upgrade_if_behind
 
 from ..fx import fx_table
 from ..publication import withheld
@@ -115,6 +116,7 @@ def publish_catalog(
     own = engine is None
     engine = engine or make_engine(settings.database_url)
     try:
+        upgrade_if_behind(engine)  # a database never migrated holds no snapshot: say so
         latest, held = held_offers(engine, fx_table(settings))
     finally:
         if own:

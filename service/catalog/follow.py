@@ -88,10 +88,16 @@ class CatalogSource:
         if self.remote:
             base = location if location.endswith("/") else location + "/"
             self.base = base.removesuffix(MANIFEST_NAME + "/")
+            self._own_client = client is None
             self.client = client or httpx.Client(timeout=timeout_s, follow_redirects=True)
         else:
             path = Path(location)
             self.root = path.parent if path.name == MANIFEST_NAME else path
+
+    def close(self) -> None:
+        """Close the HTTP client this source made (one given to it stays open)."""
+        if self.remote and self._own_client:
+            self.client.close()
 
     def _url(self, name: str) -> str:
         return urljoin(self.base, name)
@@ -243,53 +249,61 @@ def follow_catalog(
     A catalog refused whole stores an error run for each provider held (their last-good
     offers kept); with none held yet, raises :class:`CatalogError`.
     """
-    from ..snapshots import take_snapshot
 
     source = source_of(settings, client)
     own = engine is None
     engine = engine or make_engine(settings.database_url)
     try:
-        upgrade(engine)
-        state = _read_state(settings)
-        fx = fx_table(settings)
-        error: str | None = None
-        manifest: Manifest | None = None
-        polled = Polled(None, None)
-        try:
-            polled = source.poll(state.get("etag"))
-            if polled.data is None:
-                return FollowResult(unchanged=True)
-            manifest = source.manifest(polled.data)
-            _check_age(settings, manifest, state, now())
-        except CatalogError as exc:
-            error = str(exc)
-        held = held_providers(engine)
-
-        def fetch() -> Sequence[ProviderRun]:
-            if manifest is None or error is not None:
-                return [_error_run(name, error or "") for name in sorted(held)]
-            runs = source.runs(manifest, fx)
-            listed = {entry.provider for entry in manifest.providers}
-            gone = {w.provider: w.reason for w in manifest.withheld}
-            for name in sorted(set(held) - listed):
-                why = gone.get(name, "not in the catalog (a partial catalog?)")
-                runs.append(_error_run(name, f"catalog {source.location}: {name}: {why}"))
-            return runs
-
-        if error is not None and not held:
-            raise CatalogError(error)
-        result = take_snapshot(settings, fetch=fetch, engine=engine, now=now)
-        failed = [r for r in result.runs if r.status is RunStatus.ERROR]
-        if error is None and manifest is not None and not failed:
-            _write_state(settings, polled.etag, manifest)
-        if error is None and failed:
-            error = "; ".join(f"{r.provider}: {r.error}" for r in failed[:3])
-        if error is not None:
-            log.warning("catalog %s: %s", source.location, error)
-        return FollowResult(False, result.runs, error, manifest)
+        return _follow(settings, source, engine, now)
     finally:
+        source.close()
         if own:
             engine.dispose()
+
+
+def _follow(
+    settings: Settings, source: CatalogSource, engine: Engine, now: Callable[[], datetime]
+) -> FollowResult:
+    from ..snapshots import take_snapshot
+
+    upgrade(engine)
+    state = _read_state(settings)
+    fx = fx_table(settings)
+    error: str | None = None
+    manifest: Manifest | None = None
+    polled = Polled(None, None)
+    try:
+        polled = source.poll(state.get("etag"))
+        if polled.data is None:
+            return FollowResult(unchanged=True)
+        manifest = source.manifest(polled.data)
+        _check_age(settings, manifest, state, now())
+    except CatalogError as exc:
+        error = str(exc)
+    held = held_providers(engine)
+
+    def fetch() -> Sequence[ProviderRun]:
+        if manifest is None or error is not None:
+            return [_error_run(name, error or "") for name in sorted(held)]
+        runs = source.runs(manifest, fx)
+        listed = {entry.provider for entry in manifest.providers}
+        gone = {w.provider: w.reason for w in manifest.withheld}
+        for name in sorted(set(held) - listed):
+            why = gone.get(name, "not in the catalog (a partial catalog?)")
+            runs.append(_error_run(name, f"catalog {source.location}: {name}: {why}"))
+        return runs
+
+    if error is not None and not held:
+        raise CatalogError(error)
+    result = take_snapshot(settings, fetch=fetch, engine=engine, now=now)
+    failed = [r for r in result.runs if r.status is RunStatus.ERROR]
+    if error is None and manifest is not None and not failed:
+        _write_state(settings, polled.etag, manifest)
+    if error is None and failed:
+        error = "; ".join(f"{r.provider}: {r.error}" for r in failed[:3])
+    if error is not None:
+        log.warning("%s", error)
+    return FollowResult(False, result.runs, error, manifest)
 
 
 def _check_age(

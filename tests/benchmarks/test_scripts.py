@@ -119,3 +119,10 @@ def test_alerts_benchmark_reports_each_run_and_the_target() -> None:
     assert "60 alerts over 12 searches, 300 offers" in out
     assert "run 1: evaluated in" in out and "run 2: evaluated in" in out
     assert "(target <= 5 s)" in out
+
+
+def test_publish_benchmark_publishes_and_follows() -> None:
+    out = run("publish.py", "--offers", "300")
+    assert "offers: 300 of" in out
+    assert re.search(r"publish: [\d.]+ s", out) and re.search(r"follow: [\d.]+ s", out)
+    assert "follow unchanged:" in out

@@ -54,9 +54,7 @@ def catalog_copy(collector: Collector, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def follower(
-    collector: Collector, catalog_copy: Path, tmp_path: Path
-) -> Callable[..., Settings]:
+def follower(collector: Collector, catalog_copy: Path, tmp_path: Path) -> Callable[..., Settings]:
     """Settings of a follower of ``catalog_copy`` (no provider configured), with overrides."""
 
     def make(**values: object) -> Settings:

@@ -157,7 +157,9 @@ def test_a_rolled_back_catalog_is_refused(
     publish_catalog(collector.settings, catalog_copy, key_file=collector.key, now=lambda: SOON)
     _follow(settings, at=SOON)
     older = sorted(p.name for p in catalog_copy.iterdir() if p.name.startswith("2"))[0]
-    (catalog_copy / "manifest.json").write_bytes((catalog_copy / older / "manifest.json").read_bytes())
+    (catalog_copy / "manifest.json").write_bytes(
+        (catalog_copy / older / "manifest.json").read_bytes()
+    )
     result = _follow(settings, at=SOON)
     assert result.error is not None and "older than the one followed" in result.error
 

@@ -59,8 +59,9 @@ def test_older_versions_are_kept_n_deep(collector: Collector, catalog_copy: Path
         removed.extend(result.removed)
     versions = sorted(p.name for p in catalog_copy.iterdir() if p.is_dir() and p.name[0] == "2")
     assert len(versions) == 2 and len(removed) == 2
-    assert json.loads((catalog_copy / "manifest.json").read_bytes())["signed"]["version"] == (
-        versions[-1]
+    assert (
+        json.loads((catalog_copy / "manifest.json").read_bytes())["signed"]["version"]
+        == (versions[-1])
     )
     assert not [p for p in catalog_copy.iterdir() if p.name.startswith(".")]  # no leftovers
 

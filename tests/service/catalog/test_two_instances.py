@@ -120,9 +120,14 @@ def _providers(instance: Instance) -> dict[str, dict[str, Any]]:
 
 
 def _held(instance: Instance) -> bool:
-    ready = instance.get("/readyz")
-    providers = _providers(instance) if ready.status_code == 200 else {}
-    return all(providers.get(p, {}).get("offer_count") for p in PROVIDERS)
+    """The instance answers from its database (not the offline sample it shows before its
+    first snapshot) and holds offers of every provider."""
+    if instance.get("/readyz").status_code != 200:
+        return False
+    answer = instance.get("/v1/providers").json()
+    providers = {p["provider"]: p for p in answer["providers"]}
+    held = all(providers.get(p, {}).get("offer_count") for p in PROVIDERS)
+    return answer["source"] == "database" and held
 
 
 def test_a_follower_answers_as_its_collector_and_keeps_last_good_offers(

@@ -100,3 +100,34 @@ def test_public_publishes_only_sources_whose_terms_say_yes(
     assert "pricing-comparison service" in reasons["vastai"]
     assert "not been read" in reasons["lambda"]
     assert not list((tmp_path / "c" / manifest.version).glob("vastai*"))
+
+
+def test_a_catalog_published_from_either_database_follows_field_for_field(
+    db_url: str, collector: Collector, tmp_path: Path
+) -> None:
+    """Published from SQLite or PostgreSQL, followed into SQLite: the same offers."""
+    from gpuscout.adapters.sample import replay_sample
+    from gpuscout.db.current_offers import held_offers
+    from gpuscout.db.engine import make_engine
+    from gpuscout.service.catalog.follow import follow_catalog
+    from gpuscout.service.fx import fx_table
+    from gpuscout.service.snapshots import take_snapshot
+
+    source = settings_of(tmp_path / "source", database_url=db_url)
+    take_snapshot(source, fetch=lambda: replay_sample(["vastai", "aws"]))
+    publish_catalog(source, tmp_path / "c", key_file=collector.key)
+    follower = settings_of(
+        tmp_path / "follower",
+        catalog_url=str(tmp_path / "c"),
+        catalog_public_key=str(collector.public_key),
+    )
+    assert follow_catalog(follower).error is None
+
+    def offers(settings):  # type: ignore[no-untyped-def]
+        engine = make_engine(settings.database_url)
+        try:
+            return {h.provider: h.offers for h in held_offers(engine, fx_table(settings))[1]}
+        finally:
+            engine.dispose()
+
+    assert offers(follower) == offers(source) != {}

@@ -2,7 +2,10 @@
 
 :func:`build_scheduler` configures a scheduler without starting it (the API process starts
 it beside uvicorn; ``gpuscout scheduler`` runs it alone). After each snapshot it stored,
-the job evaluates and delivers the price alerts (:func:`service.alerts.run.run_alerts`).
+the job publishes the catalog when ``publish_dir`` is set (:mod:`service.catalog.publish`)
+and evaluates and delivers the price alerts (:func:`service.alerts.run.run_alerts`). A
+follower (``catalog_url`` set) follows that catalog instead of fetching the providers
+(:func:`service.catalog.follow.follow_catalog`).
 Each run logs one line (``gpuscout.scheduler``): skipped and why, or what was stored with
 the count of providers ok, failed and skipped (:func:`snapshot_line`; WARNING with the
 first error when any failed). The job is coalesced, never runs twice at once in one

@@ -249,7 +249,6 @@ def follow_catalog(
     A catalog refused whole stores an error run for each provider held (their last-good
     offers kept); with none held yet, raises :class:`CatalogError`.
     """
-
     source = source_of(settings, client)
     own = engine is None
     engine = engine or make_engine(settings.database_url)

@@ -3,7 +3,9 @@
 
 ``fresh`` follows price age: live prices at most the adapter's ``fresh_within_hours`` old
 (:data:`adapters.base.FRESH_WITHIN_HOURS` unless the adapter sets it); sample prices are
-never fresh, whatever their date, and say ``origin: sample``.
+never fresh, whatever their date, and say ``origin: sample``. Each provider carries its
+terms as read (:mod:`adapters.source_terms`) and, under ``publication = public``, whether
+it is published and why not (:mod:`service.publication`).
 """
 
 from __future__ import annotations

@@ -12,12 +12,14 @@ import functools
 import hashlib
 import re
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, Request, Response, status
 from fastapi.exceptions import HTTPException
 
 from ...catalog.manifest import MANIFEST_NAME
 from ..deps import SettingsDep
+from ..problems import problem_responses
 
 __all__ = ["router"]
 
@@ -57,14 +59,21 @@ def _root(settings: SettingsDep) -> Path:
     return settings.publish_dir
 
 
-@router.get(f"/{MANIFEST_NAME}", summary="The catalog's signed manifest")
+#: What a catalog route may answer besides its file: unchanged (304), or not here (404).
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    304: {"description": "not modified: the If-None-Match ETag is current"},
+    **problem_responses(404, _404="no catalog published here, or no such file in it"),
+}
+
+
+@router.get(f"/{MANIFEST_NAME}", summary="The catalog's signed manifest", responses=_RESPONSES)
 async def manifest(request: Request, settings: SettingsDep) -> Response:
     """The newest catalog version's manifest, signed (Ed25519) by the publisher."""
     cache = f"public, max-age={settings.cache_max_age_s}"
     return _serve(request, _root(settings) / MANIFEST_NAME, cache, "application/json")
 
 
-@router.get("/{version}/{name}", summary="One file of a catalog version")
+@router.get("/{version}/{name}", summary="One file of a catalog version", responses=_RESPONSES)
 async def catalog_file(
     version: str, name: str, request: Request, settings: SettingsDep
 ) -> Response:

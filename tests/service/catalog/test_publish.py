@@ -131,3 +131,15 @@ def test_a_catalog_published_from_either_database_follows_field_for_field(
             engine.dispose()
 
     assert offers(follower) == offers(source) != {}
+
+
+def test_the_scheduler_publishes_after_each_snapshot(collector: Collector, tmp_path: Path) -> None:
+    from gpuscout.adapters.sample import replay_sample
+    from gpuscout.service.scheduler import run_snapshot_job
+
+    settings = settings_of(
+        tmp_path / "data", publish_dir=tmp_path / "c", publish_key_file=collector.key
+    )
+    assert run_snapshot_job(settings, fetch=lambda: replay_sample(["aws"])) is not None
+    manifest = _manifest_of(collector, tmp_path / "c")
+    assert [p.provider for p in manifest.providers] == ["aws"]

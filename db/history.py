@@ -176,9 +176,10 @@ def _index_rows(
     start: date,
     end: date,
     term: RentalTerm | str,
+    exclude: Collection[str] = (),
 ) -> list[tuple[Any, ...]]:
     """``columns`` of the price rows of ``gpu`` and ``term`` valid on some day of
-    ``start`` .. ``end`` (inclusive)."""
+    ``start`` .. ``end`` (inclusive), but those of the providers ``exclude`` names."""
     if end < start:
         raise ValueError(f"end {end} is before start {start}")
     h = _history.c
@@ -190,6 +191,8 @@ def _index_rows(
         h.valid_from < upper,
         sa.or_(h.valid_to.is_(None), h.valid_to > lower),
     )
+    if exclude:
+        query = query.where(h.provider.not_in(sorted(exclude)))
     connection = _connect(engine)
     try:
         return [tuple(row) for row in connection.execute(query)]
@@ -205,11 +208,20 @@ def index_sample_providers(
     start: date,
     end: date,
     term: RentalTerm | str = RentalTerm.ON_DEMAND,
+    exclude: Collection[str] = (),
 ) -> list[str]:
     """The providers (sorted) whose sample prices :func:`daily_index` counts on some day
     of ``start`` .. ``end``."""
     h = _history.c
-    rows = _index_rows(engine, (h.provider, h.origin), gpu=gpu, start=start, end=end, term=term)
+    rows = _index_rows(
+        engine,
+        (h.provider, h.origin),
+        gpu=gpu,
+        start=start,
+        end=end,
+        term=term,
+        exclude=exclude,
+    )
     return sorted({str(p) for p, origin in rows if origin == Origin.SAMPLE.value})
 
 
@@ -267,12 +279,15 @@ def index_label(
     start: date,
     end: date,
     term: RentalTerm | str = RentalTerm.ON_DEMAND,
+    exclude: Collection[str] = (),
 ) -> HistoryLabel:
     """The label of a :func:`daily_index` ``frame`` (of these arguments): sample when any
     day counts a sample price; the sample's providers are read only then."""
     sample = int(frame["sample_offers"].sum())
     providers = (
-        index_sample_providers(engine, gpu=gpu, start=start, end=end, term=term) if sample else []
+        index_sample_providers(engine, gpu=gpu, start=start, end=end, term=term, exclude=exclude)
+        if sample
+        else []
     )
     return HistoryLabel.of(sample=sample, total=int(frame["offers"].sum()), providers=providers)
 
@@ -290,9 +305,11 @@ def daily_index(
     start: date,
     end: date,
     term: RentalTerm | str = RentalTerm.ON_DEMAND,
+    exclude: Collection[str] = (),
 ) -> pl.DataFrame:
     """Per UTC day from ``start`` to ``end`` (inclusive): median, p10, p90 and min of USD per
-    GPU-hour over the offers of ``gpu`` (see :func:`gpu_filter`) and ``term``, with the
+    GPU-hour over the offers of ``gpu`` (see :func:`gpu_filter`) and ``term`` but those of
+    the providers ``exclude`` names (kept out by their terms), with the
     number of offers and of providers, and how many of those offers are the offline
     sample's (``sample_offers``). Quantiles interpolate linearly between ranks (as numpy's
     default). Days without offers have ``offers == 0`` and null prices.
@@ -308,6 +325,7 @@ def daily_index(
         start=start,
         end=end,
         term=term,
+        exclude=exclude,
     )
     days = pl.DataFrame({"day": pl.date_range(start, end, "1d", eager=True)})
     naive = [

@@ -42,6 +42,9 @@ COMMANDS: dict[str, str] = {
     "digest": "digest",
     "fx": "fx",
     "alerts": "alerts",
+    "publish": "catalog",
+    "follow": "catalog",
+    "keygen": "catalog",
 }
 
 #: Modules under ``service.commands`` that each expose ``register(app)``.

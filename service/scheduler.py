@@ -5,7 +5,9 @@ it beside uvicorn; ``gpuscout scheduler`` runs it alone). After each snapshot it
 the snapshot job queues the alerts job (:data:`ALERTS_JOB_ID`, its own job: one instance,
 coalesced), which evaluates and delivers the price alerts
 (:func:`service.alerts.run.run_alerts`). So a slow webhook or mail server delays only the
-alerts, never the next snapshot.
+alerts, never the next snapshot. Before that it publishes the catalog when ``publish_dir``
+is set (:mod:`service.catalog.publish`). A follower (``catalog_url`` set) follows that
+catalog instead of fetching the providers (:func:`service.catalog.follow.follow_catalog`).
 Each run logs one line (``gpuscout.scheduler``): skipped and why, or what was stored with
 the count of providers ok, failed and skipped (:func:`snapshot_line`; WARNING with the
 first error when any failed). The job is coalesced, never runs twice at once in one
@@ -67,6 +69,8 @@ def run_snapshot_job(
     stored (the lock released), ``alerts`` is called (the scheduler's: queue the alerts
     job); ``None`` runs the alerts here, after the snapshot.
     """
+    if settings.catalog_url and fetch is None:
+        return _follow_job(settings, engine, now, alerts)
     interval = timedelta(minutes=settings.snapshot_interval_minutes)
     try:
         result = take_snapshot(
@@ -77,11 +81,63 @@ def run_snapshot_job(
         return None
     level, line = snapshot_line(result)
     log.log(level, "%s", line)
+    _publish_after(settings, engine)
+    _alerts_after(settings, engine, now, alerts)
+    return result
+
+
+def _follow_job(
+    settings: Settings,
+    engine: Engine | None,
+    now: Callable[[], datetime],
+    alerts: Callable[[], None] | None,
+) -> SnapshotResult | None:
+    """A follower's snapshot: poll the followed catalog (``catalog_url``) instead of the
+    providers (:func:`service.catalog.follow.follow_catalog`); a refused catalog is logged
+    and its providers' last-good offers kept."""
+    from .catalog.follow import follow_catalog
+    from .catalog.manifest import CatalogError
+
+    try:
+        followed = follow_catalog(settings, engine=engine, now=now)
+    except (CatalogError, SnapshotSkipped) as exc:
+        log.warning("catalog not followed: %s", exc)
+        return None
+    if followed.unchanged:
+        log.info("catalog unchanged: nothing stored")
+        return None
+    log.info("catalog followed: %d offers stored", followed.offer_count)
+    _publish_after(settings, engine)
+    _alerts_after(settings, engine, now, alerts)
+    return None
+
+
+def _alerts_after(
+    settings: Settings,
+    engine: Engine | None,
+    now: Callable[[], datetime],
+    alerts: Callable[[], None] | None,
+) -> None:
+    """After stored offers: queue the alerts job (``alerts``, the scheduler's), or run the
+    alerts here when there is none (a one-off run)."""
     if alerts is None:
         run_alerts_job(settings, engine=engine, now=now)
     else:
         alerts()
-    return result
+
+
+def _publish_after(settings: Settings, engine: Engine | None) -> None:
+    """Publish the catalog after a stored snapshot when ``publish_dir`` is set; a failure is
+    logged, never the snapshot's."""
+    if settings.publish_dir is None:
+        return
+    from .catalog.publish import publish_catalog
+
+    try:
+        result = publish_catalog(settings, engine=engine)
+        log.info("catalog %s published: %d offers", result.manifest.version, result.offer_count)
+    except Exception:
+        log.exception("publishing the catalog after the snapshot failed")
 
 
 def snapshot_line(result: SnapshotResult) -> tuple[int, str]:

@@ -311,6 +311,43 @@ class Settings(_ProviderSettings):
         " read (and more than snapshot_guard_min_count) is stored as failed; 1 = never",
     )
 
+    # publishing and following a catalog (service/catalog, service/publication.py)
+    publication: Literal["personal", "public"] = Field(
+        "personal",
+        description="personal: for this instance's users; public: a site that republishes,"
+        " which keeps out of the catalog, the index, digests and alerts every source whose"
+        " terms do not say yes to republishing (no or unknown: adapters/data/source_terms.toml)",
+    )
+    publish_dir: Path | None = Field(
+        None,
+        description="where the scheduler publishes the catalog after each snapshot and"
+        " `gpuscout serve` serves it under /v1/catalog/; none = no catalog",
+    )
+    publish_key_file: Path | None = Field(
+        None,
+        description="Ed25519 private key (PEM, `gpuscout keygen`) the catalog's manifest is"
+        " signed with; none = data_dir/catalog-key.pem",
+    )
+    publish_keep_versions: int = Field(
+        5, ge=1, le=1000, description="published catalog versions kept, the newest included"
+    )
+    catalog_url: str | None = Field(
+        None,
+        description="another gpuscout's published catalog (http(s) URL or local path) this"
+        " instance follows instead of fetching providers: no provider account needed",
+    )
+    catalog_public_key: str | None = Field(
+        None,
+        description="the followed catalog's Ed25519 public key: PEM text, a PEM file's path"
+        " or the raw key in base64; a manifest it does not verify is refused",
+    )
+    catalog_max_age_hours: float = Field(
+        48,
+        gt=0,
+        description="a followed catalog published longer ago than this is stale: refused,"
+        " the offers followed before kept and named stale",
+    )
+
     # weekly email digest (service/digest)
     smtp_host: str = Field("localhost", description="SMTP server the digest is sent through")
     smtp_port: int = Field(25, ge=1, le=65535, description="SMTP port (587 starttls, 465 ssl)")
@@ -483,6 +520,16 @@ class Settings(_ProviderSettings):
         ):
             raise ValueError(f"not an http(s) URL: {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _catalog_key(self) -> Settings:
+        """A followed catalog needs the key its manifest is checked against."""
+        if self.catalog_url and not self.catalog_public_key:
+            raise ValueError(
+                "catalog_url is set but catalog_public_key is not: a followed catalog is"
+                " checked against its publisher's public key (GPUSCOUT_CATALOG_PUBLIC_KEY)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _default_database_url(self) -> Settings:

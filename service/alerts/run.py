@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 from gpuscout.db.current import CurrentState, load_current_offers
 
 from ..fx import fx_table
+from ..publication import publishable_state
 from ..settings import Settings
 from .deliver import AlertDeliveryReport, deliver_firings
 from .evaluate import EvaluationReport, evaluate_alerts
@@ -49,6 +50,7 @@ def run_alerts(
     now = now or datetime.now(UTC)
     if current is None:
         current = load_current_offers(engine, fx=fx_table(settings), now=now)
+    current = publishable_state(settings, current)  # publication = public: within terms
     evaluation = evaluate_alerts(settings, engine, current, now=now)
     if transport is None:
         from ..digest.schedule import smtp_transport

@@ -55,6 +55,7 @@ ROUTERS: tuple[str, ...] = (
     "metrics",
     "subscriptions",
     "alerts",
+    "catalog",
 )
 
 

@@ -141,7 +141,8 @@ PARAMETERS: dict[str, str] = {
     # history and subscriptions
     "offer_id": "an offer's id, as in an answer's offers[].id",
     "key": "an offer's key (provider|offer_id|region|term|basis); prefer offer_id",
-    "name": "one catalog GPU model, by name",
+    "name": "one catalog GPU model, by name; in /v1/catalog/, a file of a catalog version",
+    "version": "a published catalog's version: the UTC time it was published (its directory)",
     "email": "the address the digest goes to",
     "job": "the job of a saved search",
     "top": "offers in each digest",

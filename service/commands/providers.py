@@ -338,6 +338,74 @@ def settings_table(creds: Mapping[str, str | None]) -> Table:
     return table
 
 
+def terms_table(settings: Settings) -> Table:
+    """Every provider's terms as read (automated access, keeping a history, republishing;
+    yes / no / unknown), the date read, and, under ``publication = public``, whether it is
+    published and why not."""
+    from gpuscout.adapters import provider_names
+    from gpuscout.adapters.source_terms import terms_of
+
+    from ..publication import withheld
+
+    names = provider_names()
+    out = withheld(settings, names)
+    table = Table(
+        title=f"terms (publication: {settings.publication})",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
+    for col in ("name", "automated", "history", "republish", "read", "published"):
+        table.add_column(col, no_wrap=True)
+    for name in names:
+        t = terms_of(name)
+        table.add_row(
+            name,
+            t.automated_access.value,
+            t.keeping_history.value,
+            t.republishing.value,
+            t.read_on or "-",
+            "no" if name in out else "yes",
+        )
+    return table
+
+
+def _print_terms(settings: Settings) -> None:
+    """The terms table, then each provider's URL, quoted clauses and, when withheld, why."""
+    from gpuscout.adapters import provider_names
+    from gpuscout.adapters.source_terms import terms_of
+
+    from ..publication import withheld
+
+    out = wide_console()
+    out.print(terms_table(settings))
+    held_back = withheld(settings, provider_names())
+    for name in provider_names():
+        t = terms_of(name)
+        lines = [f"  terms: {t.terms_url}"] if t.terms_url else []
+        for what, clause in (
+            ("automated access", t.automated_access_clause),
+            ("keeping history", t.keeping_history_clause),
+            ("republishing", t.republishing_clause),
+        ):
+            if clause:
+                lines.append(f'  {what}: "{clause}"')
+        if t.note:
+            lines.append(f"  {t.note}")
+        if name in held_back:
+            lines.append(f"  not published: {held_back[name]}")
+        if lines:
+            out.print(f"[bold]{name}[/] ({t.source})", highlight=False, soft_wrap=True)
+            for line in lines:
+                out.print(line, highlight=False, soft_wrap=True)
+    err.print(
+        "unknown: not read yet, never taken as allowed; with GPUSCOUT_PUBLICATION=public only"
+        " sources whose terms say yes to republishing are published"
+        " (adapters/data/source_terms.toml)",
+        highlight=False,
+    )
+
+
 def _print_providers(settings: Settings, status: Mapping[str, Any] | None) -> None:
     """The providers table, where each one's prices come from, and every provider setting;
     what the offers cover is counted over the current offers (stored, else the sample)."""
@@ -400,13 +468,25 @@ def register(app: typer.Typer) -> None:
         fmt: Annotated[
             CoverageFormat, typer.Option("--format", help="with --coverage: table or json")
         ] = CoverageFormat.TABLE,
+        terms: Annotated[
+            bool,
+            typer.Option(
+                "--terms",
+                help="what each source's terms allow (automated access, history,"
+                " republishing) and what publication = public withholds",
+            ),
+        ] = False,
     ) -> None:
         """List the registered providers, whether their credentials are set and, once
         snapshots are stored, each one's latest outcome and the latest snapshot run;
-        with --coverage, which fields their current offers carry."""
+        with --coverage, which fields their current offers carry; with --terms, what
+        each source's terms allow."""
         import sqlalchemy.exc
 
         settings = get_settings()
+        if terms:
+            _print_terms(settings)
+            return
         if coverage:
             _print_coverage(sample, provider, fmt, settings)
             return

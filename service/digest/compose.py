@@ -33,6 +33,7 @@ from gpuscout.db.subscriptions import SubscriptionRecord
 from gpuscout.pricing import RankOptions, offers_to_frame, rank
 from gpuscout.pricing.offer_facts import with_offer_facts
 
+from ..publication import publishable_changes, withheld_everywhere
 from ..settings import Settings
 from .build import Digest, DigestLinks, StaleProvider, SubscriptionView, build_digest
 from .chart import IndexPoint
@@ -166,7 +167,8 @@ class DigestComposer:
     def week(self) -> WeekChanges | None:
         if self.engine is None:
             return None
-        return WeekChanges.of(week_over_week(self.engine, until=self.now), self.current.fx)
+        changes = publishable_changes(self.settings, week_over_week(self.engine, until=self.now))
+        return WeekChanges.of(changes, self.current.fx)
 
     def inputs(
         self, view: SubscriptionView
@@ -192,12 +194,17 @@ class DigestComposer:
         start = end - timedelta(weeks=self.settings.digest_history_weeks)
         points: list[IndexPoint] = []
         sample, total, providers = 0, 0, set[str]()
+        withheld = tuple(withheld_everywhere(self.settings))
         for model, term in series:
-            frame = daily_index(self.engine, gpu=model, start=start, end=end, term=term)
+            frame = daily_index(
+                self.engine, gpu=model, start=start, end=end, term=term, exclude=withheld
+            )
             for day, median in frame.select("day", "median_usd_per_gpu_hour").iter_rows():
                 if median is not None:
                     points.append(IndexPoint(day, model, term, float(median)))
-            label = index_label(self.engine, frame, gpu=model, start=start, end=end, term=term)
+            label = index_label(
+                self.engine, frame, gpu=model, start=start, end=end, term=term, exclude=withheld
+            )
             sample += int(frame["sample_offers"].sum())
             total += int(frame["offers"].sum())
             providers.update(label.sample_providers)

@@ -55,9 +55,10 @@ def run_digests(
     ]
     if not subscriptions:
         return SendReport()
-    composer = DigestComposer(
-        settings, current or load_current(settings=settings), now, engine=engine
-    )
+    from ..publication import publishable_state
+
+    state = publishable_state(settings, current or load_current(settings=settings))
+    composer = DigestComposer(settings, state, now, engine=engine)
     sender = parse_sender(settings.mail_from)
     return send_due(
         engine,

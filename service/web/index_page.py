@@ -26,6 +26,7 @@ from gpuscout.pricing.display import for_display
 from gpuscout.pricing.requirement import Requirement
 from gpuscout.service.api.deps import ContextDep, StateDep
 from gpuscout.service.api.routers.history import IndexQuery, get_price_index
+from gpuscout.service.publication import publishable_state, withheld, withheld_note
 from gpuscout.service.validation_text import error_message
 
 from .charts import Series, line_chart
@@ -105,6 +106,8 @@ async def index_page(request: Request, state: StateDep, context: ContextDep) -> 
         except HTTPException as exc:  # no database: the spread still shows
             unavailable = str(exc.detail)
     days = [d for d in index.days if d.offers] if index else []
+    settings = context.settings
+    public = publishable_state(settings, state.current)  # publication = public: within terms
     return templates().TemplateResponse(
         request,
         "index.html",
@@ -119,7 +122,8 @@ async def index_page(request: Request, state: StateDep, context: ContextDep) -> 
             "days": days,
             "chart": _chart(index) if days else None,
             "unavailable": unavailable,
-            "spread": [] if errors else current_spread(state.frame, query.model, query.term.value),
+            "spread": [] if errors else current_spread(public.frame, query.model, query.term.value),
+            "withheld_note": withheld_note(withheld(settings, state.current.providers)),
             "answer": banner_answer(index, state),
         },
         status_code=422 if errors else 200,

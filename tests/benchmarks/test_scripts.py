@@ -154,3 +154,10 @@ def test_no_network_snapshot_benchmark_times_the_command_and_says_why() -> None:
     out = run("snapshot_no_network.py", "--repeat", "1", timeout=180)
     assert re.search(r"run 1: [\d.]+ s wall, [\d.]+ s CPU, exit 1: error: no network", out), out
     assert "(bound: 5 s)" in out
+
+
+def test_publish_benchmark_publishes_and_follows() -> None:
+    out = run("publish.py", "--offers", "300")
+    assert "offers: 300 of" in out
+    assert re.search(r"publish: [\d.]+ s", out) and re.search(r"follow: [\d.]+ s", out)
+    assert "follow unchanged:" in out

@@ -15,6 +15,7 @@ from gpuscout.adapters.schema import RentalTerm
 from gpuscout.pricing.display import DECIMALS, for_display
 from gpuscout.pricing.names import refused_gpus
 
+from ...publication import withheld_everywhere, withheld_note
 from ..deps import ContextDep, NoQueryDep
 from ..offer_ids import offer_id
 from ..problems import problem_responses
@@ -121,6 +122,11 @@ class PriceIndex(HistorySource):
     end: date
     unit: str = "USD per GPU-hour"
     days: list[IndexDay]
+    withheld_note: str | None = Field(
+        None,
+        description="publication = public: the sources whose prices the index leaves out"
+        " (their terms do not allow republishing), and why",
+    )
 
 
 class PricePointOut(BaseModel):
@@ -175,9 +181,15 @@ async def get_price_index(
     start = end - timedelta(days=query.days - 1)
     gpu, term = query.model, query.term
 
+    out = withheld_everywhere(context.settings)  # publication = public: within terms
+    kept_out = tuple(out)
+
     def read() -> tuple[Any, HistoryLabel]:
-        frame = daily_index(engine, gpu=gpu, start=start, end=end, term=term)
-        return frame, index_label(engine, frame, gpu=gpu, start=start, end=end, term=term)
+        frame = daily_index(engine, gpu=gpu, start=start, end=end, term=term, exclude=kept_out)
+        label = index_label(
+            engine, frame, gpu=gpu, start=start, end=end, term=term, exclude=kept_out
+        )
+        return frame, label
 
     frame, label = await run_in_threadpool(read)
     return PriceIndex(
@@ -187,6 +199,7 @@ async def get_price_index(
         start=start,
         end=end,
         days=[IndexDay.model_validate(row) for row in for_display(frame).iter_rows(named=True)],
+        withheld_note=withheld_note(out),
     )
 
 

@@ -3,7 +3,9 @@
 
 ``fresh`` follows price age: live prices at most the adapter's ``fresh_within_hours`` old
 (:data:`adapters.base.FRESH_WITHIN_HOURS` unless the adapter sets it); sample prices are
-never fresh, whatever their date, and say ``origin: sample``.
+never fresh, whatever their date, and say ``origin: sample``. Each provider carries its
+terms as read (:mod:`adapters.source_terms`) and, under ``publication = public``, whether
+it is published and why not (:mod:`service.publication`).
 """
 
 from __future__ import annotations
@@ -18,15 +20,50 @@ from starlette.concurrency import run_in_threadpool
 
 from gpuscout.adapters import registry
 from gpuscout.adapters.run import FRESH_WITHIN_HOURS
+from gpuscout.adapters.source_terms import terms_of
 
 from ...field_coverage import coverage_answer
 from ...provider_facts import provider_facts
+from ...publication import withheld, withheld_note
 from ..deps import NoQueryDep, SettingsDep, StateDep
 from ..vocabulary import UtcTime
 
-__all__ = ["CoverageList", "ProviderOut", "router"]
+__all__ = ["CoverageList", "ProviderOut", "TermsOut", "router"]
 
 router = APIRouter(prefix="/v1/providers", tags=["providers"], dependencies=[NoQueryDep])
+
+
+class TermsOut(BaseModel):
+    """What a source's terms allow, as read (adapters/data/source_terms.toml)."""
+
+    terms_url: str | None = Field(description="the terms page read (null: not read)")
+    read_on: str | None = Field(description="the date they were read (YYYY-MM-DD)")
+    automated_access: str = Field(description="yes | no | unknown")
+    keeping_history: str = Field(description="yes | no | unknown")
+    republishing: str = Field(
+        description="republishing, or building an index or comparison: yes | no | unknown"
+    )
+    automated_access_clause: str | None = Field(description="the clause quoted, if read")
+    keeping_history_clause: str | None = Field(description="the clause quoted, if read")
+    republishing_clause: str | None = Field(description="the clause quoted, if read")
+    note: str | None
+    source: str = Field(description="where this reading comes from")
+
+    @classmethod
+    def of(cls, provider: str) -> TermsOut:
+        t = terms_of(provider)
+        return cls(
+            terms_url=t.terms_url,
+            read_on=t.read_on,
+            automated_access=t.automated_access.value,
+            keeping_history=t.keeping_history.value,
+            republishing=t.republishing.value,
+            automated_access_clause=t.automated_access_clause,
+            keeping_history_clause=t.keeping_history_clause,
+            republishing_clause=t.republishing_clause,
+            note=t.note,
+            source=t.source,
+        )
 
 
 class ProviderOut(BaseModel):
@@ -73,6 +110,12 @@ class ProviderOut(BaseModel):
         description="the day its format was checked against the provider's current"
         " documentation (YYYY-MM-DD), or 'not found' / 'not checked'"
     )
+    terms: TermsOut = Field(description="what the source's terms allow, as read")
+    published: bool = Field(
+        description="false: kept out of everything published (publication = public) because"
+        " its terms do not say yes to republishing"
+    )
+    withheld_reason: str | None = Field(description="why it is not published (null: it is)")
 
 
 class ProviderList(BaseModel):
@@ -81,6 +124,11 @@ class ProviderList(BaseModel):
     note: str | None
     snapshot_at: UtcTime | None
     fx_as_of: str = Field(description="date of the FX table non-USD prices convert with")
+    publication: str = Field(
+        description="personal | public: public keeps sources whose terms do not allow"
+        " republishing out of the catalog, the index, digests and alerts"
+    )
+    withheld_note: str | None = Field(description="what publication = public withholds, and why")
     providers: list[ProviderOut]
 
 
@@ -102,8 +150,10 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
     creds = settings.provider_credentials()
     current = state.current
     facts = {f.name: f for f in provider_facts(_NO_OFFERS)}
+    names = sorted(set(known) | set(current.providers))
+    out_of_print = withheld(settings, names)
     out = []
-    for name in sorted(set(known) | set(current.providers)):
+    for name in names:
         held = current.providers.get(name)
         cls = known.get(name)
         need = cls.needed_settings() if cls is not None else ()
@@ -137,6 +187,9 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
                 lifecycle=fact.lifecycle if fact else None,
                 lifecycle_note=(fact.lifecycle_note or None) if fact else None,
                 format_checked=fact.format_checked if fact else None,
+                terms=TermsOut.of(name),
+                published=name not in out_of_print,
+                withheld_reason=out_of_print.get(name),
             )
         )
     return ProviderList(
@@ -145,6 +198,8 @@ async def list_providers(state: StateDep, settings: SettingsDep) -> ProviderList
         note=current.note,
         snapshot_at=current.snapshot_at,
         fx_as_of=current.fx.as_of,
+        publication=settings.publication,
+        withheld_note=withheld_note(out_of_print),
         providers=out,
     )
 

@@ -61,6 +61,9 @@ SETTINGS_ARGS: dict[str, list[str]] = {
     "providers": ["providers"],
     "fx show": ["fx", "show"],
     "fx update": ["fx", "update", "--out", "{tmp}/fx.toml"],
+    "publish": ["publish", "{tmp}/catalog"],
+    "follow": ["follow"],
+    "keygen": ["keygen", "{tmp}/key.pem"],
 }
 #: Commands writing to an empty database (a read-only one refuses them).
 WRITERS = ("snapshot", "subscribe", "alerts create")

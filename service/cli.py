@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "digest": "digest",
     "fx": "fx",
     "alerts": "alerts",
+    "mcp": "agent",
 }
 
 #: Modules under ``service.commands`` that each expose ``register(app)``.

@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "publish": "catalog",
     "follow": "catalog",
     "keygen": "catalog",
+    "mcp": "agent",
 }
 
 #: Modules under ``service.commands`` that each expose ``register(app)``.

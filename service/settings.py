@@ -169,6 +169,11 @@ class Settings(_ProviderSettings):
     )
     api_host: str = Field("127.0.0.1", description="address `gpuscout serve` binds")
     api_port: int = Field(8000, ge=1, le=65535, description="port `gpuscout serve` binds")
+    mcp_http: bool = Field(
+        True,
+        description="answer AI agents over the Model Context Protocol at /mcp (streamable"
+        " HTTP) beside the API; `gpuscout mcp` serves the same tools over stdio",
+    )
     cache_max_age_s: int = Field(60, ge=0, description="Cache-Control max-age of API responses")
     api_access_log: bool = Field(
         False,

@@ -23,6 +23,7 @@ from markupsafe import escape
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from .. import web
 from ..settings import Settings, get_settings
@@ -31,6 +32,7 @@ from . import routers
 from .app_context import ApiContext, ReadyCheck, SnapshotMarker, SnapshotRunner
 from .deps import DATABASE_UNAVAILABLE
 from .input_limits import BodySizeLimit, limit_body_lists, validation_error_response
+from .mcp_route import MCP_PATH, McpRoute
 from .metrics import ApiMetrics, MetricsMiddleware
 from .offers_cache import GZIP_LEVEL, GZIP_MIN_BYTES
 from .openapi_names import HeadAsGet, operation_id, tidy_openapi
@@ -108,6 +110,8 @@ def create_app(
         try:
             yield
         finally:
+            if agents is not None:
+                await agents.aclose()
             poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await poller
@@ -133,6 +137,12 @@ def create_app(
         app.include_router(importlib.import_module(f"{routers.__name__}.{module}").router)
     web.mount(app)
     tidy_openapi(app)
+    agents = None
+    if settings.mcp_http:  # AI agents: MCP at /mcp, the SDK loaded on the first call
+        agents = McpRoute(app, settings.api_host)
+        app.router.routes.append(
+            Route(MCP_PATH, endpoint=agents, methods=["GET", "POST", "DELETE"])
+        )
 
     app.add_middleware(
         BodySizeLimit, max_bytes=settings.api_max_body_bytes, max_depth=settings.api_max_json_depth

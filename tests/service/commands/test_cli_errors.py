@@ -44,6 +44,7 @@ DATABASE_ARGS: dict[str, list[str]] = {
     "history": ["history", "--gpus", "H100"],
     "snapshot": ["snapshot", "--sample"],
     "serve": ["serve", "--get", "/v1/offers"],
+    "mcp": ["mcp"],
     "subscribe": ["subscribe", "--email", "a@example.org", "--name", "weekly"],
     "digest send": ["digest", "send", "--dry-run"],
     "digest confirm": ["digest", "confirm", "some-token"],

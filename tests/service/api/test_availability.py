@@ -1,0 +1,49 @@
+"""Availability shares in ``/v1/offers/{id}`` and on the offer page, from stored snapshots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy.engine import Engine
+
+from gpuscout.adapters.sample import replay_sample
+from gpuscout.db.availability import stock_of
+from gpuscout.service.api.offer_ids import offer_id
+
+from .conftest import database_client, store_sample_then_live
+
+pytestmark = pytest.mark.anyio
+
+
+def _lambda_offer() -> tuple[str, bool]:
+    """A lambda sample offer's key and whether its listing says it is available."""
+    (run,) = replay_sample(["lambda"])
+    o = next(o for o in run.offers if o.gpu_model is not None)
+    return o.key, stock_of(o.available_now, o.available_count)[0]
+
+
+async def test_an_offer_carries_its_shares_over_7_and_30_days(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    store_sample_then_live(engine, live=("lambda",))  # lambda: two successful snapshots
+    key, available = _lambda_offer()
+    async with database_client(tmp_path, db_url) as client:
+        body = (await client.get(f"/v1/offers/{offer_id(key)}")).json()
+        page = await client.get("/offer", params={"key": key})
+    shares = body["in_stock"]
+    assert [s["days"] for s in shares] == [7, 30]
+    for share in shares:
+        assert share["snapshots"] == 2
+        assert share["available_snapshots"] == (2 if available else 0)
+        assert share["share"] == share["available_snapshots"] / 2
+    assert page.status_code == 200
+    assert "How often it was in stock" in page.text
+    assert f"{shares[0]['available_snapshots']} of 2" in page.text
+
+
+async def test_without_a_database_there_are_no_shares(client: httpx.AsyncClient) -> None:
+    first = (await client.get("/v1/offers", params={"limit": 1})).json()["offers"][0]
+    body = (await client.get(f"/v1/offers/{first['id']}")).json()
+    assert body["in_stock"] == []

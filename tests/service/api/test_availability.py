@@ -47,3 +47,16 @@ async def test_without_a_database_there_are_no_shares(client: httpx.AsyncClient)
     first = (await client.get("/v1/offers", params={"limit": 1})).json()["offers"][0]
     body = (await client.get(f"/v1/offers/{first['id']}")).json()
     assert body["in_stock"] == []
+
+
+async def test_the_index_page_shows_stock_beside_price(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    store_sample_then_live(engine, live=("lambda",))
+    (run,) = replay_sample(["lambda"])
+    offer = next(o for o in run.offers if o.gpu_model is not None)
+    async with database_client(tmp_path, db_url) as client:
+        page = await client.get("/index", params={"gpus": offer.gpu_model, "term": "on_demand"})
+    assert page.status_code == 200
+    assert "In stock, 7 days" in page.text
+    assert "over all of them" in page.text

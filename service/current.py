@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from gpuscout.adapters.field_coverage import ProviderCoverage
@@ -174,6 +175,36 @@ def _frame_stored(
     return state
 
 
+def with_stock(state: CurrentState, settings: Settings) -> CurrentState:
+    """``state`` with each offer's ``in_stock_7d`` (:mod:`db.availability`): the share of its
+    provider's snapshots of the last 7 days in which it was in stock."""
+    from gpuscout.db.availability import availability
+    from gpuscout.db.engine import make_engine
+
+    from .offer_record import frame_key
+
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.connect() as connection:
+            shares = availability(connection, datetime.now(UTC), days=(7,))
+    finally:
+        engine.dispose()
+    if shares.is_empty():
+        return state
+    frame = (
+        state.frame.with_columns(_stock_key=frame_key())
+        .drop("in_stock_7d")
+        .join(
+            shares.select(_stock_key="offer_key", in_stock_7d="share"),
+            on="_stock_key",
+            how="left",
+            maintain_order="left",
+        )
+        .select(state.frame.columns)
+    )
+    return dataclasses.replace(state, frame=frame)
+
+
 def _coverage_reader(settings: Settings) -> Callable[[], Mapping[str, ProviderCoverage]]:
     """Which fields the stored offers carry, read from the database when first asked (a
     kept state holds the frame, not the records the count needs)."""
@@ -212,7 +243,7 @@ def load_current(sample: bool = False, settings: Settings | None = None) -> Curr
         return load_sample(fx, settings)
     stored = load_stored(settings, fx)
     if stored is not None and not stored.frame.is_empty():
-        return stored
+        return with_stock(stored, settings)
     fallback = load_sample(fx, settings)
     if stored is None or not stored.providers:
         return fallback

@@ -60,3 +60,67 @@ async def test_the_index_page_shows_stock_beside_price(
     assert page.status_code == 200
     assert "In stock, 7 days" in page.text
     assert "over all of them" in page.text
+
+
+async def test_min_availability_keeps_offers_in_stock_often_enough(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from gpuscout.db.snapshots import store_snapshot
+    from tests.db.factories import offer, ok
+
+    steady, flaky = offer("alpha", "steady"), offer("alpha", "flaky", price="1.00")
+    sold_out = flaky.model_copy(update={"available_now": False})
+    start = datetime.now(UTC) - timedelta(hours=5)
+    for hour, listed in enumerate(([steady, sold_out], [steady, sold_out], [steady, flaky])):
+        at = start + timedelta(hours=hour)
+        store_snapshot(engine, [ok("alpha", listed, at)], started_at=at, finished_at=at)
+    async with database_client(tmp_path, db_url) as client:
+        every = (await client.get("/v1/offers")).json()["offers"]
+        often = (await client.get("/v1/offers", params={"min_availability": 0.8})).json()
+        sometimes = (await client.get("/v1/offers", params={"min_availability": 0.3})).json()
+    assert {o["offer_id"] for o in every} == {"steady", "flaky"}
+    assert [o["offer_id"] for o in often["offers"]] == ["steady"]  # flaky: 1 of 3
+    assert {o["offer_id"] for o in sometimes["offers"]} == {"steady", "flaky"}
+
+
+async def test_min_availability_without_a_database_is_unknown(client: httpx.AsyncClient) -> None:
+    body = (await client.get("/v1/offers", params={"min_availability": 0.5})).json()
+    assert body["offers"] == []  # no stored snapshot: nobody's stock is known
+    unknown = {"min_availability": 0.5, "allow_unknown": "true"}
+    assert (await client.get("/v1/offers", params=unknown)).json()["offers"]
+
+
+def test_the_cli_filters_on_availability(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from typer.testing import CliRunner
+
+    from gpuscout.db.engine import make_engine, sqlite_url
+    from gpuscout.db.migrate import upgrade
+    from gpuscout.db.snapshots import store_snapshot
+    from gpuscout.service.cli import app
+    from gpuscout.service.settings import get_settings
+    from tests.db.factories import offer, ok
+
+    url = sqlite_url(tmp_path / "cli.db")
+    upgrade(url)
+    engine = make_engine(url)
+    steady, flaky = offer("alpha", "steady"), offer("alpha", "flaky", price="1.00")
+    start = datetime.now(UTC) - timedelta(hours=3)
+    for hour, listed in enumerate(
+        ([steady, flaky.model_copy(update={"available_now": False})], [steady, flaky])
+    ):
+        at = start + timedelta(hours=hour)
+        store_snapshot(engine, [ok("alpha", listed, at)], started_at=at, finished_at=at)
+    engine.dispose()
+    get_settings.cache_clear()
+    env = {"GPUSCOUT_DATABASE_URL": url, "GPUSCOUT_DATA_DIR": str(tmp_path), "COLUMNS": "200"}
+    runner = CliRunner()
+    both = runner.invoke(app, ["offers", "--format", "json"], env=env)
+    kept = runner.invoke(app, ["offers", "--min-availability", "0.8", "--format", "json"], env=env)
+    get_settings.cache_clear()
+    assert both.exit_code == 0 and kept.exit_code == 0, (both.output, kept.output)
+    assert "flaky" in both.output and "steady" in both.output
+    assert "flaky" not in kept.output and "steady" in kept.output

@@ -219,6 +219,46 @@ class PriceHistory(Base):
     )
 
 
+class OfferStock(Base):
+    """Whether an offer was rentable, and how many of it, as change-only intervals.
+
+    A row opens when a successful fetch lists the offer with a different stock than its open
+    row says (or lists it for the first time) and closes when that changes or the offer is
+    no longer listed. With the provider's successful snapshots this gives the share of
+    snapshots in which an offer was available (:mod:`db.availability`).
+    """
+
+    __tablename__ = "offer_stock"
+    __table_args__ = (
+        sa.Index(None, "offer_key", "opened_snapshot_id"),
+        sa.Index(None, "provider", "closed_snapshot_id"),
+        sa.Index(
+            "uq_offer_stock_open_offer_key",
+            "offer_key",
+            unique=True,
+            sqlite_where=sa.text("closed_snapshot_id IS NULL"),
+            postgresql_where=sa.text("closed_snapshot_id IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    offer_key: Mapped[str] = mapped_column(sa.String)
+    provider: Mapped[str] = mapped_column(sa.String(64))
+    gpu_model: Mapped[str | None] = mapped_column(sa.String(64))
+    available: Mapped[bool] = mapped_column(
+        sa.Boolean, comment="listed and not stated unavailable (available_now false, count 0)"
+    )
+    available_count: Mapped[int | None] = mapped_column(
+        sa.Integer, comment="how many the provider states it has; NULL: not published"
+    )
+    opened_snapshot_id: Mapped[int] = mapped_column(sa.Integer)
+    closed_snapshot_id: Mapped[int | None] = mapped_column(
+        sa.Integer, comment="NULL: still the offer's stock"
+    )
+    valid_from: Mapped[datetime] = mapped_column(UtcDateTime)
+    valid_to: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
 class JobLock(Base):
     __tablename__ = "job_lock"
 

@@ -1,4 +1,4 @@
-"""Retention: how long snapshot records and closed price rows are kept.
+"""Retention: how long snapshot records, closed price rows and closed stock rows are kept.
 
 Open price rows (prices still valid) and the newest snapshot are never pruned, whatever the
 settings say; a bound of 0 days keeps everything.
@@ -13,13 +13,14 @@ from typing import cast
 import sqlalchemy as sa
 
 from .engine import Target, transaction
-from .models import PriceHistory, Snapshot, SnapshotRun
+from .models import OfferStock, PriceHistory, Snapshot, SnapshotRun
 
 __all__ = ["PruneResult", "prune"]
 
 _snapshot = cast(sa.Table, Snapshot.__table__)
 _history = cast(sa.Table, PriceHistory.__table__)
 _run = cast(sa.Table, SnapshotRun.__table__)
+_stock = cast(sa.Table, OfferStock.__table__)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -61,4 +62,10 @@ def prune(
                     _history.c.valid_to < now - timedelta(days=history_days),
                 )
             ).rowcount
+            connection.execute(  # stock intervals age as price rows do
+                sa.delete(_stock).where(
+                    _stock.c.valid_to.is_not(None),
+                    _stock.c.valid_to < now - timedelta(days=history_days),
+                )
+            )
     return PruneResult(snapshots, history)

@@ -51,6 +51,7 @@ from gpuscout.adapters.schema import (
     usd_per_hour,
 )
 
+from .availability import Stock, has_stock, record_stock, stock_of
 from .engine import Target, placeholders, transaction
 from .guard import ACCEPTED_PREFIX, OfferGuard, suspect_count
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
@@ -681,6 +682,7 @@ def _store_offers(
         connection.execute(sa.delete(_current).where(_current.c.offer_key.in_(chunk)))
     _update_current(connection, updated_rows)
     _bulk_insert(connection, _current, CURRENT_COLUMNS, added_rows, columns)
+    record_stock(connection, provider, _listed(offers), snapshot_id=snapshot_id, at=at)
     return ProviderChanges(
         provider=provider,
         status=run.status,
@@ -692,6 +694,16 @@ def _store_offers(
         history_added=len(added) + len(repriced),
         history_closed=history_closed,
     )
+
+
+def _listed(offers: _Encoded) -> dict[str, Stock]:
+    """Each stored offer's stock as this fetch states it (:mod:`db.availability`)."""
+    listed = {}
+    for key, i in offers.index.items():
+        offer = offers.offers[i]
+        available, count = stock_of(offer.available_now, offer.available_count)
+        listed[key] = Stock(available, count, offer.gpu_model)
+    return listed
 
 
 def _upsert_status(
@@ -861,6 +873,10 @@ def _store(
             run, stored, same = _guarded(connection, fetched, encoded.get(fetched.provider), guard)
             if run.status is RunStatus.OK and same:
                 change = ProviderChanges(run.provider, run.status, stored)
+                if stored and not has_stock(connection, run.provider):  # stored before stock was
+                    at = _observed_at(run, started_at)
+                    listed = _listed(encoded[run.provider])
+                    record_stock(connection, run.provider, listed, snapshot_id=snapshot_id, at=at)
             elif run.status is RunStatus.OK:
                 columns = columns or _Columns(connection, fx)
                 change = _store_offers(

@@ -1102,6 +1102,8 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
         conds.append(_known(pl.col("datacenter"), u))
     if req.available_now:
         conds.append(_known(pl.col("available_now"), u))
+    if req.min_availability is not None:
+        conds.append(_known(pl.col("in_stock_7d") >= req.min_availability, u))
     if req.max_price_age_hours is not None:
         conds.append(price_age_hours(now) <= req.max_price_age_hours)
     # A chain of ``&`` (not all_horizontal) lets polars push each offer-only condition

@@ -147,6 +147,9 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "datacenter": pl.Boolean(),
     "available_now": pl.Boolean(),
     "available_count": pl.Int64(),
+    # share of the last 7 days' snapshots it was in stock in: not a field of the offer, set
+    # from the stored snapshots by the loader (service.current); null without a database
+    "in_stock_7d": pl.Float64(),
     # the seed's power, chassis, software and support fields, and their readings
     # (:data:`_READINGS`), for the requirement's filters and the checklist
     "disk_bandwidth_mbps": pl.Float64(),
@@ -194,6 +197,7 @@ _DERIVED = frozenset(
         "gpus",
         "commitment_hours",
         "usd_per_hour",
+        "in_stock_7d",
         *(c for c, _ in _EXTRA_PRICES.values()),
         *_READINGS,
     }
@@ -373,6 +377,7 @@ _DERIVATIONS: dict[str, pl.Expr] = {
     # lenient: a value outside the enum (a record of another version) is not stated
     **{name: pl.col(name).cast(dtype, strict=False) for name, dtype in ENUM_COLUMNS.items()},
     "usd_per_hour": pl.col("_usd_per_hour"),
+    "in_stock_7d": pl.lit(None, pl.Float64),
     **_READINGS,
 }
 

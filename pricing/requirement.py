@@ -302,6 +302,13 @@ class Requirement(BaseModel):
     max_price_age_hours: Positive | None = Field(
         default=None, description="oldest fetched_at allowed, in hours before now"
     )
+    min_availability: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="in stock in at least this share of its provider's snapshots of the last"
+        " 7 days (0.8: 80%), from the stored snapshots; none stored is unknown",
+    )
     allow_unknown: bool = Field(
         default=False, description="admit offers that do not publish a constrained field"
     )

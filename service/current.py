@@ -15,6 +15,10 @@ kept beside the data dir (:mod:`service.sample_cache`).
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
 from gpuscout.adapters.sample import manifest_bytes, replay_sample, sample_note
 from gpuscout.adapters.schema import FxTable
 from gpuscout.db.current import CurrentState, sample_after_attempts, state_from_runs
@@ -22,6 +26,9 @@ from gpuscout.db.head import no_sqlite_file
 
 from .fx import fx_table
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 __all__ = ["load_current", "load_sample"]
 
@@ -40,6 +47,31 @@ def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
     from .sample_cache import cached_sample
 
     return cached_sample(settings.data_dir, fx, manifest=manifest_bytes(), note=note, parse=parse)
+
+
+def with_stock(state: CurrentState, engine: Engine) -> CurrentState:
+    """``state`` with each offer's ``in_stock_7d`` (:mod:`db.availability`): the share of its
+    provider's snapshots of the last 7 days in which it was in stock."""
+    from gpuscout.db.availability import availability
+
+    from .offer_record import frame_key
+
+    with engine.connect() as connection:
+        shares = availability(connection, datetime.now(UTC), days=(7,))
+    if shares.is_empty():
+        return state
+    frame = (
+        state.frame.with_columns(_stock_key=frame_key())
+        .drop("in_stock_7d")
+        .join(
+            shares.select(_stock_key="offer_key", in_stock_7d="share"),
+            on="_stock_key",
+            how="left",
+            maintain_order="left",
+        )
+        .select(state.frame.columns)
+    )
+    return dataclasses.replace(state, frame=frame)
 
 
 def load_current(sample: bool = False, settings: Settings | None = None) -> CurrentState:
@@ -74,6 +106,8 @@ def load_current(sample: bool = False, settings: Settings | None = None) -> Curr
             if sa.inspect(engine).has_table("current_offer"):
                 check_head(engine)
                 stored = load_current_offers(engine, fx=fx)
+                if not stored.frame.is_empty():  # how often each was in stock, 7 days
+                    stored = with_stock(stored, engine)
         finally:
             engine.dispose()
         if stored is not None and not stored.frame.is_empty():

@@ -1,5 +1,6 @@
 """One offer for its page, the API's detail and ``gpuscout offer``: the fields the provider
-published, its rows in the frame, and the renter's checklist for it.
+published, its rows in the frame, the renter's checklist for it and how often it was in
+stock.
 
 The ranking's frame holds the fields it ranks by; the page shows every field of the
 :class:`~adapters.schema.Offer` the provider filled in. Those come from the stored record
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+from datetime import datetime
 from typing import Any, Literal
 
 import polars as pl
@@ -93,6 +95,20 @@ def published_record(
         if k in fields and v is not None
     }
     return plain, "frame"
+
+
+def availability_shares(
+    engine: Any, key: str, now: datetime, *, source: str
+) -> list[dict[str, Any]]:
+    """The offer's availability over each window (:func:`db.availability.availability`),
+    oldest window last; none unless the offers are the database's (``source``)."""
+    if source != "database" or not isinstance(engine, Engine):
+        return []
+    from gpuscout.db.availability import availability
+
+    with engine.connect() as connection:
+        frame = availability(connection, now, keys=[key])
+    return frame.drop("offer_key", "gpu_model").sort("days").to_dicts()
 
 
 def grouped_fields(record: dict[str, Any]) -> list[tuple[str, list[tuple[str, Any]], list[str]]]:

@@ -338,6 +338,20 @@ class FieldGroup(_Answer):
     not_published: list[str] = Field(description="the group's fields left empty")
 
 
+class AvailabilityShare(BaseModel):
+    """How often the offer was in stock over a window: of its provider's successful
+    snapshots since the offer was first listed in the window, those in which it was listed
+    and not stated unavailable."""
+
+    days: int = Field(description="the window: UTC days up to now")
+    snapshots: int = Field(description="its provider's successful snapshots in the window")
+    available_snapshots: int = Field(description="of those, the ones it was available in")
+    share: float | None = Field(description="available_snapshots / snapshots; null: none")
+    mean_count: float | None = Field(
+        description="mean count available when available, where the provider publishes one"
+    )
+
+
 class OfferDetail(Provenance):
     """One current offer: every published field, grouped, and the renter's checklist."""
 
@@ -358,12 +372,17 @@ class OfferDetail(Provenance):
     )
     fields: list[FieldGroup]
     checklist: OfferChecklist
+    in_stock: list[AvailabilityShare] = Field(
+        default_factory=list,
+        description="its stock over 7 and 30 days, from the stored snapshots; empty without"
+        " a database (the offline sample) or before the offer's first stored snapshot",
+    )
     links: OfferLinks
 
 
 #: Fields of an offer that are not ranking columns: made from the offer's key, and the
 #: checklist summary (:mod:`pricing.offer_checklist`, for the answer's rows only).
-DERIVED = ("id", "checklist", "links")
+DERIVED = ("id", "checklist", "links", "in_stock")
 
 
 def _layout(model: type[BaseModel]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:

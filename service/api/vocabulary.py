@@ -103,6 +103,7 @@ PARAMETERS: dict[str, str] = {
     "available_now": "only offers rentable now",
     "verified_only": "only hosts the provider verified",
     "max_price_age_hours": "oldest price, hours",
+    "min_availability": "in stock in this share of the last 7 days' snapshots, 0..1",
     "allow_unknown": "keep offers whose value of a filtered field is not stated",
     # the job
     "hours": "job length, wall-clock hours",

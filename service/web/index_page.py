@@ -1,5 +1,5 @@
 """``GET /index?gpus=H100&term=on_demand&days=30``: the daily price index as a chart, and
-the current spread of prices across providers.
+the current spread of prices across providers with how often their offers were in stock.
 
 The index is the answer of ``GET /v1/history/index`` (the router's own function, its
 query model too: the same parameters, bounds and errors); the spread is read from the
@@ -13,12 +13,15 @@ sample's, and the current state's stale and failed providers.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
+from sqlalchemy.engine import Engine
+from starlette.concurrency import run_in_threadpool
 
 from gpuscout.adapters.schema import RentalTerm
 from gpuscout.pricing import expressions as ex
@@ -32,7 +35,7 @@ from gpuscout.service.validation_text import error_message
 from .charts import Series, line_chart
 from .templating import templates
 
-__all__ = ["current_spread", "router"]
+__all__ = ["current_spread", "router", "stock_by_provider"]
 
 router = APIRouter(include_in_schema=False)
 
@@ -57,6 +60,38 @@ def current_spread(frame: pl.DataFrame, gpu: str, term: str) -> list[dict[str, A
         .collect()
     )
     return for_display(spread).to_dicts()
+
+
+def stock_by_provider(
+    engine: Any, frame: pl.DataFrame, gpu: str, term: str, now: datetime
+) -> dict[str | None, float | None]:
+    """Per provider (and ``None``: all of them), the share of the last 7 days' snapshots in
+    which its current offers of ``gpu`` at ``term`` were in stock
+    (:func:`db.availability.availability`); empty without a database."""
+    if not isinstance(engine, Engine):
+        return {}
+    from gpuscout.db.availability import availability
+    from gpuscout.service.offer_record import frame_key
+
+    models = list(Requirement(gpus=(gpu,)).gpu_models())
+    offers = frame.filter(
+        pl.col("gpu_model").is_in(models), pl.col("term").cast(pl.String) == term
+    ).select("provider", frame_key().alias("offer_key"))
+    if offers.is_empty():
+        return {}
+    with engine.connect() as connection:
+        shares = availability(connection, now, keys=offers["offer_key"].to_list(), days=(7,))
+    joined = offers.join(shares, on="offer_key").filter(pl.col("snapshots") > 0)
+    if joined.is_empty():
+        return {}
+
+    def share(part: pl.DataFrame) -> float:
+        return float(part["available_snapshots"].sum()) / float(part["snapshots"].sum())
+
+    out: dict[str | None, float | None] = {None: share(joined)}
+    for (provider,), part in joined.group_by("provider"):
+        out[str(provider)] = share(part)
+    return out
 
 
 def banner_answer(index: Any, state: Any) -> dict[str, Any]:
@@ -108,6 +143,16 @@ async def index_page(request: Request, state: StateDep, context: ContextDep) -> 
     days = [d for d in index.days if d.offers] if index else []
     settings = context.settings
     public = publishable_state(settings, state.current)  # publication = public: within terms
+    stock = {}
+    if not errors and state.current.source == "database":  # stock needs stored snapshots
+        stock = await run_in_threadpool(
+            stock_by_provider,
+            context.history,
+            public.frame,
+            query.model,
+            query.term.value,
+            datetime.now(UTC),
+        )
     return templates().TemplateResponse(
         request,
         "index.html",
@@ -124,6 +169,7 @@ async def index_page(request: Request, state: StateDep, context: ContextDep) -> 
             "unavailable": unavailable,
             "spread": [] if errors else current_spread(public.frame, query.model, query.term.value),
             "withheld_note": withheld_note(withheld(settings, state.current.providers)),
+            "stock": stock,
             "answer": banner_answer(index, state),
         },
         status_code=422 if errors else 200,

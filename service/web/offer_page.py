@@ -22,7 +22,13 @@ from starlette.concurrency import run_in_threadpool
 
 from gpuscout.service.api.deps import ContextDep, StateDep
 from gpuscout.service.api.offer_ids import decode_offer_id, offer_links
-from gpuscout.service.offer_record import checklist_of, grouped_fields, published_record, terms_of
+from gpuscout.service.offer_record import (
+    availability_shares,
+    checklist_of,
+    grouped_fields,
+    published_record,
+    terms_of,
+)
 
 from .charts import Series, line_chart
 from .layout import message_page
@@ -134,6 +140,9 @@ async def offer_page(
         return _not_listed(key)
     points = await run_in_threadpool(_history, context.history, key)
     now = datetime.now(UTC)
+    shares = await run_in_threadpool(
+        availability_shares, context.history, key, now, source=state.current.source
+    )
     quoted = quote(key, safe="")
     return templates().TemplateResponse(
         request,
@@ -148,6 +157,7 @@ async def offer_page(
             "checklist": checklist_of(state.frame, key),
             "origin": origin,
             "points": points,
+            "availability": shares,
             "chart": _chart(points, now) if points else None,
             "has_database": context.history is not None,
             "stale": row["provider"] in state.current.stale_providers,

@@ -15,7 +15,13 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from gpuscout.service.offer_record import checklist_of, detail_parts, frame_key, published_record
+from gpuscout.service.offer_record import (
+    availability_shares,
+    checklist_of,
+    detail_parts,
+    frame_key,
+    published_record,
+)
 
 from ..answer_schema import OfferDetail, OffersPage, Provenance
 from ..answers import page_header, ranked_page
@@ -153,7 +159,11 @@ async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> Offe
         source=state.current.source,
         engine=context.history,
     )
-    header = page_header(state, state.answer_time())
+    now = state.answer_time()
+    shares = await run_in_threadpool(
+        availability_shares, context.history, key, now, source=state.current.source
+    )
+    header = page_header(state, now)
     return OfferDetail(
         **{name: header[name] for name in Provenance.model_fields},
         id=offer_id,
@@ -161,5 +171,6 @@ async def get_offer(offer_id: str, state: StateDep, context: ContextDep) -> Offe
         offer_origin=state.current.provider_origin(row["provider"]),
         record_from=origin,
         **detail_parts(record, checklist),
+        in_stock=shares,
         links=offer_links(key, row),
     )

@@ -34,9 +34,9 @@ from .base import Adapter, ParseResult, ProviderError, ResponseFormatError, requ
 from .published_catalog import (
     PublishedCatalog,
     add_catalog_offers,
-    csv_rows,
     form_factor_in_name,
     gathered_payloads,
+    parse_catalog_files,
 )
 from .schema import OfferFields, RentalTerm
 from .units import non_negative, positive_quantity, text, whole_count
@@ -104,22 +104,17 @@ class GpuhuntCatalogAdapter(Adapter):
         }
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        rest, failed = self.split_failed_calls(payloads)
-        result = ParseResult(provider=self.name, fetched_at=fetched_at)
-        result.skip_failed(failed)
-        for payload in rest:
-            if not isinstance(payload, Mapping) or not isinstance(payload.get("csv"), str):
-                raise ResponseFormatError(self.name, "expected a {provider, version, csv} payload")
-            source = str(payload.get("provider"))
-            provider = PROVIDERS.get(source)
-            if provider is None:
-                result.skip(f"provider {source!r} is not one gpuscout lists", source)
-                continue
-            rows = csv_rows(payload["csv"], _REQUIRED, adapter=self.name, what=f"{source}.csv")
-            version = text(payload.get("version"))
-            for number, row in enumerate(rows, start=2):
-                _parse_row(result, row, provider, version, f"gpuhunt:{source}.csv:{number}")
-        return result
+        return parse_catalog_files(
+            self,
+            payloads,
+            fetched_at=fetched_at,
+            key="provider",
+            providers=PROVIDERS,
+            required=_REQUIRED,
+            file_name=lambda source: f"{source}.csv",
+            parse_row=_parse_row,
+            ref="gpuhunt",
+        )
 
 
 def read_catalog_zip(data: bytes, source: str, *, adapter: str) -> str:

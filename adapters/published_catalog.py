@@ -15,7 +15,8 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -29,7 +30,10 @@ from .base import (
     price_fields,
 )
 from .schema import OfferFields, PriceBasis, RentalTerm
-from .units import positive_decimal
+from .units import positive_decimal, text
+
+#: Reads one CSV row of a catalog into offers: (result, row, provider, version, ref).
+RowParser = Callable[[ParseResult, Mapping[str, str], str, str | None, str], None]
 
 __all__ = [
     "PublishedCatalog",
@@ -37,6 +41,7 @@ __all__ = [
     "csv_rows",
     "form_factor_in_name",
     "gathered_payloads",
+    "parse_catalog_files",
 ]
 
 
@@ -145,3 +150,38 @@ def gathered_payloads(adapter: str, parts: Sequence[str], answers: Sequence[Any]
     if not payloads and errors:
         raise errors[0]
     return [*payloads, failed_calls_payload(failed)] if failed else payloads
+
+
+def parse_catalog_files(
+    adapter: Any,
+    payloads: Sequence[Any],
+    *,
+    fetched_at: datetime,
+    key: str,
+    providers: Mapping[str, str],
+    required: tuple[str, ...],
+    file_name: Callable[[str], str],
+    parse_row: RowParser,
+    ref: str,
+) -> ParseResult:
+    """The offers of a catalog's files, each payload ``{key, version, csv}`` naming the
+    file's provider as the catalog spells it (``key``: ``provider`` or ``cloud``); a file
+    of a provider gpuscout does not list (``providers``: catalog name -> gpuscout's) is
+    skipped with its reason, a call that failed is a skipped record too."""
+    rest, failed = adapter.split_failed_calls(payloads)
+    result = ParseResult(provider=adapter.name, fetched_at=fetched_at)
+    result.skip_failed(failed)
+    for payload in rest:
+        if not isinstance(payload, Mapping) or not isinstance(payload.get("csv"), str):
+            raise ResponseFormatError(adapter.name, f"expected a {{{key}, version, csv}} payload")
+        source = str(payload.get(key))
+        provider = providers.get(source)
+        if provider is None:
+            result.skip(f"{key} {source!r} is not a provider gpuscout lists", source)
+            continue
+        name = file_name(source)
+        rows = csv_rows(payload["csv"], required, adapter=adapter.name, what=name)
+        version = text(payload.get("version"))
+        for number, row in enumerate(rows, start=2):
+            parse_row(result, row, provider, version, f"{ref}:{name}:{number}")
+    return result

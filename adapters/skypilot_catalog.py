@@ -37,9 +37,9 @@ from .base import Adapter, ParseResult, ResponseFormatError, request
 from .published_catalog import (
     PublishedCatalog,
     add_catalog_offers,
-    csv_rows,
     form_factor_in_name,
     gathered_payloads,
+    parse_catalog_files,
 )
 from .run import FRESH_WITHIN_HOURS
 from .schema import OfferFields, RentalTerm
@@ -116,22 +116,17 @@ class SkyPilotCatalogAdapter(Adapter):
         return {"cloud": parts[-2], "version": None, "csv": content}
 
     def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        rest, failed = self.split_failed_calls(payloads)
-        result = ParseResult(provider=self.name, fetched_at=fetched_at)
-        result.skip_failed(failed)
-        for payload in rest:
-            if not isinstance(payload, Mapping) or not isinstance(payload.get("csv"), str):
-                raise ResponseFormatError(self.name, "expected a {cloud, version, csv} payload")
-            cloud = str(payload.get("cloud"))
-            provider = CLOUDS.get(cloud)
-            if provider is None:
-                result.skip(f"cloud {cloud!r} is not a provider gpuscout lists", cloud)
-                continue
-            rows = csv_rows(payload["csv"], _REQUIRED, adapter=self.name, what=f"{cloud}/vms.csv")
-            version = text(payload.get("version"))
-            for number, row in enumerate(rows, start=2):
-                _parse_row(result, row, provider, version, f"skypilot:{cloud}/vms.csv:{number}")
-        return result
+        return parse_catalog_files(
+            self,
+            payloads,
+            fetched_at=fetched_at,
+            key="cloud",
+            providers=CLOUDS,
+            required=_REQUIRED,
+            file_name=lambda cloud: f"{cloud}/vms.csv",
+            parse_row=_parse_row,
+            ref="skypilot",
+        )
 
 
 def _parse_row(

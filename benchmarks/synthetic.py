@@ -43,7 +43,7 @@ MODELS: tuple[tuple[str, GpuFormFactor, float, float], ...] = (
 )
 PROVIDERS: tuple[str, ...] = (
     "vastai", "runpod", "lambda", "tensordock", "verda", "azure", "aws", "gcp", "hyperstack",
-    "vultr", "cudo", "digitalocean", "jarvislabs",
+    "vultr", "nebius", "digitalocean", "jarvislabs",
 )  # fmt: skip
 REGIONS: tuple[tuple[str, str], ...] = (
     ("us-east-1", "US"), ("us-west-2", "US"), ("us-central-1", "US"), ("eu-west-1", "IE"),

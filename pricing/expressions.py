@@ -778,11 +778,13 @@ def _over_billed_hours(usd_per_hour: pl.Expr) -> pl.Expr:
 
 @_kept
 def required_extras_usd() -> pl.Expr:
-    """What each instance cannot run without, over the billed hours: its boot disk beyond the
-    included disk at the storage price, and a public IPv4. Needs ``billed_hours`` and
+    """What each instance cannot run without, over the billed hours: its boot disk (beyond
+    the included disk at the storage price, or a hyperscaler's network boot disk priced per
+    instance-hour, ``boot_disk_usd_per_hour``) and a public IPv4. Needs ``billed_hours`` and
     ``nodes``; an unpublished price counts 0 (nothing is known to be billed)."""
     disk = _boot_billed_gb() * pl.col("storage_usd_per_gb_hour").fill_null(0.0)
-    return _over_billed_hours(disk + pl.col("ipv4_usd_per_hour").fill_null(0.0))
+    per_instance = pl.col("boot_disk_usd_per_hour").fill_null(0.0)
+    return _over_billed_hours(disk + per_instance + pl.col("ipv4_usd_per_hour").fill_null(0.0))
 
 
 @_kept

@@ -60,6 +60,7 @@ __all__ = [
     "ASSUMED_HOURLY",
     "BILLING_STAGE_COLUMNS",
     "ETHERNET_ONLY",
+    "FORM_FACTOR_NOT_STATED",
     "MEMORY_UNKNOWN",
     "MULTI_NODE_UNSTATED",
     "NEVER_FINISHES",
@@ -203,6 +204,12 @@ def peak_note(precision: Precision) -> pl.Expr:
     """What to show beside the figure ("ranked at FP16: no BF16 figure", "BF16 figure
     derived by rule ..."); null for a datasheet figure."""
     return pl.col(f"tflops_{precision.value}_note")
+
+
+#: The caveat of a row whose provider names a GPU family without its form factor, before the
+#: model it was ranked as: "form factor not stated: ranked as the slower variant
+#: (H100-PCIE-80GB)". The text before the colon is the explorer's badge.
+FORM_FACTOR_NOT_STATED = "form factor not stated: ranked as the slower variant"
 
 
 @_kept
@@ -819,11 +826,13 @@ def _per_gpu(column: str) -> pl.Expr:
 
 @_kept
 def caveats(egress_gb: float | None) -> pl.Expr:
-    """What the cost does not say, in words, ``; ``-joined; null when nothing: a
-    configuration below :data:`RUNNABLE_MIN_VCPUS_PER_GPU` / :data:`RUNNABLE_MIN_RAM_GB_PER_GPU`,
-    disk or egress the job needs with no published price, a billing increment the provider
-    does not publish (whole hours assumed: :mod:`adapters.billing_rules`). Needs
-    ``job_storage_gb``."""
+    """What the row's figures do not say, in words, ``; ``-joined; null when nothing: a form
+    factor the provider does not state (ranked as the family's slower variant:
+    :func:`form_factor_stated`), a configuration below :data:`RUNNABLE_MIN_VCPUS_PER_GPU` /
+    :data:`RUNNABLE_MIN_RAM_GB_PER_GPU`, disk or egress the job needs with no published price,
+    a billing increment the provider does not publish (whole hours assumed:
+    :mod:`adapters.billing_rules`). Needs ``job_storage_gb``, ``gpu_form_factor`` and
+    ``form_factor_varies``."""
     vcpus, ram = _per_gpu("vcpus"), _per_gpu("ram_gb")
     small = (vcpus < RUNNABLE_MIN_VCPUS_PER_GPU) | (ram < RUNNABLE_MIN_RAM_GB_PER_GPU)
     shown = [
@@ -831,6 +840,9 @@ def caveats(egress_gb: float | None) -> pl.Expr:
         for x in (vcpus, ram)
     ]
     notes = [
+        pl.when(~form_factor_stated()).then(
+            pl.format("{} ({})", pl.lit(FORM_FACTOR_NOT_STATED), pl.col("gpu_model"))
+        ),
         pl.when(small.fill_null(False)).then(
             pl.format(
                 "below a runnable GPU server: {} vCPU and {} GB RAM per GPU (a runnable"

@@ -523,10 +523,15 @@ def test_caveats_name_a_too_small_machine_and_unpriced_disk_or_egress() -> None:
         provider=pl.lit("lambda"),
         billing_increment_s=pl.lit(60, dtype=pl.Int64),
         commitment_hours=pl.lit(None, dtype=pl.Float64),
+        # the first names an H100 without its form factor: ranked as the slower PCIe part
+        gpu_model=pl.Series(["H100-PCIE-80GB", "A100-SXM4-80GB", "L4", "L4"]),
+        gpu_form_factor=pl.Series([None, "sxm", None, None], dtype=pl.String),
+        form_factor_varies=pl.Series([True, True, False, None]),
     )
     got = frame.select(c=ex.caveats(1000.0))["c"].to_list()
     assert got == [
-        "below a runnable GPU server: 1.0 vCPU and 1.07 GB RAM per GPU (a runnable server has"
+        "form factor not stated: ranked as the slower variant (H100-PCIE-80GB); below a"
+        " runnable GPU server: 1.0 vCPU and 1.07 GB RAM per GPU (a runnable server has"
         " at least 2 vCPU and 8 GB RAM per GPU)",
         "egress not priced",
         "below a runnable GPU server: 8.0 vCPU and 4.0 GB RAM per GPU (a runnable server has"

@@ -319,3 +319,21 @@ async def test_the_boot_disk_is_shown_apart_from_the_ipv4_in_api_and_offer_page(
     assert job["required_extras_usd"] == pytest.approx((0.0008767123 + 0.005) * 10, abs=0.005)
     assert "boot_disk_price_per_hour" in page and "0.0008767123" in page
     assert "ipv4_price_per_hour" in page
+
+
+async def test_an_unstated_form_factor_is_a_badge_in_the_explorer_row(tmp_path: Path) -> None:
+    """A provider naming the H100 family without SXM or PCIe: the explorer's row carries the
+    caveat the API row gives in ``job.caveats``, a badge with the whole text as its title."""
+    unstated = offer(provider="doco", offer_id="h", gpu_model="H100-PCIE-80GB",
+                     gpu_raw_name="H100", gpu_form_factor=None)  # fmt: skip
+    source = FakeSource(database_state([offer(), unstated]))
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    transport = httpx.ASGITransport(app=create_app(settings, offers_loader=source))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        api = (await c.get("/v1/offers?providers=doco")).json()["offers"][0]["job"]["caveats"]
+        page = (await c.get("/?providers=doco")).text
+        stated = (await c.get("/?providers=acme")).text
+    assert api == "form factor not stated: ranked as the slower variant (H100-PCIE-80GB)"
+    badges = re.findall(r'<span class="tag warn" title="([^"]*)">([^<]*)</span>', page)
+    assert (api, "form factor not stated") in badges
+    assert "form factor not stated" not in stated

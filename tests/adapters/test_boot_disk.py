@@ -89,3 +89,17 @@ def test_what_an_adapter_states_wins_and_others_pay_none() -> None:
     assert boot_disk_usd_per_hour("vultr") is None
     in_eur = _added("azure", RentalTerm.ON_DEMAND, currency="EUR")
     assert in_eur is not None and in_eur.boot_disk_price_per_hour is None  # the table is in USD
+
+
+@pytest.mark.parametrize(
+    ("cell", "said"),
+    [("eight", "boot_disk_gib is not a number"), ("-1", "boot_disk_gib out of range")],
+)
+def test_a_bad_cell_is_one_line_naming_the_file_line_and_column(cell: str, said: str) -> None:
+    from gpuscout.adapters.boot_disk import _decimal
+
+    with pytest.raises(ValueError, match=f"boot_disks.csv line 3: {said}") as caught:
+        _decimal({"boot_disk_gib": cell}, "boot_disk_gib", 3)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match="hours_per_month out of range"):
+        _decimal({"hours_per_month": "0"}, "hours_per_month", 2)

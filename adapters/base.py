@@ -40,6 +40,7 @@ import pydantic
 import tenacity
 
 from .billing_rules import billing_fields
+from .boot_disk import boot_disk_fields
 from .declarations import ACTIVE, Lifecycle, ProviderSetting
 from .fabrics import fabric_fields
 from .gpus import resolve_gpu_name, spec_fields
@@ -232,7 +233,8 @@ class ParseResult:
         ``multi_node`` where the adapter left them unset: what an API states wins. So do
         the provider's billing increment and minimum (:func:`adapters.billing_rules.
         billing_fields`) on on-demand and interruptible terms, and the price of the public
-        IPv4 address a hyperscaler's machine needs (:func:`adapters.public_ipv4.ipv4_fields`).
+        IPv4 address and the boot disk a hyperscaler's machine needs
+        (:func:`adapters.public_ipv4.ipv4_fields`, :func:`adapters.boot_disk.boot_disk_fields`).
 
         Skipped: a record that fails validation (the reason names the field), a price below
         :data:`MIN_USD_PER_GPU_HOUR` or above :data:`MAX_USD_PER_GPU_HOUR`, and a record
@@ -259,7 +261,11 @@ class ParseResult:
                     fields[key] = value  # type: ignore[literal-required]
         if isinstance(provider, str):
             term, currency = fields.get("term"), fields.get("price_currency")
-            documented = {**billing_fields(provider, term), **ipv4_fields(provider, term, currency)}
+            documented = {
+                **billing_fields(provider, term),
+                **ipv4_fields(provider, term, currency),
+                **boot_disk_fields(provider, term, currency),
+            }
             for key, value in documented.items():
                 if fields.get(key) is None:
                     fields[key] = value  # type: ignore[literal-required]

@@ -456,6 +456,15 @@ class Offer(BaseModel):
             " apart, in price_currency per hour; None: included or not billed apart",
         ),
     ] = None
+    boot_disk_price_per_hour: Annotated[
+        Decimal | None,
+        Field(
+            ge=0,
+            description="the boot disk one instance cannot start without, billed apart (a"
+            " hyperscaler's network boot disk at its default size), in price_currency per"
+            " hour; None: included or not billed apart",
+        ),
+    ] = None
     egress_price_per_gb: Annotated[
         Decimal | None,
         Field(ge=0, description="data sent out, in price_currency per GB; None: not published"),
@@ -638,6 +647,7 @@ class OfferFields(TypedDict, total=False):
     storage_included_gb: float | None
     boot_disk_min_gb: float | None
     ipv4_price_per_hour: Decimal | None
+    boot_disk_price_per_hour: Decimal | None
     egress_price_per_gb: Decimal | None
     support_tier: str | None
     sla_uptime_pct: float | None

@@ -274,7 +274,12 @@ def entry_offer(
         fields[key] = value
     try:
         fields["price_amount"] = to_decimal(entry["price_amount"])
-        for key in ("storage_price_per_gb_month", "ipv4_price_per_hour", "egress_price_per_gb"):
+        for key in (
+            "storage_price_per_gb_month",
+            "ipv4_price_per_hour",
+            "boot_disk_price_per_hour",
+            "egress_price_per_gb",
+        ):
             if key in fields:
                 fields[key] = to_decimal(fields[key])
     except ValueError as exc:

@@ -37,6 +37,7 @@ DECIMALS: dict[str, int] = {
     "job_cost_usd": 2, "required_extras_usd": 2, "storage_cost_usd": 2, "egress_cost_usd": 2,
     "all_in_cost_usd": 2, "job_storage_gb": 3,
     "storage_usd_per_gb_hour": 9, "ipv4_usd_per_hour": 6, "egress_usd_per_gb": 6,
+    "boot_disk_usd_per_hour": 9,
     "compute_hours": 3, "wall_clock_hours": 3, "billed_hours": 3, "break_even_hours": 3,
     "price_age_hours": 3, "effective_tflops": 3, "peak_tflops": 3, "memory_needed_gb": 3,
     "total_gpu_memory_gb": 3, "gpus": 3, "total_gpus": 3, "job_gpus": 3,

@@ -60,6 +60,7 @@ __all__ = [
     "ASSUMED_HOURLY",
     "BILLING_STAGE_COLUMNS",
     "ETHERNET_ONLY",
+    "FORM_FACTOR_NOT_STATED",
     "MEMORY_UNKNOWN",
     "MULTI_NODE_UNSTATED",
     "NEVER_FINISHES",
@@ -203,6 +204,12 @@ def peak_note(precision: Precision) -> pl.Expr:
     """What to show beside the figure ("ranked at FP16: no BF16 figure", "BF16 figure
     derived by rule ..."); null for a datasheet figure."""
     return pl.col(f"tflops_{precision.value}_note")
+
+
+#: The caveat of a row whose provider names a GPU family without its form factor, before the
+#: model it was ranked as: "form factor not stated: ranked as the slower variant
+#: (H100-PCIE-80GB)". The text before the colon is the explorer's badge.
+FORM_FACTOR_NOT_STATED = "form factor not stated: ranked as the slower variant"
 
 
 @_kept
@@ -778,11 +785,13 @@ def _over_billed_hours(usd_per_hour: pl.Expr) -> pl.Expr:
 
 @_kept
 def required_extras_usd() -> pl.Expr:
-    """What each instance cannot run without, over the billed hours: its boot disk beyond the
-    included disk at the storage price, and a public IPv4. Needs ``billed_hours`` and
+    """What each instance cannot run without, over the billed hours: its boot disk (beyond
+    the included disk at the storage price, or a hyperscaler's network boot disk priced per
+    instance-hour, ``boot_disk_usd_per_hour``) and a public IPv4. Needs ``billed_hours`` and
     ``nodes``; an unpublished price counts 0 (nothing is known to be billed)."""
     disk = _boot_billed_gb() * pl.col("storage_usd_per_gb_hour").fill_null(0.0)
-    return _over_billed_hours(disk + pl.col("ipv4_usd_per_hour").fill_null(0.0))
+    per_instance = pl.col("boot_disk_usd_per_hour").fill_null(0.0)
+    return _over_billed_hours(disk + per_instance + pl.col("ipv4_usd_per_hour").fill_null(0.0))
 
 
 @_kept
@@ -817,11 +826,13 @@ def _per_gpu(column: str) -> pl.Expr:
 
 @_kept
 def caveats(egress_gb: float | None) -> pl.Expr:
-    """What the cost does not say, in words, ``; ``-joined; null when nothing: a
-    configuration below :data:`RUNNABLE_MIN_VCPUS_PER_GPU` / :data:`RUNNABLE_MIN_RAM_GB_PER_GPU`,
-    disk or egress the job needs with no published price, a billing increment the provider
-    does not publish (whole hours assumed: :mod:`adapters.billing_rules`). Needs
-    ``job_storage_gb``."""
+    """What the row's figures do not say, in words, ``; ``-joined; null when nothing: a form
+    factor the provider does not state (ranked as the family's slower variant:
+    :func:`form_factor_stated`), a configuration below :data:`RUNNABLE_MIN_VCPUS_PER_GPU` /
+    :data:`RUNNABLE_MIN_RAM_GB_PER_GPU`, disk or egress the job needs with no published price,
+    a billing increment the provider does not publish (whole hours assumed:
+    :mod:`adapters.billing_rules`). Needs ``job_storage_gb``, ``gpu_form_factor`` and
+    ``form_factor_varies``."""
     vcpus, ram = _per_gpu("vcpus"), _per_gpu("ram_gb")
     small = (vcpus < RUNNABLE_MIN_VCPUS_PER_GPU) | (ram < RUNNABLE_MIN_RAM_GB_PER_GPU)
     shown = [
@@ -829,6 +840,9 @@ def caveats(egress_gb: float | None) -> pl.Expr:
         for x in (vcpus, ram)
     ]
     notes = [
+        pl.when(~form_factor_stated()).then(
+            pl.format("{} ({})", pl.lit(FORM_FACTOR_NOT_STATED), pl.col("gpu_model"))
+        ),
         pl.when(small.fill_null(False)).then(
             pl.format(
                 "below a runnable GPU server: {} vCPU and {} GB RAM per GPU (a runnable"

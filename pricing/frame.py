@@ -140,6 +140,7 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "usd_per_hour": pl.Float64(),
     "storage_usd_per_gb_hour": pl.Float64(),
     "ipv4_usd_per_hour": pl.Float64(),
+    "boot_disk_usd_per_hour": pl.Float64(),
     "egress_usd_per_gb": pl.Float64(),
     "sla_uptime_pct": pl.Float64(),
     "reliability": pl.Float64(),
@@ -173,10 +174,12 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
 
 #: The prices of extras (disk, a public IPv4, egress) as the offer gives them, in its
 #: ``price_currency``, and the USD column :func:`_derive` makes of each: disk per GB-hour
-#: (the month is :data:`~adapters.schema.HOURS_PER_MONTH` hours), IPv4 per hour, egress per GB.
+#: (the month is :data:`~adapters.schema.HOURS_PER_MONTH` hours), IPv4 and boot disk per hour,
+#: egress per GB.
 _EXTRA_PRICES: dict[str, tuple[str, float]] = {
     "storage_price_per_gb_month": ("storage_usd_per_gb_hour", float(HOURS_PER_MONTH)),
     "ipv4_price_per_hour": ("ipv4_usd_per_hour", 1.0),
+    "boot_disk_price_per_hour": ("boot_disk_usd_per_hour", 1.0),
     "egress_price_per_gb": ("egress_usd_per_gb", 1.0),
 }
 #: Comparable readings of free-text fields (:mod:`pricing.readings`), made once per frame so
@@ -290,7 +293,8 @@ def _row(o: Offer) -> tuple[object, ...]:
         o.backup_service,
         o.support_tier,
         *(None if p is None else str(p) for p in (
-            o.storage_price_per_gb_month, o.ipv4_price_per_hour, o.egress_price_per_gb
+            o.storage_price_per_gb_month, o.ipv4_price_per_hour, o.boot_disk_price_per_hour,
+            o.egress_price_per_gb,
         )),
     )  # fmt: skip
 

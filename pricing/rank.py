@@ -104,7 +104,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "term", "term_variant", "price_amount", "price_currency", "price_unit", "price_basis",
     "usd_per_hour", "usd_per_gpu_hour", "min_rental_hours", "billing_increment_s",
     "billing_cap_hours_per_month", "storage_usd_per_gb_hour", "ipv4_usd_per_hour",
-    "egress_usd_per_gb",
+    "boot_disk_usd_per_hour", "egress_usd_per_gb",
     # effective TFLOPs
     "precision", "peak_tflops", "peak_basis", "peak_precision", "peak_note", "mfu",
     "scaling_intra_node", "scaling_inter_node", "scaling", "effective_tflops",

@@ -68,6 +68,15 @@ def _sample_records() -> dict[str, dict[str, Any]]:
     }
 
 
+#: The frame's USD columns of extras priced per hour or per GB, and the offer field each
+#: comes from: the same figure for an offer priced in USD (:data:`pricing.frame._EXTRA_PRICES`).
+_USD_EXTRAS = {
+    "ipv4_usd_per_hour": "ipv4_price_per_hour",
+    "boot_disk_usd_per_hour": "boot_disk_price_per_hour",
+    "egress_usd_per_gb": "egress_price_per_gb",
+}
+
+
 def published_record(
     key: str, row: dict[str, Any], *, source: str, engine: Any
 ) -> tuple[dict[str, Any], RecordSource]:
@@ -94,6 +103,10 @@ def published_record(
         for k, v in row.items()
         if k in fields and v is not None
     }
+    if row.get("price_currency") == "USD":  # the frame's USD extras are the published ones
+        for column, field in _USD_EXTRAS.items():
+            if row.get(column) is not None:
+                plain.setdefault(field, row[column])
     return plain, "frame"
 
 

@@ -100,6 +100,11 @@ class Price(_Answer):
     ipv4_usd_per_hour: float | None = Field(
         description="a public IPv4 the configuration needs, billed apart; null: not billed apart"
     )
+    boot_disk_usd_per_hour: float | None = Field(
+        description="the boot disk one instance cannot start without, billed apart (a"
+        " hyperscaler's network boot disk at its default size), per instance-hour; null: not"
+        " billed apart"
+    )
     egress_usd_per_gb: float | None = Field(description="data sent out; null: not published")
     on_demand_usd_per_hour: float | None
     break_even_hours: float | None
@@ -153,8 +158,8 @@ class JobCost(_Answer):
         " the boot disk)"
     )
     required_extras_usd: float | None = Field(
-        description="what the configuration cannot run without: boot disk beyond the included"
-        " disk, a public IPv4, over the billed hours"
+        description="what the configuration cannot run without: boot disk (beyond the included"
+        " disk, or boot_disk_usd_per_hour), a public IPv4, over the billed hours"
     )
     storage_cost_usd: float | None = Field(
         description="the job's further disk beyond the included disk and the boot disk"

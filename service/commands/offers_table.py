@@ -42,6 +42,7 @@ from gpuscout.pricing.display import (
 )
 
 __all__ = [
+    "ASSUMED_MARK",
     "COLUMNS",
     "COLUMN_ALIASES",
     "MAX_LIMIT",
@@ -102,6 +103,10 @@ REGIONS_WIDTH = 30
 #: Most characters of a GPUs cell: room for the nodes of a multi-node job, the longest
 #: catalog name and the caveat mark (``128 × 1× RTX-PRO-5000-48GB *``).
 GPUS_WIDTH = 30
+#: After a GPU model in the GPUs cell when the provider names only its family: the model is
+#: the family's slower variant, ranked so, not stated (``8× H100-PCIE-80GB?``); it stands
+#: for the caveat mark too, the row's caveats being named on its #N line.
+ASSUMED_MARK = "?"
 
 
 def region_list(text: str, width: int = REGIONS_WIDTH) -> str:
@@ -188,7 +193,8 @@ def _count_text(count: float) -> str:
 def label_rows(frame: pl.DataFrame, caveat: pl.Expr) -> pl.DataFrame:
     """The ranking with the table's own columns: ``provider_label`` (seller behind a
     provider), ``gpus_label`` (``8× H100-SXM5-80GB``; ``64 × 8× H100-SXM5-80GB`` for 64
-    nodes of the offer; ``*`` when a caveat applies); the table's ``$/h`` is the ranking's
+    nodes of the offer; :data:`ASSUMED_MARK` after a model whose form factor the provider
+    does not state, else ``*`` when a caveat applies); the table's ``$/h`` is the ranking's
     ``job_usd_per_hour``."""
     nodes = pl.col("nodes")
     per_node = pl.format("{}× {}", _count_label(pl.col("gpus")), pl.col("gpu_model"))
@@ -197,10 +203,15 @@ def label_rows(frame: pl.DataFrame, caveat: pl.Expr) -> pl.DataFrame:
         .then(pl.format("{} × {}", nodes.cast(pl.String), per_node))
         .otherwise(per_node)
     )
+    assumed = (
+        ~pl.col("form_factor_stated") if "form_factor_stated" in frame.columns else pl.lit(False)
+    )
     return frame.with_columns(
         provider_label=provider_label_expr(),
         published_price=published_price_expr(),
-        gpus_label=pl.when(caveat.is_not_null())
+        gpus_label=pl.when(assumed)  # the variant ranked, not stated: said in the cell
+        .then(pl.concat_str([label, pl.lit(ASSUMED_MARK)]))
+        .when(caveat.is_not_null())
         .then(pl.concat_str([label, pl.lit(" *")]))
         .otherwise(label),
     )
@@ -409,6 +420,11 @@ def footnotes(
         lines.append(f"{len(rows)} of {total} {_rows_noun(group_by)} shown{of}; {more}")
     if "GPUs" in headers and any(str(r.get("gpus_label", "")).endswith(" *") for r in rows):
         lines.append("*: the row's figures carry a caveat, named on its #N line below")
+    if "GPUs" in headers and any(ASSUMED_MARK in str(r.get("gpus_label", "")) for r in rows):
+        lines.append(
+            f"{ASSUMED_MARK}: the provider does not state the GPU's form factor: ranked as the"
+            " slower variant named; the row's caveats on its #N line below"
+        )
     if any((r.get("offers") or 1) > 1 for r in rows):
         folded_by = _folded_by(group_by)
         if "n" in headers:
@@ -424,7 +440,7 @@ def footnotes(
     multi = [r for r in rows if (r.get("nodes") or 1) > 1]
     if multi and {"GPUs", "$/h"} & set(headers):
         r = multi[0]
-        label = str(r["gpus_label"]).removesuffix(" *")
+        label = str(r["gpus_label"]).removesuffix(" *").removesuffix(ASSUMED_MARK)
         text = f"{label}: {r['nodes']} nodes of {_count_text(r['gpus'])} GPUs rented together"
         used, rented = r.get("job_gpus"), r.get("total_gpus")
         if used is not None and rented is not None and used < rented:

@@ -287,17 +287,12 @@ def _models(options: dict[str, Any]) -> tuple[Requirement, Job, dict[str, Any]]:
 
 
 def _caveat_expr(frame: pl.DataFrame) -> pl.Expr:
-    """What a row's figures rest on, in words: "form factor not stated (ranked as the slower
-    H100-PCIE-80GB)", "ranked at FP16: no BF16 figure"; null when nothing needs saying."""
+    """What a row's figures rest on, in words: "ranked at FP16: no BF16 figure", the cost's
+    caveats ("form factor not stated: ranked as the slower variant (H100-PCIE-80GB)"); null
+    when nothing needs saying."""
     import polars as pl
 
     parts: list[pl.Expr] = []
-    if "form_factor_stated" in frame.columns:
-        parts.append(
-            pl.when(~pl.col("form_factor_stated")).then(
-                pl.format("form factor not stated (ranked as the slower {})", pl.col("gpu_model"))
-            )
-        )
     if "peak_note" in frame.columns:
         parts.append(pl.col("peak_note"))
     if "caveats" in frame.columns:

@@ -49,7 +49,10 @@ def test_each_hyperscaler_offer_carries_its_ipv4_and_pays_it_all_in(
     offer = _added(provider, term)
     assert offer is not None and offer.ipv4_price_per_hour == Decimal(price)
     row = rank(offers_to_frame([offer]), job=Job.for_hours(100), options=AT_NOW).row(0, named=True)
-    assert row["required_extras_usd"] == pytest.approx(float(price) * row["billed_hours"])
+    disk = row["boot_disk_usd_per_hour"]  # the boot disk is the other required extra
+    assert disk is not None and disk > 0
+    extras = (float(price) + disk) * row["billed_hours"]
+    assert row["required_extras_usd"] == pytest.approx(extras)
     assert row["all_in_cost_usd"] == pytest.approx(row["job_cost_usd"] + row["required_extras_usd"])
 
 

@@ -101,6 +101,7 @@ def _every_field_set() -> Offer:
         storage_included_gb=0.0,
         boot_disk_min_gb=107.3741824,
         ipv4_price_per_hour=Decimal("0"),
+        boot_disk_price_per_hour=Decimal("0.0008767123"),
         egress_price_per_gb=Decimal("1E-2"),
         support_tier="enterprise",
         sla_uptime_pct=99.99,

@@ -441,14 +441,15 @@ _DISK_SCHEMA = {
     "boot_disk_min_gb": pl.Float64,
     "storage_usd_per_gb_hour": pl.Float64,
     "ipv4_usd_per_hour": pl.Float64,
+    "boot_disk_usd_per_hour": pl.Float64,
     "egress_usd_per_gb": pl.Float64,
 }
 
 
 def _disks() -> pl.DataFrame:
     """Four offers: disk all billed with a boot disk and an IPv4 (a Cudo VM); 50 GB
-    included, then billed; a machine with its disks and no price (a hyperscaler); nothing
-    said at all."""
+    included, then billed; a machine with its disks and no price but its network boot disk
+    per instance-hour (a hyperscaler); nothing said at all."""
     return pl.DataFrame(
         {
             "storage_gb": [None, 500.0, 2000.0, None],
@@ -456,6 +457,7 @@ def _disks() -> pl.DataFrame:
             "boot_disk_min_gb": [100.0, 20.0, None, None],
             "storage_usd_per_gb_hour": [0.0002, 0.0001, None, None],
             "ipv4_usd_per_hour": [0.005, None, None, None],
+            "boot_disk_usd_per_hour": [None, None, 0.001, None],
             "egress_usd_per_gb": [0.01, None, None, None],
             "billed_hours": [10.0] * 4,
             "nodes": [2, 1, 1, 1],
@@ -489,12 +491,13 @@ def test_included_disk_stated_else_the_machine_disk_when_unpriced_else_none() ->
 def test_default_job_disk_is_the_included_disk_at_least_the_boot_disk() -> None:
     out = _costed(_disks(), None, None)
     assert out["job_storage_gb"].to_list() == [100.0, 50.0, 2000.0, 0.0]
-    # boot disk x price + IPv4, over 10 h, on 2 nodes; the 20 GB boot disk fits in 50 GB
+    # boot disk x price + IPv4, over 10 h, on 2 nodes; the 20 GB boot disk fits in 50 GB;
+    # the hyperscaler's boot disk at its price per instance-hour, over 10 h
     assert out["required_extras_usd"].to_list() == pytest.approx(
-        [(100 * 0.0002 + 0.005) * 10 * 2, 0.0, 0.0, 0.0]
+        [(100 * 0.0002 + 0.005) * 10 * 2, 0.0, 0.001 * 10, 0.0]
     )
     assert out["storage_cost_usd"].to_list() == [0.0] * 4
-    assert out["all_in_cost_usd"].to_list() == pytest.approx([1.5, 1.0, 1.0, 1.0])
+    assert out["all_in_cost_usd"].to_list() == pytest.approx([1.5, 1.0, 1.01, 1.0])
 
 
 def test_asked_disk_beyond_the_boot_disk_and_included_disk_is_storage() -> None:
@@ -507,7 +510,7 @@ def test_asked_disk_beyond_the_boot_disk_and_included_disk_is_storage() -> None:
     assert out["egress_cost_usd"].to_list() == pytest.approx([10.0, 0.0, 0.0, 0.0])
     extras = out["required_extras_usd"].to_list()
     assert out["all_in_cost_usd"].to_list() == pytest.approx(
-        [1.0 + extras[0] + 0.8 + 10.0, 1.25, 1.0, 1.0]
+        [1.0 + extras[0] + 0.8 + 10.0, 1.25, 1.0 + 0.001 * 10, 1.0]
     )
 
 
@@ -520,10 +523,15 @@ def test_caveats_name_a_too_small_machine_and_unpriced_disk_or_egress() -> None:
         provider=pl.lit("lambda"),
         billing_increment_s=pl.lit(60, dtype=pl.Int64),
         commitment_hours=pl.lit(None, dtype=pl.Float64),
+        # the first names an H100 without its form factor: ranked as the slower PCIe part
+        gpu_model=pl.Series(["H100-PCIE-80GB", "A100-SXM4-80GB", "L4", "L4"]),
+        gpu_form_factor=pl.Series([None, "sxm", None, None], dtype=pl.String),
+        form_factor_varies=pl.Series([True, True, False, None]),
     )
     got = frame.select(c=ex.caveats(1000.0))["c"].to_list()
     assert got == [
-        "below a runnable GPU server: 1.0 vCPU and 1.07 GB RAM per GPU (a runnable server has"
+        "form factor not stated: ranked as the slower variant (H100-PCIE-80GB); below a"
+        " runnable GPU server: 1.0 vCPU and 1.07 GB RAM per GPU (a runnable server has"
         " at least 2 vCPU and 8 GB RAM per GPU)",
         "egress not priced",
         "below a runnable GPU server: 8.0 vCPU and 4.0 GB RAM per GPU (a runnable server has"

@@ -194,6 +194,10 @@ async def test_answer_flags_an_unstated_form_factor_and_a_fallback_figure(
     by = {o["provider"]: o for o in body["offers"]}
     assert by["doco"]["hardware"]["form_factor_stated"] is False
     assert by["doco"]["hardware"]["gpu_form_factor"] is None
+    assert by["doco"]["job"]["caveats"].startswith(
+        "form factor not stated: ranked as the slower variant (H100-PCIE-80GB)"
+    )  # the row's own caveat, not only a flag
+    assert "form factor" not in (by["old"]["job"]["caveats"] or "")
     assert by["doco"]["performance"]["peak_basis"] == "datasheet"
     assert by["old"]["performance"]["peak_precision"] == "fp16"
     assert by["old"]["performance"]["peak_note"] == "ranked at FP16: no BF16 figure"

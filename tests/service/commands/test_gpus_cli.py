@@ -162,6 +162,13 @@ def test_resolve_bad_form_factor() -> None:
         ("RTX 3080 Ti", "RTX-3080-TI"),
         ("RTX 5060 Ti", "RTX-5060-TI"),
         ("RTX 5070 Ti", "RTX-5070-TI"),
+        # the issue's own spellings of the names it found refused
+        ("RTX 4090D", "RTX-4090D"),
+        ("RTX 4090 48GB", "RTX-4090-48GB"),
+        ("RTX 5090D", "RTX-5090D"),
+        ("H20 141GB", "H20-141GB"),
+        ("Ascend 910C", "ASCEND-910C"),
+        ("H800 PCIe", "H800-PCIE-80GB"),
     ],
 )
 def test_resolve_names_as_renters_search_them(name: str, model: str) -> None:

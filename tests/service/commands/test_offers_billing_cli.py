@@ -38,7 +38,8 @@ def _billed_by_hand(row: dict[str, Any], compute: float, wall: float) -> float:
 
 def _key_by_hand(row: dict[str, Any]) -> float:
     """USD per effective TFLOP-hour for a 1-hour job: the whole bill (compute, a boot disk
-    beyond the included disk, a public IPv4) over the effective TFLOPs of the hour."""
+    beyond the included disk or a hyperscaler's boot disk per instance-hour, a public IPv4)
+    over the effective TFLOPs of the hour."""
     i = default_efficiency().interruptible
     nodes = row["nodes"]
     interruptible = row["term"] == RentalTerm.INTERRUPTIBLE.value
@@ -51,8 +52,10 @@ def _key_by_hand(row: dict[str, Any]) -> float:
     if included is None:
         included = 0.0 if priced else (row["storage_gb"] or 0.0)
     boot_gb = max((row["boot_disk_min_gb"] or 0.0) - included, 0.0)
-    extras_per_hour = boot_gb * (row["storage_usd_per_gb_hour"] or 0.0) + (
-        row["ipv4_usd_per_hour"] or 0.0
+    extras_per_hour = (
+        boot_gb * (row["storage_usd_per_gb_hour"] or 0.0)
+        + (row["boot_disk_usd_per_hour"] or 0.0)
+        + (row["ipv4_usd_per_hour"] or 0.0)
     )
     compute_cost = billed * row["usd_per_hour"] * nodes
     assert row["job_cost_usd"] == pytest.approx(compute_cost, rel=1e-4, abs=0.006)
@@ -84,3 +87,18 @@ def test_h100_for_one_hour_ranks_by_the_providers_own_billing_rules() -> None:
     assert (first["provider"], first["term"]) == ("vultr", "interruptible")
     assert first["billed_hours"] == pytest.approx(1.0003, abs=1e-3)  # shown to 3 decimals
     assert first["billing_rounding_hours"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_hyperscalers_offer_lists_its_boot_disk_and_ipv4_apart() -> None:
+    """On the sample, an AWS offer's detail gives the boot disk and the IPv4 each its line."""
+    listed = runner.invoke(
+        app, ["offers", "--sample", "--providers", "aws", "--gpus", "H100", "--format", "json"]
+    )
+    assert listed.exit_code == 0, listed.output
+    first = json.loads(listed.stdout)["offers"][0]
+    assert first["price"]["boot_disk_usd_per_hour"] == pytest.approx(8 * 0.08 / 730, abs=1e-9)
+    result = runner.invoke(app, ["offer", "--sample", first["id"]])
+    assert result.exit_code == 0, result.output
+    lines = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
+    assert "0.0008767123" in lines["boot_disk_price_per_hour"]
+    assert "0.005" in lines["ipv4_price_per_hour"]

@@ -222,7 +222,19 @@ def test_sample_h100_query_lists_the_offers_whose_form_factor_is_not_stated(
         assert r["form_factor_stated"] is (r["gpu_form_factor"] is not None)
     table = runner.invoke(app, ["offers", "--sample", "--gpu", "H100", "--limit", "50"])
     assert table.exit_code == 0, table.output
-    assert "form factor not stated (ranked as the slower H100-PCIE-80GB)" in table.stdout
+    said = "form factor not stated: ranked as the slower variant (H100-PCIE-80GB)"
+    assert said in table.stdout  # on the row's #N line
+    # and in the row itself: the GPUs cell marks the model as assumed, the mark explained
+    cells = [line for line in table.stdout.splitlines() if "H100-PCIE-80GB?" in line]
+    assert {p for p in ("digitalocean", "jarvislabs") if any(p in c for c in cells)} == {
+        "digitalocean",
+        "jarvislabs",
+    }
+    assert "?: the provider does not state the GPU's form factor" in table.stdout
+    # the API row says it in its caveats, as the web explorer's row does
+    for r in rows:
+        said_in_row = said.split(" (")[0] in (r["caveats"] or "")
+        assert said_in_row is (not r["form_factor_stated"]), r["provider"]
 
 
 def test_sample_query_shows_fallback_figures_and_names_every_offer_left_out(

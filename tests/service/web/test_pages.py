@@ -297,3 +297,43 @@ async def test_the_sample_rows_have_a_rent_button_and_no_ok_for_sample_prices(
         outcomes = re.findall(r'<span class="tag [a-z]*">([a-z_]+)</span>', providers)
         assert "sample" in outcomes and "ok" not in outcomes
         assert "latest fetch succeeded" not in providers
+
+
+async def test_the_boot_disk_is_shown_apart_from_the_ipv4_in_api_and_offer_page(
+    tmp_path: Path,
+) -> None:
+    """A hyperscaler's machine pays its boot disk and its IPv4 per instance-hour: the API row
+    gives each apart, ``required_extras_usd`` is their sum over the billed hours, and the
+    offer page lists both under "Price and term"."""
+    vm = offer(provider="aws", offer_id="p5.48xlarge", ipv4_price_per_hour=Decimal("0.005"),
+               boot_disk_price_per_hour=Decimal("0.0008767123"))  # fmt: skip
+    source = FakeSource(database_state([vm]))
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    transport = httpx.ASGITransport(app=create_app(settings, offers_loader=source))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        row = (await c.get("/v1/offers?hours=10")).json()["offers"][0]
+        page = (await c.get(f"/offer?key={quote(vm.key, safe='')}")).text
+    price, job = row["price"], row["job"]
+    assert price["boot_disk_usd_per_hour"] == pytest.approx(0.0008767123)
+    assert price["ipv4_usd_per_hour"] == 0.005
+    assert job["required_extras_usd"] == pytest.approx((0.0008767123 + 0.005) * 10, abs=0.005)
+    assert "boot_disk_price_per_hour" in page and "0.0008767123" in page
+    assert "ipv4_price_per_hour" in page
+
+
+async def test_an_unstated_form_factor_is_a_badge_in_the_explorer_row(tmp_path: Path) -> None:
+    """A provider naming the H100 family without SXM or PCIe: the explorer's row carries the
+    caveat the API row gives in ``job.caveats``, a badge with the whole text as its title."""
+    unstated = offer(provider="doco", offer_id="h", gpu_model="H100-PCIE-80GB",
+                     gpu_raw_name="H100", gpu_form_factor=None)  # fmt: skip
+    source = FakeSource(database_state([offer(), unstated]))
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    transport = httpx.ASGITransport(app=create_app(settings, offers_loader=source))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        api = (await c.get("/v1/offers?providers=doco")).json()["offers"][0]["job"]["caveats"]
+        page = (await c.get("/?providers=doco")).text
+        stated = (await c.get("/?providers=acme")).text
+    assert api == "form factor not stated: ranked as the slower variant (H100-PCIE-80GB)"
+    badges = re.findall(r'<span class="tag warn" title="([^"]*)">([^<]*)</span>', page)
+    assert (api, "form factor not stated") in badges
+    assert "form factor not stated" not in stated

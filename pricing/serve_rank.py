@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuscout.adapters.gpus import Precision
 
@@ -85,6 +85,16 @@ class ServeRequest(BaseModel):
     @classmethod
     def _known_model(cls, value: str) -> str:
         return serving_model(value).name
+
+    @model_validator(mode="after")
+    def _within_context(self) -> ServeRequest:
+        w, model = self.workload(), self.model_entry()
+        if w.input_tokens + w.output_tokens > model.context_tokens:
+            raise ValueError(
+                f"input_tokens: a request of {w.input_tokens + w.output_tokens:g} tokens exceeds"
+                f" {model.name}'s context of {model.context_tokens} tokens"
+            )
+        return self
 
     def model_entry(self) -> ServingModel:
         return serving_model(self.serve)
@@ -226,7 +236,9 @@ def rank_serving(
             examples.setdefault(plan.reason.value, f"{row['gpu_count']} x {plan.message}")
             continue
         rows.append(_served_row(row, plan, request))
-    unknown = _unknown_gpu_configurations(frame)
+    unknown = (
+        0 if requirement is not None and requirement.gpus else _unknown_gpu_configurations(frame)
+    )
     if unknown:
         left_out[RefusalReason.GPU_UNKNOWN.value] += unknown
         examples.setdefault(

@@ -81,3 +81,8 @@ def test_interruptible_terms_carry_their_restart_risk() -> None:
 def test_an_unknown_model_is_refused_naming_the_known() -> None:
     with pytest.raises(ValidationError, match="llama-3.1-70b"):
         ServeRequest(serve="llama-9")
+
+
+def test_a_request_longer_than_the_context_is_refused() -> None:
+    with pytest.raises(ValidationError, match="context of 4096"):
+        ServeRequest(serve="llama-2-70b", input_tokens=4000, output_tokens=300)

@@ -95,3 +95,18 @@ def test_the_cli_table_states_what_it_rests_on() -> None:
     assert refused.exit_code == 2 and "with --serve" in refused.output
     models = CliRunner().invoke(cli, ["models", "--json"])
     assert models.exit_code == 0 and '"gpt-oss-120b"' in models.output
+
+
+async def test_the_explorers_serve_mode_gives_the_api_rows(tmp_path: Path) -> None:
+    params = {"serve": "llama-3.1-70b", "precision": "fp8", "limit": 5}
+    async with _client(tmp_path) as client:
+        api = (await client.get("/v1/offers", params=params)).json()
+        page = await client.get("/", params=params)
+        bad = await client.get("/", params={"serve": "llama-3.1-70b", "tokens_per_day": "-3"})
+    assert page.status_code == 200, page.text
+    assert "Serving Llama 3.1 70B Instruct" in page.text
+    for offer in api["offers"]:
+        assert f'<td data-label="#">{offer["rank"]}</td>' in page.text
+        assert offer["instance_name"] in page.text
+    assert page.text.count('<td data-label="#">') == len(api["offers"])
+    assert bad.status_code == 422 and "tokens_per_day" in bad.text

@@ -13,7 +13,8 @@ plans the serving on each (:func:`pricing.serving.plan_serving`) and divides:
 ``usd_per_m_input_tokens`` charges prompts their share of GPU time (the roofline's prefill
 share). With ``tokens_per_day``, an offer is rented as many times as that demand needs and
 ``usd_per_m_tokens_at_demand`` pays for the idle capacity too. An interruptible term
-carries its restart risk; offers that cannot serve are counted by reason, never ranked.
+carries its restart risk, and for a live service (``server``, ``single_stream``) is ranked
+after every other term; offers that cannot serve are counted by reason, never ranked.
 """
 
 from __future__ import annotations
@@ -247,7 +248,11 @@ def rank_serving(
     table = pl.DataFrame(rows, schema=_SCHEMA)
     order = "usd_per_m_tokens_at_demand" if request.tokens_per_day else "usd_per_m_tokens"
     if rows:
-        table = table.sort([order, "config_id"], nulls_last=True)
+        # a live service (server, single stream) stops when an interruptible term is
+        # reclaimed: those rows follow the others; an offline batch just resumes
+        live = request.scenario is not Scenario.OFFLINE
+        after = pl.col("restart_risk").is_not_null() & live
+        table = table.sort([after, pl.col(order), pl.col("config_id")], nulls_last=True)
     table = table.with_row_index("rank", offset=1).select(SERVE_COLUMNS)
     return ServeRanking(
         rows=table,

@@ -73,9 +73,18 @@ def test_demand_rents_enough_offers_and_pays_for_idle_capacity() -> None:
 
 
 def test_interruptible_terms_carry_their_restart_risk() -> None:
-    frame = offers_to_frame([make_offer(term=RentalTerm.INTERRUPTIBLE)])
-    row = rank_serving(frame, ServeRequest(serve="llama-3.1-8b"), now=NOW).rows.row(0, named=True)
-    assert row["restart_risk"].startswith("interruptible: the service stops")
+    frame = offers_to_frame(
+        [
+            make_offer(term=RentalTerm.INTERRUPTIBLE, price_amount=Decimal("4")),
+            make_offer(offer_id="on-demand"),  # 16 USD/h
+        ]
+    )
+    batch = rank_serving(frame, ServeRequest(serve="llama-3.1-8b"), now=NOW).rows
+    assert batch.row(0, named=True)["restart_risk"].startswith("interruptible: the service")
+    # a live service is ranked on the terms that do not stop it first, however cheap
+    live = ServeRequest(serve="llama-3.1-8b", scenario="server")
+    first = rank_serving(frame, live, now=NOW).rows.row(0, named=True)
+    assert first["term"] == "on_demand" and first["restart_risk"] is None
 
 
 def test_an_unknown_model_is_refused_naming_the_known() -> None:

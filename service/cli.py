@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "offer": "offer",
     "estimate": "pricing",
     "gpus": "gpus",
+    "models": "models",
     "providers": "providers",
     "parse": "providers",
     "snapshot": "providers",

@@ -97,7 +97,9 @@ def build_server(api: httpx.AsyncClient) -> MCPServer[Any]:
 
         Same parameters and answer as GET /v1/offers: ranked by USD per effective
         TFLOP-hour (or `sort`), each offer with its id, price breakdown, chosen term, price
-        age and links; the answer names its source and stale or failed providers."""
+        age and links; the answer names its source and stale or failed providers. With
+        `serve` (a model of GET /v1/models), ranked by USD per million tokens of serving it
+        instead (`scenario`, `tokens_per_day`, ...)."""
         return await _answer(await api.get("/v1/offers", params=_query_params(query)))
 
     # the API's own model as the tool's input (built at import, so set here, not in a hint)

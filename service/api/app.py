@@ -50,6 +50,7 @@ ROUTERS: tuple[str, ...] = (
     "offers",
     "estimate",
     "gpus",
+    "models",
     "providers",
     "history",
     "snapshots",

@@ -35,6 +35,7 @@ from gpuscout.adapters.gpus import Precision
 from gpuscout.pricing.job import Job
 from gpuscout.pricing.names import UnknownName, check_providers
 from gpuscout.pricing.requirement import PRESET_ALIASES, PRESETS, Requirement
+from gpuscout.pricing.serve_rank import ServeRequest
 
 from .input_limits import too_many_items
 
@@ -144,6 +145,12 @@ def _build_query_model() -> type[BaseModel]:
         Precision,
         Field(default=Precision.BF16, description="arithmetic precision of the job"),
     )
+    for name, info in ServeRequest.model_fields.items():  # serving a model (?serve=...)
+        if name not in fields:
+            annotation: Any = (
+                Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+            )
+            fields[name] = (annotation | None, Field(default=None, description=info.description))
     for factor in ("mfu", "scaling"):
         fields[factor] = (
             float | None,

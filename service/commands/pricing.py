@@ -59,6 +59,7 @@ from .offers_table import (
     offers_table,
     print_wide,
 )
+from .serve_options import serve_options
 
 if TYPE_CHECKING:
     import polars as pl
@@ -78,6 +79,20 @@ class OutputFormat(StrEnum):
     JSON = "json"
     JSONL = "jsonl"
     CSV = "csv"
+
+
+class PrecisionChoice(StrEnum):
+    """``--precision``: a job's precisions (:class:`~adapters.gpus.Precision`), and FP4,
+    which only serving a model (``--serve``) takes."""
+
+    FP64 = "fp64"
+    FP32 = "fp32"
+    TF32 = "tf32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    FP4 = "fp4"
 
 
 class SortKey(StrEnum):
@@ -107,12 +122,14 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "precision": (
         Annotated[
-            Precision,
+            PrecisionChoice,
             typer.Option(
-                "--precision", rich_help_panel="The answer", help="arithmetic precision of the job"
+                "--precision",
+                rich_help_panel="The answer",
+                help="arithmetic precision of the job (serving: bf16, fp8 or fp4)",
             ),
         ],
-        Precision.BF16,
+        PrecisionChoice.BF16,
     ),
     "mfu": (
         Annotated[
@@ -215,6 +232,8 @@ EXTRA_OPTIONS: dict[str, tuple[Any, Any]] = {
         None,
     ),
 }
+
+EXTRA_OPTIONS.update(serve_options())
 
 _SPECS: list[OptionSpec] = model_options()
 
@@ -502,7 +521,16 @@ def offers_command(**options: Any) -> None:
     """Rank the current offers by USD per effective TFLOP-hour for a job.
 
     Every filter of GET /v1/offers is an option of the same name (:data:`OFFERS_HELP`).
+    With ``--serve MODEL``, by USD per million tokens of serving that model instead.
     """
+    if options.get("serve"):
+        from .serve_options import serve_command
+
+        serve_command(options)
+        return
+    if options["precision"] == PrecisionChoice.FP4:
+        _fail("--precision: fp4 prices serving a model only (with --serve)")
+    options["precision"] = Precision(options["precision"])
     requirement, job, query = _models(options)
     from gpuscout.pricing.coverage import binding_note, left_out_note
     from gpuscout.pricing.rank import RankOptions, rank_page

@@ -9,14 +9,20 @@ naming the parameter, with a 422.
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams
 
 from gpuscout.service.api.answers import warnings_for
+from gpuscout.service.api.app_context import ApiContext
 from gpuscout.service.api.deps import ContextDep, StateDep
 from gpuscout.service.api.offers_query import MAX_LIMIT, OffersQuery
+from gpuscout.service.api.serving_offers import serving_offers
+from gpuscout.service.api.state import ApiState
 
 from .form import clean_query, form_groups, presentation
-from .offers_data import QueryError, offer_key, offer_path, offers_answer
+from .offers_data import QueryError, offer_key, offer_path, offers_answer, query_errors
 from .templating import templates
 
 __all__ = ["SORTS", "router"]
@@ -41,6 +47,8 @@ SORTS: dict[str, str] = {
 async def explorer(request: Request, state: StateDep, context: ContextDep) -> HTMLResponse:
     """The ranked offers for the query string, with the form that makes it."""
     params = clean_query(request.query_params)
+    if params.get("serve"):  # the workload switch: serving a model, by $ per million tokens
+        return await _serving(request, params, state, context)
     answer, errors = None, []
     try:
         answer = await offers_answer(state, params, context)
@@ -70,6 +78,34 @@ async def explorer(request: Request, state: StateDep, context: ContextDep) -> HT
             "api_url": "/v1/offers" + (f"?{params}" if params else ""),
             # the page shows a query's first page: "more" raises its limit, up to the API's
             "more_limit": min(shown_limit + MORE, MAX_LIMIT) if shown_limit < MAX_LIMIT else None,
+        },
+        status_code=422 if errors else 200,
+    )
+
+
+async def _serving(
+    request: Request, params: QueryParams, state: ApiState, context: ApiContext
+) -> HTMLResponse:
+    """The serving answer of ``/v1/offers?serve=...`` for the query string, as a page."""
+    answer, errors = None, []
+    try:
+        answer = await run_in_threadpool(
+            serving_offers, params, state, context.settings.api_max_list_items
+        )
+    except RequestValidationError as exc:
+        errors = query_errors(exc)
+    return templates().TemplateResponse(
+        request,
+        "serving.html",
+        {
+            "title": "Serving a model",
+            "answer": answer,
+            "errors": errors,
+            "error_params": {e["param"] for e in errors},
+            "groups": form_groups(params),
+            "shown": presentation(params),
+            "params": params,
+            "api_url": f"/v1/offers?{params}",
         },
         status_code=422 if errors else 200,
     )

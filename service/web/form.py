@@ -17,6 +17,8 @@ from typing import Any, Literal, get_args, get_origin
 
 from starlette.datastructures import QueryParams
 
+from gpuscout.pricing.serving import ServePrecision
+from gpuscout.pricing.serving_models import serving_models
 from gpuscout.service.api.offers_query import LIST_PARAMS, OffersQuery
 
 __all__ = ["GROUPS", "NOT_A_SEARCH", "Control", "Group", "clean_query", "form_groups"]
@@ -40,11 +42,19 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "os_images", "min_cuda_version", "min_driver_version", "frameworks", "backup_service",
     ),
     "Support": ("support_tiers", "min_sla_uptime_pct"),
+    "Serve a model (ranked by $ per million tokens)": (
+        "serve", "scenario", "tokens_per_day", "input_tokens", "output_tokens", "ttft_s",
+        "tpot_s",
+    ),
 }  # fmt: skip
 #: Presentation, not a filter: shown with the table rather than in the form groups.
 PRESENTATION: tuple[str, ...] = ("sort", "limit")
 
 _LABELS: dict[str, str] = {
+    "serve": "Model to serve (blank: rank for the job)",
+    "tokens_per_day": "Output tokens a day",
+    "ttft_s": "Time to first token, s (server)",
+    "tpot_s": "Time per output token, s (server)",
     "gpus": "GPU models or families",
     "job_gpus": "GPUs for the job",
     "min_gpus": "Min GPUs per offer",
@@ -156,6 +166,10 @@ def _kind(name: str, annotation: Any) -> tuple[Kind, tuple[str, ...]]:
 def _control(name: str, params: QueryParams) -> Control:
     info = OffersQuery.model_fields[name]
     kind, options = _kind(name, info.annotation)
+    if name == "serve":  # the model catalog's names
+        kind, options = "select", tuple(m.name for m in serving_models())
+    elif name == "precision":  # serving a model also takes FP4
+        options = (*options, ServePrecision.FP4.value)
     raw = params.getlist(name)
     if name in LIST_PARAMS:
         values = tuple(p.strip() for v in raw for p in v.split(",") if p.strip())

@@ -20,7 +20,7 @@ from gpuscout.service.api.offers_query import canonical_key, parse_offers_query,
 from gpuscout.service.api.state import ApiState
 from gpuscout.service.validation_text import error_message
 
-__all__ = ["QueryError", "offer_key", "offer_path", "offers_answer"]
+__all__ = ["QueryError", "offer_key", "offer_path", "offers_answer", "query_errors"]
 
 
 class QueryError(Exception):
@@ -31,7 +31,8 @@ class QueryError(Exception):
         self.errors = errors
 
 
-def _errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+def query_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """Each refused parameter and why, for the form."""
     out = []
     for e in exc.errors():
         loc = [str(p) for p in e.get("loc", ()) if p != "query"]
@@ -53,7 +54,7 @@ async def offers_answer(
             page = await context.ranking(ranked_page, state, parsed, now)
             state.cache.put((key, now), page)
     except RequestValidationError as exc:
-        raise QueryError(_errors(exc)) from None
+        raise QueryError(query_errors(exc)) from None
     answer: dict[str, Any] = json.loads(page.body)
     return answer
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
@@ -37,6 +38,7 @@ from ..offers_query import (
     validate_query,
 )
 from ..problems import ProblemError, problem_responses
+from ..serving_offers import serving_offers
 from ..vocabulary import deprecation_headers
 from .history import OfferHistory, offer_history_of
 
@@ -88,6 +90,11 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
     since their offers may be missing or old. `total` counts every qualifying
     configuration; `next` is the cursor of the next page (null on the last).
     """
+    if "serve" in request.query_params:  # ranked by USD per million tokens
+        answer = await run_in_threadpool(
+            serving_offers, request.query_params, state, context.settings.api_max_list_items
+        )
+        return JSONResponse(answer)
     now = state.answer_time()
     query = validate_query(  # 422 names the parameter
         request.query_params, context.settings.api_max_list_items

@@ -30,6 +30,8 @@ REQUESTS: dict[tuple[str, str], tuple[dict[str, object], bool]] = {
     ): ({"url": "/v1/estimate", "json": {"params": 7e9, "tokens": 1e11}}, True),
     ("GET", "/v1/gpus"): ({"url": "/v1/gpus"}, False),
     ("GET", "/v1/gpus/{name}"): ({"url": "/v1/gpus/H100-SXM5-80GB"}, False),
+    ("GET", "/v1/models"): ({"url": "/v1/models"}, False),
+    ("GET", "/v1/models/{name}"): ({"url": "/v1/models/llama-3.1-70b"}, False),
     ("GET", "/v1/providers"): ({"url": "/v1/providers"}, True),
     # the published catalog: files on disk, none without publish_dir (404), no database
     ("GET", "/v1/catalog/manifest.json"): ({"url": "/v1/catalog/manifest.json"}, False),

@@ -75,6 +75,12 @@ ESTIMATE += ["--params", "1e9", "--tokens", "1e10"]
 #: (command, arguments, what the one line names); numbers out of range, NaN, Infinity.
 BAD_NUMBERS: list[tuple[str, list[str], str]] = [
     ("offers", ["offers", "--sample", "--limit", "1" + "0" * 30], "--limit"),
+    (
+        "offers",
+        ["offers", "--sample", "--serve", "llama-3.1-8b", "--tokens-per-day", "-1"],
+        "--tokens-per-day",
+    ),
+    ("models", ["models", "--max-params-b", "nan"], "--max-params-b"),
     ("offers", ["offers", "--sample", "--hours", "1e400"], "--hours"),
     ("offers", ["offers", "--sample", "--hours", "nan"], "--hours"),
     ("offers", ["offers", "--sample", "--hours", "2e6"], "hours"),

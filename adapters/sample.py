@@ -122,7 +122,8 @@ def replay_sample(providers: Iterable[str] | None = None) -> list[ProviderRun]:
 
     Every entry is parsed, then one run is kept per provider (:func:`apply_precedence`):
     a published catalog's entry holds many providers' offers, so a provider is chosen by
-    the offers' provider, not by the entry that recorded them.
+    the offers' provider, not by the entry that recorded them. The catalog's own run,
+    which then holds no offers, is left out: the sample has no provider of that name.
     """
     from . import get_adapter  # the registry imports adapter modules; keep that lazy
     from .collect import parse_payloads
@@ -136,7 +137,7 @@ def replay_sample(providers: Iterable[str] | None = None) -> list[ProviderRun]:
         run.origin = Origin.SAMPLE
         run.capture_date_known = entry.capture_date_known
         runs.append(run)
-    kept = apply_precedence(runs)
+    kept = [run for run in apply_precedence(runs) if run.offers]
     if providers is None:
         return kept
     wanted = set(providers)

@@ -118,20 +118,27 @@ def sample_entries() -> tuple[SampleEntry, ...]:
 
 
 def replay_sample(providers: Iterable[str] | None = None) -> list[ProviderRun]:
-    """Parse the recorded responses of ``providers`` (all sampled ones by default)."""
+    """The sample's runs, one per provider (``providers``: only theirs; all by default).
+
+    Every entry is parsed, then one run is kept per provider (:func:`apply_precedence`):
+    a published catalog's entry holds many providers' offers, so a provider is chosen by
+    the offers' provider, not by the entry that recorded them. The catalog's own run,
+    which then holds no offers, is left out: the sample has no provider of that name.
+    """
     from . import get_adapter  # the registry imports adapter modules; keep that lazy
     from .collect import parse_payloads
     from .precedence import apply_precedence
 
-    wanted = set(providers) if providers is not None else None
     runs = []
     for entry in sample_entries():
-        if wanted is not None and entry.provider not in wanted:
-            continue
         adapter = get_adapter(entry.provider)()
         payloads = [adapter.decode(_root().joinpath(f).read_bytes(), f) for f in entry.files]
         run = parse_payloads(adapter, payloads, fetched_at=entry.fetched_at)
         run.origin = Origin.SAMPLE
         run.capture_date_known = entry.capture_date_known
         runs.append(run)
-    return apply_precedence(runs)
+    kept = [run for run in apply_precedence(runs) if run.offers]
+    if providers is None:
+        return kept
+    wanted = set(providers)
+    return [run for run in kept if run.provider in wanted]

@@ -19,7 +19,7 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from gpuscout.adapters.sample import manifest_bytes, replay_sample, sample_note
+from gpuscout.adapters.sample import manifest_bytes, replay_sample
 from gpuscout.adapters.schema import FxTable
 from gpuscout.db.current import CurrentState, sample_after_attempts, state_from_runs
 from gpuscout.db.head import no_sqlite_file
@@ -37,7 +37,6 @@ def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
     """The bundled recorded responses, replayed through each adapter's parse; its note
     names each sample's capture date (or says it is unknown). With ``settings``, read from
     (or kept in) the cache under their ``data_dir``."""
-    note = sample_note()
 
     def parse() -> CurrentState:
         return state_from_runs(replay_sample(), fx=fx, source="sample")
@@ -46,7 +45,7 @@ def load_sample(fx: FxTable, settings: Settings | None = None) -> CurrentState:
         return parse()
     from .sample_cache import cached_sample
 
-    return cached_sample(settings.data_dir, fx, manifest=manifest_bytes(), note=note, parse=parse)
+    return cached_sample(settings.data_dir, fx, manifest=manifest_bytes(), parse=parse)
 
 
 def with_stock(state: CurrentState, engine: Engine) -> CurrentState:

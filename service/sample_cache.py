@@ -33,7 +33,7 @@ import polars as pl
 
 from gpuscout.adapters.run import Origin, RunStatus
 from gpuscout.adapters.schema import FxTable
-from gpuscout.db.current import CurrentState, ProviderState, code_digest
+from gpuscout.db.current import CurrentState, ProviderState, code_digest, database_note
 
 __all__ = [
     "CACHE_DIR",
@@ -135,14 +135,14 @@ def cached_sample(
     fx: FxTable,
     *,
     manifest: bytes,
-    note: str,
     parse: Callable[[], CurrentState],
     now: datetime | None = None,
 ) -> CurrentState:
     """The sample's state from the cache under ``data_dir``, else ``parse()`` and keep it.
 
-    ``manifest`` is the sample manifest's bytes and ``note`` the sample's note (both part
-    of the state as :func:`service.current.load_sample` makes it).
+    ``manifest`` is the sample manifest's bytes (part of the key). A cached state's note
+    is made from its providers' capture dates, as the parsed state's is: the same note
+    whether parsed or read back (a catalog's entry dates the providers it recorded).
     """
     directory = data_dir / CACHE_DIR
     key = cache_key(fx, manifest)
@@ -153,13 +153,14 @@ def cached_sample(
         except (OSError, ValueError, KeyError, pl.exceptions.PolarsError) as exc:
             log.warning("sample cache %s unreadable, parsing again: %s", frame_path, exc)
         else:
+            loaded_at = now or datetime.now(UTC)
             return CurrentState(
                 frame=frame,
                 providers=providers,
                 source="sample",
                 fx=fx,
-                loaded_at=now or datetime.now(UTC),
-                note=note,
+                loaded_at=loaded_at,
+                note=database_note(providers, loaded_at),
                 # the cache keeps the frame, not every field: parse again if asked
                 count_fields=lambda: parse().field_coverage or {},
             )

@@ -145,6 +145,16 @@ def test_coverage_table_is_the_generated_one() -> None:
     assert shown.group(1) == sample_table()
 
 
+def test_sample_table_is_the_generated_one() -> None:
+    """The README's table of the offline sample is what the manifest and the replayed
+    sample say (regenerate: ``uv run python -m gpuscout.service.sample_table``)."""
+    from gpuscout.service.sample_table import sample_table
+
+    shown = re.search(r"<!-- sample:start -->\n(.*?)<!-- sample:end -->", README, re.S)
+    assert shown is not None, "README.md lacks the sample table markers"
+    assert shown.group(1) == sample_table()
+
+
 def test_readme_is_a_quickstart_and_no_doc_keeps_a_diary() -> None:
     """The README stays short (detail goes to docs/); no page names numbered runs or
     sessions: figures live in one current table in docs/performance.md."""

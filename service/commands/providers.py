@@ -26,11 +26,10 @@ from gpuscout.adapters.field_coverage import (
     total_coverage,
 )
 from gpuscout.adapters.gpus import unknown_gpu_names
-from gpuscout.adapters.sample import replay_sample, sample_entries
+from gpuscout.adapters.sample import replay_sample, sample_entries, sample_note
 from gpuscout.adapters.schema import FIELD_GROUPS, Offer
 from gpuscout.pricing.display import decimal_text, figure_text
 
-from ..current import sample_note
 from ..provider_facts import ProviderFacts
 from ..settings import Settings, get_settings
 

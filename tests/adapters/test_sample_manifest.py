@@ -28,9 +28,9 @@ UNKNOWN_CAPTURE = {
     "verda": date(2023, 11, 24),
     "vultr": date(2025, 1, 8),
     "jarvislabs": date(2026, 6, 11),
-    "digitalocean": date(2025, 8, 29),
-    "vastai": date(2025, 1, 1),
     "sheet": date(2026, 11, 30),
+    "autodl": date(2024, 3, 4),
+    "compshare": date(2026, 6, 26),
 }
 
 
@@ -71,7 +71,7 @@ def test_the_unknown_capture_dates_are_unknown() -> None:
         assert entry.captured is None and not entry.capture_date_known
         assert entry.known_by == entry.dated == known_by
     dated = {p for p, e in entries.items() if e.capture_date_known}
-    assert dated == {"aws", "azure", "gcp"}  # the data's own timestamps date these
+    assert dated == {"aws", "gcp", "skypilot_catalog"}  # the data's own timestamps date these
 
 
 def test_an_unknown_capture_date_needs_its_latest_possible_day() -> None:
@@ -91,11 +91,27 @@ def test_replayed_runs_are_sample_runs_and_say_whether_their_date_is_known() -> 
         if provider != "sheet":
             assert {o.fetched_at.date() for o in run.offers} == {known_by}
     assert runs["aws"].capture_date_known and runs["aws"].started_at.date() == date(2025, 9, 15)
+    nebius = runs["nebius"]  # through the catalog capture, dated by its snapshot time
+    assert nebius.capture_date_known and nebius.started_at.date() == date(2026, 3, 21)
+    assert {o.via_catalog for o in nebius.offers} == {"skypilot-catalog v8"}
+
+
+#: What the sample must cover (issue #48 item 6): these GPU families, across >= 12 providers.
+COVERED_GPUS = {"H100", "H200", "B200", "A100", "L40S", "L4", "RTX-4090", "MI300X"}
+
+
+def test_the_sample_covers_the_gpus_renters_ask_for_across_twelve_providers() -> None:
+    offers = [o for run in replay_sample() for o in run.offers]
+    providers = {o.seller or o.provider for o in offers}
+    assert len(providers) >= 12, sorted(providers)
+    families = {str(o.gpu_model) for o in offers if o.gpu_model is not None}
+    for gpu in COVERED_GPUS:
+        assert any(f.startswith(gpu) for f in families), gpu
 
 
 def test_the_note_says_capture_date_unknown() -> None:
     note = sample_note()
     assert note.startswith(SAMPLE_NOTE)
     assert "verda capture date unknown (on record by 2023-11-24)" in note
-    assert "aws 2025-09-15" in note
+    assert "skypilot_catalog 2026-03-21" in note and "aws 2025-09-15" in note
     assert capture_label("gcp", date(2023, 3, 24), True) == "gcp 2023-03-24"

@@ -53,10 +53,10 @@ def test_example_sheet_loads_every_entry() -> None:
     result = example()
     [skipped] = result.skipped
     assert skipped.reason == (
-        "example_sheet.yaml offers[10] (id seed-8x-a100-80g-epyc7702-monthly): "
+        "example_sheet.yaml offers[11] (id seed-8x-a100-80g-epyc7702-monthly): "
         + ILLUSTRATIVE_REASON
     )
-    assert len(result.offers) == 9
+    assert len(result.offers) == 10
     assert {o.provider for o in result.offers} == {"sheet"}
     assert not any(o.seller == "example-host" for o in result.offers)
 
@@ -313,8 +313,8 @@ def test_fetch_reads_configured_files(tmp_path: Path) -> None:
     payloads = run_fetch(a)
     assert [p["format"] for p in payloads] == ["yaml", "csv"]
     assert (
-        len(a.parse(payloads, fetched_at=NOW).offers) == 10
-    )  # 9 of the example (one illustrative), 1 of the CSV
+        len(a.parse(payloads, fetched_at=NOW).offers) == 11
+    )  # 10 of the example (one illustrative), 1 of the CSV
     assert SheetAdapter(paths=[csv_file]).paths == (csv_file,)
 
 

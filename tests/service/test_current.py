@@ -82,7 +82,7 @@ def test_the_sample_shown_for_a_database_without_offers_tells_its_failed_attempt
     from tests.db.factories import skipped
 
     error = "network error on https://pricing.example/offers: [Errno -2] Name not known"
-    runs = [failed("aws", error=error), skipped("lambda"), failed("oci"), skipped("mithril")]
+    runs = [failed("aws", error=error), skipped("lambda"), failed("crusoe"), skipped("mithril")]
     store_snapshot(engine, runs, started_at=T0, finished_at=at(0.1))
     settings = Settings(data_dir=tmp_path, database_url=db_url)
     sample = load_current(sample=True, settings=settings)
@@ -98,11 +98,11 @@ def test_the_sample_shown_for_a_database_without_offers_tells_its_failed_attempt
         assert aws.last_attempt_at == T0
         lam = current.providers["lambda"]
         assert lam.outcome is Outcome.STALE and lam.error == "credential not set"
-        assert current.providers["oci"].outcome is Outcome.FAILED  # the sample holds none
-        assert current.providers["oci"].error == "HTTP 503"
+        assert current.providers["crusoe"].outcome is Outcome.FAILED  # the sample holds none
+        assert current.providers["crusoe"].error == "HTTP 503"
         assert current.providers["mithril"].outcome is Outcome.SKIPPED
         assert current.providers["azure"] == sample.providers["azure"]  # never attempted
-        assert current.failed_providers == ["aws", "oci"]
+        assert current.failed_providers == ["aws", "crusoe"]
         assert current.stale_providers == ["aws", "lambda"]
         assert current.note is not None and current.note.startswith(sample.note or "-")
         assert "failing now: aws" in current.note

@@ -15,7 +15,7 @@ from gpuscout.db.current import CurrentState
 from gpuscout.db.head import no_sqlite_file
 from gpuscout.service import current as current_module
 from gpuscout.service import sample_cache
-from gpuscout.service.current import load_sample, sample_note
+from gpuscout.service.current import load_sample
 from gpuscout.service.settings import Settings
 
 
@@ -24,9 +24,7 @@ def cached(data_dir: Path, fx: FxTable, calls: list[int]) -> CurrentState:
         calls.append(1)
         return load_sample(fx)
 
-    return sample_cache.cached_sample(
-        data_dir, fx, manifest=manifest_bytes(), note=sample_note(), parse=parse
-    )
+    return sample_cache.cached_sample(data_dir, fx, manifest=manifest_bytes(), parse=parse)
 
 
 def test_the_cached_state_is_the_parsed_one(tmp_path: Path) -> None:

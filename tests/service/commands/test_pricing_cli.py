@@ -208,8 +208,9 @@ def test_table_names_the_seller_behind_a_provider() -> None:
 def test_sample_h100_query_lists_the_offers_whose_form_factor_is_not_stated(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """#13: DigitalOcean's and JarvisLabs' H100s (SXM or PCIe not stated) are ranked as the
-    slower PCIe part, flagged in the JSON and in the table."""
+    """#13: H100s whose form factor (SXM or PCIe) is not stated (DigitalOcean's, JarvisLabs',
+    and the catalog's Azure, RunPod and Vast types that name none) are ranked as the slower
+    PCIe part, flagged in the JSON and in the table."""
     monkeypatch.setattr(pricing_cli, "load_current", load_current)
     result = runner.invoke(
         app, ["offers", "--sample", "--gpu", "H100", "--limit", "50", "--format", "json"]
@@ -217,7 +218,10 @@ def test_sample_h100_query_lists_the_offers_whose_form_factor_is_not_stated(
     assert result.exit_code == 0, result.output
     rows = [flat_offer(o) for o in json.loads(result.stdout)["offers"]]
     unstated = {(r["provider"], r["gpu_model"]) for r in rows if not r["form_factor_stated"]}
-    assert unstated == {("digitalocean", "H100-PCIE-80GB"), ("jarvislabs", "H100-PCIE-80GB")}
+    assert unstated == {
+        (provider, "H100-PCIE-80GB")
+        for provider in ("azure", "digitalocean", "jarvislabs", "runpod", "vastai")
+    }
     for r in rows:
         assert r["form_factor_stated"] is (r["gpu_form_factor"] is not None)
     table = runner.invoke(app, ["offers", "--sample", "--gpu", "H100", "--limit", "50"])
@@ -247,7 +251,11 @@ def test_sample_query_shows_fallback_figures_and_names_every_offer_left_out(
     v100 = [r for r in rows if r["gpu_model"] == "V100-SXM2-32GB"]
     assert v100 and v100[0]["peak_basis"] == "fallback" and v100[0]["peak_precision"] == "fp16"
     assert v100[0]["peak_note"] == "ranked at FP16: no BF16 figure"
-    assert "1 offer(s) not ranked: 'ecs.gn7e" in result.stderr
+    # SkyPilot's bare "A100" (40 or 80 GB not said) and the sheet's unnamed gn7e GPU
+    assert "4 offer(s) not ranked: 'A100' (azure, 2: GPU not identified)" in " ".join(
+        result.stderr.split()
+    )
+    assert "'ecs.gn7e (GPU model not stated in the price file)'" in result.stderr
 
 
 def test_estimate_table_reads_well_and_explains_both_wall_clocks() -> None:
@@ -363,12 +371,13 @@ def test_a_model_too_large_for_the_gpus_hears_the_figures_and_what_would_fit(
     monkeypatch.setattr(pricing_cli, "load_current", load_current)
     query = ["offers", "--sample", "--gpus", "H100", "--min-gpus", "8"]
     query += ["--params", "70e9", "--tokens", "1e9"]
+    query += ["--providers", "aws,lambda,sheet,vultr"]  # their H100s are all 80 GB parts
     result = runner.invoke(app, query, env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output
     note = " ".join(result.stderr.split())
     assert (
-        "training state does not fit in one GPU's memory: 8 (aws, azure, digitalocean, lambda,"
-        " sheet, vultr), 150 GB per GPU needed on 8 GPUs of 80 GB: it fits on 16 of those GPUs"
+        "training state does not fit in one GPU's memory: 6 (aws, lambda, sheet, vultr),"
+        " 150 GB per GPU needed on 8 GPUs of 80 GB: it fits on 16 of those GPUs"
         " (--job-gpus 16), or on 8 at 8 bytes per parameter or less (--bytes-per-param 8,"
         " e.g. LoRA: about 2 for frozen bf16 weights)" in note
     )

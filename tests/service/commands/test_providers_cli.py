@@ -42,7 +42,8 @@ def test_providers_coverage_fits_80_columns(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert max(len(line) for line in lines) <= 80
     vastai = next(line.split() for line in lines if line.startswith("vastai"))
-    assert vastai[1] == "2" and all(cell.endswith("%") for cell in vastai[2:])
+    # the catalog capture's 23 Vast types, each on demand and interruptible
+    assert vastai[1] == "46" and all(cell.endswith("%") for cell in vastai[2:])
     assert lines[-1].split()[0] == "all"
 
 
@@ -52,7 +53,8 @@ def test_providers_coverage_field_by_field_and_json(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, [*args, "--provider", "vastai"], env=env)
     assert result.exit_code == 0, result.output
     rows = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[3:]}
-    assert rows["cuda_version"] == ["2", "100%"] and rows["psu_watts"] == ["0", "0%"]
+    # Vast's sample offers come through SkyPilot's catalog, which states no CUDA version
+    assert rows["via_catalog"] == ["46", "100%"] and rows["cuda_version"] == ["0", "0%"]
     result = CliRunner().invoke(app, [*args, "--format", "json"], env=env)
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
@@ -62,10 +64,10 @@ def test_providers_coverage_field_by_field_and_json(tmp_path: Path) -> None:
 
 def test_providers_coverage_refuses_a_provider_without_offers(tmp_path: Path) -> None:
     env = {"COLUMNS": "200", "GPUSCOUT_DATA_DIR": str(tmp_path)}
-    args = ["providers", "--coverage", "--sample", "--provider", "runpod"]
+    args = ["providers", "--coverage", "--sample", "--provider", "crusoe"]
     result = CliRunner().invoke(app, args, env=env)
     assert result.exit_code == 2
-    assert "no current offers from 'runpod'" in result.output
+    assert "no current offers from 'crusoe'" in result.output
     result = CliRunner().invoke(app, ["providers", "--format", "json"], env=env)
     assert result.exit_code == 2 and "go with --coverage" in result.output
 

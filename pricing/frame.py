@@ -61,6 +61,7 @@ __all__ = [
     "catalog_frame",
     "held_lightly",
     "offers_to_frame",
+    "record_chunks_to_frame",
     "records_to_frame",
     "with_config_id",
 ]
@@ -317,18 +318,35 @@ def records_to_frame(
     times, in the same order. Polars parses them all at once as newline-delimited JSON
     with the known types: no ``Offer`` per row.
     """
+    return record_chunks_to_frame([(records, fetched_at)], fx)
+
+
+def record_chunks_to_frame(
+    chunks: Iterable[tuple[Sequence[str] | bytes, pl.Series | Sequence[datetime]]], fx: FxTable
+) -> pl.DataFrame:
+    """:func:`records_to_frame` of records read a chunk at a time (each chunk's records
+    and their fetch times): each chunk is parsed as it comes, so the records' text is held
+    one chunk at a time, not for every offer at once (at a million offers that text alone
+    is gigabytes)."""
+    parts = [_fields(records, fetched_at) for records, fetched_at in chunks]
+    fields = pl.concat(parts) if parts else _fields([], [])
+    return _derive(fields, fx)
+
+
+def _fields(
+    records: Sequence[str] | bytes, fetched_at: pl.Series | Sequence[datetime]
+) -> pl.DataFrame:
+    """The :data:`_FIELDS` of some stored records (see :func:`records_to_frame`)."""
     times = pl.Series("fetched_at", fetched_at, dtype=_FIELDS["fetched_at"])
     if not records:
-        fields = pl.DataFrame(schema=_FIELDS)
-    else:
-        # a record is one line: JSON escapes the newlines inside its strings
-        lines = records if isinstance(records, bytes) else "\n".join(records).encode()
-        fields = (
-            pl.read_ndjson(io.BytesIO(lines), schema=_RECORD_SCHEMA)
-            .with_columns(times)
-            .select(list(_FIELDS))
-        )
-    return _derive(fields, fx)
+        return pl.DataFrame(schema=_FIELDS)
+    # a record is one line: JSON escapes the newlines inside its strings
+    lines = records if isinstance(records, bytes) else "\n".join(records).encode()
+    return (
+        pl.read_ndjson(io.BytesIO(lines), schema=_RECORD_SCHEMA)
+        .with_columns(times)
+        .select(list(_FIELDS))
+    )
 
 
 def _derive(fields: pl.DataFrame, fx: FxTable) -> pl.DataFrame:

@@ -33,7 +33,7 @@ import hashlib
 import io
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
@@ -51,7 +51,12 @@ from gpuscout.adapters.field_coverage import (
 from gpuscout.adapters.run import FRESH_WITHIN_HOURS, Origin, ProviderRun, RunStatus
 from gpuscout.adapters.sample import sample_note
 from gpuscout.adapters.schema import FxTable, Offer
-from gpuscout.pricing.frame import OFFER_SCHEMA, held_lightly, offers_to_frame, records_to_frame
+from gpuscout.pricing.frame import (
+    OFFER_SCHEMA,
+    held_lightly,
+    offers_to_frame,
+    record_chunks_to_frame,
+)
 from gpuscout.pricing.offer_facts import FACT_COLUMNS
 
 from .engine import make_engine, write_connection
@@ -542,9 +547,9 @@ def load_current_offers(
 
     Prices convert to USD with ``fx``. For every provider, the frame the snapshot kept
     (:func:`keep_current_frame`) is read when it was built from these very offers, else the
-    stored records are framed (:func:`pricing.frame.records_to_frame`); an offer without
-    its own ``fetched_at`` has its provider's. Which fields the offers carry is counted
-    when first asked, on a connection of its own (:func:`stored_coverage`).
+    stored records are framed a chunk at a time (:func:`pricing.frame.record_chunks_to_frame`);
+    an offer without its own ``fetched_at`` has its provider's. Which fields the offers
+    carry is counted when first asked, on a connection of its own (:func:`stored_coverage`).
     """
     now = now or datetime.now(UTC)
     if isinstance(target, Engine):
@@ -558,8 +563,7 @@ def load_current_offers(
     count_fields = functools.partial(stored_coverage, url, providers)
     kept = None if providers is not None else _kept_frame(connection, states, latest, fx)
     if kept is None:
-        records, fetched_at = _stored_records(connection, providers, states)
-        frame = records_to_frame(records, fetched_at, fx)
+        frame = record_chunks_to_frame(_stored_records(connection, providers, states), fx)
     else:
         frame = held_lightly(kept)  # IPC brings empty columns back with full buffers
     return CurrentState(
@@ -587,8 +591,7 @@ def keep_current_frame(engine: Engine, fx: FxTable) -> None:
         latest = latest_snapshot(connection)
         if latest is None or _kept_frame(connection, states, latest, fx) is not None:
             return
-        records, fetched_at = _stored_records(connection, None, states)
-    frame = records_to_frame(records, fetched_at, fx)
+        frame = record_chunks_to_frame(_stored_records(connection, None, states), fx)
     key = frame_key(latest, frame.height, states, fx)
     buffer = io.BytesIO()
     frame.write_ipc(buffer, compression="zstd")  # ~3 MB for 100k offers, not ~67
@@ -643,18 +646,26 @@ def _problem(frame: pl.DataFrame) -> str | None:
     return f"no column {missing[0]}" if missing else None
 
 
+#: Stored records read (and parsed) at a time when the current offers are framed.
+RECORD_CHUNK = 20_000
+
+
 def _stored_records(
     connection: Connection, providers: list[str] | None, states: Mapping[str, ProviderState]
-) -> tuple[list[str], pl.Series]:
+) -> Iterator[tuple[list[str], pl.Series]]:
     """The current offers' stored records (of ``providers``: all) and their fetch times, in
-    the order of their offer keys."""
+    the order of their offer keys, :data:`RECORD_CHUNK` at a time: the rows are streamed
+    from the database, so no more than a chunk of records is held at once."""
     query = sa.select(_current.c.provider, _current.c.record, _current.c.fetched_at)
     if providers is not None:
         query = query.where(_current.c.provider.in_(providers))
-    rows = connection.execute(query.order_by(_current.c.offer_key)).all()
-    names = [row.provider for row in rows]
-    times = [row.fetched_at for row in rows]
-    return [row.record for row in rows], _fetched_at(names, times, states)
+    result = connection.execution_options(yield_per=RECORD_CHUNK).execute(
+        query.order_by(_current.c.offer_key)
+    )
+    for rows in result.partitions():
+        names = [row.provider for row in rows]
+        times = [row.fetched_at for row in rows]
+        yield [row.record for row in rows], _fetched_at(names, times, states)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -1,5 +1,9 @@
 """Writing a snapshot: one run over all providers, stored in ONE transaction.
 
+The runs stream in (:func:`store_snapshot` takes any iterable): each is stored when it
+comes, its rows written a chunk at a time, so memory holds one provider's run, not every
+provider's; the commit after the last one switches every provider at once.
+
 For each provider of the run:
 
 * ``ok``: unless the plausibility guard finds it suspect (:mod:`db.guard`: no offers, a
@@ -31,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, cast
@@ -117,32 +121,28 @@ class SnapshotSummary:
 
 
 class _Encoded:
-    """A run's offers as stored, in parallel lists (one entry per distinct key).
+    """A run's offers as compared with what is stored: one record hash and one fetch time
+    per offer (``None``: the run's start), in the run's order.
 
-    The records and their hashes are always needed to compare; the price hash and the other
-    column values only for offers that change, so :meth:`_Columns.price` computes them then.
-    The keys (and the check for repeated ones) only when the run differs from what its
-    provider has stored (:meth:`same_as`): an identical run is told by one aggregate.
+    The records themselves (JSON text, the largest part of an encoded offer) are not kept:
+    they are hashed a chunk at a time, and serialised again by :meth:`records_of` for the
+    offers that are written, a chunk at a time, so a run's encoding holds a few numbers an
+    offer, not its record. The keys (and the check for repeated ones) are built only when
+    the run differs from what its provider has stored (:meth:`same_as`): an identical run is
+    told by one aggregate.
     """
 
-    __slots__ = (
-        "_index",
-        "fetched_at",
-        "fingerprint",
-        "keys",
-        "offers",
-        "provider",
-        "record_hashes",
-        "records",
-    )
+    __slots__ = ("_index", "fetched_at", "fingerprint", "offers", "provider", "record_hashes")
 
     def __init__(self, run: ProviderRun) -> None:
         offers = run.offers
         started_at = run.started_at
         self.provider = run.provider
-        self.offers = list(offers)
-        self.records = record_jsons(offers)
-        self.record_hashes: Sequence[int] = hash64s(self.records)
+        self.offers = offers
+        hashes: list[int] = []
+        for chunk in _chunks(offers):
+            hashes.extend(hash64s(record_jsons(chunk)))
+        self.record_hashes: Sequence[int] = hashes
         times = [offer.fetched_at for offer in offers]
         # usually every offer carries the run's start: one count (in C) tells
         own = times.count(started_at)
@@ -153,11 +153,10 @@ class _Encoded:
         )
         self.fingerprint = _Fingerprint.of(self.record_hashes, len(times) - own)
         self._index: dict[str, int] | None = None
-        self.keys: list[str] = []
 
     @property
     def index(self) -> dict[str, int]:
-        """Each distinct key's position in the lists; a repeated key keeps its last offer."""
+        """Each distinct key's position in the run; a repeated key keeps its last offer."""
         if self._index is None:
             offers = self.offers
             index = {offer.key: i for i, offer in enumerate(offers)}
@@ -167,15 +166,14 @@ class _Encoded:
                     self.provider,
                     len(offers) - len(index),
                 )
-                kept = list(index.values())
-                self.offers = [offers[i] for i in kept]
-                self.records = [self.records[i] for i in kept]
-                self.record_hashes = [self.record_hashes[i] for i in kept]
-                self.fetched_at = [self.fetched_at[i] for i in kept]
-                index = dict(zip(index, range(len(kept)), strict=True))
             self._index = index
-            self.keys = list(index)
         return self._index
+
+    def records_of(self, positions: Sequence[int]) -> list[bytes]:
+        """The stored records (:func:`db.records.record_jsons`) of the offers at
+        ``positions``."""
+        offers = self.offers
+        return record_jsons([offers[i] for i in positions])
 
     def same_as(self, stored: _Fingerprint) -> bool:
         """Whether the stored offer set of this run's provider (``stored``) is this one:
@@ -358,7 +356,7 @@ class _Columns:
         self,
         provider: str,
         enc: _Encoded,
-        keys: Iterable[str],
+        keys: Sequence[str],
         *,
         history: Container[str] | None,
         valid_from: datetime,
@@ -371,20 +369,16 @@ class _Columns:
         The columns that follow from an offer's price fields are computed once per distinct
         price (:meth:`price_columns`)."""
         sqlite, time, index = self.sqlite, self.time, enc.index
-        offers, records, hashes, fetched = (
-            enc.offers,
-            enc.records,
-            enc.record_hashes,
-            enc.fetched_at,
-        )
+        offers, hashes, fetched = enc.offers, enc.record_hashes, enc.fetched_at
+        positions = [index[key] for key in keys]
+        records = enc.records_of(positions)
         since = time(valid_from)
         origin_text = origin.value
         price_columns = self.price_columns
         current: list[tuple[Any, ...]] = []
         opened: list[tuple[Any, ...]] = []
         add_current, add_opened = current.append, opened.append
-        for key in keys:
-            i = index[key]
+        for key, i, record in zip(keys, positions, records, strict=True):
             offer = offers[i]
             p_hash, usd_value, per_gpu, gpus, term_text, unit_text, basis_text = price_columns(
                 offer
@@ -403,7 +397,7 @@ class _Columns:
                     p_hash,
                     hashes[i],
                     None if stamp is None else time(stamp),
-                    records[i].decode(),
+                    record.decode(),
                 )
             )
             if history is None or key in history:
@@ -645,6 +639,7 @@ def _store_offers(
         added = sorted(k for k in index if k not in existing)
     else:
         added = []
+    del stored  # the writes below hold a chunk at a time
     if added:
         clash = _keys_held_by_others(connection, provider, added)
         if clash:
@@ -654,34 +649,38 @@ def _store_offers(
             added = [k for k in added if k not in clash]
             offers.drop(clash)
 
-    # all rows are built before the first write: the writes then run back to back
-    added_rows, added_history = columns.rows(
-        provider,
-        offers,
-        added,
-        history=None,
-        valid_from=at,
-        snapshot_id=snapshot_id,
-        origin=run.origin,
-    )
-    updated_rows, repriced_history = columns.rows(
-        provider,
-        offers,
-        updated,
-        history=set(repriced),
-        valid_from=at,
-        snapshot_id=snapshot_id,
-        origin=run.origin,
-    )
     history_closed = _close_history(
         connection, removed, valid_to=at, snapshot_id=snapshot_id, gone=True
     ) + _close_history(connection, repriced, valid_to=at, snapshot_id=snapshot_id)
-    # history rows in the order added + repriced, as ``rows`` emits them
-    _bulk_insert(connection, _history, HISTORY_COLUMNS, added_history + repriced_history, columns)
     for chunk in _chunks(removed):
         connection.execute(sa.delete(_current).where(_current.c.offer_key.in_(chunk)))
-    _update_current(connection, updated_rows)
-    _bulk_insert(connection, _current, CURRENT_COLUMNS, added_rows, columns)
+    # rows are built and written a chunk at a time: memory holds one chunk's records;
+    # history rows go in the order added, then repriced
+    for chunk in _chunks(added):
+        current_rows, history_rows = columns.rows(
+            provider,
+            offers,
+            chunk,
+            history=None,
+            valid_from=at,
+            snapshot_id=snapshot_id,
+            origin=run.origin,
+        )
+        _bulk_insert(connection, _history, HISTORY_COLUMNS, history_rows, columns)
+        _bulk_insert(connection, _current, CURRENT_COLUMNS, current_rows, columns)
+    repriced_set = set(repriced)
+    for chunk in _chunks(updated):
+        current_rows, history_rows = columns.rows(
+            provider,
+            offers,
+            chunk,
+            history=repriced_set,
+            valid_from=at,
+            snapshot_id=snapshot_id,
+            origin=run.origin,
+        )
+        _bulk_insert(connection, _history, HISTORY_COLUMNS, history_rows, columns)
+        _update_current(connection, current_rows)
     record_stock(connection, provider, _listed(offers), snapshot_id=snapshot_id, at=at)
     return ProviderChanges(
         provider=provider,
@@ -739,7 +738,12 @@ def _upsert_status(
 
 def snapshot_origin(runs: Iterable[ProviderRun]) -> str:
     """``live``, ``sample`` (every run replayed the sample) or ``mixed``."""
-    origins = {run.origin for run in runs}
+    return _origin_of(run.origin for run in runs)
+
+
+def _origin_of(run_origins: Iterable[Origin]) -> str:
+    """:func:`snapshot_origin` of runs of ``run_origins``."""
+    origins = set(run_origins)
     if origins == {Origin.SAMPLE}:
         return Origin.SAMPLE.value
     return "mixed" if Origin.SAMPLE in origins else Origin.LIVE.value
@@ -756,7 +760,7 @@ def _dedupe_runs(runs: Iterable[ProviderRun]) -> list[ProviderRun]:
 
 def store_snapshot(
     target: Target,
-    runs: Sequence[ProviderRun],
+    runs: Iterable[ProviderRun],
     *,
     started_at: datetime,
     finished_at: datetime,
@@ -771,19 +775,26 @@ def store_snapshot(
     (:func:`service.fx.fx_table`); ``None``: the shipped one. ``guard``
     holds the plausibility thresholds an ok run must pass to replace its provider's offers
     (default: :class:`~db.guard.OfferGuard`'s).
+
+    ``runs`` streams: each run is taken from it when the one before is stored, its rows
+    written a chunk (:data:`CHUNK` offers) at a time, and let go of before the next, so an
+    iterator that makes each run when asked keeps memory to one run, not the market. The
+    transaction commits after the last run: readers see every provider switch at once, and
+    an error anywhere (in the iterator too) leaves the previous state as it was. A provider
+    twice in a sequence: its last run is stored; twice in an iterator (which cannot be read
+    ahead): :class:`ValueError`.
     """
-    runs = _dedupe_runs(runs)
-    # Encoding is pure CPU work: do it before the transaction takes the write lock.
-    encoded = {run.provider: _Encoded(run) for run in runs if run.status is RunStatus.OK}
-    return _store(
-        target,
-        runs,
-        encoded,
-        started_at=started_at,
-        finished_at=finished_at,
-        fx=fx or default_fx(),
-        guard=guard or OfferGuard(),
-    )
+    if isinstance(runs, Sequence):
+        runs = _dedupe_runs(runs)
+    with transaction(target) as connection:
+        return _store(
+            connection,
+            runs,
+            started_at=started_at,
+            finished_at=finished_at,
+            fx=fx or default_fx(),
+            guard=guard or OfferGuard(),
+        )
 
 
 def _guarded(
@@ -845,87 +856,105 @@ def _guard_history(
 
 
 def _store(
-    target: Target,
-    runs: list[ProviderRun],
-    encoded: dict[str, _Encoded],
+    connection: Connection,
+    runs: Iterable[ProviderRun],
     *,
     started_at: datetime,
     finished_at: datetime,
     fx: FxTable,
     guard: OfferGuard,
 ) -> SnapshotSummary:
-    with transaction(target) as connection:
-        snapshot_id = connection.execute(
-            sa.insert(_snapshot)
-            .values(
-                started_at=started_at,
-                finished_at=finished_at,
-                offer_count=0,
-                history_added=0,
-                history_closed=0,
-                origin=snapshot_origin(runs),
-            )
-            .returning(_snapshot.c.id)
-        ).scalar_one()
-        changes: list[ProviderChanges] = []
-        columns: _Columns | None = None  # built for the first run that changes rows
-        for fetched in runs:
-            run, stored, same = _guarded(connection, fetched, encoded.get(fetched.provider), guard)
-            if run.status is RunStatus.OK and same:
-                change = ProviderChanges(run.provider, run.status, stored)
-                if stored and not has_stock(connection, run.provider):  # stored before stock was
-                    at = _observed_at(run, started_at)
-                    listed = _listed(encoded[run.provider])
-                    record_stock(connection, run.provider, listed, snapshot_id=snapshot_id, at=at)
-            elif run.status is RunStatus.OK:
-                columns = columns or _Columns(connection, fx)
-                change = _store_offers(
-                    connection, run, encoded[run.provider], snapshot_id, columns, started_at
-                )
-            else:
-                change = ProviderChanges(
-                    run.provider,
-                    run.status,
-                    0,
-                    error=run.error,
-                    offers_kept=stored,
-                    guarded=run is not fetched,
-                )
-            if run.status is RunStatus.OK and run.error is not None:  # the guard's note
-                change = dataclasses.replace(change, error=run.error)
-            _upsert_status(connection, run, change, snapshot_id)
-            changes.append(change)
-        summary = SnapshotSummary(
-            snapshot_id, started_at, finished_at, tuple(changes), snapshot_origin(runs)
+    snapshot_id = connection.execute(
+        sa.insert(_snapshot)
+        .values(
+            started_at=started_at,
+            finished_at=finished_at,
+            offer_count=0,
+            history_added=0,
+            history_closed=0,
+            origin=Origin.LIVE.value,  # set with the totals once every run is stored
         )
-        if runs:
-            connection.execute(
-                sa.insert(_snapshot_provider),
-                [
-                    {
-                        "snapshot_id": snapshot_id,
-                        "provider": run.provider,
-                        "status": change.status.value,
-                        "error": change.error,
-                        "started_at": run.started_at,
-                        "duration_s": run.duration_s,
-                        "offer_count": change.offer_count,
-                        "skipped_count": len(run.skipped),
-                        "history_added": change.history_added,
-                        "history_closed": change.history_closed,
-                        "origin": run.origin.value,
-                        "capture_date_known": run.capture_date_known,
-                    }
-                    for run, change in zip(runs, changes, strict=True)
-                ],
-            )
-        connection.execute(
-            sa.update(_snapshot)
-            .where(_snapshot.c.id == snapshot_id)
-            .values(
-                offer_count=summary.offer_count,
-                history_added=summary.history_added,
-                history_closed=summary.history_closed,
-            )
+        .returning(_snapshot.c.id)
+    ).scalar_one()
+    changes: list[ProviderChanges] = []
+    provider_rows: list[dict[str, Any]] = []
+    origins: list[Origin] = []
+    # built for the first run that changes rows
+    columns = functools.cache(lambda: _Columns(connection, fx))
+    seen: set[str] = set()
+    for fetched in runs:
+        if fetched.provider in seen:
+            raise ValueError(f"{fetched.provider}: two runs in one snapshot")
+        seen.add(fetched.provider)
+        change = _store_run(connection, fetched, snapshot_id, columns, guard, started_at)
+        changes.append(change)
+        origins.append(fetched.origin)
+        provider_rows.append(
+            {
+                "snapshot_id": snapshot_id,
+                "provider": fetched.provider,
+                "status": change.status.value,
+                "error": change.error,
+                "started_at": fetched.started_at,
+                "duration_s": fetched.duration_s,
+                "offer_count": change.offer_count,
+                "skipped_count": len(fetched.skipped),
+                "history_added": change.history_added,
+                "history_closed": change.history_closed,
+                "origin": fetched.origin.value,
+                "capture_date_known": fetched.capture_date_known,
+            }
         )
+        del fetched  # let the run go before the iterator makes the next
+    origin = _origin_of(origins)
+    summary = SnapshotSummary(snapshot_id, started_at, finished_at, tuple(changes), origin)
+    if provider_rows:
+        connection.execute(sa.insert(_snapshot_provider), provider_rows)
+    connection.execute(
+        sa.update(_snapshot)
+        .where(_snapshot.c.id == snapshot_id)
+        .values(
+            offer_count=summary.offer_count,
+            history_added=summary.history_added,
+            history_closed=summary.history_closed,
+            origin=origin,
+        )
+    )
     return summary
+
+
+def _store_run(
+    connection: Connection,
+    fetched: ProviderRun,
+    snapshot_id: int,
+    columns: Callable[[], _Columns],
+    guard: OfferGuard,
+    started_at: datetime,
+) -> ProviderChanges:
+    """Store one provider's run of the snapshot ``snapshot_id``; what it changed.
+    ``columns`` gives the snapshot's :class:`_Columns`."""
+    encoded = _Encoded(fetched) if fetched.status is RunStatus.OK else None
+    run, stored, same = _guarded(connection, fetched, encoded, guard)
+    if run.status is RunStatus.OK and same:
+        assert encoded is not None
+        change = ProviderChanges(run.provider, run.status, stored)
+        if stored and not has_stock(connection, run.provider):  # stored before stock was
+            at = _observed_at(run, started_at)
+            listed = _listed(encoded)
+            record_stock(connection, run.provider, listed, snapshot_id=snapshot_id, at=at)
+    elif run.status is RunStatus.OK:
+        assert encoded is not None
+        change = _store_offers(connection, run, encoded, snapshot_id, columns(), started_at)
+    else:
+        change = ProviderChanges(
+            run.provider,
+            run.status,
+            0,
+            error=run.error,
+            offers_kept=stored,
+            guarded=run is not fetched,
+        )
+    if run.status is RunStatus.OK and run.error is not None:  # the guard's note
+        change = dataclasses.replace(change, error=run.error)
+    _upsert_status(connection, run, change, snapshot_id)
+    return change

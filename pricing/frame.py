@@ -61,6 +61,7 @@ __all__ = [
     "catalog_frame",
     "held_lightly",
     "offers_to_frame",
+    "record_chunks_to_frame",
     "records_to_frame",
     "with_config_id",
 ]
@@ -321,23 +322,56 @@ def records_to_frame(
     times, in the same order. Polars parses them all at once as newline-delimited JSON
     with the known types: no ``Offer`` per row.
     """
+    return record_chunks_to_frame([(records, fetched_at)], fx)
+
+
+def record_chunks_to_frame(
+    chunks: Iterable[tuple[Sequence[str] | bytes, pl.Series | Sequence[datetime]]], fx: FxTable
+) -> pl.DataFrame:
+    """:func:`records_to_frame` of records read a chunk at a time (each chunk's records
+    and their fetch times). Each chunk is parsed and given its offer columns as it comes,
+    its empty columns held lightly, so the records' text and the full buffers of the
+    columns they leave empty are held one chunk at a time, not for every offer at once (at
+    a million offers either is gigabytes); ``config_id`` and the offer facts, which compare
+    offers, are computed once over all of them."""
+    parts = [held_lightly(_offer_columns(_fields(r, times), fx)) for r, times in chunks]
+    frame = pl.concat(parts) if parts else _offer_columns(_fields([], []), fx)
+    del parts
+    return held_lightly(with_offer_facts(with_config_id(_one_chunk(frame))))
+
+
+def _one_chunk(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with each column in one chunk (a ranking joins a frame of many chunks
+    several times slower), copied a column at a time: the copy costs one column's memory
+    more, not the frame's."""
+    columns = frame.columns
+    return pl.DataFrame([frame.drop_in_place(name).rechunk() for name in columns])
+
+
+def _fields(
+    records: Sequence[str] | bytes, fetched_at: pl.Series | Sequence[datetime]
+) -> pl.DataFrame:
+    """The :data:`_FIELDS` of some stored records (see :func:`records_to_frame`)."""
     times = pl.Series("fetched_at", fetched_at, dtype=_FIELDS["fetched_at"])
     if not records:
-        fields = pl.DataFrame(schema=_FIELDS)
-    else:
-        # a record is one line: JSON escapes the newlines inside its strings
-        lines = records if isinstance(records, bytes) else "\n".join(records).encode()
-        fields = (
-            pl.read_ndjson(io.BytesIO(lines), schema=_RECORD_SCHEMA)
-            .with_columns(times)
-            .select(list(_FIELDS))
-        )
-    return _derive(fields, fx)
+        return pl.DataFrame(schema=_FIELDS)
+    # a record is one line: JSON escapes the newlines inside its strings
+    lines = records if isinstance(records, bytes) else "\n".join(records).encode()
+    return (
+        pl.read_ndjson(io.BytesIO(lines), schema=_RECORD_SCHEMA)
+        .with_columns(times)
+        .select(list(_FIELDS))
+    )
 
 
 def _derive(fields: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
     """:data:`OFFER_SCHEMA`, ``config_id`` and the offer facts from the :data:`_FIELDS` of
-    some offers, its empty columns held lightly (:func:`held_lightly`).
+    some offers, its empty columns held lightly (:func:`held_lightly`)."""
+    return held_lightly(with_offer_facts(with_config_id(_offer_columns(fields, fx))))
+
+
+def _offer_columns(fields: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
+    """:data:`OFFER_SCHEMA` from the :data:`_FIELDS` of some offers, row by row.
 
     The offers of a provider its adapter declares retired
     (:func:`adapters.declarations.retired_providers`) are left out: stored before it closed,
@@ -347,13 +381,12 @@ def _derive(fields: pl.DataFrame, fx: FxTable) -> pl.DataFrame:
         fields = fields.filter(~pl.col("provider").is_in(sorted(retired)))
     prices = _prices(fields.select(_PRICE_FIELDS).unique(), fx)
     derivations = _DERIVATIONS | _extra_prices_usd(fx)
-    frame = fields.join(prices, on=_PRICE_FIELDS, how="left", maintain_order="left").select(
+    return fields.join(prices, on=_PRICE_FIELDS, how="left", maintain_order="left").select(
         pl.col(name)
         if name not in _DERIVED and name not in _AS_TEXT
         else derivations[name].alias(name)
         for name in OFFER_SCHEMA
     )
-    return held_lightly(with_offer_facts(with_config_id(frame)))
 
 
 def _extra_prices_usd(fx: FxTable) -> dict[str, pl.Expr]:

@@ -42,6 +42,7 @@ from gpuscout.pricing.frame import (
     catalog_frame,
     held_lightly,
     offers_to_frame,
+    record_chunks_to_frame,
     records_to_frame,
 )
 from gpuscout.pricing.offer_facts import FACT_COLUMNS
@@ -183,6 +184,22 @@ def test_stored_records_frame_equals_the_offers_frame(
     expected = offers_to_frame(chosen, fx)
     assert_frame_equal(_stored(chosen, fx), expected, check_exact=True)
     assert expected.height == len(chosen) > 3
+
+
+def test_records_framed_a_chunk_at_a_time_make_the_frame_of_all_at_once() -> None:
+    """Chunks of records (as the database streams them) frame as all of them at once:
+    config_id and the offer facts, which compare offers, are over every chunk."""
+    offers = _sample_offers()
+    records = [r.decode() for r in record_jsons(offers)]
+    times = [o.fetched_at for o in offers]
+    fx = default_fx()
+    size = len(offers) // 4 + 1
+    chunks = [(records[i : i + size], times[i : i + size]) for i in range(0, len(offers), size)]
+    framed = record_chunks_to_frame(chunks, fx)
+    assert len(chunks) == 4 and framed.n_chunks() == 1
+    assert_frame_equal(framed, records_to_frame(records, times, fx), check_exact=True)
+    assert_frame_equal(framed, offers_to_frame(offers, fx), check_exact=True)
+    assert_frame_equal(record_chunks_to_frame([], fx), records_to_frame([], [], fx))
 
 
 def test_prices_are_exact_and_usd_follows_the_table_passed_in() -> None:

@@ -56,6 +56,7 @@ from .engine import Target, placeholders, transaction
 from .guard import ACCEPTED_PREFIX, OfferGuard, suspect_count
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
 from .records import hash64, hash64s, record_jsons
+from .rollups import update_rollups
 
 __all__ = ["ProviderChanges", "SnapshotSummary", "snapshot_origin", "store_snapshot"]
 
@@ -895,6 +896,8 @@ def _store(
                 change = dataclasses.replace(change, error=run.error)
             _upsert_status(connection, run, change, snapshot_id)
             changes.append(change)
+        observed = [started_at, *(_observed_at(run, started_at) for run in runs)]
+        update_rollups(connection, first=min(observed), last=max(observed))
         summary = SnapshotSummary(
             snapshot_id, started_at, finished_at, tuple(changes), snapshot_origin(runs)
         )

@@ -11,10 +11,13 @@ Each database starts with one snapshot of ``--offers`` synthetic offers
 them), a week at a time: the week's price rows are written in bulk through the store's own
 row builder and bulk insert (a binary COPY on PostgreSQL), and the rollups through
 ``update_rollups``, the function each snapshot calls. At each ``--days`` checkpoint the
-history is what a database of that age holds, and the script times, alternating between
+history is what a database of that age holds, the script checks that the rollups give
+the year's index the price rows give, and times, alternating between
 the databases, the median of ``--repeat`` runs of:
 
 * ``index 30d``: ``GET /v1/history/index?gpus=H100`` (``daily_index`` and its label)
+* ``index 30d rows``: the same from the price rows valid in the window (what a view that
+  leaves a provider out reads), for comparison
 * ``/index page``: the same, the current spread and 7-day availability per provider
 * ``index 365d``: a year's index view
 * ``digest week``: the digest's ``week_over_week``
@@ -73,7 +76,14 @@ GPU, TERM = "H100", "on_demand"
 COLUMNS = (*HISTORY_COLUMNS, "valid_to", "closed_snapshot_id")
 #: Price moves, relative to the offer's first price (cents of a dollar per dollar).
 FACTORS = [Decimal(100 + f) / 100 for f in range(-15, 16)]
-VIEWS = ("index 30d", "/index page", "index 365d", "digest week", "rollups 1 snap")
+VIEWS = (
+    "index 30d",
+    "index 30d rows",
+    "/index page",
+    "index 365d",
+    "digest week",
+    "rollups 1 snap",
+)
 TARGET_RATIO, TARGET_YEAR_S = 2.0, 0.2
 _history = PriceHistory.__table__
 
@@ -195,6 +205,15 @@ class History:
         with self.engine.connect() as c:
             return int(c.execute(sa.select(sa.func.count()).select_from(_history)).scalar_one())
 
+    def check(self) -> bool:
+        """The year's index from the rollups is the one the price rows give, and has
+        offers."""
+        end = (self.until - timedelta(microseconds=1)).date()
+        start = end - timedelta(days=364)
+        rolled = daily_index(self.engine, gpu=GPU, start=start, end=end, term=TERM)
+        rows = daily_index(self.engine, gpu=GPU, start=start, end=end, term=TERM, exclude=("-",))
+        return rolled.equals(rows) and int(rolled["offers"][-1]) > 0
+
     def views(self) -> dict[str, Callable[[], object]]:
         now = self.until
         end = (now - timedelta(microseconds=1)).date()
@@ -213,8 +232,16 @@ class History:
                 update_rollups(c, first=now - timedelta(minutes=1), last=now - timedelta(minutes=1))
                 transaction.rollback()
 
+        def scan(days: int) -> object:
+            start = end - timedelta(days=days - 1)
+            # a provider left out: the price rows valid in the window, not the rollups
+            return daily_index(
+                self.engine, gpu=GPU, start=start, end=end, term=TERM, exclude=("-",)
+            )
+
         return {
             "index 30d": lambda: index(30),
+            "index 30d rows": lambda: scan(30),
             "/index page": page,
             "index 365d": lambda: index(365),
             "digest week": lambda: week_over_week(self.engine, until=now),
@@ -257,6 +284,10 @@ def run(offers: int, days: list[int], churn: float, repeat: int, pg: str | None)
                     f"{db.label:9} grown to {day} days in {grew:.1f} s: {db.rows():,} price rows",
                     flush=True,
                 )
+            for db in dbs:
+                same = db.check()
+                met &= same
+                print(f"{db.label:9} at {day:4} days: {'rollups = rows' if same else 'DIFFER'}")
             results[day] = measure(dbs, repeat)
             for db in dbs:
                 figures = "  ".join(

@@ -165,24 +165,29 @@ def _statistics(prices: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
 def day_statistics(rows: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
     """Per day of ``first`` .. ``last``, series and term with offers: the statistics of the
     last price of each offer valid during that day (``rows``: history rows as
-    :data:`ROWS_SCHEMA`)."""
+    :data:`ROWS_SCHEMA`).
+
+    A row is an offer's last price on the days it is valid on up to the day before its
+    offer's next row starts (that day the next row is the last), so each row is spread
+    over exactly the days it counts on, without sorting a row per offer and day."""
+    series_offer = ("series", "term", "offer_key")
     per_offer = (
         rows.lazy()
-        .join(_membership().lazy(), on="gpu_model")
+        .sort("offer_key", "valid_from")
+        .join(_membership().lazy(), on="gpu_model", maintain_order="left")
+        .with_columns(next_from=pl.col("valid_from").shift(-1).over(series_offer))
         .with_columns(
             first_day=pl.max_horizontal(pl.col("valid_from").dt.date(), pl.lit(first)),
-            # valid_to is exclusive: a price closed at midnight does not cover that day
             last_day=pl.min_horizontal(
+                # valid_to is exclusive: a price closed at midnight does not cover that day
                 (pl.col("valid_to") - pl.duration(microseconds=1)).dt.date().fill_null(last),
+                (pl.col("next_from").dt.date() - pl.duration(days=1)).fill_null(last),
                 pl.lit(last),
             ),
         )
         .filter(pl.col("first_day") <= pl.col("last_day"))
         .with_columns(day=pl.date_ranges("first_day", "last_day", "1d"))
         .explode("day")
-        .sort("day", "series", "term", "offer_key", "valid_from")
-        .group_by("day", "series", "term", "offer_key")
-        .agg(pl.col("provider").last(), pl.col("usd_per_gpu_hour").last(), pl.col("sample").last())
     )
     return _statistics(per_offer, ["day", "series", "term"]).collect()
 

@@ -171,11 +171,12 @@ def test_history_benchmark_times_each_view_at_each_checkpoint() -> None:
             rf"^sqlite +grown to {day} days in [\d.]+ s: [\d,]+ price rows$", out, re.M
         )
         assert re.search(
-            rf"^sqlite +at +{day} days: index 30d \d+ ms  /index page \d+ ms  index 365d \d+ ms"
-            r"  digest week \d+ ms  rollups 1 snap \d+ ms$",
+            rf"^sqlite +at +{day} days: index 30d \d+ ms  index 30d rows \d+ ms"
+            r"  /index page \d+ ms  index 365d \d+ ms  digest week \d+ ms  rollups 1 snap \d+ ms$",
             out,
             re.M,
         ), out
+    assert f"sqlite    at {day:4} days: rollups = rows" in out  # the year's index, both ways
     assert "sqlite    index 365d at 20 days:" in out
     assert "targets met" in out or "targets MISSED" in out
 

@@ -219,3 +219,30 @@ def test_names_that_are_no_series_read_the_history(engine: Engine) -> None:
                 got, oracle_index(engine, gpu=gpu, start=start, end=end, term="on_demand")
             )
         assert got.height == 12
+
+
+def test_the_migration_builds_the_rollups_of_an_existing_history(
+    engine: Engine, db_url: str
+) -> None:
+    from alembic import command
+
+    from gpuscout.db.migrate import alembic_config, upgrade
+
+    grow_history(engine, 8)
+    written = _rollup_rows(engine)
+    command.downgrade(alembic_config(db_url), "0009")
+    with engine.connect() as connection:
+        assert not sa.inspect(connection).has_table("price_rollup")
+    upgrade(db_url)
+    # the day rows the snapshots wrote, and every day since up to today's (which hold the
+    # open prices: no snapshot changed them)
+    assert {row for row in written if row[0] == "day"} <= set(_rollup_rows(engine))
+    r = PriceRollup.__table__.c
+    with engine.connect() as connection:
+        last = connection.execute(sa.select(sa.func.max(r.day)).where(r.period == "day")).scalar()
+    assert last == datetime.now(UTC).date()
+    start, end = date(2025, 3, 1), date(2025, 3, 20)
+    assert_frame_equal(
+        daily_index(engine, gpu="H100", start=start, end=end),
+        oracle_index(engine, gpu="H100", start=start, end=end, term="on_demand"),
+    )

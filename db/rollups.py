@@ -20,6 +20,7 @@ last one written holds them until a price changes.
 
 A name meaning another set of models (``A100 80GB``: two of the A100s), or a view leaving
 providers out (``publication = public``), is answered from the history, as before.
+Retention prunes price rows, not rollups: the index of a pruned day stays as it was.
 """
 
 from __future__ import annotations
@@ -230,12 +231,18 @@ def _write(connection: Connection, first: date, last: date) -> None:
         connection.execute(sa.insert(_rollup), records)
 
 
-def update_rollups(connection: Connection, *, first: datetime, last: datetime) -> None:
+def update_rollups(
+    connection: Connection, *, first: datetime, last: datetime, changed: bool = True
+) -> None:
     """Bring the rollups up to date after a snapshot whose price rows open and close between
     ``first`` and ``last`` (aware UTC): recompute those days, and every day since the last
-    one written (days no snapshot saw still hold prices). Run in the snapshot's transaction."""
+    one written (days no snapshot saw still hold prices). Run in the snapshot's transaction.
+    A snapshot that ``changed`` no price row changes no day already written: nothing to do
+    then unless its day is new."""
     first_day, last_day = first.astimezone(UTC).date(), last.astimezone(UTC).date()
     written = _last_day(connection)
+    if not changed and written is not None and written >= last_day:
+        return
     if written is not None:
         first_day = min(first_day, written + timedelta(days=1))
         last_day = max(last_day, written)

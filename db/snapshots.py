@@ -897,7 +897,8 @@ def _store(
             _upsert_status(connection, run, change, snapshot_id)
             changes.append(change)
         observed = [started_at, *(_observed_at(run, started_at) for run in runs)]
-        update_rollups(connection, first=min(observed), last=max(observed))
+        changed = any(c.history_added or c.history_closed for c in changes)
+        update_rollups(connection, first=min(observed), last=max(observed), changed=changed)
         summary = SnapshotSummary(
             snapshot_id, started_at, finished_at, tuple(changes), snapshot_origin(runs)
         )

@@ -246,3 +246,26 @@ def test_the_migration_builds_the_rollups_of_an_existing_history(
         daily_index(engine, gpu="H100", start=start, end=end),
         oracle_index(engine, gpu="H100", start=start, end=end, term="on_demand"),
     )
+
+
+def test_a_snapshot_changing_no_price_writes_only_a_new_day(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpuscout.db.rollups
+
+    written: list[tuple[date, date]] = []
+    write = gpuscout.db.rollups._write
+
+    def counted(connection: Any, first: date, last: date) -> None:
+        written.append((first, last))
+        write(connection, first, last)
+
+    monkeypatch.setattr(gpuscout.db.rollups, "_write", counted)
+    offers = [offer("alpha", "a1", "2.50"), offer("alpha", "a2", "3.00")]
+    for hours in (0, 1, 2, 25):
+        # new offers; the same prices; a new price; the same prices the next day
+        when = START + timedelta(hours=10 + hours)
+        priced = offers if hours < 2 else [offer("alpha", "a1", "2.40"), offers[1]]
+        store_snapshot(engine, [ok("alpha", priced, when)], started_at=when, finished_at=when)
+    day = START.date()
+    assert written == [(day, day), (day, day), (day + timedelta(days=1),) * 2]

@@ -20,7 +20,9 @@ last one written holds them until a price changes.
 
 A name meaning another set of models (``A100 80GB``: two of the A100s), or a view leaving
 providers out (``publication = public``), is answered from the history, as before.
-Retention prunes price rows, not rollups: the index of a pruned day stays as it was.
+Retention prunes price rows, not rollups: the index of a pruned day stays as it was. A
+series is the catalog's set of models when the rollups were written: a catalog that moves a
+model to another family needs the rollups rebuilt (:func:`rebuild_rollups`).
 """
 
 from __future__ import annotations
@@ -140,12 +142,12 @@ def _rows(connection: Connection, first: date, last: date) -> pl.DataFrame:
         sa.select(*columns).where(h.valid_to.is_(None), *priced),
         sa.select(*columns).where(h.valid_to.is_not(None), h.valid_to > lower, *priced),
     )
+    sample = Origin.SAMPLE.value
     rows = [
-        (key, provider, model, term, price, _naive(since), _naive(until), origin == "sample")
+        (key, provider, model, term, price, _naive(since), _naive(until), origin == sample)
         for query in queries
         for key, provider, model, term, price, since, until, origin in connection.execute(query)
     ]
-    assert Origin.SAMPLE.value == "sample"
     return pl.DataFrame(rows, schema=ROWS_SCHEMA, orient="row")
 
 

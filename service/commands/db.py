@@ -199,9 +199,11 @@ def register(app: typer.Typer) -> None:
             Path, typer.Argument(file_okay=False, help="where the files and manifest go")
         ],
     ) -> None:
-        """Write the stored price history as daily Parquet files (prices/dt=YYYY-MM-DD/)
-        with a manifest of their sha256, one row per offer and finished UTC day; days
-        already written are kept. Read them with polars or DuckDB, no server needed."""
+        """Write the price history as daily Parquet files with a manifest.
+
+        One file per finished UTC day (prices/dt=YYYY-MM-DD/prices.parquet), one row per
+        offer, and manifest.json with each file's sha256; days already written are kept.
+        Read them with polars or DuckDB, no server needed."""
         from gpuscout.db.engine import make_engine
         from gpuscout.db.history_export import export_history
         from gpuscout.db.migrate import upgrade

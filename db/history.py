@@ -34,6 +34,7 @@ from gpuscout.adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
 
 from .models import CurrentOffer, PriceHistory, ProviderStatus
 from .records import decode_offers
+from .rollups import read_rollups, series_named
 
 __all__ = [
     "INDEX_SCHEMA",
@@ -184,18 +185,22 @@ def _index_rows(
         raise ValueError(f"end {end} is before start {start}")
     h = _history.c
     lower, upper = _utc_start(start), _utc_start(end + timedelta(days=1))
-    query = sa.select(*columns).where(
+    wanted = [
         gpu_filter(gpu),
         h.term == RentalTerm(term).value,
         h.usd_per_gpu_hour.is_not(None),
         h.valid_from < upper,
-        sa.or_(h.valid_to.is_(None), h.valid_to > lower),
-    )
+    ]
     if exclude:
-        query = query.where(h.provider.not_in(sorted(exclude)))
+        wanted.append(h.provider.not_in(sorted(exclude)))
+    # open rows and rows closed since ``lower``, each through its index on valid_to
+    queries = (
+        sa.select(*columns).where(h.valid_to.is_(None), *wanted),
+        sa.select(*columns).where(h.valid_to.is_not(None), h.valid_to > lower, *wanted),
+    )
     connection = _connect(engine)
     try:
-        return [tuple(row) for row in connection.execute(query)]
+        return [tuple(row) for query in queries for row in connection.execute(query)]
     finally:
         if connection is not engine:
             connection.close()
@@ -316,7 +321,24 @@ def daily_index(
 
     A day counts the prices this database held on it: a sample price from the day the
     sample was stored (see the module's docstring), never from its capture date.
+
+    A name meaning a model, family or vendor, with no provider left out, is read from the
+    rollups each snapshot writes (:mod:`db.rollups`: a row per day); any other from the
+    price rows valid in the window.
     """
+    if end < start:
+        raise ValueError(f"end {end} is before start {start}")
+    series = None if exclude else series_named(gpu)
+    if series is not None:
+        connection = _connect(engine)
+        try:
+            rolled = read_rollups(
+                connection, series=series, term=RentalTerm(term).value, start=start, end=end
+            )
+        finally:
+            if connection is not engine:
+                connection.close()
+        return _every_day(rolled.lazy(), start, end)
     h = _history.c
     rows = _index_rows(
         engine,
@@ -327,7 +349,6 @@ def daily_index(
         term=term,
         exclude=exclude,
     )
-    days = pl.DataFrame({"day": pl.date_range(start, end, "1d", eager=True)})
     naive = [
         (
             key,
@@ -380,6 +401,13 @@ def daily_index(
             sample_offers=pl.col("sample").sum(),
         )
     )
+    return _every_day(per_day, start, end)
+
+
+def _every_day(per_day: pl.LazyFrame, start: date, end: date) -> pl.DataFrame:
+    """``per_day`` (the days with offers) with every day of ``start`` .. ``end``, as
+    :data:`INDEX_SCHEMA`."""
+    days = pl.DataFrame({"day": pl.date_range(start, end, "1d", eager=True)})
     return (
         days.lazy()
         .join(per_day, on="day", how="left")
@@ -426,10 +454,14 @@ class WeekOverWeek:
 def _valid_at(connection: Connection, at: datetime) -> dict[str, Decimal]:
     """Each offer's whole-instance USD per hour valid at ``at``."""
     h = _history.c
-    query = sa.select(h.offer_key, h.usd_per_hour).where(
-        h.valid_from <= at, sa.or_(h.valid_to.is_(None), h.valid_to > at)
+    # open rows and rows closed after ``at``, each through its index on valid_to
+    queries = (
+        sa.select(h.offer_key, h.usd_per_hour).where(h.valid_to.is_(None), h.valid_from <= at),
+        sa.select(h.offer_key, h.usd_per_hour).where(
+            h.valid_to.is_not(None), h.valid_to > at, h.valid_from <= at
+        ),
     )
-    return dict(connection.execute(query).all())
+    return {key: price for query in queries for key, price in connection.execute(query)}
 
 
 def _last_seen(connection: Connection, keys: Collection[str]) -> dict[str, Offer]:

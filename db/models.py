@@ -19,6 +19,9 @@ Layout::
                         price holds), raw amount, currency, unit, basis and term next to the
                         normalised USD figures, and its origin (live | sample)
     job_lock            lease rows guarding jobs on SQLite (PostgreSQL uses advisory locks)
+    price_rollup        per UTC day, GPU series (a model, family or vendor) and term, the
+                        daily index's statistics, written by each snapshot (db.rollups);
+                        period "open" holds for the days after the last one written
     kept_frame          the polars frame of the current offers, as the snapshot that stored
                         them framed it (Arrow IPC, zstd): one row, under the key of what it
                         was framed from, so a reader on any host reads it instead of framing
@@ -30,7 +33,7 @@ foreign keys: retention prunes old snapshots while their price rows may still be
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 
 import sqlalchemy as sa
@@ -44,6 +47,7 @@ __all__ = [
     "JobLock",
     "KeptFrame",
     "PriceHistory",
+    "PriceRollup",
     "ProviderStatus",
     "Snapshot",
     "SnapshotProvider",
@@ -257,6 +261,37 @@ class OfferStock(Base):
     )
     valid_from: Mapped[datetime] = mapped_column(UtcDateTime)
     valid_to: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class PriceRollup(Base):
+    """The daily index's statistics of one GPU series and term on one UTC day
+    (:mod:`db.rollups`), so a history view reads a row per day instead of the history.
+
+    ``period`` is ``day`` (the day ``day``) or ``open`` (the prices valid since the last
+    snapshot, which stood on ``day``: what every later day holds until a price changes).
+    Only series with offers get a row; a missing day counts none.
+    """
+
+    __tablename__ = "price_rollup"
+    __table_args__ = (
+        sa.Index(None, "series", "term", "period", "day", unique=True),
+        sa.Index(None, "period", "day"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    period: Mapped[str] = mapped_column(sa.String(8), comment="day | open")
+    day: Mapped[date] = mapped_column(sa.Date, comment="UTC day")
+    series: Mapped[str] = mapped_column(
+        sa.String(96), comment="a catalog model, family:<family> or vendor:<vendor>"
+    )
+    term: Mapped[str] = mapped_column(sa.String(32))
+    offers: Mapped[int] = mapped_column(sa.Integer)
+    providers: Mapped[int] = mapped_column(sa.Integer)
+    sample_offers: Mapped[int] = mapped_column(sa.Integer)
+    min_usd_per_gpu_hour: Mapped[float] = mapped_column(sa.Float)
+    p10_usd_per_gpu_hour: Mapped[float] = mapped_column(sa.Float)
+    median_usd_per_gpu_hour: Mapped[float] = mapped_column(sa.Float)
+    p90_usd_per_gpu_hour: Mapped[float] = mapped_column(sa.Float)
 
 
 class JobLock(Base):

@@ -60,6 +60,7 @@ from .engine import Target, placeholders, transaction
 from .guard import ACCEPTED_PREFIX, OfferGuard, suspect_count
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
 from .records import hash64, hash64s, record_jsons
+from .rollups import update_rollups
 
 __all__ = ["ProviderChanges", "SnapshotSummary", "snapshot_origin", "store_snapshot"]
 
@@ -879,6 +880,7 @@ def _store(
     changes: list[ProviderChanges] = []
     provider_rows: list[dict[str, Any]] = []
     origins: list[Origin] = []
+    observed = [started_at]
     # built for the first run that changes rows
     columns = functools.cache(lambda: _Columns(connection, fx))
     seen: set[str] = set()
@@ -889,6 +891,7 @@ def _store(
         change = _store_run(connection, fetched, snapshot_id, columns, guard, started_at)
         changes.append(change)
         origins.append(fetched.origin)
+        observed.append(_observed_at(fetched, started_at))
         provider_rows.append(
             {
                 "snapshot_id": snapshot_id,
@@ -907,6 +910,8 @@ def _store(
         )
         del fetched  # let the run go before the iterator makes the next
     origin = _origin_of(origins)
+    changed = any(c.history_added or c.history_closed for c in changes)
+    update_rollups(connection, first=min(observed), last=max(observed), changed=changed)
     summary = SnapshotSummary(snapshot_id, started_at, finished_at, tuple(changes), origin)
     if provider_rows:
         connection.execute(sa.insert(_snapshot_provider), provider_rows)

@@ -1,4 +1,5 @@
-"""``gpuscout db upgrade``, ``gpuscout history`` and ``gpuscout scheduler``."""
+"""``gpuscout db upgrade``, ``gpuscout history`` (and ``history export``) and
+``gpuscout scheduler``."""
 
 from __future__ import annotations
 
@@ -89,8 +90,16 @@ def register(app: typer.Typer) -> None:
         upgrade(target)
         err.print(f"database at revision {current_revision(target)}")
 
-    @app.command("history")
+    history_app = typer.Typer(
+        help="Daily price index of a GPU from the stored price history; `history export`"
+        " writes the history as daily Parquet files.",
+        invoke_without_command=True,
+    )
+    app.add_typer(history_app, name="history")
+
+    @history_app.callback()
     def history(
+        ctx: typer.Context,
         gpus: Annotated[
             str | None,
             typer.Option(
@@ -115,6 +124,8 @@ def register(app: typer.Typer) -> None:
         A day counts the prices the database held on it: prices of the offline sample
         (`snapshot --sample`) from the day they were stored, not from their capture dates;
         the note on stderr and the chart's title say so."""
+        if ctx.invoked_subcommand is not None:
+            return
         gpu = resolve_deprecated(gpus, old_gpu, "--gpu", "--gpus")
         if gpu is None:
             refuse("--gpus: required (a GPU model or family, e.g. H100)")
@@ -181,6 +192,34 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             _plot(shown, plot, title)
             err.print(f"chart written to {plot}")
+
+    @history_app.command("export")
+    def export(
+        directory: Annotated[
+            Path, typer.Argument(file_okay=False, help="where the files and manifest go")
+        ],
+    ) -> None:
+        """Write the price history as daily Parquet files with a manifest.
+
+        One file per finished UTC day (prices/dt=YYYY-MM-DD/prices.parquet), one row per
+        offer, and manifest.json with each file's sha256; days already written are kept.
+        Read them with polars or DuckDB, no server needed."""
+        from gpuscout.db.engine import make_engine
+        from gpuscout.db.history_export import export_history
+        from gpuscout.db.migrate import upgrade
+
+        settings = get_settings()
+        upgrade(settings.database_url)
+        engine = make_engine(settings.database_url)
+        yesterday = datetime.now(UTC).date() - timedelta(days=1)
+        try:
+            result = export_history(engine, directory, until=yesterday)
+        finally:
+            engine.dispose()
+        err.print(
+            f"{result.days_written} days written ({result.rows_written} rows),"
+            f" {result.days_kept} kept; manifest: {result.manifest}"
+        )
 
     @app.command("scheduler")
     def scheduler() -> None:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
-from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
@@ -28,7 +28,7 @@ from gpuscout.pricing import expressions as ex
 from gpuscout.pricing.display import for_display
 from gpuscout.pricing.requirement import Requirement
 from gpuscout.service.api.deps import ContextDep, StateDep
-from gpuscout.service.api.routers.history import IndexQuery, get_price_index
+from gpuscout.service.api.routers.history import IndexQuery, price_index
 from gpuscout.service.publication import publishable_state, withheld, withheld_note
 from gpuscout.service.validation_text import error_message
 
@@ -137,7 +137,7 @@ async def index_page(request: Request, state: StateDep, context: ContextDep) -> 
         query = IndexQuery(gpus="H100")
     if not errors:
         try:
-            index = await get_price_index(query, context, Response())
+            index = await price_index(query, context)
         except HTTPException as exc:  # no database: the spread still shows
             unavailable = str(exc.detail)
     days = [d for d in index.days if d.offers] if index else []

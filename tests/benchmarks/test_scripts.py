@@ -161,3 +161,31 @@ def test_publish_benchmark_publishes_and_follows() -> None:
     assert "offers: 300 of" in out
     assert re.search(r"publish: [\d.]+ s", out) and re.search(r"follow: [\d.]+ s", out)
     assert "follow unchanged:" in out
+
+
+def test_history_benchmark_times_each_view_at_each_checkpoint() -> None:
+    out = run("history.py", "--quick", "--postgres", "")
+    assert "=== 300 offers, 1.00%/h repriced ===" in out
+    for day in (3, 10, 20):
+        assert re.search(
+            rf"^sqlite +grown to {day} days in [\d.]+ s: [\d,]+ price rows$", out, re.M
+        )
+        assert re.search(
+            rf"^sqlite +at +{day} days: index 30d \d+ ms  index 30d rows \d+ ms"
+            r"  /index page \d+ ms  index 365d \d+ ms  digest week \d+ ms  rollups 1 snap \d+ ms$",
+            out,
+            re.M,
+        ), out
+    assert f"sqlite    at {day:4} days: rollups = rows" in out  # the year's index, both ways
+    assert "sqlite    index 365d at 20 days:" in out
+    assert "targets met" in out or "targets MISSED" in out
+
+
+@pytest.mark.postgres
+def test_history_benchmark_alternates_with_postgres() -> None:
+    base = os.environ.get(POSTGRES_URL_ENV)
+    if not base:
+        pytest.skip(POSTGRES_SKIP)
+    out = run("history.py", "--quick", "--postgres", base)
+    assert re.search(r"^postgres +at +20 days: index 30d \d+ ms", out, re.M), out
+    assert "postgres  digest week at 20 / 3 days:" in out

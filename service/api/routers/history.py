@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
-from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
 
@@ -18,13 +19,16 @@ from gpuscout.pricing.names import refused_gpus
 from ...publication import withheld_everywhere, withheld_note
 from ..deps import ContextDep, NoQueryDep
 from ..offer_ids import offer_id
+from ..offers_cache import CachedPage, page_response
 from ..problems import problem_responses
 from ..vocabulary import UtcTime, deprecation_headers
 
 if TYPE_CHECKING:
     from gpuscout.db.history import HistoryLabel
 
-__all__ = ["router"]
+__all__ = ["INDEX_PATH", "price_index", "router"]
+
+INDEX_PATH = "/v1/history/index"
 
 router = APIRouter(
     prefix="/v1/history",
@@ -158,10 +162,14 @@ def _engine(context: Any) -> Any:
     return context.history
 
 
-@router.get("/index", response_model=PriceIndex)
+@router.get(
+    "/index",
+    response_model=PriceIndex,
+    responses={304: {"description": "If-None-Match matched: same snapshot, same query, same day"}},
+)
 async def get_price_index(
-    query: Annotated[IndexQuery, Query()], context: ContextDep, response: Response
-) -> PriceIndex:
+    query: Annotated[IndexQuery, Query()], request: Request, context: ContextDep
+) -> Response:
     """Get the daily price index of a GPU model or family.
 
     `gpus` takes every spelling `/v1/offers` takes and means the same models by it: a
@@ -170,14 +178,34 @@ async def get_price_index(
     Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts.
     A day counts the prices the database held on it; prices of the offline sample count
     from when the sample was stored (not from their capture dates), and the answer says
-    `sample` with a `note` naming their capture dates.
+    `sample` with a `note` naming their capture dates. The answer is cached per snapshot
+    and day, with an ETag (`If-None-Match` gets a 304).
     """
-    from gpuscout.db.history import daily_index, index_label
-
-    engine = _engine(context)
+    page = await price_index_page(query, context)
+    client_etags = ",".join(request.headers.getlist("if-none-match")) or None
+    response = page_response(page, client_etags, context.settings.cache_max_age_s)
     if query.gpu is not None:
         deprecation_headers([("gpu", "gpus")], response.headers)
+    return response
+
+
+async def price_index(query: IndexQuery, context: Any) -> PriceIndex:
+    """The price index ``query`` asks for, as :func:`get_price_index` answers it (cached)."""
+    return PriceIndex.model_validate_json((await price_index_page(query, context)).body)
+
+
+async def price_index_page(query: IndexQuery, context: Any) -> CachedPage:
+    """The finished answer of ``query``: from the current state's cache (one per snapshot,
+    :mod:`service.api.offers_cache`) when it holds it for today, else read and kept there.
+    Without a loaded state (none yet) it is read and not kept."""
+    engine = _engine(context)
     end = datetime.now(UTC).date()
+    state = context.holder.state
+    key = f"{INDEX_PATH}?gpus={query.model}&term={query.term.value}&days={query.days}"
+    cache_key = (key, end)
+    page = None if state is None else state.cache.get(cache_key)
+    if page is not None:
+        return cast(CachedPage, page)
     start = end - timedelta(days=query.days - 1)
     gpu, term = query.model, query.term
 
@@ -185,6 +213,8 @@ async def get_price_index(
     kept_out = tuple(out)
 
     def read() -> tuple[Any, HistoryLabel]:
+        from gpuscout.db.history import daily_index, index_label
+
         frame = daily_index(engine, gpu=gpu, start=start, end=end, term=term, exclude=kept_out)
         label = index_label(
             engine, frame, gpu=gpu, start=start, end=end, term=term, exclude=kept_out
@@ -192,7 +222,7 @@ async def get_price_index(
         return frame, label
 
     frame, label = await run_in_threadpool(read)
-    return PriceIndex(
+    answer = PriceIndex(
         **HistorySource.of(label),
         gpus=query.model,
         term=query.term,
@@ -201,6 +231,12 @@ async def get_price_index(
         days=[IndexDay.model_validate(row) for row in for_display(frame).iter_rows(named=True)],
         withheld_note=withheld_note(out),
     )
+    tag = "none" if state is None else state.tag
+    digest = hashlib.blake2b(f"{key}&end={end}".encode(), digest_size=8).hexdigest()
+    page = CachedPage(answer.model_dump_json().encode(), f'W/"{tag}-{digest}"')
+    if state is not None:
+        state.cache.put(cache_key, page)
+    return page
 
 
 @router.get(

@@ -249,3 +249,42 @@ async def test_a_gpu_the_offers_refuse_is_refused_alike(
     offers = await db_client.get("/v1/offers", params={"gpus": name})
     assert history.status_code == offers.status_code == 422
     assert history.json()["errors"][0]["msg"] == offers.json()["errors"][0]["msg"]
+
+
+async def test_the_index_is_cached_per_snapshot_with_an_etag(
+    settings: Settings,
+    source: FakeSource,
+    engine,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gpuscout.db.history
+
+    reads: list[str] = []
+    daily_index = gpuscout.db.history.daily_index
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(kwargs["gpu"])
+        return daily_index(*args, **kwargs)
+
+    monkeypatch.setattr(gpuscout.db.history, "daily_index", counted)
+    app = create_app(settings, offers_loader=source, history=engine)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        await c.get("/v1/offers")  # the state is loaded
+        first = await c.get("/v1/history/index", params={"gpus": "H100", "days": 5})
+        etag = first.headers["etag"]
+        again = await c.get("/v1/history/index", params={"gpus": "H100", "days": 5})
+        held = await c.get(
+            "/v1/history/index", params={"gpus": "H100", "days": 5}, headers={"If-None-Match": etag}
+        )
+        other = await c.get("/v1/history/index", params={"gpus": "A100", "days": 5})
+        assert reads == ["H100", "A100"]  # the same query again: the cache's answer
+        app.state.context.refresh_state()  # a new snapshot: a new cache
+        reread = await c.get("/v1/history/index", params={"gpus": "H100", "days": 5})
+        page = await c.get("/index", params={"gpus": "H100", "days": 5})
+    assert reads == ["H100", "A100", "H100"]  # the page reads the API's cached answer
+    assert first.status_code == again.status_code == other.status_code == 200
+    assert again.content == first.content and again.headers["etag"] == etag
+    assert held.status_code == 304 and held.content == b""
+    assert other.headers["etag"] != etag
+    assert reread.json() == first.json()
+    assert page.status_code == 200 and "1.75" in page.text

@@ -42,6 +42,7 @@ DATABASE_ARGS: dict[str, list[str]] = {
         "1e10",
     ],
     "history": ["history", "--gpus", "H100"],
+    "history export": ["history", "export", "{tmp}/export"],
     "snapshot": ["snapshot", "--sample"],
     "serve": ["serve", "--get", "/v1/offers"],
     "mcp": ["mcp"],
@@ -162,6 +163,8 @@ def _leaf_commands() -> set[str]:
         if not hasattr(command, "list_commands"):  # a leaf (groups load theirs lazily)
             names.add(prefix)
             return
+        if command.invoke_without_command:  # a group that is a command of its own too
+            names.add(prefix)
         ctx = command.context_class(command)
         for name in command.list_commands(ctx):
             walk(command.get_command(ctx, name), f"{prefix} {name}".strip())

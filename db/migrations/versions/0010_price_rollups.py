@@ -47,9 +47,13 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_price_rollup_series_term_period_day'), ['series', 'term', 'period', 'day'], unique=True)
         batch_op.create_index(batch_op.f('ix_price_rollup_period_day'), ['period', 'day'], unique=False)
 
-    from gpuscout.db.rollups import rebuild_rollups
+    # A new database has no history: skip the build (and the import of polars it needs, which
+    # the parent of several API workers must not pay before it starts them).
+    bind = op.get_bind()
+    if bind.execute(sa.text("SELECT 1 FROM price_history LIMIT 1")).first() is not None:
+        from gpuscout.db.rollups import rebuild_rollups
 
-    rebuild_rollups(op.get_bind(), until=datetime.now(UTC).date())
+        rebuild_rollups(bind, until=datetime.now(UTC).date())
 
 
 def downgrade() -> None:

@@ -30,8 +30,8 @@ AWS_ERROR = (
 
 
 class Offline:
-    """A fetch as a machine without network answers it: aws and oci fail (the sample holds
-    offers of aws, none of oci), lambda is skipped (no credential)."""
+    """A fetch as a machine without network answers it: aws and scaleway fail (the sample holds
+    offers of aws, none of scaleway), lambda is skipped (no credential)."""
 
     def __init__(self) -> None:
         self.aws_error = AWS_ERROR
@@ -40,7 +40,7 @@ class Offline:
         now = datetime.now(UTC)
         return [
             ProviderRun("aws", RunStatus.ERROR, now, 0.1, error=self.aws_error),
-            ProviderRun("oci", RunStatus.ERROR, now, 0.1, error="network error on oci"),
+            ProviderRun("scaleway", RunStatus.ERROR, now, 0.1, error="network error on scaleway"),
             ProviderRun(
                 "lambda", RunStatus.SKIPPED, now, 0.0, error="lambda: skipped, credential not set"
             ),
@@ -100,8 +100,8 @@ async def test_failed_attempts_over_the_sample_are_told_and_followed(
     aws = providers["aws"]
     assert aws["outcome"] == "stale" and aws["error"] == AWS_ERROR
     assert aws["origin"] == "sample" and aws["offer_count"] == before_count(before, "aws")
-    assert providers["oci"]["outcome"] == "failed"
-    assert providers["oci"]["error"] == "network error on oci"
+    assert providers["scaleway"]["outcome"] == "failed"
+    assert providers["scaleway"]["error"] == "network error on scaleway"
     assert providers["lambda"]["outcome"] == "stale"
     assert providers["lambda"]["error"] == "lambda: skipped, credential not set"
     assert providers["azure"]["outcome"] == "ok"  # not attempted: the sample's own state
@@ -109,10 +109,10 @@ async def test_failed_attempts_over_the_sample_are_told_and_followed(
 
     offers = (await client.get("/v1/offers", params={"gpus": "H100"})).json()
     assert offers["source"] == "sample" and offers["count"] > 0
-    assert offers["failed_providers"] == ["aws", "oci"]
+    assert offers["failed_providers"] == ["aws", "scaleway"]
     assert offers["stale_providers"] == ["aws", "lambda"]
     [failed_warning] = [w for w in offers["warnings"] if w.startswith("failed providers")]
-    assert failed_warning.endswith(": oci")  # aws has (sample) offers: not "no offers"
+    assert failed_warning.endswith(": scaleway")  # aws has (sample) offers: not "no offers"
     assert any(w.startswith("stale providers") and "aws" in w for w in offers["warnings"])
 
     page = (await client.get("/providers")).text

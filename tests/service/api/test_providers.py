@@ -134,6 +134,6 @@ async def test_coverage_of_the_sample(client: httpx.AsyncClient, source: FakeSou
     source.current = load_sample(default_fx())
     body = (await client.get("/v1/providers/coverage")).json()
     assert body["sample"] is True and body["note"].startswith("offline sample")
-    vastai = {p["provider"]: p for p in body["providers"]}["vastai"]
-    software = {g["group"]: g for g in vastai["groups"]}["Software"]
+    autodl = {p["provider"]: p for p in body["providers"]}["autodl"]  # its offer states CUDA
+    software = {g["group"]: g for g in autodl["groups"]}["Software"]
     assert {f["field"]: f["share"] for f in software["fields"]}["cuda_version"] == 1.0

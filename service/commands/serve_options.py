@@ -71,34 +71,57 @@ def _money(value: float | None) -> str:
     return "" if value is None else "$" + figure_text(value, significant=3, decimals=2)
 
 
-def _table(ranking: ServeRanking, limit: int, title: str) -> Table:
+#: Below this console width the table keeps the columns a choice rests on.
+WIDE = 150
+
+
+def _table(ranking: ServeRanking, limit: int, title: str, width: int) -> tuple[Table, list[str]]:
+    """The ranking as a table that fits ``width`` columns, and the notes beneath it: each
+    throughput source in full, numbered as the rows cite it, and what ``*`` means."""
     demand = ranking.request.tokens_per_day is not None
+    wide = width >= WIDE
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
-    headers = ["#", "provider", "offer", "region", "GPUs", "term", "$/h", "replicas", "batch"]
-    headers += ["tok/s/GPU", "throughput", "$/Mtok out", "$/Mtok in"]
+    headers = ["#", "provider"] + (["region"] if wide else [])
+    headers += ["GPUs", "term"] + (["$/h"] if wide else []) + ["repl."]
+    headers += (["batch", "tok/s/GPU"] if wide else []) + ["src", "$/Mtok"]
+    headers += ["$/Mtok in"] if wide else []
     headers += ["offers", "$/Mtok at demand"] if demand else []
     for header in headers:
-        table.add_column(header, overflow="fold")
+        right = header.startswith(("$", "#", "tok", "batch", "offers"))
+        keep = header in ("GPUs", "term")  # whole words; the region folds first
+        table.add_column(
+            header, overflow="fold", justify="right" if right else "left", no_wrap=keep
+        )
+    sources: list[str] = []
+    risky = False
     for row in ranking.rows.head(limit).iter_rows(named=True):
-        cells = [
-            str(row["rank"]),
-            row["provider"],
-            row["instance_name"] or row["offer_id"],
-            row["region"] or "",
+        source = str(row["throughput_source"])
+        if source not in sources:
+            sources.append(source)
+        risky = risky or bool(row["restart_risk"])
+        cells = [str(row["rank"]), row["provider"]]
+        if wide:
+            cells.append(row["region"] or "")
+        cells += [
             f"{row['gpu_count']}x {row['gpu_model']}",
-            row["term"] + (" (restart risk)" if row["restart_risk"] else ""),
-            _money(row["usd_per_service_hour"]),
-            f"{row['replicas']} x {row['gpus_per_replica']} GPU",
-            str(row["batch"]),
-            f"{row['tokens_per_s_per_gpu']:,.0f}",
-            row["throughput_source"],
-            _money(row["usd_per_m_tokens"]),
-            _money(row["usd_per_m_input_tokens"]),
+            row["term"] + ("*" if row["restart_risk"] else ""),
         ]
+        cells += [_money(row["usd_per_service_hour"])] if wide else []
+        cells.append(f"{row['replicas']}x{row['gpus_per_replica']}")
+        if wide:
+            cells += [str(row["batch"]), f"{row['tokens_per_s_per_gpu']:,.0f}"]
+        cells += [f"[{sources.index(source) + 1}]", _money(row["usd_per_m_tokens"])]
+        cells += [_money(row["usd_per_m_input_tokens"])] if wide else []
         if demand:
             cells += [str(row["instances_needed"]), _money(row["usd_per_m_tokens_at_demand"])]
         table.add_row(*cells)
-    return table
+    notes = [f"[{i}] {source}" for i, source in enumerate(sources, 1)]
+    notes += ["repl.: replicas x GPUs each, in one offer; $/Mtok: USD per million output tokens"]
+    notes += ["* interruptible: a restart risk for a live service"] if risky else []
+    notes += ["each offer's id and every figure: --format json"]
+    if not wide:
+        notes += [f"wider than {WIDE} columns: region, $/h, batch, tok/s/GPU, $/Mtok in"]
+    return table, notes
 
 
 def serve_command(options: dict[str, Any]) -> None:
@@ -145,5 +168,9 @@ def serve_command(options: dict[str, Any]) -> None:
         f" terms for {hours:g} h of service"
         f" ({'sample' if current.sample else current.source})"
     )
-    wide_console().print(_table(ranking, limit, title))
+    console = wide_console()
+    table, notes = _table(ranking, limit, title, console.width)
+    console.print(table)
+    for note in notes:
+        err.print(f"[dim]{note}[/]", highlight=False)
     err.print(f"[dim]{THROUGHPUT_NOTE}[/]", highlight=False, soft_wrap=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import httpx
@@ -84,13 +85,19 @@ async def test_serving_parameters_are_checked(tmp_path: Path) -> None:
     assert missing.status_code == 404
 
 
-def test_the_cli_table_states_what_it_rests_on() -> None:
+@pytest.mark.parametrize("width", [80, 160])
+def test_the_cli_table_states_what_it_rests_on(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", str(width))
     result = CliRunner().invoke(
         cli, ["offers", "--sample", "--serve", "llama-3.1-70b", "--precision", "fp8"]
     )
     assert result.exit_code == 0, result.output
     assert "Llama 3.1 70B Instruct at FP8, offline" in result.output
-    assert "$/Mtok" in result.output and "batch" in result.output
+    assert "$/Mtok" in result.output and "repl." in result.output
+    assert ("batch" in result.stdout) is (width >= 150)  # the narrow table keeps the choice
+    assert re.search(r"^\[1\] (measured|predicted): ", result.output, re.M)
+    table = result.stdout.split("\n")
+    assert max(len(line) for line in table) <= width
     refused = CliRunner().invoke(cli, ["offers", "--sample", "--precision", "fp4"])
     assert refused.exit_code == 2 and "with --serve" in refused.output
     models = CliRunner().invoke(cli, ["models", "--json"])

@@ -36,6 +36,7 @@ def pages(base: str) -> dict[str, str]:
     first = httpx.get(f"{base}/v1/offers?limit=1", timeout=60).json()["offers"][0]
     return {
         "explorer": "/",
+        "serving": "/?serve=llama-3.1-70b&precision=fp8",
         "offer": f"/offer?id={first['id']}",
         "index": "/index",
         "providers": "/providers",

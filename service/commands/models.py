@@ -33,7 +33,8 @@ def models(
         return
     table = Table(box=box.SIMPLE_HEAD, title="models (offers --serve NAME)", title_justify="left")
     for header in ("name", "params (B)", "active (B)", "layers", "KV values/token", "context"):
-        table.add_column(header, overflow="fold")
+        name = header == "name"  # a model's name is what --serve takes: never folded
+        table.add_column(header, overflow="fold", no_wrap=name, justify="left" if name else "right")
     for m in catalog:
         table.add_row(
             m.name,

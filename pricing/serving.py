@@ -363,8 +363,8 @@ def plan_serving(
         usable = c.memory_utilization * memory_gb * min(gpu_count, max(GPUS_PER_REPLICA))
         return Refusal(
             RefusalReason.DOES_NOT_FIT,
-            f"needs {needed_gb:,.0f} GB of GPU memory ({weights / _BYTES_PER_GB:,.0f} GB"
-            f" weights at {precision.name} + KV cache of one"
+            f"{spec.name} needs {needed_gb:,.0f} GB of GPU memory"
+            f" ({weights / _BYTES_PER_GB:,.0f} GB weights at {precision.name} + KV cache of one"
             f" {w.input_tokens + w.output_tokens:,.0f}-token request, at"
             f" {c.memory_utilization:.0%} usable); {min(gpu_count, 8)} x {memory_gb:g} GB"
             f" offers {usable:,.0f} GB",

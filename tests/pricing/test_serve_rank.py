@@ -45,7 +45,7 @@ def test_dollars_per_million_tokens_is_price_over_tokens() -> None:
     # the 4090 cannot hold 70 GB of weights; the A100 has no FP8: both said, not ranked
     assert {r["gpu_model"] for r in rows} == {"H100-SXM5-80GB"}
     assert ranking.left_out == {"does_not_fit": 1, "no_precision": 1}
-    assert ranking.examples["does_not_fit"].startswith("1 x needs ")
+    assert ranking.examples["does_not_fit"].startswith("1 x RTX-4090 needs ")
 
 
 def test_a_month_of_service_takes_the_monthly_term() -> None:

@@ -96,7 +96,7 @@ def test_a_model_too_large_is_refused_with_the_memory_it_needs() -> None:
     assert refusal.memory_needed_gb is not None
     # 405.9 GB of FP8 weights alone, over 90% usable memory
     assert refusal.memory_needed_gb > 405.9 / 0.9
-    assert refusal.message.startswith("needs ")
+    assert " needs " in refusal.message
 
 
 def test_replicas_split_an_offer() -> None:

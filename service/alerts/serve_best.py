@@ -16,12 +16,13 @@ from typing import Any
 import polars as pl
 
 from gpuscout.pricing import Job, Requirement
-from gpuscout.pricing.serve_rank import DEFAULT_SERVICE_HOURS, ServeRequest, rank_serving
+from gpuscout.pricing.serve_rank import ServeRequest, rank_serving
 
+from ..digest.saved_search import service_hours
 from .condition import SERVE_METRIC
 from .search_best import SearchBest
 
-__all__ = ["SERVE_OFFER_COLUMNS", "serve_best_per_search", "service_hours"]
+__all__ = ["SERVE_OFFER_COLUMNS", "serve_best_per_search"]
 
 #: What a firing records of a serving search's best offer (and the mail and webhook show).
 SERVE_OFFER_COLUMNS = (
@@ -42,12 +43,6 @@ SERVE_OFFER_COLUMNS = (
     "usd_per_m_tokens_at_demand",
     "restart_risk",
 )
-
-
-def service_hours(job: Job) -> float:
-    """The hours of service a serving search's terms are chosen for: the job's ``hours``,
-    else a month of 24/7 serving (as ``/v1/offers?serve=`` does)."""
-    return job.hours or DEFAULT_SERVICE_HOURS
 
 
 def _offer(row: dict[str, Any] | None) -> dict[str, Any] | None:

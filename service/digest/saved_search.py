@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from gpuscout.db.subscriptions import SubscriptionRecord
 from gpuscout.pricing import Job, Requirement
-from gpuscout.pricing.serve_rank import ServeRequest
+from gpuscout.pricing.serve_rank import DEFAULT_SERVICE_HOURS, ServeRequest
 
 __all__ = [
     "SERVE_KEY",
@@ -37,6 +37,7 @@ __all__ = [
     "load_search_json",
     "load_serve",
     "load_serve_json",
+    "service_hours",
     "storable",
 ]
 
@@ -159,3 +160,9 @@ def load_serve_json(subscription_id: int, job_json: str) -> ServeRequest | None:
     except ValueError as exc:
         raise CorruptSubscription(subscription_id, str(exc)) from None
     return serve
+
+
+def service_hours(job: Job) -> float:
+    """The hours of service a serving search's terms are chosen for: the job's ``hours``,
+    else a month of 24/7 serving (as ``/v1/offers?serve=`` does)."""
+    return job.hours or DEFAULT_SERVICE_HOURS

@@ -51,7 +51,9 @@ class AlertRequest(SubscriptionRequest):
         """$/Mtok needs a serve request to rank by; a serving search is watched in $/Mtok."""
         condition = self.condition
         if condition.metric == SERVE_METRIC and self.serve is None:
-            raise ValueError(f"metric {SERVE_METRIC} needs a serve request (serve: a model)")
+            raise ValueError(
+                f"metric {SERVE_METRIC} needs a serve request: the model to serve (--serve)"
+            )
         if self.serve is not None and condition.kind != "in_stock":
             if condition.metric != SERVE_METRIC:
                 raise ValueError(f"a serving alert compares {SERVE_METRIC}, not {condition.metric}")

@@ -49,6 +49,11 @@ _OPTIONS = {
     "condition.drop_pct": "--drop-pct",
     "quiet_minutes": "--quiet-minutes",
     "webhooks": "--webhook",
+    "serve": "--serve",
+    "serve.serve": "--serve",
+    "serve.precision": "--serve-precision",
+    "serve.scenario": "--scenario",
+    "serve.tokens_per_day": "--tokens-per-day",
 }
 
 
@@ -68,8 +73,21 @@ def create_command(
     ] = None,
     metric: Annotated[
         str,
-        typer.Option(help="usd_per_gpu_hour | usd_per_effective_tflop_hour | job_cost_usd"),
+        typer.Option(
+            help="usd_per_gpu_hour | usd_per_effective_tflop_hour | job_cost_usd |"
+            " usd_per_m_tokens (with --serve)"
+        ),
     ] = "usd_per_gpu_hour",
+    serve: Annotated[
+        str | None, typer.Option(help="a serving alert: the model (gpuscout models lists them)")
+    ] = None,
+    serve_precision: Annotated[str, typer.Option(help="with --serve: bf16, fp8, fp4")] = "bf16",
+    scenario: Annotated[
+        str, typer.Option(help="with --serve: offline, server, single_stream")
+    ] = "offline",
+    tokens_per_day: Annotated[
+        float | None, typer.Option(help="with --serve: output tokens a day to serve")
+    ] = None,
     quiet_minutes: Annotated[
         int | None, typer.Option(help="no firing sooner after one (default: the setting)")
     ] = None,
@@ -88,16 +106,24 @@ def create_command(
 
     settings = get_settings()
     condition = _condition(below, metric, in_stock, drop_pct)
+    serving: dict[str, object] | None = None
+    if serve is not None:
+        serving = {"serve": serve, "precision": serve_precision, "scenario": scenario}
+        if tokens_per_day is not None:
+            serving["tokens_per_day"] = tokens_per_day
     try:
         req, job = search_from_options(search)
-        request = AlertRequest(
-            email=email,
-            name=name,
-            requirement=req,
-            job=job,
-            condition=condition,
-            quiet_minutes=quiet_minutes,
-            webhooks=tuple(webhook or ()),
+        request = AlertRequest.model_validate(
+            {
+                "email": email,
+                "name": name,
+                "requirement": req,
+                "job": job,
+                "condition": condition,
+                "serve": serving,
+                "quiet_minutes": quiet_minutes,
+                "webhooks": tuple(webhook or ()),
+            }
         )
     except ValidationError as exc:
         fail(f"invalid alert: {validation_message(exc, _OPTIONS)}")

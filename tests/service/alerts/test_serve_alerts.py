@@ -21,6 +21,7 @@ from gpuscout.pricing.serve_rank import ServeRequest, rank_serving
 from gpuscout.service.alerts.condition import AlertCondition
 from gpuscout.service.alerts.evaluate import evaluate_alerts
 from gpuscout.service.alerts.manager import AlertRequest, create_alert
+from gpuscout.service.digest.compose import subscription_view
 from gpuscout.service.digest.saved_search import load_search, load_serve
 from gpuscout.service.digest.schedule import smtp_transport
 from gpuscout.service.digest.subscriptions import SubscriptionManager
@@ -69,6 +70,7 @@ def test_the_serve_request_is_stored_with_the_search(
     assert record is not None
     assert load_serve(record) == SERVE
     assert load_search(record)[0] == H100x8  # the job reads back without the serve key
+    assert subscription_view(record).serve == SERVE  # what the digest ranks by
 
 
 def test_a_serving_alert_fires_on_usd_per_m_tokens_and_rearms(

@@ -128,8 +128,10 @@ def _load(model: type[BaseModel], text: str, field: str) -> Any:
 
 def load_search(record: SubscriptionRecord) -> tuple[Requirement, Job]:
     """The stored requirement and job of ``record``; :class:`CorruptSubscription` if either
-    does not validate."""
-    return load_search_json(record.id, record.requirement_json, record.job_json)
+    (or its serve request, read by :func:`load_serve`) does not validate."""
+    search = load_search_json(record.id, record.requirement_json, record.job_json)
+    load_serve(record)
+    return search
 
 
 def load_search_json(

@@ -66,6 +66,7 @@ CORRUPT = {
     "unknown gpu": ('{"gpus": ["H900"]}', '{"hours": 100.0}'),
     "not json": ('{"gpus": ["H1', '{"hours": 100.0}'),
     "bad job": ("{}", '{"hours": 1, "gpu_hours": 2}'),
+    "bad serve": ("{}", '{"hours": 1, "serve": {"serve": "no-such-model"}}'),
 }
 
 

@@ -17,6 +17,14 @@ from pydantic import ValidationError
 from ..settings import get_settings
 from .digest import engine_for, fail
 from .errors import validation_message
+from .saved_serve import (
+    SERVE_OPTIONS,
+    ScenarioOption,
+    ServeOption,
+    ServePrecisionOption,
+    TokensPerDayOption,
+    serve_body,
+)
 from .search_options import search_from_options, spelled_search_providers, with_search_options
 
 __all__ = ["register"]
@@ -49,11 +57,7 @@ _OPTIONS = {
     "condition.drop_pct": "--drop-pct",
     "quiet_minutes": "--quiet-minutes",
     "webhooks": "--webhook",
-    "serve": "--serve",
-    "serve.serve": "--serve",
-    "serve.precision": "--serve-precision",
-    "serve.scenario": "--scenario",
-    "serve.tokens_per_day": "--tokens-per-day",
+    **SERVE_OPTIONS,
 }
 
 
@@ -78,16 +82,10 @@ def create_command(
             " usd_per_m_tokens (with --serve)"
         ),
     ] = "usd_per_gpu_hour",
-    serve: Annotated[
-        str | None, typer.Option(help="a serving alert: the model (gpuscout models lists them)")
-    ] = None,
-    serve_precision: Annotated[str, typer.Option(help="with --serve: bf16, fp8, fp4")] = "bf16",
-    scenario: Annotated[
-        str, typer.Option(help="with --serve: offline, server, single_stream")
-    ] = "offline",
-    tokens_per_day: Annotated[
-        float | None, typer.Option(help="with --serve: output tokens a day to serve")
-    ] = None,
+    serve: ServeOption = None,
+    serve_precision: ServePrecisionOption = "bf16",
+    scenario: ScenarioOption = "offline",
+    tokens_per_day: TokensPerDayOption = None,
     quiet_minutes: Annotated[
         int | None, typer.Option(help="no firing sooner after one (default: the setting)")
     ] = None,
@@ -106,11 +104,7 @@ def create_command(
 
     settings = get_settings()
     condition = _condition(below, metric, in_stock, drop_pct)
-    serving: dict[str, object] | None = None
-    if serve is not None:
-        serving = {"serve": serve, "precision": serve_precision, "scenario": scenario}
-        if tokens_per_day is not None:
-            serving["tokens_per_day"] = tokens_per_day
+    serving = serve_body(serve, serve_precision, scenario, tokens_per_day)
     try:
         req, job = search_from_options(search)
         request = AlertRequest.model_validate(

@@ -375,6 +375,7 @@ BAD_SERVING_ALERTS: list[tuple[list[str], str]] = [
         "--tokens-per-day",
     ),
     ([*_ALERT, "--in-stock", "--serve", "no-such-model"], "--serve"),
+    ([*DATABASE_ARGS["subscribe"], "--serve", "llama-3.1-8b", "--scenario", "x"], "--scenario"),
 ]
 
 

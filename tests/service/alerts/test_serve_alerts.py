@@ -29,7 +29,7 @@ from gpuscout.service.settings import Settings
 from tests.db.factories import T0
 
 from .conftest import RecordingHandler, state
-from .test_flow import _alert_mails, _token
+from .test_flow import _alert_mails, _run, _token
 
 H100x8 = Requirement(gpus=("H100",), min_gpus=8)
 SERVE = ServeRequest(serve="llama-3.1-70b", precision="fp8")
@@ -136,3 +136,17 @@ def test_an_in_stock_serving_alert_counts_offers_that_serve(
     report = evaluate_alerts(settings, engine, state("2.30"), now=T0.replace(hour=1))
     assert [f.alert_id for f in report.fired] == [created.alert_id]
     assert _alert_mails(smtp_server[0]) == []  # evaluation alone mails nothing
+
+
+def test_the_firing_mail_names_the_serving_offer(
+    settings: Settings, engine: Engine, smtp_server: tuple[RecordingHandler, int]
+) -> None:
+    handler, _ = smtp_server
+    _create(settings, engine, handler)
+    assert len(_run(settings, engine, 1, "2.10").evaluation.fired) == 1
+    (mail,) = _alert_mails(handler)
+    text = mail.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    assert "USD per million output tokens at or below 0.48" in text
+    assert "8x H100-SXM5-80GB at alpha" in text
+    assert "throughput source" in text and "predicted: roofline" in text
+    assert "effective TFLOP" not in text

@@ -3,8 +3,8 @@
 Three kinds of condition, each over the best qualifying offer of the alert's search (its
 requirement and job) in the newest snapshot:
 
-* ``below``: ``metric`` (USD per GPU-hour, per effective TFLOP-hour, or the job's cost) is
-  at or below ``threshold``;
+* ``below``: ``metric`` (USD per GPU-hour, per effective TFLOP-hour, or the job's cost;
+  for a serving search, USD per million output tokens) is at or below ``threshold``;
 * ``in_stock``: at least one qualifying offer is available now;
 * ``drop``: ``metric`` is at least ``drop_pct`` % below the median of the search's best
   value over the last 7 days (:func:`db.alerts.median_best`).
@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "METRICS",
+    "SERVE_METRIC",
     "AlertCondition",
     "Metric",
     "State",
@@ -39,8 +40,14 @@ __all__ = [
     "search_key",
 ]
 
-Metric = Literal["usd_per_gpu_hour", "usd_per_effective_tflop_hour", "job_cost_usd"]
+Metric = Literal[
+    "usd_per_gpu_hour", "usd_per_effective_tflop_hour", "job_cost_usd", "usd_per_m_tokens"
+]
+#: The training metrics (a search's ranking by requirement and job).
 METRICS: tuple[Metric, ...] = ("usd_per_gpu_hour", "usd_per_effective_tflop_hour", "job_cost_usd")
+#: A serving search's metric: USD per million output tokens, the first row of its
+#: :func:`pricing.serve_rank.rank_serving` (a ``below`` condition only: no 7-day series).
+SERVE_METRIC: Metric = "usd_per_m_tokens"
 Kind = Literal["below", "in_stock", "drop"]
 
 

@@ -8,6 +8,9 @@ over those costed rows, not a ranking per search (``benchmarks/alerts.py`` measu
 The current frame is cut to the providers whose latest fetch succeeded: held (stale)
 offers of a failing provider never fire an alert.
 
+A serving search (one with a serve request, watched in ``usd_per_m_tokens``) is ranked by
+:func:`.serve_best.serve_best_per_search` instead, once per distinct search.
+
 Each alert's verdict comes from :func:`.condition.judge`; a firing is stored with the
 compare-and-set of :func:`db.alerts.fire_alert`, so two evaluators of one snapshot fire a
 crossing once. The best value of every search is recorded (``search_observation``) after
@@ -41,11 +44,13 @@ from gpuscout.db.alerts import (
 from gpuscout.db.current import CurrentState
 from gpuscout.db.subscriptions import mark_subscription_invalid
 from gpuscout.pricing import Job, Requirement
+from gpuscout.pricing.serve_rank import ServeRequest
 
-from ..digest.saved_search import CorruptSubscription, load_search_json
+from ..digest.saved_search import CorruptSubscription, load_search_json, load_serve_json
 from ..settings import Settings
 from .condition import AlertCondition, State, judge
 from .search_best import BEST_OFFER_COLUMNS, SearchBest, best_per_search
+from .serve_best import serve_best_per_search
 
 __all__ = [
     "BEST_OFFER_COLUMNS",
@@ -120,24 +125,31 @@ def evaluate_alerts(
     started = time.perf_counter()
     report = EvaluationReport()
     searches: dict[str, tuple[Requirement, Job]] = {}
+    serving: dict[str, tuple[Requirement, Job, ServeRequest]] = {}
     alerts: list[AlertRow] = []
     for alert in active_alerts(engine):
-        if alert.search_key not in searches:
+        if alert.search_key not in searches and alert.search_key not in serving:
             try:
-                searches[alert.search_key] = load_search_json(
+                requirement, job = load_search_json(
                     alert.subscription_id, alert.requirement_json, alert.job_json
                 )
+                serve = load_serve_json(alert.subscription_id, alert.job_json)
             except CorruptSubscription as exc:
                 log.error("%s; marked invalid, skipped", exc)
                 mark_subscription_invalid(engine, alert.subscription_id, exc.problem)
                 report.invalid += 1
                 continue
+            if serve is None:
+                searches[alert.search_key] = (requirement, job)
+            else:
+                serving[alert.search_key] = (requirement, job, serve)
         alerts.append(alert)
-    report.alerts, report.searches = len(alerts), len(searches)
+    report.alerts, report.searches = len(alerts), len(searches) + len(serving)
     if not alerts:
         return report
     frame = fresh_frame(current)
-    bests = best_per_search(frame, searches, now)
+    bests = best_per_search(frame, searches, now) if searches else {}
+    bests |= serve_best_per_search(frame, serving, now)
     medians = _medians(engine, alerts, settings, now)
     add_observations(
         engine,

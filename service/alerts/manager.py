@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from typing import Annotated
+from typing import Annotated, Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from sqlalchemy.engine import Connection
 
 from gpuscout.db.alerts import count_alerts_for_address, insert_alert
@@ -27,7 +27,7 @@ from gpuscout.db.subscriptions import SubscriptionKind, SubscriptionRecord
 from ..digest.saved_search import dump_search
 from ..digest.subscriptions import SubscriptionManager, SubscriptionRequest
 from ..settings import Settings
-from .condition import AlertCondition, search_key
+from .condition import SERVE_METRIC, AlertCondition, search_key
 from .message import describe_condition
 from .webhooks import check_webhook_url
 
@@ -45,6 +45,21 @@ class AlertRequest(SubscriptionRequest):
     webhooks: tuple[Annotated[str, Field(max_length=2048)], ...] = Field(
         default=(), description="URLs POSTed a signed JSON body when the alert fires"
     )
+
+    @model_validator(mode="after")
+    def _metric_fits_search(self) -> Self:
+        """$/Mtok needs a serve request to rank by; a serving search is watched in $/Mtok."""
+        condition = self.condition
+        if condition.metric == SERVE_METRIC and self.serve is None:
+            raise ValueError(
+                f"metric {SERVE_METRIC} needs a serve request: the model to serve (--serve)"
+            )
+        if self.serve is not None and condition.kind != "in_stock":
+            if condition.metric != SERVE_METRIC:
+                raise ValueError(f"a serving alert compares {SERVE_METRIC}, not {condition.metric}")
+            if condition.kind == "drop":
+                raise ValueError(f"a 'drop' alert does not take {SERVE_METRIC} (use 'below')")
+        return self
 
     @field_validator("webhooks")
     @classmethod
@@ -96,7 +111,7 @@ def create_alert(
     """
     settings = manager.settings
     _check_webhooks(settings, request.webhooks)
-    requirement_json, job_json = dump_search(request.requirement, request.job)
+    requirement_json, job_json = dump_search(request.requirement, request.job, request.serve)
     keys = {url: secrets.token_urlsafe(32) for url in request.webhooks}
     condition = request.condition
     created: dict[str, int] = {}

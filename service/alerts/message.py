@@ -29,6 +29,7 @@ _METRIC_WORDS = {
     "usd_per_gpu_hour": "USD per GPU-hour",
     "usd_per_effective_tflop_hour": "USD per effective TFLOP-hour",
     "job_cost_usd": "USD for the job",
+    "usd_per_m_tokens": "USD per million output tokens",
 }
 
 
@@ -62,9 +63,31 @@ def _number(value: Any, digits: int = 4) -> str:
         return str(value)
 
 
+def _serve_lines(offer: dict[str, Any]) -> list[tuple[str, str]]:
+    """A serving offer's lines: $/Mtok, replicas and batch, and the throughput's source."""
+    return [
+        (
+            "offer",
+            f"{offer.get('gpu_count')}x {offer.get('gpu_model')} at {offer.get('provider')}"
+            f" ({offer.get('region') or 'any region'}, {offer.get('term')})",
+        ),
+        ("instance", str(offer.get("instance_name") or offer.get("offer_id"))),
+        ("USD per hour", _number(offer.get("usd_per_hour"))),
+        ("USD per million output tokens", _number(offer.get("usd_per_m_tokens"))),
+        (
+            "replicas x GPUs, batch",
+            f"{offer.get('replicas')} x {offer.get('gpus_per_replica')}, {offer.get('batch')}",
+        ),
+        ("throughput", f"{_number(offer.get('tokens_per_s_per_gpu'), 1)} tokens/s per GPU"),
+        ("throughput source", str(offer.get("throughput_source"))),
+    ]
+
+
 def _offer_lines(offer: dict[str, Any] | None) -> list[tuple[str, str]]:
     if not offer:
         return [("offer", "none recorded")]
+    if "usd_per_m_tokens" in offer:
+        return _serve_lines(offer)
     return [
         (
             "offer",

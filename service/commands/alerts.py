@@ -17,6 +17,14 @@ from pydantic import ValidationError
 from ..settings import get_settings
 from .digest import engine_for, fail
 from .errors import validation_message
+from .saved_serve import (
+    SERVE_OPTIONS,
+    ScenarioOption,
+    ServeOption,
+    ServePrecisionOption,
+    TokensPerDayOption,
+    serve_body,
+)
 from .search_options import search_from_options, spelled_search_providers, with_search_options
 
 __all__ = ["register"]
@@ -49,6 +57,7 @@ _OPTIONS = {
     "condition.drop_pct": "--drop-pct",
     "quiet_minutes": "--quiet-minutes",
     "webhooks": "--webhook",
+    **SERVE_OPTIONS,
 }
 
 
@@ -68,8 +77,15 @@ def create_command(
     ] = None,
     metric: Annotated[
         str,
-        typer.Option(help="usd_per_gpu_hour | usd_per_effective_tflop_hour | job_cost_usd"),
+        typer.Option(
+            help="usd_per_gpu_hour | usd_per_effective_tflop_hour | job_cost_usd |"
+            " usd_per_m_tokens (with --serve)"
+        ),
     ] = "usd_per_gpu_hour",
+    serve: ServeOption = None,
+    serve_precision: ServePrecisionOption = "bf16",
+    scenario: ScenarioOption = "offline",
+    tokens_per_day: TokensPerDayOption = None,
     quiet_minutes: Annotated[
         int | None, typer.Option(help="no firing sooner after one (default: the setting)")
     ] = None,
@@ -88,16 +104,20 @@ def create_command(
 
     settings = get_settings()
     condition = _condition(below, metric, in_stock, drop_pct)
+    serving = serve_body(serve, serve_precision, scenario, tokens_per_day)
     try:
         req, job = search_from_options(search)
-        request = AlertRequest(
-            email=email,
-            name=name,
-            requirement=req,
-            job=job,
-            condition=condition,
-            quiet_minutes=quiet_minutes,
-            webhooks=tuple(webhook or ()),
+        request = AlertRequest.model_validate(
+            {
+                "email": email,
+                "name": name,
+                "requirement": req,
+                "job": job,
+                "condition": condition,
+                "serve": serving,
+                "quiet_minutes": quiet_minutes,
+                "webhooks": tuple(webhook or ()),
+            }
         )
     except ValidationError as exc:
         fail(f"invalid alert: {validation_message(exc, _OPTIONS)}")

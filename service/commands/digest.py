@@ -17,6 +17,14 @@ from pydantic import ValidationError
 
 from ..settings import Settings, get_settings
 from .errors import validation_message
+from .saved_serve import (
+    SERVE_OPTIONS,
+    ScenarioOption,
+    ServeOption,
+    ServePrecisionOption,
+    TokensPerDayOption,
+    serve_body,
+)
 from .search_options import search_from_options, spelled_search_providers, with_search_options
 
 if TYPE_CHECKING:
@@ -59,7 +67,7 @@ def inline_chart(digest: Digest) -> str:
 
 
 #: The subscription's fields as ``subscribe`` takes them, for its errors.
-_OPTIONS = {"email": "--email", "name": "--name", "time_zone": "--tz"}
+_OPTIONS = {"email": "--email", "name": "--name", "time_zone": "--tz", **SERVE_OPTIONS}
 
 
 @with_search_options
@@ -67,6 +75,10 @@ def subscribe_command(
     email: Annotated[str, typer.Option(help="the address digests go to")],
     name: Annotated[str, typer.Option(help="a name for this digest")],
     time_zone: Annotated[str, typer.Option("--tz", help="IANA time zone of the schedule")] = "UTC",
+    serve: ServeOption = None,
+    serve_precision: ServePrecisionOption = "bf16",
+    scenario: ScenarioOption = "offline",
+    tokens_per_day: TokensPerDayOption = None,
     **search: Any,
 ) -> None:
     """Subscribe an address to a weekly digest; a confirmation link is mailed to it."""
@@ -78,8 +90,15 @@ def subscribe_command(
     settings = get_settings()
     try:
         req, job = search_from_options(search)
-        request = SubscriptionRequest(
-            email=email, name=name, time_zone=time_zone, requirement=req, job=job
+        request = SubscriptionRequest.model_validate(
+            {
+                "email": email,
+                "name": name,
+                "time_zone": time_zone,
+                "requirement": req,
+                "job": job,
+                "serve": serve_body(serve, serve_precision, scenario, tokens_per_day),
+            }
         )
     except ValidationError as exc:
         fail(f"invalid subscription: {validation_message(exc, _OPTIONS)}")

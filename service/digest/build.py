@@ -31,8 +31,10 @@ from gpuscout.pricing import Job, RankOptions, Requirement, rank
 from gpuscout.pricing.display import provider_label
 from gpuscout.pricing.frame import offers_to_frame
 from gpuscout.pricing.offer_checklist import summaries
+from gpuscout.pricing.serve_rank import ServeRequest, rank_serving
 
 from .chart import IndexPoint, render_price_chart
+from .saved_search import service_hours
 
 __all__ = [
     "SAMPLE_SUBJECT_MARK",
@@ -64,6 +66,8 @@ class SubscriptionView:
     requirement: Requirement
     job: Job
     time_zone: str = "UTC"
+    serve: ServeRequest | None = None
+    """a serving search: the top rows are ranked by USD per million tokens"""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -238,6 +242,43 @@ def _top_rows(
     return rows
 
 
+def _serve_rows(ranked: pl.DataFrame, stale: set[str], sample: set[str]) -> list[dict[str, Any]]:
+    """A serving search's top rows: $/Mtok, replicas and batch, the throughput's source."""
+    return [
+        {
+            "rank": r["rank"],
+            "provider": r["provider"],
+            "offer_id": r["offer_id"],
+            "region": r["region"] or "–",
+            "rent": rent_link(
+                r["provider"],
+                instance_name=r["instance_name"],
+                region=r["region"],
+                offer_id=r["offer_id"],
+            ),
+            "gpu": f"{r['gpu_count']}× {r['gpu_model'] or '?'}",
+            "term": str(r["term"]),
+            "usd_per_hour": r["usd_per_hour"],
+            "usd_per_m_tokens": r["usd_per_m_tokens"],
+            "usd_per_m_tokens_at_demand": r["usd_per_m_tokens_at_demand"],
+            "replicas": f"{r['replicas']} × {r['gpus_per_replica']} GPU",
+            "batch": r["batch"],
+            "throughput_source": r["throughput_source"],
+            "caveats": r["restart_risk"],
+            "checklist": None,
+            "stale": r["provider"] in stale,
+            "sample": r["provider"] in sample,
+        }
+        for r in ranked.iter_rows(named=True)
+    ]
+
+
+def describe_serve(serve: ServeRequest) -> str:
+    """One line naming what a serving search serves, e.g. ``llama-3.1-70b, fp8, offline``."""
+    demand = f", {serve.tokens_per_day:g} tokens/day" if serve.tokens_per_day else ""
+    return f"{serve.serve}, {serve.precision.value}, {serve.scenario.value}{demand}"
+
+
 def _age(now: datetime, then: datetime | None) -> str:
     if then is None:
         return "never fetched"
@@ -284,13 +325,24 @@ def build_digest(
     options = RankOptions(limit=top, now=now)
     if not isinstance(offers, pl.DataFrame):  # Offer objects (tests, one-off digests)
         offers = offers_to_frame(offers)
-    ranked = rank(offers, subscription.requirement, subscription.job, options)
     stale_names = {s.provider for s in stale_providers}
-    checklist = summaries(offers, ranked).to_list()  # the renter's checklist, counted
-    top_rows = _top_rows(ranked, checklist, stale_names, set(sample_providers))
+    serve = subscription.serve
+    if serve is None:
+        ranked = rank(offers, subscription.requirement, subscription.job, options)
+        checklist = summaries(offers, ranked).to_list()  # the renter's checklist, counted
+        top_rows = _top_rows(ranked, checklist, stale_names, set(sample_providers))
+    else:
+        hours = service_hours(subscription.job)
+        served = rank_serving(offers, serve, subscription.requirement, hours, now).rows
+        top_rows = _serve_rows(served.head(top), stale_names, set(sample_providers))
     name = _one_line(subscription.name, 60)
     best = top_rows[0] if top_rows else None
-    if best is not None:
+    if best is not None and serve is not None:
+        headline = (
+            f"best {best['gpu']} {_usd(best['usd_per_m_tokens'], 4)}/Mtok "
+            f"({best['provider']}, {best['term']})"
+        )
+    elif best is not None:
         headline = (
             f"best {best['gpu']} {_usd(best['usd_per_hour'])}/h "
             f"({best['provider']}, {best['term']})"
@@ -324,6 +376,7 @@ def build_digest(
         "generated": local_now.strftime("%Y-%m-%d %H:%M %Z"),
         "requirement": describe_requirement(subscription.requirement),
         "job": describe_job(subscription.job),
+        "serve": None if serve is None else describe_serve(serve),
         "top": top_rows,
         "sections": sections,
         "has_changes": any(count for *_, count in sections),

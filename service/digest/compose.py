@@ -38,7 +38,7 @@ from ..settings import Settings
 from .build import Digest, DigestLinks, StaleProvider, SubscriptionView, build_digest
 from .chart import IndexPoint
 from .mail import build_digest_message, parse_sender
-from .saved_search import load_search
+from .saved_search import load_search, load_serve
 from .tokens import Purpose, make_token
 
 __all__ = [
@@ -101,6 +101,7 @@ def subscription_view(record: SubscriptionRecord) -> SubscriptionView:
         requirement=requirement,
         job=job,
         time_zone=record.time_zone,
+        serve=load_serve(record),
     )
 
 

@@ -1,5 +1,9 @@
 """A subscription's saved search (its requirement and job) to JSON and back, strictly.
 
+A serving search (issue 51) also carries a :class:`pricing.serve_rank.ServeRequest`: it is
+stored in the job's JSON under the key ``"serve"`` (the job column is the workload; no
+migration), and read back by :func:`load_serve`. A search without it has no such key.
+
 pydantic writes a non-finite float as JSON ``null``: a requirement with
 ``max_usd_per_hour: Infinity`` was stored as ``null`` and read back as *no constraint*, so
 the subscriber got digests of offers they had excluded. Both directions are strict now:
@@ -23,8 +27,22 @@ from pydantic import BaseModel, ValidationError
 
 from gpuscout.db.subscriptions import SubscriptionRecord
 from gpuscout.pricing import Job, Requirement
+from gpuscout.pricing.serve_rank import DEFAULT_SERVICE_HOURS, ServeRequest
 
-__all__ = ["CorruptSubscription", "dump_search", "load_search", "load_search_json", "storable"]
+__all__ = [
+    "SERVE_KEY",
+    "CorruptSubscription",
+    "dump_search",
+    "load_search",
+    "load_search_json",
+    "load_serve",
+    "load_serve_json",
+    "service_hours",
+    "storable",
+]
+
+#: The key of the job's stored JSON that holds a serving search's :class:`ServeRequest`.
+SERVE_KEY = "serve"
 
 
 class CorruptSubscription(ValueError):
@@ -64,9 +82,30 @@ def storable(model: BaseModel, field: str) -> str:
     return text
 
 
-def dump_search(requirement: Requirement, job: Job) -> tuple[str, str]:
-    """The stored JSON of a search: (requirement, job); see :func:`storable`."""
-    return storable(requirement, "requirement"), storable(job, "job")
+def dump_search(
+    requirement: Requirement, job: Job, serve: ServeRequest | None = None
+) -> tuple[str, str]:
+    """The stored JSON of a search: (requirement, job); see :func:`storable`. A ``serve``
+    request goes into the job's JSON under :data:`SERVE_KEY`."""
+    job_json = storable(job, "job")
+    if serve is not None:
+        job_raw = json.loads(job_json)
+        job_raw[SERVE_KEY] = json.loads(storable(serve, "serve"))
+        job_json = json.dumps(job_raw, separators=(",", ":"))
+    return storable(requirement, "requirement"), job_json
+
+
+def _split_job(text: str) -> tuple[str, str | None]:
+    """The job's own JSON and its serve request's JSON (``None``: not a serving search);
+    text that is not a JSON object is returned as is, for :func:`_load` to refuse."""
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return text, None
+    if not isinstance(raw, dict) or SERVE_KEY not in raw:
+        return text, None
+    serve = raw.pop(SERVE_KEY)
+    return json.dumps(raw), json.dumps(serve)
 
 
 def _load(model: type[BaseModel], text: str, field: str) -> Any:
@@ -89,8 +128,10 @@ def _load(model: type[BaseModel], text: str, field: str) -> Any:
 
 def load_search(record: SubscriptionRecord) -> tuple[Requirement, Job]:
     """The stored requirement and job of ``record``; :class:`CorruptSubscription` if either
-    does not validate."""
-    return load_search_json(record.id, record.requirement_json, record.job_json)
+    (or its serve request, read by :func:`load_serve`) does not validate."""
+    search = load_search_json(record.id, record.requirement_json, record.job_json)
+    load_serve(record)
+    return search
 
 
 def load_search_json(
@@ -99,7 +140,31 @@ def load_search_json(
     """:func:`load_search` of stored JSON (an alert's row carries its subscription's)."""
     try:
         requirement = _load(Requirement, requirement_json, "requirement")
-        job = _load(Job, job_json, "job")
+        job = _load(Job, _split_job(job_json)[0], "job")
     except ValueError as exc:
         raise CorruptSubscription(subscription_id, str(exc)) from None
     return requirement, job
+
+
+def load_serve(record: SubscriptionRecord) -> ServeRequest | None:
+    """The stored serve request of ``record`` (``None``: a training search);
+    :class:`CorruptSubscription` if it does not validate."""
+    return load_serve_json(record.id, record.job_json)
+
+
+def load_serve_json(subscription_id: int, job_json: str) -> ServeRequest | None:
+    """:func:`load_serve` of a stored job's JSON."""
+    serve_json = _split_job(job_json)[1]
+    if serve_json is None:
+        return None
+    try:
+        serve: ServeRequest = _load(ServeRequest, serve_json, "serve")
+    except ValueError as exc:
+        raise CorruptSubscription(subscription_id, str(exc)) from None
+    return serve
+
+
+def service_hours(job: Job) -> float:
+    """The hours of service a serving search's terms are chosen for: the job's ``hours``,
+    else a month of 24/7 serving (as ``/v1/offers?serve=`` does)."""
+    return job.hours or DEFAULT_SERVICE_HOURS

@@ -30,6 +30,7 @@ from gpuscout.db.subscriptions import (
     get_subscription,
 )
 from gpuscout.pricing import Job, Requirement
+from gpuscout.pricing.serve_rank import ServeRequest
 
 from ..settings import Settings
 from .limits import SubscribeRateLimited, subscribe_quotas
@@ -74,6 +75,9 @@ class SubscriptionRequest(BaseModel):
     time_zone: str = Field("UTC", description="IANA time zone of the weekly schedule")
     requirement: Requirement = Field(default_factory=Requirement)
     job: Job = Field(default_factory=lambda: Job.for_hours(1))
+    serve: ServeRequest | None = Field(
+        None, description="a serving search: rank by USD per million tokens (docs/serving.md)"
+    )
 
     @field_validator("email")
     @classmethod
@@ -100,12 +104,15 @@ class SubscriptionRequest(BaseModel):
     def _zone(cls, value: str) -> str:
         return valid_time_zone(value)
 
-    @field_validator("requirement", "job")
+    @field_validator("requirement", "job", "serve")
     @classmethod
-    def _storable(cls, value: Requirement | Job, info: ValidationInfo) -> Requirement | Job:
+    def _storable(
+        cls, value: Requirement | Job | ServeRequest | None, info: ValidationInfo
+    ) -> Requirement | Job | ServeRequest | None:
         """Stored as given or refused: Infinity or NaN would be stored as null, and the
         constraint would vanish."""
-        storable(value, str(info.field_name))
+        if value is not None:
+            storable(value, str(info.field_name))
         return value
 
 
@@ -137,7 +144,7 @@ class SubscriptionManager:
         the line the confirmation mail describes it with (``alert``).
         """
         now = self.clock()
-        requirement_json, job_json = dump_search(request.requirement, request.job)
+        requirement_json, job_json = dump_search(request.requirement, request.job, request.serve)
         try:
             record = create_subscription(
                 self.engine,

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 
-from gpuscout.service.alerts.condition import METRICS
+from gpuscout.service.alerts.condition import METRICS, SERVE_METRIC
 from gpuscout.service.alerts.manager import AlertRequest
 from gpuscout.service.api.deps import SavedSearchProvidersDep, SettingsDep
 from gpuscout.service.api.routers.alerts import AlertAccepted, create
@@ -26,7 +26,7 @@ from gpuscout.service.api.routers.subscriptions import ManagerDep
 from gpuscout.service.validation_text import error_message
 
 from .same_origin import require_same_origin
-from .subscribe_page import render_form, search_form, search_from_query
+from .subscribe_page import render_form, search_form, search_from_query, serve_from_query
 
 __all__ = ["CONDITIONS", "METRIC_LABELS", "router"]
 
@@ -43,6 +43,7 @@ METRIC_LABELS: dict[str, str] = {
     "usd_per_gpu_hour": "USD per GPU-hour",
     "usd_per_effective_tflop_hour": "USD per effective TFLOP-hour",
     "job_cost_usd": "USD for the whole job",
+    "usd_per_m_tokens": "USD per million output tokens (a serving search)",
 }
 
 #: A validation error's location -> the label of the control it is about.
@@ -61,7 +62,8 @@ _FIELD_LABELS = {
 def _render(request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
     page: dict[str, Any] = {"title": "Price alert", "nav": "alert", "webhook": ""}
     page |= {"conditions": CONDITIONS, "metrics": METRIC_LABELS}
-    page |= {"kind": "below", "metric": METRICS[0], "threshold": "", "drop_pct": ""}
+    metric = SERVE_METRIC if context.get("serve") else METRICS[0]
+    page |= {"kind": "below", "metric": metric, "threshold": "", "drop_pct": ""}
     return render_form(request, "alert.html", page, status_code, **context)
 
 
@@ -95,10 +97,13 @@ async def alert_post(
     field |= {k: form.get(k, "").strip() for k in ("metric", "threshold", "drop_pct")}
     query = form.get("query", "")
     requirement, job, errors = search_from_query(query, settings.api_max_list_items, providers)
-    shown = {"query": query, "requirement": requirement, "job": job, **field}
+    serve, serve_errors = serve_from_query(query)
+    errors += serve_errors
+    shown = {"query": query, "requirement": requirement, "job": job, "serve": serve, **field}
     if errors:
         return _render(request, 422, errors=errors, **shown)
-    condition: dict[str, Any] = {"kind": field["kind"], "metric": field["metric"] or METRICS[0]}
+    default_metric = METRICS[0] if serve is None else SERVE_METRIC
+    condition: dict[str, Any] = {"kind": field["kind"], "metric": field["metric"] or default_metric}
     if field["kind"] == "below":
         condition["threshold"] = field["threshold"] or None
     elif field["kind"] == "drop":
@@ -109,6 +114,7 @@ async def alert_post(
             name=field["name"],
             requirement=requirement,
             job=job,
+            serve=serve,
             condition=condition,
             webhooks=(field["webhook"],) if field["webhook"] else (),
         )

@@ -19,9 +19,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 
 from gpuscout.pricing.job import Job
+from gpuscout.pricing.serve_rank import ServeRequest
 from gpuscout.service.api.deps import SavedSearchProvidersDep, SettingsDep
 from gpuscout.service.api.offers_query import parse_offers_query, validate_query
 from gpuscout.service.api.routers.subscriptions import ManagerDep, SubscriptionAccepted, subscribe
+from gpuscout.service.api.serving_offers import SERVE_PARAMS
 from gpuscout.service.digest.subscriptions import SubscriptionRequest
 from gpuscout.service.validation_text import error_message
 
@@ -29,7 +31,7 @@ from .form import clean_query
 from .same_origin import require_same_origin
 from .templating import templates
 
-__all__ = ["render_form", "router", "search_form", "search_from_query"]
+__all__ = ["render_form", "router", "search_form", "search_from_query", "serve_from_query"]
 
 router = APIRouter(include_in_schema=False)
 
@@ -48,6 +50,20 @@ def search_from_query(
     except RequestValidationError as exc:
         return None, Job.for_hours(1), [f"{e['loc'][-1]}: {error_message(e)}" for e in exc.errors()]
     return parsed.requirement, parsed.job or Job.for_hours(1), []
+
+
+def serve_from_query(query: str) -> tuple[ServeRequest | None, list[str]]:
+    """The serve request of an explorer query string in serve mode (``?serve=MODEL&...``),
+    ``None`` without ``serve``; errors as sentences, as ``/v1/offers?serve=`` words them."""
+    params = QueryParams(query)
+    if not params.get("serve"):
+        return None, []
+    try:
+        return ServeRequest.model_validate({k: params[k] for k in SERVE_PARAMS if k in params}), []
+    except ValidationError as exc:
+        return None, [
+            f"{'.'.join(map(str, e['loc'])) or 'serve'}: {error_message(e)}" for e in exc.errors()
+        ]
 
 
 def render_form(
@@ -80,9 +96,17 @@ def search_form(
     cannot be saved (422, as the explorer refuses it)."""
     query = str(clean_query(request.query_params))
     requirement, job, errors = search_from_query(query, max_items, providers)
+    serve, serve_errors = serve_from_query(query)
+    errors += serve_errors
     status_code = 422 if errors else 200
     return render(
-        request, status_code, query=query, requirement=requirement, job=job, errors=errors
+        request,
+        status_code,
+        query=query,
+        requirement=requirement,
+        job=job,
+        serve=serve,
+        errors=errors,
     )
 
 
@@ -112,13 +136,20 @@ async def subscribe_post(
     time_zone = form.get("time_zone", "").strip() or "UTC"
     query = form.get("query", "")
     requirement, job, errors = search_from_query(query, settings.api_max_list_items, providers)
-    shown = {"query": query, "requirement": requirement, "job": job}
+    serve, serve_errors = serve_from_query(query)
+    errors += serve_errors
+    shown = {"query": query, "requirement": requirement, "job": job, "serve": serve}
     shown |= {"email": email, "name": name, "time_zone": time_zone}
     if errors:
         return _render(request, 422, errors=errors, **shown)
     try:
         body = SubscriptionRequest(
-            email=email, name=name, time_zone=time_zone, requirement=requirement, job=job
+            email=email,
+            name=name,
+            time_zone=time_zone,
+            requirement=requirement,
+            job=job,
+            serve=serve,
         )
     except ValidationError as exc:
         errors = [f"{e['loc'][0]}: {error_message(e)}" for e in exc.errors()]

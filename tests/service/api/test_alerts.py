@@ -104,6 +104,12 @@ async def test_create_confirm_fire_and_read_the_history(
         ({"condition": {"kind": "below"}}, 422, "needs a threshold"),
         ({"webhooks": ["http://127.0.0.1:9/a"] * 2}, 422, "given twice"),
         ({"webhooks": [f"http://127.0.0.1:9/{i}" for i in range(3)]}, 422, "at most 2"),
+        (
+            {"condition": {"kind": "below", "metric": "usd_per_m_tokens", "threshold": "0.5"}},
+            422,
+            "usd_per_m_tokens needs a serve request",
+        ),
+        ({"serve": {"serve": "no-such-model"}}, 422, "no-such-model"),
     ],
 )
 async def test_bad_requests_say_what_is_wrong(
@@ -187,3 +193,24 @@ async def test_a_provider_in_another_case_is_stored_as_the_offers_spell_it(
             engine.dispose()
     assert stored is not None
     assert json.loads(stored.requirement_json)["exclude_providers"] == ["acme"]
+
+
+@pytest.mark.anyio
+async def test_a_serving_alert_stores_its_serve_request(
+    tmp_path: Path,
+    smtp_server: tuple[RecordingHandler, int],  # noqa: F811
+) -> None:
+    _handler, port = smtp_server
+    body = {
+        **BODY,
+        "serve": {"serve": "llama-3.1-70b", "precision": "fp8"},
+        "condition": {"kind": "below", "metric": "usd_per_m_tokens", "threshold": "0.48"},
+    }
+    async with _client(tmp_path, port) as (client, settings):
+        answer = await client.post("/v1/alerts", json=body)
+        assert answer.status_code == 202, answer.text
+        record = get_subscription(
+            make_engine(settings.database_url), answer.json()["subscription_id"]
+        )
+    assert record is not None
+    assert json.loads(record.job_json)["serve"] == {"serve": "llama-3.1-70b", "precision": "fp8"}

@@ -268,3 +268,19 @@ async def test_offers_that_cannot_be_loaded_leave_the_names_unchecked(
     manager = client._transport.app.state.subscriptions  # type: ignore[attr-defined]
     stored = get_subscription(manager.engine, response.json()["id"])
     assert stored is not None and json.loads(stored.requirement_json)["providers"] == ["blot"]
+
+
+@pytest.mark.anyio
+async def test_a_serving_search_is_stored_and_a_bad_serve_request_is_422(
+    client: httpx.AsyncClient,
+) -> None:
+    body: dict[str, Any] = {"email": "ada@example.com", "name": "70B weekly"}
+    serve = {"serve": "llama-3.1-70b", "precision": "fp8", "tokens_per_day": 1e9}
+    response = await client.post("/v1/subscriptions", json={**body, "serve": serve})
+    assert response.status_code == 202, response.text
+    manager = client._transport.app.state.subscriptions  # type: ignore[attr-defined]
+    stored = get_subscription(manager.engine, response.json()["id"])
+    assert stored is not None
+    assert json.loads(stored.job_json) == {"hours": 1.0, "serve": serve}
+    bad = await client.post("/v1/subscriptions", json={**body, "serve": {"serve": "gpt-9"}})
+    assert bad.status_code == 422 and "unknown model 'gpt-9'" in bad.text

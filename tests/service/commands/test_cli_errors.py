@@ -364,3 +364,21 @@ def test_a_data_dir_that_cannot_be_created_is_named(
     assert one_line(other) == (f"{tmp / 'other'}: Operation not permitted", 1)
     data_dir.mkdir()
     assert one_line(denied) == (f"{data_dir}: Operation not permitted", 1)
+
+
+#: ``alerts create`` on USD per million tokens: without ``--serve``, or a bad serve option.
+_ALERT = ["alerts", "create", "--email", "a@example.org", "--name", "a"]
+BAD_SERVING_ALERTS: list[tuple[list[str], str]] = [
+    ([*_ALERT, "--below", "0.5", "--metric", "usd_per_m_tokens"], "needs a serve request"),
+    (
+        [*_ALERT, "--in-stock", "--serve", "llama-3.1-8b", "--tokens-per-day", "-1"],
+        "--tokens-per-day",
+    ),
+    ([*_ALERT, "--in-stock", "--serve", "no-such-model"], "--serve"),
+    ([*DATABASE_ARGS["subscribe"], "--serve", "llama-3.1-8b", "--scenario", "x"], "--scenario"),
+]
+
+
+@pytest.mark.parametrize(("args", "names"), BAD_SERVING_ALERTS, ids=lambda a: str(a)[-30:])
+def test_a_serving_alert_is_refused_in_one_line(tmp: Path, args: list[str], names: str) -> None:
+    _assert_one_clear_line(_run(tmp, args), names, tmp)

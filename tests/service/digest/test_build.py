@@ -169,3 +169,28 @@ def test_each_listed_offer_links_to_where_to_rent_it() -> None:
     assert digest.text.count(f"rent: {launch}") == 2  # its row and its change
     assert "rent: https://cloud.lambda.ai/instances" in digest.text
     assert digest.html.count(f'<a href="{launch}" rel="noopener nofollow"') == 2
+
+
+def test_a_serving_search_lists_usd_per_m_tokens_instead_of_the_training_rows() -> None:
+    from gpuscout.pricing.serve_rank import ServeRequest
+
+    serve = ServeRequest(serve="llama-3.1-70b", precision="fp8")
+    view = SubscriptionView(1, "70B", "a@example.com", REQUIREMENT, JOB, "UTC", serve=serve)
+    digest = build_digest(
+        view,
+        offers_to_frame(OFFERS),
+        changes=None,
+        price_index=[],
+        stale_providers=[],
+        links=LINKS,
+        now=NOW,
+    )
+    assert re.match(
+        r"gpuscout 2025-W11: best 8× H100-SXM5-80GB \$0\.\d{4}/Mtok \(alpha", digest.subject
+    )
+    assert "Serve: llama-3.1-70b, fp8, offline" in digest.text
+    for part in (digest.html, digest.text):
+        assert "per M" in part or "per million output tokens" in part
+        assert "predicted: roofline" in part and "batch" in part
+        assert "effective TFLOP" not in part  # the training rows are not shown
+    assert re.search(r" 1\. alpha .*\n    \$0\.\d{4} per million output tokens", digest.text)

@@ -66,6 +66,7 @@ CORRUPT = {
     "unknown gpu": ('{"gpus": ["H900"]}', '{"hours": 100.0}'),
     "not json": ('{"gpus": ["H1', '{"hours": 100.0}'),
     "bad job": ("{}", '{"hours": 1, "gpu_hours": 2}'),
+    "bad serve": ("{}", '{"hours": 1, "serve": {"serve": "no-such-model"}}'),
 }
 
 
@@ -120,3 +121,18 @@ def test_a_corrupt_subscription_is_reported_marked_and_skipped_not_fatal(
     # and no later run tries them again
     report = run_digests(settings, engine, now=NOW + timedelta(days=7), current=current)
     assert [o.subscription_id for o in report.outcomes] == [good.id]
+
+
+def test_a_serve_request_rides_in_the_job_json_and_reads_back() -> None:
+    from gpuscout.pricing.serve_rank import ServeRequest
+    from gpuscout.service.digest.saved_search import load_search_json, load_serve_json
+
+    serve = ServeRequest(serve="llama-3.1-70b", precision="fp8", tokens_per_day=1e9)
+    requirement_json, job_json = dump_search(REQUIREMENT, JOB, serve)
+    assert json.loads(job_json)["serve"]["serve"] == "llama-3.1-70b"
+    assert load_search_json(1, requirement_json, job_json) == (REQUIREMENT, JOB)
+    assert load_serve_json(1, job_json) == serve
+    assert load_serve_json(1, dump_search(REQUIREMENT, JOB)[1]) is None  # a training search
+    broken = job_json.replace("llama-3.1-70b", "no-such-model")
+    with pytest.raises(CorruptSubscription, match="serve"):
+        load_serve_json(1, broken)

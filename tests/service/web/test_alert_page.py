@@ -47,3 +47,36 @@ async def test_a_provider_in_another_case_is_stored_as_the_offers_spell_it(
         stored = get_subscription(manager.engine, 1)
     assert stored is not None and len(handler.messages) == 1
     assert json.loads(stored.requirement_json)["providers"] == ["bolt"]
+
+
+async def test_a_serve_mode_search_is_saved_with_its_serve_request(
+    tmp_path: Path, smtp_server: tuple[RecordingHandler, int]
+) -> None:
+    """The explorer's serve mode query (``serve=...``) makes a serving alert: the form's
+    metric defaults to USD per million tokens and the serve request is stored."""
+    _handler, port = smtp_server
+    query = "gpus=H100&serve=llama-3.1-70b&precision=fp8"
+    form = {**FORM, "kind": "below", "threshold": "0.5", "query": query}
+    async with mail_app(tmp_path, port) as (client, _settings):
+        shown = await client.get(f"/alert?{query}")
+        assert shown.status_code == 200
+        assert 'value="usd_per_m_tokens" selected' in shown.text
+        posted = await client.post("/alert", data=form)
+        assert posted.status_code == 202, posted.text
+        bad = await client.post("/alert", data={**form, "query": "serve=no-such-model"})
+        assert bad.status_code == 422 and "unknown model" in html.unescape(bad.text)
+        manager = client._transport.app.state.subscriptions  # type: ignore[attr-defined]
+        stored = get_subscription(manager.engine, 1)
+    assert stored is not None
+    assert json.loads(stored.job_json)["serve"] == {"serve": "llama-3.1-70b", "precision": "fp8"}
+
+
+async def test_usd_per_m_tokens_without_serve_is_refused_by_the_form(
+    client: httpx.AsyncClient,
+) -> None:
+    posted = await client.post(
+        "/alert",
+        data={**FORM, "kind": "below", "metric": "usd_per_m_tokens", "threshold": "1"},
+    )
+    assert posted.status_code == 422
+    assert "needs a serve request" in html.unescape(posted.text)

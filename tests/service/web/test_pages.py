@@ -224,7 +224,7 @@ async def test_alert_form_carries_the_explorers_search(client: httpx.AsyncClient
     from gpuscout.service.alerts.condition import METRICS
     from gpuscout.service.web.alert_page import METRIC_LABELS
 
-    assert tuple(METRIC_LABELS) == METRICS  # the form offers every metric an alert takes
+    assert tuple(METRIC_LABELS) == (*METRICS, "usd_per_m_tokens")  # every metric an alert takes
     page = await client.get("/?gpus=H100&hours=10")
     assert 'href="/alert?gpus=H100&amp;hours=10"' in page.text
     form = (await client.get("/alert?gpus=H100&hours=10")).text

@@ -48,3 +48,21 @@ async def test_a_provider_in_another_case_is_stored_as_the_offers_spell_it(
     assert stored is not None and len(handler.messages) == 1
     saved = json.loads(stored.requirement_json)
     assert saved["providers"] == ["bolt"] and saved["exclude_providers"] == ["acme"]
+
+
+async def test_a_serve_mode_search_is_saved_with_its_serve_request(
+    tmp_path: Path, smtp_server: tuple[RecordingHandler, int]
+) -> None:
+    """The explorer's serve mode query makes a digest of serving rows ($/Mtok)."""
+    _handler, port = smtp_server
+    async with mail_app(tmp_path, port) as (client, _settings):
+        query = "gpus=H100&serve=llama-3.1-8b&scenario=server&hours=100"
+        posted = await client.post("/subscribe", data={**FORM, "query": query})
+        assert posted.status_code == 202, posted.text
+        manager = client._transport.app.state.subscriptions  # type: ignore[attr-defined]
+        stored = get_subscription(manager.engine, 1)
+    assert stored is not None
+    assert json.loads(stored.job_json) == {
+        "hours": 100.0,
+        "serve": {"serve": "llama-3.1-8b", "scenario": "server"},
+    }

@@ -63,8 +63,8 @@ def _number(value: Any, digits: int = 4) -> str:
         return str(value)
 
 
-def _serve_lines(offer: dict[str, Any]) -> list[tuple[str, str]]:
-    """A serving offer's lines: $/Mtok, replicas and batch, and the throughput's source."""
+def _head_lines(offer: dict[str, Any]) -> list[tuple[str, str]]:
+    """The lines every firing's offer starts with: what, where, which term, at what price."""
     return [
         (
             "offer",
@@ -73,6 +73,13 @@ def _serve_lines(offer: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("instance", str(offer.get("instance_name") or offer.get("offer_id"))),
         ("USD per hour", _number(offer.get("usd_per_hour"))),
+    ]
+
+
+def _serve_lines(offer: dict[str, Any]) -> list[tuple[str, str]]:
+    """A serving offer's lines: $/Mtok, replicas and batch, and the throughput's source."""
+    return [
+        *_head_lines(offer),
         ("USD per million output tokens", _number(offer.get("usd_per_m_tokens"))),
         (
             "replicas x GPUs, batch",
@@ -89,13 +96,7 @@ def _offer_lines(offer: dict[str, Any] | None) -> list[tuple[str, str]]:
     if "usd_per_m_tokens" in offer:
         return _serve_lines(offer)
     return [
-        (
-            "offer",
-            f"{offer.get('gpu_count')}x {offer.get('gpu_model')} at {offer.get('provider')}"
-            f" ({offer.get('region') or 'any region'}, {offer.get('term')})",
-        ),
-        ("instance", str(offer.get("instance_name") or offer.get("offer_id"))),
-        ("USD per hour", _number(offer.get("usd_per_hour"))),
+        *_head_lines(offer),
         ("USD per GPU-hour", _number(offer.get("usd_per_gpu_hour"))),
         (
             "effective TFLOPs",

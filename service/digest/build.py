@@ -183,6 +183,20 @@ def _offer_label(offer: Offer) -> str:
     return f"{offer.gpus:g}× {gpu}"
 
 
+def _where(
+    provider: str,
+    offer_id: str,
+    region: str | None,
+    instance_name: str | None,
+    seller: str | None = None,
+) -> dict[str, Any]:
+    """A row's offer id, region and the link to rent it, as every table of the mail shows them."""
+    rent = rent_link(
+        provider, instance_name=instance_name, region=region, offer_id=offer_id, seller=seller
+    )
+    return {"offer_id": offer_id, "region": region or "–", "rent": rent}
+
+
 def _change_rows(changes: Sequence[PriceChange]) -> list[dict[str, Any]]:
     rows = []
     for change in changes[:CHANGES_PER_SECTION]:
@@ -190,14 +204,8 @@ def _change_rows(changes: Sequence[PriceChange]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "provider": provider_label(offer.provider, offer.seller),
-                "offer_id": offer.offer_id,
-                "region": offer.region or "–",
-                "rent": rent_link(
-                    offer.provider,
-                    instance_name=offer.instance_name,
-                    region=offer.region,
-                    offer_id=offer.offer_id,
-                    seller=offer.seller,
+                **_where(
+                    offer.provider, offer.offer_id, offer.region, offer.instance_name, offer.seller
                 ),
                 "gpu": _offer_label(offer),
                 "term": offer.term.value,
@@ -218,14 +226,8 @@ def _top_rows(
             {
                 "rank": r["rank"],
                 "provider": provider_label(r["provider"], r["seller"]),
-                "offer_id": r["offer_id"],
-                "region": r["region"] or "–",
-                "rent": rent_link(
-                    r["provider"],
-                    instance_name=r["instance_name"],
-                    region=r["region"],
-                    offer_id=r["offer_id"],
-                    seller=r["seller"],
+                **_where(
+                    r["provider"], r["offer_id"], r["region"], r["instance_name"], r["seller"]
                 ),
                 "gpu": f"{r['gpus']:g}× {r['gpu_model'] or '?'}",
                 "term": str(r["term"]),
@@ -248,14 +250,7 @@ def _serve_rows(ranked: pl.DataFrame, stale: set[str], sample: set[str]) -> list
         {
             "rank": r["rank"],
             "provider": r["provider"],
-            "offer_id": r["offer_id"],
-            "region": r["region"] or "–",
-            "rent": rent_link(
-                r["provider"],
-                instance_name=r["instance_name"],
-                region=r["region"],
-                offer_id=r["offer_id"],
-            ),
+            **_where(r["provider"], r["offer_id"], r["region"], r["instance_name"]),
             "gpu": f"{r['gpu_count']}× {r['gpu_model'] or '?'}",
             "term": str(r["term"]),
             "usd_per_hour": r["usd_per_hour"],

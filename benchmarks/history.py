@@ -38,8 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -47,12 +46,11 @@ from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
-from sqlalchemy.pool import NullPool
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.snapshot import postgres_schema  # noqa: E402
 from benchmarks.synthetic import synthetic_offers  # noqa: E402
 from gpuscout.adapters.collect import ProviderRun, RunStatus  # noqa: E402
 from gpuscout.adapters.schema import Offer, default_fx  # noqa: E402
@@ -86,21 +84,6 @@ VIEWS = (
 )
 TARGET_RATIO, TARGET_YEAR_S = 2.0, 0.2
 _history = PriceHistory.__table__
-
-
-@contextlib.contextmanager
-def postgres_schema(base: str) -> Iterator[str]:
-    schema = f"bench_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(base, poolclass=NullPool)
-    with admin.begin() as c:
-        c.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-    try:
-        url = make_url(base).update_query_dict({"options": f"-csearch_path={schema}"})
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as c:
-            c.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
-        admin.dispose()
 
 
 class History:

@@ -34,7 +34,7 @@ from gpuscout.adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
 
 from .models import CurrentOffer, PriceHistory, ProviderStatus
 from .records import decode_offers
-from .rollups import read_rollups, series_named
+from .rollups import read_rollups, series_named, spread_over_days
 
 __all__ = [
     "INDEX_SCHEMA",
@@ -374,18 +374,7 @@ def daily_index(
     )
     price = pl.col("usd_per_gpu_hour")
     per_day = (
-        prices.lazy()
-        .with_columns(
-            first_day=pl.max_horizontal(pl.col("valid_from").dt.date(), pl.lit(start)),
-            # valid_to is exclusive: a price closed at midnight does not cover that day
-            last_day=pl.min_horizontal(
-                (pl.col("valid_to") - pl.duration(microseconds=1)).dt.date().fill_null(end),
-                pl.lit(end),
-            ),
-        )
-        .filter(pl.col("first_day") <= pl.col("last_day"))
-        .with_columns(day=pl.date_ranges("first_day", "last_day", "1d"))
-        .explode("day")
+        spread_over_days(prices.lazy(), start, end)
         # one price per offer and day: the last one valid that day
         .sort("day", "offer_key", "valid_from")
         .group_by("day", "offer_key")

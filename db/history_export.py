@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .models import PriceHistory
+from .rollups import spread_over_days
 
 __all__ = ["EXPORT_SCHEMA", "MANIFEST", "ExportResult", "export_history", "read_manifest"]
 
@@ -123,18 +124,7 @@ def _rows(engine: Engine, first: date, last: date) -> pl.DataFrame:
 def _per_day(rows: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
     """Per day of ``first`` .. ``last``: each offer's last price valid that day."""
     return (
-        rows.lazy()
-        .with_columns(
-            first_day=pl.max_horizontal(pl.col("valid_from").dt.date(), pl.lit(first)),
-            # valid_to is exclusive: a price closed at midnight does not cover that day
-            last_day=pl.min_horizontal(
-                (pl.col("valid_to") - pl.duration(microseconds=1)).dt.date().fill_null(last),
-                pl.lit(last),
-            ),
-        )
-        .filter(pl.col("first_day") <= pl.col("last_day"))
-        .with_columns(day=pl.date_ranges("first_day", "last_day", "1d"))
-        .explode("day")
+        spread_over_days(rows.lazy(), first, last)
         .sort("day", "offer_key", "valid_from")
         .group_by("day", "offer_key", maintain_order=True)
         .last()

@@ -49,6 +49,7 @@ __all__ = [
     "read_rollups",
     "rebuild_rollups",
     "series_named",
+    "spread_over_days",
     "update_rollups",
 ]
 
@@ -165,6 +166,25 @@ def _statistics(prices: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
     )
 
 
+def spread_over_days(rows: pl.LazyFrame, first: date, last: date, *bounds: pl.Expr) -> pl.LazyFrame:
+    """``rows`` (price history rows) once per UTC day of ``first`` .. ``last`` each is valid
+    on, as column ``day``; ``bounds``: further last days a row does not go past."""
+    return (
+        rows.with_columns(
+            first_day=pl.max_horizontal(pl.col("valid_from").dt.date(), pl.lit(first)),
+            last_day=pl.min_horizontal(
+                # valid_to is exclusive: a price closed at midnight does not cover that day
+                (pl.col("valid_to") - pl.duration(microseconds=1)).dt.date().fill_null(last),
+                *bounds,
+                pl.lit(last),
+            ),
+        )
+        .filter(pl.col("first_day") <= pl.col("last_day"))
+        .with_columns(day=pl.date_ranges("first_day", "last_day", "1d"))
+        .explode("day")
+    )
+
+
 def day_statistics(rows: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
     """Per day of ``first`` .. ``last``, series and term with offers: the statistics of the
     last price of each offer valid during that day (``rows``: history rows as
@@ -179,19 +199,9 @@ def day_statistics(rows: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
         .sort("offer_key", "valid_from")
         .join(_membership().lazy(), on="gpu_model", maintain_order="left")
         .with_columns(next_from=pl.col("valid_from").shift(-1).over(series_offer))
-        .with_columns(
-            first_day=pl.max_horizontal(pl.col("valid_from").dt.date(), pl.lit(first)),
-            last_day=pl.min_horizontal(
-                # valid_to is exclusive: a price closed at midnight does not cover that day
-                (pl.col("valid_to") - pl.duration(microseconds=1)).dt.date().fill_null(last),
-                (pl.col("next_from").dt.date() - pl.duration(days=1)).fill_null(last),
-                pl.lit(last),
-            ),
-        )
-        .filter(pl.col("first_day") <= pl.col("last_day"))
-        .with_columns(day=pl.date_ranges("first_day", "last_day", "1d"))
-        .explode("day")
     )
+    before_next = (pl.col("next_from").dt.date() - pl.duration(days=1)).fill_null(last)
+    per_offer = spread_over_days(per_offer, first, last, before_next)
     return _statistics(per_offer, ["day", "series", "term"]).collect()
 
 

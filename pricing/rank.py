@@ -223,23 +223,25 @@ _NONE_REFUSED = pl.lit(None, dtype=ex.REASON)  # a job no row refuses (refuses_n
 _PLACEABLE = pl.col("placement_reason").is_null()
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class _Chain:
-    """The steps of the chain and what they read, resolved once per call."""
+    """The steps of the chain and the columns each adds, resolved once per call: every
+    expression of :mod:`pricing.expressions` a ranking applies is built in :meth:`of`."""
 
     catalog: pl.LazyFrame
     #: Per GPU model: :data:`_FIGURE_COLUMNS`.
     figures: pl.LazyFrame
     qualifies: pl.Expr
-    requirement: Requirement
-    job: Job
-    efficiency: Efficiency
-    memory_needed_gb: float | None
-    per_gpu_extra_gb: float | None
-    scaling: float | None
-    now: datetime
-    #: Disk GB per instance the job asks: the job's, else the requirement's minimum.
-    storage_gb: float | None
+    #: Whether the job can be placed on every qualified row
+    #: (:func:`pricing.expressions.refuses_none`): then no reason is planned, the costing
+    #: filters nothing and a page groups no configuration as unplaced.
+    refuses_none: bool
+    #: :meth:`placed`'s columns, stage by stage; :meth:`cost`'s up to effective TFLOPs,
+    #: then after them; step 6's columns of the chosen rows.
+    placing: tuple[dict[str, pl.Expr], ...]
+    tflops: tuple[dict[str, pl.Expr], ...]
+    costing: tuple[dict[str, pl.Expr], ...]
+    answer: dict[str, pl.Expr]
 
     @classmethod
     def of(
@@ -255,104 +257,98 @@ class _Chain:
         job = job or Job.for_hours(1)
         requirement = requirement or Requirement()
         eff = options.efficiency or default_efficiency()
+        i = eff.interruptible
         now = options.now or datetime.now(UTC)
         table = _catalog_table(options.precision, eff, options.mfu)
+        memory = job.memory_needed_gb(options.precision, eff) if require_fit else None
+        extra = job.per_gpu_extra_gb(eff) if require_fit else None
+        storage_gb = job.storage_gb if job.storage_gb is not None else requirement.min_storage_gb
+        modelled = job.interruptible_overhead is None
+        # a job without a GPU count runs on every GPU of one node: no fabric between nodes
+        one_node = job.gpus is None
+        refuses_none = ex.refuses_none(one_node, memory is not None, i, modelled=modelled)
+        reason = (
+            _NONE_REFUSED
+            if refuses_none
+            else ex.placement_reason(requirement, memory is not None, i, modelled=modelled)
+        )
+        floor, metered, billed = ex.billed_hours_stages()
+        inter_node = pl.lit(1.0) if one_node else ex.inter_node_scaling(eff.scaling)
         return cls(
             catalog=table.lazy().select(_CATALOG_COLUMNS),
             figures=table.lazy().select("gpu_model", *_FIGURE_COLUMNS),
             qualifies=ex.qualifies(requirement, now),
-            requirement=requirement,
-            job=job,
-            efficiency=eff,
-            memory_needed_gb=job.memory_needed_gb(options.precision, eff) if require_fit else None,
-            per_gpu_extra_gb=job.per_gpu_extra_gb(eff) if require_fit else None,
-            scaling=options.scaling,
-            now=now,
-            storage_gb=job.storage_gb if job.storage_gb is not None else requirement.min_storage_gb,
+            refuses_none=refuses_none,
+            placing=(
+                {"nodes": ex.node_count(job.gpus), "job_gpus": ex.job_gpus(job.gpus)},
+                {"memory_per_gpu_gb": ex.memory_per_gpu_gb(memory, extra)},
+                {"placement_reason": reason},
+            ),
+            tflops=(
+                {
+                    "total_gpus": ex.total_gpus(),
+                    "scaling_intra_node": ex.intra_node_scaling(eff.scaling, one_node),
+                    "scaling_inter_node": inter_node,
+                },
+                {"scaling": ex.scaling() if options.scaling is None else pl.lit(options.scaling)},
+                {"effective_tflops": ex.effective_tflops()},
+            ),
+            costing=(
+                {"compute_hours": ex.compute_hours(job)},
+                {"wall_clock_hours": ex.wall_clock_hours(i, job.interruptible_overhead)},
+                {**floor, "interruptions_expected": ex.interruptions_expected(i)},
+                metered,
+                billed,
+                {
+                    "job_cost_usd": ex.job_cost_usd(),
+                    "job_storage_gb": ex.job_storage_gb(storage_gb),
+                },
+                {
+                    "required_extras_usd": ex.required_extras_usd(),
+                    "storage_cost_usd": ex.storage_cost_usd(),
+                    "egress_cost_usd": ex.egress_cost_usd(job.egress_gb),
+                },
+                {"all_in_cost_usd": ex.all_in_cost_usd()},
+                {KEY: ex.usd_per_effective_tflop_hour()},
+            ),
+            answer={
+                "job_usd_per_hour": ex.job_usd_per_hour(),
+                "gpu_memory_gb": ex.gpu_memory_gb(),
+                "total_gpu_memory_gb": ex.total_gpu_memory_gb(),
+                "memory_needed_gb": pl.lit(memory, dtype=pl.Float64),
+                "precision": pl.lit(options.precision.value),
+                "price_age_hours": ex.price_age_hours(now),
+                "form_factor_stated": ex.form_factor_stated(),
+                "caveats": ex.caveats(job.egress_gb),
+                "placement": ex.placement_text(),
+                "interruptible_risk": ex.interruptible_risk(),
+                "billing_rounding_hours": ex.billing_rounding_hours(),
+            },
         )
 
     def qualified(self, offers: pl.LazyFrame) -> pl.LazyFrame:
         """Offer rows that meet the requirement, with their GPU's catalog columns (a row
         whose GPU the catalog has no peak for at the precision is not one)."""
-        return ex.where(offers.join(self.catalog, on="gpu_model", how="inner"), self.qualifies)
-
-    @property
-    def refuses_none(self) -> bool:
-        """Whether the job can be placed on every qualified row
-        (:func:`pricing.expressions.refuses_none`): then no reason is planned, the costing
-        filters nothing and a page groups no configuration as unplaced."""
-        return ex.refuses_none(
-            self.job.gpus is None,
-            self.memory_needed_gb is not None,
-            self.efficiency.interruptible,
-            modelled=self.job.interruptible_overhead is None,
-        )
+        joined = offers.join(self.catalog, on="gpu_model", how="inner")
+        return joined if self.qualifies is ex.ALWAYS else joined.filter(self.qualifies)
 
     def placed(self, qualified: pl.LazyFrame) -> pl.LazyFrame:
         """Qualified rows with their nodes, job GPUs, per-GPU memory need and
         ``placement_reason`` (null: the job can run there), unfiltered."""
-        eff = self.efficiency
-        reason = (
-            _NONE_REFUSED
-            if self.refuses_none
-            else ex.placement_reason(
-                self.requirement,
-                self.memory_needed_gb is not None,
-                eff.interruptible,
-                modelled=self.job.interruptible_overhead is None,
-            )
-        )
-        return (
-            qualified.with_columns(
-                nodes=ex.node_count(self.job.gpus), job_gpus=ex.job_gpus(self.job.gpus)
-            )
-            .with_columns(
-                memory_per_gpu_gb=ex.memory_per_gpu_gb(self.memory_needed_gb, self.per_gpu_extra_gb)
-            )
-            .with_columns(placement_reason=reason)
-        )
+        return _with_stages(qualified, self.placing)
 
     def cost(self, placed: pl.LazyFrame) -> pl.LazyFrame:
         """Effective TFLOPs, hours and cost of the :meth:`placed` rows the job can run on."""
-        eff = self.efficiency
-        scaling = ex.scaling() if self.scaling is None else pl.lit(self.scaling)
-        floor, metered, billed = ex.billed_hours_stages()
-        # a job without a GPU count runs on every GPU of one node: no fabric between nodes
-        one_node = self.job.gpus is None
-        inter_node = pl.lit(1.0) if one_node else ex.inter_node_scaling(eff.scaling)
         placeable = placed if self.refuses_none else placed.filter(_PLACEABLE)
-        return (
-            placeable.with_columns(
-                total_gpus=ex.total_gpus(),
-                scaling_intra_node=ex.intra_node_scaling(eff.scaling, one_node),
-                scaling_inter_node=inter_node,
-            )
-            .with_columns(scaling=scaling)
-            .with_columns(effective_tflops=ex.effective_tflops())
-            .filter(pl.col("effective_tflops") > 0)
-            .with_columns(compute_hours=ex.compute_hours(self.job))
-            .with_columns(
-                wall_clock_hours=ex.wall_clock_hours(
-                    eff.interruptible, self.job.interruptible_overhead
-                )
-            )
-            .with_columns(
-                **floor, interruptions_expected=ex.interruptions_expected(eff.interruptible)
-            )
-            .with_columns(**metered)
-            .with_columns(**billed)
-            .drop(ex.BILLING_STAGE_COLUMNS)
-            .with_columns(
-                job_cost_usd=ex.job_cost_usd(), job_storage_gb=ex.job_storage_gb(self.storage_gb)
-            )
-            .with_columns(
-                required_extras_usd=ex.required_extras_usd(),
-                storage_cost_usd=ex.storage_cost_usd(),
-                egress_cost_usd=ex.egress_cost_usd(self.job.egress_gb),
-            )
-            .with_columns(all_in_cost_usd=ex.all_in_cost_usd())
-            .with_columns(**{KEY: ex.usd_per_effective_tflop_hour()})
-        )
+        rated = _with_stages(placeable, self.tflops).filter(pl.col("effective_tflops") > 0)
+        return _with_stages(rated, self.costing).drop(ex.BILLING_STAGE_COLUMNS)
+
+
+def _with_stages(frame: pl.LazyFrame, stages: tuple[dict[str, pl.Expr], ...]) -> pl.LazyFrame:
+    """``frame`` with each stage's columns added in turn (a stage reads the ones before)."""
+    for columns in stages:
+        frame = frame.with_columns(**columns)
+    return frame
 
 
 def costed_plan(
@@ -489,19 +485,7 @@ def _plans(
     )
     # 6
     ranked = (
-        chosen.with_columns(
-            job_usd_per_hour=ex.job_usd_per_hour(),
-            gpu_memory_gb=ex.gpu_memory_gb(),
-            total_gpu_memory_gb=ex.total_gpu_memory_gb(),
-            memory_needed_gb=pl.lit(chain.memory_needed_gb, dtype=pl.Float64),
-            precision=pl.lit(options.precision.value),
-            price_age_hours=ex.price_age_hours(chain.now),
-            form_factor_stated=ex.form_factor_stated(),
-            caveats=ex.caveats(chain.job.egress_gb),
-            placement=ex.placement_text(),
-            interruptible_risk=ex.interruptible_risk(),
-            billing_rounding_hours=ex.billing_rounding_hours(),
-        )
+        chosen.with_columns(**chain.answer)
         .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)
     )

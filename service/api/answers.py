@@ -28,6 +28,7 @@ from gpuscout.pricing.display import for_display
 from gpuscout.pricing.rank import RankedPage, RankOptions, SortKey, rank_page
 
 from .answer_schema import GROUPS, TOP_LEVEL
+from .engine_inputs import ParsedQuery
 from .offer_ids import (
     KEY_COLUMNS,
     Cursor,
@@ -38,7 +39,6 @@ from .offer_ids import (
     query_digest,
 )
 from .offers_cache import OFFERS_PATH, CachedPage, etag_for
-from .offers_query import ParsedQuery
 from .state import ApiState
 from .vocabulary import rfc3339
 

@@ -19,7 +19,8 @@ from starlette.datastructures import QueryParams
 from gpuscout.pricing.serve_rank import DEFAULT_SERVICE_HOURS, ServeRequest, rank_serving
 
 from ..serving_answer import serving_answer
-from .offers_query import parse_offers_query, validate_query
+from .engine_inputs import parse_offers_query
+from .offers_query import canonical_key, validate_query
 from .state import ApiState
 
 __all__ = ["SERVE_PARAMS", "serving_offers"]
@@ -52,7 +53,7 @@ def serving_offers(
     request = _serve_request(params)
     rest = QueryParams([(k, v) for k, v in params.multi_items() if k not in SERVE_PARAMS])
     query = validate_query(rest, max_list_items)
-    parsed = parse_offers_query(query, providers=state.known_providers)
+    parsed = parse_offers_query(query, canonical_key(query), providers=state.known_providers)
     hours = parsed.job.hours if parsed.job is not None and parsed.job.hours else None
     ranking = rank_serving(
         state.frame,

@@ -420,7 +420,8 @@ def _api_answer(
 ) -> dict[str, Any]:
     """The answer ``GET /v1/offers`` gives for this query, built by the API's own code."""
     from ..api.answers import ranked_page
-    from ..api.offers_query import OffersQuery, ParsedQuery, canonical_key
+    from ..api.engine_inputs import ParsedQuery
+    from ..api.offers_query import OffersQuery, canonical_key
     from ..api.state import build_state
 
     extras = {k: options[k] for k in ("precision", "sort", "limit", "mfu", "scaling")}

@@ -16,7 +16,8 @@ from starlette.datastructures import QueryParams
 
 from gpuscout.service.api.answers import ranked_page
 from gpuscout.service.api.app_context import ApiContext
-from gpuscout.service.api.offers_query import canonical_key, parse_offers_query, validate_query
+from gpuscout.service.api.engine_inputs import parse_offers_query
+from gpuscout.service.api.offers_query import canonical_key, validate_query
 from gpuscout.service.api.state import ApiState
 from gpuscout.service.validation_text import error_message
 

@@ -21,7 +21,8 @@ from starlette.datastructures import QueryParams
 from gpuscout.pricing.job import Job
 from gpuscout.pricing.serve_rank import ServeRequest
 from gpuscout.service.api.deps import SavedSearchProvidersDep, SettingsDep
-from gpuscout.service.api.offers_query import parse_offers_query, validate_query
+from gpuscout.service.api.engine_inputs import parse_offers_query
+from gpuscout.service.api.offers_query import canonical_key, validate_query
 from gpuscout.service.api.routers.subscriptions import ManagerDep, SubscriptionAccepted, subscribe
 from gpuscout.service.api.serving_offers import SERVE_PARAMS
 from gpuscout.service.digest.subscriptions import SubscriptionRequest
@@ -44,9 +45,8 @@ def search_from_query(
     known names, :func:`service.api.deps.saved_search_providers`; ``None``: not checked)
     is refused as the explorer refuses it, one in another case spelled as the offers do."""
     try:
-        parsed = parse_offers_query(
-            validate_query(clean_query(QueryParams(query)), max_items), providers=providers
-        )
+        valid = validate_query(clean_query(QueryParams(query)), max_items)
+        parsed = parse_offers_query(valid, canonical_key(valid), providers=providers)
     except RequestValidationError as exc:
         return None, Job.for_hours(1), [f"{e['loc'][-1]}: {error_message(e)}" for e in exc.errors()]
     return parsed.requirement, parsed.job or Job.for_hours(1), []

@@ -118,18 +118,15 @@ def test_a_job_said_to_refuse_no_row_refuses_none() -> None:
     for job, efficiency in _chain_cases():
         options = RankOptions(now=NOW, efficiency=efficiency)
         chain = _Chain.of(Requirement(), job, options)
+        memory = job.memory_needed_gb(options.precision, efficiency)
         reason = ex.placement_reason(
-            chain.requirement,
-            chain.memory_needed_gb is not None,
+            Requirement(),
+            memory is not None,
             efficiency.interruptible,
             modelled=job.interruptible_overhead is None,
         )
-        placed = chain.qualified(frame.lazy()).with_columns(
-            nodes=ex.node_count(job.gpus), job_gpus=ex.job_gpus(job.gpus)
-        )
-        placed = placed.with_columns(
-            memory_per_gpu_gb=ex.memory_per_gpu_gb(chain.memory_needed_gb, chain.per_gpu_extra_gb)
-        )
+        # nodes, job GPUs and memory per GPU as the chain places them; the reason in full
+        placed = chain.placed(chain.qualified(frame.lazy()))
         reasons = placed.select(reason.alias("r")).collect()["r"]
         refused = reasons.null_count() < reasons.len()
         assert not (chain.refuses_none and refused), (job, efficiency.interruptible)

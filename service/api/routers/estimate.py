@@ -26,7 +26,7 @@ from gpuscout.pricing.requirement import Requirement
 from ..answer_schema import Provenance, RankedOffer
 from ..answers import page_header, ranked_offers
 from ..deps import ContextDep, NoQueryDep, StateDep
-from ..offers_query import ParsedQuery, checked_providers
+from ..engine_inputs import ParsedQuery, checked_providers
 from ..problems import problem_responses
 from ..vocabulary import deprecation_headers, deprecation_note
 

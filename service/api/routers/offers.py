@@ -27,6 +27,7 @@ from gpuscout.service.offer_record import (
 from ..answer_schema import OfferDetail, OffersPage, Provenance
 from ..answers import page_header, ranked_page
 from ..deps import ContextDep, NoQueryDep, StateDep
+from ..engine_inputs import parse_offers_query
 from ..offer_ids import CursorError, decode_cursor, decode_offer_id, offer_links, query_digest
 from ..offers_cache import etag_for, not_modified, page_response
 from ..offers_query import (
@@ -34,7 +35,6 @@ from ..offers_query import (
     deprecated_names,
     deprecated_values,
     openapi_parameters,
-    parse_offers_query,
     validate_query,
 )
 from ..problems import ProblemError, problem_responses
@@ -96,6 +96,7 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
         )
         return JSONResponse(answer)
     now = state.answer_time()
+    old_names = deprecated_names(request.query_params) + deprecated_values(request.query_params)
     query = validate_query(  # 422 names the parameter
         request.query_params, context.settings.api_max_list_items
     )
@@ -116,7 +117,6 @@ async def list_offers(request: Request, state: StateDep, context: ContextDep) ->
         page = await context.ranking(ranked_page, state, parsed, now)
         state.cache.put((key, now), page)
     response = page_response(page, client_etags, max_age_s)
-    old_names = deprecated_names(request.query_params) + deprecated_values(request.query_params)
     if old_names:
         deprecation_headers(old_names, response.headers)
     return response

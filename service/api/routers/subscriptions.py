@@ -28,7 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from gpuscout.service.digest.subscriptions import SubscriptionRequest
 
 from ..deps import SavedSearchProvidersDep, SettingsDep, reject_unknown
-from ..offers_query import checked_providers
+from ..engine_inputs import checked_providers
 from ..problems import problem_response
 
 __all__ = [
@@ -93,7 +93,7 @@ def checked_search(body: Search, providers: Collection[str] | None) -> Search:
     """``body`` with its requirement's providers spelled as ``providers`` has them (a name
     differing only in case is the known one), as ``/v1/offers`` reads them; a 422 naming
     ``body.requirement.<field>`` for a name none of them is, worded as ``/v1/offers``
-    words it (:func:`~service.api.offers_query.checked_providers`). A saved search naming
+    words it (:func:`~service.api.engine_inputs.checked_providers`). A saved search naming
     no offer's provider would never find anything, and nobody would be told.
     ``providers=None`` (:func:`~service.api.deps.saved_search_providers`): not checked."""
     if providers is None:

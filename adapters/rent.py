@@ -6,7 +6,8 @@ carries both (:mod:`adapters.declarations`), so a link is made from an offer's s
 columns without importing an adapter. A price sheet's offer (provider ``sheet``) is rented
 from its seller: a seller that names a known provider (``tencent-cloud`` is Tencent Cloud,
 :func:`adapters.provider_aliases`) links to that provider's pricing page (the sheet's
-instance names are not the provider's ids); a seller gpuscout does not know has no link.
+instance names are not the provider's ids); a seller with no adapter but a known pricing page
+(``jd-cloud``, ``data/seller_pages.csv``) links to that page; any other seller has no link.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from urllib.parse import quote
 
 from . import provider_aliases
 from .declarations import Declaration, declared
+from .tables import data_rows
 
 __all__ = ["SHEET", "rent_link", "template_fields"]
 
@@ -55,6 +57,13 @@ def _seller_providers() -> dict[str, str]:
     return known
 
 
+@functools.cache
+def _seller_pages() -> dict[str, str]:
+    """Folded names of price-sheet sellers that have no adapter -> their pricing page, from
+    ``data/seller_pages.csv``, where each row carries its source."""
+    return {_folded(row["seller"]): row["pricing_url"] for row in data_rows("seller_pages.csv")}
+
+
 def rent_link(
     provider: str,
     *,
@@ -65,10 +74,13 @@ def rent_link(
 ) -> str | None:
     """The link to rent this offer: the provider's launch page filled with the offer's parts,
     its pricing page where the launch page needs a part the offer lacks (or none is
-    declared); ``None`` for a price sheet's seller that names no known provider."""
+    declared); ``None`` for a price sheet's seller that names no known provider or page."""
     if provider == SHEET:
-        named = _seller_providers().get(_folded(seller or ""))
-        return None if named is None else _declarations()[named].pricing_url or None
+        folded = _folded(seller or "")
+        named = _seller_providers().get(folded)
+        if named is None:
+            return _seller_pages().get(folded)
+        return _declarations()[named].pricing_url or None
     declaration = _declarations().get(provider)
     if declaration is None:
         return None

@@ -129,6 +129,9 @@ def test_sheet_sellers_link_to_their_providers_pricing_page() -> None:
     assert rent_link("sheet", seller="tencent-cloud") == "https://www.tencentcloud.com/pricing/cvm"
     assert rent_link("sheet", seller="腾讯云") == "https://www.tencentcloud.com/pricing/cvm"
     assert rent_link("sheet", seller="CoreWeave") == "https://www.coreweave.com/pricing"
+    # a seller with no adapter: its pricing page from data/seller_pages.csv
+    assert rent_link("sheet", seller="jd-cloud") == "https://www.jdcloud.com/calculator/calHost"
+    assert rent_link("sheet", seller="京东云") == "https://www.jdcloud.com/calculator/calHost"
     assert rent_link("sheet", seller="someone-else") is None
     assert rent_link("nobody") is None
 

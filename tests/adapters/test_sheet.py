@@ -53,10 +53,10 @@ def test_example_sheet_loads_every_entry() -> None:
     result = example()
     [skipped] = result.skipped
     assert skipped.reason == (
-        "example_sheet.yaml offers[11] (id seed-8x-a100-80g-epyc7702-monthly): "
+        "example_sheet.yaml offers[15] (id seed-8x-a100-80g-epyc7702-monthly): "
         + ILLUSTRATIVE_REASON
     )
-    assert len(result.offers) == 10
+    assert len(result.offers) == 14
     assert {o.provider for o in result.offers} == {"sheet"}
     assert not any(o.seller == "example-host" for o in result.offers)
 
@@ -145,6 +145,24 @@ def test_one_configuration_at_two_terms_shares_an_id() -> None:
     assert long["term"][0] == "commit_1mo"
     # 114016 CNY a month against 237.51 CNY an hour: the month pays from 480 hours on
     assert 400 < long["break_even_hours"][0] < 500
+
+
+def test_jd_cloud_p40_hourly_and_monthly_from_a_dated_revision() -> None:
+    """JD Cloud's list prices of p.n1p40.3xlarge: one P40, 14.73 CNY an hour or 4241.5 a
+    month, dated by the documentation revision they are copied from (2018-12-29)."""
+    offers = [o for o in example().offers if o.offer_id == "jd-cloud/p.n1p40.3xlarge"]
+    by_term = {o.term: o for o in offers}
+    assert set(by_term) == {RentalTerm.ON_DEMAND, RentalTerm.COMMIT_1MO}
+    hourly, monthly = by_term[RentalTerm.ON_DEMAND], by_term[RentalTerm.COMMIT_1MO]
+    assert hourly.gpu_model == monthly.gpu_model == "P40"
+    assert (hourly.gpu_count, hourly.vcpus, hourly.ram_gb) == (1, 12, 48)
+    assert (hourly.price_amount, hourly.price_unit) == (Decimal("14.73"), PriceUnit.HOUR)
+    assert (monthly.price_amount, monthly.price_unit) == (Decimal("4241.5"), PriceUnit.MONTH)
+    assert {o.price_currency for o in offers} == {"CNY"} and {o.country for o in offers} == {"CN"}
+    assert {o.fetched_at for o in offers} == {datetime(2018, 12, 29, tzinfo=UTC)}
+    # 4241.5 CNY a month against 14.73 CNY an hour: the month pays from about 288 hours on
+    long = rank(offers_to_frame(offers), job=Job(hours=700))
+    assert long["term"][0] == "commit_1mo" and 280 < long["break_even_hours"][0] < 295
 
 
 def test_the_same_offer_twice_is_skipped_naming_the_first() -> None:
@@ -313,8 +331,8 @@ def test_fetch_reads_configured_files(tmp_path: Path) -> None:
     payloads = run_fetch(a)
     assert [p["format"] for p in payloads] == ["yaml", "csv"]
     assert (
-        len(a.parse(payloads, fetched_at=NOW).offers) == 11
-    )  # 10 of the example (one illustrative), 1 of the CSV
+        len(a.parse(payloads, fetched_at=NOW).offers) == 15
+    )  # 14 of the example (one illustrative), 1 of the CSV
     assert SheetAdapter(paths=[csv_file]).paths == (csv_file,)
 
 

@@ -1,6 +1,5 @@
-"""Chinese platforms rank on the offline sample, each price in CNY beside its USD (issue #52:
-the goal is five; the sample holds four with a dated source, listed here so that a fifth
-changes this test on purpose)."""
+"""Chinese platforms rank on the offline sample, each price in CNY beside its USD: five with a
+dated source, listed here so that another one changes this test on purpose."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from gpuscout.service.cli import app
 runner = CliRunner()
 
 #: The Chinese platforms the sample ranks (a provider, or a price sheet's seller).
-CHINESE_ON_THE_SAMPLE = {"autodl", "compshare", "alibaba-cloud", "tencent-cloud"}
+CHINESE_ON_THE_SAMPLE = {"autodl", "compshare", "alibaba-cloud", "tencent-cloud", "jd-cloud"}
 
 
 def test_chinese_platforms_rank_on_the_sample_with_cny_beside_usd() -> None:

@@ -365,10 +365,25 @@ def print_table(
     reasons = folded.select(
         "rank", pl.when(explained).then("break_even"), _cost_parts(folded), "_caveat"
     )
+    said: dict[str, list[int]] = {}  # each text once, with every row it is said of
     for rank, *texts in reasons.iter_rows():
         for text in texts:
             if text:
-                console.print(f"  #{rank}: {text}", highlight=False)
+                said.setdefault(text, []).append(rank)
+    for text, ranks in said.items():
+        console.print(f"  {ranks_text(ranks)}: {text}", highlight=False)
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """``[5, 7, 9, 10, 11]`` as ``#5, #7, #9-#11``: the rows a note beneath the table is
+    said of, runs of consecutive ranks joined."""
+    runs: list[list[int]] = []
+    for rank in ranks:
+        if runs and rank == runs[-1][-1] + 1:
+            runs[-1].append(rank)
+        else:
+            runs.append([rank])
+    return ", ".join(f"#{r[0]}" if len(r) == 1 else f"#{r[0]}-#{r[-1]}" for r in runs)
 
 
 #: The parts of the all-in cost, named beneath the table where any beyond compute is billed.

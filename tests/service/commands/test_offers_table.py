@@ -14,7 +14,7 @@ from gpuscout.adapters.schema import default_fx
 from gpuscout.pricing import Job, RankOptions, Requirement, rank
 from gpuscout.pricing.display import figure_text
 from gpuscout.service.commands.offers_table import COLUMNS, GroupBy
-from gpuscout.service.commands.pricing import _cost_parts, print_table
+from gpuscout.service.commands.pricing import _cost_parts, print_table, ranks_text
 from gpuscout.service.current import load_sample
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -271,3 +271,16 @@ def test_the_bill_beneath_the_table_reads_as_money() -> None:
         "job $ = compute $0.20 + boot disk and IPv4 <$0.01",
         "job $ = compute $1858.50 + disk $12.35",
     ]
+
+
+def test_ranks_text_joins_runs_of_consecutive_ranks() -> None:
+    assert ranks_text([3]) == "#3"
+    assert ranks_text([1, 4, 5, 9, 10, 11, 13]) == "#1, #4-#5, #9-#11, #13"
+
+
+def test_a_note_said_of_several_rows_is_printed_once_naming_them(h100: pl.DataFrame) -> None:
+    """The caveats beneath the table: each text once, after the ranks it is said of."""
+    notes = [line for line in render(h100, 200) if line.startswith("  #")]
+    texts = [line.split(": ", 1)[1] for line in notes]
+    assert len(texts) == len(set(texts)), notes
+    assert any(line.split(": ", 1)[0].count("#") > 1 for line in notes), notes

@@ -20,7 +20,9 @@ Prices convert to USD with the FX table passed in, and the state names it
 (:attr:`CurrentState.fx_note`). Each provider's state says where its held offers come from
 (:attr:`ProviderState.origin`: a live fetch, or the offline sample replayed by
 ``gpuscout snapshot --sample``); the state as a whole says so too, and its ``note`` names
-the sample's capture dates first. :meth:`ProviderState.fresh` follows price age.
+the sample's capture dates first. :meth:`ProviderState.fresh` follows price age. What the
+run of each provider's held offers skipped, by reason (:attr:`ProviderState.skipped`), is
+the coverage note every offers answer gives (:attr:`CurrentState.skipped_note`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from gpuscout.adapters.field_coverage import (
 from gpuscout.adapters.run import FRESH_WITHIN_HOURS, Origin, ProviderRun, RunStatus
 from gpuscout.adapters.sample import sample_note
 from gpuscout.adapters.schema import FxTable, Offer
+from gpuscout.adapters.skip_summary import SkipSummary, skip_line, summarise_skips
 from gpuscout.pricing.frame import (
     OFFER_SCHEMA,
     held_lightly,
@@ -60,9 +63,10 @@ from gpuscout.pricing.frame import (
 from gpuscout.pricing.offer_facts import FACT_COLUMNS
 
 from .engine import make_engine, write_connection
-from .models import CurrentOffer, KeptFrame, ProviderStatus, Snapshot
+from .models import CurrentOffer, KeptFrame, ProviderStatus, Snapshot, SnapshotProvider
 
 __all__ = [
+    "SKIPPED_NOTE_HEAD",
     "CurrentState",
     "Origin",
     "Outcome",
@@ -82,6 +86,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: How :attr:`CurrentState.skipped_note` begins.
+SKIPPED_NOTE_HEAD = "rows skipped, not ranked: "
 
 #: Where a state's offers come from: the database, or the offline sample's recorded prices.
 Source = Literal["database", "sample"]
@@ -122,6 +129,10 @@ class ProviderState:
     capture_date_known: bool = True
     """``False``: sample offers whose capture date is unknown; ``fetched_at`` is then the
     latest it can be, and :meth:`price_age_s` the least the prices can be old"""
+    skipped: SkipSummary | None = None
+    """the records skipped by the run its held offers come from, by reason (``None``: not
+    known: the database reads them for an ok latest attempt only, so a stale provider's
+    held offers, from an earlier run, have none)"""
 
     @property
     def sample(self) -> bool:
@@ -222,6 +233,22 @@ class CurrentState:
             for name, p in self.providers.items()
             if p.offer_count > 0 and p.origin is Origin.CATALOG
         ]
+
+    @property
+    def skipped_lines(self) -> list[str]:
+        """One line per provider whose held offers' run skipped records, naming the commonest
+        reasons (:func:`adapters.skip_summary.skip_line`): what no answer ranks."""
+        return [
+            skip_line(name, p.skipped)
+            for name, p in self.providers.items()
+            if p.skipped is not None and p.skipped.total
+        ]
+
+    @property
+    def skipped_note(self) -> str | None:
+        """The coverage note of the skipped records (``None``: no provider skipped any)."""
+        lines = self.skipped_lines
+        return SKIPPED_NOTE_HEAD + "; ".join(lines) if lines else None
 
     @property
     def sample(self) -> bool:
@@ -441,6 +468,7 @@ def state_from_runs(
             error=run.error,
             origin=run.origin,
             capture_date_known=run.capture_date_known,
+            skipped=summarise_skips(run.skipped) if run.status is RunStatus.OK else None,
         )
         for run in runs
     ]
@@ -455,6 +483,7 @@ def state_from_runs(
 _current = cast(sa.Table, CurrentOffer.__table__)
 _status = cast(sa.Table, ProviderStatus.__table__)
 _snapshot = cast(sa.Table, Snapshot.__table__)
+_run = cast(sa.Table, SnapshotProvider.__table__)
 _kept = cast(sa.Table, KeptFrame.__table__)
 
 #: Code and data a frame is computed by, relative to the repository root.
@@ -520,6 +549,14 @@ def frame_key(
 
 
 def _provider_states(connection: Connection) -> dict[str, ProviderState]:
+    """Each provider's ``provider_status`` row, with what its latest attempt skipped (its
+    ``snapshot_provider`` row) when that attempt is where its held offers come from."""
+    latest_run = sa.and_(
+        _run.c.snapshot_id == _status.c.last_snapshot_id, _run.c.provider == _status.c.provider
+    )
+    query = sa.select(_status, _run.c.skipped_count, _run.c.skip_reasons).outerjoin(
+        _run, latest_run
+    )
     return by_name(
         ProviderState(
             provider=row.provider,
@@ -530,9 +567,19 @@ def _provider_states(connection: Connection) -> dict[str, ProviderState]:
             error=row.last_error,
             origin=Origin(row.offers_origin),
             capture_date_known=row.offers_capture_date_known,
+            skipped=_stored_skips(row.skipped_count, row.skip_reasons)
+            if row.last_status == RunStatus.OK.value
+            else None,
         )
-        for row in connection.execute(sa.select(_status))
+        for row in connection.execute(query)
     )
+
+
+def _stored_skips(count: int | None, reasons: str | None) -> SkipSummary | None:
+    """A run's stored skip summary; a run stored before reasons were is its count alone."""
+    if reasons is not None:
+        return SkipSummary.from_dict(json.loads(reasons))
+    return None if count is None else SkipSummary(other=count)
 
 
 def load_current_offers(

@@ -9,8 +9,9 @@ Layout::
                         then ok (its snapshot id) | failed (its error) | aborted (its
                         process died: left running, found by the next runner)
     snapshot_provider   per snapshot and provider: status ok|error|skipped, error, offer and
-                        skipped-record counts, duration_s, history rows added and closed,
-                        origin and whether a sample's capture date is known
+                        skipped-record counts, the skipped records' reasons summarised
+                        (JSON), duration_s, history rows added and closed, origin and
+                        whether a sample's capture date is known
     provider_status     per provider, the latest outcome: last attempt and last success,
                         last error, and the fetched_at and origin of its stored offer set
     current_offer       the latest good offer set per provider: indexed key columns and the
@@ -116,6 +117,11 @@ class SnapshotProvider(Base):
     duration_s: Mapped[float] = mapped_column(sa.Float)
     offer_count: Mapped[int] = mapped_column(sa.Integer)
     skipped_count: Mapped[int] = mapped_column(sa.Integer, comment="records the parser skipped")
+    skip_reasons: Mapped[str | None] = mapped_column(
+        sa.Text,
+        comment="JSON {reasons: {reason: records}, other: records} (adapters.skip_summary);"
+        " NULL: nothing skipped, or stored before reasons were",
+    )
     history_added: Mapped[int] = mapped_column(sa.Integer)
     history_closed: Mapped[int] = mapped_column(sa.Integer)
     origin: Mapped[str] = mapped_column(

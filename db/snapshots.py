@@ -25,6 +25,9 @@ live, or the offline sample replayed by ``gpuscout snapshot --sample``): stored 
 (``snapshot_provider.origin``, ``capture_date_known``), for the snapshot as a whole
 (``snapshot.origin``: live | sample | mixed) and, for an ok run, with its provider's offer
 set (``provider_status.offers_origin``), which :mod:`db.current` reads back.
+What each run skipped is stored with it, counted by reason and capped
+(``snapshot_provider.skip_reasons``, :func:`adapters.skip_summary.summarise_skips`): the
+answers name the rows of the run whose offers are current that no ranking holds.
 
 A crash, a kill or an exception anywhere inside leaves the previous state as it was (the
 transaction is rolled back by the database), and the next run starts from that state.
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -54,6 +58,7 @@ from gpuscout.adapters.schema import (
     default_fx,
     usd_per_hour,
 )
+from gpuscout.adapters.skip_summary import summarise_skips
 
 from .availability import Stock, has_stock, record_stock, stock_of
 from .engine import Target, placeholders, transaction
@@ -737,6 +742,13 @@ def _upsert_status(
         connection.execute(sa.insert(table).values(provider=run.provider, **values))
 
 
+def _skip_reasons(run: ProviderRun) -> str | None:
+    """The run's skipped records summarised as JSON text (``None``: it skipped none)."""
+    if not run.skipped:
+        return None
+    return json.dumps(summarise_skips(run.skipped).as_dict(), ensure_ascii=False)
+
+
 def snapshot_origin(runs: Iterable[ProviderRun]) -> str:
     """``live``, ``sample`` (every run replayed the sample) or ``mixed``."""
     return _origin_of(run.origin for run in runs)
@@ -902,6 +914,7 @@ def _store(
                 "duration_s": fetched.duration_s,
                 "offer_count": change.offer_count,
                 "skipped_count": len(fetched.skipped),
+                "skip_reasons": _skip_reasons(fetched),
                 "history_added": change.history_added,
                 "history_closed": change.history_closed,
                 "origin": fetched.origin.value,

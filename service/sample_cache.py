@@ -33,6 +33,7 @@ import polars as pl
 
 from gpuscout.adapters.run import Origin, RunStatus
 from gpuscout.adapters.schema import FxTable
+from gpuscout.adapters.skip_summary import SkipSummary
 from gpuscout.db.current import CurrentState, ProviderState, code_digest, database_note
 
 __all__ = [
@@ -77,6 +78,7 @@ def providers_json(state: CurrentState) -> str:
                 "error": p.error,
                 "origin": p.origin.value,
                 "capture_date_known": p.capture_date_known,
+                "skipped": None if p.skipped is None else p.skipped.as_dict(),
             }
             for p in state.providers.values()
         ]
@@ -95,6 +97,7 @@ def providers_from_json(text: str) -> dict[str, ProviderState]:
             error=r["error"],
             origin=Origin(r["origin"]),
             capture_date_known=bool(r["capture_date_known"]),
+            skipped=SkipSummary.from_dict(r["skipped"]) if r.get("skipped") else None,
         )
         for r in rows
     }

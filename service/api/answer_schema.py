@@ -264,7 +264,9 @@ class Provenance(_Answer):
     )
     fx_as_of: str = Field(description="date of the FX table non-USD prices convert with")
     warnings: list[str] = Field(
-        description="every caveat, including which FX table converted non-USD prices"
+        description="every caveat, including which FX table converted non-USD prices and"
+        " the rows providers skipped, not ranked (rows skipped, not ranked: jarvislabs"
+        " skipped 1 row: region JarvisLabs does not provision (unknown-region))"
     )
 
 

@@ -98,7 +98,8 @@ class ApiState:
     @functools.cached_property
     def warnings(self) -> tuple[str, ...]:
         """What every answer on this state warns about its data: sample prices, stale or
-        failed providers, converted currencies (a pass over every offer's currency)."""
+        failed providers, records skipped (not ranked), converted currencies (a pass over
+        every offer's currency)."""
         cur = self.current
         out = []
         if cur.sample:
@@ -121,6 +122,8 @@ class ApiState:
                 "failed providers (no offers from them; cheaper offers may be missing): "
                 + ", ".join(failed)
             )
+        if cur.skipped_note:
+            out.append(cur.skipped_note)
         if cur.fx_note:
             out.append(cur.fx_note)
         return tuple(out)

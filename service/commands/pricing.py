@@ -22,6 +22,7 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
+from textwrap import shorten
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
@@ -69,6 +70,8 @@ if TYPE_CHECKING:
 __all__ = ["EXTRA_OPTIONS", "OutputFormat", "SortKey", "offers_command", "register"]
 
 err = Console(stderr=True)
+#: The width of a note line that must stay on one line of a terminal.
+NOTE_COLUMNS = 80
 
 #: Most GPUs ``estimate --count`` prices (as ``POST /v1/estimate``).
 MAX_ESTIMATE_GPUS = 100_000
@@ -277,6 +280,8 @@ def _load(sample: bool) -> CurrentState:
             " (gpuhunt, SkyPilot; `gpuscout providers` gives their age)",
             highlight=False,
         )
+    for line in current.skipped_lines:  # not ranked: one short line per provider
+        err.print(shorten(line, NOTE_COLUMNS, placeholder=" …"), highlight=False, markup=False)
     return current
 
 
@@ -558,7 +563,7 @@ def offers_command(**options: Any) -> None:
     if fmt is not OutputFormat.TABLE:
         answer = _api_answer(current, query, requirement, job, options, now)
         for warning in answer.get("warnings", []):
-            if warning != current.note:
+            if warning not in (current.note, current.skipped_note):  # said by _load
                 err.print(f"[yellow]note:[/] {warning}", highlight=False)
         if not answer.get("offers"):
             err.print("no offer meets the requirement", highlight=False)

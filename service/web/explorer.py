@@ -68,6 +68,9 @@ async def explorer(request: Request, state: StateDep, context: ContextDep) -> HT
             "notes": [
                 w for w in (answer or {}).get("warnings", []) if w not in warnings_for(state)
             ],
+            # and the rows providers skipped: what no ranking holds (a warning of the data,
+            # but the banner says what is stale or failed, this section what is not ranked)
+            "skipped": state.current.skipped_lines if answer else [],
             "errors": errors,
             "error_params": {e["param"] for e in errors},
             "groups": form_groups(params),

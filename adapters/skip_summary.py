@@ -1,0 +1,92 @@
+"""What a provider's run skipped, summarised: :class:`SkipSummary` and :func:`summarise_skips`.
+
+A run's skipped records (:class:`~adapters.base.SkippedRecord`) are grouped by their reason
+text and counted; the commonest :data:`MAX_REASONS` reasons are kept, the rest counted
+together as ``other``, and each reason is cut to :data:`MAX_REASON_CHARS`. So a provider
+that skips 50k malformed rows leaves a few lines, not 50k strings. A snapshot stores the
+summary (``snapshot_provider.skip_reasons``), the current state carries it, and the offers
+answers name what was not ranked with :func:`skip_line` (a region a provider does not
+provision, say). The database's path and the offline sample's go through this one function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import SkippedRecord
+
+__all__ = [
+    "MAX_REASONS",
+    "MAX_REASON_CHARS",
+    "SkipSummary",
+    "skip_line",
+    "summarise_skips",
+]
+
+#: Distinct reasons a summary keeps; the records of any further reason count as ``other``.
+MAX_REASONS = 20
+#: Characters of a reason kept (a longer one is cut and ends in ``…``).
+MAX_REASON_CHARS = 200
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SkipSummary:
+    """The records a run skipped, counted by reason."""
+
+    reasons: tuple[tuple[str, int], ...] = ()
+    """``(reason, records)``, the commonest first (ties in reason order)"""
+    other: int = 0
+    """records of reasons not kept: beyond :data:`MAX_REASONS`, or of a run stored before
+    reasons were (only its count is known)"""
+
+    @property
+    def total(self) -> int:
+        """Every record skipped."""
+        return sum(n for _, n in self.reasons) + self.other
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"reasons": {reason: records}, "other": records}``: what is stored as JSON."""
+        return {"reasons": dict(self.reasons), "other": self.other}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SkipSummary:
+        """The summary :meth:`as_dict` gave."""
+        reasons = data.get("reasons") or {}
+        return cls(
+            tuple((str(reason), int(n)) for reason, n in reasons.items()),
+            int(data.get("other") or 0),
+        )
+
+
+def _cut(reason: str) -> str:
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
+
+
+def summarise_skips(skipped: Iterable[SkippedRecord], *, cap: int = MAX_REASONS) -> SkipSummary:
+    """``skipped`` counted by reason: the ``cap`` commonest reasons (ties in reason order,
+    so equal runs give equal summaries) and the count of the other records."""
+    counts = Counter(_cut(record.reason) for record in skipped)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return SkipSummary(tuple(ranked[:cap]), sum(n for _, n in ranked[cap:]))
+
+
+def _rows(n: int) -> str:
+    return f"{n} row{'' if n == 1 else 's'}"
+
+
+def skip_line(provider: str, summary: SkipSummary, *, top: int = 3) -> str:
+    """One line naming what ``provider``'s run skipped, its ``top`` commonest reasons first:
+    ``jarvislabs skipped 1 row: region JarvisLabs does not provision (unknown-region)``;
+    with several reasons each has its count, and the rest are counted together."""
+    head = f"{provider} skipped {_rows(summary.total)}"
+    if len(summary.reasons) == 1 and not summary.other:
+        return f"{head}: {summary.reasons[0][0]}"
+    shown = [f"{reason} ({n})" for reason, n in summary.reasons[:top]]
+    rest = summary.total - sum(n for _, n in summary.reasons[:top])
+    if rest and shown:
+        shown.append(f"other reasons ({rest})")
+    return f"{head}: {', '.join(shown)}" if shown else head

@@ -52,6 +52,7 @@ from .base import (
     price_fields,
 )
 from .schema import OfferFields, PriceBasis
+from .skip_summary import NO_GPU
 from .tables import region_countries
 from .units import cents_to_units, gib_to_gb, nominal_gpu_memory_gb, text, to_float, value_at
 
@@ -166,7 +167,7 @@ def _parse_item(
         result.skip(f"bad number: {exc}", ref)
         return
     if gpu_count <= 0:
-        result.skip("no GPU (CPU-only instance type)", ref)
+        result.skip(NO_GPU, ref)
         return
     cents = itype.get("price_cents_per_hour")
     usd_per_hour = positive_price(

@@ -69,6 +69,7 @@ from .base import (
 from .billing_rules import billing_fields, billing_rule
 from .declarations import ProviderSetting
 from .schema import Offer, RentalTerm
+from .skip_summary import ILLUSTRATIVE
 from .units import lenient_float, to_decimal, value_at
 
 __all__ = ["ILLUSTRATIVE_REASON", "SHEET_KEYS", "SheetAdapter", "entry_offer", "sheet_quantity"]
@@ -78,9 +79,7 @@ EXTRA_KEYS = frozenset(
     {"id", "source", "gpu_name", "example", "illustrative", "notes", "price_date"}
 )
 #: Why an ``illustrative: true`` entry is skipped (after its place in the sheet).
-ILLUSTRATIVE_REASON = (
-    "illustrative entry (a made-up price showing the format, not a quote): not an offer"
-)
+ILLUSTRATIVE_REASON = f"{ILLUSTRATIVE}: not an offer"
 #: How a sheet writes ``true`` and ``false`` (YAML booleans, or CSV cells).
 _TRUE, _FALSE = frozenset({"true", "yes", "1"}), frozenset({"false", "no", "0"})
 #: Offer fields a sheet cannot set: filled by the adapter, derived from ``gpu_name``, or

@@ -20,12 +20,23 @@ if TYPE_CHECKING:
     from .base import SkippedRecord
 
 __all__ = [
+    "ILLUSTRATIVE",
     "MAX_REASONS",
     "MAX_REASON_CHARS",
+    "NOT_OFFERS",
+    "NO_GPU",
     "SkipSummary",
     "skip_line",
     "summarise_skips",
 ]
+
+#: Why a run skips a record that is no GPU offer at all (an instance type without a GPU).
+NO_GPU = "no GPU (CPU-only instance type)"
+#: Why a price sheet skips an entry that shows the format with a made-up price.
+ILLUSTRATIVE = "illustrative entry (a made-up price showing the format, not a quote)"
+#: Reasons (a reason containing one) of records that are no offer a renter could rent, so
+#: an answer does not name them among what it leaves out.
+NOT_OFFERS = (NO_GPU, ILLUSTRATIVE)
 
 #: Distinct reasons a summary keeps; the records of any further reason count as ``other``.
 MAX_REASONS = 20
@@ -42,6 +53,12 @@ class SkipSummary:
     other: int = 0
     """records of reasons not kept: beyond :data:`MAX_REASONS`, or of a run stored before
     reasons were (only its count is known)"""
+
+    def offers_only(self) -> SkipSummary:
+        """This summary without the reasons of :data:`NOT_OFFERS`: the offers a run could
+        not rank (``other`` kept: its reasons are unknown)."""
+        kept = tuple(r for r in self.reasons if not any(text in r[0] for text in NOT_OFFERS))
+        return SkipSummary(kept, self.other)
 
     @property
     def total(self) -> int:

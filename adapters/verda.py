@@ -32,6 +32,7 @@ import httpx
 
 from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .schema import OfferFields, PriceBasis, RentalTerm, StorageType
+from .skip_summary import NO_GPU
 from .units import nominal_gpu_memory_gb, strings, to_decimal, to_float, value_at
 
 __all__ = ["VerdaAdapter"]
@@ -173,7 +174,7 @@ def _parse_type(
         result.skip(f"bad number: {exc}", ref)
         return
     if gpu_count <= 0:
-        result.skip("no GPU (CPU-only instance type)", ref)
+        result.skip(NO_GPU, ref)
         return
     currency = str(record.get("currency") or "").strip().upper()
     if not currency:

@@ -236,13 +236,16 @@ class CurrentState:
 
     @property
     def skipped_lines(self) -> list[str]:
-        """One line per provider whose held offers' run skipped records, naming the commonest
-        reasons (:func:`adapters.skip_summary.skip_line`): what no answer ranks."""
-        return [
-            skip_line(name, p.skipped)
+        """One line per provider whose held offers' run skipped offers, naming the commonest
+        reasons (:func:`adapters.skip_summary.skip_line`): what no answer ranks. Records
+        that are no offer at all (a CPU-only instance type, a sheet's illustrative entry:
+        :data:`adapters.skip_summary.NOT_OFFERS`) are not named."""
+        lost = {
+            name: p.skipped.offers_only()
             for name, p in self.providers.items()
-            if p.skipped is not None and p.skipped.total
-        ]
+            if p.skipped is not None
+        }
+        return [skip_line(name, summary) for name, summary in lost.items() if summary.total]
 
     @property
     def skipped_note(self) -> str | None:

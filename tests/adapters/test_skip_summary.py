@@ -6,8 +6,10 @@ import json
 
 from gpuscout.adapters.base import SkippedRecord
 from gpuscout.adapters.skip_summary import (
+    ILLUSTRATIVE,
     MAX_REASON_CHARS,
     MAX_REASONS,
+    NO_GPU,
     SkipSummary,
     skip_line,
     summarise_skips,
@@ -65,3 +67,15 @@ def test_the_line_counts_each_reason_and_the_rest() -> None:
     )
     # a run stored before reasons were: its count alone
     assert skip_line("acme", SkipSummary(other=1)) == "acme skipped 1 row"
+
+
+def test_offers_only_leaves_out_records_that_are_no_offer() -> None:
+    summary = summarise_skips(
+        [
+            SkippedRecord("region X does not provision (r)", "a"),
+            SkippedRecord(NO_GPU, "b"),
+            SkippedRecord(f"sheet.yaml offers[3] (id x): {ILLUSTRATIVE}: not an offer", "c"),
+        ]
+    )
+    assert summary.offers_only() == SkipSummary((("region X does not provision (r)", 1),))
+    assert summarise_skips([SkippedRecord(NO_GPU, "b")]).offers_only().total == 0

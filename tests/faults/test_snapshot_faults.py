@@ -22,8 +22,8 @@ import pytest
 import sqlalchemy as sa
 
 from gpuscout.adapters import registry
-from gpuscout.adapters.gpus import catalog
 from gpuscout.adapters.collect import ProviderRun, RunStatus
+from gpuscout.adapters.gpus import catalog
 from gpuscout.db.engine import make_engine, sqlite_url
 from gpuscout.db.models import SnapshotProvider
 from gpuscout.service.settings import Settings

@@ -63,14 +63,15 @@ API_BASE = "https://backendn.jarvislabs.net"
 SERVER_META_URL = API_BASE + "/misc/server_meta"
 
 #: The regions JarvisLabs provisions instances in: those its own client has a backend host
-#: for (jarvislabsai/jarvislabs jarvislabs/constants.py REGION_URLS @24a4def: india-01
-#: backendprod, india-noida-01 backendn, europe-01 backendeu) and india-chennai-01 (host
-#: backendc.jarvislabs.net, named beside them in /work/shared/fixtures/providers/jarvislabs/
-#: request.md). server_meta also lists rows of ``unknown-region`` (and cpu_meta names it),
-#: a region no client can create an instance in: such rows are skipped, not ranked, with
-#: the reason ``region JarvisLabs does not provision (unknown-region)``, which the answers'
-#: coverage note repeats (:mod:`adapters.skip_summary`).
-PROVISIONED_REGIONS = frozenset({"india-01", "india-noida-01", "india-chennai-01", "europe-01"})
+#: for (jarvislabsai/jarvislabs@f922b55 jarvislabs/constants.py REGION_URLS, 2026-07-29:
+#: india-chennai-01 backendc, india-noida-01 backendn, europe-01 backendeu). india-01
+#: (backendprod) takes no new instances since 2026-04-13 (commit 3b6ea72, "Deprecate IN1
+#: region for new resource creation"; IN1 now names india-chennai-01). server_meta also
+#: lists rows of ``unknown-region`` (and cpu_meta names it), a region no client can create
+#: an instance in. Rows of a region not here are skipped, not ranked, with the reason
+#: ``region JarvisLabs does not provision (<region>)``, which the answers' coverage note
+#: repeats (:mod:`adapters.skip_summary`).
+PROVISIONED_REGIONS = frozenset({"india-noida-01", "india-chennai-01", "europe-01"})
 NOT_PROVISIONED = "region JarvisLabs does not provision"
 
 _KINDS = ("vm", "container")

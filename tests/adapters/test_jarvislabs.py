@@ -273,3 +273,14 @@ def test_a_region_jarvislabs_does_not_provision_is_skipped_by_name() -> None:
     assert not [o for o in result.offers if o.region == "unknown-region"]
     reasons = [s for s in result.skipped if s.reason.startswith(NOT_PROVISIONED)]
     assert reasons and all("unknown-region" in s.reason for s in reasons)
+
+
+def test_india_01_takes_no_new_instances_and_is_skipped() -> None:
+    """india-01 (IN1's old backend) stopped taking new instances in 2026-04: a row of it, as
+    server_meta lists rows, is skipped by name; the same row in india-chennai-01 ranks."""
+    from gpuscout.adapters.jarvislabs import NOT_PROVISIONED
+
+    row = next(r for r in meta()["server_meta"] if r["region"] == "india-chennai-01")
+    result = parse({"server_meta": [{**row, "region": "india-01"}, row]})
+    assert {o.region for o in result.offers} == {"india-chennai-01"}
+    assert {s.reason for s in result.skipped} == {f"{NOT_PROVISIONED} (india-01)"}

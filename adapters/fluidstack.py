@@ -13,9 +13,10 @@ pagination::
 string, so offers carry ``price_basis=GPU``. ``gpu_type`` names the model, form factor and
 per-GPU memory (``A100_PCIE_80GB``, ``RTX_A6000_48GB``). vCPUs, RAM and disk are not returned
 and stay empty. Each GPU type x count x region is one on-demand offer, its country from the
-region's first word (``data/region_countries.csv``); an empty ``regions`` list means the
-type is not available now: one region-less offer per count with ``available_now=False``. A
-type listed twice gives the contract's duplicates. FluidStack also runs a newer API
+region's first word, else its last (``data/region_countries.csv``); an empty ``regions``
+list means the type is not available now: one region-less offer per count with
+``available_now=False``. A type listed twice gives the contract's duplicates. FluidStack
+also runs a newer API
 (``api.fluidstack.io/v1``) whose price format is not recorded here.
 """
 
@@ -124,6 +125,9 @@ def _parse_configuration(result: ParseResult, record: Mapping[str, Any]) -> None
 
 
 def _country(region: str) -> str | None:
-    """ISO country from the first word of a region (``norway_4_eu`` -> ``NO``), if
+    """ISO country from the first word of a region (``norway_4_eu`` -> ``NO``), else its
+    last (``TEXAS_USA`` -> ``US``, as FluidStack's API documents its US regions), if
     ``data/region_countries.csv`` knows it."""
-    return region_countries("fluidstack").get(region.split("_", 1)[0].lower())
+    words = region.lower().split("_")
+    countries = region_countries("fluidstack")
+    return countries.get(words[0]) or countries.get(words[-1])

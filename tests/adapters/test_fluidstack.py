@@ -185,3 +185,15 @@ def test_fetch_401_is_a_provider_error() -> None:
 def test_fetch_without_key_is_missing_credentials() -> None:
     with pytest.raises(MissingCredentials):
         run_fetch(adapter(None))
+
+
+@pytest.mark.parametrize(
+    ("region", "country"),
+    [("norway_4_eu", "NO"), ("TEXAS_USA", "US"), ("NORTH_DAKOTA_USA", "US"), ("ISRAEL", "IL")],
+)
+def test_a_region_names_its_country_by_its_first_or_last_word(region: str, country: str) -> None:
+    """FluidStack's API documents regions such as ``TEXAS_USA`` (fern-config's OpenAPI
+    Region enum) beside the recorded ``norway_4_eu``."""
+    from gpuscout.adapters.fluidstack import _country
+
+    assert _country(region) == country

@@ -48,6 +48,7 @@ from .json_depth import MAX_JSON_DEPTH, json_depth_exceeds
 from .public_ipv4 import ipv4_fields
 from .run import FRESH_WITHIN_HOURS
 from .schema import GpuFormFactor, Offer, OfferFields, PriceBasis, PriceUnit, RentalTerm, Vendor
+from .skip_summary import DUPLICATE
 from .units import PriceReading, read_price, whole_count
 
 __all__ = [
@@ -196,9 +197,7 @@ def read_failed_calls(payload: Any, provider: str) -> list[FailedCall] | None:
 _OFFER_FIELDS = frozenset(Offer.model_fields)
 
 #: The skip reason of a record whose offer key an earlier record of the run already gave.
-DUPLICATE_REASON = (
-    "duplicate offer (same provider, id, region, term and variant as an earlier record)"
-)
+DUPLICATE_REASON = DUPLICATE
 
 
 @dataclasses.dataclass(slots=True)

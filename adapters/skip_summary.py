@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .base import SkippedRecord
 
 __all__ = [
+    "DUPLICATE",
     "ILLUSTRATIVE",
     "MAX_REASONS",
     "MAX_REASON_CHARS",
@@ -34,9 +35,12 @@ __all__ = [
 NO_GPU = "no GPU (CPU-only instance type)"
 #: Why a price sheet skips an entry that shows the format with a made-up price.
 ILLUSTRATIVE = "illustrative entry (a made-up price showing the format, not a quote)"
-#: Reasons (a reason containing one) of records that are no offer a renter could rent, so
-#: an answer does not name them among what it leaves out.
-NOT_OFFERS = (NO_GPU, ILLUSTRATIVE)
+#: Why a run skips a record whose offer an earlier record of the run already gave.
+DUPLICATE = "duplicate offer (same provider, id, region, term and variant as an earlier record)"
+#: Reasons (a reason containing one) of records that are no offer a renter could rent (or
+#: one ranked already, a duplicate), so an answer does not name them among what it leaves
+#: out.
+NOT_OFFERS = (NO_GPU, ILLUSTRATIVE, DUPLICATE)
 
 #: Distinct reasons a summary keeps; the records of any further reason count as ``other``.
 MAX_REASONS = 20

@@ -148,6 +148,12 @@ class Settings(_ProviderSettings):
         description="provider names not to fetch, as `gpuscout providers` lists them"
         " (comma-separated or a JSON list)",
     )
+    fetch_when_empty: bool = Field(
+        True,
+        description="`gpuscout offers` with nothing stored first takes a snapshot of the"
+        " published catalogs (gpuhunt's, SkyPilot's: no account, hours-old prices); false ="
+        " answer from the offline sample until `gpuscout snapshot` stores offers",
+    )
     fx_rates_file: Path | None = Field(
         None,
         description="FX table (TOML) prices are converted to USD with; none = data_dir/"

@@ -39,6 +39,20 @@ def _own_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ["GPUSCOUT_DATA_DIR"] = old
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_first_fetch() -> Iterator[None]:
+    """``gpuscout offers`` with nothing stored answers from the sample without trying the
+    network first (``fetch_when_empty``): tests never reach out. The first fetch is tested
+    against local replays (tests/service/test_first_snapshot.py)."""
+    old = os.environ.get("GPUSCOUT_FETCH_WHEN_EMPTY")
+    os.environ["GPUSCOUT_FETCH_WHEN_EMPTY"] = "false"
+    yield
+    if old is None:
+        os.environ.pop("GPUSCOUT_FETCH_WHEN_EMPTY", None)
+    else:
+        os.environ["GPUSCOUT_FETCH_WHEN_EMPTY"] = old
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     url = os.environ.get(POSTGRES_URL_ENV)
     return f"postgres: {url}" if url else f"postgres: {POSTGRES_SKIP}"

@@ -264,6 +264,13 @@ def cli_message(exc: ValidationError, model: type[BaseModel]) -> str:
 
 
 def _load(sample: bool) -> CurrentState:
+    if not sample:
+        from ..first_snapshot import first_snapshot, nothing_stored
+        from ..settings import get_settings
+
+        settings = get_settings()
+        if settings.fetch_when_empty and nothing_stored(settings):
+            first_snapshot(settings, lambda line: err.print(line, highlight=False))
     current = load_current(sample=sample)
     if current.note:
         err.print(f"[yellow]note:[/] {current.note}", highlight=False)

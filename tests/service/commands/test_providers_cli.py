@@ -105,7 +105,7 @@ def test_providers_say_where_prices_come_from_and_which_need_an_account(
     assert "lium: API, no account: https://lium.io/api/public/v1/nodes" in out
     row = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
     assert row["lium"][1] == "no" and row["seeweb"][1] == "yes"
-    assert row["tencent"][-2:] == ["not", "checked"] and row["lium"][-1] == "2026-12-07"
+    assert row["autodl"][-2:] == ["not", "found"] and row["tencent"][-1] == "2026-12-07"
     assert row["cudo"][2] == "retired" and row["azure"][2] == "ok"  # the lifecycle
 
 

@@ -10,7 +10,8 @@ Each database starts with one snapshot of ``--offers`` synthetic offers
 ``--churn-per-hour`` of the offers repriced per hour (change-only rows, as the store writes
 them), a week at a time: the week's price rows are written in bulk through the store's own
 row builder and bulk insert (a binary COPY on PostgreSQL), and the rollups through
-``update_rollups``, the function each snapshot calls. At each ``--days`` checkpoint the
+``update_rollups``, the function each snapshot calls (hour rows for the last week only, as
+a snapshot keeps them). At each ``--days`` checkpoint the
 history is what a database of that age holds, the script checks that the rollups give
 the year's index the price rows give, and times, alternating between
 the databases, the median of ``--repeat`` runs of:
@@ -20,6 +21,7 @@ the databases, the median of ``--repeat`` runs of:
   leaves a provider out reads), for comparison
 * ``/index page``: the same, the current spread and 7-day availability per provider
 * ``index 365d``: a year's index view
+* ``hourly 24h``: ``GET /v1/history/index?gpus=H100&interval=hour`` (the last 24 hours)
 * ``digest week``: the digest's ``week_over_week``
 * ``rollups 1 snap``: what a snapshot adds: ``update_rollups`` for its day (rolled back)
 
@@ -56,10 +58,15 @@ from gpuscout.adapters.collect import ProviderRun, RunStatus  # noqa: E402
 from gpuscout.adapters.schema import Offer, default_fx  # noqa: E402
 from gpuscout.db.current import load_current_offers  # noqa: E402
 from gpuscout.db.engine import make_engine, sqlite_url  # noqa: E402
-from gpuscout.db.history import daily_index, index_label, week_over_week  # noqa: E402
+from gpuscout.db.history import (  # noqa: E402
+    daily_index,
+    hourly_index,
+    index_label,
+    week_over_week,
+)
 from gpuscout.db.migrate import upgrade  # noqa: E402
 from gpuscout.db.models import PriceHistory  # noqa: E402
-from gpuscout.db.rollups import update_rollups  # noqa: E402
+from gpuscout.db.rollups import HOURLY_DAYS, update_rollups  # noqa: E402
 from gpuscout.db.snapshots import (  # noqa: E402
     HISTORY_COLUMNS,
     _bulk_insert,
@@ -79,6 +86,7 @@ VIEWS = (
     "index 30d rows",
     "/index page",
     "index 365d",
+    "hourly 24h",
     "digest week",
     "rollups 1 snap",
 )
@@ -149,7 +157,14 @@ class History:
                 ]
                 _bulk_insert(c, _history, COLUMNS, rows, columns)
                 last = start + timedelta(seconds=min(piece + week, span_s) - 1e-6)
-                update_rollups(c, first=start + timedelta(seconds=float(piece)), last=last)
+                # hour rows only for the last week: the ones a snapshot keeps
+                kept = HOURLY_DAYS if piece + week >= span_s else 0
+                update_rollups(
+                    c,
+                    first=start + timedelta(seconds=float(piece)),
+                    last=last,
+                    hourly_days=kept,
+                )
         self.until = end
         if self.engine.dialect.name == "postgresql":
             # what autovacuum does to a table grown this much: without it the planner
@@ -162,9 +177,10 @@ class History:
     def _row(
         self, columns: Any, i: int, start: datetime, at_s: float, close_s: float, f: int
     ) -> tuple[Any, ...]:
-        key, provider, model, gpus, term, region, amount, currency, unit, basis, usd, per_gpu = (
-            self.first[i][:12]
+        key, provider, model, gpus, term, region, country, amount, currency, unit, basis = (
+            self.first[i][:11]
         )
+        usd, per_gpu = self.first[i][11:13]
         factor = FACTORS[f]
         amount, usd = Decimal(amount) * factor, Decimal(usd) * factor
         sqlite = columns.sqlite
@@ -176,6 +192,7 @@ class History:
             gpus,
             term,
             region,
+            country,
             str(amount) if sqlite else amount,
             currency,
             unit,
@@ -216,6 +233,11 @@ class History:
             spread = current_spread(self.frame, GPU, TERM)
             return index(30), spread, stock_by_provider(self.engine, self.frame, GPU, TERM, now)
 
+        def hours(count: int) -> object:
+            last = (now - timedelta(microseconds=1)).replace(minute=0, second=0, microsecond=0)
+            first = last - timedelta(hours=count - 1)
+            return hourly_index(self.engine, gpu=GPU, start=first, end=last, term=TERM)
+
         def one_snapshot() -> None:
             with self.engine.connect() as c, c.begin() as transaction:
                 update_rollups(c, first=now - timedelta(minutes=1), last=now - timedelta(minutes=1))
@@ -233,6 +255,7 @@ class History:
             "index 30d rows": lambda: scan(30),
             "/index page": page,
             "index 365d": lambda: index(365),
+            "hourly 24h": lambda: hours(24),
             "digest week": lambda: week_over_week(self.engine, until=now),
             "rollups 1 snap": one_snapshot,
         }

@@ -28,13 +28,22 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from gpuscout.adapters.gpus import gpus_named
+from gpuscout.adapters.regions import RegionClass
 from gpuscout.adapters.run import Origin
 from gpuscout.adapters.sample import sample_entries, sample_note
 from gpuscout.adapters.schema import Offer, PriceBasis, PriceUnit, RentalTerm
 
 from .models import CurrentOffer, PriceHistory, ProviderStatus
 from .records import decode_offers
-from .rollups import read_rollups, series_named, spread_over_days
+from .rollups import (
+    ALL_REGIONS,
+    AVAILABILITY_SHARE,
+    STOCK_COLUMNS,
+    read_hourly_rollups,
+    read_rollups,
+    series_named,
+    spread_over_days,
+)
 
 __all__ = [
     "INDEX_SCHEMA",
@@ -45,6 +54,8 @@ __all__ = [
     "daily_index",
     "gpu_filter",
     "history_note",
+    "hourly_index",
+    "hourly_window",
     "index_label",
     "index_sample_providers",
     "offer_price_history",
@@ -67,6 +78,12 @@ INDEX_SCHEMA: dict[str, pl.DataType] = {
     "providers": pl.UInt32(),
     "sample_offers": pl.UInt32(),
 }
+
+#: What the rollups read by a region class or per hour need: a GPU series, every provider.
+ROLLUPS_ONLY = (
+    "a region class and the hourly index are read from the rollups: name a GPU model, family"
+    " or vendor, with no provider left out"
+)
 
 #: What the days of a history over sample prices mean (the end of :func:`history_note`).
 SAMPLE_DAYS_NOTE = (
@@ -311,6 +328,8 @@ def daily_index(
     end: date,
     term: RentalTerm | str = RentalTerm.ON_DEMAND,
     exclude: Collection[str] = (),
+    region_class: RegionClass | None = None,
+    availability: bool = False,
 ) -> pl.DataFrame:
     """Per UTC day from ``start`` to ``end`` (inclusive): median, p10, p90 and min of USD per
     GPU-hour over the offers of ``gpu`` (see :func:`gpu_filter`) and ``term`` but those of
@@ -324,21 +343,33 @@ def daily_index(
 
     A name meaning a model, family or vendor, with no provider left out, is read from the
     rollups each snapshot writes (:mod:`db.rollups`: a row per day); any other from the
-    price rows valid in the window.
+    price rows valid in the window. ``region_class`` counts only the offers of that region
+    class (read from the rollups only: else a ValueError). ``availability`` adds the column
+    ``availability_share`` (:data:`db.rollups.AVAILABILITY_SHARE`; null when no stock was
+    recorded, and from the price rows, which do not hold it).
     """
     if end < start:
         raise ValueError(f"end {end} is before start {start}")
     series = None if exclude else series_named(gpu)
+    if series is None and region_class is not None:
+        raise ValueError(ROLLUPS_ONLY)
     if series is not None:
         connection = _connect(engine)
         try:
             rolled = read_rollups(
-                connection, series=series, term=RentalTerm(term).value, start=start, end=end
+                connection,
+                series=series,
+                term=RentalTerm(term).value,
+                start=start,
+                end=end,
+                region_class=ALL_REGIONS if region_class is None else region_class.value,
             )
         finally:
             if connection is not engine:
                 connection.close()
-        return _every_day(rolled.lazy(), start, end)
+        if availability:
+            rolled = rolled.with_columns(AVAILABILITY_SHARE)
+        return _every_day(rolled.drop(STOCK_COLUMNS).lazy(), start, end)
     h = _history.c
     rows = _index_rows(
         engine,
@@ -390,7 +421,79 @@ def daily_index(
             sample_offers=pl.col("sample").sum(),
         )
     )
+    if availability:
+        per_day = per_day.with_columns(availability_share=pl.lit(None, pl.Float64))
     return _every_day(per_day, start, end)
+
+
+def hourly_window(now: datetime, days: int, kept_days: int) -> tuple[datetime, datetime]:
+    """The first and last UTC hour of the ``days`` of hours up to ``now``'s, if the hourly
+    rollups keep them (the last ``kept_days`` days, :data:`db.rollups.HOURLY_DAYS` by
+    default); else a ValueError saying what is kept."""
+    if days < 1:
+        raise ValueError(f"days must be at least 1, not {days}")
+    if days > kept_days:
+        kept = "none are kept" if kept_days < 1 else f"no more than {kept_days} days"
+        raise ValueError(
+            f"{days} days of hours asked for: the hourly index holds the last {kept_days} days"
+            f" ({kept}; GPUSCOUT_ROLLUP_HOURLY_DAYS)"
+        )
+    last = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    return last - timedelta(hours=days * 24 - 1), last
+
+
+def hourly_index(
+    engine: Engine | Connection,
+    *,
+    gpu: str,
+    start: datetime,
+    end: datetime,
+    term: RentalTerm | str = RentalTerm.ON_DEMAND,
+    exclude: Collection[str] = (),
+    region_class: RegionClass | None = None,
+) -> pl.DataFrame:
+    """Per UTC hour from ``start``'s to ``end``'s (aware; see :func:`hourly_window`) what
+    :func:`daily_index` gives per day, with ``availability_share``, as column ``hour``
+    (aware UTC) then :data:`INDEX_SCHEMA`'s. Read from the hour rollups only: a name that is
+    no GPU series, or providers left out, is a ValueError."""
+    if end < start:
+        raise ValueError(f"end {end} is before start {start}")
+    series = None if exclude else series_named(gpu)
+    if series is None:
+        raise ValueError(ROLLUPS_ONLY)
+    connection = _connect(engine)
+    try:
+        rolled = read_hourly_rollups(
+            connection,
+            series=series,
+            term=RentalTerm(term).value,
+            start=start,
+            end=end,
+            region_class=ALL_REGIONS if region_class is None else region_class.value,
+        )
+    finally:
+        if connection is not engine:
+            connection.close()
+    first = start.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    last = end.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    hours = pl.DataFrame(
+        {"hour": pl.datetime_range(first, last, "1h", time_zone="UTC", eager=True)}
+    ).cast({"hour": pl.Datetime("us", "UTC")})
+    schema = {"hour": pl.Datetime("us", "UTC")} | {
+        name: dtype for name, dtype in INDEX_SCHEMA.items() if name != "day"
+    }
+    return (
+        hours.lazy()
+        .join(
+            rolled.with_columns(AVAILABILITY_SHARE).drop(STOCK_COLUMNS).lazy(),
+            on="hour",
+            how="left",
+        )
+        .with_columns(pl.col("offers", "providers", "sample_offers").fill_null(0))
+        .sort("hour")
+        .collect()
+        .cast(schema)  # type: ignore[arg-type]
+    )
 
 
 def _every_day(per_day: pl.LazyFrame, start: date, end: date) -> pl.DataFrame:

@@ -20,9 +20,11 @@ Layout::
                         price holds), raw amount, currency, unit, basis and term next to the
                         normalised USD figures, and its origin (live | sample)
     job_lock            lease rows guarding jobs on SQLite (PostgreSQL uses advisory locks)
-    price_rollup        per UTC day, GPU series (a model, family or vendor) and term, the
-                        daily index's statistics, written by each snapshot (db.rollups);
-                        period "open" holds for the days after the last one written
+    price_rollup        per UTC day (and hour, for the last days), GPU series (a model,
+                        family or vendor), term and region class, the index's statistics
+                        with the share of offers in stock, written by each snapshot
+                        (db.rollups); period "open" holds for the periods after the last
+                        one written
     kept_frame          the polars frame of the current offers, as the snapshot that stored
                         them framed it (Arrow IPC, zstd): one row, under the key of what it
                         was framed from, so a reader on any host reads it instead of framing
@@ -207,6 +209,9 @@ class PriceHistory(Base):
     gpus: Mapped[float] = mapped_column(sa.Float)
     term: Mapped[str] = mapped_column(sa.String(32))
     region: Mapped[str | None] = mapped_column(sa.String)
+    country: Mapped[str | None] = mapped_column(
+        sa.String(2), comment="ISO 3166-1 alpha-2, as the offer states it; NULL: not stated"
+    )
     price_amount: Mapped[Decimal] = mapped_column(ExactDecimal, comment="as the provider states it")
     price_currency: Mapped[str] = mapped_column(sa.String(3))
     price_unit: Mapped[str] = mapped_column(sa.String(16))
@@ -242,6 +247,13 @@ class OfferStock(Base):
     __table_args__ = (
         sa.Index(None, "offer_key", "opened_snapshot_id"),
         sa.Index(None, "provider", "closed_snapshot_id"),
+        # only closed rows: the rollups read the rows closed since a day began (db.rollups)
+        sa.Index(
+            None,
+            "valid_to",
+            sqlite_where=sa.text("valid_to IS NOT NULL"),
+            postgresql_where=sa.text("valid_to IS NOT NULL"),
+        ),
         sa.Index(
             "uq_offer_stock_open_offer_key",
             "offer_key",
@@ -270,30 +282,45 @@ class OfferStock(Base):
 
 
 class PriceRollup(Base):
-    """The daily index's statistics of one GPU series and term on one UTC day
-    (:mod:`db.rollups`), so a history view reads a row per day instead of the history.
+    """The index's statistics of one GPU series, term and region class over one UTC day or
+    hour (:mod:`db.rollups`), so a history view reads a row per period instead of the
+    history.
 
-    ``period`` is ``day`` (the day ``day``) or ``open`` (the prices valid since the last
-    snapshot, which stood on ``day``: what every later day holds until a price changes).
-    Only series with offers get a row; a missing day counts none.
+    ``period`` is ``day`` (the day ``day``), ``hour`` (hour ``hour`` of ``day``, kept for
+    the last days only) or ``open`` (the prices valid since the last snapshot, which stood
+    on ``day``: what every later day and hour holds until a price changes). ``region_class``
+    is ``all`` (every offer) or a class of :class:`adapters.regions.RegionClass`. Only series
+    with offers get a row; a missing period counts none.
     """
 
     __tablename__ = "price_rollup"
     __table_args__ = (
-        sa.Index(None, "series", "term", "period", "day", unique=True),
+        sa.Index(None, "series", "term", "region_class", "period", "day", "hour", unique=True),
         sa.Index(None, "period", "day"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    period: Mapped[str] = mapped_column(sa.String(8), comment="day | open")
+    period: Mapped[str] = mapped_column(sa.String(8), comment="day | hour | open")
     day: Mapped[date] = mapped_column(sa.Date, comment="UTC day")
+    hour: Mapped[int] = mapped_column(
+        sa.SmallInteger, comment="UTC hour of the day (0-23) of an hour row; 0 otherwise"
+    )
     series: Mapped[str] = mapped_column(
         sa.String(96), comment="a catalog model, family:<family> or vendor:<vendor>"
     )
     term: Mapped[str] = mapped_column(sa.String(32))
+    region_class: Mapped[str] = mapped_column(
+        sa.String(24), comment="all, or a region class of the offers' countries"
+    )
     offers: Mapped[int] = mapped_column(sa.Integer)
     providers: Mapped[int] = mapped_column(sa.Integer)
     sample_offers: Mapped[int] = mapped_column(sa.Integer)
+    stock_offers: Mapped[int] = mapped_column(
+        sa.Integer, comment="of the offers, those whose stock was recorded in the period"
+    )
+    available_offers: Mapped[int] = mapped_column(
+        sa.Integer, comment="of those, the ones stated available at some time in the period"
+    )
     min_usd_per_gpu_hour: Mapped[float] = mapped_column(sa.Float)
     p10_usd_per_gpu_hour: Mapped[float] = mapped_column(sa.Float)
     median_usd_per_gpu_hour: Mapped[float] = mapped_column(sa.Float)

@@ -1,28 +1,38 @@
-"""Daily rollups of the price history: the daily index's statistics per GPU series and
-term, written by each snapshot, so a history view reads one row per day instead of the
-history (O(window x series), not O(history)).
+"""Rollups of the price history: the index's statistics per UTC day (and per UTC hour for
+the last days), GPU series, term and region class, written by each snapshot, so a history
+view reads one row per period instead of the history (O(window x series), not O(history)).
 
 A *series* is a set of catalog models a renter's GPU name can mean (:func:`series_named`):
 one model (``H100-SXM5-80GB``), a family (``family:H100``) or a vendor (``vendor:amd``).
-Each day's row holds what :func:`db.history.daily_index` computes for that day over the
-series' prices: an offer's price on a day is the last price valid during that day (an offer
+A *region class* is the coarse region of the offers' countries
+(:class:`adapters.regions.RegionClass`); every row is also written for ``all`` of them,
+which is what the views without a region filter read.
+Each period's row holds what :func:`db.history.daily_index` computes for a day over the
+series' prices: an offer's price in a period is the last price valid during it (an offer
 repriced at noon counts once, at its new price); min, p10, median and p90 of USD per
 GPU-hour (quantiles interpolate linearly), the number of offers, of providers and of
-offers replayed from the offline sample.
+offers replayed from the offline sample. With them, the *availability* of those offers:
+``stock_offers``, those whose stock was recorded in the period (``offer_stock``, from
+:mod:`db.availability`), and ``available_offers``, those of them stated available at some
+time in it; the share is one over the other (:data:`AVAILABILITY_SHARE`), unknown when no
+stock was recorded (a history older than the stock records).
 
-Because ``price_history`` stores changes, a day's statistics depend only on the rows valid
-during it: :func:`update_rollups` recomputes the days a snapshot touched (and any day since
-the last one written, when snapshots skipped days) from those rows, found through the
-history's indexes (open rows, and rows closed since), in the snapshot's transaction.
-Recomputing is a function of the history, so a re-run of the same snapshot writes the same
-rows. The ``open`` rows hold the prices valid since the last snapshot: every day after the
-last one written holds them until a price changes.
+Because ``price_history`` and ``offer_stock`` store changes, a period's statistics depend
+only on the rows valid during it: :func:`update_rollups` recomputes the days and hours a
+snapshot touched (and any since the last one written, when snapshots skipped some) from
+those rows, found through the indexes on open rows and on ``valid_to``, in the snapshot's
+transaction. Recomputing is a function of the history, so a re-run of the same snapshot
+writes the same rows. Hour rows are kept for the last :data:`HOURLY_DAYS` days (a
+setting) and pruned beyond them by each snapshot. The ``open`` rows hold the prices valid
+since the last snapshot: every day and hour after the last one written holds them until a
+price changes.
 
 A name meaning another set of models (``A100 80GB``: two of the A100s), or a view leaving
-providers out (``publication = public``), is answered from the history, as before.
-Retention prunes price rows, not rollups: the index of a pruned day stays as it was. A
-series is the catalog's set of models when the rollups were written: a catalog that moves a
-model to another family needs the rollups rebuilt (:func:`rebuild_rollups`).
+providers out (``publication = public``), is answered from the history, as before, for
+every region. Retention prunes price rows, not day rollups: the index of a pruned day stays
+as it was. A series is the catalog's set of models, and a region class the table's, when
+the rollups were written: a catalog or table that moves a model or a country needs the
+rollups rebuilt (:func:`rebuild_rollups`).
 """
 
 from __future__ import annotations
@@ -37,15 +47,21 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gpuscout.adapters.gpus import catalog, gpus_named
+from gpuscout.adapters.regions import region_class_of
 from gpuscout.adapters.run import Origin
 
-from .models import PriceHistory, PriceRollup
+from .models import OfferStock, PriceHistory, PriceRollup, Snapshot
 
 __all__ = [
+    "ALL_REGIONS",
+    "AVAILABILITY_SHARE",
     "DAY",
+    "HOUR",
+    "HOURLY_DAYS",
     "OPEN",
     "STATS_COLUMNS",
-    "day_statistics",
+    "STOCK_COLUMNS",
+    "read_hourly_rollups",
     "read_rollups",
     "rebuild_rollups",
     "series_named",
@@ -54,10 +70,19 @@ __all__ = [
 ]
 
 _history = cast(sa.Table, PriceHistory.__table__)
+_stock = cast(sa.Table, OfferStock.__table__)
 _rollup = cast(sa.Table, PriceRollup.__table__)
+_snapshot = cast(sa.Table, Snapshot.__table__)
 
-#: ``price_rollup.period`` of a UTC day's row, and of the prices valid since the last snapshot.
-DAY, OPEN = "day", "open"
+#: ``price_rollup.period`` of a UTC day's row, of a UTC hour's, and of the prices valid
+#: since the last snapshot.
+DAY, HOUR, OPEN = "day", "hour", "open"
+
+#: ``price_rollup.region_class`` of the rows over every offer, whatever its country.
+ALL_REGIONS = "all"
+
+#: Days of hour rows kept by default (``GPUSCOUT_ROLLUP_HOURLY_DAYS``).
+HOURLY_DAYS = 7
 
 #: The statistics a rollup row holds, as :func:`db.history.daily_index` names them.
 STATS_COLUMNS = (
@@ -70,17 +95,41 @@ STATS_COLUMNS = (
     "sample_offers",
 )
 
+#: The stock counts a rollup row holds beside them (see the module's docstring).
+STOCK_COLUMNS = ("stock_offers", "available_offers")
+
+#: The share of a period's offers in stock: of those whose stock was recorded in it, the
+#: ones stated available at some time in it (null when none was recorded).
+AVAILABILITY_SHARE = (
+    pl.when(pl.col("stock_offers") > 0)
+    .then(pl.col("available_offers") / pl.col("stock_offers"))
+    .otherwise(None)
+    .alias("availability_share")
+)
+
 #: The history rows the statistics are computed from, as a frame.
 ROWS_SCHEMA: dict[str, Any] = {
     "offer_key": pl.String,
     "provider": pl.String,
     "gpu_model": pl.String,
     "term": pl.String,
+    "region_class": pl.String,
     "usd_per_gpu_hour": pl.Float64,
     "valid_from": pl.Datetime("us"),
     "valid_to": pl.Datetime("us"),
     "sample": pl.Boolean,
 }
+
+#: The stock rows the availability is counted from, as a frame.
+STOCK_SCHEMA: dict[str, Any] = {
+    "offer_key": pl.String,
+    "available": pl.Boolean,
+    "valid_from": pl.Datetime("us"),
+    "valid_to": pl.Datetime("us"),
+}
+
+_DAY_STEP, _HOUR_STEP = timedelta(days=1), timedelta(hours=1)
+_EVERY = {_DAY_STEP: "1d", _HOUR_STEP: "1h"}
 
 
 @functools.cache
@@ -123,16 +172,21 @@ def _utc_start(day: date) -> datetime:
     return datetime.combine(day, time(0), tzinfo=UTC)
 
 
-def _rows(connection: Connection, first: date, last: date) -> pl.DataFrame:
-    """The priced rows valid on some day of ``first`` .. ``last``: the open rows, and the
-    rows closed after ``first`` began (each read through its own index on ``valid_to``)."""
+def _hour_of(at: datetime) -> datetime:
+    """The UTC hour ``at`` falls in (aware)."""
+    return at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def _rows(connection: Connection, lower: datetime, upper: datetime) -> pl.DataFrame:
+    """The priced rows valid at some time of ``lower`` .. ``upper``: the open rows, and the
+    rows closed after ``lower`` (each read through its own index on ``valid_to``)."""
     h = _history.c
-    lower, upper = _utc_start(first), _utc_start(last + timedelta(days=1))
     columns = (
         h.offer_key,
         h.provider,
         h.gpu_model,
         h.term,
+        h.country,
         h.usd_per_gpu_hour,
         h.valid_from,
         h.valid_to,
@@ -145,17 +199,53 @@ def _rows(connection: Connection, first: date, last: date) -> pl.DataFrame:
     )
     sample = Origin.SAMPLE.value
     rows = [
-        (key, provider, model, term, price, _naive(since), _naive(until), origin == sample)
+        (
+            key,
+            provider,
+            model,
+            term,
+            region_class_of(country).value,
+            price,
+            _naive(since),
+            _naive(until),
+            origin == sample,
+        )
         for query in queries
-        for key, provider, model, term, price, since, until, origin in connection.execute(query)
+        for key, provider, model, term, country, price, since, until, origin in connection.execute(
+            query
+        )
     ]
     return pl.DataFrame(rows, schema=ROWS_SCHEMA, orient="row")
 
 
+def _stock_rows(connection: Connection, lower: datetime, upper: datetime) -> pl.DataFrame:
+    """The stock rows valid at some time of ``lower`` .. ``upper``, read as :func:`_rows`
+    reads the price rows."""
+    s = _stock.c
+    columns = (s.offer_key, s.available, s.valid_from, s.valid_to)
+    queries = (
+        sa.select(*columns).where(s.closed_snapshot_id.is_(None), s.valid_from < upper),
+        sa.select(*columns).where(
+            s.valid_to.is_not(None), s.valid_to > lower, s.valid_from < upper
+        ),
+    )
+    rows = [
+        (key, bool(available), _naive(since), _naive(until))
+        for query in queries
+        for key, available, since, until in connection.execute(query)
+    ]
+    return pl.DataFrame(rows, schema=STOCK_SCHEMA, orient="row")
+
+
 def _statistics(prices: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
-    """The index's statistics of one price per offer, per ``by``."""
-    price = pl.col("usd_per_gpu_hour")
-    return prices.group_by(by).agg(
+    """The index's statistics of one price per offer, per ``by`` and region class (each
+    offer counted in its own class and in ``all``); ``available``: whether the offer was in
+    stock (null: no stock recorded)."""
+    price, available = pl.col("usd_per_gpu_hour"), pl.col("available")
+    every_region = pl.concat(
+        [prices, prices.with_columns(region_class=pl.lit(ALL_REGIONS))], how="vertical"
+    )
+    return every_region.group_by([*by, "region_class"]).agg(
         median_usd_per_gpu_hour=price.median(),
         p10_usd_per_gpu_hour=price.quantile(0.1, interpolation="linear"),
         p90_usd_per_gpu_hour=price.quantile(0.9, interpolation="linear"),
@@ -163,6 +253,8 @@ def _statistics(prices: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
         offers=pl.len(),
         providers=pl.col("provider").n_unique(),
         sample_offers=pl.col("sample").sum(),
+        stock_offers=available.is_not_null().sum(),
+        available_offers=available.fill_null(False).sum(),
     )
 
 
@@ -185,14 +277,43 @@ def spread_over_days(rows: pl.LazyFrame, first: date, last: date, *bounds: pl.Ex
     )
 
 
-def day_statistics(rows: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
-    """Per day of ``first`` .. ``last``, series and term with offers: the statistics of the
-    last price of each offer valid during that day (``rows``: history rows as
-    :data:`ROWS_SCHEMA`).
+def _spread(
+    rows: pl.LazyFrame, first: datetime, last: datetime, step: timedelta, *bounds: pl.Expr
+) -> pl.LazyFrame:
+    """``rows`` (rows valid over ``valid_from`` .. ``valid_to``) once per period of length
+    ``step`` (a UTC day or hour) starting ``first`` .. ``last`` (naive UTC) each is valid
+    in, as column ``start``; ``bounds``: further last starts a row does not go past."""
+    every = _EVERY[step]
+    return (
+        rows.with_columns(
+            first_start=pl.max_horizontal(pl.col("valid_from").dt.truncate(every), pl.lit(first)),
+            last_start=pl.min_horizontal(
+                # valid_to is exclusive: a row closed on the hour does not cover that hour
+                (pl.col("valid_to") - pl.duration(microseconds=1))
+                .dt.truncate(every)
+                .fill_null(last),
+                *bounds,
+                pl.lit(last),
+            ),
+        )
+        .filter(pl.col("first_start") <= pl.col("last_start"))
+        .with_columns(start=pl.datetime_ranges("first_start", "last_start", every))
+        .explode("start")
+    )
 
-    A row is an offer's last price on the days it is valid on up to the day before its
-    offer's next row starts (that day the next row is the last), so each row is spread
-    over exactly the days it counts on, without sorting a row per offer and day."""
+
+def _period_statistics(
+    rows: pl.DataFrame, stock: pl.DataFrame, first: datetime, last: datetime, step: timedelta
+) -> pl.DataFrame:
+    """Per period (``start``) of ``first`` .. ``last``, series, term and region class with
+    offers: the statistics of the last price of each offer valid during that period and
+    whether it was in stock then (``rows``: :data:`ROWS_SCHEMA`; ``stock``:
+    :data:`STOCK_SCHEMA`).
+
+    A row is an offer's last price in the periods it is valid in up to the period before
+    its offer's next row starts (that period the next row is the last), so each row is
+    spread over exactly the periods it counts in, without sorting a row per offer and
+    period."""
     series_offer = ("series", "term", "offer_key")
     per_offer = (
         rows.lazy()
@@ -200,23 +321,42 @@ def day_statistics(rows: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
         .join(_membership().lazy(), on="gpu_model", maintain_order="left")
         .with_columns(next_from=pl.col("valid_from").shift(-1).over(series_offer))
     )
-    before_next = (pl.col("next_from").dt.date() - pl.duration(days=1)).fill_null(last)
-    per_offer = spread_over_days(per_offer, first, last, before_next)
-    return _statistics(per_offer, ["day", "series", "term"]).collect()
+    every = _EVERY[step]
+    before_next = (pl.col("next_from").dt.truncate(every) - step).fill_null(pl.lit(last))
+    per_offer = _spread(per_offer, first, last, step, before_next)
+    in_stock = (
+        _spread(stock.lazy(), first, last, step)
+        .group_by("start", "offer_key")
+        .agg(available=pl.col("available").any())
+    )
+    with_stock = per_offer.join(in_stock, on=["start", "offer_key"], how="left")
+    return _statistics(with_stock, ["start", "series", "term"]).collect()
 
 
-def _open_statistics(rows: pl.DataFrame) -> pl.DataFrame:
-    """Per series and term: the statistics of the prices valid now (the open rows)."""
+def _open_statistics(rows: pl.DataFrame, stock: pl.DataFrame) -> pl.DataFrame:
+    """Per series, term and region class: the statistics of the prices valid now (the open
+    rows), with the open stock rows."""
     open_rows = rows.lazy().filter(pl.col("valid_to").is_null())
-    joined = open_rows.join(_membership().lazy(), on="gpu_model")
+    open_stock = stock.lazy().filter(pl.col("valid_to").is_null()).select("offer_key", "available")
+    joined = open_rows.join(_membership().lazy(), on="gpu_model").join(
+        open_stock, on="offer_key", how="left"
+    )
     return _statistics(joined, ["series", "term"]).collect()
 
 
+_KEY_COLUMNS = ("series", "term", "region_class")
+
+
 def _records(frame: pl.DataFrame, period: str, day: date | None = None) -> list[dict[str, Any]]:
+    """The rows of ``frame`` (with ``start``, unless ``day`` is given) as ``period`` rows."""
     out = []
     for row in frame.iter_rows(named=True):
-        record = {name: row[name] for name in ("series", "term", *STATS_COLUMNS)}
-        record["day"] = row["day"] if day is None else day
+        record = {name: row[name] for name in (*_KEY_COLUMNS, *STATS_COLUMNS, *STOCK_COLUMNS)}
+        if day is None:
+            start: datetime = row["start"]
+            record["day"], record["hour"] = start.date(), start.hour if period == HOUR else 0
+        else:
+            record["day"], record["hour"] = day, 0
         record["period"] = period
         out.append(record)
     return out
@@ -231,39 +371,134 @@ def _last_day(connection: Connection) -> date | None:
     )
 
 
-def _write(connection: Connection, first: date, last: date) -> None:
-    """Recompute the day rows of ``first`` .. ``last`` and the open rows."""
+def _last_hour(connection: Connection) -> datetime | None:
+    """The last hour a rollup was written for, aware UTC (``None``: none yet)."""
     r = _rollup.c
-    rows = _rows(connection, first, last)
-    days = day_statistics(rows, first, last)
-    connection.execute(sa.delete(_rollup).where(r.period == DAY, r.day.between(first, last)))
+    found = connection.execute(
+        sa.select(r.day, r.hour)
+        .where(r.period == HOUR)
+        .order_by(r.day.desc(), r.hour.desc())
+        .limit(1)
+    ).first()
+    return None if found is None else _utc_start(found[0]) + found[1] * _HOUR_STEP
+
+
+def _hours_from(first: datetime) -> sa.ColumnElement[bool]:
+    """Hour rows of the hour ``first`` (aware UTC) and after."""
+    r, day = _rollup.c, first.date()
+    return sa.or_(r.day > day, sa.and_(r.day == day, r.hour >= first.hour))
+
+
+def _hours_to(last: datetime) -> sa.ColumnElement[bool]:
+    """Hour rows of the hour ``last`` (aware UTC) and before."""
+    r, day = _rollup.c, last.date()
+    return sa.or_(r.day < day, sa.and_(r.day == day, r.hour <= last.hour))
+
+
+def _write(
+    connection: Connection,
+    days: tuple[date, date] | None,
+    hours: tuple[datetime, datetime] | None,
+    keep_hours_from: datetime | None,
+) -> None:
+    """Recompute the day rows of ``days`` (first, last), the hour rows of ``hours`` (aware
+    UTC hours, first, last) and the open rows; drop the hour rows before
+    ``keep_hours_from`` (``None``: every hour row)."""
+    r = _rollup.c
+    pruned = [r.period == HOUR]
+    if keep_hours_from is not None:
+        pruned.append(sa.not_(_hours_from(keep_hours_from)))
+    connection.execute(sa.delete(_rollup).where(*pruned))
+    if hours is not None and hours[0] > hours[1]:
+        hours = None
+    bounds: list[tuple[datetime, datetime]] = []
+    if days is not None:
+        bounds.append((_utc_start(days[0]), _utc_start(days[1]) + _DAY_STEP))
+    if hours is not None:
+        bounds.append((hours[0], hours[1] + _HOUR_STEP))
+    if not bounds:
+        return
+    lower, upper = min(a for a, _ in bounds), max(b for _, b in bounds)
+    rows = _rows(connection, lower, upper)
+    stock = _stock_rows(connection, lower, upper)
+    records: list[dict[str, Any]] = []
+    if days is not None:
+        first, last = (datetime.combine(day, time(0)) for day in days)
+        frame = _period_statistics(rows, stock, first, last, _DAY_STEP)
+        connection.execute(sa.delete(_rollup).where(r.period == DAY, r.day.between(*days)))
+        records += _records(frame, DAY)
+    if hours is not None:
+        connection.execute(
+            sa.delete(_rollup).where(r.period == HOUR, _hours_from(hours[0]), _hours_to(hours[1]))
+        )
+        # a day of hours at a time: memory holds a day's spread, as a day row's pass does
+        first, last = (cast(datetime, _naive(hour)) for hour in hours)
+        while first <= last:
+            upto = min(first + _DAY_STEP - _HOUR_STEP, last)
+            frame = _period_statistics(rows, stock, first, upto, _HOUR_STEP)
+            records += _records(frame, HOUR)
+            first = upto + _HOUR_STEP
     connection.execute(sa.delete(_rollup).where(r.period == OPEN))
-    records = _records(days, DAY) + _records(_open_statistics(rows), OPEN, last)
+    held = max(days[1] if days else date.min, _last_day(connection) or date.min)
+    if hours is not None:
+        held = max(held, hours[1].date())
+    records += _records(_open_statistics(rows, stock), OPEN, held)
     if records:
         connection.execute(sa.insert(_rollup), records)
 
 
 def update_rollups(
-    connection: Connection, *, first: datetime, last: datetime, changed: bool = True
+    connection: Connection,
+    *,
+    first: datetime,
+    last: datetime,
+    changed: bool = True,
+    hourly_days: int = HOURLY_DAYS,
 ) -> None:
-    """Bring the rollups up to date after a snapshot whose price rows open and close between
-    ``first`` and ``last`` (aware UTC): recompute those days, and every day since the last
-    one written (days no snapshot saw still hold prices). Run in the snapshot's transaction.
-    A snapshot that ``changed`` no price row changes no day already written: nothing to do
-    then unless its day is new."""
+    """Bring the rollups up to date after a snapshot whose price and stock rows open and
+    close between ``first`` and ``last`` (aware UTC): recompute those days and hours, and
+    every day and hour since the last one written (they still hold prices); keep the hour
+    rows of the last ``hourly_days`` days (0: none). Run in the snapshot's transaction.
+    A snapshot that ``changed`` no row changes no period already written: then only a new
+    day or hour is written."""
     first_day, last_day = first.astimezone(UTC).date(), last.astimezone(UTC).date()
-    written = _last_day(connection)
-    if not changed and written is not None and written >= last_day:
+    first_hour, last_hour = _hour_of(first), _hour_of(last)
+    written_day = _last_day(connection)
+    written_hour = _last_hour(connection)
+    new_day = written_day is None or written_day < last_day
+    if hourly_days:
+        new_hour = written_hour is None or written_hour < last_hour
+    else:  # hour rows left from a setting that kept some go
+        new_hour = written_hour is not None
+    if not changed and not new_day and not new_hour:
         return
-    if written is not None:
-        first_day = min(first_day, written + timedelta(days=1))
-        last_day = max(last_day, written)
-    _write(connection, first_day, last_day)
+    if written_day is not None:
+        first_day = min(first_day, written_day + _DAY_STEP)
+        last_day = max(last_day, written_day)
+    days = (first_day, last_day) if changed or new_day else None
+    if not hourly_days:
+        _write(connection, days, None, None)
+        return
+    if written_hour is not None:
+        first_hour = min(first_hour, written_hour + _HOUR_STEP)
+        last_hour = max(last_hour, written_hour)
+    keep_from = last_hour - timedelta(days=hourly_days) + _HOUR_STEP
+    hours = (max(first_hour, keep_from), last_hour) if changed or new_hour else None
+    _write(connection, days, hours, keep_from)
 
 
-def rebuild_rollups(connection: Connection, *, until: date, days_per_pass: int = 31) -> None:
+def rebuild_rollups(
+    connection: Connection,
+    *,
+    until: date,
+    days_per_pass: int = 31,
+    hourly_days: int = HOURLY_DAYS,
+    now: datetime | None = None,
+) -> None:
     """Build every day's rollups from the whole history up to ``until`` (the migration's
-    work), a month of rows per pass so memory stays bounded by a month of history."""
+    work), a month of rows per pass so memory stays bounded by a month of history, then
+    the hour rows of the ``hourly_days`` days up to the hour of ``now`` (default: of the
+    last snapshot, as the snapshots left them)."""
     h = _history.c
     earliest = connection.execute(sa.select(sa.func.min(h.valid_from))).scalar()
     connection.execute(sa.delete(_rollup))
@@ -272,35 +507,88 @@ def rebuild_rollups(connection: Connection, *, until: date, days_per_pass: int =
     day = cast(datetime, earliest).astimezone(UTC).date()
     while day <= until:
         end = min(day + timedelta(days=days_per_pass - 1), until)
-        _write(connection, day, end)
-        day = end + timedelta(days=1)
+        _write(connection, (day, end), None, None)
+        day = end + _DAY_STEP
+    if now is None:
+        now = connection.execute(sa.select(sa.func.max(_snapshot.c.started_at))).scalar()
+    if not hourly_days or now is None:
+        return
+    last_hour = min(_hour_of(now), _utc_start(until) + 23 * _HOUR_STEP)
+    keep_from = last_hour - timedelta(days=hourly_days) + _HOUR_STEP
+    first_hour = max(keep_from, _hour_of(cast(datetime, earliest)))
+    _write(connection, None, (first_hour, last_hour), keep_from)
+
+
+def _stats_schema() -> dict[str, Any]:
+    return {
+        name: (pl.Float64 if name.endswith("hour") else pl.Int64)
+        for name in (*STATS_COLUMNS, *STOCK_COLUMNS)
+    }
 
 
 def read_rollups(
-    connection: Connection, *, series: str, term: str, start: date, end: date
+    connection: Connection,
+    *,
+    series: str,
+    term: str,
+    start: date,
+    end: date,
+    region_class: str = ALL_REGIONS,
 ) -> pl.DataFrame:
-    """The rollup statistics of ``series`` and ``term`` per day of ``start`` .. ``end`` that
-    has offers (columns ``day`` and :data:`STATS_COLUMNS`): the day rows, and for the days
-    after the last one written the open rows."""
+    """The rollup statistics of ``series``, ``term`` and ``region_class`` per day of
+    ``start`` .. ``end`` that has offers (columns ``day``, :data:`STATS_COLUMNS` and
+    :data:`STOCK_COLUMNS`): the day rows, and for the days after the last one written the
+    open rows."""
     r = _rollup.c
-    stats = [r.day, *(getattr(r, name) for name in STATS_COLUMNS)]
+    stats = [r.day, *(getattr(r, name) for name in (*STATS_COLUMNS, *STOCK_COLUMNS))]
+    same = (r.series == series, r.term == term, r.region_class == region_class)
     found = connection.execute(
-        sa.select(*stats).where(
-            r.series == series, r.term == term, r.period == DAY, r.day.between(start, end)
-        )
+        sa.select(*stats).where(*same, r.period == DAY, r.day.between(start, end))
     ).all()
     rows = [tuple(row) for row in found]
     written = _last_day(connection)
     if written is not None and written < end:
-        held = connection.execute(
-            sa.select(*stats[1:]).where(r.series == series, r.term == term, r.period == OPEN)
-        ).first()
+        held = connection.execute(sa.select(*stats[1:]).where(*same, r.period == OPEN)).first()
         if held is not None:
-            day = max(start, written + timedelta(days=1))
+            day = max(start, written + _DAY_STEP)
             while day <= end:
                 rows.append((day, *held))
-                day += timedelta(days=1)
-    schema: dict[str, Any] = {"day": pl.Date} | {
-        name: (pl.Float64 if name.endswith("hour") else pl.Int64) for name in STATS_COLUMNS
-    }
+                day += _DAY_STEP
+    schema: dict[str, Any] = {"day": pl.Date} | _stats_schema()
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def read_hourly_rollups(
+    connection: Connection,
+    *,
+    series: str,
+    term: str,
+    start: datetime,
+    end: datetime,
+    region_class: str = ALL_REGIONS,
+) -> pl.DataFrame:
+    """The rollup statistics of ``series``, ``term`` and ``region_class`` per UTC hour of
+    ``start`` .. ``end`` (aware; their hours) that has offers (columns ``hour``, aware UTC,
+    :data:`STATS_COLUMNS` and :data:`STOCK_COLUMNS`): the hour rows, and for the hours after
+    the last one written the open rows. Hours before the kept ones have no rows: the caller
+    bounds the window (:data:`HOURLY_DAYS`)."""
+    r = _rollup.c
+    first, last = _hour_of(start), _hour_of(end)
+    stats = [getattr(r, name) for name in (*STATS_COLUMNS, *STOCK_COLUMNS)]
+    same = (r.series == series, r.term == term, r.region_class == region_class)
+    found = connection.execute(
+        sa.select(r.day, r.hour, *stats).where(
+            *same, r.period == HOUR, _hours_from(first), _hours_to(last)
+        )
+    ).all()
+    rows = [(_utc_start(day) + hour * _HOUR_STEP, *rest) for day, hour, *rest in found]
+    written = _last_hour(connection)
+    if written is not None and written < last:
+        held = connection.execute(sa.select(*stats).where(*same, r.period == OPEN)).first()
+        if held is not None:
+            hour = max(first, written + _HOUR_STEP)
+            while hour <= last:
+                rows.append((hour, *held))
+                hour += _HOUR_STEP
+    schema: dict[str, Any] = {"hour": pl.Datetime("us", "UTC")} | _stats_schema()
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("hour")

@@ -65,7 +65,7 @@ from .engine import Target, placeholders, transaction
 from .guard import ACCEPTED_PREFIX, OfferGuard, suspect_count
 from .models import CurrentOffer, PriceHistory, ProviderStatus, Snapshot, SnapshotProvider
 from .records import hash64, hash64s, record_jsons
-from .rollups import update_rollups
+from .rollups import HOURLY_DAYS, update_rollups
 
 __all__ = ["ProviderChanges", "SnapshotSummary", "snapshot_origin", "store_snapshot"]
 
@@ -415,6 +415,7 @@ class _Columns:
                         gpus,
                         term_text,
                         region,
+                        offer.country,
                         # the amount as stated (2.50 stays 2.50), not from the memo
                         str(offer.price_amount) if sqlite else offer.price_amount,
                         offer.price_currency,
@@ -529,6 +530,7 @@ HISTORY_COLUMNS = (
     "gpus",
     "term",
     "region",
+    "country",
     "price_amount",
     "price_currency",
     "price_unit",
@@ -779,6 +781,7 @@ def store_snapshot(
     finished_at: datetime,
     fx: FxTable | None = None,
     guard: OfferGuard | None = None,
+    hourly_days: int = HOURLY_DAYS,
 ) -> SnapshotSummary:
     """Store one snapshot in one transaction and say what changed per provider.
 
@@ -787,7 +790,8 @@ def store_snapshot(
     USD figures convert with ``fx``: the table the settings select
     (:func:`service.fx.fx_table`); ``None``: the shipped one. ``guard``
     holds the plausibility thresholds an ok run must pass to replace its provider's offers
-    (default: :class:`~db.guard.OfferGuard`'s).
+    (default: :class:`~db.guard.OfferGuard`'s). ``hourly_days``: the days of hourly rollups
+    kept (:func:`db.rollups.update_rollups`).
 
     ``runs`` streams: each run is taken from it when the one before is stored, its rows
     written a chunk (:data:`CHUNK` offers) at a time, and let go of before the next, so an
@@ -807,6 +811,7 @@ def store_snapshot(
             finished_at=finished_at,
             fx=fx or default_fx(),
             guard=guard or OfferGuard(),
+            hourly_days=hourly_days,
         )
 
 
@@ -876,6 +881,7 @@ def _store(
     finished_at: datetime,
     fx: FxTable,
     guard: OfferGuard,
+    hourly_days: int,
 ) -> SnapshotSummary:
     snapshot_id = connection.execute(
         sa.insert(_snapshot)
@@ -923,8 +929,15 @@ def _store(
         )
         del fetched  # let the run go before the iterator makes the next
     origin = _origin_of(origins)
-    changed = any(c.history_added or c.history_closed for c in changes)
-    update_rollups(connection, first=min(observed), last=max(observed), changed=changed)
+    # an updated record may be a changed stock: the rollups' availability reads it
+    changed = any(c.history_added or c.history_closed or c.offers_updated for c in changes)
+    update_rollups(
+        connection,
+        first=min(observed),
+        last=max(observed),
+        changed=changed,
+        hourly_days=hourly_days,
+    )
     summary = SnapshotSummary(snapshot_id, started_at, finished_at, tuple(changes), origin)
     if provider_rows:
         connection.execute(sa.insert(_snapshot_provider), provider_rows)

@@ -47,7 +47,7 @@ DECIMALS: dict[str, int] = {
     "usd_per_effective_tflop_hour": 9,
     # the daily price index (gpuscout.db.history.daily_index)
     "median_usd_per_gpu_hour": 6, "p10_usd_per_gpu_hour": 6, "p90_usd_per_gpu_hour": 6,
-    "min_usd_per_gpu_hour": 6,
+    "min_usd_per_gpu_hour": 6, "availability_share": 4,
 }  # fmt: skip
 
 #: Columns of the ranking that only order it (``config_id``, ``ranked_after``): not shown.

@@ -274,6 +274,13 @@ class Settings(_ProviderSettings):
     retention_history_days: int = Field(
         730, ge=0, description="days closed price-history rows are kept; 0 = forever"
     )
+    rollup_hourly_days: int = Field(
+        7,
+        ge=0,
+        le=92,
+        description="days of hourly price rollups kept (the hourly index reads them; pruned"
+        " by each snapshot beyond them); 0 = none",
+    )
     snapshot_lease_s: float = Field(
         60,
         gt=0,

@@ -288,6 +288,7 @@ def take_snapshot(
                         finished_at=finished_at,
                         guard=offer_guard(settings),
                         fx=fx,
+                        hourly_days=settings.rollup_hourly_days,
                     )
                     pruned = prune(
                         engine,

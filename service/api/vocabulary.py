@@ -144,6 +144,8 @@ PARAMETERS: dict[str, str] = {
     "cursor": "the next page (from the previous answer's next)",
     "q": "a free search of the GPU catalog: model, family or vendor",
     "days": "UTC days up to today",
+    "interval": "the price index per UTC day or per UTC hour (day | hour)",
+    "region_class": "a coarse region of the offers' countries (north-america, europe, china...)",
     "term": "one rental term",
     "wait": "answer when the snapshot is stored",
     "token": "the token of a mailed link",

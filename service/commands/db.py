@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gpuscout.adapters.regions import RegionClass
 from gpuscout.adapters.schema import RentalTerm
 
 from ..settings import get_settings
@@ -38,7 +39,8 @@ def x_limits(days: list[date]) -> tuple[date, date]:
 
 
 def _plot(frame: object, path: Path, title: str) -> None:
-    """Draw the daily index (median with the p10-p90 band, and the minimum) to ``path``."""
+    """Draw the daily (or hourly) index (median with the p10-p90 band, and the minimum) to
+    ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -46,7 +48,7 @@ def _plot(frame: object, path: Path, title: str) -> None:
     import polars as pl
 
     assert isinstance(frame, pl.DataFrame)
-    days = frame["day"].to_list()
+    days = frame[frame.columns[0]].to_list()  # its days or hours
 
     def values(column: str) -> Any:
         return frame[column].cast(pl.Float64).to_numpy()  # nulls (no offers) become NaN
@@ -110,20 +112,43 @@ def register(app: typer.Typer) -> None:
         ] = None,
         old_gpu: Annotated[str | None, deprecated_option("--gpu", "--gpus")] = None,
         days: Annotated[
-            int, typer.Option("--days", min=1, max=MAX_HISTORY_DAYS, help="days back from today")
-        ] = 30,
+            int | None,
+            typer.Option(
+                "--days",
+                min=1,
+                max=MAX_HISTORY_DAYS,
+                help="days back from today (30; with --hourly, 1)",
+            ),
+        ] = None,
         term: Annotated[RentalTerm, typer.Option("--term", help="rental term")] = (
             RentalTerm.ON_DEMAND
         ),
         plot: Annotated[
             Path | None, typer.Option("--plot", dir_okay=False, help="also draw a PNG chart")
         ] = None,
+        region_class: Annotated[
+            RegionClass | None,
+            typer.Option(
+                "--region-class",
+                help="only the offers of this region class (from their country);"
+                " a GPU model, family or vendor only",
+            ),
+        ] = None,
+        hourly: Annotated[
+            bool,
+            typer.Option(
+                "--hourly",
+                help="per UTC hour over the last --days (kept for the last days only:"
+                " GPUSCOUT_ROLLUP_HOURLY_DAYS)",
+            ),
+        ] = False,
     ) -> None:
         """Daily price index of a GPU (USD per GPU-hour) from the stored price history.
 
         A day counts the prices the database held on it: prices of the offline sample
         (`snapshot --sample`) from the day they were stored, not from their capture dates;
-        the note on stderr and the chart's title say so."""
+        the note on stderr and the chart's title say so. `--hourly` reads it per UTC hour;
+        the "stock" column is the share of offers stated available."""
         if ctx.invoked_subcommand is not None:
             return
         gpu = resolve_deprecated(gpus, old_gpu, "--gpu", "--gpus")
@@ -137,17 +162,41 @@ def register(app: typer.Typer) -> None:
         if plot is not None and not plot.parent.is_dir():  # told before the query, not after
             refuse(f"--plot: {plot.parent} is not a directory")
         from gpuscout.db.engine import make_engine
-        from gpuscout.db.history import daily_index, index_label
+        from gpuscout.db.history import daily_index, hourly_index, hourly_window, index_label
         from gpuscout.db.migrate import upgrade
 
         settings = get_settings()
-        end = datetime.now(UTC).date()
+        now = datetime.now(UTC)
+        days = days or (1 if hourly else 30)
+        end = now.date()
         start = end - timedelta(days=days - 1)
+        first = last = now
+        if hourly:
+            try:
+                first, last = hourly_window(now, days, settings.rollup_hourly_days)
+            except ValueError as exc:
+                refuse(f"--days: {exc}")
+            start, end = first.date(), last.date()
         upgrade(settings.database_url)
         engine = make_engine(settings.database_url)
         try:
-            frame = daily_index(engine, gpu=gpu, term=term, start=start, end=end)
+            if hourly:
+                frame = hourly_index(
+                    engine, gpu=gpu, term=term, start=first, end=last, region_class=region_class
+                )
+            else:
+                frame = daily_index(
+                    engine,
+                    gpu=gpu,
+                    term=term,
+                    start=start,
+                    end=end,
+                    region_class=region_class,
+                    availability=True,
+                )
             label = index_label(engine, frame, gpu=gpu, term=term, start=start, end=end)
+        except ValueError as exc:  # a region class or hours of no GPU series
+            refuse(str(exc))
         finally:
             engine.dispose()
         if label.note:
@@ -163,30 +212,41 @@ def register(app: typer.Typer) -> None:
         def money(value: float | None) -> str:
             return "" if value is None else f"{value:.4f}"
 
+        def share(value: float | None) -> str:
+            return "" if value is None else f"{value:.0%}"
+
+        def when(value: Any) -> str:
+            return value.strftime("%Y-%m-%d %H:00") if hourly else value.isoformat()
+
+        period = "hour" if hourly else "day"
         shown = frame
-        priced: list[date] = [
-            day for day, n in zip(frame["day"], frame["offers"], strict=True) if n
-        ]
-        if priced and priced[0] > start:  # not a column of empty days first
-            shown = frame.filter(frame["day"] >= priced[0])
-            err.print(f"no stored prices before {priced[0]}: the table starts there")
-        # the title names the days drawn, not the window asked for
-        drawn = f"{shown['day'][0]}" + (f" to {end}" if shown["day"][0] != end else "")
+        priced = [at for at, n in zip(frame[period], frame["offers"], strict=True) if n]
+        if priced and priced[0] > frame[period][0]:  # not a column of empty periods first
+            shown = frame.filter(frame[period] >= priced[0])
+            err.print(f"no stored prices before {when(priced[0])}: the table starts there")
+        # the title names the periods drawn, not the window asked for
+        drawn = when(shown[period][0])
+        if shown[period][0] != frame[period][-1]:
+            drawn += f" to {when(frame[period][-1])}"
         title = f"{gpu} {term.value}: USD per GPU-hour, {drawn}"
+        if region_class is not None:
+            title += f", {region_class.value}"
         if label.caption:
             title += f" ({label.caption})"
         table = Table(title=title)
-        for col in ("day", "median", "p10", "p90", "min", "offers", "providers"):
-            table.add_column(col, justify="left" if col == "day" else "right")
+        table.add_column(period, no_wrap=True)
+        for col in ("median", "p10", "p90", "min", "offers", "providers", "stock"):
+            table.add_column(col, justify="right")
         for row in shown.iter_rows(named=True):
             table.add_row(
-                row["day"].isoformat(),
+                when(row[period]),
                 money(row["median_usd_per_gpu_hour"]),
                 money(row["p10_usd_per_gpu_hour"]),
                 money(row["p90_usd_per_gpu_hour"]),
                 money(row["min_usd_per_gpu_hour"]),
                 str(row["offers"]),
                 str(row["providers"]),
+                share(row["availability_share"]),
             )
         Console().print(table)
         if plot is not None:

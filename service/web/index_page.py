@@ -39,7 +39,8 @@ __all__ = ["current_spread", "router", "stock_by_provider"]
 
 router = APIRouter(include_in_schema=False)
 
-_ALLOWED = frozenset(IndexQuery.model_fields)
+#: The index page draws days: the hourly index is the API's (``interval=hour``).
+_ALLOWED = frozenset(IndexQuery.model_fields) - {"interval"}
 
 
 def current_spread(frame: pl.DataFrame, gpu: str, term: str) -> list[dict[str, Any]]:

@@ -172,7 +172,8 @@ def test_history_benchmark_times_each_view_at_each_checkpoint() -> None:
         )
         assert re.search(
             rf"^sqlite +at +{day} days: index 30d \d+ ms  index 30d rows \d+ ms"
-            r"  /index page \d+ ms  index 365d \d+ ms  digest week \d+ ms  rollups 1 snap \d+ ms$",
+            r"  /index page \d+ ms  index 365d \d+ ms  hourly 24h \d+ ms  digest week \d+ ms"
+            r"  rollups 1 snap \d+ ms$",
             out,
             re.M,
         ), out

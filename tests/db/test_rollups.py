@@ -170,7 +170,9 @@ def _rollup_rows(engine: Engine) -> list[tuple[Any, ...]]:
         return [
             tuple(row)
             for row in connection.execute(
-                sa.select(*columns).order_by(r.series, r.term, r.period, r.day)
+                sa.select(*columns).order_by(
+                    r.series, r.term, r.region_class, r.period, r.day, r.hour
+                )
             )
         ]
 
@@ -248,17 +250,24 @@ def test_the_migration_builds_the_rollups_of_an_existing_history(
     )
 
 
-def test_a_snapshot_changing_no_price_writes_only_a_new_day(
+def test_a_snapshot_changing_no_price_writes_only_a_new_day_or_hour(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import gpuscout.db.rollups
 
-    written: list[tuple[date, date]] = []
+    written: list[tuple[date, date] | None] = []
+    hourly: list[tuple[datetime, datetime] | None] = []
     write = gpuscout.db.rollups._write
 
-    def counted(connection: Any, first: date, last: date) -> None:
-        written.append((first, last))
-        write(connection, first, last)
+    def counted(
+        connection: Any,
+        days: tuple[date, date] | None,
+        hours: tuple[datetime, datetime] | None,
+        keep_from: datetime | None,
+    ) -> None:
+        written.append(days)
+        hourly.append(hours)
+        write(connection, days, hours, keep_from)
 
     monkeypatch.setattr(gpuscout.db.rollups, "_write", counted)
     offers = [offer("alpha", "a1", "2.50"), offer("alpha", "a2", "3.00")]
@@ -268,4 +277,8 @@ def test_a_snapshot_changing_no_price_writes_only_a_new_day(
         priced = offers if hours < 2 else [offer("alpha", "a1", "2.40"), offers[1]]
         store_snapshot(engine, [ok("alpha", priced, when)], started_at=when, finished_at=when)
     day = START.date()
-    assert written == [(day, day), (day, day), (day + timedelta(days=1),) * 2]
+    # the same prices in a new hour write that hour only, not the day again
+    assert written == [(day, day), None, (day, day), (day + timedelta(days=1),) * 2]
+    at = [START + timedelta(hours=h) for h in (10, 11, 12, 13, 35)]
+    # the next day's snapshot fills the hours since the last one written
+    assert hourly == [(at[0], at[0]), (at[1], at[1]), (at[2], at[2]), (at[3], at[4])]

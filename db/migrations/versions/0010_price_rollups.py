@@ -7,11 +7,11 @@ Create Date: 2026-12-07
 ``price_rollup`` holds, per UTC day, GPU series (a catalog model, family or vendor) and
 term, what the daily price index computes over the price history (gpuscout.db.rollups);
 each snapshot updates it in its own transaction, and the history views read it instead of
-scanning the history. This migration builds it from the existing history, a month of rows
-per pass, with the code the snapshots use (so a day's row is what a snapshot would write).
+scanning the history. It is built from the existing history by 0011, with the code the
+snapshots use (so a day's row is what a snapshot would write), once the table has the
+columns that code writes.
 
 """
-from datetime import UTC, datetime
 from typing import Sequence, Union
 
 from alembic import op
@@ -47,13 +47,8 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_price_rollup_series_term_period_day'), ['series', 'term', 'period', 'day'], unique=True)
         batch_op.create_index(batch_op.f('ix_price_rollup_period_day'), ['period', 'day'], unique=False)
 
-    # A new database has no history: skip the build (and the import of polars it needs, which
-    # the parent of several API workers must not pay before it starts them).
-    bind = op.get_bind()
-    if bind.execute(sa.text("SELECT 1 FROM price_history LIMIT 1")).first() is not None:
-        from gpuscout.db.rollups import rebuild_rollups
-
-        rebuild_rollups(bind, until=datetime.now(UTC).date())
+    # The build from the existing history is 0011's: the rollup code writes the columns
+    # that revision adds, so it runs once the table has them.
 
 
 def downgrade() -> None:

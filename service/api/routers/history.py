@@ -12,6 +12,7 @@ from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
 
+from gpuscout.adapters.regions import RegionClass
 from gpuscout.adapters.schema import RentalTerm
 from gpuscout.pricing.display import DECIMALS, for_display
 from gpuscout.pricing.names import refused_gpus
@@ -56,7 +57,23 @@ class IndexQuery(BaseModel):
         json_schema_extra={"deprecated": True},
     )
     term: RentalTerm = RentalTerm.ON_DEMAND
-    days: int = Field(default=30, ge=1, le=366, description="UTC days up to today")
+    days: int | None = Field(
+        default=None,
+        ge=1,
+        le=366,
+        description="UTC days up to today (default 30); with interval=hour, the days of hours"
+        " up to this one (default 1)",
+    )
+    region_class: RegionClass | None = Field(
+        default=None,
+        description="only the offers of this region class (from their country; unknown:"
+        " none stated); a GPU model, family or vendor only",
+    )
+    interval: Literal["day", "hour"] = Field(
+        default="day",
+        description="day: the index per UTC day; hour: per UTC hour (kept for the last days"
+        " only: GPUSCOUT_ROLLUP_HOURLY_DAYS)",
+    )
 
     @field_validator("gpus", "gpu")
     @classmethod
@@ -78,6 +95,11 @@ class IndexQuery(BaseModel):
     def model(self) -> str:
         return self.gpus or self.gpu or ""
 
+    @property
+    def window_days(self) -> int:
+        """The days asked for, or the interval's default (30 days, or the last day's hours)."""
+        return self.days or (1 if self.interval == "hour" else 30)
+
 
 class IndexDay(BaseModel):
     day: date
@@ -89,6 +111,25 @@ class IndexDay(BaseModel):
     providers: int
     sample_offers: int = Field(
         description="of the day's offers, those replayed from the offline sample"
+    )
+    availability_share: float | None = Field(
+        None,
+        description="of the offers whose stock was recorded that day, the share stated"
+        " available at some time in it; null: no stock recorded (or read from the price rows)",
+    )
+
+
+class IndexHour(BaseModel):
+    hour: UtcTime = Field(description="the UTC hour's start")
+    median_usd_per_gpu_hour: float | None
+    p10_usd_per_gpu_hour: float | None
+    p90_usd_per_gpu_hour: float | None
+    min_usd_per_gpu_hour: float | None
+    offers: int
+    providers: int
+    sample_offers: int
+    availability_share: float | None = Field(
+        None, description="as the days' availability_share, over the hour"
     )
 
 
@@ -125,7 +166,12 @@ class PriceIndex(HistorySource):
     start: date
     end: date
     unit: str = "USD per GPU-hour"
+    region_class: RegionClass | None = None
+    interval: Literal["day", "hour"] = "day"
     days: list[IndexDay]
+    hours: list[IndexHour] = Field(
+        default_factory=list, description="interval=hour: the hours (days is then empty)"
+    )
     withheld_note: str | None = Field(
         None,
         description="publication = public: the sources whose prices the index leaves out"
@@ -175,7 +221,10 @@ async def get_price_index(
     `gpus` takes every spelling `/v1/offers` takes and means the same models by it: a
     model, a family (H100: every H100), a vendor or a name as providers write it (H100 SXM).
 
-    Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts.
+    Median, p10, p90 and min USD per GPU-hour per UTC day, with offer and provider counts
+    and the share of offers in stock. `region_class` keeps the offers of one region class;
+    `interval=hour` answers per UTC hour over the last `days` of hours (kept for the last
+    days only; more is a 422).
     A day counts the prices the database held on it; prices of the offline sample count
     from when the sample was stored (not from their capture dates), and the answer says
     `sample` with a `note` naming their capture dates. The answer is cached per snapshot
@@ -201,12 +250,16 @@ async def price_index_page(query: IndexQuery, context: Any) -> CachedPage:
     engine = _engine(context)
     end = datetime.now(UTC).date()
     state = context.holder.state
-    key = f"{INDEX_PATH}?gpus={query.model}&term={query.term.value}&days={query.days}"
+    key = f"{INDEX_PATH}?gpus={query.model}&term={query.term.value}&days={query.window_days}"
+    if query.region_class is not None:
+        key += f"&region_class={query.region_class.value}"
+    if query.interval == "hour":
+        return await _hourly_index_page(query, context, engine, f"{key}&interval=hour")
     cache_key = (key, end)
     page = None if state is None else state.cache.get(cache_key)
     if page is not None:
         return cast(CachedPage, page)
-    start = end - timedelta(days=query.days - 1)
+    start = end - timedelta(days=query.window_days - 1)
     gpu, term = query.model, query.term
 
     out = withheld_everywhere(context.settings)  # publication = public: within terms
@@ -215,17 +268,30 @@ async def price_index_page(query: IndexQuery, context: Any) -> CachedPage:
     def read() -> tuple[Any, HistoryLabel]:
         from gpuscout.db.history import daily_index, index_label
 
-        frame = daily_index(engine, gpu=gpu, start=start, end=end, term=term, exclude=kept_out)
+        frame = daily_index(
+            engine,
+            gpu=gpu,
+            start=start,
+            end=end,
+            term=term,
+            exclude=kept_out,
+            region_class=query.region_class,
+            availability=True,
+        )
         label = index_label(
             engine, frame, gpu=gpu, start=start, end=end, term=term, exclude=kept_out
         )
         return frame, label
 
-    frame, label = await run_in_threadpool(read)
+    try:
+        frame, label = await run_in_threadpool(read)
+    except ValueError as exc:  # a region class of no GPU series
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     answer = PriceIndex(
         **HistorySource.of(label),
         gpus=query.model,
         term=query.term,
+        region_class=query.region_class,
         start=start,
         end=end,
         days=[IndexDay.model_validate(row) for row in for_display(frame).iter_rows(named=True)],
@@ -237,6 +303,60 @@ async def price_index_page(query: IndexQuery, context: Any) -> CachedPage:
     if state is not None:
         state.cache.put(cache_key, page)
     return page
+
+
+async def _hourly_index_page(query: IndexQuery, context: Any, engine: Any, key: str) -> CachedPage:
+    """The answer of an ``interval=hour`` ``query``: read each time (an hour moves on
+    within a snapshot), with the ETag of its hour."""
+    now = datetime.now(UTC)
+    out = withheld_everywhere(context.settings)
+    kept_out = tuple(out)
+
+    def read() -> tuple[Any, HistoryLabel, datetime, datetime]:
+        from gpuscout.db.history import hourly_index, hourly_window, index_label
+
+        kept_days = context.settings.rollup_hourly_days
+        first, last = hourly_window(now, query.window_days, kept_days)
+        frame = hourly_index(
+            engine,
+            gpu=query.model,
+            start=first,
+            end=last,
+            term=query.term,
+            exclude=kept_out,
+            region_class=query.region_class,
+        )
+        label = index_label(
+            engine,
+            frame,
+            gpu=query.model,
+            start=first.date(),
+            end=last.date(),
+            term=query.term,
+            exclude=kept_out,
+        )
+        return frame, label, first, last
+
+    try:
+        frame, label, first, last = await run_in_threadpool(read)
+    except ValueError as exc:  # beyond the kept hours, or no GPU series
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    answer = PriceIndex(
+        **HistorySource.of(label),
+        gpus=query.model,
+        term=query.term,
+        region_class=query.region_class,
+        interval="hour",
+        start=first.date(),
+        end=last.date(),
+        days=[],
+        hours=[IndexHour.model_validate(row) for row in for_display(frame).iter_rows(named=True)],
+        withheld_note=withheld_note(out),
+    )
+    state = context.holder.state
+    tag = "none" if state is None else state.tag
+    digest = hashlib.blake2b(f"{key}&at={last}".encode(), digest_size=8)
+    return CachedPage(answer.model_dump_json().encode(), f'W/"{tag}-{digest.hexdigest()}"')
 
 
 @router.get(

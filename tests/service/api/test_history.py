@@ -49,6 +49,41 @@ async def db_client(settings: Settings, source: FakeSource, engine):  # type: ig
         yield c
 
 
+async def test_price_index_by_region_class_with_the_share_in_stock(
+    db_client: httpx.AsyncClient,
+) -> None:
+    params = {"gpus": "H100", "days": 5}
+    every = (await db_client.get("/v1/history/index", params=params)).json()
+    here = await db_client.get(
+        "/v1/history/index", params=params | {"region_class": "north-america"}
+    )
+    there = await db_client.get("/v1/history/index", params=params | {"region_class": "europe"})
+    assert here.status_code == there.status_code == 200, here.text
+    assert here.json()["region_class"] == "north-america"
+    assert [d["offers"] for d in here.json()["days"]] == [d["offers"] for d in every["days"]]
+    assert sum(d["offers"] for d in there.json()["days"]) == 0
+    # the offer is listed, with no stock stated: in stock each day it is priced
+    assert [d["availability_share"] for d in every["days"] if d["offers"]] == [1.0] * 4
+    refused = await db_client.get(
+        "/v1/history/index", params={"gpus": "A100 80GB", "region_class": "europe"}
+    )
+    assert refused.status_code == 422 and "rollups" in refused.text
+
+
+async def test_hourly_price_index_holds_the_kept_hours(db_client: httpx.AsyncClient) -> None:
+    params = {"gpus": "H100", "interval": "hour"}
+    r = await db_client.get("/v1/history/index", params=params)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["interval"] == "hour" and body["days"] == []
+    # no snapshot in the last day: every hour holds the prices the last one left
+    assert [h["median_usd_per_gpu_hour"] for h in body["hours"]] == [pytest.approx(1.75)] * 24
+    hours = [datetime.fromisoformat(h["hour"]) for h in body["hours"]]
+    assert hours == [hours[0] + timedelta(hours=n) for n in range(24)]
+    beyond = await db_client.get("/v1/history/index", params=params | {"days": 8})
+    assert beyond.status_code == 422 and "last 7 days" in beyond.text
+
+
 async def test_price_index(db_client: httpx.AsyncClient) -> None:
     r = await db_client.get("/v1/history/index", params={"gpus": "H100", "days": 5})
     assert r.status_code == 200, r.text

@@ -104,11 +104,12 @@ def test_history_on_an_empty_database_says_so(fresh_env: str) -> None:
 
 
 def _priced_days(table: str) -> list[str]:
-    """The days of a ``history`` table with offers (the offers column is the sixth)."""
+    """The days of a ``history`` table with offers (the offers column is the sixth; the
+    share in stock, the eighth, follows)."""
     days = []
     for line in table.splitlines():
         cells = [c.strip() for c in line.split("│")[1:-1]]
-        if len(cells) == 7 and cells[0][:2] == "20" and cells[5] != "0":
+        if len(cells) == 8 and cells[0][:2] == "20" and cells[5] != "0":
             days.append(cells[0])
     return days
 
@@ -146,6 +147,24 @@ def test_history_of_the_sample_starts_when_stored_and_says_sample(
     assert titles and titles[0].endswith("(offline sample, not live)")
     assert f"USD per GPU-hour, {today} (" in titles[0]  # the day drawn, not the 30 asked for
     assert chart.read_bytes().startswith(b"\x89PNG")
+
+
+def test_history_by_region_class_and_hour(fresh_env: str) -> None:
+    from datetime import UTC, datetime
+
+    assert runner.invoke(app, ["snapshot", "--sample"]).exit_code == 0
+    today = datetime.now(UTC).date().isoformat()
+    region = runner.invoke(app, ["history", "--gpus", "H100", "--region-class", "north-america"])
+    assert region.exit_code == 0, region.output
+    assert _priced_days(region.stdout) == [today]
+    assert "north-america" in region.stdout
+    hourly = runner.invoke(app, ["history", "--gpus", "H100", "--hourly"])
+    assert hourly.exit_code == 0, hourly.output
+    this_hour = datetime.now(UTC).strftime("%Y-%m-%d %H:00")
+    assert this_hour in hourly.stdout and "stock" in hourly.stdout
+    beyond = runner.invoke(app, ["history", "--gpus", "H100", "--hourly", "--days", "8"])
+    assert beyond.exit_code == 2
+    assert "the hourly index holds the last 7 days" in beyond.stderr
 
 
 def test_history_refuses_an_unknown_gpu_as_offers_does(fresh_env: str) -> None:

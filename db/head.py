@@ -9,7 +9,7 @@ __all__ = ["HEAD_REVISION", "VERSION_TABLE", "no_sqlite_file", "sqlite_file"]
 #: The newest revision under ``migrations/versions``, what a database at head records in
 #: :data:`VERSION_TABLE`. Written out so that a start at head imports no Alembic; a test
 #: checks it against Alembic's own head, so a new migration cannot leave it behind.
-HEAD_REVISION = "0011"
+HEAD_REVISION = "0012"
 #: Alembic's table of the revisions a database is at (its default name, as ``env.py`` uses).
 VERSION_TABLE = "alembic_version"
 

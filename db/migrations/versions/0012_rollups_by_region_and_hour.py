@@ -1,7 +1,7 @@
 """price rollups per region class and per hour, with the offers' stock; offer countries
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-07
 
 ``price_rollup`` gains a region class (``all``, or the coarse region of the offers'
@@ -14,7 +14,7 @@ current offer's, or the record kept when the offer went), and stay NULL (region 
 ``valid_to``, through which the rollups read the stock of a day.
 
 The rollups are then rebuilt from the existing history with the code the snapshots use
-(and 0010 leaves that build to this revision, as that code writes these columns).
+(0010 leaves that build to this revision, as that code writes these columns).
 
 """
 import json
@@ -25,8 +25,8 @@ from alembic import op
 import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
-revision: str = '0011'
-down_revision: Union[str, Sequence[str], None] = '0010'
+revision: str = '0012'
+down_revision: Union[str, Sequence[str], None] = '0011'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

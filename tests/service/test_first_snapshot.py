@@ -89,5 +89,5 @@ def test_no_network_answers_from_the_sample_and_waits_an_hour_to_try_again(
 def test_fetch_when_empty_false_answers_from_the_sample_at_once(fresh: Path) -> None:
     refused = f"http://127.0.0.1:{closed_port()}"
     out, err = offers(refused, GPUSCOUT_FETCH_WHEN_EMPTY="false")
-    assert FIRST not in err and "offline sample" in err
+    assert FIRST not in err and "offline sample" in err and "H100" in out
     assert not (fresh / "gpuscout.db").exists()

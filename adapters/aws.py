@@ -93,6 +93,7 @@ from .calls import (
     http_status,
     key_rejected,
 )
+from .regions import region_country
 from .schema import (
     Fabric,
     GpuFormFactor,
@@ -932,7 +933,7 @@ class _OfferBuilder:
             **hw,
             "offer_id": itype,
             "instance_name": itype,
-            "region": product.get("Region Code") or None,
+            **_place(product.get("Region Code")),
             **price_fields(price, PriceBasis.INSTANCE, currency=hourly[0].get("Currency")),
             "prepaid": False,
             "billing_increment_s": BILLING_INCREMENT_S,
@@ -982,7 +983,7 @@ class _OfferBuilder:
             "offer_id": itype,
             "term_variant": f"{_slug(offering) or 'standard'}-{_slug(option) or 'unknown'}",
             "instance_name": f"{itype} ({lease} {offering} RI, {option})",
-            "region": product.get("Region Code") or None,
+            **_place(product.get("Region Code")),
             **price_fields(
                 price, PriceBasis.INSTANCE, term, unit=unit, currency=first.get("Currency")
             ),
@@ -1019,7 +1020,7 @@ class _OfferBuilder:
                     "offer_id": itype,
                     "term_variant": az,
                     "instance_name": f"{itype} (spot, {az})",
-                    "region": zone.group(1),
+                    **_place(zone.group(1)),
                     # DescribeSpotPriceHistory prices are USD per instance-hour
                     **price_fields(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
                     "prepaid": False,
@@ -1074,7 +1075,7 @@ class _OfferBuilder:
                 **hw,
                 "offer_id": itype,
                 "instance_name": f"{itype} (spot, {region})",
-                "region": region,
+                **_place(region),
                 # the feed's prices are USD per instance-hour (config.rate "perhr")
                 **price_fields(price, PriceBasis.INSTANCE, RentalTerm.INTERRUPTIBLE),
                 "prepaid": False,
@@ -1083,3 +1084,9 @@ class _OfferBuilder:
                 **self.bands.fields(region, itype),
             }
             self.result.add(ref, **fields)
+
+
+def _place(region: Any) -> OfferFields:
+    """An offer's ``region`` and its ISO country (``data/region_countries.csv``)."""
+    name = region if isinstance(region, str) and region else None
+    return {"region": name, "country": region_country("aws", name)}

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 import httpx
 
 from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
+from .regions import region_country
 from .schema import (
     GpuFormFactor,
     OfferFields,
@@ -278,9 +279,11 @@ def _parse_item(item: Any, billing_currency: str | None, result: ParseResult) ->
     except ValueError as exc:
         result.skip(str(exc), ref)
         return
+    region = str(item.get("armRegionName") or "").strip() or None
     shared: OfferFields = {
         "offer_id": sku,
-        "region": str(item.get("armRegionName") or "").strip() or None,
+        "region": region,
+        "country": region_country("azure", region),
         **size.fields(),
     }
     currency = item.get("currencyCode") or billing_currency or ""

@@ -51,6 +51,7 @@ import httpx
 
 from .base import Adapter, ParseResult, ResponseFormatError, gpu_fields, price_fields
 from .gpus import get_gpu
+from .regions import region_country
 from .schema import (
     GpuFormFactor,
     GpuInterconnect,
@@ -428,6 +429,7 @@ class GcpAdapter(Adapter):
             "offer_id": shape.name,
             "instance_name": shape.name,
             "region": region,
+            "country": region_country("gcp", region),
             **named,
             "gpu_count": shape.gpu_count,
             "gpu_interconnect": GpuInterconnect.NVLINK if accelerator.nvlink else None,

@@ -15,7 +15,8 @@ The CSV's columns are ``CATALOG_V2_FIELDS`` of ``src/gpuhunt/_internal/storage.p
 name: ``instance_name``, ``location``, ``price`` (USD per hour for the whole instance),
 ``cpu``, ``memory`` (GB), ``gpu_count``, ``gpu_name``, ``gpu_memory`` (GB per GPU), ``spot``
 (``True``/``False``: an interruptible price), ``disk_size`` (GB), ``gpu_vendor``, ``flags``,
-``cpu_arch``, ``provider_data``. Rows without GPUs are not offers.
+``cpu_arch``, ``provider_data``. Rows without GPUs are not offers. ``location`` is the
+provider's region, the offer's country read from it (:func:`adapters.regions.region_country`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .published_catalog import (
     gathered_payloads,
     parse_catalog_files,
 )
+from .regions import region_country
 from .schema import OfferFields, RentalTerm
 from .units import non_negative, positive_quantity, text, whole_count
 
@@ -148,10 +150,12 @@ def _parse_row(
     if instance is None:
         result.skip("row without an instance_name", ref)
         return
+    location = text(row.get("location"))
     fields: OfferFields = {
         "provider": provider,
         "offer_id": instance,
-        "region": text(row.get("location")),
+        "region": location,
+        "country": region_country(provider, location),
         "gpu_count": gpu_count,
         "vcpus": positive_quantity(row.get("cpu")),
         "ram_gb": positive_quantity(row.get("memory")),

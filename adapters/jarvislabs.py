@@ -39,6 +39,7 @@ from .base import (
     positive_price,
     price_fields,
 )
+from .regions import region_country
 from .schema import OfferFields, PriceBasis, RentalTerm
 from .units import (
     NO_POSITIVE_PRICE,
@@ -141,6 +142,7 @@ def _emit(row: Mapping[str, Any], term: RentalTerm, result: ParseResult) -> None
             "offer_id": f"{region}:{gpu_type}:{count}x",
             "instance_name": f"{count}x {gpu_type} ({kind})",
             "region": region,
+            "country": region_country("jarvislabs", region),
             **gpu,
             "gpu_count": count,
             "vcpus": cpus_per_gpu * count if cpus_per_gpu else None,

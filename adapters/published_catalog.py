@@ -7,7 +7,9 @@ on a schedule and published as files anyone can fetch without an account (SkyPil
 :mod:`adapters.gpuhunt_catalog`). Its offers name the real provider (``aws``, not the
 catalog) and say the catalog they came through (``via_catalog``), its version
 (``catalog_version``) and its licence (``catalog_licence``); :mod:`adapters.precedence`
-ranks them below the provider's own adapter and any keyless feed.
+ranks them below the provider's own adapter and any keyless feed. Each offer's ``country``
+is its provider's region looked up as that provider's own adapter would
+(:func:`adapters.regions.region_country`), ``None`` where no source names it.
 """
 
 from __future__ import annotations

@@ -15,6 +15,11 @@ instance (empty: not sold on that term); ``MemoryGiB`` is the instance's RAM in 
 ``AcceleratorCount`` is a float (``8.0``). A row per availability zone repeats the region's
 offer: the first one is kept (the contract's duplicate rule). ``GpuInfo`` is not read: its
 ``SizeInMiB`` is not in MiB for every cloud (RunPod writes ``80`` for an 80 GB A100).
+``Region`` is the cloud's own region name, except RunPod's (a country code, its data
+centres in ``AvailabilityZone``: ``REGION_ZONES`` of SkyPilot's
+``sky/catalog/data_fetchers/fetch_runpod.py``) and Vast.ai's (the offer's ``geolocation``,
+searched with ``georegion``: ``"France, FR, EU"``, ``fetch_vast.py``); the offer's country
+is read from it (:func:`adapters.regions.region_country`).
 CPU-only rows (no accelerator) are not offers. GCP's file prices a GPU apart from the machine
 it attaches to (a row with an accelerator and no instance type): skipped with that reason;
 its A2/A3 rows name no accelerator and read as CPU rows (gpuscout's GCP adapter prices them).
@@ -41,6 +46,7 @@ from .published_catalog import (
     gathered_payloads,
     parse_catalog_files,
 )
+from .regions import region_country
 from .run import FRESH_WITHIN_HOURS
 from .schema import OfferFields, RentalTerm
 from .units import gib_to_gb, positive_quantity, text, whole_count
@@ -149,6 +155,7 @@ def _parse_row(
         "provider": provider,
         "offer_id": instance_type,
         "region": region,
+        "country": region_country(provider, region),
         "gpu_count": gpu_count,
         "vcpus": positive_quantity(row.get("vCPUs")),
         "ram_gb": gib_to_gb(ram_gib) if ram_gib is not None else None,

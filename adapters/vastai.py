@@ -44,7 +44,6 @@ looks like a share), so ``ram_gb`` stays ``None`` rather than guessed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -62,6 +61,7 @@ from .base import (
     required_count,
 )
 from .gpus import sold_memory_gb
+from .regions import geolocation_country
 from .schema import HOURS_PER_MONTH, OfferFields, PriceBasis, RentalTerm
 from .tables import provider_disk
 from .units import (
@@ -89,7 +89,6 @@ SEARCH_LIMIT = 3000
 
 _VERIFICATION = {"verified": True, "unverified": False, "deverified": False}
 _HOSTING_DATACENTER = {1: True, 0: False}
-_COUNTRY = re.compile(r"(?:^|,\s*)([A-Za-z]{2})$")
 
 
 def search_body(limit: int = SEARCH_LIMIT) -> dict[str, Any]:
@@ -185,7 +184,7 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
         # stable: the physical machine and the GPU slice, which outlive one listing (ask)
         "offer_id": f"m{machine}-{gpu_count}x" if machine is not None else f"ask{ask}-{gpu_count}x",
         "region": region,
-        "country": _country(region),
+        "country": geolocation_country(region),
         # matched on GiB, the unit GPU names quote ("80GB" = 81920 MiB)
         **gpu,
         "gpu_count": gpu_count,
@@ -217,12 +216,6 @@ def _common_fields(record: Mapping[str, Any], raw_gpu: str, gpu_count: int) -> O
             rentable and record.get("rented") is not True if isinstance(rentable, bool) else None
         ),
     }
-
-
-def _country(region: str | None) -> str | None:
-    """The ISO code at the end of a geolocation ("Texas, US" -> "US"; "US" -> "US")."""
-    match = _COUNTRY.search(region) if region else None
-    return match.group(1).upper() if match else None
 
 
 def _datacenter(hosting_type: Any) -> bool | None:

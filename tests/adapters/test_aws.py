@@ -147,6 +147,7 @@ def test_p5_on_demand(full: Any) -> None:
     assert o.provider == "aws"
     assert o.instance_name == "p5.48xlarge"
     assert o.raw_ref == "aws:sku/XQ4W8VFKPB3N2HJM"
+    assert o.country == "US"  # us-east-1, "US East (N. Virginia)": data/region_countries.csv
     assert o.gpu_model == "H100-SXM5-80GB"
     assert o.gpu_raw_name == "H100"  # GpuInfo.Gpus[0].Name
     assert o.gpu_vendor is Vendor.NVIDIA
@@ -239,6 +240,7 @@ def test_spot_offers_per_availability_zone(full: Any) -> None:
     assert a.price_unit is PriceUnit.HOUR and a.price_currency == "USD"
     assert a.instance_name == "p5.48xlarge (spot, us-east-1a)"
     assert a.raw_ref == "aws:spot/us-east-1a/p5.48xlarge"
+    assert (a.region, a.country) == ("us-east-1", "US")
     assert a.gpu_model == "H100-SXM5-80GB" and a.gpu_count == 8 and a.vcpus == 192
     assert a.usd_per_hour == Decimal("25.600000")
 

@@ -102,6 +102,7 @@ def test_on_demand_a100(gpu_page: Any) -> None:
     assert o.provider == "azure"
     assert o.instance_name == "Standard_NC24ads_A100_v4"
     assert o.region == "eastus"
+    assert o.country == "US"  # data/region_countries.csv
     assert o.fetched_at == NOW
     assert o.raw_ref == "azure:sku/DZH318Z08M22/00CL"
     assert o.gpu_model == "A100-PCIE-80GB"

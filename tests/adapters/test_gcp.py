@@ -98,6 +98,11 @@ def test_verbatim_a2_page_assembles_machine_prices() -> None:
     one = offers[("a2-highgpu-1g", "us-central1", RentalTerm.ON_DEMAND)]
     # 1 x 2.933908 (GPU) + 12 x 0.031611 (vCPU) + 85 GiB x 0.004237 (RAM)
     assert one.price_amount == Decimal("3.673385")
+    assert {(o.region, o.country) for o in offers.values()} == {
+        ("us-central1", "US"),
+        ("us-east1", "US"),
+        ("us-west1", "US"),
+    }
     assert one.price_currency == "USD"
     assert one.price_unit is PriceUnit.HOUR
     assert one.price_basis is PriceBasis.INSTANCE

@@ -53,6 +53,7 @@ def test_h100_row_field_by_field() -> None:
     o = next(o for o in result.offers if o.offer_id == "gpu_8x_h100_sxm5")
     assert o.provider == "lambda"  # gpuhunt's lambdalabs is gpuscout's lambda
     assert o.region == "us-east-1"
+    assert o.country == "US"  # Lambda's "Virginia, USA": data/region_countries.csv
     assert o.gpu_model == "H100-SXM5-80GB"
     assert o.gpu_memory_gb == 80
     assert o.gpu_count == 8

@@ -92,7 +92,7 @@ def test_l4_on_demand_field_by_field() -> None:
     assert offer.raw_ref == "jarvislabs:india-noida-01/L4/vm"
     assert offer.instance_name == "2x L4 (vm)"
     assert offer.region == "india-noida-01"
-    assert offer.country is None
+    assert offer.country == "IN"  # data/region_countries.csv
     assert offer.gpu_model == "L4"
     assert offer.gpu_raw_name == "L4"
     assert offer.gpu_vendor is Vendor.NVIDIA

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gpuscout.adapters.regions import RegionClass, region_class_of, region_classes
+from gpuscout.adapters.regions import (
+    RegionClass,
+    geolocation_country,
+    region_class_of,
+    region_classes,
+    region_country,
+)
 from gpuscout.adapters.tables import data_rows
 
 
@@ -36,3 +42,53 @@ def test_each_country_is_listed_once_and_each_class_but_unknown_has_some() -> No
     assert len(listed) == len(set(listed)) == len(region_classes())
     assert all(len(c) == 2 and c.isupper() for c in listed)
     assert set(region_classes().values()) == set(RegionClass) - {RegionClass.UNKNOWN}
+
+
+@pytest.mark.parametrize(
+    ("geolocation", "country"),
+    [
+        ("Texas, US", "US"),  # the search API's "<place>, <CC>"
+        ("France, FR, EU", "FR"),  # searched with georegion: a continent follows
+        ("Quebec, CA, NA", "CA"),  # NA is North America here, not Namibia
+        ("Yutakacho, Shinagawa District, Tokyo, JP", "JP"),  # a host's own long place
+        ("Riyadh, SA", "SA"),  # a lone last code is the country, continent letters or not
+        ("us", "US"),
+        ("Texas", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_geolocation_country(geolocation: str | None, country: str | None) -> None:
+    assert geolocation_country(geolocation) == country
+
+
+@pytest.mark.parametrize(
+    ("provider", "region", "country"),
+    [
+        ("azure", "eastus", "US"),
+        ("azure", "centralus", "US"),
+        ("aws", "ap-southeast-3", "ID"),
+        ("gcp", "us-east1", "US"),
+        ("runpod", "CA", "CA"),  # SkyPilot's RunPod region is a country code
+        ("oci", "eu-amsterdam-1", "NL"),
+        ("jarvislabs", "india-noida-01", "IN"),
+        ("jarvislabs", "europe-01", None),  # no source names its country
+        ("fluidstack", "FINLAND", "FI"),  # case aside
+        ("digitalocean", "tor1", "CA"),  # the site number aside
+        ("hyperstack", "CANADA-1", "CA"),
+        ("vastai", "Germany, DE, EU", "DE"),
+        ("nebius", "eu-north1", None),
+        ("azure", "nowhere", None),
+        ("nobody", "eastus", None),  # a region is never read across providers
+        ("azure", None, None),
+        ("azure", "  ", None),
+    ],
+)
+def test_region_country(provider: str, region: str | None, country: str | None) -> None:
+    assert region_country(provider, region) == country
+
+
+def test_every_region_country_row_is_a_listed_country() -> None:
+    """A country a region maps to has a region class: a typo would be ``unknown``."""
+    rows = data_rows("region_countries.csv")
+    assert [r for r in rows if region_class_of(r["country"]) is RegionClass.UNKNOWN] == []

@@ -143,3 +143,26 @@ def test_fetch_with_every_cloud_failing_is_a_provider_error() -> None:
 def test_decode_refuses_a_file_that_is_not_a_cloud_vms_csv() -> None:
     with pytest.raises(ResponseFormatError, match="not a <cloud>/vms.csv"):
         adapter().decode(b"x", "images.csv")
+
+
+@pytest.mark.parametrize(
+    ("provider", "region", "country"),
+    [
+        ("runpod", "CA", "CA"),
+        ("runpod", "US", "US"),
+        ("vastai", "France, FR, EU", "FR"),
+        ("vastai", "Texas, US, NA", "US"),
+        ("hyperstack", "CANADA-1", "CA"),
+        ("hyperstack", "US-1", "US"),
+        ("jarvislabs", "IN2", "IN"),
+        ("lambda", "us-east-1", "US"),
+        ("verda", "FIN-02", "FI"),
+        ("verda", "FIN-03", None),  # no recorded source names FIN-03's country
+        ("nebius", "eu-north1", None),  # nor Nebius's regions'
+    ],
+)
+def test_an_offer_carries_its_regions_country(
+    provider: str, region: str, country: str | None
+) -> None:
+    found = {o.country for o in offers_of(provider) if o.region == region}
+    assert found == {country}

@@ -99,11 +99,19 @@ def test_add_per_region() -> None:
 def test_region_countries_file_loads_with_a_source_per_row() -> None:
     rows = data_rows("region_countries.csv")
     assert {row["provider"] for row in rows} == {
+        "aws",
+        "azure",
         "digitalocean",
         "fluidstack",
+        "gcp",
+        "hyperstack",
+        "jarvislabs",
         "lambda",
+        "oci",
+        "runpod",
         "scaleway",
         "seeweb",
+        "verda",
     }
     assert all(len(row["country"]) == 2 and row["country"].isupper() for row in rows)
     assert region_countries("digitalocean")["nyc"] == "US"

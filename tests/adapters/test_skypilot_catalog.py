@@ -159,10 +159,13 @@ def test_decode_refuses_a_file_that_is_not_a_cloud_vms_csv() -> None:
         ("verda", "FIN-02", "FI"),
         ("verda", "FIN-03", None),  # no recorded source names FIN-03's country
         ("nebius", "eu-north1", None),  # nor Nebius's regions'
+        ("seeweb", "it-fr2", "IT"),
+        ("seeweb", None, None),  # a row without a region
+        ("lium", "RO", "RO"),
     ],
 )
 def test_an_offer_carries_its_regions_country(
-    provider: str, region: str, country: str | None
+    provider: str, region: str | None, country: str | None
 ) -> None:
     found = {o.country for o in offers_of(provider) if o.region == region}
     assert found == {country}

@@ -107,6 +107,7 @@ def test_region_countries_file_loads_with_a_source_per_row() -> None:
         "hyperstack",
         "jarvislabs",
         "lambda",
+        "lium",
         "oci",
         "runpod",
         "scaleway",

@@ -77,7 +77,8 @@ def test_geolocation_country(geolocation: str | None, country: str | None) -> No
         ("digitalocean", "tor1", "CA"),  # the site number aside
         ("hyperstack", "CANADA-1", "CA"),
         ("vastai", "Germany, DE, EU", "DE"),
-        ("nebius", "eu-north1", None),
+        ("nebius", "eu-north1", "FI"),
+        ("nebius", "us-central1", None),  # no recorded source names it
         ("azure", "nowhere", None),
         ("nobody", "eastus", None),  # a region is never read across providers
         ("azure", None, None),

@@ -158,10 +158,12 @@ def test_decode_refuses_a_file_that_is_not_a_cloud_vms_csv() -> None:
         ("lambda", "us-east-1", "US"),
         ("verda", "FIN-02", "FI"),
         ("verda", "FIN-03", None),  # no recorded source names FIN-03's country
-        ("nebius", "eu-north1", None),  # nor Nebius's regions'
+        ("nebius", "eu-north1", "FI"),
+        ("nebius", "us-central1", None),  # nor this one's
         ("seeweb", "it-fr2", "IT"),
         ("seeweb", None, None),  # a row without a region
         ("lium", "RO", "RO"),
+        ("shadeform", "warsaw-poland-1", "PL"),
     ],
 )
 def test_an_offer_carries_its_regions_country(

@@ -108,10 +108,12 @@ def test_region_countries_file_loads_with_a_source_per_row() -> None:
         "jarvislabs",
         "lambda",
         "lium",
+        "nebius",
         "oci",
         "runpod",
         "scaleway",
         "seeweb",
+        "shadeform",
         "verda",
     }
     assert all(len(row["country"]) == 2 and row["country"].isupper() for row in rows)

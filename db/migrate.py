@@ -128,6 +128,23 @@ def at_head(url: str | URL | Engine) -> bool:
     return stored_revisions(url) == (HEAD_REVISION,)
 
 
+def upgrade_embedded(url: str) -> str | None:
+    """Upgrade an SQLite file database that a former gpuscout migrated and this one is
+    ahead of; the revision it was at (``None``: nothing done). The embedded database is
+    its user's own, so the command line brings it along; any other database (PostgreSQL,
+    shared by replicas) is left for ``gpuscout db upgrade``, and one never migrated or
+    migrated by a newer gpuscout is left for :func:`check_head` to name."""
+    from .head import no_sqlite_file, sqlite_file
+
+    if sqlite_file(url) is None or no_sqlite_file(url):
+        return None
+    revisions = stored_revisions(url)
+    if revisions is None or len(revisions) != 1 or revisions[0] >= HEAD_REVISION:
+        return None  # revisions are numbered in order: "0009" < "0012"
+    upgrade(url)
+    return revisions[0]
+
+
 def check_head(engine: Engine) -> None:
     """Raise alembic's ``CommandError`` saying to run ``gpuscout db upgrade`` unless the
     database is at :data:`HEAD_REVISION`: reading must not write, so a reader refuses a

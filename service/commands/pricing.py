@@ -265,10 +265,19 @@ def cli_message(exc: ValidationError, model: type[BaseModel]) -> str:
 
 def _load(sample: bool) -> CurrentState:
     if not sample:
+        from gpuscout.db.head import sqlite_file
+
         from ..first_snapshot import first_snapshot, nothing_stored
         from ..settings import get_settings
 
         settings = get_settings()
+        file = sqlite_file(settings.database_url)
+        if file is not None and file.is_file():  # no SQLAlchemy import without a database
+            from gpuscout.db.migrate import upgrade_embedded
+
+            was = upgrade_embedded(settings.database_url)
+            if was is not None:
+                err.print(f"note: upgraded the embedded database from {was}", highlight=False)
         if settings.fetch_when_empty and nothing_stored(settings):
             first_snapshot(settings, lambda line: err.print(line, highlight=False))
     current = load_current(sample=sample)

@@ -126,3 +126,19 @@ def test_a_live_answer_of_no_offers_leaves_out_that_providers_sample(
     assert current.frame.height == sample.frame.height - sample.providers["vultr"].offer_count
     coverage = current.field_coverage
     assert coverage is not None and "vultr" not in coverage and "aws" in coverage
+
+
+def test_only_an_embedded_database_behind_is_upgraded_by_the_command_line(db_url: str) -> None:
+    """``gpuscout offers`` brings an SQLite file a former gpuscout migrated to this one's
+    schema (its user's own); a PostgreSQL database, shared by replicas, is left for ``gpuscout
+    db upgrade``, and one at head is not touched."""
+    from gpuscout.db.head import HEAD_REVISION
+    from gpuscout.db.migrate import stored_revisions, upgrade, upgrade_embedded
+
+    upgrade(db_url, "0009")
+    was = upgrade_embedded(db_url)
+    if db_url.startswith("sqlite"):
+        assert was == "0009" and stored_revisions(db_url) == (HEAD_REVISION,)
+        assert upgrade_embedded(db_url) is None  # at head: nothing to do
+    else:
+        assert was is None and stored_revisions(db_url) == ("0009",)

@@ -29,11 +29,11 @@ import polars as pl
 from gpuscout.adapters import provider_names
 from gpuscout.adapters.sample import SAMPLE_NOTE
 from gpuscout.db.current import CurrentState
+from gpuscout.db.memory import release_memory
 from gpuscout.pricing.coverage import Unrankable
 from gpuscout.pricing.names import known_providers
 from gpuscout.pricing.offer_checklist import counts_frame
 
-from ..memory import release_memory
 from .offers_cache import ResultCache, time_bucket
 
 __all__ = [
@@ -196,7 +196,7 @@ class StateHolder:
         """Load the current state and swap it in (blocking: call from a thread).
 
         Requests in flight keep the state they read; once the load's own garbage is freed
-        the heap it grew is given back (:func:`service.memory.release_memory`)."""
+        the heap it grew is given back (:func:`db.memory.release_memory`)."""
         with self._refresh_lock:
             state = build_state(
                 self.loader(),

@@ -1,4 +1,4 @@
-"""``service.memory.release_memory``: glibc's malloc_trim where there is one, else nothing."""
+"""``db.memory.release_memory``: glibc's malloc_trim where there is one, else nothing."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import platform
 
 import pytest
 
-from gpuscout.service import memory
+from gpuscout.db import memory
 
 
 def test_gives_the_free_heap_back_on_glibc() -> None:

@@ -1,10 +1,12 @@
-"""Give memory a load freed back to the operating system.
+"""Give memory a load or a snapshot freed back to the operating system.
 
 Loading a snapshot builds large short-lived Python objects (the stored rows, their JSON
-text); once they are freed glibc keeps most of that heap mapped, so a process that peaked
-at ~1 GB while loading stayed there (640 MB of it is what ``malloc_trim`` returns).
-:func:`release_memory` asks glibc to hand back what it holds free; on another C library
-(musl, macOS) it does nothing.
+text), and storing one holds a provider's offers at a time; once they are freed glibc keeps
+most of that heap mapped, so a process that peaked at ~1 GB while loading stayed there (640
+MB of it is what ``malloc_trim`` returns), and polars, whose allocator is not glibc's,
+cannot reuse it. :func:`release_memory` asks glibc to hand back what it holds free; on
+another C library (musl, macOS) it does nothing. It lives in ``db`` because the rollups
+call it, and ``db`` does not import ``service``.
 """
 
 from __future__ import annotations

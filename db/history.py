@@ -39,6 +39,7 @@ from .rollups import (
     ALL_REGIONS,
     AVAILABILITY_SHARE,
     STOCK_COLUMNS,
+    index_statistics,
     read_hourly_rollups,
     read_rollups,
     series_named,
@@ -110,6 +111,32 @@ class PricePoint:
 
 def _connect(engine: Engine | Connection) -> Connection:
     return engine.connect() if isinstance(engine, Engine) else engine
+
+
+def _read_rolled(
+    engine: Engine | Connection,
+    read: Callable[..., pl.DataFrame],
+    series: str,
+    term: RentalTerm | str,
+    start: Any,
+    end: Any,
+    region_class: RegionClass | None,
+) -> pl.DataFrame:
+    """``read`` (:func:`~db.rollups.read_rollups` or its hourly twin) of ``series`` on a
+    connection of ``engine``'s, every region (``all``) unless ``region_class``."""
+    connection = _connect(engine)
+    try:
+        return read(
+            connection,
+            series=series,
+            term=RentalTerm(term).value,
+            start=start,
+            end=end,
+            region_class=ALL_REGIONS if region_class is None else region_class.value,
+        )
+    finally:
+        if connection is not engine:
+            connection.close()
 
 
 def offer_price_history(engine: Engine | Connection, offer_key: str) -> list[PricePoint]:
@@ -354,19 +381,7 @@ def daily_index(
     if series is None and region_class is not None:
         raise ValueError(ROLLUPS_ONLY)
     if series is not None:
-        connection = _connect(engine)
-        try:
-            rolled = read_rollups(
-                connection,
-                series=series,
-                term=RentalTerm(term).value,
-                start=start,
-                end=end,
-                region_class=ALL_REGIONS if region_class is None else region_class.value,
-            )
-        finally:
-            if connection is not engine:
-                connection.close()
+        rolled = _read_rolled(engine, read_rollups, series, term, start, end, region_class)
         if availability:
             rolled = rolled.with_columns(AVAILABILITY_SHARE)
         return _every_day(rolled.drop(STOCK_COLUMNS).lazy(), start, end)
@@ -411,15 +426,7 @@ def daily_index(
         .group_by("day", "offer_key")
         .agg(pl.col("provider").last(), price.last(), pl.col("sample").last())
         .group_by("day")
-        .agg(
-            median_usd_per_gpu_hour=price.median(),
-            p10_usd_per_gpu_hour=price.quantile(0.1, interpolation="linear"),
-            p90_usd_per_gpu_hour=price.quantile(0.9, interpolation="linear"),
-            min_usd_per_gpu_hour=price.min(),
-            offers=pl.len(),
-            providers=pl.col("provider").n_unique(),
-            sample_offers=pl.col("sample").sum(),
-        )
+        .agg(index_statistics())
     )
     if availability:
         per_day = per_day.with_columns(availability_share=pl.lit(None, pl.Float64))
@@ -461,19 +468,7 @@ def hourly_index(
     series = None if exclude else series_named(gpu)
     if series is None:
         raise ValueError(ROLLUPS_ONLY)
-    connection = _connect(engine)
-    try:
-        rolled = read_hourly_rollups(
-            connection,
-            series=series,
-            term=RentalTerm(term).value,
-            start=start,
-            end=end,
-            region_class=ALL_REGIONS if region_class is None else region_class.value,
-        )
-    finally:
-        if connection is not engine:
-            connection.close()
+    rolled = _read_rolled(engine, read_hourly_rollups, series, term, start, end, region_class)
     first = start.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     last = end.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     hours = pl.DataFrame(

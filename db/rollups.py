@@ -63,6 +63,7 @@ __all__ = [
     "OPEN",
     "STATS_COLUMNS",
     "STOCK_COLUMNS",
+    "index_statistics",
     "read_hourly_rollups",
     "read_rollups",
     "rebuild_rollups",
@@ -289,11 +290,26 @@ def _keyed(rows: pl.DataFrame, stock: pl.DataFrame) -> tuple[pl.DataFrame, pl.Da
 _KEY_COLUMNS = ("series", "term", "region_class")
 
 
+def index_statistics() -> list[pl.Expr]:
+    """:data:`STATS_COLUMNS` of one price per offer (``usd_per_gpu_hour``, ``provider``,
+    ``sample``) in a group: what the index says of a day, from rollups or from the rows."""
+    price = pl.col("usd_per_gpu_hour")
+    return [
+        price.median().alias("median_usd_per_gpu_hour"),
+        price.quantile(0.1, interpolation="linear").alias("p10_usd_per_gpu_hour"),
+        price.quantile(0.9, interpolation="linear").alias("p90_usd_per_gpu_hour"),
+        price.min().alias("min_usd_per_gpu_hour"),
+        pl.len().alias("offers"),
+        pl.col("provider").n_unique().alias("providers"),
+        pl.col("sample").sum().alias("sample_offers"),
+    ]
+
+
 def _statistics(prices: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
     """The index's statistics of one price per offer, per ``by`` and region class (each
     offer counted in its own class and in ``all``); ``available``: whether the offer was in
     stock (null: no stock recorded)."""
-    price, available = pl.col("usd_per_gpu_hour"), pl.col("available")
+    available = pl.col("available")
     every_region = pl.concat(
         [prices, prices.with_columns(region_class=pl.lit(ALL_REGIONS, dtype=pl.Categorical))],
         how="vertical",
@@ -301,13 +317,7 @@ def _statistics(prices: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
     return (
         every_region.group_by([*by, "region_class"])
         .agg(
-            median_usd_per_gpu_hour=price.median(),
-            p10_usd_per_gpu_hour=price.quantile(0.1, interpolation="linear"),
-            p90_usd_per_gpu_hour=price.quantile(0.9, interpolation="linear"),
-            min_usd_per_gpu_hour=price.min(),
-            offers=pl.len(),
-            providers=pl.col("provider").n_unique(),
-            sample_offers=pl.col("sample").sum(),
+            *index_statistics(),
             stock_offers=available.is_not_null().sum(),
             available_offers=available.fill_null(False).sum(),
         )

@@ -218,6 +218,9 @@ def register(app: typer.Typer) -> None:
         def when(value: Any) -> str:
             return value.strftime("%Y-%m-%d %H:00") if hourly else value.isoformat()
 
+        def cell(value: Any) -> str:  # the title names the year: an hour's row fits 80 columns
+            return value.strftime("%m-%d %H:00") if hourly else value.isoformat()
+
         period = "hour" if hourly else "day"
         shown = frame
         priced = [at for at, n in zip(frame[period], frame["offers"], strict=True) if n]
@@ -239,7 +242,7 @@ def register(app: typer.Typer) -> None:
             table.add_column(col, justify="right")
         for row in shown.iter_rows(named=True):
             table.add_row(
-                when(row[period]),
+                cell(row[period]),
                 money(row["median_usd_per_gpu_hour"]),
                 money(row["p10_usd_per_gpu_hour"]),
                 money(row["p90_usd_per_gpu_hour"]),

@@ -160,8 +160,10 @@ def test_history_by_region_class_and_hour(fresh_env: str) -> None:
     assert "north-america" in region.stdout
     hourly = runner.invoke(app, ["history", "--gpus", "H100", "--hourly"])
     assert hourly.exit_code == 0, hourly.output
-    this_hour = datetime.now(UTC).strftime("%Y-%m-%d %H:00")
-    assert this_hour in hourly.stdout and "stock" in hourly.stdout
+    now = datetime.now(UTC)
+    assert now.strftime("%Y-%m-%d %H:00") in hourly.stdout and "stock" in hourly.stdout
+    # a row names its hour without the year (the title has it): it fits 80 columns
+    assert any(line.startswith(f"│ {now:%m-%d %H}:00 ") for line in hourly.stdout.splitlines())
     beyond = runner.invoke(app, ["history", "--gpus", "H100", "--hourly", "--days", "8"])
     assert beyond.exit_code == 2
     assert "the hourly index holds the last 7 days" in beyond.stderr

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 
+from gpuscout.adapters.regions import RegionClass, region_classes
 from gpuscout.adapters.schema import RentalTerm
 from gpuscout.pricing import expressions as ex
 from gpuscout.pricing.display import for_display
@@ -35,12 +36,26 @@ from gpuscout.service.validation_text import error_message
 from .charts import Series, line_chart
 from .templating import templates
 
-__all__ = ["current_spread", "router", "stock_by_provider"]
+__all__ = ["current_spread", "in_region", "router", "stock_by_provider"]
 
 router = APIRouter(include_in_schema=False)
 
 #: The index page draws days: the hourly index is the API's (``interval=hour``).
 _ALLOWED = frozenset(IndexQuery.model_fields) - {"interval"}
+
+
+def in_region(frame: pl.DataFrame, region: RegionClass | None) -> pl.DataFrame:
+    """The offers of ``frame`` rented in ``region`` (by their country, as the rollups class
+    them: :func:`adapters.regions.region_class_of`); all of them without one."""
+    if region is None:
+        return frame
+    classes = {country: c.value for country, c in region_classes().items()}
+    of = (
+        pl.col("country")
+        .str.to_uppercase()
+        .replace_strict(classes, default=RegionClass.UNKNOWN.value, return_dtype=pl.String)
+    )
+    return frame.filter(of.fill_null(RegionClass.UNKNOWN.value) == region.value)
 
 
 def current_spread(frame: pl.DataFrame, gpu: str, term: str) -> list[dict[str, Any]]:
@@ -144,12 +159,13 @@ async def index_page(request: Request, state: StateDep, context: ContextDep) -> 
     days = [d for d in index.days if d.offers] if index else []
     settings = context.settings
     public = publishable_state(settings, state.current)  # publication = public: within terms
+    offers = in_region(public.frame, None if errors else query.region_class)
     stock = {}
     if not errors and state.current.source == "database":  # stock needs stored snapshots
         stock = await run_in_threadpool(
             stock_by_provider,
             context.history,
-            public.frame,
+            offers,
             query.model,
             query.term.value,
             datetime.now(UTC),
@@ -168,7 +184,8 @@ async def index_page(request: Request, state: StateDep, context: ContextDep) -> 
             "days": days,
             "chart": _chart(index) if days else None,
             "unavailable": unavailable,
-            "spread": [] if errors else current_spread(public.frame, query.model, query.term.value),
+            "regions": [c.value for c in RegionClass],
+            "spread": [] if errors else current_spread(offers, query.model, query.term.value),
             "withheld_note": withheld_note(withheld(settings, state.current.providers)),
             "stock": stock,
             "answer": banner_answer(index, state),

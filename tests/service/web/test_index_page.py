@@ -83,3 +83,35 @@ async def test_index_of_an_unknown_gpu_is_refused(sample_client: httpx.AsyncClie
     page = await sample_client.get("/index?gpus=H10")
     assert page.status_code == 422
     assert "unknown GPU model, family or vendor: &#39;H10&#39; (did you mean" in page.text
+
+
+async def test_the_index_of_one_region_class_is_the_apis(sample_client: httpx.AsyncClient) -> None:
+    """A region class chosen on the page: its title, the API's days for it (offers and the
+    share in stock), the JSON link keeping it, and the form showing it chosen."""
+    page = await sample_client.get("/index?gpus=H100&region_class=north-america")
+    assert page.status_code == 200, page.text
+    text = html.unescape(page.text)
+    assert "<h1>Price index: H100, on_demand, north-america</h1>" in text
+    assert '<option value="north-america" selected>' in text
+    assert "&region_class=north-america" in text  # the JSON link
+    api = await sample_client.get("/v1/history/index?gpus=H100&region_class=north-america")
+    priced = [d for d in api.json()["days"] if d["offers"]]
+    assert priced, api.json()
+    row = text.split(f'<td data-label="Day">{priced[-1]["day"]}</td>', 1)[1].split("</tr>", 1)[0]
+    assert f'<td data-label="Offers" class="num">{priced[-1]["offers"]}</td>' in row
+    assert 'data-label="In stock"' in row
+    everywhere = (await sample_client.get("/v1/history/index?gpus=H100")).json()["days"]
+    assert priced[-1]["offers"] <= [d for d in everywhere if d["offers"]][-1]["offers"]
+
+
+def test_in_region_keeps_the_offers_of_the_class_by_country() -> None:
+    import polars as pl
+
+    from gpuscout.adapters.regions import RegionClass
+    from gpuscout.service.web.index_page import in_region
+
+    frame = pl.DataFrame({"country": ["US", "de", None, "CN", "ZZ"], "n": [1, 2, 3, 4, 5]})
+    assert in_region(frame, None)["n"].to_list() == [1, 2, 3, 4, 5]
+    assert in_region(frame, RegionClass.EUROPE)["n"].to_list() == [2]
+    assert in_region(frame, RegionClass.UNKNOWN)["n"].to_list() == [3, 5]
+    assert in_region(frame, RegionClass.CHINA)["n"].to_list() == [4]

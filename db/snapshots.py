@@ -664,31 +664,23 @@ def _store_offers(
         connection.execute(sa.delete(_current).where(_current.c.offer_key.in_(chunk)))
     # rows are built and written a chunk at a time: memory holds one chunk's records;
     # history rows go in the order added, then repriced
-    for chunk in _chunks(added):
-        current_rows, history_rows = columns.rows(
-            provider,
-            offers,
-            chunk,
-            history=None,
-            valid_from=at,
-            snapshot_id=snapshot_id,
-            origin=run.origin,
-        )
-        _bulk_insert(connection, _history, HISTORY_COLUMNS, history_rows, columns)
-        _bulk_insert(connection, _current, CURRENT_COLUMNS, current_rows, columns)
     repriced_set = set(repriced)
-    for chunk in _chunks(updated):
-        current_rows, history_rows = columns.rows(
-            provider,
-            offers,
-            chunk,
-            history=repriced_set,
-            valid_from=at,
-            snapshot_id=snapshot_id,
-            origin=run.origin,
-        )
-        _bulk_insert(connection, _history, HISTORY_COLUMNS, history_rows, columns)
-        _update_current(connection, current_rows)
+    for keys, history in ((added, None), (updated, repriced_set)):
+        for chunk in _chunks(keys):
+            current_rows, history_rows = columns.rows(
+                provider,
+                offers,
+                chunk,
+                history=history,
+                valid_from=at,
+                snapshot_id=snapshot_id,
+                origin=run.origin,
+            )
+            _bulk_insert(connection, _history, HISTORY_COLUMNS, history_rows, columns)
+            if history is None:  # added: new current rows
+                _bulk_insert(connection, _current, CURRENT_COLUMNS, current_rows, columns)
+            else:
+                _update_current(connection, current_rows)
     record_stock(connection, provider, _listed(offers), snapshot_id=snapshot_id, at=at)
     return ProviderChanges(
         provider=provider,

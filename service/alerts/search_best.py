@@ -46,10 +46,10 @@ from gpuscout.pricing.rank import AFTER, KEY, costed_plan
 
 from .condition import METRICS
 
-__all__ = ["BEST_OFFER_COLUMNS", "SearchBest", "best_per_search"]
+__all__ = ["BEST_OFFER_COLUMNS", "OFFER_HEAD_COLUMNS", "SearchBest", "best_per_search"]
 
-#: What a firing records of its best offer (and the mail and webhook show).
-BEST_OFFER_COLUMNS = (
+#: What names an offer and its price in a firing, a training search's or a serving one's.
+OFFER_HEAD_COLUMNS = (
     "provider",
     "offer_id",
     "instance_name",
@@ -58,6 +58,10 @@ BEST_OFFER_COLUMNS = (
     "gpu_count",
     "term",
     "usd_per_hour",
+)
+#: What a firing records of its best offer (and the mail and webhook show).
+BEST_OFFER_COLUMNS = (
+    *OFFER_HEAD_COLUMNS,
     "usd_per_gpu_hour",
     "peak_tflops",
     "mfu",

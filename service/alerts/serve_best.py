@@ -20,20 +20,13 @@ from gpuscout.pricing.serve_rank import ServeRequest, rank_serving
 
 from ..digest.saved_search import service_hours
 from .condition import SERVE_METRIC
-from .search_best import SearchBest
+from .search_best import OFFER_HEAD_COLUMNS, SearchBest
 
 __all__ = ["SERVE_OFFER_COLUMNS", "serve_best_per_search"]
 
 #: What a firing records of a serving search's best offer (and the mail and webhook show).
 SERVE_OFFER_COLUMNS = (
-    "provider",
-    "offer_id",
-    "instance_name",
-    "region",
-    "gpu_model",
-    "gpu_count",
-    "term",
-    "usd_per_hour",
+    *OFFER_HEAD_COLUMNS,
     "gpus_per_replica",
     "replicas",
     "batch",

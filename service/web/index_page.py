@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 
-from gpuscout.adapters.regions import RegionClass, region_classes
+from gpuscout.adapters.regions import RegionClass, region_class_of
 from gpuscout.adapters.schema import RentalTerm
 from gpuscout.pricing import expressions as ex
 from gpuscout.pricing.display import for_display
@@ -46,16 +46,15 @@ _ALLOWED = frozenset(IndexQuery.model_fields) - {"interval"}
 
 def in_region(frame: pl.DataFrame, region: RegionClass | None) -> pl.DataFrame:
     """The offers of ``frame`` rented in ``region`` (by their country, as the rollups class
-    them: :func:`adapters.regions.region_class_of`); all of them without one."""
+    them: :func:`adapters.regions.region_class_of`, once per distinct country); all of them
+    without one."""
     if region is None:
         return frame
-    classes = {country: c.value for country, c in region_classes().items()}
-    of = (
-        pl.col("country")
-        .str.to_uppercase()
-        .replace_strict(classes, default=RegionClass.UNKNOWN.value, return_dtype=pl.String)
-    )
-    return frame.filter(of.fill_null(RegionClass.UNKNOWN.value) == region.value)
+    countries = frame.get_column("country").unique().to_list()
+    kept = [c for c in countries if c is not None and region_class_of(c) is region]
+    country = pl.col("country")
+    unstated = country.is_null() & (region is RegionClass.UNKNOWN)
+    return frame.filter(country.is_in(kept) | unstated)
 
 
 def current_spread(frame: pl.DataFrame, gpu: str, term: str) -> list[dict[str, Any]]:

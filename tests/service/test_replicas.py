@@ -9,8 +9,6 @@ Each process runs in a process group of its own, killed whole when the test ends
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,21 +24,15 @@ from sqlalchemy.pool import NullPool
 
 from gpuscout.db.locks import _pg_key
 from gpuscout.service.snapshots import SNAPSHOT_LOCK
+from tests.service.serve_process import CLI, ServeProcess
 
 pytestmark = pytest.mark.postgres
 
 #: Fields of an offer's row counted from the request's time, not from the snapshot.
 _REQUEST_TIME_FIELDS = {"price_age_hours", "price_age_s"}
 _QUERY = "/v1/offers?limit=500&sort=usd_per_gpu_hour"
-_CLI = "from gpuscout.service.cli import main; main()"
 #: The longest wait for a process or an answer: far above what each takes (a few seconds).
 _WAIT_S = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _env(data_dir: Path, database_url: str) -> dict[str, str]:
@@ -58,7 +50,7 @@ def _snapshot(env: dict[str, str], *providers: str) -> None:
     """``gpuscout snapshot --sample`` of ``providers`` in a process of its own."""
     names = [a for p in providers for a in ("-p", p)]
     done = subprocess.run(
-        [sys.executable, "-c", _CLI, "snapshot", "--sample", *names],
+        [sys.executable, "-c", CLI, "snapshot", "--sample", *names],
         env=env,
         capture_output=True,
         text=True,
@@ -68,36 +60,14 @@ def _snapshot(env: dict[str, str], *providers: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-class Replica:
+class Replica(ServeProcess):
     """One ``gpuscout serve --no-scheduler`` on a free port of 127.0.0.1."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        port = _free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _CLI, "serve", "--no-scheduler", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-
-    def get(self, path: str) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=30)
+        super().__init__(env, "--no-scheduler")
 
     def answer(self) -> dict[str, Any]:
         return dict(self.get(_QUERY).json())
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
-        if self.process.stderr is not None:
-            self.process.stderr.close()
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,17 +23,12 @@ from gpuscout.service.catalog.follow import follow_catalog
 from gpuscout.service.catalog.manifest import canonical
 from gpuscout.service.catalog.signing import generate_key, key_id, sign
 from gpuscout.service.settings import Settings
+from tests.service.serve_process import CLI, ServeProcess
 
 from .conftest import PROVIDERS
 
 #: Every field of an offer's row but its price's age, which is counted from the request.
 _REQUEST_TIME_FIELDS = {"price_age_hours", "price_age_s"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _env(data_dir: Path, **values: str) -> dict[str, str]:
@@ -51,29 +44,13 @@ def _env(data_dir: Path, **values: str) -> dict[str, str]:
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    code = "from gpuscout.service.cli import main; main()"
     return subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", CLI, *args], env=env, capture_output=True, text=True, timeout=120
     )
 
 
-class Instance:
+class Instance(ServeProcess):
     """One ``gpuscout serve`` process in its own process group, killed whole at the end."""
-
-    def __init__(self, env: dict[str, str], *args: str) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        code = "from gpuscout.service.cli import main; main()"
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", code, "serve", "--port", str(self.port), *args],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-
-    def get(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=30, **kwargs)
 
     def wait_until(self, check: Any, what: str, timeout_s: float = 90) -> Any:
         end = time.monotonic() + timeout_s
@@ -88,17 +65,6 @@ class Instance:
                 return found
             time.sleep(0.2)
         raise AssertionError(f"timed out waiting for {what}")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
-        if self.process.stderr is not None:
-            self.process.stderr.close()
 
 
 @pytest.fixture

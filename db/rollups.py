@@ -112,9 +112,9 @@ AVAILABILITY_SHARE = (
 
 #: The history rows the statistics are computed from, as a frame: the few distinct
 #: providers, models, terms and region classes as categoricals (integers), not text, for
-#: the rows are copied once per series of their model and grouped by them (with
-#: :func:`_keyed`'s integer offer keys, at a million open rows the statistics held about
-#: two thirds of what they did with text keys).
+#: the rows are copied once per layer of series (:func:`_membership`) and grouped by them
+#: (with :func:`_keyed`'s integer offer keys, at a million open rows the statistics held
+#: about two thirds of what they did with text keys).
 ROWS_SCHEMA: dict[str, Any] = {
     "offer_key": pl.String,
     "provider": pl.Categorical,
@@ -158,11 +158,17 @@ def _series() -> dict[frozenset[str], str]:
 
 
 @functools.cache
-def _membership() -> pl.DataFrame:
-    """Each catalog model with every series it belongs to (one row per pair)."""
-    pairs = [(model, name) for models, name in _series().items() for model in sorted(models)]
+def _membership() -> tuple[pl.DataFrame, ...]:
+    """Each catalog model with the series it belongs to, in layers by the series' kind
+    (models, families, vendors): a model is in at most one series of each kind, so each
+    layer maps a model to one series. The statistics are computed a layer at a time: the
+    rows are copied once per layer, not once per series of their model at once."""
+    layers: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for models, name in _series().items():
+        kind = name.partition(":")[0] if ":" in name else "model"
+        layers[kind].extend((model, name) for model in sorted(models))
     schema = {"gpu_model": pl.Categorical, "series": pl.Categorical}
-    return pl.DataFrame(pairs, schema=schema, orient="row")
+    return tuple(pl.DataFrame(pairs, schema=schema, orient="row") for pairs in layers.values())
 
 
 def series_named(gpu: str) -> str | None:
@@ -277,8 +283,8 @@ def _stock_rows(connection: Connection, lower: datetime, upper: datetime) -> pl.
 
 def _keyed(rows: pl.DataFrame, stock: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``rows`` and ``stock`` with each offer key its rank among both frames' keys (an
-    integer, the same offer the same in both): the rows are sorted, copied per series and
-    joined by it, which costs far less with an integer than with the key's text."""
+    integer, the same offer the same in both): the rows are sorted, copied per layer of
+    series and joined by it, which costs far less with an integer than with the key's text."""
     ranks = pl.concat([rows.get_column("offer_key"), stock.get_column("offer_key")]).rank("dense")
     return (
         rows.with_columns(offer_key=ranks.slice(0, rows.height)),
@@ -305,24 +311,27 @@ def index_statistics() -> list[pl.Expr]:
     ]
 
 
-def _statistics(prices: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
+def _statistics(prices: pl.LazyFrame, by: list[str]) -> pl.DataFrame:
     """The index's statistics of one price per offer, per ``by`` and region class (each
     offer counted in its own class and in ``all``); ``available``: whether the offer was in
-    stock (null: no stock recorded)."""
+    stock (null: no stock recorded). ``prices`` is read once and grouped twice (its rows are
+    not copied for ``all``)."""
     available = pl.col("available")
-    every_region = pl.concat(
-        [prices, prices.with_columns(region_class=pl.lit(ALL_REGIONS, dtype=pl.Categorical))],
-        how="vertical",
+    statistics = [
+        *index_statistics(),
+        available.is_not_null().sum().alias("stock_offers"),
+        available.fill_null(False).sum().alias("available_offers"),
+    ]
+    held = prices.collect()
+    per_class = held.group_by([*by, "region_class"]).agg(statistics)
+    every_region = (
+        held.group_by(by)
+        .agg(statistics)
+        .with_columns(region_class=pl.lit(ALL_REGIONS, dtype=pl.Categorical))
+        .select(per_class.columns)
     )
-    return (
-        every_region.group_by([*by, "region_class"])
-        .agg(
-            *index_statistics(),
-            stock_offers=available.is_not_null().sum(),
-            available_offers=available.fill_null(False).sum(),
-        )
-        .with_columns(pl.col(*_KEY_COLUMNS).cast(pl.String))
-    )
+    del held
+    return pl.concat([per_class, every_region]).with_columns(pl.col(*_KEY_COLUMNS).cast(pl.String))
 
 
 def spread_over_days(rows: pl.LazyFrame, first: date, last: date, *bounds: pl.Expr) -> pl.LazyFrame:
@@ -374,41 +383,51 @@ def _period_statistics(
 ) -> pl.DataFrame:
     """Per period (``start``) of ``first`` .. ``last``, series, term and region class with
     offers: the statistics of the last price of each offer valid during that period and
-    whether it was in stock then (``rows``: :data:`ROWS_SCHEMA`; ``stock``:
-    :data:`STOCK_SCHEMA`; the offer keys of both as :func:`_keyed` gives them).
+    whether it was in stock then (``rows``: :data:`ROWS_SCHEMA`, sorted by offer key and
+    ``valid_from``; ``stock``: :data:`STOCK_SCHEMA`; the offer keys of both as
+    :func:`_keyed` gives them).
 
     A row is an offer's last price in the periods it is valid in up to the period before
     its offer's next row starts (that period the next row is the last), so each row is
     spread over exactly the periods it counts in, without sorting a row per offer and
-    period."""
-    series_offer = ("series", "term", "offer_key")
-    per_offer = (
-        rows.lazy()
-        .sort("offer_key", "valid_from")
-        .join(_membership().lazy(), on="gpu_model", maintain_order="left")
-        .with_columns(next_from=pl.col("valid_from").shift(-1).over(series_offer))
-    )
+    period. One layer of series (:func:`_membership`) at a time."""
     every = _EVERY[step]
     before_next = (pl.col("next_from").dt.truncate(every) - step).fill_null(pl.lit(last))
-    per_offer = _spread(per_offer, first, last, step, before_next)
     in_stock = (
         _spread(stock.lazy(), first, last, step)
         .group_by("start", "offer_key")
         .agg(available=pl.col("available").any())
+        .collect()
     )
-    with_stock = per_offer.join(in_stock, on=["start", "offer_key"], how="left")
-    return _statistics(with_stock, ["start", "series", "term"]).collect()
+    frames = []
+    for layer in _membership():
+        per_offer = (
+            rows.lazy()
+            .join(layer.lazy(), on="gpu_model", maintain_order="left")
+            .with_columns(
+                next_from=pl.col("valid_from").shift(-1).over("series", "term", "offer_key")
+            )
+        )
+        spread = _spread(per_offer, first, last, step, before_next)
+        with_stock = spread.join(in_stock.lazy(), on=["start", "offer_key"], how="left")
+        frames.append(_statistics(with_stock, ["start", "series", "term"]))
+    return pl.concat(frames)
 
 
 def _open_statistics(rows: pl.DataFrame, stock: pl.DataFrame) -> pl.DataFrame:
     """Per series, term and region class: the statistics of the prices valid now (the open
-    rows), with the open stock rows."""
-    open_rows = rows.lazy().filter(pl.col("valid_to").is_null())
-    open_stock = stock.lazy().filter(pl.col("valid_to").is_null()).select("offer_key", "available")
-    joined = open_rows.join(_membership().lazy(), on="gpu_model").join(
-        open_stock, on="offer_key", how="left"
+    rows), with the open stock rows; one layer of series at a time."""
+    open_rows = rows.filter(pl.col("valid_to").is_null())
+    open_stock = stock.filter(pl.col("valid_to").is_null()).select("offer_key", "available")
+    return pl.concat(
+        _statistics(
+            open_rows.lazy()
+            .join(layer.lazy(), on="gpu_model")
+            .join(open_stock.lazy(), on="offer_key", how="left"),
+            ["series", "term"],
+        )
+        for layer in _membership()
     )
-    return _statistics(joined, ["series", "term"]).collect()
 
 
 def _records(frame: pl.DataFrame, period: str, day: date | None = None) -> list[dict[str, Any]]:
@@ -487,6 +506,7 @@ def _write(
     # cannot reuse: given back, they do not add up with the frames below
     release_memory()
     rows, stock = _keyed(_rows(connection, lower, upper), _stock_rows(connection, lower, upper))
+    rows = rows.sort("offer_key", "valid_from")  # once for every pass below
     records: list[dict[str, Any]] = []
     if days is not None:
         first, last = (datetime.combine(day, time(0)) for day in days)

@@ -1,5 +1,11 @@
 """Run adapters: fetch all enabled providers concurrently, or replay recorded responses.
 
+Runs stream: :func:`stream_runs` hands each provider's run over as soon as it is final
+(:class:`~adapters.precedence.Precedence`: a provider's own answer at once, one a catalog
+covers once every run is in), so a snapshot stores the first answers while the slow
+providers are still fetching, and holds one run at a time, not the market.
+:func:`collect` gathers the same runs into a list, in the adapters' order.
+
 A provider's failure is data, not an exception: every run ends with one
 :class:`ProviderRun` per provider, ``ok``, ``error`` (with the reason) or ``skipped``
 (missing credentials). One provider failing never fails the others.
@@ -17,16 +23,17 @@ per-read timeout, not the deadline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from .base import Adapter, AdapterError, MissingCredentials
-from .precedence import apply_precedence
+from .precedence import Precedence, in_run_order
 from .run import Origin, ProviderRun, RunStatus
 
 __all__ = [
@@ -38,6 +45,7 @@ __all__ = [
     "parse_payloads",
     "provider_error",
     "run_provider",
+    "stream_runs",
 ]
 
 log = logging.getLogger("gpuscout.adapters")
@@ -122,6 +130,50 @@ async def run_provider(
     return run
 
 
+async def stream_runs(
+    adapters: Iterable[Adapter],
+    client: httpx.AsyncClient,
+    *,
+    deadline_s: float | None = None,
+    on_done: Callable[[ProviderRun], None] | None = None,
+) -> AsyncGenerator[ProviderRun, None]:
+    """Run every adapter concurrently and yield one run per provider as each becomes final,
+    each provider's offers from its best source (:class:`adapters.precedence.Precedence`:
+    a published catalog's offers go to the providers they name, once every run is in).
+
+    ``on_done`` sees each raw run as it ends (a progress display). Each fetch is bounded by
+    ``deadline_s``. Closing the iterator early (``aclose``) cancels the fetches still going
+    and waits for them to end. A run is let go of once yielded: a task keeps no result (it
+    puts its run on a queue; :func:`run_provider` reports every failure in the run, so a
+    task ends with its run put, or cancelled).
+    """
+    ended: asyncio.Queue[ProviderRun] = asyncio.Queue()
+
+    async def one(adapter: Adapter) -> None:
+        run = await run_provider(adapter, client, deadline_s=deadline_s)
+        if on_done is not None:
+            try:
+                on_done(run)
+            except Exception:  # a progress display must not lose the run
+                log.exception("%s: on_done callback failed", adapter.name)
+        ended.put_nowait(run)
+
+    tasks = [asyncio.create_task(one(a)) for a in adapters]
+    precedence = Precedence()
+    try:
+        for _ in range(len(tasks)):
+            final = precedence.add(await ended.get())
+            while final:
+                yield final.pop(0)
+        final = precedence.finish()
+        while final:
+            yield final.pop(0)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def collect(
     adapters: Iterable[Adapter],
     client: httpx.AsyncClient,
@@ -130,17 +182,10 @@ async def collect(
     on_done: Callable[[ProviderRun], None] | None = None,
 ) -> list[ProviderRun]:
     """Run every adapter concurrently: the total time is that of the slowest provider, at
-    most ``deadline_s`` (per provider) plus its parse. The runs come out one per provider,
-    each provider's offers from its best source (:func:`adapters.precedence.apply_precedence`:
-    a published catalog's offers go to the providers they name)."""
-
-    async def one(adapter: Adapter) -> ProviderRun:
-        run = await run_provider(adapter, client, deadline_s=deadline_s)
-        if on_done is not None:
-            try:
-                on_done(run)
-            except Exception:  # a progress display must not lose the run
-                log.exception("%s: on_done callback failed", adapter.name)
-        return run
-
-    return apply_precedence(await asyncio.gather(*(one(a) for a in adapters)))
+    most ``deadline_s`` (per provider) plus its parse. The runs of :func:`stream_runs`, one
+    per provider, in the adapters' order (a provider only a catalog names after them)."""
+    adapters = list(adapters)
+    stream = stream_runs(adapters, client, deadline_s=deadline_s, on_done=on_done)
+    async with contextlib.aclosing(stream) as runs:
+        final = [run async for run in runs]
+    return in_run_order(final, [a.name for a in adapters])

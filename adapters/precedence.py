@@ -21,17 +21,30 @@ the fourth and last, chosen where the snapshot is read (:mod:`service.current`),
   its prices came from and, by its ``started_at``, how old they are;
 * a source's own run stays, with its skipped records, but holds only the offers of its own
   name (a catalog's none): the offers are counted once, under their provider.
+
+:class:`Precedence` applies these rules to runs as they arrive, so that a snapshot can
+store each provider's run as soon as it is final instead of holding the whole market: a
+provider's own ok run with offers of its own name is final at once (rank 0 always wins);
+what other runs give for a provider waits only while that provider is undecided.
+:func:`apply_precedence` is the same rules over a finished collection.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .run import Origin, ProviderRun, RunStatus
 from .schema import Offer
 
-__all__ = ["CATALOG_ORDER", "SOURCE_RANKS", "apply_precedence", "source_rank"]
+__all__ = [
+    "CATALOG_ORDER",
+    "SOURCE_RANKS",
+    "Precedence",
+    "apply_precedence",
+    "in_run_order",
+    "source_rank",
+]
 
 #: The rank of each way a provider's offers arrive, best first.
 SOURCE_RANKS = ("own adapter", "keyless feed", "published catalog")
@@ -52,48 +65,108 @@ def source_rank(run: ProviderRun, offer: Offer) -> int:
     return 0 if run.provider == offer.provider else 1
 
 
+#: A provider's best source so far: its rank, the offers of that rank (in arrival order)
+#: and the run that gave them (without its offers: only its provider, time and origin count).
+_Held = tuple[int, list[Offer], ProviderRun]
+
+
+class Precedence:
+    """The precedence rules (module docstring) applied to runs as they arrive.
+
+    :meth:`add` takes each run and returns the runs final now; :meth:`finish`, once every
+    run is in, returns the rest. Together they give one run per provider, the same runs
+    :func:`apply_precedence` gives, in the order they became final:
+
+    * an ok run with at least one offer of rank 0 (its own adapter's, naming its provider)
+      is final at once, holding those offers deduplicated: nothing can outrank it;
+    * the offers a run gives for another provider (a feed's, a catalog's) are held per
+      provider while that provider is undecided: dropped when its own run is final, replaced
+      by a better rank, merged with an equal one;
+    * any other run (failed, skipped, ok with no offer of rank 0: a catalog's own run, an
+      empty answer) is held without its offers and, at :meth:`finish`, becomes the run of
+      the source held for its provider (:func:`_covered`) or stays as it is;
+    * providers that only a source names come last, in the order first named.
+
+    Memory: a final run is let go at once; held are the waiting runs (no offers) and the
+    feeds' and catalogs' offers of undecided providers.
+    """
+
+    def __init__(self) -> None:
+        self._final: set[str] = set()
+        self._waiting: list[ProviderRun] = []
+        self._best: dict[str, _Held] = {}
+        self._finished = False
+
+    def add(self, run: ProviderRun) -> list[ProviderRun]:
+        """Take ``run`` (one provider's, each provider once); the runs final now."""
+        if self._finished:
+            raise RuntimeError("Precedence.add after finish")
+        own: list[Offer] = []
+        if run.status is RunStatus.OK:
+            source = dataclasses.replace(run, offers=[])
+            for offer in run.offers:
+                rank = source_rank(run, offer)
+                if rank == 0:
+                    own.append(offer)
+                elif offer.provider not in self._final:
+                    self._hold(offer, rank, source)
+        if not own:  # an ok run waits without its offers, counted under their providers
+            ok = run.status is RunStatus.OK and run.offers
+            self._waiting.append(dataclasses.replace(run, offers=[]) if ok else run)
+            return []
+        self._final.add(run.provider)
+        self._best.pop(run.provider, None)
+        return [dataclasses.replace(run, offers=_deduped(own))]
+
+    def finish(self) -> list[ProviderRun]:
+        """The runs not final yet, once every run is in: the waiting runs in arrival order
+        (covered by a source where one named their provider), then the providers only a
+        source names."""
+        self._finished = True
+        out: list[ProviderRun] = []
+        for run in self._waiting:
+            held = self._best.pop(run.provider, None)
+            out.append(run if held is None else _covered(run.provider, held))
+        out.extend(_covered(provider, held) for provider, held in self._best.items())
+        self._waiting, self._best = [], {}
+        return out
+
+    def _hold(self, offer: Offer, rank: int, source: ProviderRun) -> None:
+        """Keep ``offer`` (of ``rank``, from ``source``) for its undecided provider."""
+        held = self._best.get(offer.provider)
+        if held is None or rank < held[0]:
+            self._best[offer.provider] = (rank, [offer], source)
+        elif rank == held[0]:
+            held[1].append(offer)
+
+
+def in_run_order(final: Iterable[ProviderRun], providers: Sequence[str]) -> list[ProviderRun]:
+    """``final`` (what :class:`Precedence` gave) in the order of ``providers`` (each run's
+    provider, as the runs were given or the adapters listed); a provider not among them
+    after, in the order given."""
+    place: dict[str, int] = {}
+    for i, provider in enumerate(providers):
+        place.setdefault(provider, i)
+    return sorted(final, key=lambda run: place.get(run.provider, len(place)))
+
+
 def apply_precedence(runs: Sequence[ProviderRun]) -> list[ProviderRun]:
-    """One run per provider, each provider's offers from its best source (module docstring).
+    """One run per provider, each provider's offers from its best source (module docstring):
+    :class:`Precedence` over ``runs``.
 
     Pure: the runs given are not changed. Runs keep their order; a provider that only a
     source names (no run of its own) comes after them, in the order first named.
     """
-    # provider -> (rank, offers in run order) of its best source so far
-    best: dict[str, tuple[int, list[Offer], ProviderRun]] = {}
-    for run in runs:
-        if run.status is not RunStatus.OK:
-            continue
-        for offer in run.offers:
-            rank = source_rank(run, offer)
-            held = best.get(offer.provider)
-            if held is None or rank < held[0]:
-                best[offer.provider] = (rank, [offer], run)
-            elif rank == held[0]:
-                held[1].append(offer)
-
-    out: list[ProviderRun] = []
-    placed: set[str] = set()
-    for run in runs:
-        own = best.get(run.provider)
-        if own is None or own[0] == 0:
-            if run.status is RunStatus.OK:
-                run = dataclasses.replace(run, offers=_deduped(own[1]) if own else [])
-            out.append(run)
-        else:  # its own run failed, was skipped or found nothing: a feed or catalog covers it
-            out.append(_covered(run.provider, own))
-        placed.add(run.provider)
-    for provider, held in best.items():
-        if provider not in placed:
-            out.append(_covered(provider, held))
-            placed.add(provider)
-    return out
+    precedence = Precedence()
+    final = [out for run in runs for out in precedence.add(run)]
+    final.extend(precedence.finish())
+    return in_run_order(final, [run.provider for run in runs])
 
 
-def _covered(provider: str, held: tuple[int, list[Offer], ProviderRun]) -> ProviderRun:
-    """The run of ``provider`` whose offers came through another source's run."""
+def _covered(provider: str, held: _Held) -> ProviderRun:
+    """The run of ``provider`` whose offers came through another source's run (a feed's
+    or a catalog's: rank 1 or 2; its own adapter's offers are never held)."""
     rank, offers, source = held
-    if rank == 0:  # its own run (an ok one is never replaced)
-        return source
     return ProviderRun(
         provider,
         RunStatus.OK,

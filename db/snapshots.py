@@ -765,12 +765,28 @@ def _dedupe_runs(runs: Iterable[ProviderRun]) -> list[ProviderRun]:
     return list(seen.values())
 
 
+def _first_taken(runs: Iterable[ProviderRun]) -> Iterator[ProviderRun]:
+    """``runs`` with its first run taken now (before the transaction begins), the rest as
+    they come; the first is not held once handed on."""
+    rest = iter(runs)
+    first = next(rest, None)
+    taken = [] if first is None else [first]
+    del first
+
+    def chained() -> Iterator[ProviderRun]:
+        while taken:
+            yield taken.pop()
+        yield from rest
+
+    return chained()
+
+
 def store_snapshot(
     target: Target,
     runs: Iterable[ProviderRun],
     *,
     started_at: datetime,
-    finished_at: datetime,
+    finished_at: datetime | Callable[[], datetime],
     fx: FxTable | None = None,
     guard: OfferGuard | None = None,
     hourly_days: int = HOURLY_DAYS,
@@ -791,10 +807,12 @@ def store_snapshot(
     transaction commits after the last run: readers see every provider switch at once, and
     an error anywhere (in the iterator too) leaves the previous state as it was. A provider
     twice in a sequence: its last run is stored; twice in an iterator (which cannot be read
-    ahead): :class:`ValueError`.
+    ahead): :class:`ValueError`. ``finished_at`` may be a callable, called once the last run
+    is stored: the end of a snapshot whose runs are fetched as they are stored. The
+    transaction begins once an iterator gives its first run, not while it is awaited: on
+    SQLite it holds the write lock from the first provider's answer to the last.
     """
-    if isinstance(runs, Sequence):
-        runs = _dedupe_runs(runs)
+    runs = _dedupe_runs(runs) if isinstance(runs, Sequence) else _first_taken(runs)
     with transaction(target) as connection:
         return _store(
             connection,
@@ -870,7 +888,7 @@ def _store(
     runs: Iterable[ProviderRun],
     *,
     started_at: datetime,
-    finished_at: datetime,
+    finished_at: datetime | Callable[[], datetime],
     fx: FxTable,
     guard: OfferGuard,
     hourly_days: int,
@@ -879,7 +897,8 @@ def _store(
         sa.insert(_snapshot)
         .values(
             started_at=started_at,
-            finished_at=finished_at,
+            # set with the totals: a callable is called once the last run is stored
+            finished_at=finished_at if isinstance(finished_at, datetime) else started_at,
             offer_count=0,
             history_added=0,
             history_closed=0,
@@ -920,6 +939,8 @@ def _store(
             }
         )
         del fetched  # let the run go before the iterator makes the next
+    if not isinstance(finished_at, datetime):
+        finished_at = finished_at()
     origin = _origin_of(origins)
     # an updated record may be a changed stock: the rollups' availability reads it
     changed = any(c.history_added or c.history_closed or c.offers_updated for c in changes)
@@ -937,6 +958,7 @@ def _store(
         sa.update(_snapshot)
         .where(_snapshot.c.id == snapshot_id)
         .values(
+            finished_at=finished_at,
             offer_count=summary.offer_count,
             history_added=summary.history_added,
             history_closed=summary.history_closed,

@@ -10,6 +10,13 @@ frames the offers now current and keeps the frame in the database
 (:func:`db.current.keep_current_frame`), the one framing of those offers every reader then
 loads: the API's replicas on any host, the digest, the CLI.
 
+Runs stream: :func:`fetch_providers` runs the fetch's event loop in a worker thread and
+hands each provider's run over as soon as it is final (:func:`adapters.collect.stream_runs`);
+the store writes it while the slow providers are still answering, then lets it go. Memory
+holds the runs fetched and not yet stored, not the market; the result keeps the runs without
+their offers (:class:`StoredRun`). Closing the stream early (the store failed) cancels the
+fetches; a fetch that raises raises in the store, whose transaction rolls back.
+
 Each attempt is recorded as it starts (:mod:`db.runs`): a row ``running``, renewed with the
 SQLite lease every third of ``snapshot_lease_s`` and finished ``ok`` or ``failed``. A
 snapshot killed mid-way leaves its row running and, on SQLite, a lease that expires within
@@ -25,10 +32,13 @@ own way: the scheduler logs and skips, the CLI prints one line and exits 1, the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+import queue
+import threading
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,7 +47,7 @@ from sqlalchemy.engine import Engine
 
 from gpuscout.adapters import registry
 from gpuscout.adapters.base import Adapter, RetryPolicy
-from gpuscout.adapters.collect import ProviderRun, RunStatus, collect
+from gpuscout.adapters.collect import ProviderRun, RunStatus, collect, stream_runs
 from gpuscout.adapters.redirects import refuse_foreign_redirect
 from gpuscout.adapters.schema import FxTable
 from gpuscout.db.current import latest_snapshot
@@ -62,12 +72,17 @@ __all__ = [
     "SnapshotRecent",
     "SnapshotResult",
     "SnapshotSkipped",
+    "StoredRun",
+    "StreamFetch",
     "UnknownProvider",
     "build_adapters",
     "disabled_runs",
     "fetch_adapters",
     "fetch_providers",
+    "noting",
     "offer_guard",
+    "stored_run",
+    "stream_adapters",
     "take_snapshot",
 ]
 
@@ -79,8 +94,12 @@ SNAPSHOT_LOCK = "snapshot"
 #: What the providers' servers see of us.
 USER_AGENT = "gpuscout/0.1 (+price comparison)"
 
-#: Returns each provider's run: a live fetch, the replayed sample, or runs given by a test.
-Fetch = Callable[[], Sequence[ProviderRun]]
+#: Returns each provider's run: a live fetch (an iterator, each run as it is final), the
+#: replayed sample, or runs given by a test (a list).
+Fetch = Callable[[], Iterable[ProviderRun]]
+
+#: Streams the runs of the adapters given (:func:`stream_adapters`; the CLI's shows progress).
+StreamFetch = Callable[[list[Adapter], Settings], AsyncGenerator[ProviderRun, None]]
 
 
 class UnknownProvider(ValueError):
@@ -118,13 +137,34 @@ class SnapshotRecent(SnapshotSkipped):
         self.finished_at = finished_at
 
 
+@dataclasses.dataclass(slots=True)
+class StoredRun(ProviderRun):
+    """A run as a snapshot stored it, its offers let go (``offers`` is empty): it keeps how
+    many it had, so that whoever reports the snapshot (the API, the CLI, the scheduler's
+    log) counts them without the snapshot holding the market's offers."""
+
+    offered: int = 0
+    """the number of offers the run had (0 when the guard stored it as failed)"""
+
+    @property
+    def offer_count(self) -> int:
+        return self.offered
+
+
+def stored_run(run: ProviderRun) -> StoredRun:
+    """``run`` without its offers, their number kept (:class:`StoredRun`)."""
+    fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(ProviderRun)}
+    return StoredRun(**{**fields, "offers": []}, offered=run.offer_count)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SnapshotResult:
     """What one snapshot fetched, what storing it changed, and what retention pruned;
     ``aborted``: earlier snapshots found left running by a dead process (now marked so).
 
-    ``runs`` are as stored: a run the plausibility guard found suspect is an error run with
-    the guard's verdict (and no offers), as the database records it.
+    ``runs`` are as stored, without their offers (:class:`StoredRun`, which keeps their
+    number): a run the plausibility guard found suspect is an error run with the guard's
+    verdict (and no offers), as the database records it.
     """
 
     runs: tuple[ProviderRun, ...]
@@ -162,6 +202,17 @@ def build_adapters(settings: Settings, names: Sequence[str] | None = None) -> li
     return [known[n](creds, policy=policy, base_url=urls.get(n)) for n in chosen]
 
 
+def _client(settings: Settings) -> httpx.AsyncClient:
+    """The HTTP client of one fetch: redirects are followed only to the provider's own hosts
+    (:mod:`adapters.redirects`)."""
+    return httpx.AsyncClient(
+        headers={"User-Agent": USER_AGENT},
+        timeout=RetryPolicy(timeout_s=settings.http_timeout_s).timeout(),
+        follow_redirects=True,
+        event_hooks={"response": [refuse_foreign_redirect]},
+    )
+
+
 async def fetch_adapters(
     adapters: Sequence[Adapter],
     settings: Settings,
@@ -169,17 +220,29 @@ async def fetch_adapters(
     on_done: Callable[[ProviderRun], None] | None = None,
 ) -> list[ProviderRun]:
     """Fetch ``adapters`` concurrently over one HTTP client, each within
-    ``provider_deadline_s``; ``on_done`` sees each run end. Redirects are followed only to
-    the provider's own hosts (:mod:`adapters.redirects`)."""
-    async with httpx.AsyncClient(
-        headers={"User-Agent": USER_AGENT},
-        timeout=RetryPolicy(timeout_s=settings.http_timeout_s).timeout(),
-        follow_redirects=True,
-        event_hooks={"response": [refuse_foreign_redirect]},
-    ) as client:
+    ``provider_deadline_s``; ``on_done`` sees each run end. Every run, as a list."""
+    async with _client(settings) as client:
         return await collect(
             adapters, client, deadline_s=settings.provider_deadline_s, on_done=on_done
         )
+
+
+async def stream_adapters(
+    adapters: Sequence[Adapter],
+    settings: Settings,
+    *,
+    on_done: Callable[[ProviderRun], None] | None = None,
+) -> AsyncGenerator[ProviderRun, None]:
+    """:func:`fetch_adapters`, each run yielded as soon as it is final
+    (:func:`adapters.collect.stream_runs`); closing it cancels the fetches still going."""
+    async with _client(settings) as client:
+        stream = stream_runs(
+            adapters, client, deadline_s=settings.provider_deadline_s, on_done=on_done
+        )
+        async with contextlib.aclosing(stream) as runs:
+            async for run in runs:
+                yield run
+                del run  # not held while the next provider is awaited
 
 
 def offer_guard(settings: Settings) -> OfferGuard:
@@ -213,16 +276,140 @@ def fetch_providers(
     settings: Settings,
     names: Sequence[str] | None = None,
     *,
-    fetch: Callable[[list[Adapter], Settings], Coroutine[Any, Any, list[ProviderRun]]] = (
-        fetch_adapters
-    ),
-) -> list[ProviderRun]:
-    """Fetch the providers ``names`` (default: every enabled one, and the disabled ones
-    recorded as skipped, :func:`disabled_runs`) with ``fetch`` (the CLI's shows progress);
-    blocking: runs its own event loop, so call it from a thread when one is already
-    running."""
-    runs = asyncio.run(fetch(build_adapters(settings, names), settings))
-    return runs if names else [*runs, *disabled_runs(settings)]
+    fetch: StreamFetch | None = None,
+) -> Generator[ProviderRun, None, None]:
+    """Fetch the providers ``names`` (default: every enabled one, then the disabled ones
+    recorded as skipped, :func:`disabled_runs`) with ``fetch`` (default
+    :func:`stream_adapters`; the CLI's shows progress).
+
+    The adapters are built now (an unknown name raises :class:`UnknownProvider` here); the
+    runs come as the returned iterator is read, each as soon as it is final, from an event
+    loop in a worker thread (so it can be read from a thread that runs one). Closing the
+    iterator cancels the fetches still going and waits for the thread; an exception of the
+    fetch is raised by the iterator.
+    """
+    adapters = build_adapters(settings, names)
+    stream = fetch or stream_adapters
+    return _fetched(settings, lambda: stream(adapters, settings), with_disabled=not names)
+
+
+def _fetched(
+    settings: Settings,
+    make: Callable[[], AsyncGenerator[ProviderRun, None]],
+    *,
+    with_disabled: bool,
+) -> Generator[ProviderRun, None, None]:
+    """The runs ``make`` streams, then, ``with_disabled``, the disabled providers' runs: a
+    disabled provider a catalog named is left out of the stream, its disabled run stands."""
+    disabled = set(settings.providers_disabled) if with_disabled else set()
+    with contextlib.closing(_streamed(make)) as runs:
+        for run in runs:
+            if run.provider not in disabled:
+                yield run
+            del run  # not held while the next is fetched
+    if with_disabled:
+        yield from disabled_runs(settings)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Ended:
+    """The end of a stream of runs: ``error`` when the fetch raised."""
+
+    error: BaseException | None = None
+
+
+class _Pump:
+    """Runs an async stream of runs in its own event loop (on a worker thread, :meth:`run`)
+    and puts each run, then :class:`_Ended`, on ``out``; :meth:`cancel` (from any thread)
+    stops it."""
+
+    def __init__(
+        self, make: Callable[[], AsyncGenerator[ProviderRun, None]], out: queue.Queue[Any]
+    ) -> None:
+        self._make, self._out = make, out
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[Any] | None = None
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._pump())
+        except BaseException as exc:  # handed to the reader, re-raised there
+            self._out.put(_Ended(exc))
+        else:
+            self._out.put(_Ended())
+
+    async def _pump(self) -> None:
+        with self._lock:
+            if self._cancelled:
+                return
+            self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+        async with contextlib.aclosing(self._make()) as runs:
+            async for run in runs:
+                self._out.put(run)
+                del run  # not held while the next is awaited
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing runs
+                loop.call_soon_threadsafe(task.cancel)
+
+
+def _streamed(
+    make: Callable[[], AsyncGenerator[ProviderRun, None]],
+) -> Generator[ProviderRun, None, None]:
+    """The runs ``make`` streams, read from a worker thread that runs its event loop, each
+    as soon as it comes. Closing this iterator (its reader stopped) cancels the stream and
+    joins the thread; the stream's exception is raised here."""
+    out: queue.Queue[ProviderRun | _Ended] = queue.Queue()
+    pump = _Pump(make, out)
+    thread = threading.Thread(target=pump.run, name="snapshot fetch", daemon=True)
+    thread.start()
+    try:
+        while not isinstance(item := out.get(), _Ended):
+            yield item
+            del item  # not held while the next is fetched
+        if item.error is not None:
+            raise item.error
+    finally:
+        pump.cancel()
+        thread.join()
+
+
+def noting(
+    runs: Iterable[ProviderRun], note: Callable[[ProviderRun], None]
+) -> Iterable[ProviderRun]:
+    """``runs`` with ``note`` called on each as it is taken: a sequence's at once (returned
+    as it is, so that the store still finds a provider given twice), an iterator's one at a
+    time (closing the returned iterator closes ``runs``)."""
+    if isinstance(runs, Sequence):
+        for run in runs:
+            note(run)
+        return runs
+    return _noted(iter(runs), note)
+
+
+def _noted(
+    runs: Iterator[ProviderRun], note: Callable[[ProviderRun], None]
+) -> Iterator[ProviderRun]:
+    try:
+        for run in runs:
+            note(run)
+            yield run
+            del run  # let the store let go of it
+    finally:
+        _close(runs)
+
+
+def _close(runs: Iterable[ProviderRun]) -> None:
+    """Close ``runs`` if it is an iterator that can be closed (a generator)."""
+    close = getattr(runs, "close", None)
+    if callable(close):
+        close()
 
 
 def _utc_now() -> datetime:
@@ -250,10 +437,15 @@ def take_snapshot(
     <adapters.collect.ProviderRun.origin>`: ``fetch=replay_sample`` gives sample runs) and
     is stored with the snapshot (:attr:`SnapshotSummary.origin <db.snapshots.SnapshotSummary>`).
 
+    The runs ``fetch`` returns are stored as they come (an iterator is read one run at a
+    time, and closed when the store ends or fails); the snapshot's ``finished_at`` is when
+    the last one was stored.
+
     Raises :class:`SnapshotLocked` when another runner holds the lock. The store is one
-    transaction: an error while storing leaves the previous state as it was. Every attempt
-    past the lock (and the skip check) is recorded in :mod:`db.runs`, a failed one with its
-    error; runs left running by a dead process are marked aborted, logged and returned.
+    transaction: an error while storing (or fetching) leaves the previous state as it was.
+    Every attempt past the lock (and the skip check) is recorded in :mod:`db.runs`, a
+    failed one with its error; runs left running by a dead process are marked aborted,
+    logged and returned.
     """
     fetch = fetch or functools.partial(fetch_providers, settings)
     own = engine is None
@@ -279,20 +471,25 @@ def take_snapshot(
                 with periodic(lease_s / 3, heartbeat, name="snapshot heartbeat"):
                     if on_start is not None:
                         on_start()
-                    runs = tuple(fetch())
-                    finished_at, fx = now(), fx_table(settings)
-                    summary = store_snapshot(
-                        engine,
-                        runs,
-                        started_at=started_at,
-                        finished_at=finished_at,
-                        guard=offer_guard(settings),
-                        fx=fx,
-                        hourly_days=settings.rollup_hourly_days,
-                    )
+                    fx = fx_table(settings)
+                    stored: list[StoredRun] = []
+                    runs = noting(fetch(), lambda run: stored.append(stored_run(run)))
+                    try:
+                        summary = store_snapshot(
+                            engine,
+                            runs,
+                            started_at=started_at,
+                            finished_at=now,
+                            guard=offer_guard(settings),
+                            fx=fx,
+                            hourly_days=settings.rollup_hourly_days,
+                        )
+                    finally:
+                        _close(runs)  # a fetch still going is cancelled
+                    del runs
                     pruned = prune(
                         engine,
-                        now=finished_at,
+                        now=summary.finished_at,
                         snapshots_days=settings.retention_snapshots_days,
                         history_days=settings.retention_history_days,
                     )
@@ -304,7 +501,7 @@ def take_snapshot(
     finally:
         if own:
             engine.dispose()
-    return SnapshotResult(_as_stored(runs, summary), summary, pruned, aborted)
+    return SnapshotResult(_as_stored(stored, summary), summary, pruned, aborted)
 
 
 def _keep_frame(fx: FxTable, engine: Engine) -> None:
@@ -320,11 +517,12 @@ def _keep_frame(fx: FxTable, engine: Engine) -> None:
         log.warning("snapshot stored; its frame not kept (the next load frames it): %s", exc)
 
 
-def _as_stored(runs: Sequence[ProviderRun], summary: SnapshotSummary) -> tuple[ProviderRun, ...]:
-    """``runs`` with each one the guard stored as failed turned into that error run."""
+def _as_stored(runs: Sequence[StoredRun], summary: SnapshotSummary) -> tuple[StoredRun, ...]:
+    """``runs`` (as they were taken, without their offers) with each one the guard stored as
+    failed turned into that error run."""
     guarded = {c.provider: c for c in summary.providers if c.guarded}
     return tuple(
-        dataclasses.replace(run, status=change.status, error=change.error, offers=[])
+        dataclasses.replace(run, status=change.status, error=change.error, offered=0)
         if (change := guarded.get(run.provider)) is not None
         else run
         for run in runs

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -184,7 +185,9 @@ def no_network_line(summary: SnapshotSummary) -> str:
     )
 
 
-def summary_table(runs: list[ProviderRun]) -> Table:
+def summary_table(runs: Sequence[ProviderRun]) -> Table:
+    """Each run's outcome, where its offers came from, how many (``offer_count``: a run
+    whose offers were let go once stored says how many it had) and its error."""
     table = Table(title="snapshot")
     for col in ("provider", "outcome", "source", "offers", "skipped", "seconds", "error"):
         table.add_column(col)
@@ -203,9 +206,12 @@ def summary_table(runs: list[ProviderRun]) -> Table:
     return table
 
 
-async def fetch_all(adapters: list[Adapter], settings: Settings) -> list[ProviderRun]:
-    """Fetch every adapter concurrently, with a live progress line per provider."""
-    from ..snapshots import fetch_adapters
+async def fetch_all(
+    adapters: list[Adapter], settings: Settings
+) -> AsyncGenerator[ProviderRun, None]:
+    """Fetch every adapter concurrently, with a live progress line per provider; each run
+    is yielded as soon as it is final (:func:`service.snapshots.stream_adapters`)."""
+    from ..snapshots import stream_adapters
 
     with Progress(
         SpinnerColumn(),
@@ -223,7 +229,10 @@ async def fetch_all(adapters: list[Adapter], settings: Settings) -> list[Provide
                 completed=1,
             )
 
-        return await fetch_adapters(adapters, settings, on_done=done)
+        async with contextlib.aclosing(stream_adapters(adapters, settings, on_done=done)) as runs:
+            async for run in runs:
+                yield run
+                del run  # not held while the next is fetched
 
 
 def _stored_state(settings: Settings) -> tuple[dict[str, Any], list[Any]] | None:
@@ -556,6 +565,8 @@ def register(app: typer.Typer) -> None:
             UnknownProvider,
             build_adapters,
             fetch_providers,
+            noting,
+            stored_run,
             take_snapshot,
         )
         from .db import stored_table
@@ -565,7 +576,7 @@ def register(app: typer.Typer) -> None:
         if sample:
             err.print(f"[yellow]{sample_note()}[/]")
 
-            def fetch() -> list[ProviderRun]:
+            def fetch() -> Iterable[ProviderRun]:
                 return replay_sample(provider or None)
         else:
             try:  # an unknown name is refused before anything runs
@@ -573,19 +584,24 @@ def register(app: typer.Typer) -> None:
             except UnknownProvider as exc:
                 raise typer.BadParameter(str(exc), param_hint="--provider") from None
 
-            def fetch() -> list[ProviderRun]:
+            def fetch() -> Iterable[ProviderRun]:
                 return fetch_providers(settings, provider or None, fetch=fetch_all)
 
-        def fetch_and_report() -> list[ProviderRun]:
-            runs = fetch()
-            out.print(summary_table(runs))  # before storing: seen even if storing fails
-            return runs
+        # each run as it was fetched (its offers let go once stored: their number kept), for
+        # the summary printed once storing ends, or fails
+        seen: list[ProviderRun] = []
+
+        def fetch_and_note() -> Iterable[ProviderRun]:
+            return noting(fetch(), lambda run: seen.append(stored_run(run)))
 
         try:
-            stored = take_snapshot(settings, fetch=fetch_and_report)
+            stored = take_snapshot(settings, fetch=fetch_and_note)
         except SnapshotLocked as exc:
             err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
+        finally:
+            if seen:  # seen even if storing failed
+                out.print(summary_table(seen))
         for aborted in stored.aborted:
             err.print(f"[red]{aborted.describe()}[/]", highlight=False, soft_wrap=True)
         out.print(stored_table(stored))

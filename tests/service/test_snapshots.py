@@ -3,6 +3,7 @@ building adapters from the settings. Run on both databases."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from datetime import timedelta
 from pathlib import Path
 
@@ -209,7 +210,7 @@ def test_a_disabled_provider_is_recorded_as_skipped_and_its_held_offers_go_stale
         now=lambda: before,
     )
     settings = settings_for(db_url, tmp_path, providers_disabled=["vastai"])
-    monkeypatch.setattr(snapshots, "fetch_adapters", _no_fetch)  # every enabled adapter
+    monkeypatch.setattr(snapshots, "stream_adapters", _no_fetch)  # every enabled adapter
     result = take_snapshot(settings)  # the default fetch: enabled ones, then the disabled
     (disabled,) = [r for r in result.runs if r.provider == "vastai"]
     assert disabled.status is RunStatus.SKIPPED and disabled.error == snapshots.DISABLED
@@ -220,8 +221,12 @@ def test_a_disabled_provider_is_recorded_as_skipped_and_its_held_offers_go_stale
     assert "vastai" in state.stale_providers
 
 
-async def _no_fetch(adapters: object, settings: object, **_: object) -> list[ProviderRun]:
-    return []
+async def _no_fetch(
+    adapters: object, settings: object, **_: object
+) -> AsyncGenerator[ProviderRun, None]:
+    """No provider answers (the default fetch streams: an async generator of none)."""
+    for run in ():
+        yield run
 
 
 def _drop_kept(db_url: str) -> None:

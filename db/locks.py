@@ -93,18 +93,19 @@ def _renew(engine: Engine, name: str, holder: str, lease_s: float) -> None:
         )
 
 
-@contextmanager
-def _lease_lock(
-    engine: Engine, name: str, lease_s: float, renew_every_s: float | None
-) -> Iterator[bool]:
-    holder = uuid.uuid4().hex
+def _take_lease(engine: Engine, name: str, holder: str, lease_s: float) -> bool:
+    """Take the lease of ``name`` for ``holder`` if it is free or expired; whether it was
+    taken. A database another writer keeps locked past the busy timeout (a snapshot
+    storing its runs holds SQLite's write lock until its last provider answers) is a lock
+    held too: not taken."""
     now = datetime.now(UTC)
-    with write_connection(engine) as connection:
-        row = connection.execute(
-            sa.select(_lock.c.holder, _lock.c.expires_at).where(_lock.c.name == name)
-        ).first()
-        got = row is None or row.expires_at <= now
-        if got:
+    try:
+        with write_connection(engine) as connection:
+            row = connection.execute(
+                sa.select(_lock.c.holder, _lock.c.expires_at).where(_lock.c.name == name)
+            ).first()
+            if row is not None and row.expires_at > now:
+                return False
             values = {
                 "holder": holder,
                 "acquired_at": now,
@@ -114,6 +115,20 @@ def _lease_lock(
                 connection.execute(sa.insert(_lock).values(name=name, **values))
             else:
                 connection.execute(sa.update(_lock).where(_lock.c.name == name).values(values))
+    except sa.exc.OperationalError as exc:
+        if "database is locked" not in str(exc.orig):
+            raise
+        log.info("lease %s: the database stayed locked by another writer; not taken", name)
+        return False
+    return True
+
+
+@contextmanager
+def _lease_lock(
+    engine: Engine, name: str, lease_s: float, renew_every_s: float | None
+) -> Iterator[bool]:
+    holder = uuid.uuid4().hex
+    got = _take_lease(engine, name, holder, lease_s)
     try:
         if got and renew_every_s is not None:
             renew = functools.partial(_renew, engine, name, holder, lease_s)

@@ -31,18 +31,15 @@ own way: the scheduler logs and skips, the CLI prints one line and exits 1, the 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import functools
 import logging
-import queue
-import threading
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import httpx
+from anyio.from_thread import start_blocking_portal
 from sqlalchemy.engine import Engine
 
 from gpuscout.adapters import registry
@@ -311,73 +308,29 @@ def _fetched(
         yield from disabled_runs(settings)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Ended:
-    """The end of a stream of runs: ``error`` when the fetch raised."""
-
-    error: BaseException | None = None
-
-
-class _Pump:
-    """Runs an async stream of runs in its own event loop (on a worker thread, :meth:`run`)
-    and puts each run, then :class:`_Ended`, on ``out``; :meth:`cancel` (from any thread)
-    stops it."""
-
-    def __init__(
-        self, make: Callable[[], AsyncGenerator[ProviderRun, None]], out: queue.Queue[Any]
-    ) -> None:
-        self._make, self._out = make, out
-        self._lock = threading.Lock()
-        self._cancelled = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task[Any] | None = None
-
-    def run(self) -> None:
-        try:
-            asyncio.run(self._pump())
-        except BaseException as exc:  # handed to the reader, re-raised there
-            self._out.put(_Ended(exc))
-        else:
-            self._out.put(_Ended())
-
-    async def _pump(self) -> None:
-        with self._lock:
-            if self._cancelled:
-                return
-            self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
-        async with contextlib.aclosing(self._make()) as runs:
-            async for run in runs:
-                self._out.put(run)
-                del run  # not held while the next is awaited
-
-    def cancel(self) -> None:
-        with self._lock:
-            self._cancelled = True
-            loop, task = self._loop, self._task
-        if loop is not None and task is not None:
-            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing runs
-                loop.call_soon_threadsafe(task.cancel)
-
-
 def _streamed(
     make: Callable[[], AsyncGenerator[ProviderRun, None]],
 ) -> Generator[ProviderRun, None, None]:
-    """The runs ``make`` streams, read from a worker thread that runs its event loop, each
-    as soon as it comes. Closing this iterator (its reader stopped) cancels the stream and
-    joins the thread; the stream's exception is raised here."""
-    out: queue.Queue[ProviderRun | _Ended] = queue.Queue()
-    pump = _Pump(make, out)
-    thread = threading.Thread(target=pump.run, name="snapshot fetch", daemon=True)
-    thread.start()
-    try:
-        while not isinstance(item := out.get(), _Ended):
-            yield item
-            del item  # not held while the next is fetched
-        if item.error is not None:
-            raise item.error
-    finally:
-        pump.cancel()
-        thread.join()
+    """The runs ``make`` streams, each as soon as it comes, from an event loop on a worker
+    thread (anyio's blocking portal): the fetches go on while the caller stores a run.
+    Closing this iterator (its reader stopped) closes the stream, which cancels the fetches
+    still going; the stream's exception is raised here."""
+    with start_blocking_portal() as portal:
+        runs = make()
+        try:
+            while True:
+                try:
+                    run = portal.call(_next, runs)
+                except StopAsyncIteration:
+                    return
+                yield run
+                del run  # not held while the next is fetched
+        finally:
+            portal.call(runs.aclose)
+
+
+async def _next(runs: AsyncGenerator[ProviderRun, None]) -> ProviderRun:
+    return await anext(runs)
 
 
 def noting(

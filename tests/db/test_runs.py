@@ -7,11 +7,15 @@ from __future__ import annotations
 import threading
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
 
+from gpuscout.db import engine as db_engine
+from gpuscout.db.engine import make_engine, sqlite_url, write_connection
 from gpuscout.db.locks import job_lock, periodic
+from gpuscout.db.migrate import upgrade
 from gpuscout.db.runs import (
     abort_left_running,
     beat,
@@ -102,3 +106,24 @@ def test_periodic_calls_until_the_block_ends_and_survives_a_failing_call() -> No
     count = len(calls)
     time.sleep(0.15)
     assert failed.is_set() and count >= 3 and len(calls) == count
+
+
+def test_a_lease_behind_another_writers_lock_is_not_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot storing its runs holds SQLite's write lock until its last provider has
+    answered: a second runner waiting past the busy timeout is told the lock is held (a
+    skip), not "database is locked"."""
+    monkeypatch.setattr(db_engine, "SQLITE_BUSY_TIMEOUT_S", 0.2)
+    url = sqlite_url(tmp_path / "locked.db")
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        with write_connection(engine) as writer:  # the storing snapshot's transaction
+            writer.exec_driver_sql("CREATE TABLE busy (x INTEGER)")
+            with job_lock(engine, "snapshot", lease_s=60) as got:
+                assert got is False
+        with job_lock(engine, "snapshot", lease_s=60) as got:
+            assert got is True  # free once the writer committed
+    finally:
+        engine.dispose()

@@ -35,8 +35,9 @@ class Offers(list[Offer]):
     """A list of offers that can be weakly referenced (a plain list cannot)."""
 
 
-def fetch_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "snapshot fetch"]
+def new_threads(before: set[threading.Thread]) -> list[threading.Thread]:
+    """Threads alive now that were not ``before`` (the fetch's event loop runs on one)."""
+    return [t for t in threading.enumerate() if t not in before]
 
 
 def test_each_run_is_stored_and_let_go_before_the_next_is_made(
@@ -123,6 +124,7 @@ class Fake(Adapter):
 def test_fetch_providers_hands_over_a_fast_run_while_a_slow_one_is_fetching(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    before_threads = set(threading.enumerate())
     release = threading.Event()
     slow, fast = Fake("slow", release), Fake("fast")
     monkeypatch.setattr(snapshots, "build_adapters", lambda settings, names: [slow, fast])
@@ -137,7 +139,23 @@ def test_fetch_providers_hands_over_a_fast_run_while_a_slow_one_is_fetching(
     finally:
         release.set()
         runs.close()
-    assert fetch_threads() == []
+    assert new_threads(before_threads) == []
+
+
+def test_closing_the_stream_cancels_a_provider_still_fetching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store stopped reading (it failed, or was interrupted): the provider still
+    answering is cancelled, not waited for, and the fetch's thread ends."""
+    before_threads = set(threading.enumerate())
+    slow, fast = Fake("slow", threading.Event()), Fake("fast")  # slow: never released
+    monkeypatch.setattr(snapshots, "build_adapters", lambda settings, names: [slow, fast])
+    runs = fetch_providers(Settings(data_dir=tmp_path, provider_deadline_s=60))
+    assert next(runs).provider == "fast"
+    assert not slow.ended
+    runs.close()
+    assert slow.ended  # its fetch ended: cancelled, for its release never came
+    assert new_threads(before_threads) == []
 
 
 def _store_alpha(engine: Engine) -> tuple[tuple[int, int, int], list[tuple[str, str]]]:
@@ -155,6 +173,7 @@ def test_a_fetch_failing_mid_stream_stores_nothing_and_leaves_no_thread(
     engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     before = _store_alpha(engine)
+    before_threads = set(threading.enumerate())
 
     async def fetch(adapters: object, settings: object) -> AsyncGenerator[ProviderRun, None]:
         yield ok("beta", [offer("beta")], at(1))
@@ -165,7 +184,7 @@ def test_a_fetch_failing_mid_stream_stores_nothing_and_leaves_no_thread(
         take_snapshot(
             settings, fetch=lambda: fetch_providers(settings, ["lium"], fetch=fetch), engine=engine
         )
-    assert fetch_threads() == []
+    assert new_threads(before_threads) == []
     assert (counts(engine), _offers(engine)) == before  # beta, stored first, rolled back
 
 
@@ -173,6 +192,7 @@ def test_a_store_failing_mid_stream_cancels_the_fetch_and_leaves_no_thread(
     engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     before = _store_alpha(engine)
+    before_threads = set(threading.enumerate())
     ended: list[str] = []
 
     async def fetch(adapters: object, settings: object) -> AsyncGenerator[ProviderRun, None]:
@@ -192,8 +212,8 @@ def test_a_store_failing_mid_stream_cancels_the_fetch_and_leaves_no_thread(
         take_snapshot(
             settings, fetch=lambda: fetch_providers(settings, ["lium"], fetch=fetch), engine=engine
         )
-    assert fetch_threads() == []
-    assert ended == ["cancelled", "closed"]  # cancelled before the thread ended
+    assert new_threads(before_threads) == []
+    assert ended == ["closed"]  # closed where it stood (its yield) before the thread ended
     assert (counts(engine), _offers(engine)) == before
 
 

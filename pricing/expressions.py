@@ -1090,7 +1090,7 @@ def qualifies(req: Requirement, now: datetime) -> pl.Expr:
         conds.append(_known(_in("cooling", req.cooling), u))
     conds += _seed_conditions(req)
     if req.regions:
-        region = pl.col("region").str.to_lowercase()
+        region = pl.col("region").cast(pl.String).str.to_lowercase()
         starts = [region.str.starts_with(r.lower()) for r in req.regions]
         conds.append(_known(pl.any_horizontal(starts), u))
     if req.countries:

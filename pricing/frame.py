@@ -5,11 +5,14 @@ Decimal in ``price_currency`` per ``price_unit`` and ``price_basis``; the derive
 ``usd_per_hour`` (whole instance) is Float64, good enough to rank by. Enumerations are
 strings, except ``term``, a polars Enum whose order (on-demand first, then interruptible,
 then commitments by length) breaks ties, and the ones the costing compares on every row
-(:data:`ENUM_COLUMNS`: form factor, GPU link, fabric), polars Enums of their schema enums:
-a comparison then reads one small integer per row, not a string (``intra_node_scaling`` over
-100k placed offers: 3.4 ms of CPU with strings, 2.1 with Enums). A stored value outside its
-enum (a record written by another version) reads as null, not stated, rather than failing
-the load.
+(:data:`ENUM_COLUMNS`: form factor, GPU link, fabric, price unit and basis), polars Enums
+of their schema enums: a comparison then reads one small integer per row, not a string
+(``intra_node_scaling`` over 100k placed offers: 3.4 ms of CPU with strings, 2.1 with
+Enums). A stored value outside its enum (a record written by another version) reads as
+null, not stated, rather than failing the load. Text of few distinct values and no fixed
+list (instance name, region, country, currency: :data:`CATEGORY_COLUMNS`) is a polars
+Categorical: a string column costs a 16-byte view a row, a Categorical 4 bytes (at 1M
+offers these six columns held ~90 MB as text).
 
 Two builders give the same frame (a test holds them equal): :func:`offers_to_frame` from
 :class:`~adapters.schema.Offer` objects (a fetch, the offline sample) and
@@ -52,6 +55,7 @@ from .offer_facts import with_offer_facts
 
 __all__ = [
     "CONFIG_KEYS",
+    "CATEGORY_COLUMNS",
     "ENUM_COLUMNS",
     "FABRIC_DTYPE",
     "FORM_FACTOR_DTYPE",
@@ -86,7 +90,13 @@ ENUM_COLUMNS: dict[str, pl.Enum] = {
     "gpu_form_factor": FORM_FACTOR_DTYPE,
     "gpu_interconnect": INTERCONNECT_DTYPE,
     "fabric": FABRIC_DTYPE,
+    "price_unit": pl.Enum([u.value for u in PriceUnit]),
+    "price_basis": pl.Enum([b.value for b in PriceBasis]),
 }
+
+#: Offer columns of few distinct values and no fixed list, held as polars Categoricals (an
+#: integer a row): at a million offers a text column holds ~15 MB of 16-byte views.
+CATEGORY_COLUMNS = ("instance_name", "region", "country", "price_currency")
 
 #: Decimal scale of ``price_amount``: 12 places hold any published price exactly.
 PRICE_SCALE = 12
@@ -95,9 +105,9 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "provider": pl.String(),
     "offer_id": pl.String(),
     "seller": pl.String(),
-    "instance_name": pl.String(),
-    "region": pl.String(),
-    "country": pl.String(),
+    "instance_name": pl.Categorical(),
+    "region": pl.Categorical(),
+    "country": pl.Categorical(),
     "fetched_at": pl.Datetime("us", "UTC"),
     "gpu_model": pl.String(),
     "gpu_raw_name": pl.String(),
@@ -126,9 +136,9 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "multi_node": pl.Boolean(),
     "cooling": pl.String(),
     "price_amount": pl.Decimal(38, PRICE_SCALE),
-    "price_currency": pl.String(),
-    "price_unit": pl.String(),
-    "price_basis": pl.String(),
+    "price_currency": pl.Categorical(),
+    "price_unit": ENUM_COLUMNS["price_unit"],
+    "price_basis": ENUM_COLUMNS["price_basis"],
     "term": TERM_DTYPE,
     "term_variant": pl.String(),
     "interruption_band": pl.String(),
@@ -209,7 +219,7 @@ _DERIVED = frozenset(
 #: The offer fields a frame reads, as they are read: the prices as their decimal text (made
 #: exact, or USD floats, in :func:`_derive`), the term and the :data:`ENUM_COLUMNS` as text
 #: (made their Enums there).
-_AS_TEXT = frozenset({"price_amount", "term", *ENUM_COLUMNS})
+_AS_TEXT = frozenset({"price_amount", "term", *ENUM_COLUMNS, *CATEGORY_COLUMNS})
 _FIELDS: dict[str, pl.DataType] = {
     name: pl.String() if name in _AS_TEXT else dtype
     for name, dtype in OFFER_SCHEMA.items()
@@ -413,6 +423,7 @@ _DERIVATIONS: dict[str, pl.Expr] = {
     "term": pl.col("term").cast(TERM_DTYPE),
     # lenient: a value outside the enum (a record of another version) is not stated
     **{name: pl.col(name).cast(dtype, strict=False) for name, dtype in ENUM_COLUMNS.items()},
+    **{name: pl.col(name).cast(pl.Categorical) for name in CATEGORY_COLUMNS},
     "usd_per_hour": pl.col("_usd_per_hour"),
     "in_stock_7d": pl.lit(None, pl.Float64),
     **_READINGS,

@@ -248,7 +248,7 @@ def test_golden_lambda_sample() -> None:
             "effective_tflops": [3245.56] * 3 + [1622.78] * 2,
             "job_cost_usd": [2392.0] * 3 + [1236.0] * 2,
         },
-        schema_overrides={"term": out.schema["term"]},
+        schema_overrides={"term": out.schema["term"], "region": out.schema["region"]},
     )
     got = out.select(expected.columns)
     assert_frame_equal(got, expected, check_exact=False, rel_tol=1e-9)

@@ -112,11 +112,11 @@ AVAILABILITY_SHARE = (
 
 #: The history rows the statistics are computed from, as a frame: the few distinct
 #: providers, models, terms and region classes as categoricals (integers), not text, for
-#: the rows are copied once per layer of series (:func:`_membership`) and grouped by them
-#: (with :func:`_keyed`'s integer offer keys, at a million open rows the statistics held
-#: about two thirds of what they did with text keys).
+#: the rows are copied once per layer of series (:func:`_membership`) and grouped by them.
+#: The offer key is its 64-bit hash (:func:`_hashed_keys`), the same offer's the same in both
+#: frames.
 ROWS_SCHEMA: dict[str, Any] = {
-    "offer_key": pl.String,
+    "offer_key": pl.UInt64,
     "provider": pl.Categorical,
     "gpu_model": pl.Categorical,
     "term": pl.Categorical,
@@ -129,7 +129,7 @@ ROWS_SCHEMA: dict[str, Any] = {
 
 #: The stock rows the availability is counted from, as a frame.
 STOCK_SCHEMA: dict[str, Any] = {
-    "offer_key": pl.String,
+    "offer_key": pl.UInt64,
     "available": pl.Boolean,
     "valid_from": pl.Datetime("us"),
     "valid_to": pl.Datetime("us"),
@@ -196,8 +196,17 @@ def _hour_of(at: datetime) -> datetime:
 #: (~100 MB), not as Python tuples (~700 MB).
 ROWS_CHUNK = 50_000
 
-#: :data:`ROWS_SCHEMA` as read, a chunk at a time: each row's country, not its class yet.
-_READ_SCHEMA: dict[str, Any] = ROWS_SCHEMA | {"region_class": pl.String}
+#: :data:`ROWS_SCHEMA` as read, a chunk at a time: the offer key's text, and each row's
+#: country, not its class yet.
+_READ_SCHEMA: dict[str, Any] = ROWS_SCHEMA | {"offer_key": pl.String, "region_class": pl.String}
+
+
+def _hashed_keys(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with its offer keys' text replaced by their 64-bit hash, as each chunk is
+    read: the rows are sorted, copied per layer of series and joined by the key, which costs
+    far less with an integer, and no text of a million keys is held. Two keys of one hash
+    (about one chance in 37 million at a million offers) would count as one offer."""
+    return frame.with_columns(pl.col("offer_key").hash())
 
 
 def _chunks(connection: Connection, queries: Sequence[sa.Select[Any]]) -> Iterator[Sequence[Any]]:
@@ -243,7 +252,7 @@ def _frame_of_rows(rows: Sequence[Any]) -> pl.DataFrame:
         schema=_READ_SCHEMA,
         orient="row",
     )
-    return _region_classes(read)
+    return _hashed_keys(_region_classes(read))
 
 
 def _region_classes(frame: pl.DataFrame) -> pl.DataFrame:
@@ -267,29 +276,21 @@ def _stock_rows(connection: Connection, lower: datetime, upper: datetime) -> pl.
             s.valid_to.is_not(None), s.valid_to > lower, s.valid_from < upper
         ),
     )
+    read = STOCK_SCHEMA | {"offer_key": pl.String}
     frames = [
-        pl.DataFrame(
-            [
-                (key, bool(available), _naive(since), _naive(until))
-                for key, available, since, until in chunk
-            ],
-            schema=STOCK_SCHEMA,
-            orient="row",
+        _hashed_keys(
+            pl.DataFrame(
+                [
+                    (key, bool(available), _naive(since), _naive(until))
+                    for key, available, since, until in chunk
+                ],
+                schema=read,
+                orient="row",
+            )
         )
         for chunk in _chunks(connection, queries)
     ]
     return pl.concat(frames) if frames else pl.DataFrame(schema=STOCK_SCHEMA)
-
-
-def _keyed(rows: pl.DataFrame, stock: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``rows`` and ``stock`` with each offer key its rank among both frames' keys (an
-    integer, the same offer the same in both): the rows are sorted, copied per layer of
-    series and joined by it, which costs far less with an integer than with the key's text."""
-    ranks = pl.concat([rows.get_column("offer_key"), stock.get_column("offer_key")]).rank("dense")
-    return (
-        rows.with_columns(offer_key=ranks.slice(0, rows.height)),
-        stock.with_columns(offer_key=ranks.slice(rows.height)),
-    )
 
 
 #: The key columns of a rollup row besides its period.
@@ -384,8 +385,7 @@ def _period_statistics(
     """Per period (``start``) of ``first`` .. ``last``, series, term and region class with
     offers: the statistics of the last price of each offer valid during that period and
     whether it was in stock then (``rows``: :data:`ROWS_SCHEMA`, sorted by offer key and
-    ``valid_from``; ``stock``: :data:`STOCK_SCHEMA`; the offer keys of both as
-    :func:`_keyed` gives them).
+    ``valid_from``; ``stock``: :data:`STOCK_SCHEMA`).
 
     A row is an offer's last price in the periods it is valid in up to the period before
     its offer's next row starts (that period the next row is the last), so each row is
@@ -505,8 +505,8 @@ def _write(
     # the snapshot's offers, freed, stay in the C heap, which polars (another allocator)
     # cannot reuse: given back, they do not add up with the frames below
     release_memory()
-    rows, stock = _keyed(_rows(connection, lower, upper), _stock_rows(connection, lower, upper))
-    rows = rows.sort("offer_key", "valid_from")  # once for every pass below
+    rows = _rows(connection, lower, upper).sort("offer_key", "valid_from")  # once for every pass
+    stock = _stock_rows(connection, lower, upper)
     records: list[dict[str, Any]] = []
     if days is not None:
         first, last = (datetime.combine(day, time(0)) for day in days)

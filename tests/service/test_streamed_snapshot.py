@@ -7,9 +7,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator
 from datetime import datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,13 @@ import httpx
 import pytest
 from sqlalchemy.engine import Engine
 
-from gpuscout.adapters.base import Adapter, ParseResult
 from gpuscout.adapters.collect import ProviderRun, RunStatus
 from gpuscout.adapters.schema import Offer
 from gpuscout.db.snapshots import store_snapshot
 from gpuscout.service import snapshots
 from gpuscout.service.settings import Settings
 from gpuscout.service.snapshots import fetch_providers, take_snapshot
+from tests.adapters.test_collect import Fake as OneOffer
 from tests.db.factories import at, counts, current, offer, ok
 
 
@@ -83,15 +82,11 @@ def test_each_run_is_stored_and_let_go_before_the_next_is_made(
     ]
 
 
-class Fake(Adapter):
+class Fake(OneOffer):
     """A provider answering one offer once ``release`` is set (at once without one)."""
 
-    title = "Fake"
-    source_url = "https://example.test"
-
     def __init__(self, name: str, release: threading.Event | None = None) -> None:
-        super().__init__()
-        self.name = name  # type: ignore[misc]
+        super().__init__(name)
         self.release = release
         self.ended = False
 
@@ -102,23 +97,6 @@ class Fake(Adapter):
             return [{"price": "1.25"}]
         finally:
             self.ended = True  # answered, failed or cancelled (its deadline)
-
-    def parse(self, payloads: Sequence[Any], *, fetched_at: datetime) -> ParseResult:
-        result = ParseResult()
-        for p in payloads:
-            result.add(
-                None,
-                provider=self.name,
-                offer_id="x",
-                fetched_at=fetched_at,
-                gpu_count=1,
-                price_amount=Decimal(p["price"]),
-                price_currency="USD",
-                price_unit="hour",
-                price_basis="instance",
-                term="on_demand",
-            )
-        return result
 
 
 def test_fetch_providers_hands_over_a_fast_run_while_a_slow_one_is_fetching(

@@ -10,9 +10,10 @@ of their schema enums: a comparison then reads one small integer per row, not a 
 (``intra_node_scaling`` over 100k placed offers: 3.4 ms of CPU with strings, 2.1 with
 Enums). A stored value outside its enum (a record written by another version) reads as
 null, not stated, rather than failing the load. Text of few distinct values and no fixed
-list (instance name, region, country, currency: :data:`CATEGORY_COLUMNS`) is a polars
-Categorical: a string column costs a 16-byte view a row, a Categorical 4 bytes (at 1M
-offers these six columns held ~90 MB as text).
+list (instance name, region, country, currency, the provider's GPU name:
+:data:`CATEGORY_COLUMNS`) is a polars Categorical: a string column costs a 16-byte view a
+row and its long values' bytes, a Categorical 4 bytes (at 1M offers these seven columns
+held ~130 MB as text).
 
 Two builders give the same frame (a test holds them equal): :func:`offers_to_frame` from
 :class:`~adapters.schema.Offer` objects (a fetch, the offline sample) and
@@ -54,8 +55,8 @@ from .efficiency import Efficiency, default_efficiency
 from .offer_facts import with_offer_facts
 
 __all__ = [
-    "CONFIG_KEYS",
     "CATEGORY_COLUMNS",
+    "CONFIG_KEYS",
     "ENUM_COLUMNS",
     "FABRIC_DTYPE",
     "FORM_FACTOR_DTYPE",
@@ -96,7 +97,7 @@ ENUM_COLUMNS: dict[str, pl.Enum] = {
 
 #: Offer columns of few distinct values and no fixed list, held as polars Categoricals (an
 #: integer a row): at a million offers a text column holds ~15 MB of 16-byte views.
-CATEGORY_COLUMNS = ("instance_name", "region", "country", "price_currency")
+CATEGORY_COLUMNS = ("instance_name", "region", "country", "price_currency", "gpu_raw_name")
 
 #: Decimal scale of ``price_amount``: 12 places hold any published price exactly.
 PRICE_SCALE = 12
@@ -110,7 +111,7 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
     "country": pl.Categorical(),
     "fetched_at": pl.Datetime("us", "UTC"),
     "gpu_model": pl.String(),
-    "gpu_raw_name": pl.String(),
+    "gpu_raw_name": pl.Categorical(),
     "gpu_vendor": pl.String(),
     "gpu_count": pl.Int32(),
     "gpu_fraction": pl.Float64(),

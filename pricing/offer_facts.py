@@ -82,7 +82,8 @@ FACT_COLUMNS: tuple[str, ...] = (
     "availability",
     "on_demand_usd_per_hour",
     "break_even_hours",
-    "break_even",
+    "best_commitment_term",
+    "best_commitment_hours",
     CONFIGURATION_ROWS,
 )
 
@@ -112,7 +113,6 @@ def with_offer_facts(frame: pl.DataFrame) -> pl.DataFrame:
             availability=ex.availability(),
             break_even_hours=_BREAK_EVEN_HOURS,
         )
-        .with_columns(break_even=ex.break_even_text())
         .select(FACT_COLUMNS)
         .collect()
         .rechunk()

@@ -485,7 +485,8 @@ def _plans(
     )
     # 6
     ranked = (
-        chosen.with_columns(**chain.answer)
+        # why the term won, in words: for the chosen rows only (text a row is costly)
+        chosen.with_columns(**chain.answer, break_even=ex.break_even_text())
         .sort(options.order(), nulls_last=True)
         .with_row_index("rank", offset=1)
     )

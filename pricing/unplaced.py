@@ -23,7 +23,7 @@ UNPLACED_SCHEMA = pl.Schema(
     {
         "config_id": pl.UInt32(),
         "provider": pl.String(),
-        "gpu_raw_name": pl.String(),
+        "gpu_raw_name": pl.Categorical(),
         "gpu_model": pl.String(),
         "reason": REASON,
         "gpu_memory_gb": pl.Float64(),

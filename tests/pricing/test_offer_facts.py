@@ -10,14 +10,13 @@ from polars.testing import assert_frame_equal
 
 from gpuscout.adapters.schema import RentalTerm
 from gpuscout.pricing import Job, RankOptions, Requirement, offers_to_frame, rank
-from gpuscout.pricing.expressions import TERM_WORDS
+from gpuscout.pricing.expressions import TERM_WORDS, break_even_text
 from gpuscout.pricing.offer_facts import (
-    CONFIGURATION_ROWS,
     FACT_COLUMNS,
     has_offer_facts,
     with_offer_facts,
 )
-from gpuscout.pricing.rank import rank_page
+from gpuscout.pricing.rank import RESULT_COLUMNS, rank_page
 
 from .factories import NOW, make_offer
 
@@ -31,7 +30,9 @@ OFFERS = [
 
 
 def _facts(frame: pl.DataFrame) -> list[dict[str, object]]:
-    return frame.select("offer_id", "term", *FACT_COLUMNS).to_dicts()
+    """Each row's facts, and its break-even in words as a ranking gives it (the text is
+    made for the rows ranked, not held by the frame)."""
+    return frame.select("offer_id", "term", *FACT_COLUMNS, break_even=break_even_text()).to_dicts()
 
 
 def test_a_frame_carries_each_rows_facts_and_its_configurations_break_even() -> None:
@@ -43,8 +44,9 @@ def test_a_frame_carries_each_rows_facts_and_its_configurations_break_even() -> 
         "offer_id": "8x-h100", "term": "on_demand", "ranked_after": 0,
         "usd_per_gpu_hour": 2.0, "fabric_gbps_per_gpu": None, "availability": "not stated",
         "on_demand_usd_per_hour": 16.0, "break_even_hours": 5475.0,
-        "break_even": "on-demand; a 1-year commitment would beat it after 5475 h",
+        "best_commitment_term": "commit_1y", "best_commitment_hours": 5475.0,
         "configuration_rows": 2,
+        "break_even": "on-demand; a 1-year commitment would beat it after 5475 h",
     }  # fmt: skip
     assert committed["break_even"] == "a 1-year commitment beats on-demand after 5475 h"
     assert committed["on_demand_usd_per_hour"] == 16.0 and committed["usd_per_gpu_hour"] == 1.25
@@ -66,7 +68,7 @@ def test_a_ranking_shows_the_frames_facts_whatever_terms_it_admits() -> None:
         "a 1-year commitment beats on-demand after 5475 h",
     )
     ranked = rank(frame, job=Job.for_hours(100), options=RankOptions(now=NOW, limit=None))
-    facts = (c for c in FACT_COLUMNS if c != CONFIGURATION_ROWS)  # read by the top-k alone
+    facts = (c for c in FACT_COLUMNS if c in RESULT_COLUMNS)  # the others: read by steps
     shown = ranked.select("offer_id", "term", *facts).sort("offer_id")
     kept = frame.join(ranked.select("offer_id", "term"), on=["offer_id", "term"], how="semi")
     assert_frame_equal(shown, kept.select(shown.columns).sort("offer_id"))

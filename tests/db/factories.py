@@ -13,6 +13,7 @@ from gpuscout.adapters.collect import ProviderRun, RunStatus
 from gpuscout.adapters.schema import Offer, default_fx
 from gpuscout.db.current import CurrentState, load_current_offers
 from gpuscout.db.models import PriceHistory, Snapshot, SnapshotProvider
+from gpuscout.db.types import UtcDateTime
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)  # a Monday noon
 
@@ -74,3 +75,12 @@ def counts(engine: Engine) -> tuple[int, int, int]:
 def current(engine: Engine, now: datetime | None = None) -> CurrentState:
     """The current state as stored, priced with the shipped FX table."""
     return load_current_offers(engine, fx=default_fx(), now=now)
+
+
+def old_table(name: str, *columns: str) -> sa.TableClause:
+    """A lightweight table of an earlier schema, to store rows as a migration's tests need
+    them before it runs; ``*_at``, ``valid_from`` and ``valid_to`` columns as stored times."""
+    timed = ("_at", "valid_from", "valid_to")
+    return sa.table(
+        name, *(sa.column(c, UtcDateTime) if c.endswith(timed) else sa.column(c) for c in columns)
+    )

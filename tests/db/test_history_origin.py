@@ -23,9 +23,8 @@ from gpuscout.db.history import (
 from gpuscout.db.migrate import upgrade
 from gpuscout.db.models import PriceHistory
 from gpuscout.db.snapshots import store_snapshot
-from gpuscout.db.types import UtcDateTime
 
-from .factories import T0, at, offer, ok
+from .factories import T0, at, offer, ok, old_table
 
 #: The aws sample's capture date in the shipped manifest.
 CAPTURED = datetime(2025, 9, 15, tzinfo=UTC)
@@ -90,27 +89,18 @@ def test_a_sample_replayed_over_live_prices_closes_them_when_stored(engine: Engi
     assert frame["sample_offers"].to_list() == [0, 0, 0, 1]
 
 
-def _table(name: str, *columns: str) -> sa.TableClause:
-    """A lightweight table of the 0006 schema; ``*_at`` and ``valid_*`` as stored times."""
-    timed = ("_at", "valid_from", "valid_to")
-    return sa.table(
-        name,
-        *(sa.column(c, UtcDateTime) if c.endswith(timed) else sa.column(c) for c in columns),
-    )
-
-
 def test_migration_0007_labels_and_redates_earlier_sample_rows(db_url: str) -> None:
     stored_at = datetime(2026, 11, 30, 17, 9, 8, tzinfo=UTC)
     live_at = datetime(2026, 11, 29, 9, 30, 1, 5, tzinfo=UTC)
-    snapshot = _table(
+    snapshot = old_table(
         "snapshot", "id", "started_at", "finished_at", "offer_count", "history_added",
         "history_closed", "origin",
     )  # fmt: skip
-    runs = _table(
+    runs = old_table(
         "snapshot_provider", "snapshot_id", "provider", "status", "started_at", "duration_s",
         "offer_count", "skipped_count", "history_added", "history_closed", "origin",
     )  # fmt: skip
-    history = _table(
+    history = old_table(
         "price_history", "offer_key", "provider", "gpu_model", "gpus", "term", "price_amount",
         "price_currency", "price_unit", "price_basis", "usd_per_hour", "usd_per_gpu_hour",
         "price_hash", "valid_from", "valid_to", "opened_snapshot_id", "closed_snapshot_id",

@@ -15,9 +15,8 @@ from gpuscout.db.engine import make_engine
 from gpuscout.db.migrate import upgrade
 from gpuscout.db.models import Snapshot, SnapshotProvider
 from gpuscout.db.snapshots import store_snapshot
-from gpuscout.db.types import UtcDateTime
 
-from .factories import T0, at, current, failed, offer, ok
+from .factories import T0, at, current, failed, offer, ok, old_table
 
 
 def sample(run: ProviderRun, *, known: bool = True) -> ProviderRun:
@@ -99,13 +98,6 @@ def test_fx_note_names_the_table_of_converted_prices(engine: Engine) -> None:
     assert current(engine).fx_note is None  # every price in USD: nothing was converted
 
 
-def _table(name: str, *columns: str) -> sa.TableClause:
-    """A lightweight table of the 0004 schema; ``*_at`` columns as stored times."""
-    return sa.table(
-        name, *(sa.column(c, UtcDateTime) if c.endswith("_at") else sa.column(c) for c in columns)
-    )
-
-
 def test_migration_0005_marks_earlier_sample_snapshots(db_url: str) -> None:
     """Rows stored by ``snapshot --sample`` before 0005 started at midnight of the sample's
     manifest date of then: marked sample, a placeholder date replaced by the latest the
@@ -113,7 +105,7 @@ def test_migration_0005_marks_earlier_sample_snapshots(db_url: str) -> None:
     verda_then = datetime(2025, 10, 1, tzinfo=UTC)  # the placeholder of revision 0004
     aws_then = datetime(2025, 9, 15, tzinfo=UTC)  # a real date: kept
     live_at = datetime(2025, 10, 1, 12, 30, 5, 123456, tzinfo=UTC)
-    snapshot = _table(
+    snapshot = old_table(
         "snapshot",
         "id",
         "started_at",
@@ -122,7 +114,7 @@ def test_migration_0005_marks_earlier_sample_snapshots(db_url: str) -> None:
         "history_added",
         "history_closed",
     )
-    runs = _table(
+    runs = old_table(
         "snapshot_provider",
         "snapshot_id",
         "provider",
@@ -134,7 +126,7 @@ def test_migration_0005_marks_earlier_sample_snapshots(db_url: str) -> None:
         "history_added",
         "history_closed",
     )
-    status = _table(
+    status = old_table(
         "provider_status",
         "provider",
         "last_status",

@@ -16,9 +16,8 @@ from gpuscout.db.engine import make_engine
 from gpuscout.db.migrate import upgrade
 from gpuscout.db.models import SnapshotProvider
 from gpuscout.db.snapshots import store_snapshot
-from gpuscout.db.types import UtcDateTime
 
-from .factories import T0, at, current, failed, offer, ok
+from .factories import T0, at, current, failed, offer, ok, old_table
 
 NOT_PROVISIONED = "region JarvisLabs does not provision (unknown-region)"
 SKIPPED = [
@@ -71,25 +70,18 @@ def test_a_failed_run_after_leaves_the_held_offers_reasons_unknown(engine: Engin
     assert state.skipped_note is None
 
 
-def _table(name: str, *columns: str) -> sa.TableClause:
-    """A lightweight table of the 0010 schema; ``*_at`` columns as stored times."""
-    return sa.table(
-        name, *(sa.column(c, UtcDateTime) if c.endswith("_at") else sa.column(c) for c in columns)
-    )
-
-
 def test_migration_0011_leaves_earlier_runs_without_reasons(db_url: str) -> None:
     """A run stored before 0011 keeps its count and no reasons (NULL): the state read after
     the upgrade names its count alone, and the next snapshot stores reasons."""
-    snapshot = _table(
+    snapshot = old_table(
         "snapshot", "id", "started_at", "finished_at", "offer_count", "history_added",
         "history_closed", "origin",
     )  # fmt: skip
-    runs = _table(
+    runs = old_table(
         "snapshot_provider", "snapshot_id", "provider", "status", "started_at", "duration_s",
         "offer_count", "skipped_count", "history_added", "history_closed",
     )  # fmt: skip
-    status = _table(
+    status = old_table(
         "provider_status", "provider", "last_status", "last_attempt_at", "last_success_at",
         "last_snapshot_id", "offers_fetched_at", "offer_count",
     )  # fmt: skip
